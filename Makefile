@@ -1,0 +1,44 @@
+# The README's two commands (`make run`, `make test`) are the whole set-up.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP_RUN := $(VENV)/.installed-run
+STAMP_DEV := $(VENV)/.installed-dev
+REPO   ?= $(CURDIR)
+
+.PHONY: run test lint bench install dev clean typecheck
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP_RUN): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(STAMP_DEV): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@ $(STAMP_RUN)
+
+install: $(STAMP_RUN)
+dev: $(STAMP_DEV)
+
+run: $(STAMP_RUN)
+	$(VENV)/bin/semfora $(REPO)
+
+lint: $(STAMP_DEV)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check engine semfora_tui tests
+
+typecheck: $(STAMP_DEV)
+	$(VENV)/bin/mypy
+
+test: $(STAMP_DEV)
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
+
+bench: $(STAMP_DEV)
+	$(PY) tests/bench/run_all.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

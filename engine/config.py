@@ -1,0 +1,312 @@
+"""The one source of truth for semfora's settings.
+
+Defaults live in the pydantic models below; they are overlaid, in order, by the
+user file ``$XDG_CONFIG_HOME/semfora/config.toml``, the repository file
+``.semfora.toml`` and ``SEMFORA_*`` (plus a few well-known) environment variables.
+``docs/configuration.md`` is checked against these models by a test.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from engine.errors import ConfigError
+from engine.store.layout import config_home
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelPrice(_Section):
+    """US dollars per million tokens."""
+
+    input: float = Field(3.0, description="Price of one million input tokens.")
+    output: float = Field(15.0, description="Price of one million output tokens.")
+    cache_write: float = Field(3.75, description="Price of one million cache-write tokens.")
+    cache_read: float = Field(0.30, description="Price of one million cache-read tokens.")
+
+
+def _default_prices() -> dict[str, ModelPrice]:
+    return {
+        "claude-sonnet-4-5": ModelPrice(),
+        "claude-sonnet-4": ModelPrice(),
+        "claude-opus-4-1": ModelPrice(input=15.0, output=75.0, cache_write=18.75, cache_read=1.5),
+        "claude-haiku-4-5": ModelPrice(input=1.0, output=5.0, cache_write=1.25, cache_read=0.10),
+    }
+
+
+class LLMSettings(_Section):
+    model: str = Field(
+        DEFAULT_MODEL,
+        description="Reasoning model. A Claude model name uses the Anthropic API; any other "
+        "LiteLLM model string (e.g. ollama/qwen2.5-coder:7b) goes through LiteLLM. Env: SEMFORA_MODEL.",
+    )
+    max_output_tokens: int = Field(4000, ge=256, description="Maximum tokens in one model reply.")
+    connect_timeout: float = Field(10.0, gt=0, description="Seconds to wait for a connection to the model API.")
+    read_timeout: float = Field(120.0, gt=0, description="Seconds to wait between streamed chunks of a reply.")
+    max_retries: int = Field(4, ge=0, le=10, description="Retries on 429, 5xx and overloaded answers.")
+    edit_retries: int = Field(2, ge=0, le=5, description="Times a failed edit block is sent back to the model.")
+    exact_token_count: bool = Field(
+        False, description="Count tokens with Anthropic's token-counting endpoint instead of chars/4."
+    )
+    prices: dict[str, ModelPrice] = Field(
+        default_factory=_default_prices,
+        description="Per-model price table (USD per million tokens) used to compute cost.",
+    )
+
+
+class BudgetSettings(_Section):
+    context_tokens: int = Field(
+        8000, ge=500, le=200_000, description="Per-request budget for curated context. Env: SEMFORA_BUDGET."
+    )
+    max_context_tokens: int = Field(100_000, ge=4000, description="The model's whole context window.")
+    reserved_for_response: int = Field(4000, ge=0, description="Tokens kept free for the reply.")
+    reserved_for_system: int = Field(2000, ge=0, description="Tokens kept for the system prompt.")
+
+
+class OllamaSettings(_Section):
+    host: str = Field("http://127.0.0.1:11434", description="Ollama base URL. Env: OLLAMA_HOST.")
+    summary_model: str = Field("qwen2.5-coder:1.5b", description="Model used for symbol and file summaries.")
+    timeout: float = Field(3.0, gt=0, description="Seconds before a summary falls back to extractive.")
+    presummarize: bool = Field(False, description="Pre-summarize the highest fan-in symbols in the background.")
+
+
+class IndexSettings(_Section):
+    max_file_bytes: int = Field(1_000_000, ge=1024, description="Files larger than this are not indexed.")
+    exclude_dirs: list[str] = Field(
+        default_factory=lambda: [
+            "node_modules", "vendor", "third_party", "dist", "build", "target", ".venv", "venv",
+            "__pycache__", ".tox", ".mypy_cache", ".git", ".hg", ".svn", "bower_components",
+        ],
+        description="Directory names that are never indexed (vendored or build output).",
+    )
+    workers: int = Field(0, ge=0, le=64, description="Parser processes; 0 means one per core.")
+    watch: bool = Field(True, description="Follow changes on disk while the app is open.")
+
+
+class SearchSettings(_Section):
+    embedding: str = Field(
+        "auto",
+        description="Embedding provider: auto, none, ollama:MODEL, chroma-default or "
+        "sentence-transformers:NAME_OR_PATH. Env: SEMFORA_EMBEDDING.",
+    )
+    chroma_url: str | None = Field(
+        None, description="URL of a Chroma server (chroma run). Unset: embedded. Env: SEMFORA_CHROMA_URL."
+    )
+    expansion: bool = Field(False, description="Expand queries with 2 rewrites from a local LLM.")
+    rerank: bool = Field(False, description="Rerank the top 20 candidates with a local LLM.")
+    llm_model: str = Field("qwen2.5-coder:1.5b", description="Ollama model for expansion and rerank.")
+    provider_timeout: float = Field(5.0, gt=0, description="Seconds before an embedding or LLM call is abandoned.")
+
+
+class CacheSettings(_Section):
+    ttl_days: int = Field(30, ge=1, description="Days before a cached expansion, rerank or summary expires.")
+    max_mb: int = Field(200, ge=1, description="Size cap of cache.db in megabytes (LRU eviction).")
+
+
+class MetricsSettings(_Section):
+    level: Literal["off", "errors", "metrics", "debug", "full"] = Field(
+        "metrics", description="What metrics.db records. Query text is kept only at 'full'."
+    )
+
+
+class EditSettings(_Section):
+    deny: list[str] = Field(
+        default_factory=lambda: [
+            ".env", ".env.*", "*.pem", "*.key", "id_*", "*secret*", "*credentials*", ".netrc", ".npmrc",
+            ".pypirc", "*.p12", "*.pfx",
+        ],
+        description="Glob patterns of files that are never written and never sent to a model.",
+    )
+    max_file_bytes: int = Field(2_000_000, ge=1024, description="Files above this size are not edited.")
+    lint_cmd: str | None = Field(None, description="Command run after a commit of edits (e.g. 'ruff check').")
+    test_cmd: str | None = Field(None, description="Command run after a commit of edits (e.g. 'pytest -q').")
+    lock_timeout: float = Field(10.0, ge=0, description="Seconds a commit waits for another process's lock.")
+
+
+class GitSettings(_Section):
+    auto_commit: bool = Field(False, description="Make a git commit of exactly the files an edit commit changed.")
+
+
+class UISettings(_Section):
+    theme: str = Field("semfora-dark", description="Theme name: built-in or from the user themes directory.")
+
+
+class Settings(_Section):
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    ollama: OllamaSettings = Field(default_factory=OllamaSettings)
+    index: IndexSettings = Field(default_factory=IndexSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+    cache: CacheSettings = Field(default_factory=CacheSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    edits: EditSettings = Field(default_factory=EditSettings)
+    git: GitSettings = Field(default_factory=GitSettings)
+    ui: UISettings = Field(default_factory=UISettings)
+
+
+# Environment variables other tools rely on, mapped to their dotted keys.
+ENV_ALIASES: dict[str, str] = {
+    "SEMFORA_MODEL": "llm.model",
+    "SEMFORA_EMBEDDING": "search.embedding",
+    "SEMFORA_CHROMA_URL": "search.chroma_url",
+    "SEMFORA_BUDGET": "budget.context_tokens",
+    "OLLAMA_HOST": "ollama.host",
+}
+ENV_PREFIX = "SEMFORA_"  # SEMFORA_SECTION__KEY sets section.key
+
+
+class LoadedSettings:
+    """Effective settings plus where each overridden key came from."""
+
+    def __init__(self, settings: Settings, sources: dict[str, str], files: list[Path]) -> None:
+        self.settings = settings
+        self.sources = sources
+        self.files = files
+
+    def source_of(self, dotted: str) -> str:
+        return self.sources.get(dotted, "default")
+
+
+def user_config_path() -> Path:
+    return config_home() / "config.toml"
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping) and dotted != "llm.prices" and not dotted.startswith("llm.prices."):
+            out.update(_flatten(value, dotted + "."))
+        else:
+            out[dotted] = value
+    return out
+
+
+def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = target
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+
+
+def _env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for var, dotted in ENV_ALIASES.items():
+        if environ.get(var):
+            found[dotted] = environ[var]
+    for var, value in environ.items():
+        if var.startswith(ENV_PREFIX) and "__" in var:
+            dotted = var[len(ENV_PREFIX):].lower().replace("__", ".")
+            found[dotted] = value
+    return found
+
+
+def load_settings(
+    repo_root: Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> LoadedSettings:
+    """Merge defaults, user file, repository file, environment and explicit overrides."""
+    env = os.environ if environ is None else environ
+    merged: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    files: list[Path] = []
+    layers: list[tuple[str, dict[str, Any]]] = []
+    user_file = user_config_path()
+    if user_file.is_file():
+        files.append(user_file)
+        layers.append((str(user_file), _flatten(_read_toml(user_file))))
+    if repo_root is not None:
+        repo_file = Path(repo_root) / ".semfora.toml"
+        if repo_file.is_file():
+            files.append(repo_file)
+            layers.append((str(repo_file), _flatten(_read_toml(repo_file))))
+    layers.append(("env", dict(_env_overrides(env))))
+    if overrides:
+        layers.append(("flag", {k: v for k, v in overrides.items() if v is not None}))
+    for origin, flat in layers:
+        for dotted, value in flat.items():
+            _set_dotted(merged, dotted, value)
+            sources[dotted] = origin
+    try:
+        settings = Settings.model_validate(merged)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        origin = sources.get(where, "configuration")
+        raise ConfigError(f"{where}: {first['msg']} (from {origin})") from exc
+    return LoadedSettings(settings, sources, files)
+
+
+def iter_keys(model: type[BaseModel] = Settings, prefix: str = "") -> list[tuple[str, Any, str]]:
+    """Every leaf key as ``(dotted, default, description)``, for docs and `semfora config`."""
+    rows: list[tuple[str, Any, str]] = []
+    for name, field in model.model_fields.items():
+        dotted = f"{prefix}{name}"
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            rows.extend(iter_keys(ann, dotted + "."))
+            continue
+        default = field.get_default(call_default_factory=True)
+        if isinstance(default, dict):
+            default = {k: (v.model_dump() if isinstance(v, BaseModel) else v) for k, v in default.items()}
+        rows.append((dotted, default, field.description or ""))
+    return rows
+
+
+def save_user_setting(dotted: str, value: Any) -> Path:
+    """Persist one key into the user config file (used by `/theme`), keeping the other keys."""
+    path = user_config_path()
+    data: dict[str, Any] = _read_toml(path) if path.is_file() else {}
+    _set_dotted(data, dotted, value)
+    Settings.model_validate(data)  # refuse to write something we could not read back
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".toml.tmp")
+    tmp.write_text(_dump_toml(data), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{text}"'
+
+
+def _dump_toml(data: Mapping[str, Any], prefix: str = "") -> str:
+    scalars = [(k, v) for k, v in data.items() if not isinstance(v, Mapping)]
+    tables = [(k, v) for k, v in data.items() if isinstance(v, Mapping)]
+    lines = [f"{k} = {_toml_value(v)}" for k, v in scalars]
+    out = "\n".join(lines) + ("\n" if lines else "")
+    for key, table in tables:
+        name = f"{prefix}{key}"
+        inner = _dump_toml(table, name + ".")
+        out += f"\n[{name}]\n{inner}"
+    return out

@@ -1,0 +1,92 @@
+"""Typed errors shared by every layer of the engine.
+
+Each error has a stable ``code`` (documented in docs/errors.md) and the process
+exit code the CLI uses for it. Errors are raised where the problem is detected;
+the CLI and the UI only turn them into messages.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_PROBLEM = 1
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 3
+
+
+class SemforaError(Exception):
+    """Base class: a problem with a stable code and a one-line message."""
+
+    code: str = "SEMFORA_ERROR"
+    exit_code: int = EXIT_PROBLEM
+
+    def __init__(self, message: str, *, code: str | None = None, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.hint = hint
+
+    def to_json(self) -> dict[str, object]:
+        payload: dict[str, object] = {
+            "ok": False,
+            "error_code": self.code,
+            "error_message": self.message,
+        }
+        if self.hint:
+            payload["hint"] = self.hint
+        return payload
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(SemforaError):
+    """Bad flags, bad arguments or bad input from the user (exit 2)."""
+
+    code = "USAGE"
+    exit_code = EXIT_USAGE
+
+
+class PathError(UsageError):
+    """A path that does not exist or is not usable as a repository (exit 2)."""
+
+    code = "PATH_NOT_FOUND"
+
+
+class SandboxError(SemforaError):
+    """A path that resolves outside the repository root or onto a protected file."""
+
+    code = "PATH_OUTSIDE_REPO"
+    exit_code = EXIT_USAGE
+
+
+class NotFoundError(SemforaError):
+    """A symbol, file, session or id that the engine does not know (exit 1)."""
+
+    code = "NOT_FOUND"
+
+
+class ServiceUnavailable(SemforaError):
+    """A needed external service (model, Ollama, Chroma) is unavailable (exit 3)."""
+
+    code = "SERVICE_UNAVAILABLE"
+    exit_code = EXIT_UNAVAILABLE
+
+
+class ConfigError(SemforaError):
+    """The configuration file or an environment variable is invalid (exit 2)."""
+
+    code = "CONFIG_INVALID"
+    exit_code = EXIT_USAGE
+
+
+class IndexError_(SemforaError):
+    """The index is missing, locked or corrupt."""
+
+    code = "INDEX_ERROR"
+
+
+class LockBusy(SemforaError):
+    """Another semfora process holds the lock this operation needs."""
+
+    code = "LOCK_BUSY"

@@ -1,0 +1,1 @@
+"""Per-repository storage: cache-directory layout, SQLite store, manifest, migrations."""

@@ -1,0 +1,144 @@
+"""Where a repository's state lives on disk.
+
+Owns the mapping from a repository to its cache directory
+(``$XDG_CACHE_HOME/semfora/<repo-id>/``) and the names of the files inside it.
+It creates directories but never opens databases; that is the store's job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from engine.errors import PathError
+
+
+def cache_home() -> Path:
+    """The XDG cache home, honouring ``XDG_CACHE_HOME``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "semfora"
+
+
+def config_home() -> Path:
+    """The XDG config directory for semfora, honouring ``XDG_CONFIG_HOME``."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "semfora"
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(root), *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    return proc.stdout.strip()
+
+
+def find_repo_root(path: str | os.PathLike[str] | None = None) -> Path:
+    """Resolve ``path`` (default: cwd) to the repository root.
+
+    Inside a git work tree this is the top level; elsewhere it is the directory
+    itself, so that a plain directory still works (the tree is walked instead).
+    """
+    start = Path(path) if path is not None else Path.cwd()
+    try:
+        start = start.expanduser().resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        raise PathError(f"path does not exist: {path}") from exc
+    if start.is_file():
+        start = start.parent
+    if not start.is_dir():
+        raise PathError(f"not a directory: {path}")
+    top = _git(start, "rev-parse", "--show-toplevel")
+    if top:
+        return Path(top).resolve()
+    return start
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:40] or "repo"
+
+
+@dataclass(frozen=True)
+class RepoLayout:
+    """The repository root and every path semfora keeps for it."""
+
+    root: Path
+
+    @classmethod
+    def for_path(cls, path: str | os.PathLike[str] | None = None) -> RepoLayout:
+        return cls(find_repo_root(path))
+
+    @cached_property
+    def is_git(self) -> bool:
+        return (self.root / ".git").exists() or _git(self.root, "rev-parse", "--git-dir") is not None
+
+    @cached_property
+    def repo_id(self) -> str:
+        """Stable per repository: the git remote if any, else the canonical path."""
+        identity = None
+        if self.is_git:
+            identity = _git(self.root, "config", "--get", "remote.origin.url")
+        if not identity:
+            identity = str(self.root.resolve())
+        digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
+        return f"{_slug(self.root.name)}-{digest}"
+
+    @cached_property
+    def cache_dir(self) -> Path:
+        path = cache_home() / self.repo_id
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @property
+    def index_db(self) -> Path:
+        return self.cache_dir / "index.db"
+
+    @property
+    def cache_db(self) -> Path:
+        return self.cache_dir / "cache.db"
+
+    @property
+    def metrics_db(self) -> Path:
+        return self.cache_dir / "metrics.db"
+
+    @property
+    def chroma_dir(self) -> Path:
+        return self.cache_dir / "chroma"
+
+    def subdir(self, name: str) -> Path:
+        """``sessions``, ``runs`` or ``edits``: created on first use."""
+        path = self.cache_dir / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.subdir("sessions")
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.subdir("runs")
+
+    @property
+    def edits_dir(self) -> Path:
+        return self.subdir("edits")
+
+    def relpath(self, path: str | os.PathLike[str]) -> str:
+        """A repository-relative POSIX path for ``path`` (absolute or relative)."""
+        p = Path(path)
+        if p.is_absolute():
+            p = p.relative_to(self.root)
+        return p.as_posix()

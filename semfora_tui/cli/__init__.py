@@ -1,0 +1,1 @@
+"""The `semfora` command line: argument parsing, dispatch, and error reporting."""

@@ -1,0 +1,39 @@
+"""`semfora config`: the effective settings and the source of each value."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from engine.config import iter_keys, load_settings
+from engine.store.layout import find_repo_root
+from semfora_tui.cli.output import print_json
+
+
+def _lookup(settings: object, dotted: str) -> object:
+    node = settings
+    for part in dotted.split("."):
+        node = getattr(node, part)
+    if hasattr(node, "model_dump"):
+        return node.model_dump()
+    if isinstance(node, dict):
+        return {k: (v.model_dump() if hasattr(v, "model_dump") else v) for k, v in node.items()}
+    return node
+
+
+def run(args: argparse.Namespace) -> int:
+    root = find_repo_root(args.path)
+    loaded = load_settings(root)
+    rows = []
+    for dotted, _default, _doc in iter_keys():
+        rows.append({"key": dotted, "value": _lookup(loaded.settings, dotted), "source": loaded.source_of(dotted)})
+    if args.json:
+        print_json({"files": [str(f) for f in loaded.files], "settings": rows})
+        return 0
+    width = max(len(r["key"]) for r in rows)
+    for r in rows:
+        value = json.dumps(r["value"]) if not isinstance(r["value"], str) else r["value"]
+        if len(value) > 70:
+            value = value[:67] + "..."
+        print(f"{r['key']:<{width}}  {value}  [{r['source']}]")
+    return 0

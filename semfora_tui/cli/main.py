@@ -1,0 +1,208 @@
+"""Entry point of the `semfora` command: parse arguments and dispatch.
+
+The parser below is the command-line contract of ../shared/BRIEF.md; other
+tools depend on its names, flags and exit codes, so add to it but never rename.
+Command modules are imported lazily, after parsing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from engine.errors import EXIT_USAGE, SemforaError, UsageError
+
+# command name -> module under semfora_tui.cli.commands that implements it
+COMMANDS: dict[str, str] = {
+    "index": "engine_cmds",
+    "overview": "engine_cmds",
+    "symbol": "engine_cmds",
+    "callers": "engine_cmds",
+    "languages": "engine_cmds",
+    "search": "search_cmds",
+    "cache": "search_cmds",
+    "metrics": "search_cmds",
+    "context": "orchestrator_cmds",
+    "ask": "orchestrator_cmds",
+    "edits": "edits_cmds",
+    "diff": "review_cmds",
+    "ci": "review_cmds",
+    "mcp": "mcp_cmd",
+    "doctor": "doctor_cmd",
+    "config": "config_cmd",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors exit 2 with our one-line error format."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        as_json = "--json" in sys.argv or "json" in sys.argv
+        from semfora_tui.cli.output import report_error
+
+        report_error(UsageError(f"{self.prog}: {message}"), as_json=as_json)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _path(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--path", default=None, help="repository root (default: current directory)")
+
+
+def _json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="semfora",
+        description="A terminal code-editing assistant that understands your repository first.\n"
+        "Run `semfora [PATH]` to open the app, or one of the commands below.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version="semfora 0.1.0")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("index", help="build or refresh the repository index")
+    _path(p)
+    p.add_argument("--rebuild", action="store_true", help="discard the index and build it anew")
+    p.add_argument("--no-vectors", action="store_true", help="skip the vector index")
+    _json(p)
+
+    p = sub.add_parser("overview", help="print the bounded repository overview")
+    _path(p)
+    p.add_argument("--format", choices=["toon", "json"], default="toon")
+
+    p = sub.add_parser("search", help="search code: hybrid, full-text, vector or symbols")
+    p.add_argument("query")
+    _path(p)
+    p.add_argument("--mode", choices=["hybrid", "fts", "vector", "symbols"], default="hybrid")
+    p.add_argument("--limit", type=int, default=10)
+    p.add_argument("--expand", action="store_true", help="expand the query with a local LLM")
+    p.add_argument("--rerank", action="store_true", help="rerank with a local LLM")
+    _json(p)
+
+    p = sub.add_parser("symbol", help="show a symbol by name or id")
+    p.add_argument("name_or_id")
+    _path(p)
+    p.add_argument("--source", action="store_true", help="include the source text")
+    _json(p)
+
+    p = sub.add_parser("callers", help="walk the callers of a symbol")
+    p.add_argument("symbol")
+    _path(p)
+    p.add_argument("--depth", type=int, default=1)
+    _json(p)
+
+    p = sub.add_parser("languages", help="list supported languages and their level")
+    _json(p)
+
+    p = sub.add_parser("context", help="print the context pack for a task (never calls an LLM)")
+    p.add_argument("task")
+    _path(p)
+    p.add_argument("--budget", type=int, default=None)
+    _json(p)
+
+    p = sub.add_parser("ask", help="ask the model; stream the answer and stage its edits")
+    p.add_argument("task")
+    _path(p)
+    p.add_argument("--model", default=None)
+    p.add_argument("--budget", type=int, default=None)
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--stage", action="store_true", help="stage proposed edits (default)")
+    g.add_argument("--apply", action="store_true", help="stage, accept and commit proposed edits")
+    p.add_argument("--resume", action="store_true", help="continue the last session")
+    _json(p)
+
+    p = sub.add_parser("edits", help="review and commit staged edits")
+    p.add_argument(
+        "action",
+        choices=["list", "show", "stage", "accept", "reject", "toggle", "commit", "rollback", "undo", "rebase"],
+    )
+    p.add_argument("target", nargs="?", default=None, help="FILE for stage, hunk ID or 'all' for accept/reject")
+    _path(p)
+    p.add_argument("--all", action="store_true", help="with commit: accept every pending hunk first")
+    p.add_argument("--force", action="store_true", help="with undo: revert even if files changed since")
+    p.add_argument("--message", default=None, help="with commit: the git commit message")
+    _json(p)
+
+    p = sub.add_parser("diff", help="semantic diff between refs (TARGET may be WORKING)")
+    p.add_argument("base", nargs="?", default=None)
+    p.add_argument("target", nargs="?", default=None)
+    _path(p)
+    p.add_argument("--format", choices=["toon", "json", "text"], default=None)
+    _json(p)
+
+    p = sub.add_parser("ci", help="review a pull request or a commit for CI")
+    p.add_argument("--mode", choices=["pr", "commit"], required=True)
+    p.add_argument("--base", default=None)
+    p.add_argument("--head", default=None)
+    p.add_argument("--commit", default=None)
+    p.add_argument("--output", choices=["json", "text"], default="text")
+    p.add_argument("--fail-on", choices=["low", "medium", "high"], default="high")
+    p.add_argument("--model", default=None)
+    _path(p)
+
+    p = sub.add_parser("mcp", help="serve the engine tools over MCP (stdio)")
+    _path(p)
+
+    p = sub.add_parser("doctor", help="check the installation, services and index")
+    _path(p)
+    p.add_argument("--no-network", action="store_true", help="skip the service checks")
+    _json(p)
+
+    p = sub.add_parser("config", help="print the effective configuration and where each value came from")
+    _path(p)
+    _json(p)
+
+    p = sub.add_parser("cache", help="inspect or clear cache.db")
+    p.add_argument("action", choices=["stats", "clear"])
+    _path(p)
+    _json(p)
+
+    p = sub.add_parser("metrics", help="print daily aggregates of search metrics")
+    _path(p)
+    p.add_argument("--days", type=int, default=14)
+    _json(p)
+
+    return parser
+
+
+def _tui_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="semfora", description="Open the semfora app on a repository.")
+    p.add_argument("path", nargs="?", default=None)
+    p.add_argument("--model", default=None)
+    p.add_argument("--budget", type=int, default=None)
+    p.add_argument("--resume", action="store_true")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    first = args_list[0] if args_list else None
+    if first is None or (first not in COMMANDS and not first.startswith("-")):
+        args = _tui_parser().parse_args(args_list)
+        from semfora_tui.launch import run_app
+
+        return run_app(args)
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    module = importlib.import_module(f"semfora_tui.cli.commands.{COMMANDS[args.command]}")
+    as_json = bool(getattr(args, "json", False)) or getattr(args, "output", None) == "json"
+    try:
+        return int(module.run(args) or 0)
+    except SemforaError as err:
+        from semfora_tui.cli.output import report_error
+
+        return report_error(err, as_json=as_json)
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,79 @@
+"""Shared fixtures: isolated XDG directories and small real git repositories."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SEMFORA = str(Path(sys.executable).with_name("semfora"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test gets its own cache/config home and no real credentials or services."""
+    home = tmp_path_factory.mktemp("xdg")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "SEMFORA_MODEL", "SEMFORA_CHROMA_URL", "SEMFORA_BUDGET"):
+        monkeypatch.delenv(var, raising=False)
+    # Nothing listens here: services are "down" unless a test starts a fake one.
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "none")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("ANONYMIZED_TELEMETRY", "False")
+
+
+def git(root: Path, *args: str) -> str:
+    env = dict(os.environ)
+    env.update(
+        GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
+        GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com",
+    )
+    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, env=env, check=True)
+    return proc.stdout
+
+
+RepoFactory = Callable[..., Path]
+
+
+@pytest.fixture
+def make_repo(tmp_path: Path) -> RepoFactory:
+    """Create a git repository from ``{relative_path: text}`` and commit it."""
+
+    counter = {"n": 0}
+
+    def factory(files: dict[str, str | bytes], *, commit: bool = True, git_init: bool = True) -> Path:
+        counter["n"] += 1
+        root = tmp_path / f"repo{counter['n']}"
+        root.mkdir()
+        for rel, content in files.items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content, encoding="utf-8")
+        if git_init:
+            git(root, "init", "-q", "-b", "main")
+            if commit:
+                git(root, "add", "-A")
+                git(root, "commit", "-q", "-m", "initial")
+        return root
+
+    return factory
+
+
+def run_semfora(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+                input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run the real `semfora` console script."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    return subprocess.run([SEMFORA, *args], cwd=cwd, capture_output=True, text=True, env=full_env,
+                          input=input, timeout=timeout, check=False)

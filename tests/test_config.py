@@ -1,0 +1,59 @@
+"""Configuration precedence: defaults < user file < repository file < environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.config import load_settings, save_user_setting, user_config_path
+from engine.errors import ConfigError
+from tests.conftest import run_semfora
+
+
+def test_precedence_and_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    user = user_config_path()
+    user.parent.mkdir(parents=True)
+    user.write_text('[budget]\ncontext_tokens = 6000\n[ui]\ntheme = "semfora-light"\n')
+    (tmp_path / ".semfora.toml").write_text("[budget]\ncontext_tokens = 7000\n")
+    loaded = load_settings(tmp_path)
+    assert loaded.settings.budget.context_tokens == 7000
+    assert loaded.source_of("budget.context_tokens").endswith(".semfora.toml")
+    assert loaded.settings.ui.theme == "semfora-light"
+    monkeypatch.setenv("SEMFORA_BUDGET", "5000")
+    monkeypatch.setenv("SEMFORA_MODEL", "ollama/qwen2.5-coder:7b")
+    loaded = load_settings(tmp_path)
+    assert loaded.settings.budget.context_tokens == 5000
+    assert loaded.settings.llm.model == "ollama/qwen2.5-coder:7b"
+    assert loaded.source_of("budget.context_tokens") == "env"
+
+
+def test_invalid_values_name_the_key_and_origin(tmp_path: Path) -> None:
+    (tmp_path / ".semfora.toml").write_text("[budget]\ncontext_tokens = -3\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(tmp_path)
+    assert "budget.context_tokens" in info.value.message
+    assert ".semfora.toml" in info.value.message
+    (tmp_path / ".semfora.toml").write_text("[budget\n")
+    with pytest.raises(ConfigError, match="invalid TOML"):
+        load_settings(tmp_path)
+
+
+def test_save_user_setting_round_trips() -> None:
+    save_user_setting("ui.theme", "semfora-contrast")
+    save_user_setting("budget.context_tokens", 9000)
+    loaded = load_settings(None)
+    assert loaded.settings.ui.theme == "semfora-contrast"
+    assert loaded.settings.budget.context_tokens == 9000
+
+
+def test_config_command_shows_sources(tmp_path: Path) -> None:
+    (tmp_path / ".semfora.toml").write_text("[budget]\ncontext_tokens = 7000\n")
+    out = run_semfora("config", "--path", str(tmp_path), env={"SEMFORA_MODEL": "claude-haiku-4-5"})
+    assert out.returncode == 0, out.stderr
+    lines = {line.split()[0]: line for line in out.stdout.splitlines()}
+    assert "7000" in lines["budget.context_tokens"] and ".semfora.toml" in lines["budget.context_tokens"]
+    assert "claude-haiku-4-5" in lines["llm.model"] and "[env]" in lines["llm.model"]
+    bad = run_semfora("config", "--path", str(tmp_path / "missing"))
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("error[PATH_NOT_FOUND]")
