@@ -1,0 +1,1 @@
+"""Retrieval: chunking, FTS5, vectors (ChromaDB), embeddings, hybrid ranking, caches, metrics."""

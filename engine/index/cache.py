@@ -1,0 +1,141 @@
+"""cache.db: results worth keeping between runs (summaries, expansions, rerank scores).
+
+Entries are keyed by ``(namespace, key)`` and tied to the content hash they were
+computed from, so a change or deletion of that content invalidates them. Expiry
+is by age (TTL in days) and size (LRU eviction above a cap in MB).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    namespace    TEXT NOT NULL,
+    key          TEXT NOT NULL,
+    value        TEXT NOT NULL,
+    content_hash TEXT,
+    created      REAL NOT NULL,
+    accessed     REAL NOT NULL,
+    size         INTEGER NOT NULL,
+    PRIMARY KEY (namespace, key)
+);
+CREATE INDEX IF NOT EXISTS entries_content ON entries(content_hash);
+CREATE INDEX IF NOT EXISTS entries_accessed ON entries(accessed);
+"""
+
+SECONDS_PER_DAY = 86_400.0
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    entries: int
+    bytes: int
+    by_namespace: dict[str, int]
+    hits: int
+    misses: int
+
+
+class ResultCache:
+    """A small thread-safe key/value store in SQLite with TTL and an LRU size cap."""
+
+    def __init__(self, path: Path, *, ttl_days: float = 30, max_mb: float = 200) -> None:
+        self.path = path
+        self.ttl_seconds = ttl_days * SECONDS_PER_DAY
+        self.max_bytes = int(max_mb * 1024 * 1024)
+        self._lock = threading.Lock()
+        self._hits = 0
+        self._misses = 0
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(str(path), check_same_thread=False, timeout=10)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def get(self, namespace: str, key: str) -> str | None:
+        now = time.time()
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT value, created FROM entries WHERE namespace=? AND key=?", (namespace, key)
+            ).fetchone()
+            if row is None or now - row[1] > self.ttl_seconds:
+                self._misses += 1
+                if row is not None:
+                    self._conn.execute("DELETE FROM entries WHERE namespace=? AND key=?", (namespace, key))
+                    self._conn.commit()
+                return None
+            self._conn.execute(
+                "UPDATE entries SET accessed=? WHERE namespace=? AND key=?", (now, namespace, key)
+            )
+            self._conn.commit()
+            self._hits += 1
+            return str(row[0])
+
+    def put(self, namespace: str, key: str, value: str, *, content_hash: str | None = None) -> None:
+        now = time.time()
+        size = len(value.encode("utf-8")) + len(key)
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?)",
+                (namespace, key, value, content_hash, now, now, size),
+            )
+            self._conn.commit()
+            self._evict_locked()
+
+    def invalidate_content(self, content_hashes: list[str]) -> int:
+        """Drop every entry computed from content that changed or was deleted."""
+        if not content_hashes:
+            return 0
+        with self._lock:
+            total = 0
+            for i in range(0, len(content_hashes), 500):
+                part = content_hashes[i : i + 500]
+                marks = ",".join("?" * len(part))
+                cur = self._conn.execute(f"DELETE FROM entries WHERE content_hash IN ({marks})", part)
+                total += cur.rowcount
+            self._conn.commit()
+            return total
+
+    def _evict_locked(self) -> None:
+        cutoff = time.time() - self.ttl_seconds
+        self._conn.execute("DELETE FROM entries WHERE created < ?", (cutoff,))
+        total = self._conn.execute("SELECT COALESCE(SUM(size),0) FROM entries").fetchone()[0]
+        if total <= self.max_bytes:
+            return
+        excess = total - self.max_bytes
+        rows = self._conn.execute("SELECT namespace, key, size FROM entries ORDER BY accessed ASC").fetchall()
+        for namespace, key, size in rows:
+            if excess <= 0:
+                break
+            self._conn.execute("DELETE FROM entries WHERE namespace=? AND key=?", (namespace, key))
+            excess -= size
+        self._conn.commit()
+
+    def stats(self) -> CacheStats:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT namespace, COUNT(*), COALESCE(SUM(size),0) FROM entries GROUP BY namespace"
+            ).fetchall()
+        return CacheStats(
+            entries=sum(r[1] for r in rows),
+            bytes=sum(r[2] for r in rows),
+            by_namespace={r[0]: r[1] for r in rows},
+            hits=self._hits,
+            misses=self._misses,
+        )
+
+    def clear(self, namespace: str | None = None) -> int:
+        with self._lock:
+            if namespace is None:
+                cur = self._conn.execute("DELETE FROM entries")
+            else:
+                cur = self._conn.execute("DELETE FROM entries WHERE namespace=?", (namespace,))
+            self._conn.commit()
+            return cur.rowcount
