@@ -38,7 +38,7 @@ test: $(STAMP_DEV)
 	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
 
 bench: $(STAMP_DEV)
-	$(PY) tests/bench/run_all.py
+	$(PY) -m tests.bench.run_all $(BENCH)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
