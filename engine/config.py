@@ -310,3 +310,68 @@ def _dump_toml(data: Mapping[str, Any], prefix: str = "") -> str:
         inner = _dump_toml(table, name + ".")
         out += f"\n[{name}]\n{inner}"
     return out
+
+
+def render_configuration_doc() -> str:
+    """The body of docs/configuration.md, generated from the models above."""
+    lines = [
+        "# Configuration",
+        "",
+        "<!-- Generated from engine/config.py by `python -m engine.config > docs/configuration.md`;",
+        "     tests/test_config.py fails when this page and the model disagree. -->",
+        "",
+        "semfora reads its settings in this order, later sources winning:",
+        "",
+        "1. the defaults below;",
+        "2. the user file `$XDG_CONFIG_HOME/semfora/config.toml` (default `~/.config/semfora/config.toml`);",
+        "3. the repository file `.semfora.toml` at the repository root;",
+        "4. environment variables: the well-known ones in the table at the end, and",
+        "   `SEMFORA_<SECTION>__<KEY>` for any key (for example `SEMFORA_UI__THEME=semfora-light`);",
+        "5. command-line flags such as `--model` and `--budget`.",
+        "",
+        "`semfora config` prints every effective value and the source it came from.",
+        "Keys are written in TOML tables: `budget.context_tokens` is `context_tokens` under `[budget]`.",
+        "",
+        "| key | default | meaning |",
+        "|---|---|---|",
+    ]
+    for dotted, default, doc in iter_keys():
+        shown = "(per-model table)" if dotted == "llm.prices" else f"`{_toml_value(default)}`"
+        if default is None:
+            shown = "unset"
+        lines.append(f"| `{dotted}` | {shown} | {doc} |")
+    lines += [
+        "",
+        "## Environment variables",
+        "",
+        "| variable | sets |",
+        "|---|---|",
+    ]
+    for var, dotted in ENV_ALIASES.items():
+        lines.append(f"| `{var}` | `{dotted}` |")
+    lines += [
+        "| `ANTHROPIC_API_KEY` | the Claude API key (never logged, never written to run logs) |",
+        "| `ANTHROPIC_BASE_URL` | an alternative Anthropic API endpoint |",
+        "| `XDG_CACHE_HOME` | where all per-repository state lives (`semfora/<repo-id>/`) |",
+        "| `XDG_CONFIG_HOME` | where `semfora/config.toml` and user `themes/` live |",
+        "",
+        "## Model prices",
+        "",
+        "`llm.prices` maps a model name to USD per million tokens, used for the cost shown after",
+        "each turn. Add a model in TOML like this:",
+        "",
+        "```toml",
+        '[llm.prices."claude-sonnet-4-5"]',
+        "input = 3.0",
+        "output = 15.0",
+        "cache_write = 3.75",
+        "cache_read = 0.30",
+        "```",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.stdout.write(render_configuration_doc())

@@ -57,3 +57,14 @@ def test_config_command_shows_sources(tmp_path: Path) -> None:
     bad = run_semfora("config", "--path", str(tmp_path / "missing"))
     assert bad.returncode == 2
     assert bad.stderr.startswith("error[PATH_NOT_FOUND]")
+
+
+def test_configuration_doc_matches_the_model() -> None:
+    from engine.config import iter_keys, render_configuration_doc
+    from tests.conftest import ROOT
+
+    doc = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert doc == render_configuration_doc(), "regenerate: python -m engine.config > docs/configuration.md"
+    for dotted, _default, description in iter_keys():
+        assert description, f"{dotted} has no description"
+        assert f"`{dotted}`" in doc
