@@ -1,0 +1,341 @@
+"""Claude through the official ``anthropic`` SDK: streaming, prompt caching, retries, cancel.
+
+Owns the Messages API call: the stable prefix of the system prompt gets ``cache_control``,
+429/5xx/529 answers are retried here (SDK retries off, so attempts are bounded and
+observable) honouring ``retry-after``, and usage is mapped to ``Usage`` and priced.
+It never logs request headers or the API key, and imports the SDK lazily.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from engine.config import Settings
+from engine.llm.base import (
+    Messages,
+    ModelCancelled,
+    ModelError,
+    ModelStreamInterrupted,
+    ModelUnavailable,
+    PromptBlock,
+    Reply,
+    StreamDone,
+    StreamEvent,
+    SystemPrompt,
+    TextDelta,
+    Usage,
+    as_blocks,
+    collect_reply,
+    compute_cost,
+    price_for,
+)
+from engine.llm.retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
+
+log = logging.getLogger("semfora.llm.anthropic")
+
+# How often the cancel watcher looks at the event; bounds how late a cancel can be noticed.
+CANCEL_POLL_SECONDS = 0.05
+# Error event types that mean "try again later" when they arrive inside a 200 stream.
+RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "rate_limit_error", "api_error"})
+
+
+def cached_system(blocks: list[PromptBlock]) -> list[dict[str, Any]]:
+    """System blocks for the API; ``cache_control`` goes on the last block of the cached prefix.
+
+    One breakpoint caches everything before it, so the stable prefix (system prompt,
+    overview, session memory) is written once and read on every later turn.
+    """
+    out: list[dict[str, Any]] = [{"type": "text", "text": b.text} for b in blocks if b.text]
+    kept = [b for b in blocks if b.text]
+    last_cached = max((i for i, b in enumerate(kept) if b.cache), default=None)
+    if last_cached is not None:
+        out[last_cached]["cache_control"] = {"type": "ephemeral"}
+    return out
+
+
+def _redact(text: str, secret: str) -> str:
+    return text.replace(secret, "[redacted]") if secret else text
+
+
+class _CancelWatcher:
+    """Closes the live stream as soon as ``cancel`` is set, so a stalled read returns promptly."""
+
+    def __init__(self, cancel: threading.Event | None, stream: Any) -> None:
+        self._cancel = cancel
+        self._stream = stream
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        if cancel is not None:
+            self._thread = threading.Thread(target=self._watch, name="semfora-cancel", daemon=True)
+            self._thread.start()
+
+    def _watch(self) -> None:
+        assert self._cancel is not None
+        while not self._done.is_set():
+            if self._cancel.wait(CANCEL_POLL_SECONDS):
+                try:
+                    self._stream.close()
+                except Exception as exc:  # closing a half-read response may raise anything the transport does
+                    log.debug("closing cancelled stream: %s", type(exc).__name__)
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+
+
+class AnthropicReasoner:
+    """A ``Reasoner`` on the Anthropic Messages API (``ANTHROPIC_BASE_URL`` honoured)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        model: str | None = None,
+        api_key: str,
+        base_url: str | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        import anthropic  # heavy; only when Claude is really used
+
+        self.settings = settings
+        self.model = (model or settings.llm.model).removeprefix("anthropic/")
+        self.retry = retry or RetryPolicy(max_retries=settings.llm.max_retries)
+        self._secret = api_key
+        self._anthropic = anthropic
+        self._client = anthropic.Anthropic(
+            api_key=api_key,
+            base_url=base_url or None,
+            max_retries=0,  # retries are ours: bounded, cancellable and visible in tests
+            timeout=anthropic.Timeout(settings.llm.read_timeout, connect=settings.llm.connect_timeout),
+        )
+        self._price = price_for(settings.llm.prices, self.model)
+
+    def __repr__(self) -> str:  # never show the key, even in a traceback's locals
+        return f"AnthropicReasoner(model={self.model!r})"
+
+    def complete(
+        self,
+        system: SystemPrompt,
+        messages: Messages,
+        *,
+        max_tokens: int | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Reply:
+        return collect_reply(self.stream(system, messages, max_tokens=max_tokens, cancel=cancel))
+
+    def stream(
+        self,
+        system: SystemPrompt,
+        messages: Messages,
+        *,
+        max_tokens: int | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Iterator[StreamEvent]:
+        request: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": max_tokens or self.settings.llm.max_output_tokens,
+            "messages": messages,
+        }
+        system_blocks = cached_system(as_blocks(system))
+        if system_blocks:
+            request["system"] = system_blocks
+        attempt = 0
+        while True:
+            emitted = False
+            try:
+                for event in self._one_attempt(request, cancel, attempt):
+                    emitted = True
+                    yield event
+                return
+            except _Retryable as exc:
+                if emitted or attempt >= self.retry.max_retries:
+                    raise exc.final(attempt + 1) from exc.cause
+                wait = self.retry.delay(attempt, exc.retry_after)
+                log.info(
+                    "model %s: %s; retry %d/%d in %.2fs",
+                    self.model,
+                    exc.reason,
+                    attempt + 1,
+                    self.retry.max_retries,
+                    wait,
+                )
+                if cancel is not None and cancel.wait(wait):
+                    raise ModelCancelled() from exc.cause
+                if cancel is None:
+                    time.sleep(wait)
+                attempt += 1
+
+    def _one_attempt(
+        self, request: dict[str, Any], cancel: threading.Event | None, attempt: int
+    ) -> Iterator[StreamEvent]:
+        anthropic = self._anthropic
+        import httpx2  # the transport the SDK is built on; its errors surface mid-stream
+
+        if cancel is not None and cancel.is_set():
+            raise ModelCancelled()
+        try:
+            stream = self._client.messages.create(**request, stream=True)
+        except anthropic.AuthenticationError as exc:
+            raise ModelUnavailable(
+                f"the Anthropic API rejected the API key (HTTP {exc.status_code})", code="MODEL_AUTH"
+            ) from exc
+        except anthropic.APIStatusError as exc:
+            raise self._status_problem(exc, attempt) from exc
+        except anthropic.APIConnectionError as exc:
+            reason = "timed out" if isinstance(exc, anthropic.APITimeoutError) else "could not connect"
+            raise _Retryable(
+                reason,
+                None,
+                exc,
+                lambda n: ModelUnavailable(
+                    f"the Anthropic API {reason} after {n} attempt(s) ({self._base_url_text()})",
+                    code="MODEL_UNREACHABLE",
+                ),
+            ) from exc
+
+        parts: list[str] = []
+        usage = Usage()
+        stop_reason: str | None = None
+        finished = False
+        watcher = _CancelWatcher(cancel, stream)
+        try:
+            for event in stream:
+                if cancel is not None and cancel.is_set():
+                    raise ModelCancelled(partial_text="".join(parts))
+                kind = event.type
+                if kind == "message_start":
+                    usage = _usage_from(event.message.usage, usage)
+                elif kind == "content_block_delta" and getattr(event.delta, "type", "") == "text_delta":
+                    parts.append(event.delta.text)
+                    yield TextDelta(event.delta.text)
+                elif kind == "message_delta":
+                    stop_reason = event.delta.stop_reason or stop_reason
+                    usage = _usage_from(event.usage, usage)
+                elif kind == "message_stop":
+                    finished = True
+        except ModelCancelled:
+            raise
+        except (anthropic.APIError, httpx2.HTTPError, httpx2.StreamError) as exc:
+            if cancel is not None and cancel.is_set():
+                raise ModelCancelled(partial_text="".join(parts)) from exc
+            partial = "".join(parts)
+            error_type = _stream_error_type(exc)
+            message = (
+                f"the model stream broke after {len(partial)} characters ({error_type or type(exc).__name__})"
+            )
+            if parts:
+                raise ModelStreamInterrupted(message, partial_text=partial) from exc
+            if error_type and error_type not in RETRYABLE_STREAM_ERRORS:
+                raise ModelError(_redact(f"model error in stream: {exc}", self._secret)) from exc
+            raise _Retryable(
+                error_type or "stream broke",
+                None,
+                exc,
+                lambda n: ModelStreamInterrupted(f"{message}; gave up after {n} attempt(s)"),
+            ) from exc
+        finally:
+            watcher.stop()
+            stream.close()
+        if cancel is not None and cancel.is_set():
+            raise ModelCancelled(partial_text="".join(parts))
+        if not finished:
+            partial = "".join(parts)
+            if parts:
+                raise ModelStreamInterrupted(
+                    f"the model stream ended without message_stop after {len(partial)} characters",
+                    partial_text=partial,
+                )
+            raise _Retryable(
+                "stream ended early",
+                None,
+                None,
+                lambda n: ModelStreamInterrupted(f"the model stream ended early {n} time(s)"),
+            )
+        cost = compute_cost(usage, self._price)
+        log.info(
+            "model %s: %d in (+%d cache write, %d cache read), %d out, $%.5f",
+            self.model,
+            usage.input_tokens,
+            usage.cache_creation_input_tokens,
+            usage.cache_read_input_tokens,
+            usage.output_tokens,
+            cost,
+        )
+        yield StreamDone(usage, cost, self.model, stop_reason, attempts=attempt + 1)
+
+    def _status_problem(self, exc: Any, attempt: int) -> Exception:
+        status = int(exc.status_code)
+        detail = _redact(_error_message(exc), self._secret)
+        if status in RETRYABLE_STATUS:
+            headers = dict(exc.response.headers) if getattr(exc, "response", None) is not None else {}
+            return _Retryable(
+                f"HTTP {status}",
+                parse_retry_after(headers),
+                exc,
+                lambda n: ModelError(
+                    f"the Anthropic API answered HTTP {status} {n} time(s): {detail}",
+                    code="MODEL_OVERLOADED" if status in (429, 529) else None,
+                    status=status,
+                    hint="wait a minute and try again, or lower llm.max_output_tokens",
+                ),
+            )
+        if status == 404:
+            return ModelUnavailable(
+                f"model {self.model} is not known to the API: {detail}", code="MODEL_NOT_FOUND"
+            )
+        return ModelError(f"the Anthropic API refused the request (HTTP {status}): {detail}", status=status)
+
+    def _base_url_text(self) -> str:
+        return str(self._client.base_url)
+
+
+class _Retryable(Exception):
+    """Internal: this attempt failed in a way worth retrying; ``final(n)`` is the error after n tries."""
+
+    def __init__(
+        self, reason: str, retry_after: float | None, cause: BaseException | None, final: Any
+    ) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+        self.cause = cause
+        self.final = final
+
+
+def _usage_from(raw: Any, previous: Usage) -> Usage:
+    """Merge a usage object from ``message_start`` or ``message_delta`` (later non-null values win)."""
+    if raw is None:
+        return previous
+
+    def pick(name: str, old: int) -> int:
+        value = getattr(raw, name, None)
+        return int(value) if value is not None else old
+
+    return Usage(
+        pick("input_tokens", previous.input_tokens),
+        pick("cache_creation_input_tokens", previous.cache_creation_input_tokens),
+        pick("cache_read_input_tokens", previous.cache_read_input_tokens),
+        pick("output_tokens", previous.output_tokens),
+    )
+
+
+def _error_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return f"{error.get('type', 'error')}: {error['message']}"
+    return str(getattr(exc, "message", exc))
+
+
+def _stream_error_type(exc: BaseException) -> str | None:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            return str(error.get("type") or "") or None
+    return None

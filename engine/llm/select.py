@@ -1,0 +1,83 @@
+"""Choosing the reasoner for a model string, and explaining why none can be used.
+
+Owns the rule: a Claude model (``claude-*`` or ``anthropic/...``) goes to the Anthropic
+API, anything else through LiteLLM. It checks only what is cheap and local (an API
+key is set, a local Ollama answers) and never prints or logs credentials.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from engine.config import Settings
+from engine.llm.base import ModelUnavailable, Reasoner
+from engine.llm.ollama_client import OllamaClient, normalise_host
+
+LOCAL_PROVIDERS = ("ollama/", "ollama_chat/")
+
+
+def is_claude_model(model: str) -> bool:
+    return model.startswith("claude") or model.startswith("anthropic/")
+
+
+def resolve_model(settings: Settings, model: str | None = None) -> str:
+    """``--model`` wins, then ``llm.model`` (which already carries ``SEMFORA_MODEL``)."""
+    chosen = (model or settings.llm.model or "").strip()
+    if not chosen:
+        raise ModelUnavailable("no model configured")
+    return chosen
+
+
+def make_reasoner(
+    settings: Settings, model: str | None = None, *, environ: Mapping[str, str] | None = None
+) -> Reasoner:
+    """The reasoner for ``model`` (default: the configured one).
+
+    Raises ``ModelUnavailable`` (exit 3) when a Claude model has no ``ANTHROPIC_API_KEY``
+    or an ``ollama/`` model's server does not answer.
+    """
+    env = os.environ if environ is None else environ
+    chosen = resolve_model(settings, model)
+    if is_claude_model(chosen):
+        key = env.get("ANTHROPIC_API_KEY", "").strip()
+        if not key:
+            raise ModelUnavailable(f"no API key for {chosen}: ANTHROPIC_API_KEY is not set")
+        from engine.llm.anthropic_reasoner import AnthropicReasoner
+
+        return AnthropicReasoner(
+            settings,
+            model=chosen.removeprefix("anthropic/"),
+            api_key=key,
+            base_url=env.get("ANTHROPIC_BASE_URL") or None,
+        )
+    if chosen.startswith(LOCAL_PROVIDERS):
+        host = normalise_host(env.get("OLLAMA_HOST") or settings.ollama.host)
+        with OllamaClient(host, timeout=settings.ollama.timeout) as client:
+            if not client.available():
+                raise ModelUnavailable(f"{chosen} needs Ollama, which is not reachable at {host}")
+    from engine.llm.litellm_reasoner import LiteLLMReasoner
+
+    return LiteLLMReasoner(settings, model=chosen, environ=env)
+
+
+def describe_model_status(
+    settings: Settings, model: str | None = None, *, environ: Mapping[str, str] | None = None
+) -> str:
+    """One line for status bars, ``doctor`` and "no model configured" messages. Never shows a key."""
+    env = os.environ if environ is None else environ
+    chosen = (model or settings.llm.model or "").strip()
+    if not chosen:
+        return "no model configured: set llm.model, SEMFORA_MODEL or --model"
+    if is_claude_model(chosen):
+        base = env.get("ANTHROPIC_BASE_URL") or "api.anthropic.com"
+        if env.get("ANTHROPIC_API_KEY", "").strip():
+            return f"{chosen} via the Anthropic API at {base} (API key set)"
+        return (
+            f"{chosen} is configured but ANTHROPIC_API_KEY is not set; set it, or use a local model "
+            "with --model ollama/qwen2.5-coder:7b"
+        )
+    if chosen.startswith(LOCAL_PROVIDERS):
+        host = normalise_host(env.get("OLLAMA_HOST") or settings.ollama.host)
+        return f"{chosen} via LiteLLM and Ollama at {host}"
+    return f"{chosen} via LiteLLM (provider credentials come from its usual environment variables)"
