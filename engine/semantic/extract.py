@@ -1,0 +1,339 @@
+"""Turn one file's bytes into a FileAnalysis: symbols, calls, imports, complexity and risk.
+
+One tree-sitter parse and one compiled query per file; a single sweep over the captures
+(sorted by position) assigns calls, branches and nesting to the innermost definition.
+Never raises on bad input and never reads files itself: callers pass the bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.semantic.lang_base import CLASS_LIKE, LangRules
+from engine.semantic.languages import FULL_LANGUAGES, language_for_path, language_info
+from engine.semantic.model import CallSite, FileAnalysis, ImportRef, Risk, Symbol, symbol_id
+from engine.semantic.risk import GLOBAL_STATE, assess, import_aliases
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Query
+
+QUERY_DIR = Path(__file__).with_name("queries")
+
+# language name -> "module:ClassName" of its rules; definition-level languages use the base rules.
+RULES_CLASSES: dict[str, str] = {
+    "python": "engine.semantic.lang_python:PythonRules",
+    "javascript": "engine.semantic.lang_javascript:JavaScriptRules",
+    "typescript": "engine.semantic.lang_javascript:TypeScriptRules",
+    "tsx": "engine.semantic.lang_javascript:TsxRules",
+    "go": "engine.semantic.lang_go:GoRules",
+    "rust": "engine.semantic.lang_rust:RustRules",
+    "java": "engine.semantic.lang_jvm:JavaRules",
+    "kotlin": "engine.semantic.lang_jvm:KotlinRules",
+    "csharp": "engine.semantic.lang_jvm:CSharpRules",
+    "c": "engine.semantic.lang_c:CRules",
+    "cpp": "engine.semantic.lang_c:CppRules",
+    "ruby": "engine.semantic.lang_scripting:RubyRules",
+    "php": "engine.semantic.lang_scripting:PhpRules",
+    "swift": "engine.semantic.lang_swift:SwiftRules",
+    "bash": "engine.semantic.lang_scripting:BashRules",
+}
+FULL_NAMES = frozenset(info.name for info in FULL_LANGUAGES)
+
+# Event codes for the sweep; the order breaks ties between captures starting at one byte.
+_DEF, _SCOPE, _NEST, _TRY, _BRANCH, _CALL, _GLOBAL = range(7)
+_SIMPLE_CAPTURES = {
+    "scope": _SCOPE,
+    "nest": _NEST,
+    "try": _TRY,
+    "branch": _BRANCH,
+    "call": _CALL,
+    "global": _GLOBAL,
+}
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    rules: LangRules
+    query: Query
+    language: object
+
+
+@cache
+def _compiled(language: str) -> _Compiled | None:
+    """Parser language, rules and query for one language: built once per process."""
+    from tree_sitter import Query
+    from tree_sitter_language_pack import get_language
+
+    info = language_info(language)
+    scm = QUERY_DIR / f"{language}.scm"
+    if info is None or not scm.exists():
+        return None
+    target = RULES_CLASSES.get(language)
+    if target is not None:
+        module_name, _, class_name = target.partition(":")
+        rules: LangRules = getattr(importlib.import_module(module_name), class_name)()
+    else:
+        rules = LangRules()
+        rules.name = language
+        rules.grammar = language
+    ts_language = get_language(rules.grammar or language)  # type: ignore[arg-type]
+    return _Compiled(rules, Query(ts_language, scm.read_text(encoding="utf-8")), ts_language)
+
+
+@cache
+def _parser(language: str) -> object:
+    from tree_sitter import Parser
+
+    compiled = _compiled(language)
+    assert compiled is not None
+    return Parser(compiled.language)  # type: ignore[arg-type]
+
+
+@dataclass
+class _Def:
+    """A definition being assembled during the sweep (mutable; becomes a frozen Symbol)."""
+
+    node: Node
+    name: str
+    kind: str
+    qualified: str
+    parent: str | None
+    calls: list[CallSite] = field(default_factory=list)
+    control_flow: int = 0
+    max_nesting: int = 0
+    marks: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _count_errors(root: Node) -> int:
+    """ERROR and MISSING nodes; walked only when the tree reports an error."""
+    if not root.has_error:
+        return 0
+    count = 0
+    cursor = root.walk()
+    while True:
+        node = cursor.node
+        if node is not None and (node.is_error or node.is_missing):
+            count += 1
+        if node is not None and node.has_error and cursor.goto_first_child():
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return count
+
+
+def analyze_source(rel_path: str, source: bytes, language: str | None = None) -> FileAnalysis:
+    """Extract everything semfora knows about one file. Unknown language → no symbols."""
+    digest = hashlib.sha256(source).hexdigest()
+    line_count = source.count(b"\n") + (1 if source and not source.endswith(b"\n") else 0)
+    lang = language or language_for_path(rel_path, source[:128].split(b"\n", 1)[0])
+    compiled = _compiled(lang) if lang else None
+    if compiled is None:
+        return FileAnalysis(rel_path, lang or "unknown", line_count=line_count, sha256=digest)
+    tree = _parser(lang).parse(source)  # type: ignore[attr-defined]
+    root = tree.root_node
+    from tree_sitter import QueryCursor
+
+    captures = QueryCursor(compiled.query).captures(root)
+    return _Sweep(rel_path, lang, source, compiled.rules).run(captures, root, digest, line_count)  # type: ignore[arg-type]
+
+
+class _Sweep:
+    """One pass over sorted captures with a stack of open ranges."""
+
+    def __init__(self, path: str, language: str, src: bytes, rules: LangRules) -> None:
+        self.path = path
+        self.language = language
+        self.src = src
+        self.rules = rules
+        self.defs: list[_Def] = []
+        self.module_calls: list[CallSite] = []
+        # (start_byte, end_byte) -> kind, from the ``def.<kind>`` capture names.
+        self._kinds: dict[tuple[int, int], str] = {}
+
+    def run(self, captures: dict[str, list[Node]], root: Node, digest: str, line_count: int) -> FileAnalysis:
+        rules, src = self.rules, self.src
+        events: list[tuple[int, int, int, Node]] = []
+        imports: list[ImportRef] = []
+        for cap, nodes in captures.items():
+            if cap.startswith("def."):
+                kind = cap[4:]
+                events.extend((n.start_byte, -n.end_byte, _DEF, n) for n in nodes)
+                self._kinds_by_id(nodes, kind)
+            elif cap == "import":
+                for n in nodes:
+                    imports.extend(rules.imports(n, src))
+            else:
+                code = _SIMPLE_CAPTURES.get(cap)
+                if code is not None:
+                    events.extend((n.start_byte, -n.end_byte, code, n) for n in nodes)
+        events.sort(key=_event_key)
+        # Stack entries: (end_byte, code, payload) where payload is a _Def, a scope name or None.
+        stack: list[tuple[int, int, object]] = []
+        kinds = self._kinds
+        seen: set[tuple[int, int]] = set()
+        for start, neg_end, code, node in events:
+            while stack and stack[-1][0] <= start:
+                stack.pop()
+            if code == _DEF:
+                key = (start, -neg_end)
+                if key in seen:  # the same node captured by two patterns
+                    continue
+                seen.add(key)
+                record = self._open_def(node, kinds[key], stack)
+                if record is not None:
+                    stack.append((-neg_end, _DEF, record))
+                continue
+            owner = _innermost_def(stack)
+            if code == _CALL:
+                parts = rules.call_parts(node, src)
+                if parts is None:
+                    continue
+                parent = node.parent
+                awaited = parent is not None and parent.type in rules.await_types
+                in_try = _inside_try(stack)
+                call = CallSite(parts[0], parts[1], node.start_point.row + 1, awaited, in_try)
+                (owner.calls if owner is not None else self.module_calls).append(call)
+            elif code == _BRANCH:
+                if owner is not None:
+                    owner.control_flow += 1
+            elif code == _NEST:
+                depth = 1
+                for entry in reversed(stack):
+                    if entry[1] == _DEF:
+                        break
+                    if entry[1] == _NEST:
+                        depth += 1
+                if owner is not None and depth > owner.max_nesting:
+                    owner.max_nesting = depth
+                stack.append((-neg_end, _NEST, None))
+            elif code == _TRY:
+                stack.append((-neg_end, _TRY, None))
+            elif code == _SCOPE:
+                stack.append((-neg_end, _SCOPE, rules.scope_name(node, src)))
+            elif code == _GLOBAL:
+                detail = rules.global_mutation(node, src) if owner is not None else None
+                if owner is not None and detail is not None:
+                    owner.marks.append((GLOBAL_STATE, detail))
+        aliases = import_aliases(imports)
+        symbols = tuple(self._symbol(record, aliases) for record in self.defs)
+        return FileAnalysis(
+            path=self.path,
+            language=self.language,
+            symbols=symbols,
+            imports=tuple(imports),
+            module_calls=tuple(self.module_calls),
+            line_count=line_count,
+            syntax_errors=_count_errors(root),
+            sha256=digest,
+        )
+
+    def _kinds_by_id(self, nodes: list[Node], kind: str) -> None:
+        for n in nodes:
+            self._kinds.setdefault((n.start_byte, n.end_byte), kind)
+
+    def _open_def(self, node: Node, kind: str, stack: list[tuple[int, int, object]]) -> _Def | None:
+        named = self.rules.def_name(node, kind, self.src)
+        if named is None or not named.name:
+            return None
+        container_kind: str | None = None
+        prefix: str | None = None
+        for _end, code, payload in reversed(stack):
+            if code == _DEF:
+                assert isinstance(payload, _Def)
+                prefix, container_kind = payload.qualified, payload.kind
+                break
+            if code == _SCOPE and payload:
+                prefix, container_kind = str(payload), "impl"
+                break
+        kind = named.kind
+        if named.owner is not None:
+            prefix = named.owner
+            if kind == "function":
+                kind = "method"
+        elif kind == "function" and container_kind in CLASS_LIKE:
+            kind = "method"
+        qualified = f"{prefix}.{named.name}" if prefix else named.name
+        record = _Def(node, named.name, kind, qualified, prefix)
+        self.defs.append(record)
+        return record
+
+    def _symbol(self, record: _Def, aliases: dict[str, str]) -> Symbol:
+        rules, src, node = self.rules, self.src, record.node
+        outer = rules.outer_node(node)
+        arity = rules.arity(node, record.kind, src)
+        body = src[outer.start_byte : outer.end_byte]
+        calls = tuple(record.calls)
+        return Symbol(
+            id=symbol_id(self.path, record.qualified, record.kind, arity),
+            name=record.name,
+            qualified_name=record.qualified,
+            kind=record.kind,
+            file=self.path,
+            language=self.language,
+            start_line=outer.start_point.row + 1,
+            end_line=outer.end_point.row + 1,
+            signature=rules.signature(node, src),
+            doc=rules.doc(node, src),
+            parent=record.parent,
+            exported=rules.exported(node, record.name, record.kind, src),
+            decorators=rules.decorators(node, src),
+            is_async=rules.is_async(node, src),
+            arity=arity,
+            calls=calls,
+            control_flow=record.control_flow,
+            max_nesting=record.max_nesting,
+            risk=assess(
+                self.language,
+                calls,
+                aliases,
+                control_flow=record.control_flow,
+                max_nesting=record.max_nesting,
+                extra=record.marks,
+            )
+            if calls or record.marks or record.control_flow or record.max_nesting
+            else Risk(),
+            body_hash=hashlib.sha256(body).hexdigest(),
+        )
+
+
+def _event_key(event: tuple[int, int, int, Node]) -> tuple[int, int, int]:
+    return event[0], event[1], event[2]
+
+
+def _innermost_def(stack: list[tuple[int, int, object]]) -> _Def | None:
+    for entry in reversed(stack):
+        if entry[1] == _DEF:
+            return entry[2]  # type: ignore[return-value]
+    return None
+
+
+def _inside_try(stack: list[tuple[int, int, object]]) -> bool:
+    for entry in reversed(stack):
+        if entry[1] == _TRY:
+            return True
+        if entry[1] == _DEF:
+            return False
+    return False
+
+
+def symbol_at(analysis: FileAnalysis, qualified_name: str) -> Symbol | None:
+    """The symbol with this qualified name (or plain name when unique), else None."""
+    for symbol in analysis.symbols:
+        if symbol.qualified_name == qualified_name:
+            return symbol
+    matches = [s for s in analysis.symbols if s.name == qualified_name]
+    return matches[0] if len(matches) == 1 else None
+
+
+def module_risk(analysis: FileAnalysis) -> Risk:
+    """Risk of a file's module-level code (its top-level calls)."""
+    return assess(analysis.language, analysis.module_calls, import_aliases(analysis.imports))
+
+
+def is_full_language(language: str) -> bool:
+    return language in FULL_NAMES

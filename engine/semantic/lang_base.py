@@ -1,0 +1,164 @@
+"""Per-language extraction rules: the hooks the generic extractor calls on captured nodes.
+
+A ``LangRules`` subclass knows one grammar's shapes (how a definition is named, how a
+call splits into receiver and name, what an import binds). It never walks whole trees
+and never touches I/O; the walk and the query live in ``extract.py`` and ``queries/``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from engine.semantic.model import ImportRef
+
+# Signatures are for display and prompts: long headers are cut here.
+SIGNATURE_MAX_CHARS = 200
+# Receivers longer than this are expressions, not names; they are dropped rather than quoted.
+RECEIVER_MAX_BYTES = 80
+# Kinds whose direct function children are methods.
+CLASS_LIKE = frozenset({"class", "struct", "interface", "trait", "enum", "module", "variable", "impl"})
+
+
+@dataclass(frozen=True)
+class DefName:
+    """What a rules hook says about one captured definition node."""
+
+    name: str
+    kind: str
+    # When set, the qualified-name prefix, overriding the enclosing definition (Go receivers).
+    owner: str | None = None
+
+
+def text(node: Node | None, src: bytes) -> str:
+    """Decoded text of a node (invalid UTF-8 replaced, never raised)."""
+    if node is None:
+        return ""
+    return src[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+
+def collapse(value: str, limit: int = SIGNATURE_MAX_CHARS) -> str:
+    """Whitespace-collapsed, length-capped single line."""
+    line = " ".join(value.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def short_text(node: Node | None, src: bytes) -> str | None:
+    """Text of a short expression (a receiver), or None when it is long or absent."""
+    if node is None or node.end_byte - node.start_byte > RECEIVER_MAX_BYTES:
+        return None
+    return collapse(text(node, src), RECEIVER_MAX_BYTES)
+
+
+def strip_comment(raw: str) -> str:
+    """First meaningful line of a comment, without its markers."""
+    for line in raw.splitlines():
+        line = line.strip()
+        for marker in ("/**", "/*!", "/*", "*/", "///", "//!", "//", "##", "#", "--", ";;", "*"):
+            if line.startswith(marker):
+                line = line[len(marker) :]
+        line = line.removesuffix("*/").strip()
+        if line:
+            return line
+    return ""
+
+
+def first_doc_line(raw: str) -> str:
+    for line in raw.splitlines():
+        line = line.strip()
+        if line:
+            return collapse(line)
+    return ""
+
+
+class LangRules:
+    """Default hooks; subclasses override what their grammar needs."""
+
+    name: str = ""
+    grammar: str = ""
+    # Node types whose parent-of-call relationship means "awaited".
+    await_types: frozenset[str] = frozenset()
+    comment_types: frozenset[str] = frozenset({"comment", "line_comment", "block_comment"})
+    # Field that holds a definition's body (the signature ends where it starts).
+    body_field: str = "body"
+    params_field: str = "parameters"
+    self_names: frozenset[str] = frozenset()
+    param_skip_types: frozenset[str] = frozenset({"comment", "line_comment", "block_comment"})
+
+    # ---- definitions -------------------------------------------------------
+    def def_name(self, node: Node, kind: str, src: bytes) -> DefName | None:
+        name_node = node.child_by_field_name("name")
+        if name_node is None:
+            return None
+        return DefName(text(name_node, src), kind)
+
+    def scope_name(self, node: Node, src: bytes) -> str | None:
+        """Name contributed by a non-symbol scope (Rust ``impl``), or None."""
+        return None
+
+    def outer_node(self, node: Node) -> Node:
+        """The node whose lines the symbol spans (decorators, export wrappers included)."""
+        return node
+
+    def signature(self, node: Node, src: bytes) -> str:
+        body = node.child_by_field_name(self.body_field)
+        end = body.start_byte if body is not None else node.end_byte
+        start = node.start_byte
+        if end - start > SIGNATURE_MAX_CHARS * 4:
+            end = start + SIGNATURE_MAX_CHARS * 4
+        raw = src[start:end].decode("utf-8", "replace")
+        if body is None:
+            raw = raw.split("\n", 1)[0]
+        return collapse(raw.rstrip().rstrip("{:").rstrip())
+
+    def doc(self, node: Node, src: bytes) -> str:
+        """First line of the comment block right above the definition."""
+        outer = self.outer_node(node)
+        prev = outer.prev_named_sibling
+        if prev is None or prev.type not in self.comment_types:
+            return ""
+        if outer.start_point.row - prev.end_point.row > 1:
+            return ""
+        # Walk up a run of line comments to the first one.
+        first = prev
+        while True:
+            before = first.prev_named_sibling
+            if before is None or before.type not in self.comment_types:
+                break
+            if first.start_point.row - before.end_point.row > 1:
+                break
+            first = before
+        return collapse(strip_comment(text(first, src)))
+
+    def decorators(self, node: Node, src: bytes) -> tuple[str, ...]:
+        return ()
+
+    def is_async(self, node: Node, src: bytes) -> bool:
+        return False
+
+    def arity(self, node: Node, kind: str, src: bytes) -> int:
+        params = node.child_by_field_name(self.params_field)
+        if params is None:
+            return 0
+        count = 0
+        for child in params.named_children:
+            if child.type in self.param_skip_types:
+                continue
+            count += 1
+        return count
+
+    def exported(self, node: Node, name: str, kind: str, src: bytes) -> bool:
+        return True
+
+    # ---- calls and imports -------------------------------------------------
+    def call_parts(self, node: Node, src: bytes) -> tuple[str, str | None] | None:
+        """(name, receiver) for a captured call node, or None to ignore it."""
+        return None
+
+    def imports(self, node: Node, src: bytes) -> list[ImportRef]:
+        return []
+
+    def global_mutation(self, node: Node, src: bytes) -> str | None:
+        """Short description of a captured global-state mutation, or None."""
+        return None

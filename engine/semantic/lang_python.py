@@ -1,0 +1,127 @@
+"""Python rules: names, docstrings, decorators, imports and call receivers.
+
+Only interprets nodes the Python query captured; the walk is in ``extract.py``.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from engine.semantic.lang_base import LangRules, first_doc_line, short_text, text
+from engine.semantic.model import ImportRef
+
+# Docstrings are recognised by these string prefixes (after optional r/b/u/f letters).
+_QUOTES = ('"""', "'''", '"', "'")
+
+
+def _string_body(raw: str) -> str:
+    raw = raw.lstrip("rRbBuUfF")
+    for quote in _QUOTES:
+        if raw.startswith(quote) and raw.endswith(quote) and len(raw) >= 2 * len(quote):
+            return raw[len(quote) : -len(quote)]
+    return raw
+
+
+class PythonRules(LangRules):
+    name = "python"
+    grammar = "python"
+    await_types = frozenset({"await"})
+    comment_types = frozenset({"comment"})
+    self_names = frozenset({"self", "cls"})
+    param_skip_types = frozenset({"comment", "keyword_separator", "positional_separator"})
+
+    def outer_node(self, node: Node) -> Node:
+        parent = node.parent
+        if parent is not None and parent.type == "decorated_definition":
+            return parent
+        return node
+
+    def doc(self, node: Node, src: bytes) -> str:
+        body = node.child_by_field_name("body")
+        if body is None or body.named_child_count == 0:
+            return ""
+        string = body.named_children[0]
+        if string.type == "expression_statement" and string.named_child_count:
+            string = string.named_children[0]
+        if string.type != "string":
+            return ""
+        return first_doc_line(_string_body(text(string, src)))
+
+    def decorators(self, node: Node, src: bytes) -> tuple[str, ...]:
+        parent = node.parent
+        if parent is None or parent.type != "decorated_definition":
+            return ()
+        out = []
+        for child in parent.named_children:
+            if child.type == "decorator":
+                raw = text(child, src).lstrip("@").strip()
+                out.append(raw.split("(", 1)[0].strip())
+        return tuple(out)
+
+    def is_async(self, node: Node, src: bytes) -> bool:
+        first = node.child(0)
+        return first is not None and first.type == "async"
+
+    def arity(self, node: Node, kind: str, src: bytes) -> int:
+        params = node.child_by_field_name("parameters")
+        if params is None:
+            return 0
+        count = 0
+        for index, child in enumerate(params.named_children):
+            if child.type in self.param_skip_types:
+                continue
+            if (
+                index == 0
+                and kind == "method"
+                and child.type == "identifier"
+                and text(child, src) in self.self_names
+            ):
+                continue
+            count += 1
+        return count
+
+    def exported(self, node: Node, name: str, kind: str, src: bytes) -> bool:
+        return not name.startswith("_") or (name.startswith("__") and name.endswith("__"))
+
+    def call_parts(self, node: Node, src: bytes) -> tuple[str, str | None] | None:
+        func = node.child_by_field_name("function")
+        if func is None:
+            return None
+        kind = func.type
+        if kind == "identifier":
+            return text(func, src), None
+        if kind == "attribute":
+            attr = func.child_by_field_name("attribute")
+            return text(attr, src), short_text(func.child_by_field_name("object"), src)
+        return None
+
+    def imports(self, node: Node, src: bytes) -> list[ImportRef]:
+        line = node.start_point.row + 1
+        if node.type == "import_statement":
+            out = []
+            for child in node.children_by_field_name("name"):
+                if child.type == "aliased_import":
+                    module = text(child.child_by_field_name("name"), src)
+                    alias = text(child.child_by_field_name("alias"), src)
+                    out.append(ImportRef(module, (), alias, line))
+                else:
+                    out.append(ImportRef(text(child, src), (), None, line))
+            return out
+        module = text(node.child_by_field_name("module_name"), src)
+        plain: list[str] = []
+        aliased: list[ImportRef] = []
+        for child in node.children_by_field_name("name"):
+            if child.type == "aliased_import":
+                name = text(child.child_by_field_name("name"), src)
+                alias = text(child.child_by_field_name("alias"), src)
+                aliased.append(ImportRef(module, (name,), alias, line))
+            else:
+                plain.append(text(child, src))
+        if any(child.type == "wildcard_import" for child in node.named_children):
+            plain.append("*")
+        out = [ImportRef(module, tuple(plain), None, line)] if plain or not aliased else []
+        return out + aliased
+
+    def global_mutation(self, node: Node, src: bytes) -> str | None:
+        names = [text(c, src) for c in node.named_children if c.type == "identifier"]
+        return "global " + ", ".join(names)

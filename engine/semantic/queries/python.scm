@@ -1,0 +1,21 @@
+; Python: definitions, calls, imports, branches and nesting for the generic extractor.
+(function_definition) @def.function
+(class_definition) @def.class
+
+(call) @call
+
+(import_statement) @import
+(import_from_statement) @import
+
+[
+  (if_statement) (elif_clause) (for_statement) (while_statement) (except_clause)
+  (boolean_operator) (conditional_expression) (case_clause) (for_in_clause) (if_clause)
+] @branch
+
+[
+  (if_statement) (for_statement) (while_statement) (try_statement) (with_statement) (match_statement)
+] @nest
+
+(try_statement body: (block) @try)
+
+(global_statement) @global

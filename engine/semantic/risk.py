@@ -1,0 +1,784 @@
+"""Risk scoring: per-language rule tables that map calls and imports to risk categories.
+
+Owns the tables, the complexity thresholds and the level decision. It sees only call
+names, receivers and import aliases (plain strings), never trees or files.
+The rules are documented, language by language, in docs/risk.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from engine.semantic.model import CallSite, ImportRef, Risk
+
+NETWORK = "network"
+FILESYSTEM = "filesystem-write"
+SUBPROCESS = "subprocess"
+DATABASE = "database"
+CRYPTO = "crypto-auth-secrets"
+GLOBAL_STATE = "global-state"
+COMPLEXITY = "complexity"
+
+# A category this dangerous makes a symbol high risk on its own: it runs arbitrary code.
+ALWAYS_HIGH = frozenset({SUBPROCESS})
+# Branch counts: ~10 is where a function stops fitting in one reader's head (McCabe's own
+# threshold); ~20 is where review reliably misses paths.
+MODERATE_BRANCHES = 10
+HIGH_BRANCHES = 20
+# Nesting depth: 4 levels is already hard to follow, 6 is a refactoring target.
+MODERATE_NESTING = 4
+HIGH_NESTING = 6
+# Two different kinds of side effect in one symbol make it high risk.
+HIGH_CATEGORY_COUNT = 2
+# Reasons listed per symbol; more would only repeat the same story.
+MAX_REASONS = 6
+
+
+@dataclass(frozen=True)
+class RiskRules:
+    """One language's table. Keys are dotted call names after alias resolution."""
+
+    exact: Mapping[str, str] = field(default_factory=dict)
+    # Any call whose dotted name starts with ``prefix.`` (a module or namespace).
+    prefixes: Mapping[str, str] = field(default_factory=dict)
+    # A method of this name on any receiver (``cursor.execute``).
+    methods: Mapping[str, str] = field(default_factory=dict)
+
+
+def _table(**groups: Iterable[str]) -> dict[str, str]:
+    names = {
+        "network": NETWORK,
+        "fs": FILESYSTEM,
+        "proc": SUBPROCESS,
+        "db": DATABASE,
+        "crypto": CRYPTO,
+        "state": GLOBAL_STATE,
+    }
+    out: dict[str, str] = {}
+    for key, values in groups.items():
+        for value in values:
+            out[value] = names[key]
+    return out
+
+
+PYTHON_RULES = RiskRules(
+    exact=_table(
+        proc=(
+            "eval",
+            "exec",
+            "compile",
+            "__import__",
+            "os.system",
+            "os.popen",
+            "os.execv",
+            "os.execve",
+            "os.execvp",
+            "os.spawnv",
+            "os.fork",
+            "pickle.loads",
+            "pickle.load",
+            "marshal.loads",
+            "importlib.import_module",
+        ),
+        fs=(
+            "os.remove",
+            "os.unlink",
+            "os.rename",
+            "os.replace",
+            "os.makedirs",
+            "os.mkdir",
+            "os.rmdir",
+            "os.removedirs",
+            "os.chmod",
+            "os.chown",
+            "os.symlink",
+            "os.truncate",
+            "shutil.rmtree",
+            "shutil.copy",
+            "shutil.copy2",
+            "shutil.copyfile",
+            "shutil.copytree",
+            "shutil.move",
+            "tempfile.mkstemp",
+            "tempfile.mkdtemp",
+        ),
+        network=("socket.socket", "socket.create_connection", "smtplib.SMTP", "ftplib.FTP"),
+        db=("sqlite3.connect",),
+        crypto=(
+            "os.urandom",
+            "secrets.token_hex",
+            "secrets.token_bytes",
+            "secrets.token_urlsafe",
+            "getpass.getpass",
+            "os.getenv",
+            "os.environ.get",
+        ),
+        state=(
+            "os.putenv",
+            "os.environ.setdefault",
+            "os.environ.update",
+            "os.chdir",
+            "sys.setrecursionlimit",
+            "setattr",
+            "delattr",
+        ),
+    ),
+    prefixes=_table(
+        proc=("subprocess", "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell", "pty"),
+        network=(
+            "requests",
+            "httpx",
+            "urllib.request",
+            "urllib3",
+            "aiohttp",
+            "http.client",
+            "socket",
+            "websocket",
+            "websockets",
+            "grpc",
+            "boto3",
+            "paramiko",
+        ),
+        db=(
+            "sqlite3",
+            "psycopg",
+            "psycopg2",
+            "pymysql",
+            "MySQLdb",
+            "sqlalchemy",
+            "pymongo",
+            "redis",
+            "django.db.connection",
+        ),
+        crypto=("hashlib", "hmac", "secrets", "jwt", "cryptography", "ssl", "bcrypt", "Crypto", "keyring"),
+        fs=("shutil",),
+    ),
+    methods=_table(
+        db=("execute", "executemany", "executescript", "raw", "cursor", "commit", "rollback"),
+        fs=(
+            "write_text",
+            "write_bytes",
+            "unlink",
+            "rmtree",
+            "mkdir",
+            "touch",
+            "rename",
+            "chmod",
+            "symlink_to",
+        ),
+        network=("urlopen", "sendall", "recv"),
+        crypto=("set_password", "check_password", "make_password", "encrypt", "decrypt", "sign", "verify"),
+    ),
+)
+
+JS_RULES = RiskRules(
+    exact=_table(
+        proc=(
+            "eval",
+            "Function",
+            "vm.runInContext",
+            "vm.runInNewContext",
+            "vm.runInThisContext",
+            "require.resolve",
+        ),
+        network=(
+            "fetch",
+            "XMLHttpRequest",
+            "WebSocket",
+            "http.request",
+            "http.get",
+            "https.request",
+            "https.get",
+            "net.connect",
+            "net.createConnection",
+            "net.createServer",
+            "http.createServer",
+            "https.createServer",
+        ),
+        fs=(
+            "fs.writeFile",
+            "fs.writeFileSync",
+            "fs.appendFile",
+            "fs.appendFileSync",
+            "fs.unlink",
+            "fs.unlinkSync",
+            "fs.rm",
+            "fs.rmSync",
+            "fs.rmdir",
+            "fs.rmdirSync",
+            "fs.mkdir",
+            "fs.mkdirSync",
+            "fs.rename",
+            "fs.renameSync",
+            "fs.createWriteStream",
+            "fs.copyFile",
+            "fs.copyFileSync",
+            "fs.promises.writeFile",
+            "fs.chmod",
+            "fs.chmodSync",
+        ),
+        crypto=(
+            "crypto.createHash",
+            "crypto.createHmac",
+            "crypto.randomBytes",
+            "crypto.createCipheriv",
+            "crypto.createDecipheriv",
+            "crypto.pbkdf2",
+            "crypto.scrypt",
+            "jwt.sign",
+            "jwt.verify",
+            "bcrypt.hash",
+            "bcrypt.compare",
+        ),
+        state=("Object.defineProperty", "Object.setPrototypeOf", "Object.assign"),
+    ),
+    prefixes=_table(
+        proc=("child_process", "execa", "shelljs"),
+        network=("axios", "got", "superagent", "node-fetch", "request", "undici", "net", "dgram", "tls"),
+        db=(
+            "mysql",
+            "mysql2",
+            "pg",
+            "mongoose",
+            "mongodb",
+            "sequelize",
+            "knex",
+            "redis",
+            "ioredis",
+            "prisma",
+            "sqlite3",
+            "better-sqlite3",
+        ),
+        crypto=("crypto", "bcrypt", "jsonwebtoken", "jose"),
+    ),
+    methods=_table(
+        proc=("exec", "execSync", "spawn", "spawnSync", "execFile", "execFileSync", "fork"),
+        db=(
+            "query",
+            "findOne",
+            "insertOne",
+            "insertMany",
+            "updateOne",
+            "deleteOne",
+            "deleteMany",
+            "aggregate",
+        ),
+        fs=("writeFile", "writeFileSync", "appendFileSync", "unlinkSync", "rmSync", "mkdirSync"),
+        network=("sendBeacon",),
+    ),
+)
+
+GO_RULES = RiskRules(
+    exact=_table(
+        proc=("exec.Command", "exec.CommandContext", "syscall.Exec", "os.StartProcess", "plugin.Open"),
+        fs=(
+            "os.WriteFile",
+            "os.Create",
+            "os.Remove",
+            "os.RemoveAll",
+            "os.Mkdir",
+            "os.MkdirAll",
+            "os.Rename",
+            "os.Chmod",
+            "os.OpenFile",
+            "ioutil.WriteFile",
+            "os.Symlink",
+            "os.Truncate",
+        ),
+        state=("os.Setenv", "os.Unsetenv", "os.Chdir"),
+        crypto=("os.Getenv", "os.LookupEnv"),
+        db=("sql.Open",),
+    ),
+    prefixes=_table(
+        network=("http", "net", "grpc", "websocket", "rpc", "smtp"),
+        db=("sql", "gorm", "mongo", "redis", "pgx", "sqlx"),
+        crypto=("crypto", "sha256", "sha1", "md5", "hmac", "aes", "rsa", "bcrypt", "jwt", "tls", "rand"),
+        proc=("exec",),
+    ),
+    methods=_table(
+        db=("Exec", "Query", "QueryRow", "QueryContext", "ExecContext", "Begin", "Commit"),
+        network=("Dial", "ListenAndServe", "Do"),
+    ),
+)
+
+RUST_RULES = RiskRules(
+    exact=_table(
+        proc=("Command.new", "process.Command.new", "std.process.Command.new"),
+        fs=(
+            "fs.write",
+            "fs.remove_file",
+            "fs.remove_dir_all",
+            "fs.create_dir_all",
+            "fs.create_dir",
+            "fs.rename",
+            "fs.copy",
+            "File.create",
+            "fs.File.create",
+            "OpenOptions.new",
+        ),
+        state=("env.set_var", "env.remove_var", "env.set_current_dir"),
+        crypto=("env.var", "env.var_os"),
+        network=("TcpStream.connect", "TcpListener.bind", "UdpSocket.bind"),
+    ),
+    prefixes=_table(
+        network=("reqwest", "hyper", "ureq", "surf", "tokio.net", "std.net"),
+        db=("sqlx", "diesel", "rusqlite", "postgres", "redis", "mongodb", "sea_orm"),
+        crypto=(
+            "ring",
+            "sha2",
+            "hmac",
+            "aes",
+            "rsa",
+            "bcrypt",
+            "argon2",
+            "jsonwebtoken",
+            "rustls",
+            "openssl",
+        ),
+        proc=("std.process",),
+    ),
+    methods=_table(db=("execute", "query", "query_as", "fetch_one", "fetch_all"), fs=("write_all",)),
+)
+
+JAVA_RULES = RiskRules(
+    exact=_table(
+        proc=("Runtime.getRuntime", "ProcessBuilder", "Class.forName", "ScriptEngineManager"),
+        fs=(
+            "Files.write",
+            "Files.writeString",
+            "Files.delete",
+            "Files.deleteIfExists",
+            "Files.createFile",
+            "Files.createDirectories",
+            "Files.move",
+            "Files.copy",
+            "FileOutputStream",
+            "FileWriter",
+            "RandomAccessFile",
+            "PrintWriter",
+        ),
+        network=(
+            "URL",
+            "Socket",
+            "ServerSocket",
+            "HttpClient.newHttpClient",
+            "HttpURLConnection",
+            "RestTemplate",
+            "WebClient.create",
+            "OkHttpClient",
+        ),
+        db=("DriverManager.getConnection",),
+        crypto=(
+            "MessageDigest.getInstance",
+            "Cipher.getInstance",
+            "KeyGenerator.getInstance",
+            "SecureRandom",
+            "Mac.getInstance",
+            "System.getenv",
+            "KeyStore.getInstance",
+        ),
+        state=("System.setProperty", "System.exit", "System.setOut", "System.setErr"),
+    ),
+    prefixes=_table(network=("HttpClient", "OkHttp"), db=("JdbcTemplate", "EntityManager")),
+    methods=_table(
+        proc=("exec",),
+        db=(
+            "executeQuery",
+            "executeUpdate",
+            "prepareStatement",
+            "createQuery",
+            "createNativeQuery",
+            "persist",
+            "merge",
+        ),
+        fs=("delete", "createNewFile", "mkdirs", "renameTo"),
+        network=("openConnection", "openStream"),
+        crypto=("doFinal", "digest"),
+    ),
+)
+
+KOTLIN_RULES = RiskRules(
+    exact={**JAVA_RULES.exact, **_table(fs=("File.writeText", "File.writeBytes", "File.appendText"))},
+    prefixes=JAVA_RULES.prefixes,
+    methods={
+        **JAVA_RULES.methods,
+        **_table(fs=("writeText", "writeBytes", "appendText", "deleteRecursively")),
+    },
+)
+
+CSHARP_RULES = RiskRules(
+    exact=_table(
+        proc=("Process.Start", "Assembly.Load", "Assembly.LoadFrom", "Activator.CreateInstance"),
+        fs=(
+            "File.WriteAllText",
+            "File.WriteAllBytes",
+            "File.WriteAllLines",
+            "File.AppendAllText",
+            "File.Delete",
+            "File.Move",
+            "File.Copy",
+            "File.Create",
+            "Directory.CreateDirectory",
+            "Directory.Delete",
+            "FileStream",
+            "StreamWriter",
+        ),
+        network=("HttpClient", "WebClient", "TcpClient", "Socket", "WebRequest.Create"),
+        db=("SqlConnection", "SqlCommand", "NpgsqlConnection", "SqliteConnection"),
+        crypto=(
+            "SHA256.Create",
+            "MD5.Create",
+            "Aes.Create",
+            "RSA.Create",
+            "HMACSHA256",
+            "RandomNumberGenerator.GetBytes",
+            "Environment.GetEnvironmentVariable",
+        ),
+        state=("Environment.SetEnvironmentVariable", "Environment.Exit"),
+    ),
+    methods=_table(
+        network=("GetAsync", "PostAsync", "PutAsync", "DeleteAsync", "SendAsync", "GetStringAsync"),
+        db=(
+            "ExecuteNonQuery",
+            "ExecuteReader",
+            "ExecuteScalar",
+            "SaveChanges",
+            "SaveChangesAsync",
+            "FromSqlRaw",
+            "ExecuteSqlRaw",
+        ),
+        crypto=("ComputeHash", "Encrypt", "Decrypt"),
+    ),
+)
+
+C_RULES = RiskRules(
+    exact=_table(
+        proc=(
+            "system",
+            "popen",
+            "execl",
+            "execlp",
+            "execle",
+            "execv",
+            "execvp",
+            "execve",
+            "fork",
+            "vfork",
+            "posix_spawn",
+            "dlopen",
+            "std.system",
+        ),
+        fs=(
+            "fopen",
+            "fwrite",
+            "fputs",
+            "fprintf",
+            "remove",
+            "unlink",
+            "rename",
+            "mkdir",
+            "rmdir",
+            "chmod",
+            "truncate",
+            "creat",
+            "open",
+            "write",
+            "std.ofstream",
+            "std.filesystem.remove",
+            "std.filesystem.remove_all",
+            "std.filesystem.create_directories",
+        ),
+        network=(
+            "socket",
+            "connect",
+            "bind",
+            "listen",
+            "accept",
+            "send",
+            "recv",
+            "sendto",
+            "recvfrom",
+            "getaddrinfo",
+            "curl_easy_perform",
+            "curl_easy_init",
+        ),
+        db=("sqlite3_open", "sqlite3_exec", "sqlite3_prepare_v2", "mysql_query", "PQexec", "PQconnectdb"),
+        crypto=(
+            "getenv",
+            "secure_getenv",
+            "RAND_bytes",
+            "EVP_EncryptInit_ex",
+            "EVP_DigestInit_ex",
+            "SHA256",
+            "MD5",
+            "crypt",
+            "getrandom",
+        ),
+        state=("setenv", "putenv", "unsetenv", "chdir", "signal", "atexit", "setlocale"),
+    ),
+    prefixes=_table(network=("boost.asio",), db=("sqlite3",)),
+)
+
+RUBY_RULES = RiskRules(
+    exact=_table(
+        proc=(
+            "eval",
+            "instance_eval",
+            "class_eval",
+            "module_eval",
+            "system",
+            "exec",
+            "spawn",
+            "Kernel.system",
+            "Kernel.exec",
+            "Open3.capture2",
+            "Open3.capture3",
+            "Open3.popen3",
+            "IO.popen",
+            "send",
+            "public_send",
+            "constantize",
+        ),
+        fs=(
+            "File.write",
+            "File.delete",
+            "File.unlink",
+            "File.rename",
+            "FileUtils.rm",
+            "FileUtils.rm_rf",
+            "FileUtils.mkdir_p",
+            "FileUtils.mv",
+            "FileUtils.cp",
+            "Dir.mkdir",
+            "File.open",
+            "IO.write",
+        ),
+        network=(
+            "Net.HTTP.get",
+            "Net.HTTP.post",
+            "Net.HTTP.start",
+            "Net.HTTP.new",
+            "URI.open",
+            "TCPSocket.new",
+            "HTTParty.get",
+            "HTTParty.post",
+            "Faraday.new",
+            "RestClient.get",
+            "RestClient.post",
+        ),
+        crypto=(
+            "Digest.SHA256.hexdigest",
+            "OpenSSL.HMAC.hexdigest",
+            "SecureRandom.hex",
+            "BCrypt.Password.create",
+            "JWT.encode",
+            "JWT.decode",
+        ),
+    ),
+    prefixes=_table(
+        network=("Net.HTTP", "HTTParty", "Faraday", "RestClient"),
+        crypto=("OpenSSL", "Digest", "BCrypt", "JWT", "SecureRandom"),
+        db=("ActiveRecord", "PG"),
+    ),
+    methods=_table(
+        db=("find_by_sql", "execute", "exec_query", "update_all", "delete_all", "destroy_all"),
+        proc=("instance_variable_set", "define_method"),
+    ),
+)
+
+PHP_RULES = RiskRules(
+    exact=_table(
+        proc=(
+            "eval",
+            "exec",
+            "shell_exec",
+            "system",
+            "passthru",
+            "proc_open",
+            "popen",
+            "pcntl_exec",
+            "assert",
+            "create_function",
+            "unserialize",
+            "call_user_func",
+            "call_user_func_array",
+        ),
+        fs=(
+            "file_put_contents",
+            "fwrite",
+            "fputs",
+            "unlink",
+            "rename",
+            "mkdir",
+            "rmdir",
+            "chmod",
+            "copy",
+            "move_uploaded_file",
+            "fopen",
+            "tempnam",
+        ),
+        network=("curl_exec", "curl_init", "fsockopen", "file_get_contents", "stream_socket_client", "mail"),
+        db=("mysqli_query", "mysql_query", "pg_query", "mysqli_connect", "PDO"),
+        crypto=(
+            "password_hash",
+            "password_verify",
+            "hash",
+            "hash_hmac",
+            "openssl_encrypt",
+            "openssl_decrypt",
+            "random_bytes",
+            "md5",
+            "sha1",
+            "crypt",
+            "getenv",
+        ),
+        state=("putenv", "ini_set", "set_error_handler", "define", "session_start", "setcookie", "header"),
+    ),
+    methods=_table(db=("query", "exec", "prepare", "execute"), network=("request", "send")),
+)
+
+SWIFT_RULES = RiskRules(
+    exact=_table(
+        proc=("Process", "NSTask", "dlopen", "system"),
+        network=("URLSession.shared.dataTask", "URLSession", "URLRequest", "NWConnection"),
+        fs=(
+            "FileManager.default.removeItem",
+            "FileManager.default.createFile",
+            "FileManager.default.createDirectory",
+            "FileManager.default.moveItem",
+            "FileManager.default.copyItem",
+        ),
+        crypto=("SHA256.hash", "HMAC", "SecItemAdd", "SecItemCopyMatching", "SecRandomCopyBytes"),
+        state=("setenv", "UserDefaults.standard.set"),
+    ),
+    methods=_table(
+        network=("dataTask", "downloadTask", "uploadTask", "data"),
+        fs=("write", "removeItem", "createDirectory", "moveItem"),
+        db=("executeFetchRequest", "save", "fetch"),
+    ),
+)
+
+BASH_RULES = RiskRules(
+    exact=_table(
+        proc=("eval", "exec", "source", ".", "bash", "sh", "sudo", "xargs", "nohup"),
+        network=("curl", "wget", "ssh", "scp", "rsync", "nc", "netcat", "ftp", "sftp", "telnet"),
+        fs=(
+            "rm",
+            "mv",
+            "cp",
+            "mkdir",
+            "rmdir",
+            "chmod",
+            "chown",
+            "ln",
+            "dd",
+            "truncate",
+            "tee",
+            "touch",
+            "install",
+        ),
+        db=("psql", "mysql", "sqlite3", "redis-cli", "mongo", "mongosh"),
+        crypto=("openssl", "gpg", "ssh-keygen", "sha256sum", "md5sum", "base64"),
+        state=("export", "unset", "set", "cd", "ulimit", "umask", "trap"),
+    ),
+)
+
+RULES_BY_LANGUAGE: dict[str, RiskRules] = {
+    "python": PYTHON_RULES,
+    "javascript": JS_RULES,
+    "typescript": JS_RULES,
+    "tsx": JS_RULES,
+    "go": GO_RULES,
+    "rust": RUST_RULES,
+    "java": JAVA_RULES,
+    "kotlin": KOTLIN_RULES,
+    "csharp": CSHARP_RULES,
+    "c": C_RULES,
+    "cpp": C_RULES,
+    "ruby": RUBY_RULES,
+    "php": PHP_RULES,
+    "swift": SWIFT_RULES,
+    "bash": BASH_RULES,
+}
+_EMPTY = RiskRules()
+
+
+def import_aliases(imports: Iterable[ImportRef]) -> dict[str, str]:
+    """Local name → dotted module path it stands for (``sp`` → ``subprocess``)."""
+    out: dict[str, str] = {}
+    for ref in imports:
+        module = ref.module.removeprefix("node:").replace("/", ".").replace("::", ".").strip(".")
+        if not module:
+            continue
+        if ref.names:
+            for name in ref.names:
+                if name == "*":
+                    continue
+                local = ref.alias if ref.alias and len(ref.names) == 1 else name
+                out[local] = f"{module}.{name}"
+        else:
+            local = ref.alias or module.split(".")[0]
+            out[local] = module if ref.alias else local
+    return out
+
+
+def classify_call(rules: RiskRules, call: CallSite, aliases: Mapping[str, str]) -> tuple[str, str] | None:
+    """(category, dotted name) when a call matches the language's table."""
+    receiver = call.receiver
+    if receiver:
+        root, dot, rest = receiver.partition(".")
+        resolved = aliases.get(root)
+        if resolved is not None:
+            receiver = resolved + dot + rest
+        dotted = f"{receiver}.{call.name}"
+    else:
+        dotted = aliases.get(call.name, call.name)
+    category = rules.exact.get(dotted)
+    if category is not None:
+        return category, dotted
+    if rules.prefixes:
+        head = dotted
+        while "." in head:
+            head = head.rsplit(".", 1)[0]
+            category = rules.prefixes.get(head)
+            if category is not None:
+                return category, dotted
+    if receiver and rules.methods:
+        category = rules.methods.get(call.name)
+        if category is not None:
+            return category, dotted
+    return None
+
+
+def assess(
+    language: str,
+    calls: Iterable[CallSite],
+    aliases: Mapping[str, str],
+    *,
+    control_flow: int = 0,
+    max_nesting: int = 0,
+    extra: Iterable[tuple[str, str]] = (),
+) -> Risk:
+    """Risk for one symbol from its calls, extra marks (``global`` statements) and complexity."""
+    rules = RULES_BY_LANGUAGE.get(language, _EMPTY)
+    found: dict[str, list[str]] = {}
+    for call in calls:
+        hit = classify_call(rules, call, aliases)
+        if hit is not None:
+            found.setdefault(hit[0], []).append(hit[1])
+    for category, detail in extra:
+        found.setdefault(category, []).append(detail)
+    very_complex = control_flow >= HIGH_BRANCHES or max_nesting >= HIGH_NESTING
+    complex_ = control_flow >= MODERATE_BRANCHES or max_nesting >= MODERATE_NESTING
+    reasons = [f"{category}: {', '.join(dict.fromkeys(details))}" for category, details in found.items()]
+    if complex_:
+        reasons.append(f"{COMPLEXITY}: {control_flow} branches, nesting {max_nesting}")
+    categories = len(found) + (1 if complex_ else 0)
+    if very_complex or categories >= HIGH_CATEGORY_COUNT or ALWAYS_HIGH.intersection(found):
+        level = "high"
+    elif categories:
+        level = "medium"
+    else:
+        level = "low"
+    return Risk(level, tuple(reasons[:MAX_REASONS]))  # type: ignore[arg-type]
