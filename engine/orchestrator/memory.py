@@ -1,0 +1,406 @@
+"""Session memory: what this session has seen, and what past turns can teach this one.
+
+Owns ``SemforaMemory`` (overview once per session, a 1,000-symbol LRU, a 5-minute
+search cache, viewed symbols), session persistence under ``sessions/`` with ``--resume``,
+the append-only episodic JSONL log and recall of past turns. Recall uses a Chroma
+collection when an embedding provider is available and falls back to a lexical score
+over the JSONL otherwise; it never raises because a vector service is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.errors import NotFoundError
+from engine.orchestrator.intent import is_debugging
+from engine.orchestrator.redaction import redact
+from engine.store.layout import RepoLayout
+
+log = logging.getLogger(__name__)
+
+# Seed 004: 1,000 symbols x ~500 bytes keeps the cache near 500 KB.
+MAX_CACHED_SYMBOLS = 1000
+# Search results go stale as the user edits; five minutes covers a burst of related turns.
+SEARCH_TTL_SECONDS = 300.0
+# Only this much of a reply is kept in the episodic log; recall needs the gist, not the text.
+EPISODE_REPLY_CHARS = 2000
+# Below these scores a past turn is more likely noise than help (cosine for vectors,
+# set-overlap cosine for the lexical fallback, which scores lower for the same match).
+VECTOR_RECALL_THRESHOLD = 0.55
+LEXICAL_RECALL_THRESHOLD = 0.3
+# Outcomes that mark a turn as failed: excluded from recall unless the task is debugging.
+FAILED_OUTCOMES = frozenset({"failed", "error", "edit_failed", "cancelled"})
+EPISODES_FILE = "episodes.jsonl"
+LAST_POINTER = "LAST"
+TURN_COLLECTION = "semfora_turns"
+
+
+class SemforaMemory:
+    """Per-session working memory; thread-safe; ``clock`` is injectable for tests."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._overview: str | None = None
+        self.overview_loads = 0
+        self._symbols: OrderedDict[str, Any] = OrderedDict()
+        self._searches: dict[str, tuple[float, Any]] = {}
+        self.viewed_symbols: list[str] = []
+
+    # overview: loaded once per session
+    def overview(self, load: Callable[[], str]) -> str:
+        with self._lock:
+            if self._overview is None:
+                self._overview = load()
+                self.overview_loads += 1
+            return self._overview
+
+    def forget_overview(self) -> None:
+        """Drop the overview, e.g. after a reindex changed the repository's shape."""
+        with self._lock:
+            self._overview = None
+
+    # symbols: an LRU of MAX_CACHED_SYMBOLS
+    def remember_symbol(self, key: str, value: Any) -> None:
+        with self._lock:
+            self._symbols[key] = value
+            self._symbols.move_to_end(key)
+            while len(self._symbols) > MAX_CACHED_SYMBOLS:
+                self._symbols.popitem(last=False)
+
+    def symbol(self, key: str) -> Any | None:
+        with self._lock:
+            if key not in self._symbols:
+                return None
+            self._symbols.move_to_end(key)
+            return self._symbols[key]
+
+    @property
+    def cached_symbol_count(self) -> int:
+        with self._lock:
+            return len(self._symbols)
+
+    # searches: cached for SEARCH_TTL_SECONDS
+    def search(self, key: str) -> Any | None:
+        with self._lock:
+            entry = self._searches.get(key)
+            if entry is None:
+                return None
+            stamp, value = entry
+            if self._clock() - stamp > SEARCH_TTL_SECONDS:
+                del self._searches[key]
+                return None
+            return value
+
+    def remember_search(self, key: str, value: Any) -> None:
+        with self._lock:
+            self._searches[key] = (self._clock(), value)
+
+    def clear_searches(self) -> None:
+        with self._lock:
+            self._searches.clear()
+
+    # viewed symbols: most recent last
+    def mark_viewed(self, symbol_ids: list[str]) -> None:
+        with self._lock:
+            for sid in symbol_ids:
+                if sid in self.viewed_symbols:
+                    self.viewed_symbols.remove(sid)
+                self.viewed_symbols.append(sid)
+
+    def recency(self, symbol_id: str) -> float:
+        """1.0 for the symbol viewed last, decaying towards 0; 0 if never viewed."""
+        with self._lock:
+            if symbol_id not in self.viewed_symbols:
+                return 0.0
+            age = len(self.viewed_symbols) - 1 - self.viewed_symbols.index(symbol_id)
+            return 1.0 / (1.0 + age)
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One line of the episodic log: one turn."""
+
+    ts: float
+    session_id: str
+    run_id: str
+    request: str
+    intent: str
+    item_ids: tuple[str, ...]
+    reply: str
+    edits: tuple[str, ...]
+    outcome: str
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["item_ids"] = list(self.item_ids)
+        data["edits"] = list(self.edits)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Episode:
+        return cls(
+            ts=float(data.get("ts", 0.0)),
+            session_id=str(data.get("session_id", "")),
+            run_id=str(data.get("run_id", "")),
+            request=str(data.get("request", "")),
+            intent=str(data.get("intent", "")),
+            item_ids=tuple(data.get("item_ids", ())),
+            reply=str(data.get("reply", "")),
+            edits=tuple(data.get("edits", ())),
+            outcome=str(data.get("outcome", "")),
+        )
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome in FAILED_OUTCOMES
+
+    @property
+    def text(self) -> str:
+        """What recall matches against: the request, then the gist of the reply."""
+        return f"{self.request}\n{self.reply[:500]}"
+
+
+class EpisodicLog:
+    """Append-only JSONL of turns for one repository (every session writes here)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def append(self, episode: Episode) -> None:
+        data = episode.to_json()
+        data["request"] = redact(data["request"])
+        data["reply"] = redact(data["reply"][:EPISODE_REPLY_CHARS])
+        line = json.dumps(data, ensure_ascii=False) + "\n"
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.write(line)
+                fh.flush()
+                os.fsync(fh.fileno())
+
+    def read(self) -> list[Episode]:
+        """Every episode; a torn last line (killed process) is skipped, not fatal."""
+        if not self.path.is_file():
+            return []
+        episodes = []
+        with self.path.open(encoding="utf-8", errors="replace") as fh:
+            for number, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    episodes.append(Episode.from_json(json.loads(line)))
+                except (json.JSONDecodeError, TypeError, ValueError):
+                    log.warning("episodic log %s: skipping unreadable line %d", self.path, number)
+        return episodes
+
+
+@dataclass
+class Session:
+    """What survives between turns and across ``--resume``: id, turns, viewed symbols."""
+
+    id: str
+    created: float
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    viewed_symbols: list[str] = field(default_factory=list)
+
+    def summary_lines(self, limit: int = 8) -> list[str]:
+        """The last turns as short lines for the session-memory block of the prompt."""
+        lines = []
+        for turn in self.turns[-limit:]:
+            edits = ", ".join(turn.get("edits", [])) or "no edits"
+            lines.append(f"- [{turn.get('outcome', '?')}] {turn.get('request', '')[:160]} ({edits})")
+        return lines
+
+
+class SessionStore:
+    """Sessions as ``sessions/<id>.json`` plus a ``LAST`` pointer for ``--resume``."""
+
+    def __init__(self, layout: RepoLayout) -> None:
+        self.dir = layout.sessions_dir
+        self.episodes = EpisodicLog(self.dir / EPISODES_FILE)
+        self._lock = threading.Lock()
+
+    def new(self) -> Session:
+        session = Session(
+            id=time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3),
+            created=time.time(),
+        )
+        self.save(session)
+        return session
+
+    def path_of(self, session_id: str) -> Path:
+        if not re.fullmatch(r"[\w.-]+", session_id):
+            raise NotFoundError(f"no session {session_id!r}", code="SESSION_NOT_FOUND")
+        return self.dir / f"{session_id}.json"
+
+    def save(self, session: Session) -> None:
+        with self._lock:
+            path = self.path_of(session.id)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(asdict(session), ensure_ascii=False), encoding="utf-8")
+            os.replace(tmp, path)
+            (self.dir / LAST_POINTER).write_text(session.id, encoding="utf-8")
+
+    def load(self, session_id: str) -> Session:
+        path = self.path_of(session_id)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise NotFoundError(f"no session {session_id!r}", code="SESSION_NOT_FOUND") from exc
+        except json.JSONDecodeError as exc:
+            raise NotFoundError(
+                f"session {session_id!r} is unreadable: {exc}", code="SESSION_NOT_FOUND"
+            ) from exc
+        return Session(
+            id=data["id"],
+            created=data.get("created", 0.0),
+            turns=list(data.get("turns", [])),
+            viewed_symbols=list(data.get("viewed_symbols", [])),
+        )
+
+    def last(self) -> Session | None:
+        pointer = self.dir / LAST_POINTER
+        if not pointer.is_file():
+            return None
+        try:
+            return self.load(pointer.read_text(encoding="utf-8").strip())
+        except NotFoundError as exc:
+            log.warning("cannot resume the last session: %s", exc)
+            return None
+
+    def open(self, resume: bool) -> Session:
+        """The last session when ``resume`` and one exists, else a new one."""
+        if resume:
+            session = self.last()
+            if session is not None:
+                return session
+        return self.new()
+
+
+@dataclass(frozen=True)
+class RecalledTurn:
+    episode: Episode
+    score: float
+    source: str  # "vector" or "lexical"
+
+
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]+")
+
+
+def _terms(text: str) -> set[str]:
+    terms = set()
+    for word in _TOKEN.findall(text):
+        lower = word.lower()
+        if len(lower) >= 3:
+            terms.add(lower)
+        terms.update(p for p in lower.split("_") if len(p) >= 3)
+    return terms
+
+
+def lexical_score(query: str, text: str) -> float:
+    """Cosine of the two term sets: 1.0 for the same words, 0 for none in common."""
+    q, d = _terms(query), _terms(text)
+    if not q or not d:
+        return 0.0
+    return len(q & d) / math.sqrt(len(q) * len(d))
+
+
+class TurnRecall:
+    """Recall of past turns: Chroma collection when vectors are on, lexical over JSONL otherwise.
+
+    ``embed`` maps texts to vectors (helper E's embedding provider); ``None`` means
+    vectors are off and recall is lexical. Any vector failure degrades to lexical for
+    the rest of the process, with one warning.
+    """
+
+    def __init__(
+        self,
+        layout: RepoLayout,
+        log_: EpisodicLog,
+        embed: Callable[[list[str]], list[list[float]]] | None = None,
+    ) -> None:
+        self.layout = layout
+        self.log = log_
+        self.embed = embed
+        self._collection: Any = None
+        self.mode = "vector" if embed is not None else "lexical"
+
+    def _vector_collection(self) -> Any:
+        if self._collection is None:
+            import chromadb  # heavy: imported only when vectors are on
+
+            client = chromadb.PersistentClient(path=str(self.layout.chroma_dir))
+            self._collection = client.get_or_create_collection(
+                TURN_COLLECTION, metadata={"hnsw:space": "cosine"}
+            )
+        return self._collection
+
+    def _degrade(self, exc: Exception) -> None:
+        log.warning("turn memory: vectors unavailable (%s); using lexical recall", exc)
+        self.embed = None
+        self.mode = "lexical"
+
+    def remember(self, episode: Episode) -> None:
+        """Index one finished turn for recall (the JSONL line is written by the caller)."""
+        if self.embed is None:
+            return
+        try:
+            vector = self.embed([redact(episode.text)])[0]
+            self._vector_collection().upsert(
+                ids=[episode.run_id or f"{episode.session_id}-{episode.ts}"],
+                embeddings=[vector],
+                documents=[redact(episode.text)],
+                metadatas=[{"outcome": episode.outcome, "run_id": episode.run_id, "failed": episode.failed}],
+            )
+        except Exception as exc:  # noqa: BLE001 - any vector failure must degrade, never break a turn
+            self._degrade(exc)
+
+    def recall(self, task: str, *, limit: int = 3) -> list[RecalledTurn]:
+        """Past turns relevant to ``task`` above the score threshold; failed ones only when debugging."""
+        include_failed = is_debugging(task)
+        episodes = [e for e in self.log.read() if include_failed or not e.failed]
+        if not episodes:
+            return []
+        if self.embed is not None:
+            try:
+                return self._recall_vector(task, episodes, limit, include_failed)
+            except Exception as exc:  # noqa: BLE001 - fall back to lexical, as documented
+                self._degrade(exc)
+        scored = [(lexical_score(task, e.text), e) for e in episodes]
+        hits = [RecalledTurn(e, s, "lexical") for s, e in scored if s >= LEXICAL_RECALL_THRESHOLD]
+        hits.sort(key=lambda h: (-h.score, -h.episode.ts))
+        return hits[:limit]
+
+    def _recall_vector(
+        self, task: str, episodes: list[Episode], limit: int, include_failed: bool
+    ) -> list[RecalledTurn]:
+        assert self.embed is not None
+        collection = self._vector_collection()
+        if collection.count() == 0:
+            return []
+        by_run = {e.run_id: e for e in episodes}
+        where = None if include_failed else {"failed": False}
+        result = collection.query(
+            query_embeddings=self.embed([task]), n_results=min(limit * 3, collection.count()), where=where
+        )
+        hits = []
+        for run_id, distance in zip(result["ids"][0], result["distances"][0], strict=False):
+            score = 1.0 - float(distance)
+            episode = by_run.get(run_id)
+            if episode is not None and score >= VECTOR_RECALL_THRESHOLD:
+                hits.append(RecalledTurn(episode, score, "vector"))
+        return hits[:limit]

@@ -1,0 +1,101 @@
+"""Session memory: LRU, TTL, resume, the episodic JSONL and recall that never crashes."""
+
+from __future__ import annotations
+
+import json
+
+from engine.orchestrator.memory import (
+    MAX_CACHED_SYMBOLS,
+    SEARCH_TTL_SECONDS,
+    Episode,
+    SemforaMemory,
+    SessionStore,
+    TurnRecall,
+)
+from engine.store.layout import RepoLayout
+
+
+def test_overview_loaded_once_and_symbol_lru() -> None:
+    mem = SemforaMemory()
+    calls = []
+    for _ in range(3):
+        mem.overview(lambda: calls.append(1) or "overview text")
+    assert len(calls) == 1 and mem.overview_loads == 1
+    for i in range(MAX_CACHED_SYMBOLS + 5):
+        mem.remember_symbol(f"s{i}", i)
+        if i == MAX_CACHED_SYMBOLS - 1:
+            mem.symbol("s0")  # used recently: survives
+    assert mem.cached_symbol_count == MAX_CACHED_SYMBOLS
+    assert mem.symbol("s0") == 0 and mem.symbol("s1") is None
+
+
+def test_search_cache_expires_after_ttl() -> None:
+    now = [1000.0]
+    mem = SemforaMemory(clock=lambda: now[0])
+    mem.remember_search("q", ["hit"])
+    now[0] += SEARCH_TTL_SECONDS - 1
+    assert mem.search("q") == ["hit"]
+    now[0] += 2
+    assert mem.search("q") is None
+
+
+def test_viewed_recency() -> None:
+    mem = SemforaMemory()
+    mem.mark_viewed(["a", "b", "c"])
+    assert mem.recency("c") == 1.0 > mem.recency("b") > mem.recency("a") > mem.recency("zzz") == 0.0
+
+
+def _episode(session: str, run: str, request: str, outcome: str = "ok") -> Episode:
+    return Episode(0.0, session, run, request, "edit", ("i1",), "reply about it", ("a.py",), outcome)
+
+
+def test_resume_returns_the_last_session(make_repo) -> None:
+    layout = RepoLayout.for_path(make_repo({"a.py": "x=1\n"}))
+    store = SessionStore(layout)
+    first = store.open(resume=False)
+    first.turns.append({"request": "add logging", "outcome": "staged", "edits": ["a.py"]})
+    store.save(first)
+    again = SessionStore(layout).open(resume=True)
+    assert again.id == first.id and again.turns[0]["request"] == "add logging"
+    assert SessionStore(layout).open(resume=False).id != first.id
+
+
+def test_episodic_log_is_append_only_and_survives_a_torn_line(make_repo) -> None:
+    layout = RepoLayout.for_path(make_repo({"a.py": "x=1\n"}))
+    store = SessionStore(layout)
+    store.episodes.append(_episode("s", "r1", "add retry to fetch_page"))
+    with store.episodes.path.open("a") as fh:
+        fh.write('{"ts": 1, "request": "torn')  # a killed process
+    store.episodes.append(_episode("s", "r2", "second"))
+    lines = store.episodes.path.read_text().splitlines()
+    assert json.loads(lines[0])["run_id"] == "r1"
+    assert [e.run_id for e in store.episodes.read()] == ["r1"]  # torn line swallowed the next append
+
+
+def test_lexical_recall_threshold_and_failed_turns(make_repo) -> None:
+    layout = RepoLayout.for_path(make_repo({"a.py": "x=1\n"}))
+    store = SessionStore(layout)
+    store.episodes.append(_episode("s", "r1", "add retry with backoff to fetch_page"))
+    store.episodes.append(_episode("s", "r2", "fetch_page retry crashed with traceback", outcome="failed"))
+    store.episodes.append(_episode("s", "r3", "rename the css theme colours"))
+    recall = TurnRecall(layout, store.episodes, embed=None)
+    hits = recall.recall("make fetch_page retry with exponential backoff")
+    assert [h.episode.run_id for h in hits] == ["r1"] and hits[0].source == "lexical"
+    debug = recall.recall("debug why fetch_page retry crashed")
+    assert "r2" in [h.episode.run_id for h in debug]
+    assert recall.recall("unrelated words entirely") == []
+
+
+def test_broken_vector_provider_degrades_to_lexical(make_repo) -> None:
+    layout = RepoLayout.for_path(make_repo({"a.py": "x=1\n"}))
+    store = SessionStore(layout)
+    ep = _episode("s", "r1", "add retry with backoff to fetch_page")
+    store.episodes.append(ep)
+
+    def broken(texts: list[str]) -> list[list[float]]:
+        raise ConnectionError("embedding service down")
+
+    recall = TurnRecall(layout, store.episodes, embed=broken)
+    recall.remember(ep)
+    assert recall.mode == "lexical"
+    assert recall.recall("fetch_page retry backoff")[0].episode.run_id == "r1"
