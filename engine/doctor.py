@@ -1,0 +1,556 @@
+"""`semfora doctor`: check the installation, the services and the repository's state.
+
+Owns the list of checks, each with a stable ``DOCTOR_*`` code and the command that fixes it.
+It only reads (apart from a probe file in the cache directory) and never prints a secret:
+the Anthropic key is reported as present or absent, nothing more.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from engine.config import LoadedSettings, Settings, load_settings
+from engine.errors import ConfigError, SemforaError
+from engine.store.layout import RepoLayout
+
+Status = Literal["ok", "warn", "fail", "skip"]
+
+MIN_PYTHON = (3, 11)
+# The grammar pack must stay on this release: 1.x downloads grammars at first use, which fails offline.
+GRAMMAR_PACK_VERSION = "0.13.0"
+# Packages whose versions the report lists (the ones a bug report needs).
+REPORTED_PACKAGES = (
+    "tree-sitter",
+    "tree-sitter-language-pack",
+    "toon-format",
+    "pydantic",
+    "textual",
+    "anthropic",
+    "litellm",
+    "ollama",
+    "chromadb",
+    "mcp",
+    "httpx",
+)
+# Languages whose grammars must load: the full-support set; a failure here means no parsing at all.
+PROBED_GRAMMARS = ("python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "ruby")
+# Seconds a service probe may take: doctor should answer quickly even when everything is down.
+PROBE_TIMEOUT = 2.0
+# An index older than this many changed files is reported stale (one changed file already is).
+STALE_FILES_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the doctor report."""
+
+    name: str
+    status: Status
+    detail: str
+    code: str | None = None
+    fix: str | None = None
+    data: dict[str, object] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    root: str
+    checks: tuple[Check, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not any(c.status == "fail" for c in self.checks)
+
+    def to_json(self) -> dict[str, object]:
+        return {"ok": self.ok, "root": self.root, "checks": [c.to_json() for c in self.checks]}
+
+    def to_text(self) -> str:
+        marks = {"ok": "ok  ", "warn": "warn", "fail": "FAIL", "skip": "skip"}
+        width = max(len(c.name) for c in self.checks)
+        lines = [f"semfora doctor: {self.root}"]
+        for c in self.checks:
+            line = f"  [{marks[c.status]}] {c.name:<{width}}  {c.detail}"
+            if c.code and c.status in ("fail", "warn"):
+                line += f"  ({c.code})"
+            lines.append(line)
+            if c.fix and c.status in ("fail", "warn"):
+                lines.append(f"  {'':6} {'':<{width}}  fix: {c.fix}")
+        failed = sum(1 for c in self.checks if c.status == "fail")
+        lines.append("all checks passed" if not failed else f"{failed} check(s) failed")
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def check_python() -> Check:
+    found: dict[str, object] = {"python": sys.version.split()[0]}
+    missing = []
+    for name in REPORTED_PACKAGES:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(name)
+    if sys.version_info < MIN_PYTHON:
+        return Check(
+            "python",
+            "fail",
+            f"Python {found['python']} is older than 3.11",
+            "DOCTOR_PYTHON",
+            "install Python 3.11 or newer and run `make install`",
+            found,
+        )
+    if missing:
+        return Check(
+            "python",
+            "fail",
+            f"missing packages: {', '.join(missing)}",
+            "DOCTOR_PACKAGES",
+            "pip install -e . (or `make install`)",
+            found,
+        )
+    pack = found.get("tree-sitter-language-pack")
+    if pack != GRAMMAR_PACK_VERSION:
+        return Check(
+            "python",
+            "fail",
+            f"tree-sitter-language-pack {pack} (needs {GRAMMAR_PACK_VERSION})",
+            "DOCTOR_PACKAGES",
+            f"pip install 'tree-sitter-language-pack=={GRAMMAR_PACK_VERSION}'",
+            found,
+        )
+    versions = ", ".join(
+        f"{k} {v}" for k, v in found.items() if k in ("python", "tree-sitter", "mcp", "textual")
+    )
+    return Check("python", "ok", versions, data=found)
+
+
+def check_grammars() -> Check:
+    import tree_sitter_language_pack as pack
+
+    failed: list[str] = []
+    for name in PROBED_GRAMMARS:
+        try:
+            parser = pack.get_parser(name)  # type: ignore[arg-type]
+            parser.parse(b"x")
+        except (LookupError, ValueError, OSError, RuntimeError) as exc:
+            failed.append(f"{name} ({type(exc).__name__})")
+    if failed:
+        return Check(
+            "grammars",
+            "fail",
+            f"grammars that do not load offline: {', '.join(failed)}",
+            "DOCTOR_GRAMMARS",
+            f"pip install --force-reinstall 'tree-sitter-language-pack=={GRAMMAR_PACK_VERSION}'",
+        )
+    return Check("grammars", "ok", f"{len(PROBED_GRAMMARS)} grammars load offline")
+
+
+def check_git() -> Check:
+    git = shutil.which("git")
+    if git is None:
+        return Check(
+            "git",
+            "fail",
+            "git is not on PATH (diff, ci and repo ids need it)",
+            "DOCTOR_GIT",
+            "install git (e.g. `apt-get install git`)",
+        )
+    out = subprocess.run([git, "--version"], capture_output=True, text=True, check=False).stdout.strip()
+    return Check("git", "ok", out)
+
+
+def check_config(root: Path) -> tuple[Check, LoadedSettings | None]:
+    try:
+        loaded = load_settings(root)
+    except ConfigError as exc:
+        return Check(
+            "config",
+            "fail",
+            exc.message,
+            "DOCTOR_CONFIG",
+            "fix or remove the file named above, then run `semfora config` to see the effective values",
+        ), None
+    files = ", ".join(str(f) for f in loaded.files) or "defaults only (no config file)"
+    return Check("config", "ok", files), loaded
+
+
+def check_cache_dir(layout: RepoLayout) -> Check:
+    try:
+        directory = layout.cache_dir
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".doctor-", delete=True) as fh:
+            fh.write(b"probe")
+            fh.flush()
+    except OSError as exc:
+        return Check(
+            "cache dir",
+            "fail",
+            f"not writable: {exc}",
+            "DOCTOR_CACHE_DIR",
+            "chmod u+w the directory, or point XDG_CACHE_HOME at a writable place",
+        )
+    return Check("cache dir", "ok", str(directory))
+
+
+def check_fts5() -> Check:
+    try:
+        con = sqlite3.connect(":memory:")
+        try:
+            con.execute("CREATE VIRTUAL TABLE probe USING fts5(body)")
+            con.execute("INSERT INTO probe(body) VALUES ('doctor probe')")
+            con.execute("SELECT rowid FROM probe WHERE probe MATCH 'probe'").fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        return Check(
+            "sqlite fts5",
+            "fail",
+            f"SQLite {sqlite3.sqlite_version} without FTS5: {exc}",
+            "DOCTOR_FTS5",
+            "use a Python whose sqlite3 has FTS5 (python.org builds, Debian/Ubuntu python3)",
+        )
+    return Check("sqlite fts5", "ok", f"SQLite {sqlite3.sqlite_version}")
+
+
+def _tracked_files(root: Path) -> list[Path]:
+    proc = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True, check=False)
+    if proc.returncode == 0:
+        return [root / p for p in proc.stdout.decode("utf-8", "replace").split("\0") if p]
+    return [p for p in root.rglob("*") if p.is_file() and ".git" not in p.parts]
+
+
+def check_index(layout: RepoLayout) -> Check:
+    db = layout.index_db
+    fix = f"semfora index --path {layout.root}"
+    if not db.is_file():
+        return Check("index", "fail", "no index for this repository yet", "DOCTOR_INDEX_MISSING", fix)
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        return Check(
+            "index", "fail", f"index.db is unreadable: {exc}", "DOCTOR_INDEX_CORRUPT", fix + " --rebuild"
+        )
+    if not tables:
+        return Check("index", "fail", "index.db has no tables", "DOCTOR_INDEX_CORRUPT", fix + " --rebuild")
+    built = max(p.stat().st_mtime for p in (db, db.with_name(db.name + "-wal")) if p.exists())
+    changed = []
+    for path in _tracked_files(layout.root):
+        try:
+            if path.stat().st_mtime > built:
+                changed.append(layout.relpath(path))
+        except OSError:
+            changed.append(layout.relpath(path))  # deleted since: the index still lists it
+    age = _age(time.time() - built)
+    if changed:
+        shown = ", ".join(changed[:STALE_FILES_SHOWN]) + (" ..." if len(changed) > STALE_FILES_SHOWN else "")
+        return Check(
+            "index",
+            "warn",
+            f"{len(changed)} file(s) changed since the index was built {age} ago: {shown}",
+            "DOCTOR_INDEX_STALE",
+            fix,
+            {"changed_files": len(changed), "age_seconds": int(time.time() - built)},
+        )
+    return Check("index", "ok", f"fresh (built {age} ago)", data={"age_seconds": int(time.time() - built)})
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{int(seconds)}s"
+    if seconds < 7200:
+        return f"{int(seconds // 60)}min"
+    if seconds < 172800:
+        return f"{int(seconds // 3600)}h"
+    return f"{int(seconds // 86400)}d"
+
+
+def _http_get(url: str, headers: dict[str, str] | None = None) -> tuple[int, object]:
+    import httpx
+
+    resp = httpx.get(url, headers=headers or {}, timeout=PROBE_TIMEOUT)
+    try:
+        body: object = resp.json()
+    except ValueError:
+        body = resp.text[:200]
+    return resp.status_code, body
+
+
+def check_chroma(settings: Settings, layout: RepoLayout, network: bool) -> Check:
+    url = os.environ.get("SEMFORA_CHROMA_URL") or settings.search.chroma_url
+    if url:
+        if not network:
+            return Check("chroma", "skip", f"server {url} not probed (--no-network)")
+        import httpx
+
+        for path in ("/api/v2/heartbeat", "/api/v1/heartbeat"):
+            try:
+                status, _ = _http_get(url.rstrip("/") + path)
+            except httpx.HTTPError as exc:
+                return Check(
+                    "chroma",
+                    "fail",
+                    f"server {url} unreachable: {type(exc).__name__}",
+                    "DOCTOR_CHROMA",
+                    "start it with `chroma run --path DIR --port 8000` or unset SEMFORA_CHROMA_URL",
+                )
+            if status == 200:
+                return Check("chroma", "ok", f"server {url}")
+        return Check(
+            "chroma",
+            "fail",
+            f"server {url} answered {status} to its heartbeat",
+            "DOCTOR_CHROMA",
+            "check the URL points at a Chroma server (`chroma run`)",
+        )
+    if importlib.util.find_spec("chromadb") is None:
+        return Check("chroma", "fail", "chromadb is not installed", "DOCTOR_CHROMA", "pip install -e .")
+    try:
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+
+        with tempfile.TemporaryDirectory(dir=layout.cache_dir, prefix=".doctor-chroma-") as tmp:
+            client = chromadb.PersistentClient(path=tmp, settings=ChromaSettings(anonymized_telemetry=False))
+            client.heartbeat()
+    except Exception as exc:  # noqa: BLE001 - chromadb raises many unrelated types; all mean "unusable"
+        return Check(
+            "chroma",
+            "fail",
+            f"embedded Chroma does not start: {type(exc).__name__}: {exc}",
+            "DOCTOR_CHROMA",
+            "pip install --force-reinstall 'chromadb>=1,<2'",
+        )
+    return Check(
+        "chroma", "ok", f"embedded (chromadb {importlib.metadata.version('chromadb')}) at {layout.chroma_dir}"
+    )
+
+
+def _ollama_models(host: str) -> list[str]:
+    status, body = _http_get(host.rstrip("/") + "/api/tags")
+    if status != 200 or not isinstance(body, dict):
+        raise ConnectionError(f"HTTP {status}")
+    return [str(m.get("name")) for m in body.get("models", []) if isinstance(m, dict)]
+
+
+def _ollama_needed(settings: Settings) -> bool:
+    """Ollama is required only when the configuration names it; otherwise it is an optional helper."""
+    return (
+        settings.search.embedding.startswith("ollama:")
+        or settings.search.expansion
+        or settings.search.rerank
+        or settings.llm.model.startswith("ollama/")
+    )
+
+
+def check_ollama(settings: Settings, network: bool) -> Check:
+    host = settings.ollama.host
+    if not network:
+        return Check("ollama", "skip", f"{host} not probed (--no-network)")
+    import httpx
+
+    try:
+        models = _ollama_models(host)
+    except (httpx.HTTPError, ConnectionError) as exc:
+        status: Status = "fail" if _ollama_needed(settings) else "warn"
+        why = "required by the configuration" if status == "fail" else "summaries fall back to extractive"
+        return Check(
+            "ollama",
+            status,
+            f"{host} unreachable ({type(exc).__name__}); {why}",
+            "DOCTOR_OLLAMA",
+            "start it with `ollama serve` (or set OLLAMA_HOST)",
+        )
+    wanted = [settings.ollama.summary_model]
+    if settings.search.embedding.startswith("ollama:"):
+        wanted.append(settings.search.embedding.split(":", 1)[1])
+    missing = [m for m in wanted if not any(have == m or have.split(":")[0] == m for have in models)]
+    detail = f"{host}: {len(models)} model(s): {', '.join(models[:8]) or 'none'}"
+    if missing:
+        return Check(
+            "ollama",
+            "warn",
+            detail + f"; missing {', '.join(missing)}",
+            "DOCTOR_OLLAMA_MODEL",
+            " && ".join(f"ollama pull {m}" for m in missing),
+            {"models": models},
+        )
+    return Check("ollama", "ok", detail, data={"models": models})
+
+
+def check_embeddings(settings: Settings, network: bool) -> Check:
+    """Which embedding provider `auto` (or the configured one) resolves to, without downloading anything."""
+    choice = settings.search.embedding
+    if choice == "none":
+        return Check("embeddings", "ok", "vectors off (search.embedding = none): full-text and symbols only")
+    if choice.startswith("ollama:") or choice == "auto":
+        model = choice.split(":", 1)[1] if choice.startswith("ollama:") else "nomic-embed-text"
+        if network:
+            import httpx
+
+            try:
+                models: list[str] | None = _ollama_models(settings.ollama.host)
+                error = ""
+            except (httpx.HTTPError, ConnectionError) as exc:
+                models, error = None, type(exc).__name__
+            if models is not None and any(m == model or m.split(":")[0] == model for m in models):
+                return Check("embeddings", "ok", f"ollama:{model}")
+            if choice != "auto":
+                detail = f"Ollama unreachable ({error})" if models is None else f"Ollama has no model {model}"
+                return Check(
+                    "embeddings",
+                    "fail",
+                    f"ollama:{model} unavailable: {detail}",
+                    "DOCTOR_EMBEDDINGS",
+                    f"ollama serve && ollama pull {model}",
+                )
+        elif choice != "auto":
+            return Check("embeddings", "skip", f"ollama:{model} not probed (--no-network)")
+    if choice in ("auto", "chroma-default"):
+        onnx = Path.home() / ".cache" / "chroma" / "onnx_models" / "all-MiniLM-L6-v2"
+        if onnx.is_dir() and any(onnx.rglob("*.onnx")):
+            return Check("embeddings", "ok", f"chroma-default (ONNX MiniLM cached at {onnx})")
+        if choice == "chroma-default":
+            return Check(
+                "embeddings",
+                "fail",
+                "Chroma's ONNX MiniLM model is not cached and cannot be downloaded offline",
+                "DOCTOR_EMBEDDINGS",
+                "run once with network access, or set SEMFORA_EMBEDDING=none",
+            )
+        return Check(
+            "embeddings",
+            "warn",
+            "auto resolved to none: no Ollama embedding model, no cached ONNX model",
+            "DOCTOR_EMBEDDINGS",
+            "ollama pull nomic-embed-text (or accept full-text-only search)",
+        )
+    if choice.startswith("sentence-transformers:"):
+        if importlib.util.find_spec("sentence_transformers") is None:
+            return Check(
+                "embeddings",
+                "fail",
+                "sentence-transformers is not installed",
+                "DOCTOR_EMBEDDINGS",
+                "pip install -e '.[local-embed]'",
+            )
+        return Check("embeddings", "ok", choice)
+    return Check(
+        "embeddings",
+        "fail",
+        f"unknown provider {choice!r}",
+        "DOCTOR_EMBEDDINGS",
+        "set search.embedding to auto, none, ollama:MODEL, chroma-default or sentence-transformers:NAME",
+    )
+
+
+def check_anthropic(settings: Settings, network: bool) -> Check:
+    model = settings.llm.model
+    if not model.startswith("claude"):
+        return Check("model", "ok", f"{model} via LiteLLM (no Anthropic key needed)")
+    key = os.environ.get("ANTHROPIC_API_KEY", "")
+    if not key:
+        return Check(
+            "anthropic key",
+            "fail",
+            f"ANTHROPIC_API_KEY is not set (model {model})",
+            "DOCTOR_ANTHROPIC_KEY",
+            "export ANTHROPIC_API_KEY=... (or SEMFORA_MODEL=ollama/qwen2.5-coder:7b for a local model)",
+        )
+    base = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+    if not network:
+        return Check("anthropic key", "ok", f"present (not probed: --no-network); model {model}")
+    import httpx
+
+    try:
+        status, _ = _http_get(
+            base.rstrip("/") + "/v1/models", {"x-api-key": key, "anthropic-version": "2023-06-01"}
+        )
+    except httpx.HTTPError as exc:
+        return Check(
+            "anthropic key",
+            "fail",
+            f"present, but {base} is unreachable ({type(exc).__name__})",
+            "DOCTOR_ANTHROPIC_UNREACHABLE",
+            "check the network or ANTHROPIC_BASE_URL",
+        )
+    if status in (401, 403):
+        return Check(
+            "anthropic key",
+            "fail",
+            f"present, but {base} rejected it (HTTP {status})",
+            "DOCTOR_ANTHROPIC_KEY",
+            "export a valid ANTHROPIC_API_KEY",
+        )
+    return Check("anthropic key", "ok", f"present; {base} reachable (HTTP {status}); model {model}")
+
+
+def check_journal(layout: RepoLayout) -> Check:
+    """An interrupted edit commit leaves a journal; the next edit command recovers it."""
+    from engine.edits import journal
+
+    pending = journal.pending(layout)
+    if pending:
+        return Check(
+            "edit journal",
+            "fail",
+            f"an interrupted commit is pending: {pending}",
+            "DOCTOR_JOURNAL_PENDING",
+            f"semfora edits rollback --path {layout.root}  (restores the files from the journal)",
+        )
+    return Check("edit journal", "ok", "no interrupted commit")
+
+
+def _guard(name: str, fn: Callable[[], Check]) -> Check:
+    """A check that crashes is itself a finding: report it rather than abort the whole report."""
+    try:
+        return fn()
+    except SemforaError as exc:
+        return Check(name, "fail", exc.message, f"DOCTOR_{exc.code}", exc.hint)
+    except (OSError, ImportError, RuntimeError, ValueError, sqlite3.Error) as exc:
+        return Check(
+            name,
+            "fail",
+            f"{type(exc).__name__}: {exc}",
+            "DOCTOR_CHECK_CRASHED",
+            "report this with the output of `semfora doctor --json`",
+        )
+
+
+def run_doctor(path: str | os.PathLike[str] | None = None, *, network: bool = True) -> DoctorReport:
+    """Run every check; service checks (Chroma server, Ollama, Anthropic) only when ``network``."""
+    layout = RepoLayout.for_path(path)
+    checks: list[Check] = [
+        _guard("python", check_python),
+        _guard("grammars", check_grammars),
+        _guard("git", check_git),
+    ]
+    config_check, loaded = check_config(layout.root)
+    checks.append(config_check)
+    settings = loaded.settings if loaded else Settings()
+    checks.append(_guard("cache dir", lambda: check_cache_dir(layout)))
+    checks.append(_guard("sqlite fts5", check_fts5))
+    checks.append(_guard("index", lambda: check_index(layout)))
+    checks.append(_guard("chroma", lambda: check_chroma(settings, layout, network)))
+    checks.append(_guard("embeddings", lambda: check_embeddings(settings, network)))
+    checks.append(_guard("ollama", lambda: check_ollama(settings, network)))
+    checks.append(_guard("anthropic key", lambda: check_anthropic(settings, network)))
+    checks.append(_guard("edit journal", lambda: check_journal(layout)))
+    return DoctorReport(str(layout.root), tuple(checks))
