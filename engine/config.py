@@ -91,6 +91,9 @@ class IndexSettings(_Section):
     )
     workers: int = Field(0, ge=0, le=64, description="Parser processes; 0 means one per core.")
     watch: bool = Field(True, description="Follow changes on disk while the app is open.")
+    lock_timeout: float = Field(
+        30.0, ge=0, description="Seconds `semfora index` waits for another indexer of the same repository."
+    )
 
 
 class SearchSettings(_Section):

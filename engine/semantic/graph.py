@@ -1,0 +1,310 @@
+"""Call-edge resolution and the file import graph, as pure functions over the model.
+
+Resolves a call in this order: 1) the same file, 2) a module the file imports,
+3) a globally unique name, 4) ranked candidates (directory proximity); what is
+left is external, with the package it most likely comes from. No I/O here: the
+store hands in definitions and file lists and persists what comes out.
+"""
+
+from __future__ import annotations
+
+import builtins
+import posixpath
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from engine.semantic.model import ImportRef
+
+SAME_FILE = "same_file"
+IMPORT = "import"
+UNIQUE = "unique"
+RANKED = "ranked"
+EXTERNAL = "external"
+
+# Kinds a call expression can land on; a call named like a constant is not a call to it.
+CALLABLE_KINDS = frozenset({"function", "method", "class", "struct", "macro", "constructor"})
+# Receivers that mean "the enclosing class" in the languages we parse.
+SELF_RECEIVERS = frozenset({"self", "this", "cls", "super()", "Self", "@", "$this", "static"})
+# Calls resolved by rank need at least this many shared leading directories to count;
+# otherwise any same-named method anywhere would become a guessed edge.
+RANKED_MIN_SHARED_DIRS = 1
+# Languages whose files can call each other's definitions.
+LANGUAGE_FAMILY = {
+    "javascript": "js",
+    "typescript": "js",
+    "tsx": "js",
+    "jsx": "js",
+    "c": "c",
+    "cpp": "c",
+    "objc": "c",
+}
+PY_BUILTINS = frozenset(dir(builtins))
+JS_SUFFIXES = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".d.ts")
+PY_SUFFIXES = (".py", ".pyi")
+SOURCE_ROOTS = ("src/", "lib/", "python/", "pkg/")
+
+
+@dataclass(frozen=True)
+class Definition:
+    """What resolution needs to know about a candidate callee."""
+
+    id: str
+    name: str
+    file: str
+    parent: str | None
+    kind: str
+    language: str
+
+
+@dataclass(frozen=True)
+class CallRow:
+    """One call site as stored: which symbol (None: module level) calls what."""
+
+    file: str
+    caller_id: str | None
+    caller_parent: str | None
+    name: str
+    receiver: str | None
+    line: int
+
+
+@dataclass(frozen=True)
+class Edge:
+    file: str
+    caller_id: str | None
+    callee_id: str | None
+    callee_name: str
+    kind: str
+    package: str | None
+    line: int
+
+
+def family(language: str) -> str:
+    return LANGUAGE_FAMILY.get(language, language)
+
+
+def _common_dirs(a: str, b: str) -> int:
+    pa, pb = a.split("/")[:-1], b.split("/")[:-1]
+    n = 0
+    for x, y in zip(pa, pb, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class ModuleIndex:
+    """Maps import strings to repository files, for every language we extract imports from."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.paths = set(paths)
+        self.py: dict[str, list[str]] = {}
+        self.by_stem: dict[str, list[str]] = {}
+        self.dirs: dict[str, list[str]] = {}
+        for path in sorted(self.paths):
+            head, tail = posixpath.split(path)
+            stem = tail.split(".", 1)[0]
+            self.by_stem.setdefault(stem, []).append(path)
+            self.dirs.setdefault(head, []).append(path)
+            if path.endswith(PY_SUFFIXES):
+                dotted = path.rsplit(".", 1)[0].replace("/", ".")
+                if dotted.endswith(".__init__") or dotted == "__init__":
+                    dotted = dotted[: -len(".__init__")] if dotted != "__init__" else ""
+                for root in SOURCE_ROOTS:
+                    if dotted.startswith(root.replace("/", ".")):
+                        self.py.setdefault(dotted[len(root) :], []).append(path)
+                if dotted:
+                    self.py.setdefault(dotted, []).append(path)
+
+    def _py_module(self, dotted: str) -> list[str]:
+        return self.py.get(dotted, [])
+
+    def resolve(self, src: str, imp: ImportRef, language: str) -> list[str]:
+        """Repository files an import in ``src`` refers to (empty: external or unknown)."""
+        if language == "python":
+            return self._resolve_python(src, imp)
+        if family(language) == "js":
+            return self._resolve_relative_path(src, imp.module, JS_SUFFIXES)
+        return self._resolve_generic(src, imp.module)
+
+    def _resolve_python(self, src: str, imp: ImportRef) -> list[str]:
+        module = imp.module
+        if module.startswith("."):
+            dots = len(module) - len(module.lstrip("."))
+            pkg = posixpath.dirname(src)
+            for _ in range(dots - 1):
+                pkg = posixpath.dirname(pkg)
+            base = pkg.replace("/", ".")
+            rest = module[dots:]
+            module = ".".join(p for p in (base, rest) if p)
+        out: list[str] = []
+        for name in imp.names:
+            if name != "*":
+                out.extend(self._py_module(f"{module}.{name}" if module else name))
+        if not out or len(out) < len([n for n in imp.names if n != "*"]):
+            target = self._py_module(module)
+            if not target and "." in module:
+                target = self._py_module(module.rsplit(".", 1)[0]) if imp.names == () else []
+            out.extend(target)
+        return sorted(set(out))
+
+    def _resolve_relative_path(self, src: str, spec: str, suffixes: Sequence[str]) -> list[str]:
+        if not spec.startswith((".", "/")):
+            return []
+        base = posixpath.normpath(posixpath.join(posixpath.dirname(src), spec)).lstrip("/")
+        if base in self.paths:
+            return [base]
+        for suffix in suffixes:
+            if base + suffix in self.paths:
+                return [base + suffix]
+        for suffix in suffixes:
+            if f"{base}/index{suffix}" in self.paths:
+                return [f"{base}/index{suffix}"]
+        return []
+
+    def _resolve_generic(self, src: str, module: str) -> list[str]:
+        """C includes, Go/Java/Rust/C#/Ruby/PHP paths: the best suffix match on path components."""
+        spec = module.strip("\"'<> ")
+        if spec.startswith("."):
+            found = self._resolve_relative_path(src, spec, (".rb", ".php", ".h", ".hpp", ".c", ".cc", ".cpp"))
+            if found:
+                return found
+        for sep in ("::", "\\", "."):
+            if sep in spec and "/" not in spec and not spec.endswith((".h", ".hpp", ".php", ".rb")):
+                spec = spec.replace(sep, "/")
+        spec = spec.strip("/")
+        if not spec:
+            return []
+        parts = spec.split("/")
+        stem = parts[-1]
+        want = "/".join(parts)
+        best: list[str] = []
+        for path in self.by_stem.get(stem.split(".")[0], []):
+            no_ext = path.rsplit(".", 1)[0]
+            if path.endswith("/" + want) or path == want or no_ext.endswith("/" + want) or no_ext == want:
+                best.append(path)
+        if best:
+            return best[:5]
+        # A package path (Go): every file of the directory that ends with the path.
+        for head, files in self.dirs.items():
+            if head == want or head.endswith("/" + want):
+                return files[:20]
+        return []
+
+
+@dataclass
+class FileContext:
+    """What one file's imports make visible: files, bound names and package roots."""
+
+    imported_files: set[str]
+    bound: dict[str, tuple[list[str], str]]  # local name -> (files, original name)
+    module_alias: dict[str, list[str]]  # local name of an imported module -> its files
+    packages: dict[str, str]  # local name -> package root, for external calls
+
+
+def package_root(module: str, language: str) -> str:
+    if family(language) == "js":
+        if module.startswith("@"):
+            return "/".join(module.split("/")[:2])
+        return module.split("/")[0]
+    for sep in ("::", "/", "\\", "."):
+        if sep in module:
+            return module.split(sep)[0] or module
+    return module
+
+
+def file_context(src: str, language: str, imports: Sequence[ImportRef], modules: ModuleIndex) -> FileContext:
+    ctx = FileContext(set(), {}, {}, {})
+    for imp in imports:
+        files = modules.resolve(src, imp, language)
+        ctx.imported_files.update(files)
+        root = package_root(imp.module.lstrip("."), language) if not imp.module.startswith(".") else None
+        if imp.names:
+            for name in imp.names:
+                if name == "*":
+                    continue
+                local = imp.alias if imp.alias and len(imp.names) == 1 else name
+                ctx.bound[local] = (files, name)
+                if root and not files:
+                    ctx.packages[local] = root
+        else:
+            local = imp.alias or imp.module.split(".")[0].split("/")[-1]
+            if files:
+                ctx.module_alias[local] = files
+            elif root:
+                ctx.packages[local] = root
+                if imp.alias:
+                    ctx.packages[imp.alias] = root
+    return ctx
+
+
+class CallResolver:
+    """Turns call rows into edges; ``candidates(name)`` supplies definitions by name."""
+
+    def __init__(self, candidates: Callable[[str], Sequence[Definition]]) -> None:
+        self._candidates = candidates
+
+    def resolve(self, call: CallRow, language: str, ctx: FileContext) -> Edge:
+        fam = family(language)
+        cands = [
+            d for d in self._candidates(call.name) if d.kind in CALLABLE_KINDS and family(d.language) == fam
+        ]
+        receiver = call.receiver
+        recv_root = receiver.split(".")[0].split("(")[0] if receiver else None
+
+        def edge(target: Definition, kind: str) -> Edge:
+            return Edge(call.file, call.caller_id, target.id, call.name, kind, None, call.line)
+
+        if cands:
+            if receiver in SELF_RECEIVERS or receiver is None:
+                same_class = [d for d in cands if d.file == call.file and d.parent == call.caller_parent]
+                if receiver in SELF_RECEIVERS and same_class:
+                    return edge(same_class[0], SAME_FILE)
+            same_file = [d for d in cands if d.file == call.file]
+            if same_file and (
+                receiver is None or receiver in SELF_RECEIVERS or recv_root not in ctx.packages
+            ):
+                same_file.sort(key=lambda d: (d.parent != call.caller_parent, d.parent is not None))
+                return edge(same_file[0], SAME_FILE)
+            if receiver is None and call.name in ctx.bound:
+                files, original = ctx.bound[call.name]
+                bound = [
+                    d for d in self._candidates(original) if d.file in files and d.kind in CALLABLE_KINDS
+                ]
+                if bound:
+                    return edge(bound[0], IMPORT)
+            if recv_root and recv_root in ctx.module_alias:
+                files = set(ctx.module_alias[recv_root])
+                hit = [d for d in cands if d.file in files]
+                if hit:
+                    return edge(hit[0], IMPORT)
+            if recv_root and recv_root in ctx.bound:
+                files = set(ctx.bound[recv_root][0])
+                hit = [d for d in cands if d.file in files]
+                if hit:
+                    return edge(hit[0], IMPORT)
+            imported = [d for d in cands if d.file in ctx.imported_files]
+            if imported and (recv_root is None or recv_root not in ctx.packages):
+                imported.sort(key=lambda d: (d.parent is not None) == (receiver is None))
+                return edge(imported[0], IMPORT)
+            if recv_root is None or recv_root not in ctx.packages:
+                if len(cands) == 1:
+                    return edge(cands[0], UNIQUE)
+                ranked = sorted(
+                    cands,
+                    key=lambda d: (
+                        -_common_dirs(d.file, call.file),
+                        (d.parent is None) != (receiver is None),
+                        d.file,
+                    ),
+                )
+                if _common_dirs(ranked[0].file, call.file) >= RANKED_MIN_SHARED_DIRS:
+                    return edge(ranked[0], RANKED)
+        package = None
+        if recv_root and recv_root in ctx.packages:
+            package = ctx.packages[recv_root]
+        elif receiver is None and call.name in ctx.packages:
+            package = ctx.packages[call.name]
+        elif receiver is None and language == "python" and call.name in PY_BUILTINS:
+            package = "builtins"
+        return Edge(call.file, call.caller_id, None, call.name, EXTERNAL, package, call.line)

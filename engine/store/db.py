@@ -1,0 +1,491 @@
+"""Opening index.db safely, and the read API every other layer uses.
+
+Owns connections (WAL, one writer, any number of readers), detection of a
+corrupt or truncated file (rebuilt with a typed warning), and ``SymbolStore``,
+the read-only view of symbols, calls and graphs. Writing is the indexer's job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import struct
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.errors import NotFoundError, UsageError
+from engine.semantic.model import Risk, Symbol
+from engine.store.layout import RepoLayout
+from engine.store.schema import migrate
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+# Seconds a connection waits on another writer's lock before SQLite gives up.
+BUSY_TIMEOUT_S = 30.0
+# The header bytes we read to check the page size and page count.
+HEADER_BYTES = 100
+# Deepest walk of the call graph a caller may ask for; deeper walks explode.
+MAX_GRAPH_DEPTH = 6
+# Most nodes one call-graph walk returns, so a hub symbol cannot flood a reply.
+MAX_GRAPH_NODES = 500
+
+
+@dataclass(frozen=True)
+class StoreWarning:
+    """Something the user should know that did not stop the command."""
+
+    code: str
+    message: str
+
+
+WarningSink = Callable[[StoreWarning], None]
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    path: str
+    language: str
+    module: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    line_count: int
+    syntax_errors: int
+    indexed_at: float
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    """One symbol reached by a call-graph walk, with how it was reached."""
+
+    symbol_id: str | None
+    name: str
+    file: str
+    line: int
+    depth: int
+    via: str  # resolution kind of the edge: same_file|import|unique|ranked|external
+    package: str | None = None
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    files: int
+    symbols: int
+    calls: int
+    edges: int
+    resolved_edges: int
+    external_edges: int
+    file_imports: int
+    skipped: int
+    languages: dict[str, int]
+    schema_version: int
+
+
+def header_problem(path: Path) -> str | None:
+    """Why the file at ``path`` cannot be a sound SQLite database, or None.
+
+    Cheap (reads 100 bytes): catches garbage and a file cut short, the two
+    common ways an index is damaged, without a full integrity scan.
+    """
+    try:
+        size = path.stat().st_size
+        if size == 0:
+            return None  # SQLite treats an empty file as a new database
+        with path.open("rb") as fh:
+            head = fh.read(HEADER_BYTES)
+    except OSError as exc:
+        return f"cannot read: {exc.strerror}"
+    if len(head) < HEADER_BYTES or not head.startswith(SQLITE_MAGIC):
+        return "not an SQLite database"
+    page_size = struct.unpack(">H", head[16:18])[0]
+    page_size = 65536 if page_size == 1 else page_size
+    if page_size < 512 or page_size & (page_size - 1):
+        return "bad page size in header"
+    pages = struct.unpack(">I", head[28:32])[0]
+    wal = Path(str(path) + "-wal")
+    if size % page_size:
+        return "truncated (size is not a whole number of pages)"
+    if pages and size < pages * page_size and not (wal.exists() and wal.stat().st_size > 0):
+        return f"truncated ({size} bytes, header says {pages * page_size})"
+    return None
+
+
+def _configure(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA temp_store=MEMORY")
+    conn.execute("PRAGMA cache_size=-32000")
+
+
+def _discard(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        p = Path(str(path) + suffix)
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            continue
+
+
+def open_index(
+    layout: RepoLayout, *, on_warning: WarningSink | None = None, readonly: bool = False
+) -> sqlite3.Connection:
+    """A migrated connection to ``layout.index_db``, rebuilding it if damaged.
+
+    A damaged file is deleted (with its WAL) and recreated empty; the caller
+    then re-indexes. ``on_warning`` hears about it as ``INDEX_CORRUPT``.
+    """
+    path = layout.index_db
+    problem = header_problem(path) if path.exists() else None
+    if problem is None:
+        try:
+            conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+            _configure(conn)
+            if not readonly:
+                migrate(conn)
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.DatabaseError as exc:
+            problem = str(exc)
+            try:
+                conn.close()
+            except (sqlite3.Error, UnboundLocalError):
+                problem += " (and could not be closed)"
+    if on_warning is not None:
+        on_warning(StoreWarning("INDEX_CORRUPT", f"index.db was damaged ({problem}); rebuilding it"))
+    _discard(path)
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+    _configure(conn)
+    migrate(conn)
+    return conn
+
+
+def integrity_problem(conn: sqlite3.Connection) -> str | None:
+    """Run ``PRAGMA quick_check`` (reads every page); None when the file is sound."""
+    try:
+        rows = conn.execute("PRAGMA quick_check").fetchall()
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    first = rows[0][0] if rows else "ok"
+    return None if first == "ok" else "; ".join(str(r[0]) for r in rows[:3])
+
+
+_SYMBOL_COLUMNS = (
+    "id, name, qualified_name, kind, file, language, start_line, end_line, signature, doc, parent, "
+    "exported, decorators, is_async, arity, control_flow, max_nesting, risk, risk_reasons, body_hash, module"
+)
+
+
+def _row_to_symbol(row: tuple[Any, ...]) -> Symbol:
+    return Symbol(
+        id=row[0],
+        name=row[1],
+        qualified_name=row[2],
+        kind=row[3],
+        file=row[4],
+        language=row[5],
+        start_line=row[6],
+        end_line=row[7],
+        signature=row[8],
+        doc=row[9],
+        parent=row[10],
+        exported=bool(row[11]),
+        decorators=tuple(json.loads(row[12])),
+        is_async=bool(row[13]),
+        arity=row[14],
+        control_flow=row[15],
+        max_nesting=row[16],
+        risk=Risk(row[17], tuple(json.loads(row[18]))),  # type: ignore[arg-type]
+        body_hash=row[19],
+    )
+
+
+_SPLIT_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def identifier_parts(name: str) -> list[str]:
+    """Lowercase words of an identifier: ``getUserByID`` -> get, user, by, id."""
+    parts: list[str] = []
+    for chunk in re.split(r"[^A-Za-z0-9]+", name):
+        parts.extend(p.lower() for p in _SPLIT_CAMEL.findall(chunk))
+    return parts
+
+
+class SymbolStore:
+    """Read-only access to one repository's index.db.
+
+    Each store owns its own connection, so readers never wait on the indexer
+    (WAL gives them the last committed snapshot).
+    """
+
+    def __init__(self, layout: RepoLayout, *, on_warning: WarningSink | None = None) -> None:
+        self.layout = layout
+        self._conn = open_index(layout, on_warning=on_warning)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> SymbolStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def connection(self) -> sqlite3.Connection:
+        """This store's connection, for layers that add their own tables (read them only)."""
+        return self._conn
+
+    @contextmanager
+    def read_connection(self) -> Iterator[sqlite3.Connection]:
+        """A fresh connection for a worker thread; closed when the block ends."""
+        conn = sqlite3.connect(str(self.layout.index_db), timeout=BUSY_TIMEOUT_S)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    # files -----------------------------------------------------------------
+
+    def is_empty(self) -> bool:
+        return self._conn.execute("SELECT 1 FROM files LIMIT 1").fetchone() is None
+
+    def files(self) -> Iterator[FileRecord]:
+        """Every indexed file, streamed in path order."""
+        for row in self._conn.execute("SELECT * FROM files ORDER BY path"):
+            yield FileRecord(*row)
+
+    def file(self, path: str) -> FileRecord | None:
+        row = self._conn.execute("SELECT * FROM files WHERE path=?", (path,)).fetchone()
+        return FileRecord(*row) if row else None
+
+    def skipped(self, limit: int = 1000) -> list[tuple[str, str]]:
+        rows = self._conn.execute("SELECT path, reason FROM skipped_files ORDER BY path LIMIT ?", (limit,))
+        return [(r[0], r[1]) for r in rows]
+
+    # symbols ---------------------------------------------------------------
+
+    def symbols_in_file(self, path: str) -> list[Symbol]:
+        rows = self._conn.execute(
+            f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE file=? ORDER BY start_line", (path,)
+        )
+        return [self._with_calls(_row_to_symbol(r)) for r in rows]
+
+    def symbol(self, symbol_id: str) -> Symbol:
+        row = self._conn.execute(f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE id=?", (symbol_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no symbol with id {symbol_id}", code="SYMBOL_NOT_FOUND")
+        return self._with_calls(_row_to_symbol(row))
+
+    def module_of(self, symbol_id: str) -> str:
+        row = self._conn.execute("SELECT module FROM symbols WHERE id=?", (symbol_id,)).fetchone()
+        return str(row[0]) if row else ""
+
+    def _with_calls(self, sym: Symbol) -> Symbol:
+        from dataclasses import replace
+
+        from engine.semantic.model import CallSite
+
+        rows = self._conn.execute(
+            "SELECT name, receiver, line, awaited, in_try FROM calls WHERE caller_id=? AND file=? ORDER BY line",
+            (sym.id, sym.file),
+        )
+        calls = tuple(CallSite(r[0], r[1], r[2], bool(r[3]), bool(r[4])) for r in rows)
+        return replace(sym, calls=calls)
+
+    def symbols_by_name(self, name_or_qualified: str, limit: int = 50) -> list[Symbol]:
+        """Symbols whose id, qualified name or name is exactly this (in that preference)."""
+        for column in ("id", "qualified_name", "name"):
+            rows = self._conn.execute(
+                f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE {column}=? ORDER BY file, start_line LIMIT ?",
+                (name_or_qualified, limit),
+            ).fetchall()
+            if rows:
+                return [_row_to_symbol(r) for r in rows]
+        return []
+
+    def resolve_one(self, name_or_id: str) -> Symbol:
+        """The single symbol meant by an id, qualified name or name; the best ranked if several."""
+        found = self.symbols_by_name(name_or_id, limit=1)
+        if not found:
+            hits = self.search_symbols(name_or_id, limit=1)
+            if not hits or hits[0].name.lower() != name_or_id.split(".")[-1].lower():
+                raise NotFoundError(f"no symbol named {name_or_id!r}", code="SYMBOL_NOT_FOUND")
+            found = hits
+        return found[0]
+
+    def list_symbols(
+        self, module: str | None = None, kind: str | None = None, risk: str | None = None, limit: int = 50
+    ) -> list[Symbol]:
+        where, params = self._filters(module, kind, risk)
+        rows = self._conn.execute(
+            f"SELECT {_SYMBOL_COLUMNS} FROM symbols {where} ORDER BY file, start_line LIMIT ?",
+            (*params, limit),
+        )
+        return [_row_to_symbol(r) for r in rows]
+
+    @staticmethod
+    def _filters(module: str | None, kind: str | None, risk: str | None) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if module:
+            module = module.strip("/") or "."
+            clauses.append("(module = ? OR module >= ? AND module < ?)")
+            params.extend([module, module + "/", module + "0"])  # '0' sorts right after '/'
+        if kind:
+            clauses.append("kind = ?")
+            params.append(kind)
+        if risk:
+            if risk not in ("low", "medium", "high"):
+                raise UsageError(f"risk must be low, medium or high, not {risk!r}")
+            clauses.append("risk = ?")
+            params.append(risk)
+        return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+    def search_symbols(
+        self,
+        query: str,
+        module: str | None = None,
+        kind: str | None = None,
+        risk: str | None = None,
+        limit: int = 20,
+    ) -> list[Symbol]:
+        """Exact names, then prefixes, then identifier parts, then substrings and fuzzy matches.
+
+        Every tier is an indexed lookup except the last, which only runs when the
+        earlier tiers did not fill ``limit``.
+        """
+        from engine.store.symbol_search import rank_symbols
+
+        return rank_symbols(self._conn, query, module=module, kind=kind, risk=risk, limit=limit)
+
+    # graphs ----------------------------------------------------------------
+
+    def callers(self, symbol_id: str, depth: int = 1) -> list[GraphNode]:
+        """Who calls this symbol, breadth first, up to ``depth`` hops."""
+        return self._walk(symbol_id, depth, incoming=True)
+
+    def callees(self, symbol_id: str, depth: int = 1) -> list[GraphNode]:
+        """What this symbol calls (resolved and external), up to ``depth`` hops."""
+        return self._walk(symbol_id, depth, incoming=False)
+
+    def _walk(self, symbol_id: str, depth: int, *, incoming: bool) -> list[GraphNode]:
+        if depth < 1 or depth > MAX_GRAPH_DEPTH:
+            raise UsageError(f"depth must be between 1 and {MAX_GRAPH_DEPTH}, not {depth}")
+        self.symbol(symbol_id)  # raises NotFound for an unknown id
+        seen: set[str] = {symbol_id}
+        frontier = [symbol_id]
+        out: list[GraphNode] = []
+        for level in range(1, depth + 1):
+            nxt: list[str] = []
+            for sid in frontier:
+                if incoming:
+                    rows = self._conn.execute(
+                        "SELECT e.caller_id, COALESCE(s.qualified_name, '<module>'), e.file, e.line, e.kind, "
+                        "e.package FROM edges e LEFT JOIN symbols s ON s.id = e.caller_id "
+                        "WHERE e.callee_id = ? ORDER BY e.file, e.line",
+                        (sid,),
+                    )
+                else:
+                    rows = self._conn.execute(
+                        "SELECT e.callee_id, COALESCE(s.qualified_name, e.callee_name), COALESCE(s.file, ''), "
+                        "COALESCE(s.start_line, e.line), e.kind, e.package FROM edges e "
+                        "LEFT JOIN symbols s ON s.id = e.callee_id WHERE e.caller_id = ? ORDER BY e.line",
+                        (sid,),
+                    )
+                for other, name, file, line, via, package in rows:
+                    key = other or f"{file}:{name}:{via}"
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    out.append(GraphNode(other, name, file, line, level, via, package))
+                    if other:
+                        nxt.append(other)
+                    if len(out) >= MAX_GRAPH_NODES:
+                        return out
+            frontier = nxt
+            if not frontier:
+                break
+        return out
+
+    def fan_in(self, limit: int = 10) -> list[tuple[Symbol, int]]:
+        """The symbols called from the most places."""
+        rows = self._conn.execute(
+            "SELECT callee_id, count(*) AS n FROM edges WHERE callee_id IS NOT NULL "
+            "GROUP BY callee_id ORDER BY n DESC LIMIT ?",
+            (limit,),
+        ).fetchall()
+        out = []
+        for sid, n in rows:
+            row = self._conn.execute(f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE id=?", (sid,)).fetchone()
+            if row:
+                out.append((_row_to_symbol(row), int(n)))
+        return out
+
+    def imports_of(self, path: str) -> list[str]:
+        return [
+            r[0] for r in self._conn.execute("SELECT dst FROM file_imports WHERE src=? ORDER BY dst", (path,))
+        ]
+
+    def imported_by(self, path: str) -> list[str]:
+        return [
+            r[0] for r in self._conn.execute("SELECT src FROM file_imports WHERE dst=? ORDER BY src", (path,))
+        ]
+
+    def module_graph(self, limit: int = 200) -> list[tuple[str, str, int]]:
+        """Directory -> directory import counts, heaviest first."""
+        rows = self._conn.execute(
+            "SELECT a.module, b.module, count(*) AS n FROM file_imports fi "
+            "JOIN files a ON a.path = fi.src JOIN files b ON b.path = fi.dst "
+            "WHERE a.module != b.module GROUP BY a.module, b.module ORDER BY n DESC LIMIT ?",
+            (limit,),
+        )
+        return [(r[0], r[1], int(r[2])) for r in rows]
+
+    def stats(self) -> StoreStats:
+        q = self._conn.execute
+
+        def one(sql: str) -> int:
+            return int(q(sql).fetchone()[0])
+
+        langs = {r[0]: int(r[1]) for r in q("SELECT language, count(*) FROM files GROUP BY language")}
+        return StoreStats(
+            files=one("SELECT count(*) FROM files"),
+            symbols=one("SELECT count(*) FROM symbols"),
+            calls=one("SELECT count(*) FROM calls"),
+            edges=one("SELECT count(*) FROM edges"),
+            resolved_edges=one("SELECT count(*) FROM edges WHERE callee_id IS NOT NULL"),
+            external_edges=one("SELECT count(*) FROM edges WHERE callee_id IS NULL"),
+            file_imports=one("SELECT count(*) FROM file_imports"),
+            skipped=one("SELECT count(*) FROM skipped_files"),
+            languages=langs,
+            schema_version=int(q("PRAGMA user_version").fetchone()[0]),
+        )
+
+
+def symbol_source(layout: RepoLayout, sym: Symbol, context: int = 0) -> tuple[str, int, int]:
+    """The text of a symbol plus ``context`` lines either side: (text, first_line, last_line).
+
+    The path is resolved and checked to stay inside the repository root.
+    """
+    from engine.errors import SandboxError
+
+    root = layout.root.resolve()
+    target = (root / sym.file).resolve()
+    if not target.is_relative_to(root):
+        raise SandboxError(f"{sym.file} resolves outside the repository")
+    try:
+        lines = target.read_bytes().decode("utf-8", errors="replace").splitlines()
+    except OSError as exc:
+        raise NotFoundError(f"cannot read {sym.file}: {exc.strerror}", code="FILE_UNREADABLE") from exc
+    first = max(1, sym.start_line - context)
+    last = min(len(lines), sym.end_line + context)
+    return "\n".join(lines[first - 1 : last]), first, last
+
+
+def relative_module(path: str) -> str:
+    """The module (directory) a repository-relative file belongs to; ``.`` at the root."""
+    head = os.path.dirname(path)
+    return head or "."

@@ -1,0 +1,616 @@
+"""The incremental indexer: discover, parse what changed in parallel, store, resolve graphs.
+
+Owns ``index_repository`` and the single-writer lock. Unchanged files are
+recognised by mtime+size, then SHA-256; only changed, added, renamed and deleted
+files are touched, and only the call edges they can affect are re-resolved.
+It never holds every symbol in memory and never blocks readers (WAL).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.config import Settings
+from engine.errors import LockBusy
+from engine.semantic.graph import CALLABLE_KINDS, CallResolver, CallRow, Definition, ModuleIndex, file_context
+from engine.semantic.model import FileAnalysis, ImportRef
+from engine.store.db import StoreWarning, WarningSink, identifier_parts, open_index, relative_module
+from engine.store.discovery import Candidate, Skipped, content_problem, discover
+from engine.store.layout import RepoLayout
+
+# (message, done, total): the progress shape shared with the text index.
+ProgressFn = Callable[[str, int, int], None]
+
+# Up to this many files are parsed in this process: a pool costs more than it saves.
+INLINE_PARSE_MAX = 24
+# Files per worker task: big enough to amortise pickling, small enough to balance load.
+BATCH_MIN, BATCH_MAX = 8, 48
+# Tasks queued per worker, so results stream back while the parent writes them.
+TASKS_IN_FLIGHT_PER_WORKER = 3
+# When more files than this need edges re-resolved, load every definition at once
+# (one scan) instead of one indexed query per called name.
+PRELOAD_DEFINITIONS_ABOVE = 150
+# SQLite's default limit on host parameters is 999 in old builds; stay under it.
+SQL_CHUNK = 500
+# How often the lock is retried while another indexer holds it.
+LOCK_POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    """What one indexing run did. ``changed`` counts modified files only."""
+
+    files: int
+    symbols: int
+    edges: int
+    changed: int
+    added: int
+    deleted: int
+    renamed: int
+    skipped: int
+    seconds: float
+    changed_paths: tuple[str, ...] = ()
+    deleted_paths: tuple[str, ...] = ()
+    skipped_files: tuple[Skipped, ...] = ()
+    warnings: tuple[StoreWarning, ...] = ()
+    rebuild: bool = False
+    text_index: object | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "ok": True,
+            "files": self.files,
+            "symbols": self.symbols,
+            "edges": self.edges,
+            "changed": self.changed,
+            "added": self.added,
+            "deleted": self.deleted,
+            "renamed": self.renamed,
+            "skipped": self.skipped,
+            "seconds": round(self.seconds, 3),
+            "changed_paths": list(self.changed_paths),
+            "deleted_paths": list(self.deleted_paths),
+            "skipped_files": [{"path": s.path, "reason": s.reason} for s in self.skipped_files],
+            "warnings": [{"code": w.code, "message": w.message} for w in self.warnings],
+        }
+
+
+@contextmanager
+def writer_lock(layout: RepoLayout, timeout: float) -> Iterator[None]:
+    """Hold ``index.lock`` exclusively; wait up to ``timeout`` seconds, then raise LockBusy."""
+    path = layout.cache_dir / "index.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockBusy(
+                        "another `semfora index` is writing this repository's index",
+                        code="INDEX_LOCKED",
+                        hint=f"waited {timeout:g}s; try again when it finishes",
+                    ) from None
+                time.sleep(LOCK_POLL_S)
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
+
+
+# --- parsing (runs in worker processes) --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParseResult:
+    path: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    analysis: FileAnalysis | None
+    problem: str | None
+
+
+def _parse_one(root: str, path: str, language: str) -> ParseResult:
+    from engine.semantic.extract import analyze_source
+
+    full = os.path.join(root, path)
+    try:
+        with open(full, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            data = fh.read()
+    except OSError as exc:
+        return ParseResult(path, 0, 0, "", None, f"unreadable: {exc.strerror}")
+    sha = hashlib.sha256(data).hexdigest()
+    problem = content_problem(path, data)
+    if problem is not None:
+        return ParseResult(path, st.st_size, st.st_mtime_ns, sha, None, problem)
+    analysis = analyze_source(path, data, language)
+    return ParseResult(path, st.st_size, st.st_mtime_ns, sha, analysis, None)
+
+
+def parse_batch(root: str, items: Sequence[tuple[str, str]]) -> list[ParseResult]:
+    """Worker entry point: read, hash and analyse each ``(path, language)``."""
+    return [_parse_one(root, path, language) for path, language in items]
+
+
+def _pool_context() -> object:
+    import multiprocessing
+
+    # fork is fastest (workers inherit loaded grammars) but unsafe once threads run.
+    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("forkserver")
+
+
+def _parse_all(
+    root: Path, items: list[tuple[str, str]], workers: int, progress: ProgressFn | None
+) -> Iterator[ParseResult]:
+    total = len(items)
+    done = 0
+    if total <= INLINE_PARSE_MAX or workers <= 1:
+        for path, language in items:
+            yield _parse_one(str(root), path, language)
+            done += 1
+            if progress:
+                progress("parsing", done, total)
+        return
+    # Largest files first so one big file does not finish last on a lone worker.
+    items = sorted(items, key=lambda it: -_size_hint(root, it[0]))
+    size = max(BATCH_MIN, min(BATCH_MAX, total // (workers * 8) or BATCH_MIN))
+    batches = [items[i : i + size] for i in range(0, total, size)]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:  # type: ignore[arg-type]
+        pending: set[Future[list[ParseResult]]] = set()
+        queue = iter(batches)
+        limit = workers * TASKS_IN_FLIGHT_PER_WORKER
+        for batch in queue:
+            pending.add(pool.submit(parse_batch, str(root), batch))
+            if len(pending) >= limit:
+                break
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                for result in fut.result():
+                    done += 1
+                    yield result
+                if progress:
+                    progress("parsing", done, total)
+                nxt = next(queue, None)
+                if nxt is not None:
+                    pending.add(pool.submit(parse_batch, str(root), nxt))
+
+
+def _size_hint(root: Path, path: str) -> int:
+    try:
+        return (root / path).stat().st_size
+    except OSError:
+        return 0
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+
+def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+    for i in range(0, len(items), SQL_CHUNK):
+        yield items[i : i + SQL_CHUNK]
+
+
+def _delete_file_rows(conn: sqlite3.Connection, paths: Sequence[str], *, keep_file_row: bool = False) -> None:
+    for part in _chunks(paths):
+        marks = ",".join("?" * len(part))
+        conn.execute(
+            f"DELETE FROM symbol_terms WHERE sid IN (SELECT sid FROM symbols WHERE file IN ({marks}))", part
+        )
+        for table, column in (("symbols", "file"), ("calls", "file"), ("imports", "file"), ("edges", "file")):
+            conn.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", part)
+        conn.execute(f"DELETE FROM file_imports WHERE src IN ({marks})", part)
+        if not keep_file_row:
+            conn.execute(f"DELETE FROM files WHERE path IN ({marks})", part)
+
+
+def _write_analysis(conn: sqlite3.Connection, res: ParseResult, now: float) -> None:
+    fa = res.analysis
+    assert fa is not None
+    module = relative_module(res.path)
+    conn.execute(
+        "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?)",
+        (
+            res.path,
+            fa.language,
+            module,
+            res.size,
+            res.mtime_ns,
+            res.sha256,
+            fa.line_count,
+            fa.syntax_errors,
+            now,
+        ),
+    )
+    calls: list[tuple[object, ...]] = []
+    terms: list[tuple[str, int]] = []
+    for s in fa.symbols:
+        cur = conn.execute(
+            "INSERT INTO symbols (id, name, name_lower, qualified_name, kind, file, module, language, start_line, "
+            "end_line, signature, doc, parent, exported, decorators, is_async, arity, control_flow, max_nesting, "
+            "risk, risk_reasons, body_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                s.id,
+                s.name,
+                s.name.lower(),
+                s.qualified_name,
+                s.kind,
+                res.path,
+                module,
+                s.language,
+                s.start_line,
+                s.end_line,
+                s.signature,
+                s.doc,
+                s.parent,
+                int(s.exported),
+                json.dumps(list(s.decorators)),
+                int(s.is_async),
+                s.arity,
+                s.control_flow,
+                s.max_nesting,
+                s.risk.level,
+                json.dumps(list(s.risk.reasons)),
+                s.body_hash,
+            ),
+        )
+        sid = int(cur.lastrowid or 0)
+        terms.extend((t, sid) for t in set(identifier_parts(s.name)))
+        calls.extend(
+            (res.path, s.id, c.name, c.receiver, c.line, int(c.awaited), int(c.in_try)) for c in s.calls
+        )
+    calls.extend(
+        (res.path, None, c.name, c.receiver, c.line, int(c.awaited), int(c.in_try)) for c in fa.module_calls
+    )
+    conn.executemany("INSERT INTO symbol_terms VALUES (?,?)", terms)
+    conn.executemany("INSERT INTO calls VALUES (?,?,?,?,?,?,?)", calls)
+    conn.executemany(
+        "INSERT INTO imports VALUES (?,?,?,?,?)",
+        [(res.path, i.module, json.dumps(list(i.names)), i.alias, i.line) for i in fa.imports],
+    )
+
+
+def _name_ids(conn: sqlite3.Connection, paths: Sequence[str]) -> set[tuple[str, str]]:
+    out: set[tuple[str, str]] = set()
+    for part in _chunks(paths):
+        marks = ",".join("?" * len(part))
+        out.update(conn.execute(f"SELECT name, id FROM symbols WHERE file IN ({marks})", part).fetchall())
+    return out
+
+
+# --- graphs ------------------------------------------------------------------------------------
+
+
+class _Definitions:
+    """Callable definitions by name: one scan when many files need them, else per-name queries."""
+
+    def __init__(self, conn: sqlite3.Connection, preload: bool) -> None:
+        self._conn = conn
+        self._memo: dict[str, list[Definition]] = {}
+        self._complete = preload
+        kinds = ",".join(f"'{k}'" for k in sorted(CALLABLE_KINDS))
+        self._sql = f"SELECT id, name, file, parent, kind, language FROM symbols WHERE kind IN ({kinds})"
+        if preload:
+            for row in conn.execute(self._sql):
+                self._memo.setdefault(row[1], []).append(Definition(*row))
+
+    def __call__(self, name: str) -> list[Definition]:
+        hit = self._memo.get(name)
+        if hit is not None or self._complete:
+            return hit or []
+        found = [Definition(*r) for r in self._conn.execute(self._sql + " AND name = ?", (name,))]
+        self._memo[name] = found
+        return found
+
+
+def _imports_by_file(conn: sqlite3.Connection, paths: Sequence[str] | None) -> dict[str, list[ImportRef]]:
+    out: dict[str, list[ImportRef]] = {}
+    sql = "SELECT file, module, names, alias, line FROM imports"
+    groups: Iterable[Sequence[str] | None] = [None] if paths is None else _chunks(paths)
+    for part in groups:
+        if part is None:
+            rows = conn.execute(sql)
+        else:
+            rows = conn.execute(sql + f" WHERE file IN ({','.join('?' * len(part))})", list(part))
+        for file, module, names, alias, line in rows:
+            out.setdefault(file, []).append(ImportRef(module, tuple(json.loads(names)), alias, line))
+    return out
+
+
+def _resolve_graphs(
+    conn: sqlite3.Connection,
+    changed: set[str],
+    changed_names: set[str],
+    structure_changed: bool,
+    full: bool,
+    progress: ProgressFn | None,
+) -> None:
+    """Recompute file imports and call edges for every file whose edges could have changed."""
+    languages = dict(conn.execute("SELECT path, language FROM files").fetchall())
+    modules = ModuleIndex(languages)
+    # Import graph: only changed files, unless files appeared or vanished (then all, cheaply).
+    import_scope = None if (full or structure_changed) else sorted(changed & set(languages))
+    imports = _imports_by_file(conn, import_scope)
+    affected = set(changed) if not full else set(languages)
+    old_targets: dict[str, set[str]] = {}
+    scope_files = list(languages) if import_scope is None else import_scope
+    if not full:
+        for part in _chunks(scope_files):
+            marks = ",".join("?" * len(part))
+            for src, dst in conn.execute(
+                f"SELECT src, dst FROM file_imports WHERE src IN ({marks})", list(part)
+            ):
+                old_targets.setdefault(src, set()).add(dst)
+        for part in _chunks(scope_files):
+            conn.execute(f"DELETE FROM file_imports WHERE src IN ({','.join('?' * len(part))})", list(part))
+    else:
+        conn.execute("DELETE FROM file_imports")
+    rows: list[tuple[str, str]] = []
+    for src in scope_files:
+        targets: set[str] = set()
+        for imp in imports.get(src, ()):
+            targets.update(modules.resolve(src, imp, languages[src]))
+        targets.discard(src)
+        rows.extend((src, dst) for dst in sorted(targets))
+        if not full and targets != old_targets.get(src, set()):
+            affected.add(src)
+    conn.executemany("INSERT OR IGNORE INTO file_imports VALUES (?,?)", rows)
+    # Calls elsewhere whose target set changed (a definition appeared, vanished or changed id).
+    for name in changed_names:
+        affected.update(r[0] for r in conn.execute("SELECT DISTINCT file FROM calls WHERE name = ?", (name,)))
+    affected &= set(languages)
+    todo = sorted(affected)
+    if full:
+        conn.execute("DELETE FROM edges")
+    else:
+        for part in _chunks(todo):
+            conn.execute(f"DELETE FROM edges WHERE file IN ({','.join('?' * len(part))})", list(part))
+    definitions = _Definitions(conn, preload=len(todo) > PRELOAD_DEFINITIONS_ABOVE)
+    resolver = CallResolver(definitions)
+    if import_scope is not None and len(todo) > len(import_scope):
+        imports.update(_imports_by_file(conn, [p for p in todo if p not in imports]))
+    sql = (
+        "SELECT c.file, c.caller_id, s.parent, c.name, c.receiver, c.line FROM calls c "
+        "LEFT JOIN symbols s ON s.id = c.caller_id AND s.file = c.file"
+    )
+    groups: Iterable[Sequence[str] | None] = [None] if full else _chunks(todo)
+    current: str | None = None
+    ctx = None
+    batch: list[tuple[object, ...]] = []
+    done = 0
+    for part in groups:
+        if part is None:
+            rows_iter = conn.execute(sql + " ORDER BY c.file").fetchall()
+        else:
+            marks = ",".join("?" * len(part))
+            rows_iter = conn.execute(
+                sql + f" WHERE c.file IN ({marks}) ORDER BY c.file", list(part)
+            ).fetchall()
+        for file, caller, parent, name, receiver, line in rows_iter:
+            if file != current:
+                current = file
+                ctx = file_context(file, languages[file], imports.get(file, ()), modules)
+                done += 1
+                if progress and done % 200 == 0:
+                    progress("resolving calls", done, len(todo))
+            assert ctx is not None
+            e = resolver.resolve(CallRow(file, caller, parent, name, receiver, line), languages[file], ctx)
+            batch.append((e.file, e.caller_id, e.callee_id, e.callee_name, e.kind, e.package, e.line))
+            if len(batch) >= 5000:
+                conn.executemany("INSERT INTO edges VALUES (?,?,?,?,?,?,?)", batch)
+                batch.clear()
+    conn.executemany("INSERT INTO edges VALUES (?,?,?,?,?,?,?)", batch)
+
+
+# --- the run -----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Plan:
+    to_parse: list[Candidate] = field(default_factory=list)
+    touched_only: list[tuple[Candidate, str]] = field(default_factory=list)  # same content, new stat
+    unchanged: int = 0
+    deleted: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    still_skipped: list[Skipped] = field(default_factory=list)
+
+
+def _plan(conn: sqlite3.Connection, root: Path, found: list[Candidate]) -> _Plan:
+    plan = _Plan()
+    known = {r[0]: (r[1], r[2], r[3]) for r in conn.execute("SELECT path, size, mtime_ns, sha256 FROM files")}
+    known_skips = {
+        r[0]: (r[1], r[2], r[3])
+        for r in conn.execute("SELECT path, size, mtime_ns, reason FROM skipped_files")
+    }
+    present: set[str] = set()
+    for cand in found:
+        if cand.language is None:
+            continue
+        present.add(cand.path)
+        old = known.get(cand.path)
+        if old is not None and (old[0], old[1]) == (cand.size, cand.mtime_ns):
+            plan.unchanged += 1
+            continue
+        skip = known_skips.get(cand.path)
+        if old is None and skip is not None and (skip[0], skip[1]) == (cand.size, cand.mtime_ns):
+            plan.still_skipped.append(Skipped(cand.path, skip[2]))
+            continue
+        if old is not None:
+            try:
+                digest = hashlib.sha256((root / cand.path).read_bytes()).hexdigest()
+            except OSError:
+                digest = ""
+            if digest == old[2]:
+                plan.touched_only.append((cand, digest))
+                continue
+        plan.to_parse.append(cand)
+    plan.deleted = sorted(set(known) - present)
+    return plan
+
+
+def index_repository(
+    layout: RepoLayout,
+    settings: Settings,
+    *,
+    rebuild: bool = False,
+    progress: ProgressFn | None = None,
+    on_warning: WarningSink | None = None,
+    text_index: bool = True,
+) -> IndexReport:
+    """Bring index.db up to date with the work tree and return what changed.
+
+    Takes the writer lock (waiting up to ``settings.index.lock_timeout``), so two
+    indexers never interleave; readers keep reading the previous snapshot until
+    the single commit at the end.
+    """
+    started = time.perf_counter()
+    warnings: list[StoreWarning] = []
+
+    def warn(w: StoreWarning) -> None:
+        warnings.append(w)
+        if on_warning is not None:
+            on_warning(w)
+
+    with writer_lock(layout, settings.index.lock_timeout):
+        if rebuild:
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(layout.index_db) + suffix).unlink(missing_ok=True)
+        conn = open_index(layout, on_warning=warn)
+        rebuilt = rebuild or any(w.code == "INDEX_CORRUPT" for w in warnings)
+        try:
+            report = _run(conn, layout, settings, progress, rebuilt, started, warnings)
+        finally:
+            conn.close()
+    if text_index:
+        from engine.index.pipeline import refresh_text_index
+
+        text = refresh_text_index(layout, settings, report, progress=progress)
+        report = IndexReport(
+            **{**report.__dict__, "text_index": text, "seconds": time.perf_counter() - started}
+        )
+    return report
+
+
+def _run(
+    conn: sqlite3.Connection,
+    layout: RepoLayout,
+    settings: Settings,
+    progress: ProgressFn | None,
+    rebuilt: bool,
+    started: float,
+    warnings: list[StoreWarning],
+) -> IndexReport:
+    root = layout.root
+    found = discover(root, settings.index)
+    plan = _plan(conn, root, found.candidates)
+    was_empty = conn.execute("SELECT 1 FROM files LIMIT 1").fetchone() is None
+    old_sha = {}
+    if plan.deleted:
+        for part in _chunks(plan.deleted):
+            marks = ",".join("?" * len(part))
+            old_sha.update(
+                conn.execute(f"SELECT path, sha256 FROM files WHERE path IN ({marks})", list(part))
+            )
+    known_paths = {r[0] for r in conn.execute("SELECT path FROM files")}
+    reparse = [c.path for c in plan.to_parse]
+    names_before = _name_ids(conn, [p for p in reparse if p in known_paths] + plan.deleted)
+    workers = settings.index.workers or os.cpu_count() or 1
+    now = time.time()
+    conn.execute("BEGIN")
+    for cand, digest in plan.touched_only:
+        conn.execute(
+            "UPDATE files SET size=?, mtime_ns=? WHERE path=?", (cand.size, cand.mtime_ns, cand.path)
+        )
+    _delete_file_rows(conn, plan.deleted)
+    conn.execute("DELETE FROM skipped_files")
+    if found.skipped or plan.still_skipped:
+        conn.executemany(
+            "INSERT OR REPLACE INTO skipped_files VALUES (?,?,?,?)",
+            [(s.path, 0, 0, s.reason) for s in found.skipped],
+        )
+    by_path = {c.path: c for c in found.candidates}
+    for s in plan.still_skipped:
+        c = by_path[s.path]
+        conn.execute(
+            "INSERT OR REPLACE INTO skipped_files VALUES (?,?,?,?)", (s.path, c.size, c.mtime_ns, s.reason)
+        )
+    content_skipped: list[Skipped] = []
+    parsed_ok: list[str] = []
+    new_sha: dict[str, str] = {}
+    items = [(c.path, c.language or "") for c in plan.to_parse]
+    for res in _parse_all(root, items, workers, progress):
+        _delete_file_rows(conn, [res.path])
+        if res.analysis is None:
+            reason = res.problem or "unreadable"
+            content_skipped.append(Skipped(res.path, reason))
+            conn.execute(
+                "INSERT OR REPLACE INTO skipped_files VALUES (?,?,?,?)",
+                (res.path, res.size, res.mtime_ns, reason),
+            )
+            continue
+        _write_analysis(conn, res, now)
+        parsed_ok.append(res.path)
+        new_sha[res.path] = res.sha256
+    gone = [p for p in (s.path for s in content_skipped) if p in known_paths]
+    deleted_paths = sorted(set(plan.deleted) | set(gone))
+    names_after = _name_ids(conn, parsed_ok)
+    changed_names = {n for n, _ in names_before ^ names_after}
+    added_paths = [p for p in parsed_ok if p not in known_paths]
+    modified = [p for p in parsed_ok if p in known_paths]
+    deleted_shas = {old_sha.get(p) for p in plan.deleted}
+    renamed = [p for p in added_paths if new_sha.get(p) in deleted_shas]
+    if progress:
+        progress("resolving calls", 0, max(1, len(parsed_ok)))
+    structure_changed = bool(added_paths or deleted_paths)
+    if parsed_ok or deleted_paths or was_empty:
+        _resolve_graphs(
+            conn,
+            set(parsed_ok),
+            changed_names,
+            structure_changed,
+            was_empty or len(parsed_ok) > len(known_paths) // 2,
+            progress,
+        )
+    conn.execute(
+        "INSERT OR REPLACE INTO meta VALUES ('last_indexed', ?)",
+        (json.dumps({"at": now, "git": found.used_git}),),
+    )
+    conn.commit()
+    files = int(conn.execute("SELECT count(*) FROM files").fetchone()[0])
+    symbols = int(conn.execute("SELECT count(*) FROM symbols").fetchone()[0])
+    edges = int(conn.execute("SELECT count(*) FROM edges").fetchone()[0])
+    skipped = found.skipped + plan.still_skipped + content_skipped
+    return IndexReport(
+        files=files,
+        symbols=symbols,
+        edges=edges,
+        changed=len(modified),
+        added=len(added_paths) - len(renamed),
+        deleted=len(deleted_paths) - len(renamed),
+        renamed=len(renamed),
+        skipped=len(skipped),
+        seconds=time.perf_counter() - started,
+        changed_paths=tuple(sorted(parsed_ok)),
+        deleted_paths=tuple(deleted_paths),
+        skipped_files=tuple(sorted(skipped, key=lambda s: s.path)),
+        warnings=tuple(warnings),
+        rebuild=rebuilt,
+    )

@@ -1,0 +1,158 @@
+"""The semantic tables of index.db and their versioned migrations.
+
+Owns the DDL for files, symbols, calls, imports, edges, the symbol-name search
+table and the file-import graph, versioned with ``PRAGMA user_version``. It must
+never drop tables it does not own (the text index adds its own to the same file).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from engine.errors import IndexError_
+
+# Bump when the semantic tables change shape; every step below upgrades by one.
+SCHEMA_VERSION = 1
+
+# Names of the tables this module owns: a migration may rebuild only these.
+OWNED_TABLES = (
+    "meta",
+    "files",
+    "skipped_files",
+    "symbols",
+    "symbol_terms",
+    "calls",
+    "imports",
+    "edges",
+    "file_imports",
+)
+
+_V1 = """
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS files (
+    path          TEXT PRIMARY KEY,
+    language      TEXT NOT NULL,
+    module        TEXT NOT NULL,
+    size          INTEGER NOT NULL,
+    mtime_ns      INTEGER NOT NULL,
+    sha256        TEXT NOT NULL,
+    line_count    INTEGER NOT NULL,
+    syntax_errors INTEGER NOT NULL,
+    indexed_at    REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS files_sha ON files(sha256);
+CREATE INDEX IF NOT EXISTS files_module ON files(module);
+CREATE TABLE IF NOT EXISTS skipped_files (
+    path     TEXT PRIMARY KEY,
+    size     INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    reason   TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS symbols (
+    sid            INTEGER PRIMARY KEY,
+    id             TEXT NOT NULL,
+    name           TEXT NOT NULL,
+    name_lower     TEXT NOT NULL,
+    qualified_name TEXT NOT NULL,
+    kind           TEXT NOT NULL,
+    file           TEXT NOT NULL,
+    module         TEXT NOT NULL,
+    language       TEXT NOT NULL,
+    start_line     INTEGER NOT NULL,
+    end_line       INTEGER NOT NULL,
+    signature      TEXT NOT NULL,
+    doc            TEXT NOT NULL,
+    parent         TEXT,
+    exported       INTEGER NOT NULL,
+    decorators     TEXT NOT NULL,
+    is_async       INTEGER NOT NULL,
+    arity          INTEGER NOT NULL,
+    control_flow   INTEGER NOT NULL,
+    max_nesting    INTEGER NOT NULL,
+    risk           TEXT NOT NULL,
+    risk_reasons   TEXT NOT NULL,
+    body_hash      TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS symbols_id ON symbols(id);
+CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file);
+CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
+CREATE INDEX IF NOT EXISTS symbols_name_lower ON symbols(name_lower);
+CREATE INDEX IF NOT EXISTS symbols_qualified ON symbols(qualified_name);
+CREATE INDEX IF NOT EXISTS symbols_module ON symbols(module, kind, risk);
+CREATE TABLE IF NOT EXISTS symbol_terms (
+    term TEXT NOT NULL,
+    sid  INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS symbol_terms_term ON symbol_terms(term);
+CREATE INDEX IF NOT EXISTS symbol_terms_sid ON symbol_terms(sid);
+CREATE TABLE IF NOT EXISTS calls (
+    file      TEXT NOT NULL,
+    caller_id TEXT,
+    name      TEXT NOT NULL,
+    receiver  TEXT,
+    line      INTEGER NOT NULL,
+    awaited   INTEGER NOT NULL,
+    in_try    INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS calls_file ON calls(file);
+CREATE INDEX IF NOT EXISTS calls_name ON calls(name);
+CREATE TABLE IF NOT EXISTS imports (
+    file   TEXT NOT NULL,
+    module TEXT NOT NULL,
+    names  TEXT NOT NULL,
+    alias  TEXT,
+    line   INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS imports_file ON imports(file);
+CREATE TABLE IF NOT EXISTS edges (
+    file        TEXT NOT NULL,
+    caller_id   TEXT,
+    callee_id   TEXT,
+    callee_name TEXT NOT NULL,
+    kind        TEXT NOT NULL,
+    package     TEXT,
+    line        INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS edges_file ON edges(file);
+CREATE INDEX IF NOT EXISTS edges_caller ON edges(caller_id);
+CREATE INDEX IF NOT EXISTS edges_callee ON edges(callee_id);
+CREATE TABLE IF NOT EXISTS file_imports (
+    src TEXT NOT NULL,
+    dst TEXT NOT NULL,
+    PRIMARY KEY (src, dst)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS file_imports_dst ON file_imports(dst);
+"""
+
+# Step n upgrades a database at user_version n-1 to n.
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: lambda conn: conn.executescript(_V1),
+}
+
+
+def current_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the semantic tables to ``SCHEMA_VERSION``; returns the version found before.
+
+    A database from a newer semfora is refused rather than silently downgraded.
+    Unknown tables (the text index's) are left untouched.
+    """
+    found = current_version(conn)
+    if found > SCHEMA_VERSION:
+        raise IndexError_(
+            f"index.db has schema version {found}, newer than this semfora ({SCHEMA_VERSION})",
+            code="INDEX_TOO_NEW",
+            hint="run `semfora index --rebuild` or upgrade semfora",
+        )
+    for version in range(found + 1, SCHEMA_VERSION + 1):
+        MIGRATIONS[version](conn)
+        conn.execute(f"PRAGMA user_version = {version}")
+        conn.commit()
+    return found
