@@ -1,0 +1,218 @@
+"""The app's only door into ``engine``: blocking calls, run from thread workers.
+
+Each method imports its engine module lazily (so the first frame never waits for
+tree-sitter, chromadb or anthropic) and returns plain view data. When a part of
+the engine is missing from this build it raises ``EngineUnavailable``; it never
+fakes a result. It must not import textual.
+"""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from engine.config import Settings, load_settings
+from engine.errors import ServiceUnavailable, UsageError
+from engine.store.layout import RepoLayout
+from semfora_tui.views import FileView, PackView, files_from_session, pack_from_engine
+
+# (message, done, total): the progress shape of the indexer and the vector indexer.
+Progress = Callable[[str, int, int], None]
+
+
+class EngineUnavailable(ServiceUnavailable):
+    """A part of the engine this command needs is not installed in this build."""
+
+    code = "ENGINE_UNAVAILABLE"
+
+
+def engine_module(name: str, what: str) -> ModuleType:
+    """Import ``name`` or explain which feature is missing; other import errors propagate."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
+            raise EngineUnavailable(f"{what} is not available: {name} is missing from this build") from exc
+        raise
+
+
+class EngineBridge:
+    """Repository state the app holds: layout, settings, model, budget, edit session."""
+
+    def __init__(self, root: Path, *, model: str | None = None, budget: int | None = None) -> None:
+        self.layout = RepoLayout.for_path(root)
+        loaded = load_settings(self.layout.root, overrides={"budget.context_tokens": budget})
+        self.settings: Settings = loaded.settings
+        self.model = (model or self.settings.llm.model).strip()
+        self.budget = self.settings.budget.context_tokens
+        self._orchestrator: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def root(self) -> Path:
+        return self.layout.root
+
+    # -- repository -----------------------------------------------------------------------------
+
+    def branch(self) -> str:
+        try:
+            proc = subprocess.run(
+                ["git", "-C", str(self.root), "rev-parse", "--abbrev-ref", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+        return proc.stdout.strip() if proc.returncode == 0 else ""
+
+    def list_files(self) -> list[str]:
+        """Tracked and untracked-but-not-ignored files, for the `@` picker."""
+        try:
+            proc = subprocess.run(
+                ["git", "-C", str(self.root), "ls-files", "--cached", "--others", "--exclude-standard"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return []
+        return [line for line in proc.stdout.splitlines() if line] if proc.returncode == 0 else []
+
+    # -- model ----------------------------------------------------------------------------------
+
+    def reasoning_status(self) -> tuple[bool, str]:
+        """(usable, one-line description). Never shows a key."""
+        select = engine_module("engine.llm.select", "reasoning")
+        base = engine_module("engine.llm.base", "reasoning")
+        try:
+            select.make_reasoner(self.settings, self.model)
+        except base.ModelUnavailable as exc:
+            return False, str(exc)
+        return True, select.describe_model_status(self.settings, self.model)
+
+    def set_model(self, model: str) -> tuple[bool, str]:
+        self.model = model.strip()
+        with self._lock:
+            self._orchestrator = None
+        return self.reasoning_status()
+
+    def set_budget(self, budget: int) -> None:
+        if not 500 <= budget <= 200_000:
+            raise UsageError(f"budget must be between 500 and 200000 tokens, not {budget}")
+        self.budget = budget
+
+    # -- index ----------------------------------------------------------------------------------
+
+    def index(self, *, rebuild: bool = False, progress: Progress | None = None) -> Any:
+        indexer = engine_module("engine.store.indexer", "indexing")
+        return indexer.index_repository(self.layout, self.settings, rebuild=rebuild, progress=progress)
+
+    def build_vectors(self, progress: Progress | None, cancel: threading.Event) -> Any:
+        vectors = engine_module("engine.index.vectors", "the vector index")
+        return vectors.VectorIndexer(self.layout, self.settings).run(progress=progress, cancel=cancel)
+
+    # -- read-only tools ------------------------------------------------------------------------
+
+    def search(self, query: str, *, mode: str = "hybrid", limit: int = 20) -> list[Any]:
+        hybrid = engine_module("engine.index.hybrid", "search")
+        return list(hybrid.search(self.layout, self.settings, query, mode, limit))
+
+    def symbols(self, name: str) -> Any:
+        tools = engine_module("engine.tools", "symbol lookup")
+        return tools.get_symbol(self.layout, self.settings, name)
+
+    def symbol_source(self, name: str) -> Any:
+        tools = engine_module("engine.tools", "symbol source")
+        return tools.get_symbol_source(self.layout, self.settings, name)
+
+    def overview(self) -> str:
+        tools = engine_module("engine.tools", "the repository overview")
+        return str(tools.get_repo_overview(self.layout, self.settings))
+
+    def semantic_diff(self, base: str | None, target: str | None) -> Any:
+        diff = engine_module("engine.semantic.diff", "semantic diff")
+        return diff.analyze_diff(self.root, base, target)
+
+    # -- orchestrator ---------------------------------------------------------------------------
+
+    def orchestrator(self, *, need_reasoner: bool) -> Any:
+        with self._lock:
+            if self._orchestrator is None or (
+                need_reasoner and getattr(self._orchestrator, "_no_reasoner", False)
+            ):
+                module = engine_module("engine.orchestrator.core", "the orchestrator")
+                reasoner = None
+                if need_reasoner:
+                    select = engine_module("engine.llm.select", "reasoning")
+                    reasoner = select.make_reasoner(self.settings, self.model)
+                self._orchestrator = module.Orchestrator(self.layout, self.settings, reasoner=reasoner)
+                self._orchestrator._no_reasoner = reasoner is None
+            return self._orchestrator
+
+    def context(self, task: str) -> PackView:
+        pack = self.orchestrator(need_reasoner=False).build_context(task, budget=self.budget)
+        return pack_from_engine(pack, task)
+
+    def run_turn(self, task: str, on_text: Callable[[str], None], cancel: threading.Event) -> Any:
+        return self.orchestrator(need_reasoner=True).run_turn(
+            task, on_text=on_text, cancel=cancel, stage=True
+        )
+
+    # -- edits ----------------------------------------------------------------------------------
+
+    def _session_module(self) -> ModuleType:
+        return engine_module("engine.edits.session", "edit review")
+
+    def session(self) -> Any:
+        return self._session_module().EditSession.load_or_create(self.layout, self.settings)
+
+    def staged_files(self) -> tuple[FileView, ...]:
+        return files_from_session(self.session().files())
+
+    def hunk_action(self, hunk_id: str, action: str) -> tuple[FileView, ...]:
+        session = self.session()
+        {"accept": session.accept, "reject": session.reject, "toggle": session.toggle}[action](hunk_id)
+        return files_from_session(session.files())
+
+    def file_action(self, path: str, action: str) -> tuple[FileView, ...]:
+        session = self.session()
+        {"accept": session.accept_file, "reject": session.reject_file}[action](path)
+        return files_from_session(session.files())
+
+    def accept_all(self, accept: bool) -> tuple[FileView, ...]:
+        session = self.session()
+        for change in session.files():
+            (session.accept_file if accept else session.reject_file)(change.path)
+        return files_from_session(session.files())
+
+    def commit(self) -> Any:
+        return self.session().commit()
+
+    def rollback(self) -> Any:
+        return self.session().rollback()
+
+    def undo(self) -> Any:
+        return self._session_module().undo(self.layout)
+
+    def rebase(self) -> tuple[FileView, ...]:
+        session = self.session()
+        session.rebase()
+        return files_from_session(session.files())
+
+    def stage_from_file(self, path: str) -> tuple[FileView, ...]:
+        sandbox = engine_module("engine.edits.sandbox", "edit staging")
+        source = sandbox.resolve_in_repo(self.root, path)
+        text = Path(source).read_text(encoding="utf-8")
+        protocol = engine_module("engine.edits.protocol", "edit staging")
+        blocks = protocol.parse_blocks(text)
+        session = self.session()
+        session.stage(blocks)
+        return files_from_session(session.files())

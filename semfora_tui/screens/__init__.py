@@ -1,0 +1,1 @@
+"""Modal screens: confirmation, the `@` picker and the search results list."""

@@ -1,0 +1,123 @@
+"""The context-budget pane: what went into the model and what it cost.
+
+Renders a ``PackView`` as a bar split by priority plus a table of the items,
+and the usage and cost of the last turn and of the session. Display only.
+"""
+
+from __future__ import annotations
+
+from rich.style import Style
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from semfora_tui.theming import SEMFORA_VARIABLE_DEFAULTS
+from semfora_tui.views import PRIORITIES, PackView, TurnCost
+
+# Width of the budget bar in cells when the pane is narrower than this it is cropped.
+BAR_CELLS = 40
+
+
+def budget_bar(pack: PackView, colours: dict[str, str], cells: int = BAR_CELLS) -> Text:
+    """A bar of ``cells`` cells: one coloured run per priority, the rest is free budget."""
+    budget = max(pack.budget, pack.total_tokens, 1)
+    text = Text(no_wrap=True)
+    used = 0
+    for priority, tokens in pack.tokens_by_priority().items():
+        width = round(tokens * cells / budget)
+        if tokens and not width:
+            width = 1  # a priority that is present stays visible
+        width = min(width, cells - used)
+        text.append("█" * width, style=Style(color=colours[priority]))
+        used += width
+    text.append("░" * (cells - used), style="dim")
+    return text
+
+
+class BudgetPane(Vertical):
+    """Tokens used against the budget, the items of the pack, and cost."""
+
+    can_focus = False
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.pack: PackView | None = None
+        self.turn = TurnCost()
+        self.session_cost = 0.0
+        self.budget = 0
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="budget-bar")
+        yield Static(id="budget-legend")
+        yield DataTable(id="budget-table", cursor_type="row", zebra_stripes=True)
+        yield Static(id="budget-cost")
+
+    def on_mount(self) -> None:
+        table = self.query_one("#budget-table", DataTable)
+        table.add_columns("kind", "name", "tokens", "priority", "reason")
+        self.watch(self.app, "theme", lambda _theme: self._render_all(), init=False)
+        self._render_all()
+
+    def _colours(self) -> dict[str, str]:
+        variables = getattr(self.app, "theme_variables", {}) or {}
+        return {
+            p: variables.get(f"semfora-priority-{p}") or SEMFORA_VARIABLE_DEFAULTS[f"semfora-priority-{p}"]
+            for p in PRIORITIES
+        }
+
+    def show_pack(self, pack: PackView) -> None:
+        self.pack = pack
+        self.budget = pack.budget or self.budget
+        table = self.query_one("#budget-table", DataTable)
+        table.clear()
+        colours = self._colours()
+        for item in pack.items:
+            table.add_row(
+                item.kind,
+                item.name,
+                f"{item.tokens:,}",
+                Text(item.priority, style=Style(color=colours.get(item.priority, colours["low"]))),
+                item.reason,
+            )
+        self._render_all()
+
+    def show_cost(self, turn: TurnCost, session_cost: float) -> None:
+        self.turn = turn
+        self.session_cost = session_cost
+        self._render_all()
+
+    def set_budget(self, budget: int) -> None:
+        self.budget = budget
+        self._render_all()
+
+    def _render_all(self) -> None:
+        if not self.is_mounted:
+            return
+        colours = self._colours()
+        bar = self.query_one("#budget-bar", Static)
+        legend = self.query_one("#budget-legend", Static)
+        if self.pack is None:
+            bar.update(Text(f"budget {self.budget:,} tokens · no context pack yet", style="dim"))
+            legend.update("")
+        else:
+            shown = PackView(
+                self.pack.task, self.pack.intent, self.budget, self.pack.total_tokens, self.pack.items
+            )
+            line = budget_bar(shown, colours)
+            line.append(f" {self.pack.total_tokens:,}/{self.budget:,}")
+            bar.update(line)
+            legend_text = Text(no_wrap=True, overflow="ellipsis")
+            for priority, tokens in self.pack.tokens_by_priority().items():
+                legend_text.append("■ ", style=Style(color=colours[priority]))
+                legend_text.append(f"{priority} {tokens:,}  ")
+            legend_text.append(f"intent {self.pack.intent}", style="italic")
+            legend.update(legend_text)
+        cost = Text(no_wrap=True, overflow="ellipsis")
+        cost.append("turn ", style="bold")
+        cost.append(
+            f"{self.turn.input_tokens:,} in / {self.turn.output_tokens:,} out · ${self.turn.cost:.4f}"
+        )
+        cost.append("   session ", style="bold")
+        cost.append(f"${self.session_cost:.4f}")
+        self.query_one("#budget-cost", Static).update(cost)

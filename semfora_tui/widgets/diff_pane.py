@@ -1,0 +1,283 @@
+"""The diff-preview pane: staged files with counts, then every hunk and its state.
+
+It renders ``FileView``s and turns review keys into messages (``HunkAction``,
+``CommitRequested``, ...). It never touches the edit session itself: the app
+applies the decision through the engine and hands back fresh views.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.style import Style
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widgets import Static
+
+from semfora_tui.theming import SEMFORA_VARIABLE_DEFAULTS
+from semfora_tui.views import FileView, HunkView
+
+STATE_BADGE: dict[str, str] = {
+    "pending": "[ ] pending",
+    "accepted": "[✓] accepted",
+    "rejected": "[✗] rejected",
+}
+EMPTY_TEXT = "No staged changes. Ask for an edit, or stage blocks with /edit --from FILE."
+
+
+@dataclass(frozen=True)
+class _Position:
+    file_index: int
+    hunk: HunkView
+
+
+class DiffPane(VerticalScroll, can_focus=True):
+    """Keyboard review of a staged edit session."""
+
+    BINDINGS = [
+        Binding("n,j", "next_hunk", "Next hunk"),
+        Binding("p,k", "prev_hunk", "Prev hunk"),
+        Binding("N,shift+n", "next_file", "Next file"),
+        Binding("P,shift+p", "prev_file", "Prev file"),
+        Binding("a", "accept", "Accept"),
+        Binding("r", "reject", "Reject"),
+        Binding("space", "toggle", "Toggle"),
+        Binding("A,shift+a", "accept_file", "Accept file"),
+        Binding("R,shift+r", "reject_file", "Reject file"),
+        Binding("c", "commit", "Commit"),
+        Binding("u", "undo", "Undo"),
+        Binding("x", "rollback", "Rollback"),
+        Binding("e", "edit", "$EDITOR"),
+    ]
+
+    class HunkAction(Message):
+        """Accept, reject or toggle one hunk."""
+
+        def __init__(self, hunk_id: str, action: str) -> None:
+            super().__init__()
+            self.hunk_id = hunk_id
+            self.action = action
+
+    class FileAction(Message):
+        """Accept or reject every hunk of one file."""
+
+        def __init__(self, path: str, action: str) -> None:
+            super().__init__()
+            self.path = path
+            self.action = action
+
+    class CommitRequested(Message):
+        pass
+
+    class UndoRequested(Message):
+        pass
+
+    class RollbackRequested(Message):
+        pass
+
+    class EditRequested(Message):
+        """Open ``path`` at ``line`` in the user's editor."""
+
+        def __init__(self, path: str, line: int) -> None:
+            super().__init__()
+            self.path = path
+            self.line = line
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.files: tuple[FileView, ...] = ()
+        self.cursor = 0
+        self._hunk_lines: list[int] = []
+
+    def compose(self):  # type: ignore[no-untyped-def]
+        yield Static(EMPTY_TEXT, id="diff-body")
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "theme", lambda _theme: self._render_body(), init=False)
+
+    # -- data ---------------------------------------------------------------------------------
+
+    @property
+    def positions(self) -> list[_Position]:
+        return [_Position(i, h) for i, f in enumerate(self.files) for h in f.hunks]
+
+    @property
+    def current(self) -> _Position | None:
+        positions = self.positions
+        return positions[self.cursor] if 0 <= self.cursor < len(positions) else None
+
+    def show(self, files: tuple[FileView, ...]) -> None:
+        """Display a new state of the session, keeping the selected hunk when it still exists."""
+        selected = self.current.hunk.id if self.current else None
+        self.files = files
+        ids = [p.hunk.id for p in self.positions]
+        self.cursor = ids.index(selected) if selected in ids else min(self.cursor, max(len(ids) - 1, 0))
+        self._render_body()
+        self.refresh_bindings()
+
+    def totals(self) -> tuple[int, int]:
+        """(files, hunks) that a commit would write: those with accepted hunks."""
+        accepted = [f.count("accepted") for f in self.files]
+        return sum(1 for n in accepted if n), sum(accepted)
+
+    # -- rendering ----------------------------------------------------------------------------
+
+    def _colour(self, name: str) -> str:
+        variables = getattr(self.app, "theme_variables", {}) or {}
+        return variables.get(name) or SEMFORA_VARIABLE_DEFAULTS[name]
+
+    def _render_body(self) -> None:
+        if not self.is_mounted:
+            return
+        body = self.query_one("#diff-body", Static)
+        if not self.files:
+            self._hunk_lines = []
+            body.update(EMPTY_TEXT)
+            return
+        added = Style(color=self._colour("semfora-added"))
+        removed = Style(color=self._colour("semfora-removed"))
+        changed = Style(color=self._colour("semfora-changed"), bold=True)
+        warn = Style(color=self._colour("semfora-priority-high"), bold=True)
+        current = self.current
+        text = Text(no_wrap=True, overflow="ellipsis")
+        line_no = 0
+
+        def add(line: str | Text, style: Style | str = "") -> None:
+            nonlocal line_no
+            text.append(line, style=style) if isinstance(line, str) else text.append_text(line)
+            text.append("\n")
+            line_no += 1
+
+        total = sum(len(f.hunks) for f in self.files)
+        add(f"{len(self.files)} file(s), {total} hunk(s) staged", Style(bold=True))
+        for index, f in enumerate(self.files):
+            mark = "▸" if current and current.file_index == index else " "
+            row = Text(f"{mark} {f.path}  ")
+            row.append(f"+{f.added}", style=added)
+            row.append(" ")
+            row.append(f"-{f.removed}", style=removed)
+            row.append(
+                f"  {len(f.hunks)} hunk(s): {f.count('accepted')} accepted, {f.count('rejected')} rejected,"
+                f" {f.count('pending')} pending"
+            )
+            if f.conflict:
+                row.append(f"  ⚠ conflict: {f.conflict}", style=warn)
+            if f.syntax_error:
+                row.append(f"  ⚠ syntax error: {f.syntax_error}", style=warn)
+            add(row)
+        self._hunk_lines = []
+        for position in self.positions:
+            hunk = position.hunk
+            is_current = current is not None and hunk.id == current.hunk.id
+            add("")
+            self._hunk_lines.append(line_no)
+            head = Text("▶ " if is_current else "  ", style="bold")
+            head.append(f"{hunk.path} ", style="bold")
+            head.append(hunk.header or f"hunk {hunk.id}", style=changed)
+            head.append(
+                f"  {STATE_BADGE.get(hunk.state, hunk.state)}", style="reverse" if is_current else "bold"
+            )
+            head.append(f"  #{hunk.id}", style="dim")
+            add(head)
+            if hunk.conflict:
+                add(f"  ⚠ conflict: {hunk.conflict}", warn)
+            if hunk.syntax_error:
+                add(f"  ⚠ syntax error: {hunk.syntax_error}", warn)
+            dim = hunk.state == "rejected"
+            for line in hunk.lines:
+                if line.startswith("+"):
+                    style = added
+                elif line.startswith("-"):
+                    style = removed
+                elif line.startswith("@@"):
+                    style = changed
+                else:
+                    style = Style()
+                add("  " + line, style + Style(dim=True) if dim else style)
+        body.update(text)
+
+    def _scroll_to_current(self) -> None:
+        if 0 <= self.cursor < len(self._hunk_lines):
+            self.scroll_to(y=max(self._hunk_lines[self.cursor] - 1, 0), animate=False)
+
+    def _move(self, cursor: int) -> None:
+        count = len(self.positions)
+        if not count:
+            return
+        self.cursor = max(0, min(cursor, count - 1))
+        self._render_body()
+        self._scroll_to_current()
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("undo",):
+            return True
+        if action == "commit":
+            return self.totals()[1] > 0
+        if action in ("next_file", "prev_file"):
+            return len(self.files) > 1
+        return bool(self.positions) if action in _NEEDS_HUNKS else True
+
+    def action_next_hunk(self) -> None:
+        self._move(self.cursor + 1)
+
+    def action_prev_hunk(self) -> None:
+        self._move(self.cursor - 1)
+
+    def _file_start(self, file_index: int) -> int:
+        return sum(len(f.hunks) for f in self.files[:file_index])
+
+    def action_next_file(self) -> None:
+        if self.current and self.current.file_index + 1 < len(self.files):
+            self._move(self._file_start(self.current.file_index + 1))
+
+    def action_prev_file(self) -> None:
+        if self.current is None:
+            return
+        index = self.current.file_index
+        start = self._file_start(index)
+        self._move(self._file_start(index - 1) if self.cursor == start and index > 0 else start)
+
+    def _hunk(self, action: str) -> None:
+        if self.current:
+            self.post_message(self.HunkAction(self.current.hunk.id, action))
+
+    def action_accept(self) -> None:
+        self._hunk("accept")
+        self._move(self.cursor + 1)
+
+    def action_reject(self) -> None:
+        self._hunk("reject")
+        self._move(self.cursor + 1)
+
+    def action_toggle(self) -> None:
+        self._hunk("toggle")
+
+    def action_accept_file(self) -> None:
+        if self.current:
+            self.post_message(self.FileAction(self.files[self.current.file_index].path, "accept"))
+
+    def action_reject_file(self) -> None:
+        if self.current:
+            self.post_message(self.FileAction(self.files[self.current.file_index].path, "reject"))
+
+    def action_commit(self) -> None:
+        self.post_message(self.CommitRequested())
+
+    def action_undo(self) -> None:
+        self.post_message(self.UndoRequested())
+
+    def action_rollback(self) -> None:
+        self.post_message(self.RollbackRequested())
+
+    def action_edit(self) -> None:
+        if self.current:
+            self.post_message(self.EditRequested(self.current.hunk.path, self.current.hunk.start_line))
+
+
+_NEEDS_HUNKS = frozenset(
+    {"next_hunk", "prev_hunk", "accept", "reject", "toggle", "accept_file", "reject_file", "rollback", "edit"}
+)
