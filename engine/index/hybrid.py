@@ -1,0 +1,452 @@
+"""Hybrid search: FTS5, vectors and symbols fused by Reciprocal Rank Fusion.
+
+The story, end to end: take the query (plus up to 2 LLM rewrites when expansion is
+on), get a ranked list from each source, fuse the lists with RRF, optionally let a
+local LLM rerank the top 20 with a position-aware blend, then record an anonymous
+metrics event. Any optional part that is unavailable is skipped with one warning.
+It never writes the index; it reads index.db, Chroma and cache.db.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.config import Settings
+from engine.errors import SemforaError, UsageError
+from engine.index import fts
+from engine.index.cache import ResultCache
+from engine.index.chunking import split_identifier
+from engine.index.metrics import MetricsRecorder, SearchEvent
+from engine.index.rerank import BlendMode, OllamaReranker, RerankCandidate, Reranker, rerank
+from engine.semantic.model import Symbol
+from engine.store.layout import RepoLayout
+
+log = logging.getLogger("semfora.index.hybrid")
+
+MODES = ("hybrid", "fts", "vector", "symbols")
+# RRF constant (Cormack et al.): damps the head so one list's rank 1 cannot drown agreement between lists.
+RRF_K = 60
+# Candidates each source contributes before fusion: deep enough that agreement lower down still counts.
+FTS_CANDIDATES = 50
+VECTOR_CANDIDATES = 50
+SYMBOL_CANDIDATES = 20
+# Symbols matched per single query word (for plain-language queries that mention an identifier).
+SYMBOLS_PER_WORD = 3
+# Rewrites are guesses: their lists count half as much as the user's own words.
+EXPANSION_WEIGHT = 0.5
+# Per-source weights in the fusion. Equal: each source is one independent opinion.
+SOURCE_WEIGHTS = {"fts": 1.0, "vector": 1.0, "symbols": 1.0}
+# Prose/config chunks (docs, READMEs) count less: a code search should surface code first,
+# but docs still show when nothing in the code matches.
+PROSE_WEIGHT = 0.6
+# Snippet shown per hit, in lines.
+SNIPPET_LINES = 3
+MAX_LIMIT = 200
+
+WarningSink = Callable[[str], None]
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    file: str
+    symbol: str | None
+    symbol_id: str | None
+    start_line: int
+    end_line: int
+    score: float
+    sources: dict[str, int | None]
+    snippet: str
+    chunk_id: str | None
+    kind: str = "symbol"
+    content_hash: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "symbol": self.symbol,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "score": round(self.score, 6),
+            "sources": dict(self.sources),
+            "snippet": self.snippet,
+            "kind": self.kind,
+        }
+
+
+@dataclass
+class _Candidate:
+    key: str
+    row: fts.ChunkRow | None
+    symbol: Symbol | None
+    score: float = 0.0
+    ranks: dict[str, int | None] = field(
+        default_factory=lambda: {"fts": None, "vector": None, "symbols": None}
+    )
+
+
+def warn_once(kind: str, message: str, sink: WarningSink | None) -> None:
+    """Tell the user once per process that an optional part is off; log later repeats."""
+    with _warned_lock:
+        first = kind not in _warned
+        _warned.add(kind)
+    if first:
+        (sink or log.warning)(message)
+    else:
+        log.info(message)
+
+
+def reset_warnings() -> None:
+    with _warned_lock:
+        _warned.clear()
+
+
+class _Searcher:
+    """Warm per-process state for one repository: connection, term statistics, cache, metrics."""
+
+    _instances: dict[str, _Searcher] = {}
+    _instances_lock = threading.Lock()
+
+    def __init__(self, layout: RepoLayout, settings: Settings) -> None:
+        self.layout = layout
+        self.conn = fts.connect(layout.index_db)
+        self.lock = threading.Lock()
+        self.stats = fts.TermStats()
+        self.generation: str | None = None
+        self.cache = ResultCache(
+            layout.cache_db, ttl_days=settings.cache.ttl_days, max_mb=settings.cache.max_mb
+        )
+        self.metrics = MetricsRecorder(layout.metrics_db, settings.metrics.level)
+
+    @classmethod
+    def get(cls, layout: RepoLayout, settings: Settings) -> _Searcher:
+        key = str(layout.index_db)
+        with cls._instances_lock:
+            found = cls._instances.get(key)
+            if found is None or found.metrics.level != settings.metrics.level:
+                found = cls(layout, settings)
+                cls._instances[key] = found
+            return found
+
+    def refresh_stats(self) -> None:
+        row = self.conn.execute("SELECT value FROM text_meta WHERE key='generation'").fetchone()
+        generation = row[0] if row else None
+        if generation != self.generation:
+            self.stats.reset()
+            self.generation = generation
+
+
+def _table_exists(conn: sqlite3.Connection, name: str) -> bool:
+    return (
+        conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone()
+        is not None
+    )
+
+
+def _symbol_list(conn: sqlite3.Connection, query: str) -> list[Symbol]:
+    """Symbols named by the query as a whole, then by its identifier-looking words."""
+    if not _table_exists(conn, "symbols"):
+        return []
+    from engine.store.symbol_search import rank_symbols
+
+    found: dict[str, Symbol] = {}
+    words = query.split()
+    if len(words) <= 3:
+        for sym in rank_symbols(conn, query, limit=SYMBOL_CANDIDATES):
+            found.setdefault(sym.id, sym)
+    if len(words) > 1:
+        for word in words:
+            word = word.strip(".,;:!?()[]{}'\"`")
+            if len(word) < 4 or word.lower() in fts.STOPWORDS:
+                continue
+            lower = word.lower()
+            for sym in rank_symbols(conn, word, limit=SYMBOLS_PER_WORD * 3):
+                if sym.name.lower() == lower or (
+                    len(split_identifier(word)) > 1 and sym.qualified_name.lower().endswith(lower)
+                ):
+                    found.setdefault(sym.id, sym)
+                    if len(found) >= SYMBOL_CANDIDATES:
+                        break
+    return list(found.values())[:SYMBOL_CANDIDATES]
+
+
+def _snippet(row: fts.ChunkRow | None, symbol: Symbol | None, terms: list[str]) -> str:
+    if row is None:
+        return (symbol.signature if symbol else "") or (symbol.qualified_name if symbol else "")
+    lines = row.body.splitlines()
+    start = 0
+    lowered = [t.lower() for t in terms if len(t) > 2]
+    for i, line in enumerate(lines):
+        if line.strip() and any(t in line.lower() for t in lowered):
+            start = i
+            break
+    else:
+        start = next((i for i, line in enumerate(lines) if line.strip()), 0)
+    picked = [line.rstrip() for line in lines[start : start + SNIPPET_LINES]]
+    return "\n".join(picked)
+
+
+def _to_hit(c: _Candidate, terms: list[str]) -> SearchHit:
+    if c.row is not None:
+        r = c.row
+        return SearchHit(
+            file=r.file,
+            symbol=r.qualified_name,
+            symbol_id=r.symbol_id,
+            start_line=r.start_line,
+            end_line=r.end_line,
+            score=c.score,
+            sources=dict(c.ranks),
+            snippet=_snippet(r, None, terms),
+            chunk_id=r.chunk_id,
+            kind=r.kind,
+            content_hash=r.content_hash,
+        )
+    s = c.symbol
+    assert s is not None
+    return SearchHit(
+        file=s.file,
+        symbol=s.qualified_name,
+        symbol_id=s.id,
+        start_line=s.start_line,
+        end_line=s.end_line,
+        score=c.score,
+        sources=dict(c.ranks),
+        snippet=_snippet(None, s, terms),
+        chunk_id=None,
+        kind="symbol",
+        content_hash=s.body_hash,
+    )
+
+
+class _Fusion:
+    """Accumulates RRF contributions keyed by symbol (or chunk, for code outside symbols)."""
+
+    def __init__(self) -> None:
+        self.cands: dict[str, _Candidate] = {}
+
+    def add(
+        self, source: str, rank: int, weight: float, row: fts.ChunkRow | None, symbol: Symbol | None
+    ) -> None:
+        key = (row.symbol_id or row.chunk_id) if row is not None else (symbol.id if symbol else "")
+        cand = self.cands.get(key)
+        if cand is None:
+            cand = _Candidate(key, row, symbol)
+            self.cands[key] = cand
+        elif cand.row is None and row is not None:
+            cand.row = row
+        prose = row is not None and row.kind == "prose"
+        cand.score += weight * SOURCE_WEIGHTS[source] * (PROSE_WEIGHT if prose else 1.0) / (RRF_K + rank)
+        best = cand.ranks.get(source)
+        if best is None or rank < best:
+            cand.ranks[source] = rank
+
+    def ranked(self) -> list[_Candidate]:
+        return sorted(self.cands.values(), key=lambda c: (-c.score, c.key))
+
+
+def _expand(
+    settings: Settings, s: _Searcher, query: str, expander: Any, sink: WarningSink | None
+) -> tuple[list[str], bool]:
+    from engine.index.expansion import OllamaExpander
+
+    exp = expander or OllamaExpander(
+        settings.ollama.host, settings.search.llm_model, settings.search.provider_timeout, s.cache
+    )
+    try:
+        return exp.expand(query)
+    except SemforaError as exc:
+        warn_once("expansion", f"query expansion is off: {exc.message}", sink)
+        return [], False
+
+
+def search(
+    layout: RepoLayout,
+    settings: Settings,
+    query: str,
+    mode: str = "hybrid",
+    limit: int = 10,
+    expand: bool | None = None,
+    rerank: bool | None = None,
+    *,
+    reranker: Reranker | None = None,
+    rerank_mode: BlendMode = "blend",
+    expander: Any = None,
+    on_warning: WarningSink | None = None,
+    record_metrics: bool = True,
+) -> list[SearchHit]:
+    """Best ``limit`` hits for ``query``; see the module docstring for the steps."""
+    if mode not in MODES:
+        raise UsageError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
+    if limit < 1 or limit > MAX_LIMIT:
+        raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}")
+    use_expand = settings.search.expansion if expand is None else expand
+    use_rerank = settings.search.rerank if rerank is None else rerank
+    started = time.perf_counter()
+    s = _Searcher.get(layout, settings)
+    timings: dict[str, float] = {}
+    cache_hits = 0
+    error: str | None = None
+    hits: list[SearchHit] = []
+    rewrites: list[str] = []
+    try:
+        hits, rewrites, cache_hits = _search(
+            s,
+            layout,
+            settings,
+            query,
+            mode,
+            limit,
+            use_expand,
+            use_rerank,
+            reranker,
+            rerank_mode,
+            expander,
+            on_warning,
+            timings,
+        )
+        return hits
+    except SemforaError as exc:
+        error = exc.code
+        raise
+    finally:
+        if record_metrics:
+            event = SearchEvent(
+                query=query,
+                mode=mode,
+                latency_ms=(time.perf_counter() - started) * 1000,
+                result_count=len(hits),
+                top_score=hits[0].score if hits else None,
+                used_expansion=bool(rewrites),
+                used_rerank=use_rerank,
+                cache_hits=cache_hits,
+                error=error,
+                timings=timings,
+                expansions=tuple(rewrites),
+                results=tuple(f"{h.file}:{h.start_line}" for h in hits),
+            )
+            try:
+                s.metrics.record(event)
+            except (sqlite3.Error, OSError) as exc:
+                log.warning("metrics not recorded: %s", exc)
+
+
+def _search(
+    s: _Searcher,
+    layout: RepoLayout,
+    settings: Settings,
+    query: str,
+    mode: str,
+    limit: int,
+    use_expand: bool,
+    use_rerank: bool,
+    reranker: Reranker | None,
+    rerank_mode: BlendMode,
+    expander: Any,
+    sink: WarningSink | None,
+    timings: dict[str, float],
+) -> tuple[list[SearchHit], list[str], int]:
+    if not query.strip():
+        return [], [], 0
+    cache_hits = 0
+    rewrites: list[str] = []
+    if use_expand and mode in ("hybrid", "fts", "vector"):
+        t = time.perf_counter()
+        rewrites, hit = _expand(settings, s, query, expander, sink)
+        cache_hits += int(hit)
+        timings["expand_ms"] = round((time.perf_counter() - t) * 1000, 2)
+    queries = [(query, 1.0)] + [(r, EXPANSION_WEIGHT) for r in rewrites]
+
+    from engine.index.vectors import VectorSearcher
+
+    vectors = VectorSearcher.for_repo(layout, settings) if mode in ("hybrid", "vector") else None
+    if vectors is not None and not vectors.enabled:
+        if mode == "vector":
+            warn_once("vectors", f"{vectors.status}; showing full-text and symbol results instead", sink)
+            mode = "hybrid"
+        vectors = None
+
+    fusion = _Fusion()
+    with s.lock:
+        s.refresh_stats()
+        if mode in ("hybrid", "fts"):
+            t = time.perf_counter()
+            for q, weight in queries:
+                for rank, (row, _bm25) in enumerate(
+                    fts.search(s.conn, q, limit=FTS_CANDIDATES, stats=s.stats), 1
+                ):
+                    fusion.add("fts", rank, weight, row, None)
+            timings["fts_ms"] = round((time.perf_counter() - t) * 1000, 2)
+        if mode in ("hybrid", "symbols"):
+            t = time.perf_counter()
+            symbols = _symbol_list(s.conn, query)
+            rows = fts.rows_by_symbol_ids(s.conn, [sym.id for sym in symbols])
+            for rank, sym in enumerate(symbols, 1):
+                fusion.add("symbols", rank, 1.0, rows.get(sym.id), sym)
+            timings["symbols_ms"] = round((time.perf_counter() - t) * 1000, 2)
+    if vectors is not None:
+        t = time.perf_counter()
+        for q, weight in queries:
+            try:
+                found = vectors.query(q, VECTOR_CANDIDATES)
+            except SemforaError as exc:
+                warn_once("vectors-query", f"vector search is off for now: {exc.message}", sink)
+                break
+            with s.lock:
+                rows = fts.rows_by_chunk_ids(s.conn, [cid for cid, _ in found])
+            rank = 0
+            for cid, _distance in found:
+                row = rows.get(cid)
+                if row is None:
+                    continue  # a chunk deleted since it was embedded
+                rank += 1
+                fusion.add("vector", rank, weight, row, None)
+        timings["vector_ms"] = round((time.perf_counter() - t) * 1000, 2)
+
+    ranked = fusion.ranked()
+    terms = fts.query_terms(query)
+    if use_rerank and ranked:
+        t = time.perf_counter()
+        ranked, hits_from_cache = _apply_rerank(settings, s, query, ranked, reranker, rerank_mode, sink)
+        cache_hits += hits_from_cache
+        timings["rerank_ms"] = round((time.perf_counter() - t) * 1000, 2)
+    return [_to_hit(c, terms) for c in ranked[:limit]], rewrites, cache_hits
+
+
+def _apply_rerank(
+    settings: Settings,
+    s: _Searcher,
+    query: str,
+    ranked: list[_Candidate],
+    reranker: Reranker | None,
+    mode: BlendMode,
+    sink: WarningSink | None,
+) -> tuple[list[_Candidate], int]:
+    model = reranker or OllamaReranker(
+        settings.ollama.host, settings.search.llm_model, settings.search.provider_timeout
+    )
+    cands = []
+    for c in ranked:
+        if c.row is not None:
+            text = f"{c.row.file} {c.row.qualified_name or ''}\n{c.row.body}"
+            cands.append(RerankCandidate(c.key, c.row.content_hash, text))
+        elif c.symbol is not None:
+            cands.append(RerankCandidate(c.key, c.symbol.body_hash, f"{c.symbol.file} {c.symbol.signature}"))
+    outcome = rerank(query, cands, model, s.cache, mode=mode)
+    if outcome.failed:
+        warn_once("rerank", f"reranking is off: {outcome.failed}", sink)
+    by_key = {c.key: c for c in ranked}
+    reordered = []
+    for key, score in outcome.order:
+        cand = by_key.pop(key)
+        cand.score = score
+        reordered.append(cand)
+    rest = [c for c in ranked if c.key in by_key]
+    return reordered + rest, outcome.cache_hits
