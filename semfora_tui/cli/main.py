@@ -118,9 +118,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("edits", help="review and commit staged edits")
     p.add_argument(
         "action",
-        choices=["list", "show", "stage", "accept", "reject", "toggle", "commit", "rollback", "undo", "rebase"],
+        choices=[
+            "list",
+            "show",
+            "stage",
+            "accept",
+            "reject",
+            "toggle",
+            "commit",
+            "rollback",
+            "undo",
+            "rebase",
+        ],
     )
-    p.add_argument("target", nargs="?", default=None, help="FILE for stage, hunk ID or 'all' for accept/reject")
+    p.add_argument(
+        "target", nargs="?", default=None, help="FILE for stage, hunk ID or 'all' for accept/reject"
+    )
     _path(p)
     p.add_argument("--all", action="store_true", help="with commit: accept every pending hunk first")
     p.add_argument("--force", action="store_true", help="with undo: revert even if files changed since")
@@ -142,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", choices=["json", "text"], default="text")
     p.add_argument("--fail-on", choices=["low", "medium", "high"], default="high")
     p.add_argument("--model", default=None)
+    p.add_argument("--no-model", action="store_true", help="run the deterministic rules only")
     _path(p)
 
     p = sub.add_parser("mcp", help="serve the engine tools over MCP (stdio)")

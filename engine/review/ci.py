@@ -1,0 +1,199 @@
+"""`semfora ci`: review a pull request or one commit and decide approved / changes requested / blocked.
+
+Owns the review orchestration: build the semantic diff, run the rules, ask the model when one
+is configured, and compute the gate. Printing and exit codes belong to the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from engine.config import Settings, load_settings
+from engine.errors import UsageError
+from engine.review.findings import Finding, decide, risk_score, sort_findings
+from engine.review.rules import run_rules
+from engine.semantic.diff import SemanticDiff, analyze_commit, analyze_range
+from engine.store.layout import find_repo_root
+
+Mode = Literal["pr", "commit"]
+
+
+@dataclass(frozen=True)
+class ReviewReport:
+    status: str
+    risk_score: str
+    summary: str
+    findings: tuple[Finding, ...]
+    changed_symbols: tuple[dict[str, Any], ...]
+    model: str | None
+    usage: dict[str, int] | None
+    base: str
+    head: str
+    notes: tuple[str, ...] = ()
+    cost_usd: float = 0.0
+    fail_on: str = "high"
+    files: tuple[dict[str, Any], ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "risk_score": self.risk_score,
+            "summary": self.summary,
+            "findings": [f.to_json() for f in self.findings],
+            "changed_symbols": list(self.changed_symbols),
+            "model": self.model,
+            "usage": self.usage,
+            "cost_usd": round(self.cost_usd, 6),
+            "base": self.base,
+            "head": self.head,
+            "fail_on": self.fail_on,
+            "notes": list(self.notes),
+            "files": list(self.files),
+        }
+
+    def to_text(self) -> str:
+        lines = [
+            f"semfora ci: {self.status} (risk {self.risk_score}, gate {self.fail_on}) {self.base}..{self.head}"
+        ]
+        lines.append(self.summary)
+        lines.extend(f"note: {n}" for n in self.notes)
+        if self.findings:
+            lines.append("findings:")
+        for f in self.findings:
+            where = f"{f.file}:{f.line}" if f.file and f.line else (f.file or "-")
+            sym = f" [{f.symbol}]" if f.symbol else ""
+            lines.append(f"  {f.severity.upper():<6} {f.type:<11} {where}{sym}  {f.message}")
+        if self.changed_symbols:
+            lines.append(f"changed symbols ({len(self.changed_symbols)}):")
+            for s in self.changed_symbols[:50]:
+                lines.append(f"  {s['change']:<8} {s['kind']:<8} {s['symbol']}  {s['file']}:{s['line']}")
+            if len(self.changed_symbols) > 50:
+                lines.append(f"  ... {len(self.changed_symbols) - 50} more")
+        return "\n".join(lines)
+
+
+def _changed_symbols(diff: SemanticDiff) -> tuple[dict[str, Any], ...]:
+    return tuple(
+        {
+            "change": s.change,
+            "kind": s.kind,
+            "symbol": s.qualified_name,
+            "old_symbol": s.old_qualified_name if s.old_qualified_name != s.qualified_name else None,
+            "file": s.file,
+            "line": s.start_line,
+            "risk_before": s.risk_before,
+            "risk_after": s.risk_after,
+            "signature_changed": s.signature_changed,
+            "callers": s.callers_total,
+        }
+        for s in diff.symbols
+    )
+
+
+def _model_explicit(model: str | None, environ: Mapping[str, str]) -> bool:
+    """A model named by flag or SEMFORA_MODEL is required; the built-in default is optional."""
+    return bool(model) or bool(environ.get("SEMFORA_MODEL"))
+
+
+def semantic_diff_for(
+    root: Path, mode: Mode, *, base: str | None, head: str | None, commit: str | None
+) -> SemanticDiff:
+    if mode == "pr":
+        if not base:
+            raise UsageError("--mode pr needs --base (and --head, default HEAD)")
+        if commit:
+            raise UsageError("--commit belongs to --mode commit; use --base/--head with --mode pr")
+        return analyze_range(root, base, head or "HEAD")
+    if base or head:
+        raise UsageError("--base/--head belong to --mode pr; use --commit with --mode commit")
+    return analyze_commit(root, commit or "HEAD")
+
+
+def review(
+    path: str | os.PathLike[str] | None,
+    mode: Mode,
+    *,
+    base: str | None = None,
+    head: str | None = None,
+    commit: str | None = None,
+    fail_on: str = "high",
+    model: str | None = None,
+    use_model: bool = True,
+    settings: Settings | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ReviewReport:
+    """Run the whole review. Raises ModelUnavailable (exit 3) only when a named model cannot be used."""
+    env = os.environ if environ is None else environ
+    root = find_repo_root(path)
+    if settings is None:
+        settings = load_settings(root).settings
+    diff = semantic_diff_for(root, mode, base=base, head=head, commit=commit)
+    findings = run_rules(diff)
+    counts = diff.counts()
+    model_name: str | None = None
+    usage: dict[str, int] | None = None
+    cost = 0.0
+    notes = list(diff.notes)
+    model_summary = ""
+    how = "deterministic review only"
+    if not diff.files:
+        how = "nothing changed"
+    elif not use_model:
+        how = "deterministic review only (model review disabled with --no-model)"
+    else:
+        from engine.llm.base import ModelUnavailable
+        from engine.llm.select import make_reasoner
+
+        try:
+            reasoner = make_reasoner(settings, model, environ=env)
+        except ModelUnavailable as exc:
+            if _model_explicit(model, env):
+                raise
+            reasoner = None
+            how = f"deterministic review only: no model configured ({exc.message})"
+        if reasoner is not None:
+            from engine.review.model_review import review_with_model
+
+            result = review_with_model(reasoner, diff, findings)
+            findings.extend(result.findings)
+            model_name, usage, cost = result.model, result.usage.to_dict(), result.cost_usd
+            model_summary = result.summary
+            how = f"deterministic rules plus a {result.model} review"
+            if result.note:
+                notes.append(result.note)
+    findings = sort_findings(findings)
+    status = decide(findings, fail_on)
+    by_sev = {s: sum(1 for f in findings if f.severity == s) for s in ("high", "medium", "low")}
+    summary = (
+        f"{counts['files']} file(s), {len(diff.symbols)} symbol change(s); {len(findings)} finding(s) "
+        f"({by_sev['high']} high, {by_sev['medium']} medium, {by_sev['low']} low). {how}."
+    )
+    if model_summary:
+        summary += f" Model: {model_summary}"
+    return ReviewReport(
+        status=status,
+        risk_score=risk_score(findings),
+        summary=summary,
+        findings=tuple(findings),
+        changed_symbols=_changed_symbols(diff),
+        model=model_name,
+        usage=usage,
+        base=diff.base,
+        head=diff.target,
+        notes=tuple(notes),
+        cost_usd=cost,
+        fail_on=fail_on,
+        files=tuple(
+            {
+                "path": f.path,
+                "status": f.status,
+                "lines_added": f.lines_added,
+                "lines_removed": f.lines_removed,
+            }
+            for f in diff.files
+        ),
+    )

@@ -1,0 +1,63 @@
+"""Findings and the gate: severities, the review status and the overall risk score.
+
+Plain data only; the rules (rules.py, secrets.py) and the model review produce findings,
+and ci.py turns them into a status. Nothing here reads git or calls a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+Severity = Literal["low", "medium", "high"]
+Status = Literal["approved", "changes_requested", "blocked"]
+SEVERITY_ORDER: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
+# Finding types that block a change whatever the gate: a leaked credential must never be merged.
+BLOCKING_TYPES = frozenset({"secrets"})
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem a reviewer should look at; ``source`` says whether a rule or the model found it."""
+
+    severity: Severity
+    type: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+    symbol: str | None = None
+    source: str = "rule"
+    rule: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def at_least(severity: str, gate: str) -> bool:
+    return SEVERITY_ORDER.get(severity, 0) >= SEVERITY_ORDER[gate]
+
+
+def risk_score(findings: Iterable[Finding]) -> Severity:
+    """The highest severity found; ``low`` when there is nothing to say."""
+    best = 0
+    for f in findings:
+        best = max(best, SEVERITY_ORDER.get(f.severity, 0))
+    return ("low", "medium", "high")[best]  # type: ignore[return-value]
+
+
+def decide(findings: Iterable[Finding], fail_on: str) -> Status:
+    """blocked on a secret; changes_requested when a finding reaches the gate; else approved."""
+    items = list(findings)
+    if any(f.type in BLOCKING_TYPES for f in items):
+        return "blocked"
+    if any(at_least(f.severity, fail_on) for f in items):
+        return "changes_requested"
+    return "approved"
+
+
+def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
+    return sorted(
+        findings,
+        key=lambda f: (-SEVERITY_ORDER.get(f.severity, 0), f.file or "", f.line or 0, f.type, f.message),
+    )

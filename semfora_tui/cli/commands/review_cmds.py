@@ -1,0 +1,55 @@
+"""`semfora diff` and `semfora ci`: print a semantic diff or a CI review, and map the verdict to an exit code.
+
+The work happens in engine.semantic.diff and engine.review.ci; this module only picks the
+output format and the exit code (ci: 0 approved, 1 changes requested or blocked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from engine.errors import EXIT_OK, EXIT_PROBLEM
+from engine.store.layout import find_repo_root
+from semfora_tui.cli.output import print_json
+
+
+def _run_diff(args: argparse.Namespace) -> int:
+    from engine.semantic.diff import analyze_diff
+
+    root = find_repo_root(args.path)
+    diff = analyze_diff(root, args.base, args.target)
+    fmt = "json" if args.json else (args.format or ("text" if sys.stdout.isatty() else "toon"))
+    if fmt == "json":
+        print_json(diff.to_json())
+    elif fmt == "toon":
+        sys.stdout.write(diff.to_toon() + "\n")
+    else:
+        sys.stdout.write(diff.to_text() + "\n")
+    return EXIT_OK
+
+
+def _run_ci(args: argparse.Namespace) -> int:
+    from engine.review.ci import review
+
+    report = review(
+        args.path,
+        args.mode,
+        base=args.base,
+        head=args.head,
+        commit=args.commit,
+        fail_on=args.fail_on,
+        model=args.model,
+        use_model=not getattr(args, "no_model", False),
+    )
+    if args.output == "json":
+        print_json(report.to_json())
+    else:
+        sys.stdout.write(report.to_text() + "\n")
+    return EXIT_OK if report.status == "approved" else EXIT_PROBLEM
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.command == "diff":
+        return _run_diff(args)
+    return _run_ci(args)
