@@ -13,6 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SEMFORA = str(Path(sys.executable).with_name("semfora"))
 
+pytest_plugins = ["tests.fakes.fixtures"]
+
 
 @pytest.fixture(autouse=True)
 def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:

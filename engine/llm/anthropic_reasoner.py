@@ -9,6 +9,7 @@ It never logs request headers or the API key, and imports the SDK lazily.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from collections.abc import Iterator
@@ -61,30 +62,48 @@ def _redact(text: str, secret: str) -> str:
     return text.replace(secret, "[redacted]") if secret else text
 
 
-class _CancelWatcher:
-    """Closes the live stream as soon as ``cancel`` is set, so a stalled read returns promptly."""
+_PUMP_END = object()
 
-    def __init__(self, cancel: threading.Event | None, stream: Any) -> None:
-        self._cancel = cancel
-        self._stream = stream
-        self._done = threading.Event()
-        self._thread: threading.Thread | None = None
-        if cancel is not None:
-            self._thread = threading.Thread(target=self._watch, name="semfora-cancel", daemon=True)
-            self._thread.start()
 
-    def _watch(self) -> None:
-        assert self._cancel is not None
-        while not self._done.is_set():
-            if self._cancel.wait(CANCEL_POLL_SECONDS):
-                try:
-                    self._stream.close()
-                except Exception as exc:  # closing a half-read response may raise anything the transport does
-                    log.debug("closing cancelled stream: %s", type(exc).__name__)
+def _pump(stream: Any, cancel: threading.Event | None) -> Iterator[Any]:
+    """Iterate ``stream`` so that setting ``cancel`` returns at once, even during a stalled read.
+
+    Without a cancel event this is plain iteration. With one, a daemon thread reads the
+    SDK stream into a queue and the caller waits on the queue, checking the event; on cancel
+    the stream is closed and the reader thread ends when its blocked read does.
+    """
+    if cancel is None:
+        yield from stream
+        return
+    events: queue.Queue[Any] = queue.Queue()
+    abandoned = threading.Event()
+
+    def read() -> None:
+        try:
+            for item in stream:
+                if abandoned.is_set():
+                    return
+                events.put(item)
+            events.put(_PUMP_END)
+        except BaseException as exc:  # handed to the consumer thread, which re-raises it
+            events.put(exc)
+
+    threading.Thread(target=read, name="semfora-model-stream", daemon=True).start()
+    try:
+        while True:
+            try:
+                item = events.get(timeout=CANCEL_POLL_SECONDS)
+            except queue.Empty:
+                if cancel.is_set():
+                    raise ModelCancelled() from None
+                continue
+            if item is _PUMP_END:
                 return
-
-    def stop(self) -> None:
-        self._done.set()
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        abandoned.set()
 
 
 class AnthropicReasoner:
@@ -201,9 +220,8 @@ class AnthropicReasoner:
         usage = Usage()
         stop_reason: str | None = None
         finished = False
-        watcher = _CancelWatcher(cancel, stream)
         try:
-            for event in stream:
+            for event in _pump(stream, cancel):
                 if cancel is not None and cancel.is_set():
                     raise ModelCancelled(partial_text="".join(parts))
                 kind = event.type
@@ -217,8 +235,8 @@ class AnthropicReasoner:
                     usage = _usage_from(event.usage, usage)
                 elif kind == "message_stop":
                     finished = True
-        except ModelCancelled:
-            raise
+        except ModelCancelled as exc:
+            raise ModelCancelled(partial_text="".join(parts)) from exc
         except (anthropic.APIError, httpx2.HTTPError, httpx2.StreamError) as exc:
             if cancel is not None and cancel.is_set():
                 raise ModelCancelled(partial_text="".join(parts)) from exc
@@ -238,8 +256,7 @@ class AnthropicReasoner:
                 lambda n: ModelStreamInterrupted(f"{message}; gave up after {n} attempt(s)"),
             ) from exc
         finally:
-            watcher.stop()
-            stream.close()
+            _close_quietly(stream)
         if cancel is not None and cancel.is_set():
             raise ModelCancelled(partial_text="".join(parts))
         if not finished:
@@ -304,6 +321,13 @@ class _Retryable(Exception):
         self.retry_after = retry_after
         self.cause = cause
         self.final = final
+
+
+def _close_quietly(stream: Any) -> None:
+    try:
+        stream.close()
+    except Exception as exc:  # closing a half-read response from another thread may raise transport errors
+        log.debug("closing model stream: %s", type(exc).__name__)
 
 
 def _usage_from(raw: Any, previous: Usage) -> Usage:

@@ -72,7 +72,11 @@ class LiteLLMReasoner:
         max_tokens: int | None = None,
         cancel: threading.Event | None = None,
     ) -> Iterator[StreamEvent]:
+        # Offline-first: use LiteLLM's bundled price map instead of fetching it at import.
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         import litellm  # slow to import; only when a non-Claude model is really used
+
+        litellm.suppress_debug_info = True  # its "Give Feedback" banner would land in our stdout
 
         system_text = "\n\n".join(b.text for b in as_blocks(system) if b.text)
         full: list[dict[str, str]] = (

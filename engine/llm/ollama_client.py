@@ -93,6 +93,12 @@ def breaker_for(host: str) -> CircuitBreaker:
         return _BREAKERS[key]
 
 
+def reset_breakers() -> None:
+    """Forget every host's failures (tests use this so one test's dead service does not leak)."""
+    with _BREAKERS_LOCK:
+        _BREAKERS.clear()
+
+
 def normalise_host(host: str | None) -> str:
     """``OLLAMA_HOST`` forms (``host:port``, ``0.0.0.0``, trailing slash) as a base URL."""
     raw = (host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST).strip().rstrip("/")

@@ -1,0 +1,1 @@
+"""Protocol-faithful fake services (Anthropic Messages API, Ollama) for tests."""
