@@ -70,8 +70,7 @@ def _compiled(language: str) -> _Compiled | None:
     from tree_sitter_language_pack import get_language
 
     info = language_info(language)
-    scm = QUERY_DIR / f"{language}.scm"
-    if info is None or not scm.exists():
+    if info is None:
         return None
     target = RULES_CLASSES.get(language)
     if target is not None:
@@ -81,8 +80,12 @@ def _compiled(language: str) -> _Compiled | None:
         rules = LangRules()
         rules.name = language
         rules.grammar = language
+    files = [QUERY_DIR / f"{name}.scm" for name in (rules.query_files or (language,))]
+    if not all(path.exists() for path in files):
+        return None
+    source = "\n".join(path.read_text(encoding="utf-8") for path in files)
     ts_language = get_language(rules.grammar or language)  # type: ignore[arg-type]
-    return _Compiled(rules, Query(ts_language, scm.read_text(encoding="utf-8")), ts_language)
+    return _Compiled(rules, Query(ts_language, source), ts_language)
 
 
 @cache
@@ -154,6 +157,7 @@ class _Sweep:
         self.module_calls: list[CallSite] = []
         # (start_byte, end_byte) -> kind, from the ``def.<kind>`` capture names.
         self._kinds: dict[tuple[int, int], str] = {}
+        self._ids: set[str] = set()
 
     def run(self, captures: dict[str, list[Node]], root: Node, digest: str, line_count: int) -> FileAnalysis:
         rules, src = self.rules, self.src
@@ -225,7 +229,7 @@ class _Sweep:
             path=self.path,
             language=self.language,
             symbols=symbols,
-            imports=tuple(imports),
+            imports=tuple(sorted(imports, key=_import_line)),
             module_calls=tuple(self.module_calls),
             line_count=line_count,
             syntax_errors=_count_errors(root),
@@ -234,7 +238,10 @@ class _Sweep:
 
     def _kinds_by_id(self, nodes: list[Node], kind: str) -> None:
         for n in nodes:
-            self._kinds.setdefault((n.start_byte, n.end_byte), kind)
+            key = (n.start_byte, n.end_byte)
+            # "variable" is the weakest reading of a node two patterns captured.
+            if self._kinds.get(key, "variable") == "variable":
+                self._kinds[key] = kind
 
     def _open_def(self, node: Node, kind: str, stack: list[tuple[int, int, object]]) -> _Def | None:
         named = self.rules.def_name(node, kind, self.src)
@@ -252,8 +259,8 @@ class _Sweep:
                 break
         kind = named.kind
         if named.owner is not None:
-            prefix = named.owner
-            if kind == "function":
+            prefix = named.owner or None
+            if kind == "function" and prefix:
                 kind = "method"
         elif kind == "function" and container_kind in CLASS_LIKE:
             kind = "method"
@@ -268,8 +275,14 @@ class _Sweep:
         arity = rules.arity(node, record.kind, src)
         body = src[outer.start_byte : outer.end_byte]
         calls = tuple(record.calls)
+        ident = symbol_id(self.path, record.qualified, record.kind, arity)
+        duplicate = 1
+        while ident in self._ids:  # overloads and redefinitions: the n-th one gets a "#n" suffix
+            duplicate += 1
+            ident = symbol_id(self.path, f"{record.qualified}#{duplicate}", record.kind, arity)
+        self._ids.add(ident)
         return Symbol(
-            id=symbol_id(self.path, record.qualified, record.kind, arity),
+            id=ident,
             name=record.name,
             qualified_name=record.qualified,
             kind=record.kind,
@@ -280,7 +293,7 @@ class _Sweep:
             signature=rules.signature(node, src),
             doc=rules.doc(node, src),
             parent=record.parent,
-            exported=rules.exported(node, record.name, record.kind, src),
+            exported=rules.exported(node, record.name, record.kind, src, qualified=record.qualified),
             decorators=rules.decorators(node, src),
             is_async=rules.is_async(node, src),
             arity=arity,
@@ -299,6 +312,10 @@ class _Sweep:
             else Risk(),
             body_hash=hashlib.sha256(body).hexdigest(),
         )
+
+
+def _import_line(ref: ImportRef) -> int:
+    return ref.line
 
 
 def _event_key(event: tuple[int, int, int, Node]) -> tuple[int, int, int]:

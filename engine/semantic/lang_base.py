@@ -77,6 +77,8 @@ class LangRules:
 
     name: str = ""
     grammar: str = ""
+    # Query files (queries/<name>.scm) concatenated into this language's query; () = (name,).
+    query_files: tuple[str, ...] = ()
     # Node types whose parent-of-call relationship means "awaited".
     await_types: frozenset[str] = frozenset()
     comment_types: frozenset[str] = frozenset({"comment", "line_comment", "block_comment"})
@@ -148,7 +150,7 @@ class LangRules:
             count += 1
         return count
 
-    def exported(self, node: Node, name: str, kind: str, src: bytes) -> bool:
+    def exported(self, node: Node, name: str, kind: str, src: bytes, qualified: str = "") -> bool:
         return True
 
     # ---- calls and imports -------------------------------------------------

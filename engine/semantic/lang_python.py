@@ -80,7 +80,7 @@ class PythonRules(LangRules):
             count += 1
         return count
 
-    def exported(self, node: Node, name: str, kind: str, src: bytes) -> bool:
+    def exported(self, node: Node, name: str, kind: str, src: bytes, qualified: str = "") -> bool:
         return not name.startswith("_") or (name.startswith("__") and name.endswith("__"))
 
     def call_parts(self, node: Node, src: bytes) -> tuple[str, str | None] | None:

@@ -1,0 +1,234 @@
+"""Semantic diff on real git repositories: what a reviewer sees changed, symbol by symbol."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.semantic.diff import (
+    WORKING,
+    RefNotFound,
+    SemanticDiff,
+    ShallowClone,
+    analyze_commit,
+    analyze_diff,
+    analyze_range,
+)
+from tests.conftest import git
+
+BASE_APP = '''import json
+
+
+def load(path):
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def total(a, b):
+    result = a + b
+    result = result * 2
+    return result
+
+
+class Store:
+    def get(self, key):
+        return key
+
+    def put(self, key, value):
+        return (key, value)
+
+
+def gone():
+    return 1
+'''
+
+MAIN = '''from app import load
+
+
+def run():
+    return load("config.json")
+'''
+
+
+def _commit(root: Path, message: str = "change") -> str:
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def _by_name(diff: SemanticDiff) -> dict[str, object]:
+    return {s.qualified_name: s for s in diff.symbols}
+
+
+def test_modified_signature_risk_and_new_calls_with_callers(make_repo) -> None:
+    root = make_repo({"app.py": BASE_APP, "main.py": MAIN})
+    (root / "app.py").write_text(
+        BASE_APP.replace(
+            "def load(path):\n    with open(path) as fh:\n        return json.load(fh)\n",
+            "def load(path, url=None):\n    import requests\n    if url:\n        return requests.get(url).json()\n"
+            "    with open(path) as fh:\n        return json.load(fh)\n",
+        )
+    )
+    diff = analyze_diff(root)
+    assert diff.base == "HEAD" and diff.target == WORKING
+    load = _by_name(diff)["load"]
+    assert load.change == "modified"
+    assert load.signature_changed
+    assert load.signature_before.endswith("load(path)")
+    assert "url=None" in load.signature_after
+    assert [c.category for c in load.new_external_calls] == ["network"]
+    assert load.risk_after != "low" and any("network" in r for r in load.risk_reasons_added)
+    assert {(c.file, c.line) for c in load.callers} == {("main.py", 5)}
+    # Untouched symbols are not reported.
+    assert set(_by_name(diff)) == {"load"}
+
+
+def test_rename_move_add_remove_and_untracked(make_repo) -> None:
+    root = make_repo({"app.py": BASE_APP, "main.py": MAIN})
+    moved = "\n\ndef helper(x):\n    return x * 3\n"
+    (root / "app.py").write_text(
+        BASE_APP.replace("def total(a, b):", "def grand_total(a, b):").replace(
+            "def gone():\n    return 1\n", ""
+        )
+    )
+    (root / "extra.py").write_text("def fresh():\n    return eval('1')\n" + moved)
+    diff = analyze_diff(root, "HEAD", WORKING)
+    changes = {(s.change, s.qualified_name) for s in diff.symbols}
+    assert ("renamed", "grand_total") in changes
+    renamed = _by_name(diff)["grand_total"]
+    assert renamed.old_qualified_name == "total" and renamed.similarity == 1.0
+    assert ("removed", "gone") in changes
+    assert ("added", "fresh") in changes
+    extra = next(f for f in diff.files if f.path == "extra.py")
+    assert extra.status == "added"  # untracked files count in WORKING
+    fresh = _by_name(diff)["fresh"]
+    assert [c.category for c in fresh.new_external_calls] == ["eval"]
+
+
+def test_symbol_moved_between_files_is_a_move(make_repo) -> None:
+    root = make_repo({"a.py": "def shared(x):\n    y = x + 1\n    return y * 2\n", "b.py": "X = 1\n"})
+    (root / "a.py").write_text("")
+    (root / "b.py").write_text("X = 1\n\n\ndef shared(x):\n    y = x + 1\n    return y * 2\n")
+    _commit(root)
+    diff = analyze_commit(root, "HEAD")
+    shared = _by_name(diff)["shared"]
+    assert shared.change == "moved"
+    assert shared.old_file == "a.py" and shared.file == "b.py"
+
+
+def test_file_rename_keeps_symbols_as_moves_and_class_only_changes_when_its_own_lines_do(make_repo) -> None:
+    root = make_repo({"app.py": BASE_APP})
+    git(root, "mv", "app.py", "store.py")
+    text = (root / "store.py").read_text().replace("return (key, value)", "return {key: value}")
+    (root / "store.py").write_text(text)
+    _commit(root)
+    diff = analyze_commit(root, "HEAD")
+    f = diff.files[0]
+    assert (f.status, f.old_path, f.path) == ("renamed", "app.py", "store.py")
+    by = {s.qualified_name: s.change for s in f.symbols}
+    assert by["Store.put"] == "modified"
+    assert by["load"] == "moved"
+    # The class's own lines did not change: only its method did.
+    assert by.get("Store") == "moved"
+
+
+def test_binary_and_deleted_files(make_repo) -> None:
+    root = make_repo({"logo.png": b"\x89PNG\r\n\x00\x00data", "old.py": "def old():\n    return 1\n"})
+    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x00\x00other")
+    (root / "old.py").unlink()
+    _commit(root)
+    diff = analyze_commit(root)
+    files = {f.path: f for f in diff.files}
+    assert files["logo.png"].binary and files["logo.png"].symbols == ()
+    assert "binary" in files["logo.png"].note
+    assert files["old.py"].status == "deleted"
+    assert [(s.change, s.qualified_name) for s in files["old.py"].symbols] == [("removed", "old")]
+
+
+def test_merge_commit_is_compared_with_first_parent(make_repo) -> None:
+    root = make_repo({"a.py": "def a():\n    return 1\n"})
+    git(root, "checkout", "-q", "-b", "feature")
+    (root / "b.py").write_text("def b():\n    return 2\n")
+    _commit(root, "feature")
+    git(root, "checkout", "-q", "main")
+    (root / "c.py").write_text("def c():\n    return 3\n")
+    _commit(root, "main side")
+    git(root, "merge", "-q", "--no-ff", "feature", "-m", "merge feature")
+    diff = analyze_commit(root, "HEAD")
+    assert any("merge commit" in n and "first parent" in n for n in diff.notes)
+    assert [f.path for f in diff.files] == ["b.py"]
+
+
+def test_root_commit_is_compared_with_empty_tree(make_repo) -> None:
+    root = make_repo({"a.py": "def a():\n    return 1\n"})
+    diff = analyze_commit(root, "HEAD")
+    assert any("root commit" in n for n in diff.notes)
+    assert [(s.change, s.qualified_name) for s in diff.symbols] == [("added", "a")]
+
+
+def test_pr_range_uses_merge_base(make_repo) -> None:
+    root = make_repo({"a.py": "def a():\n    return 1\n"})
+    git(root, "checkout", "-q", "-b", "feature")
+    (root / "a.py").write_text("def a():\n    return 10\n")
+    _commit(root)
+    git(root, "checkout", "-q", "main")
+    (root / "z.py").write_text("def z():\n    return 0\n")
+    _commit(root, "main moved on")
+    diff = analyze_range(root, "main", "feature")
+    assert [f.path for f in diff.files] == ["a.py"]  # main's own later change is not part of the PR
+    assert any("merge base" in n for n in diff.notes)
+
+
+def test_unknown_ref_and_shallow_clone_errors(make_repo, tmp_path: Path) -> None:
+    root = make_repo({"a.py": "def a():\n    return 1\n"})
+    with pytest.raises(RefNotFound) as err:
+        analyze_diff(root, "no-such-branch")
+    assert err.value.exit_code == 2
+    for n in range(3):
+        (root / "a.py").write_text(f"def a():\n    return {n + 2}\n")
+        _commit(root)
+    clone = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{root}", str(clone)], check=True)
+    with pytest.raises(ShallowClone) as err:
+        analyze_commit(clone, "HEAD")
+    assert err.value.code == "DIFF_SHALLOW_CLONE"
+    assert "git fetch --unshallow" in err.value.hint and "fetch-depth: 0" in err.value.hint
+
+
+def test_json_and_toon_outputs_carry_the_changes(make_repo) -> None:
+    root = make_repo({"app.py": BASE_APP})
+    (root / "app.py").write_text(BASE_APP.replace("return key\n", "return key.upper()\n"))
+    diff = analyze_diff(root)
+    data = diff.to_json()
+    assert data["summary"]["modified"] == 1
+    assert data["files"][0]["symbols"][0]["qualified_name"] == "Store.get"
+    toon = diff.to_toon()
+    assert "Store.get" in toon and "modified" in toon
+    assert "{" not in toon.splitlines()[0]  # TOON, not JSON
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    bodies=st.lists(
+        st.sampled_from(["return 1", "return x + 1", "x = x * 2\n    return x", "if x:\n        return 0\n    return x"]),
+        min_size=1,
+        max_size=4,
+    ),
+    changed=st.data(),
+)
+def test_unchanged_symbols_are_never_reported(make_repo, bodies: list[str], changed: st.DataObject) -> None:
+    """Invariant: only the functions whose text changed appear in the diff, as modified."""
+    source = "".join(f"def f{i}(x):\n    {b}\n\n\n" for i, b in enumerate(bodies))
+    root = make_repo({"m.py": source})
+    touched = changed.draw(st.sets(st.integers(0, len(bodies) - 1)))
+    new = "".join(
+        f"def f{i}(x):\n    {b}{'  # edited' if i in touched else ''}\n\n\n" for i, b in enumerate(bodies)
+    )
+    (root / "m.py").write_text(new)
+    diff = analyze_diff(root)
+    assert {s.qualified_name for s in diff.symbols} == {f"f{i}" for i in touched}
+    assert all(s.change == "modified" for s in diff.symbols)

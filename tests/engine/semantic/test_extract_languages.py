@@ -1,0 +1,54 @@
+"""Every full language's fixture yields exactly the expected symbols, calls and imports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.semantic.extract import analyze_source
+from engine.semantic.languages import FULL_LANGUAGES
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "languages"
+CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.json").exists())
+
+
+def _call(call) -> str:
+    return f"{call.receiver}.{call.name}" if call.receiver else call.name
+
+
+@pytest.mark.parametrize("lang", CASES)
+def test_fixture_yields_exact_symbols_calls_and_imports(lang: str) -> None:
+    expected = json.loads((FIXTURES / lang / "expected.json").read_text(encoding="utf-8"))
+    source = (FIXTURES / lang / expected["file"]).read_bytes()
+    analysis = analyze_source(expected["file"], source)
+
+    assert analysis.language == expected["language"]
+    assert analysis.syntax_errors == 0
+    assert [[s.qualified_name, s.kind] for s in analysis.symbols] == expected["symbols"]
+    calls = {s.qualified_name: [_call(c) for c in s.calls] for s in analysis.symbols if s.calls}
+    assert calls == expected["calls"]
+    assert [_call(c) for c in analysis.module_calls] == expected["module_calls"]
+    assert [[i.module, list(i.names), i.alias] for i in analysis.imports] == expected["imports"]
+
+
+def test_every_full_language_has_a_fixture() -> None:
+    languages = set()
+    for case in CASES:
+        expected = json.loads((FIXTURES / case / "expected.json").read_text(encoding="utf-8"))
+        languages.add(expected["language"])
+    assert {info.name for info in FULL_LANGUAGES} <= languages
+
+
+@pytest.mark.parametrize("lang", CASES)
+def test_symbol_lines_and_ids_are_consistent(lang: str) -> None:
+    expected = json.loads((FIXTURES / lang / "expected.json").read_text(encoding="utf-8"))
+    source = (FIXTURES / lang / expected["file"]).read_bytes()
+    analysis = analyze_source(expected["file"], source)
+    lines = source.decode().count("\n") + 1
+    for symbol in analysis.symbols:
+        assert 1 <= symbol.start_line <= symbol.end_line <= lines
+        assert symbol.signature and "\n" not in symbol.signature
+        assert len(symbol.body_hash) == 64
+    assert len({s.id for s in analysis.symbols}) == len(analysis.symbols)
