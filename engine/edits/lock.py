@@ -1,0 +1,82 @@
+"""The per-repository edit lock that serialises commits, undos and recovery.
+
+An ``fcntl.flock`` on ``edits/commit.lock``, re-entrant inside one process, with
+a timeout after which ``LockBusy`` names the holder. The kernel drops the lock
+when a process dies, so a killed committer never blocks anyone.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from engine.errors import LockBusy
+
+# Polling interval while waiting for another process's lock; short enough to feel instant.
+LOCK_POLL_SECONDS = 0.05
+
+
+class _Held:
+    def __init__(self) -> None:
+        self.rlock = threading.RLock()
+        self.fd: int | None = None
+        self.depth = 0
+
+
+_registry: dict[str, _Held] = {}
+_registry_guard = threading.Lock()
+
+
+def _holder(path: Path) -> str:
+    try:
+        pid = path.read_text(encoding="ascii").strip()
+    except OSError:
+        return "another process"
+    return f"pid {pid}" if pid else "another process"
+
+
+@contextmanager
+def edit_lock(edits_dir: Path, *, timeout: float) -> Iterator[None]:
+    """Hold the repository's edit lock; wait up to ``timeout`` seconds, then raise LockBusy."""
+    path = edits_dir / "commit.lock"
+    with _registry_guard:
+        held = _registry.setdefault(str(path), _Held())
+    if not held.rlock.acquire(timeout=max(timeout, 0.0)):
+        raise LockBusy("another thread of this process is committing edits", hint="try again in a moment")
+    try:
+        if held.depth == 0:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        who = _holder(path)
+                        os.close(fd)
+                        raise LockBusy(
+                            f"another semfora process ({who}) is committing edits in this repository; "
+                            f"waited {timeout:g}s",
+                            hint="retry when it finishes, or raise edits.lock_timeout",
+                        ) from None
+                    time.sleep(LOCK_POLL_SECONDS)
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode("ascii"))
+            held.fd = fd
+        held.depth += 1
+        try:
+            yield
+        finally:
+            held.depth -= 1
+            if held.depth == 0 and held.fd is not None:
+                fcntl.flock(held.fd, fcntl.LOCK_UN)
+                os.close(held.fd)
+                held.fd = None
+    finally:
+        held.rlock.release()

@@ -1,0 +1,461 @@
+"""The edit protocol the model emits: SEARCH/REPLACE and SYMBOL blocks.
+
+``parse_blocks`` turns a reply into ``EditBlock``s; ``apply_blocks`` applies them
+to file texts in memory. Either every block of a reply applies or an
+``EditBlockError`` lists each failure with the nearest real lines, for a retry
+prompt. Nothing here writes to disk; staging is the session's job.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from engine.edits.errors import FileRefused, PathDenied, SecretPathDenied
+from engine.edits.sandbox import normalize_rel, resolve_in_repo
+from engine.errors import SemforaError
+
+_OPEN_SEARCH = re.compile(r"^\s*<{5,9} ?SEARCH\s*$")
+_OPEN_SYMBOL = re.compile(r"^\s*<{5,9} ?SYMBOL\s+(\S.*?)\s*$")
+_DIVIDER = re.compile(r"^\s*={5,9}\s*$")
+_CLOSE = re.compile(r"^\s*>{5,9} ?REPLACE\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+# How many numbered lines of the real file a failure shows the model at most.
+NEAREST_MAX_LINES = 12
+# Candidate windows scored with difflib when looking for the nearest real lines.
+NEAREST_CANDIDATES = 8
+
+BlockKind = Literal["search", "symbol"]
+
+
+@dataclass(frozen=True)
+class EditBlock:
+    """One edit block of a model reply. ``index`` is its 1-based position in the reply."""
+
+    path: str
+    kind: BlockKind
+    replace: str
+    search: str = ""
+    symbol: str | None = None
+    index: int = 0
+    line: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class BlockFailure:
+    """Why one block failed. ``reason`` is a stable word; ``nearest`` shows real file lines."""
+
+    index: int
+    path: str
+    reason: str
+    message: str
+    nearest: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class EditBlockError(SemforaError):
+    """At least one block of a reply failed; nothing of that reply may be staged (exit 1)."""
+
+    code = "EDIT_BLOCK_FAILED"
+
+    def __init__(self, failures: Sequence[BlockFailure]) -> None:
+        self.failures = tuple(failures)
+        first = self.failures[0]
+        more = f" (and {len(self.failures) - 1} more)" if len(self.failures) > 1 else ""
+        where = f"block {first.index} ({first.path or 'no path'})"
+        super().__init__(f"{where}: {first.message}{more}; nothing was staged")
+
+    def to_json(self) -> dict[str, object]:
+        payload = super().to_json()
+        payload["failures"] = [f.to_json() for f in self.failures]
+        return payload
+
+    def retry_prompt(self) -> str:
+        """A message for the model: each failed block, why, and the file's nearest real lines."""
+        parts = ["None of your edit blocks were applied because these failed:"]
+        for f in self.failures:
+            parts.append(f"\nBlock {f.index} for {f.path or '(no path)'}: {f.message}")
+            if f.nearest:
+                parts.append("The nearest real lines of the file are:\n" + f.nearest)
+        parts.append("\nSend corrected blocks for every change (SEARCH must copy the file's lines exactly).")
+        return "\n".join(parts)
+
+
+# ---------------------------------------------------------------------------- parsing
+
+
+def _clean_path_line(line: str) -> str | None:
+    text = line.strip()
+    if not text or _FENCE.match(text):
+        return None
+    text = text.lstrip("#").strip().strip("*`'\"").strip()
+    if text.lower().startswith("file:"):
+        text = text[5:].strip()
+    text = text.rstrip(":").strip("`").strip()
+    if not text or any(ch.isspace() for ch in text):
+        return None
+    return text
+
+
+def _body(lines: list[str]) -> str:
+    return "".join(line + "\n" for line in lines)
+
+
+def parse_blocks(text: str) -> list[EditBlock]:
+    """Every block in ``text`` (fenced or not, LF or CRLF); raises EditBlockError if any is malformed."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    blocks: list[EditBlock] = []
+    failures: list[BlockFailure] = []
+    last_path = ""
+    prose_start = 0
+    i = 0
+    ordinal = 0
+    while i < len(lines):
+        line = lines[i]
+        search_open = _OPEN_SEARCH.match(line)
+        symbol_open = _OPEN_SYMBOL.match(line)
+        if not (search_open or symbol_open):
+            i += 1
+            continue
+        ordinal += 1
+        start_line = i + 1
+        path = None
+        for back in range(i - 1, prose_start - 1, -1):
+            if not lines[back].strip() or _FENCE.match(lines[back]):
+                continue
+            path = _clean_path_line(lines[back])
+            break
+        path = path or last_path
+        i += 1
+        first: list[str] = []
+        second: list[str] = []
+        section = first
+        closed = False
+        divided = False
+        while i < len(lines):
+            cur = lines[i]
+            if _OPEN_SEARCH.match(cur) or _OPEN_SYMBOL.match(cur):
+                break
+            if _CLOSE.match(cur):
+                closed = True
+                i += 1
+                break
+            if search_open and not divided and _DIVIDER.match(cur):
+                divided = True
+                section = second
+                i += 1
+                continue
+            section.append(cur)
+            i += 1
+        prose_start = i
+        if not path:
+            failures.append(
+                BlockFailure(
+                    ordinal,
+                    "",
+                    "missing_path",
+                    "no file path before the block (put the path on the line above it)",
+                )
+            )
+            continue
+        last_path = path
+        if not closed or (search_open and not divided):
+            missing = "'=======' divider" if search_open and not divided else "'>>>>>>> REPLACE' line"
+            failures.append(BlockFailure(ordinal, path, "truncated", f"block is truncated: no {missing}"))
+            continue
+        if symbol_open:
+            blocks.append(
+                EditBlock(
+                    path=path,
+                    kind="symbol",
+                    replace=_body(first),
+                    symbol=symbol_open.group(1),
+                    index=ordinal,
+                    line=start_line,
+                )
+            )
+        else:
+            blocks.append(
+                EditBlock(
+                    path=path,
+                    kind="search",
+                    search=_body(first),
+                    replace=_body(second),
+                    index=ordinal,
+                    line=start_line,
+                )
+            )
+    if failures:
+        raise EditBlockError(failures)
+    return blocks
+
+
+# ---------------------------------------------------------------------------- applying
+
+
+def split_lines(text: str) -> tuple[list[str], bool]:
+    """LF text → lines without terminators, and whether it ended with a newline."""
+    if text == "":
+        return [], False
+    final = text.endswith("\n")
+    body = text[:-1] if final else text
+    return body.split("\n"), final
+
+
+def join_lines(lines: Sequence[str], final_newline: bool) -> str:
+    if not lines:
+        return ""
+    return "\n".join(lines) + ("\n" if final_newline else "")
+
+
+def _ws(line: str) -> str:
+    return " ".join(line.split())
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def find_lines(hay: Sequence[str], needle: Sequence[str], key: Callable[[str], str]) -> list[int]:
+    if not needle or len(needle) > len(hay):
+        return []
+    kh = [key(x) for x in hay]
+    kn = [key(x) for x in needle]
+    n = len(kn)
+    return [i for i in range(len(kh) - n + 1) if kh[i] == kn[0] and kh[i : i + n] == kn]
+
+
+def _reindent(replace: list[str], search_line: str, file_line: str) -> list[str]:
+    """Shift replacement lines by the indentation difference between SEARCH and the file."""
+    want, have = _indent(file_line), _indent(search_line)
+    if want == have:
+        return replace
+    if want.startswith(have):
+        extra = want[len(have) :]
+        return [extra + r if r.strip() else r for r in replace]
+    if have.startswith(want):
+        cut = len(have) - len(want)
+        return [r[cut:] if r[:cut].strip() == "" else r.lstrip() for r in replace]
+    return replace
+
+
+def _trim_blank(lines: list[str]) -> tuple[list[str], int, int]:
+    lead = 0
+    while lead < len(lines) and not lines[lead].strip():
+        lead += 1
+    tail = 0
+    while tail < len(lines) - lead and not lines[len(lines) - 1 - tail].strip():
+        tail += 1
+    return lines[lead : len(lines) - tail], lead, tail
+
+
+def _drop_blank(lines: list[str], lead: int, tail: int) -> list[str]:
+    out = list(lines)
+    while lead and out and not out[0].strip():
+        out.pop(0)
+        lead -= 1
+    while tail and out and not out[-1].strip():
+        out.pop()
+        tail -= 1
+    return out
+
+
+def numbered(lines: Sequence[str], start: int, stop: int) -> str:
+    start = max(0, start)
+    stop = min(len(lines), stop)
+    return "\n".join(f"{n + 1:>5}| {lines[n]}" for n in range(start, stop))
+
+
+def nearest_lines(hay: Sequence[str], needle: Sequence[str]) -> str:
+    """The window of ``hay`` most like ``needle``, numbered, for a retry prompt."""
+    if not hay:
+        return "(the file is empty)"
+    size = max(1, min(len(needle), NEAREST_MAX_LINES))
+    keys: dict[str, list[int]] = {}
+    for j, line in enumerate(needle):
+        if line.strip():
+            keys.setdefault(_ws(line), []).append(j)
+    votes: dict[int, int] = {}
+    for i, line in enumerate(hay):
+        for j in keys.get(_ws(line), ()):
+            votes[i - j] = votes.get(i - j, 0) + 1
+    if not votes:
+        first = next((x for x in needle if x.strip()), "")
+        best_i = max(range(len(hay)), key=lambda i: difflib.SequenceMatcher(None, hay[i], first).ratio())
+        return numbered(hay, best_i, best_i + size)
+    top = sorted(votes, key=lambda s: -votes[s])[:NEAREST_CANDIDATES]
+    want = "\n".join(needle)
+
+    def score(s: int) -> float:
+        window = "\n".join(hay[max(0, s) : max(0, s) + len(needle)])
+        return difflib.SequenceMatcher(None, window, want, autojunk=False).ratio()
+
+    best = max(top, key=score)
+    return numbered(hay, best, best + size)
+
+
+def _apply_search(path: str, current: str | None, block: EditBlock) -> str | BlockFailure:
+    if not block.search.strip():
+        if current is not None and current.strip():
+            return BlockFailure(
+                block.index,
+                path,
+                "file_exists",
+                "an empty SEARCH creates a new file, but this file already exists and is not empty",
+                nearest=numbered(split_lines(current)[0], 0, NEAREST_MAX_LINES),
+            )
+        return block.replace
+    if current is None:
+        return BlockFailure(block.index, path, "unknown_file", f"{path} does not exist in the repository")
+    hay, final = split_lines(current)
+    needle, _ = split_lines(block.search)
+    replace, _ = split_lines(block.replace)
+    trimmed, lead, tail = _trim_blank(needle)
+    attempts: list[tuple[list[str], list[str], Callable[[str], str], bool]] = [
+        (needle, replace, str, False),
+        (needle, replace, _ws, True),
+    ]
+    if (lead or tail) and trimmed:
+        cut = _drop_blank(replace, lead, tail)
+        attempts += [(trimmed, cut, str, False), (trimmed, cut, _ws, True)]
+    for probe, repl, key, reindent in attempts:
+        hits = find_lines(hay, probe, key)
+        if len(hits) > 1:
+            where = ", ".join(str(h + 1) for h in hits[:5])
+            shown = "\n...\n".join(numbered(hay, h, h + min(len(probe), 4)) for h in hits[:3])
+            return BlockFailure(
+                block.index,
+                path,
+                "ambiguous",
+                f"SEARCH matches {len(hits)} places (lines {where}); add surrounding lines to make it unique",
+                nearest=shown,
+            )
+        if hits:
+            at = hits[0]
+            if reindent:
+                first = next((k for k, s in enumerate(probe) if s.strip()), 0)
+                repl = _reindent(repl, probe[first], hay[at + first])
+            return join_lines(hay[:at] + repl + hay[at + len(probe) :], final or not hay)
+    return BlockFailure(
+        block.index, path, "no_match", "SEARCH does not match the file", nearest=nearest_lines(hay, needle)
+    )
+
+
+AnalyzeFn = Callable[[str, bytes], Any]
+
+
+def _default_analyze() -> AnalyzeFn | None:
+    try:
+        from engine.semantic.extract import analyze_source
+    except ImportError:
+        return None
+    return analyze_source
+
+
+def _apply_symbol(
+    path: str, current: str | None, block: EditBlock, analyze: AnalyzeFn | None
+) -> str | BlockFailure:
+    if current is None:
+        return BlockFailure(block.index, path, "unknown_file", f"{path} does not exist in the repository")
+    analyze = analyze or _default_analyze()
+    if analyze is None:
+        return BlockFailure(block.index, path, "symbol_unsupported", "symbol lookup is not available")
+    try:
+        analysis = analyze(path, current.encode("utf-8"))
+    except (SemforaError, ValueError, LookupError) as exc:
+        return BlockFailure(
+            block.index, path, "symbol_unsupported", f"cannot parse {path} for symbols: {exc}"
+        )
+    if getattr(analysis, "language", "") == "unknown":
+        return BlockFailure(
+            block.index,
+            path,
+            "symbol_unsupported",
+            f"{path} is not in a language semfora parses; use SEARCH/REPLACE",
+        )
+    symbols = list(getattr(analysis, "symbols", ()) or ())
+    wanted = block.symbol or ""
+    found = [s for s in symbols if s.qualified_name == wanted] or [s for s in symbols if s.name == wanted]
+    hay, final = split_lines(current)
+    if not found:
+        names = sorted({s.qualified_name for s in symbols})
+        close = difflib.get_close_matches(wanted, names, n=5, cutoff=0.5) or names[:10]
+        return BlockFailure(
+            block.index,
+            path,
+            "symbol_not_found",
+            f"no symbol {wanted!r} in {path}",
+            nearest="symbols in the file: " + ", ".join(close) if close else "",
+        )
+    if len(found) > 1:
+        lines = ", ".join(str(s.start_line) for s in found)
+        return BlockFailure(
+            block.index,
+            path,
+            "symbol_ambiguous",
+            f"{wanted!r} is defined {len(found)} times (lines {lines}); use SEARCH/REPLACE",
+        )
+    sym = found[0]
+    start, end = sym.start_line - 1, sym.end_line
+    new_lines, _ = split_lines(block.replace)
+    first_new = next((ln for ln in new_lines if ln.strip()), "")
+    if first_new.lstrip().startswith("@"):
+        while start > 0 and hay[start - 1].lstrip().startswith("@"):
+            start -= 1
+    orig_indent = _indent(hay[start]) if start < len(hay) else ""
+    new_indent = _indent(first_new)
+    if len(new_indent) < len(orig_indent) and orig_indent.startswith(new_indent):
+        extra = orig_indent[len(new_indent) :]
+        new_lines = [extra + ln if ln.strip() else ln for ln in new_lines]
+    return join_lines(hay[:start] + new_lines + hay[end:], final)
+
+
+def apply_blocks(
+    root: str | Path,
+    blocks: Sequence[EditBlock],
+    read_file: Callable[[str], str | None],
+    *,
+    deny: Sequence[str] | None = None,
+    analyze: AnalyzeFn | None = None,
+) -> dict[str, str]:
+    """Apply ``blocks`` in order to texts from ``read_file(rel) -> LF text | None``.
+
+    Returns ``{relative path: new LF text}`` for every touched file, or raises
+    EditBlockError listing every failed block (then nothing may be staged).
+    """
+    working: dict[str, str] = {}
+    failures: list[BlockFailure] = []
+    for block in blocks:
+        try:
+            rel = normalize_rel(Path(root), block.path)
+            resolve_in_repo(root, rel, deny=deny)
+            current = working[rel] if rel in working else read_file(rel)
+        except SecretPathDenied as exc:
+            failures.append(BlockFailure(block.index, block.path, "secret_path", exc.message))
+            continue
+        except PathDenied as exc:
+            failures.append(BlockFailure(block.index, block.path, "outside_repo", exc.message))
+            continue
+        except FileRefused as exc:
+            failures.append(BlockFailure(block.index, block.path, "refused", exc.message))
+            continue
+        if block.kind == "symbol":
+            result = _apply_symbol(rel, current, block, analyze)
+        else:
+            result = _apply_search(rel, current, block)
+        if isinstance(result, BlockFailure):
+            failures.append(result)
+        else:
+            working[rel] = result
+    if failures:
+        raise EditBlockError(failures)
+    return working

@@ -1,0 +1,757 @@
+"""EditSession: the pending change set a user reviews hunk by hunk, persisted across restarts.
+
+It stages whole contents, edit blocks and deletions; keeps each file's original
+text, hash and format; tracks hunk states; and commits the accepted hunks through
+the atomic writer. It never writes a repository file itself and knows no UI.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import secrets
+import stat
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.config import Settings
+from engine.edits.aftercommit import CheckResult, GitCommitResult, git_commit_paths, run_check
+from engine.edits.errors import EditConflict, FileRefused, HunkNotFound, NoEditBlocks, SessionCorrupt
+from engine.edits.hunks import Hunk, HunkId, HunkState, RawHunk, apply_selected, diff_hunks, hunk_id, view
+from engine.edits.protocol import (
+    AnalyzeFn,
+    EditBlock,
+    apply_blocks,
+    find_lines,
+    join_lines,
+    parse_blocks,
+    split_lines,
+)
+from engine.edits.sandbox import check_editable, normalize_rel, resolve_in_repo
+from engine.edits.textformat import TextFormat, conform, decode, encode, sha256_bytes
+from engine.edits.writer import FileWrite, apply_change_set, read_bytes_or_none, write_json_atomic
+from engine.errors import NotFoundError
+from engine.store.layout import RepoLayout
+
+SESSION_VERSION = 1
+SESSION_FILE = "session.json"
+# Shortest hunk-id prefix accepted from a user; shorter ones match too much.
+MIN_ID_PREFIX = 4
+# Lines of context around a hunk when looking for it again in a file changed on disk.
+REBASE_CONTEXT = 3
+DEFAULT_COMMIT_MESSAGE = "semfora: apply edits"
+
+
+@dataclass
+class _Record:
+    """The persisted state of one staged file (mutable; never leaves this module)."""
+
+    path: str
+    kind: str
+    base_hash: str | None
+    original: str
+    target: str
+    fmt: TextFormat
+    mode: int | None
+    states: dict[str, str] = field(default_factory=dict)
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    syntax_error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "base_hash": self.base_hash,
+            "original": self.original,
+            "target": self.target,
+            "format": self.fmt.to_json(),
+            "mode": self.mode,
+            "states": self.states,
+            "conflicts": self.conflicts,
+            "syntax_error": self.syntax_error,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> _Record:
+        return cls(
+            path=data["path"],
+            kind=data["kind"],
+            base_hash=data.get("base_hash"),
+            original=data["original"],
+            target=data["target"],
+            fmt=TextFormat.from_json(data.get("format", {})),
+            mode=data.get("mode"),
+            states=dict(data.get("states", {})),
+            conflicts=list(data.get("conflicts", [])),
+            syntax_error=data.get("syntax_error"),
+        )
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One staged file as reviewers see it: its hunks and their states."""
+
+    path: str
+    kind: str
+    hunks: tuple[Hunk, ...]
+    stale: bool = False
+    syntax_error: str | None = None
+
+    def count(self, state: HunkState) -> int:
+        return sum(1 for h in self.hunks if h.state == state and not h.conflict)
+
+    @property
+    def pending(self) -> int:
+        return self.count("pending")
+
+    @property
+    def accepted(self) -> int:
+        return self.count("accepted")
+
+    @property
+    def rejected(self) -> int:
+        return self.count("rejected")
+
+    @property
+    def conflicts(self) -> int:
+        return sum(1 for h in self.hunks if h.conflict)
+
+    @property
+    def added(self) -> int:
+        return sum(len(h.new_lines) for h in self.hunks if not h.conflict)
+
+    @property
+    def removed(self) -> int:
+        return sum(len(h.old_lines) for h in self.hunks if not h.conflict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "stale": self.stale,
+            "syntax_error": self.syntax_error,
+            "added": self.added,
+            "removed": self.removed,
+            "counts": {
+                "pending": self.pending,
+                "accepted": self.accepted,
+                "rejected": self.rejected,
+                "conflicts": self.conflicts,
+            },
+            "hunks": [h.to_json() for h in self.hunks],
+        }
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What a commit did; ``committed`` is False when no hunk was accepted (nothing changed)."""
+
+    committed: bool
+    message: str
+    files: tuple[str, ...] = ()
+    hunks: int = 0
+    txid: str | None = None
+    remaining: int = 0
+    git: GitCommitResult | None = None
+    checks: tuple[CheckResult, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "committed": self.committed,
+            "message": self.message,
+            "files": list(self.files),
+            "hunks": self.hunks,
+            "txid": self.txid,
+            "remaining": self.remaining,
+            "git": self.git.to_json() if self.git else None,
+            "checks": [c.to_json() for c in self.checks],
+        }
+
+
+@dataclass(frozen=True)
+class RebaseReport:
+    """Files whose disk content changed, hunks re-applied onto it, hunks now in conflict."""
+
+    files: tuple[str, ...] = ()
+    reapplied: tuple[str, ...] = ()
+    conflicts: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": True,
+            "files": list(self.files),
+            "reapplied": list(self.reapplied),
+            "conflicts": list(self.conflicts),
+            "dropped": list(self.dropped),
+        }
+
+
+def _raw_hunks(rec: _Record) -> list[RawHunk]:
+    if rec.kind == "delete":
+        lines = tuple(split_lines(rec.original)[0])
+        hid = hunk_id(rec.path, ("<delete>",), (rec.base_hash or "",), 0)
+        return [RawHunk(hid, 0, len(lines), 0, 0, lines, ())]
+    return diff_hunks(rec.path, rec.original, rec.target)
+
+
+def _relocate(
+    original: str, raws: Sequence[RawHunk], new_text: str
+) -> tuple[str, list[RawHunk], list[RawHunk]]:
+    """Re-apply ``raws`` (made against ``original``) onto ``new_text``; returns (text, placed, conflicted)."""
+    a, _ = split_lines(original)
+    hay, final = split_lines(new_text)
+    spots: list[tuple[int, int, RawHunk]] = []
+    conflicted: list[RawHunk] = []
+    for r in raws:
+        before = a[max(0, r.i1 - REBASE_CONTEXT) : r.i1]
+        after = a[r.i2 : r.i2 + REBASE_CONTEXT]
+        old = list(r.old_lines)
+        attempts = [(before + old + after, len(before))]
+        if old:
+            attempts.append((old, 0))
+        where: int | None = None
+        for probe, offset in attempts:
+            if not probe:
+                continue
+            hits = find_lines(hay, probe, str)
+            if len(hits) == 1:
+                where = hits[0] + offset
+                break
+            if len(hits) > 1:
+                break
+        if (
+            where is None
+            or any(where < end and start < where + len(old) for start, end, _ in spots)
+            or any(start == where and not old for start, _e, _r in spots)
+        ):
+            conflicted.append(r)
+            continue
+        spots.append((where, where + len(old), r))
+    out = list(hay)
+    for start, end, r in sorted(spots, key=lambda s: s[0], reverse=True):
+        out[start:end] = list(r.new_lines)
+    placed = [r for _s, _e, r in spots]
+    return join_lines(out, final or not hay), placed, conflicted
+
+
+class EditSession:
+    """The pending change set of one repository. Load it with ``load_or_create``."""
+
+    def __init__(
+        self, layout: RepoLayout, settings: Settings | None = None, *, analyze: AnalyzeFn | None = None
+    ) -> None:
+        self.layout = layout
+        self.settings = settings or Settings()
+        self._analyze = analyze
+        self.id = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+        self.task: str | None = None
+        self.created_at = time.time()
+        self._records: dict[str, _Record] = {}
+
+    # ------------------------------------------------------------------ persistence
+
+    @property
+    def path(self) -> Path:
+        return self.layout.edits_dir / SESSION_FILE
+
+    @classmethod
+    def load_or_create(
+        cls, layout: RepoLayout, settings: Settings | None = None, *, analyze: AnalyzeFn | None = None
+    ) -> EditSession:
+        """The pending session of ``layout`` exactly as last saved, or a new empty one."""
+        session = cls(layout, settings, analyze=analyze)
+        path = session.path
+        if not path.exists():
+            return session
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            session.id = data["id"]
+            session.task = data.get("task")
+            session.created_at = data.get("created_at", session.created_at)
+            session._records = {r["path"]: _Record.from_json(r) for r in data.get("files", [])}
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            aside = path.with_name(f"session.corrupt-{int(time.time())}.json")
+            path.replace(aside)
+            raise SessionCorrupt(
+                f"the pending edit session could not be read ({exc}); it was moved to {aside}",
+                hint="run the command again to start a new session",
+            ) from exc
+        return session
+
+    def save(self) -> None:
+        if not self._records:
+            self.path.unlink(missing_ok=True)
+            return
+        write_json_atomic(
+            self.path,
+            {
+                "version": SESSION_VERSION,
+                "id": self.id,
+                "task": self.task,
+                "created_at": self.created_at,
+                "updated_at": time.time(),
+                "files": [r.to_json() for r in self._records.values()],
+            },
+        )
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def is_empty(self) -> bool:
+        return not self._records
+
+    def _hunk_views(self, rec: _Record) -> list[Hunk]:
+        views = [
+            view(
+                rec.path,
+                rec.original,
+                r,
+                rec.states.get(r.id, "pending"),  # type: ignore[arg-type]
+                syntax_error=rec.syntax_error,
+            )
+            for r in _raw_hunks(rec)
+        ]
+        for c in rec.conflicts:
+            views.append(
+                Hunk(
+                    id=HunkId(c["id"]),
+                    path=rec.path,
+                    state=rec.states.get(c["id"], "pending"),  # type: ignore[arg-type]
+                    old_start=0,
+                    old_count=len(c["old_lines"]),
+                    new_start=0,
+                    new_count=len(c["new_lines"]),
+                    old_lines=tuple(c["old_lines"]),
+                    new_lines=tuple(c["new_lines"]),
+                    conflict=True,
+                )
+            )
+        return views
+
+    def _disk_hash(self, rel: str) -> str | None:
+        return sha256_bytes(read_bytes_or_none(self.layout.root / rel))
+
+    def files(self) -> list[FileChange]:
+        """Every staged file with its hunks, in staging order."""
+        return [
+            FileChange(
+                rec.path,
+                rec.kind,
+                tuple(self._hunk_views(rec)),
+                stale=self._disk_hash(rec.path) != rec.base_hash,
+                syntax_error=rec.syntax_error,
+            )
+            for rec in self._records.values()
+        ]
+
+    def hunks(self) -> list[Hunk]:
+        return [h for f in self.files() for h in f.hunks]
+
+    def to_json(self) -> dict[str, Any]:
+        files = self.files()
+        return {
+            "ok": True,
+            "session": self.id,
+            "task": self.task,
+            "files": [f.to_json() for f in files],
+            "counts": {
+                "files": len(files),
+                "hunks": sum(len(f.hunks) for f in files),
+                "pending": sum(f.pending for f in files),
+                "accepted": sum(f.accepted for f in files),
+                "rejected": sum(f.rejected for f in files),
+                "conflicts": sum(f.conflicts for f in files),
+            },
+        }
+
+    # ------------------------------------------------------------------ staging
+
+    def _read_disk(self, rel: str) -> tuple[bytes | None, Path]:
+        target = resolve_in_repo(self.layout.root, rel, deny=self.settings.edits.deny)
+        data = read_bytes_or_none(target)
+        if data is not None:
+            check_editable(rel, data, max_bytes=self.settings.edits.max_file_bytes)
+        return data, target
+
+    def _new_record(self, rel: str) -> _Record:
+        data, target = self._read_disk(rel)
+        if data is None:
+            return _Record(rel, "create", None, "", "", TextFormat(), None)
+        text, fmt = decode(data)
+        return _Record(
+            rel, "modify", sha256_bytes(data), text, text, fmt, stat.S_IMODE(target.stat().st_mode)
+        )
+
+    def _rel(self, path: str) -> str:
+        rel = normalize_rel(self.layout.root, path)
+        resolve_in_repo(self.layout.root, rel, deny=self.settings.edits.deny)
+        return rel
+
+    def _refresh(self, rec: _Record) -> None:
+        raws = _raw_hunks(rec)
+        live = {r.id for r in raws} | {c["id"] for c in rec.conflicts}
+        rec.states = {k: v for k, v in rec.states.items() if k in live}
+        if not raws and not rec.conflicts:
+            self._records.pop(rec.path, None)
+            return
+        rec.syntax_error = self._syntax_error(rec)
+
+    def _syntax_error(self, rec: _Record) -> str | None:
+        if rec.kind == "delete":
+            return None
+        analyze = self._analyze
+        if analyze is None:
+            try:
+                from engine.semantic.extract import analyze_source
+            except ImportError:
+                return None
+            analyze = analyze_source
+        try:
+            before = analyze(rec.path, rec.original.encode("utf-8")).syntax_errors if rec.original else 0
+            after = analyze(rec.path, rec.target.encode("utf-8")).syntax_errors
+        except (ValueError, LookupError, AttributeError):
+            return None
+        if after > before:
+            return f"introduces {after - before} syntax error(s) (tree-sitter)"
+        return None
+
+    def _stage_text(self, rel: str, text: str) -> None:
+        rec = self._records.get(rel) or self._new_record(rel)
+        if rec.kind == "delete":
+            rec.kind = "modify" if rec.base_hash is not None else "create"
+        text = text.replace("\r\n", "\n")
+        if rec.base_hash is not None:
+            text = conform(text, rec.fmt)
+        data = encode(text, rec.fmt)
+        if len(data) > self.settings.edits.max_file_bytes or "\x00" in text:
+            check_editable(rel, data, max_bytes=self.settings.edits.max_file_bytes)
+            raise FileRefused(f"{rel}: the new content contains a NUL byte", code="BINARY_FILE")
+        rec.target = text
+        self._records[rel] = rec
+        self._refresh(rec)
+
+    def _transaction(self) -> dict[str, _Record]:
+        return copy.deepcopy(self._records)
+
+    def stage_content(self, path: str, new_text: str) -> FileChange | None:
+        """Stage a whole new content for ``path`` (created if missing); None when it changes nothing."""
+        rel = self._rel(path)
+        self._stage_text(rel, new_text)
+        self.save()
+        return self._file(rel)
+
+    def stage_blocks(self, blocks: str | Sequence[EditBlock], *, task: str | None = None) -> list[FileChange]:
+        """Stage a model reply (text) or parsed blocks: all of them, or none (EditBlockError)."""
+        parsed = parse_blocks(blocks) if isinstance(blocks, str) else list(blocks)
+        if not parsed:
+            raise NoEditBlocks("no edit blocks found (expected SEARCH/REPLACE or SYMBOL blocks)")
+
+        def read_file(rel: str) -> str | None:
+            rec = self._records.get(rel)
+            if rec is not None:
+                return None if rec.kind == "delete" else rec.target
+            data, _ = self._read_disk(rel)
+            return None if data is None else decode(data)[0]
+
+        results = apply_blocks(
+            self.layout.root, parsed, read_file, deny=self.settings.edits.deny, analyze=self._analyze
+        )
+        before = self._transaction()
+        try:
+            for rel, text in results.items():
+                self._stage_text(rel, text)
+        except Exception:
+            self._records = before
+            raise
+        if task:
+            self.task = task
+        self.save()
+        return [f for f in (self._file(rel) for rel in results) if f is not None]
+
+    def stage_delete(self, path: str) -> FileChange | None:
+        """Stage the deletion of ``path``; dropping a file that was only staged for creation."""
+        rel = self._rel(path)
+        rec = self._records.get(rel) or self._new_record(rel)
+        if rec.base_hash is None:
+            if rel in self._records:
+                del self._records[rel]
+                self.save()
+                return None
+            raise NotFoundError(f"cannot delete {rel}: it does not exist", code="FILE_NOT_FOUND")
+        rec.kind = "delete"
+        rec.target = ""
+        self._records[rel] = rec
+        self._refresh(rec)
+        self.save()
+        return self._file(rel)
+
+    def _file(self, rel: str) -> FileChange | None:
+        return next((f for f in self.files() if f.path == rel), None)
+
+    # ------------------------------------------------------------------ review
+
+    def _find(self, hunk: str) -> tuple[_Record, str, bool]:
+        key = hunk.strip().lower()
+        matches: list[tuple[_Record, str, bool]] = []
+        if len(key) >= MIN_ID_PREFIX:
+            for rec in self._records.values():
+                for r in _raw_hunks(rec):
+                    if r.id.startswith(key):
+                        matches.append((rec, r.id, False))
+                for c in rec.conflicts:
+                    if c["id"].startswith(key):
+                        matches.append((rec, c["id"], True))
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise HunkNotFound(f"hunk id {hunk!r} is ambiguous ({len(matches)} hunks); type more characters")
+        raise HunkNotFound(f"no staged hunk with id {hunk!r}", hint="`semfora edits list` shows the ids")
+
+    def _set(self, hunk: str, state: HunkState | None) -> HunkState:
+        rec, hid, conflict = self._find(hunk)
+        current = rec.states.get(hid, "pending")
+        new: HunkState = state or ("rejected" if current == "accepted" else "accepted")
+        if conflict and new == "accepted":
+            raise EditConflict(
+                f"hunk {hid} in {rec.path} conflicts with the file on disk and cannot be accepted",
+                paths=(rec.path,),
+                hint="reject it, or stage the change again",
+            )
+        rec.states[hid] = new
+        self.save()
+        return new
+
+    def accept(self, hunk: str) -> HunkState:
+        return self._set(hunk, "accepted")
+
+    def reject(self, hunk: str) -> HunkState:
+        return self._set(hunk, "rejected")
+
+    def toggle(self, hunk: str) -> HunkState:
+        """pending/rejected → accepted, accepted → rejected; returns the new state."""
+        return self._set(hunk, None)
+
+    def _set_file(self, path: str, state: HunkState) -> int:
+        rel = normalize_rel(self.layout.root, path)
+        rec = self._records.get(rel)
+        if rec is None:
+            raise HunkNotFound(f"{rel} has no staged change")
+        n = 0
+        for r in _raw_hunks(rec):
+            rec.states[r.id] = state
+            n += 1
+        if state == "rejected":
+            for c in rec.conflicts:
+                rec.states[c["id"]] = state
+                n += 1
+        self.save()
+        return n
+
+    def accept_file(self, path: str) -> int:
+        return self._set_file(path, "accepted")
+
+    def reject_file(self, path: str) -> int:
+        return self._set_file(path, "rejected")
+
+    def has_file(self, path: str) -> bool:
+        try:
+            return normalize_rel(self.layout.root, path) in self._records
+        except Exception:  # a malformed path is simply not a staged file
+            return False
+
+    def _set_all(self, state: HunkState, *, only_pending: bool = False) -> int:
+        n = 0
+        for rec in self._records.values():
+            for r in _raw_hunks(rec):
+                if only_pending and rec.states.get(r.id, "pending") != "pending":
+                    continue
+                rec.states[r.id] = state
+                n += 1
+        self.save()
+        return n
+
+    def accept_all(self) -> int:
+        return self._set_all("accepted")
+
+    def reject_all(self) -> int:
+        return self._set_all("rejected")
+
+    # ------------------------------------------------------------------ diffs
+
+    def _accepted_text(self, rec: _Record) -> tuple[str | None, int]:
+        raws = _raw_hunks(rec)
+        chosen = {r.id for r in raws if rec.states.get(r.id) == "accepted"}
+        if not chosen:
+            return rec.original, 0
+        if rec.kind == "delete":
+            return None, 1
+        return apply_selected(rec.original, rec.target, raws, chosen), len(chosen)
+
+    def preview(self) -> str:
+        """The unified diff of the accepted hunks only (what `commit` would write)."""
+        out: list[str] = []
+        for rec in self._records.values():
+            text, n = self._accepted_text(rec)
+            if not n:
+                continue
+            old_name = f"a/{rec.path}" if rec.base_hash is not None else "/dev/null"
+            new_name = f"b/{rec.path}" if text is not None else "/dev/null"
+            if rec.syntax_error:
+                out.append(f"# warning: {rec.path}: {rec.syntax_error}\n")
+            out.extend(
+                difflib.unified_diff(
+                    rec.original.splitlines(True), (text or "").splitlines(True), old_name, new_name
+                )
+            )
+            if out and not out[-1].endswith("\n"):
+                out[-1] += "\n\\ No newline at end of file\n"
+        return "".join(out)
+
+    def show(self) -> str:
+        """Every staged hunk with its id and state, as a unified diff."""
+        out: list[str] = []
+        for f in self.files():
+            rec = self._records[f.path]
+            old_name = f"a/{f.path}" if rec.base_hash is not None else "/dev/null"
+            new_name = "/dev/null" if f.kind == "delete" else f"b/{f.path}"
+            flags = " (changed on disk: run `semfora edits rebase`)" if f.stale else ""
+            out.append(f"--- {old_name}\n+++ {new_name}{flags}\n")
+            if f.syntax_error:
+                out.append(f"# warning: {f.syntax_error}\n")
+            for h in f.hunks:
+                mark = " CONFLICT" if h.conflict else ""
+                out.append(f"{h.header} [{h.id}] {h.state}{mark}\n")
+                out.extend(line + "\n" for line in h.lines)
+        return "".join(out)
+
+    # ------------------------------------------------------------------ commit, rollback, rebase
+
+    def commit(
+        self, *, all: bool = False, message: str | None = None, run_checks: bool = True
+    ) -> CommitResult:
+        """Apply the accepted hunks of every file atomically; the rest stay staged."""
+        if all:
+            self._set_all("accepted", only_pending=True)
+        writes: list[FileWrite] = []
+        texts: dict[str, str | None] = {}
+        count = 0
+        for rec in self._records.values():
+            text, n = self._accepted_text(rec)
+            if not n:
+                continue
+            count += n
+            texts[rec.path] = text
+            data = None if text is None else encode(text, rec.fmt)
+            if data is not None:
+                check_editable(rec.path, data, max_bytes=self.settings.edits.max_file_bytes)
+            writes.append(FileWrite(rec.path, data, expect_hash=rec.base_hash, mode=rec.mode))
+        remaining = sum(len(f.hunks) for f in self.files())
+        if not writes:
+            return CommitResult(
+                False,
+                f"nothing accepted: no file was changed ({remaining} hunk(s) staged)",
+                remaining=remaining,
+            )
+        label = message or self.task or DEFAULT_COMMIT_MESSAGE
+        result = apply_change_set(
+            self.layout,
+            writes,
+            deny=self.settings.edits.deny,
+            lock_timeout=self.settings.edits.lock_timeout,
+            label=label,
+        )
+        for rel, text in texts.items():
+            rec = self._records[rel]
+            if text is None:
+                del self._records[rel]
+                continue
+            accepted = {r.id for r in _raw_hunks(rec) if rec.states.get(r.id) == "accepted"}
+            rec.original = text
+            rec.base_hash = sha256_bytes(encode(text, rec.fmt))
+            if rec.kind == "create":
+                rec.kind = "modify"
+                rec.mode = stat.S_IMODE((self.layout.root / rel).stat().st_mode)
+            for hid in accepted:
+                rec.states.pop(hid, None)
+            self._refresh(rec)
+        self.save()
+        remaining = sum(len(f.hunks) for f in self.files())
+        git_result = None
+        if self.settings.git.auto_commit:
+            git_result = git_commit_paths(self.layout.root, result.files, label)
+        checks: list[CheckResult] = []
+        if run_checks:
+            for name, cmd in (("lint", self.settings.edits.lint_cmd), ("test", self.settings.edits.test_cmd)):
+                if cmd:
+                    checks.append(run_check(self.layout.root, name, cmd))
+        return CommitResult(
+            True,
+            f"committed {count} hunk(s) in {len(result.files)} file(s)",
+            result.files,
+            count,
+            result.txid,
+            remaining,
+            git_result,
+            tuple(checks),
+        )
+
+    def rollback(self) -> int:
+        """Discard the whole pending session; returns how many hunks were dropped."""
+        n = sum(len(f.hunks) for f in self.files())
+        self._records = {}
+        self.task = None
+        self.save()
+        return n
+
+    def rebase(self) -> RebaseReport:
+        """Re-apply staged hunks onto files that changed on disk; mark the ones that no longer fit."""
+        files: list[str] = []
+        reapplied: list[str] = []
+        conflicts: list[str] = []
+        dropped: list[str] = []
+        for rel, rec in list(self._records.items()):
+            data, target = self._read_disk(rel)
+            if sha256_bytes(data) == rec.base_hash:
+                continue
+            files.append(rel)
+            raws = _raw_hunks(rec)
+            if rec.kind == "delete":
+                if data is None:
+                    del self._records[rel]
+                    dropped.append(rel)
+                    continue
+                rec.original, rec.fmt = decode(data)
+                rec.base_hash = sha256_bytes(data)
+                self._refresh(rec)
+                continue
+            if data is None:
+                placed: list[RawHunk] = []
+                lost = raws
+                rec.original, rec.target, rec.base_hash, rec.kind = "", "", None, "create"
+            else:
+                text, fmt = decode(data)
+                if rec.kind == "create" and text == rec.target:
+                    del self._records[rel]
+                    dropped.append(rel)
+                    continue
+                if rec.kind == "create":
+                    placed, lost, new_target = [], raws, text
+                else:
+                    new_target, placed, lost = _relocate(rec.original, raws, text)
+                rec.original, rec.target, rec.fmt = text, new_target, fmt
+                rec.base_hash, rec.kind = sha256_bytes(data), "modify"
+                rec.mode = stat.S_IMODE(target.stat().st_mode)
+            rec.conflicts.extend(
+                {"id": r.id, "old_lines": list(r.old_lines), "new_lines": list(r.new_lines)} for r in lost
+            )
+            reapplied.extend(r.id for r in placed)
+            conflicts.extend(r.id for r in lost)
+            self._refresh(rec)
+        self.save()
+        return RebaseReport(tuple(files), tuple(reapplied), tuple(conflicts), tuple(dropped))

@@ -1,0 +1,156 @@
+"""`semfora edits ...`: review, commit, roll back and undo staged edits from the shell.
+
+Every action first runs crash recovery (and says so), then loads the pending
+session. Text goes to stdout, notes and errors to stderr; ``--json`` prints one
+document. All behaviour lives in ``engine.edits``; this module only presents it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from engine.config import load_settings
+from engine.edits import EditBlockError, EditSession, FileChange, recover, undo
+from engine.errors import UsageError
+from engine.store.layout import RepoLayout
+from semfora_tui.cli.output import print_json, warn
+
+
+def _summary(files: list[FileChange]) -> str:
+    if not files:
+        return "no staged edits"
+    lines = []
+    for f in files:
+        mark = {"modify": "M", "create": "A", "delete": "D"}.get(f.kind, "?")
+        notes = []
+        if f.stale:
+            notes.append("changed on disk")
+        if f.syntax_error:
+            notes.append(f.syntax_error)
+        note = f"  ({'; '.join(notes)})" if notes else ""
+        lines.append(
+            f"{mark} {f.path}  +{f.added} -{f.removed}  pending {f.pending}, accepted {f.accepted}, "
+            f"rejected {f.rejected}" + (f", conflicts {f.conflicts}" if f.conflicts else "") + note
+        )
+        for h in f.hunks:
+            state = "conflict/" + h.state if h.conflict else h.state
+            lines.append(f"    {h.id}  {state:<9} {h.header}")
+    return "\n".join(lines)
+
+
+def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str) -> None:
+    if args.json:
+        print_json(payload)
+    elif text:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _read_stage_input(target: str | None) -> str:
+    if not target:
+        raise UsageError("edits stage needs FILE (or - for stdin)")
+    if target == "-":
+        return sys.stdin.read()
+    try:
+        with open(target, encoding="utf-8", newline="") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {target}: {exc.strerror}", code="PATH_NOT_FOUND") from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{target} is not UTF-8 text") from exc
+
+
+def _decide(session: EditSession, action: str, target: str | None) -> tuple[dict[str, Any], str]:
+    if not target:
+        raise UsageError(f"edits {action} needs a hunk ID, a staged file path, or 'all'")
+    if action == "toggle":
+        state = session.toggle(target)
+        return {"ok": True, "hunk": target, "state": state}, f"{target}: {state}"
+    if target == "all":
+        n = session.accept_all() if action == "accept" else session.reject_all()
+        verb = "accepted" if action == "accept" else "rejected"
+        return {"ok": True, verb: n}, f"{verb} {n} hunk(s)"
+    if session.has_file(target):
+        n = session.accept_file(target) if action == "accept" else session.reject_file(target)
+        verb = "accepted" if action == "accept" else "rejected"
+        return {"ok": True, "file": target, verb: n}, f"{verb} {n} hunk(s) in {target}"
+    state = session.accept(target) if action == "accept" else session.reject(target)
+    return {"ok": True, "hunk": target, "state": state}, f"{target}: {state}"
+
+
+def run(args: argparse.Namespace) -> int:
+    layout = RepoLayout.for_path(args.path)
+    settings = load_settings(layout.root).settings
+    report = recover(layout, lock_timeout=settings.edits.lock_timeout)
+    if report is not None:
+        warn(f"semfora {report.message}")
+    if args.action == "undo":
+        result = undo(
+            layout, force=args.force, deny=settings.edits.deny, lock_timeout=settings.edits.lock_timeout
+        )
+        forced = f" (forced over changes in {', '.join(result.forced)})" if result.forced else ""
+        _emit(
+            args,
+            result.to_json(),
+            f"undid change set {result.txid}: restored {len(result.files)} file(s){forced}; "
+            f"{result.remaining} more can be undone",
+        )
+        return 0
+    session = EditSession.load_or_create(layout, settings)
+    action = args.action
+    if action == "list":
+        _emit(args, session.to_json(), _summary(session.files()))
+    elif action == "show":
+        payload = session.to_json()
+        payload["diff"] = session.show()
+        _emit(args, payload, session.show() or "no staged edits")
+    elif action == "stage":
+        text = _read_stage_input(args.target)
+        try:
+            changed = session.stage_blocks(text)
+        except EditBlockError as err:
+            if not args.json:
+                for f in err.failures:
+                    sys.stderr.write(f"block {f.index} ({f.path or 'no path'}): {f.reason}: {f.message}\n")
+                    if f.nearest:
+                        sys.stderr.write(f.nearest + "\n")
+            raise
+        hunks = sum(len(f.hunks) for f in changed)
+        payload = session.to_json()
+        payload["staged_files"] = [f.path for f in changed]
+        _emit(args, payload, f"staged {hunks} hunk(s) in {len(changed)} file(s)\n" + _summary(changed))
+    elif action in ("accept", "reject", "toggle"):
+        payload, text = _decide(session, action, args.target)
+        _emit(args, payload, text)
+    elif action == "commit":
+        result = session.commit(all=args.all, message=args.message)
+        lines = [result.message]
+        if result.committed and result.remaining:
+            lines.append(f"{result.remaining} hunk(s) remain staged")
+        if result.git is not None:
+            lines.append(
+                f"git commit {result.git.sha}" if result.git.sha else f"git commit failed: {result.git.error}"
+            )
+        for check in result.checks:
+            lines.append(
+                f"{check.name} ({check.command}): {'ok' if check.ok else f'failed, exit {check.exit_code}'}"
+            )
+            if not check.ok and check.output.strip():
+                lines.append(check.output.rstrip())
+        _emit(args, result.to_json(), "\n".join(lines))
+    elif action == "rollback":
+        n = session.rollback()
+        _emit(args, {"ok": True, "discarded": n}, f"discarded {n} staged hunk(s)" if n else "no staged edits")
+    elif action == "rebase":
+        rb = session.rebase()
+        text = (
+            f"rebased {len(rb.files)} file(s): {len(rb.reapplied)} hunk(s) re-applied, "
+            f"{len(rb.conflicts)} in conflict" + (f", dropped {', '.join(rb.dropped)}" if rb.dropped else "")
+            if rb.files
+            else "nothing to rebase: no staged file changed on disk"
+        )
+        _emit(args, rb.to_json(), text)
+    else:
+        raise UsageError(f"unknown edits action {action!r}")
+    return 0
