@@ -14,7 +14,7 @@ import subprocess
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from engine.errors import SemforaError, UsageError
@@ -553,6 +553,8 @@ def _build_side(path: str, data: bytes, analysis: FileAnalysis) -> _Side:
 def _external_calls(sym: Symbol, aliases: Mapping[str, str]) -> dict[tuple[str, str], ExternalCall]:
     found: dict[tuple[str, str], ExternalCall] = {}
     for call in sym.calls:
+        if call.receiver and "(" in call.receiver:
+            continue  # a method on a call's result (`requests.get(u).json()`): the inner call is the effect
         category = classify_call(call, sym.language, aliases)
         if category:
             name = f"{call.receiver}.{call.name}" if call.receiver else call.name
@@ -718,26 +720,35 @@ _DEFINITION = re.compile(r"\b(def|function|class|fn|func|sub|interface|struct|tr
 
 def _find_callers(
     root: Path, tree: str | None, changes: Sequence[SymbolChange]
-) -> dict[str, tuple[int, list]]:
-    """One `git grep` for every changed name; returns name -> (total, refs) of call sites on the target side."""
-    names = sorted(
-        {
-            (s.old_qualified_name or s.qualified_name).rsplit(".", 1)[-1]
-            for s in changes
-            if s.change in ("modified", "removed", "renamed", "moved")
-            and s.kind not in ("variable", "constant")
-        }
-    )
-    names = [n for n in names if len(n) >= MIN_CALLER_NAME and not (n.startswith("__") and n.endswith("__"))]
-    if not names:
+) -> dict[str, tuple[int, list[tuple[str, int, str]]]]:
+    """One `git grep` for every changed name; returns name -> (total, refs) of call sites on the target side.
+
+    A text search, so it is filtered the way a reader would: a method is called through a
+    receiver (`x.name(`), a function bare (`name(`) or through its module (`module.name(`).
+    """
+    how: dict[str, set[str]] = {}  # name -> receivers that count ("" = bare call, "*" = any receiver)
+    for s in changes:
+        if s.change not in ("modified", "removed", "renamed", "moved") or s.kind in ("variable", "constant"):
+            continue
+        qualified = s.old_qualified_name or s.qualified_name
+        name = qualified.rsplit(".", 1)[-1]
+        if len(name) < MIN_CALLER_NAME or (name.startswith("__") and name.endswith("__")):
+            continue
+        allowed = how.setdefault(name, set())
+        if s.kind == "method" or "." in qualified:
+            allowed.add("*")
+        else:
+            allowed.update({"", PurePosixPath(s.old_file or s.file).stem})
+    if not how:
         return {}
+    names = sorted(how)
     pattern = r"\b(" + "|".join(re.escape(n) for n in names) + r")\s*\("
     args = ["grep", "-n", "-I", "-E", "--no-color", "-e", pattern]
     if tree is not None:
         args.append(tree)
     proc = _git(root, *args, check=False)
-    found: dict[str, tuple[int, list]] = {n: (0, []) for n in names}
-    regex = re.compile(pattern)
+    found: dict[str, tuple[int, list[tuple[str, int, str]]]] = {n: (0, []) for n in names}
+    regex = re.compile(r"(?:(\w+)\s*\.\s*)?\b(" + "|".join(re.escape(n) for n in names) + r")\s*\(")
     for raw in proc.stdout.decode("utf-8", "replace").splitlines():
         if tree is not None and raw.startswith(tree + ":"):
             raw = raw[len(tree) + 1 :]
@@ -746,8 +757,11 @@ def _find_callers(
             continue
         file, line, text = parts[0], int(parts[1]), parts[2]
         for match in regex.finditer(text):
-            name = match.group(1)
-            if _DEFINITION.search(text[: match.start(1)] + name):
+            receiver, name = match.group(1) or "", match.group(2)
+            if _DEFINITION.search(text[: match.start(2)] + name):
+                continue
+            allowed = how[name]
+            if not (receiver in allowed or (receiver and "*" in allowed)):
                 continue
             total, refs = found[name]
             if len(refs) < MAX_CALLERS_PER_SYMBOL:
