@@ -20,7 +20,7 @@ from engine.semantic.diff import (
 )
 from tests.conftest import git
 
-BASE_APP = '''import json
+BASE_APP = """import json
 
 
 def load(path):
@@ -44,14 +44,14 @@ class Store:
 
 def gone():
     return 1
-'''
+"""
 
-MAIN = '''from app import load
+MAIN = """from app import load
 
 
 def run():
     return load("config.json")
-'''
+"""
 
 
 def _commit(root: Path, message: str = "change") -> str:
@@ -214,7 +214,9 @@ def test_json_and_toon_outputs_carry_the_changes(make_repo) -> None:
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     bodies=st.lists(
-        st.sampled_from(["return 1", "return x + 1", "x = x * 2\n    return x", "if x:\n        return 0\n    return x"]),
+        st.sampled_from(
+            ["return 1", "return x + 1", "x = x * 2\n    return x", "if x:\n        return 0\n    return x"]
+        ),
         min_size=1,
         max_size=4,
     ),

@@ -1,0 +1,102 @@
+"""The whole CI review: rules alone, and with Claude (the fake Anthropic server) reviewing the diff."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.llm.base import ModelUnavailable
+from engine.review.ci import review
+from tests.conftest import git
+
+APP = "def handler(request):\n    return request\n"
+CHANGED = (
+    "import requests\n\n\ndef handler(request, retries=3):\n"
+    "    data = requests.post('https://api.example.com', json=request)\n    return data\n"
+)
+SECRET = "sk-ant-api03-" + "R" * 40
+
+
+def _repo_with_change(make_repo, extra: str = ""):
+    root = make_repo({"app.py": APP, "tests/test_app.py": "def test_handler():\n    assert True\n"})
+    (root / "app.py").write_text(CHANGED + extra)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "call the API")
+    return root
+
+
+def test_without_a_model_the_rules_run_alone_and_say_so(make_repo) -> None:
+    root = _repo_with_change(make_repo)
+    report = review(root, "commit", commit="HEAD", fail_on="medium")
+    assert report.model is None and report.usage is None
+    assert "deterministic review only" in report.summary and "ANTHROPIC_API_KEY" in report.summary
+    assert report.status == "changes_requested"
+    assert report.risk_score == "medium"
+    data = report.to_json()
+    assert set(data) >= {"status", "risk_score", "summary", "findings", "changed_symbols", "model", "usage"}
+    assert {"severity", "type", "message", "file", "line", "symbol"} <= set(data["findings"][0])
+    assert data["changed_symbols"][0]["symbol"] == "handler"
+
+
+def test_claude_reviews_the_semantic_diff(make_repo, fake_anthropic) -> None:
+    root = _repo_with_change(make_repo, extra=f"\nKEY = '{SECRET}'\n")
+    fake_anthropic.reply(
+        json.dumps(
+            {
+                "summary": "Posts user input to an external API without validation.",
+                "findings": [
+                    {
+                        "severity": "high",
+                        "type": "security",
+                        "message": "request is forwarded unvalidated",
+                        "file": "app.py",
+                        "line": 5,
+                        "symbol": "handler",
+                    },
+                    {"severity": "bogus", "type": "weird", "message": "normalised"},
+                ],
+            }
+        )
+    )
+    report = review(root, "commit", commit="HEAD", fail_on="high")
+    sent = fake_anthropic.message_requests()
+    assert len(sent) == 1
+    text = sent[0].all_text
+    # The model saw the semantic diff, the changed lines and the call-graph context...
+    assert "handler" in text and "requests.post" in text and "signature_before" in text
+    assert "Findings already made by the rules" in text
+    # ...but never the secret that the change adds.
+    assert SECRET not in text
+    model_findings = [f for f in report.findings if f.source == "model"]
+    assert [(f.severity, f.type, f.symbol) for f in model_findings] == [
+        ("high", "security", "handler"),
+        ("low", "correctness", None),
+    ]
+    assert report.model and report.usage and report.usage["output_tokens"] > 0
+    assert "Posts user input" in report.summary
+    assert report.status == "blocked"  # the secret blocks, whatever the model says
+
+
+def test_malformed_model_reply_becomes_a_note(make_repo, fake_anthropic) -> None:
+    root = _repo_with_change(make_repo)
+    fake_anthropic.reply("I think it is fine, mostly.")
+    report = review(root, "commit", commit="HEAD")
+    assert any("no JSON" in n for n in report.notes)
+    assert all(f.source == "rule" for f in report.findings)
+
+
+def test_a_named_model_that_cannot_be_used_is_unavailable(make_repo) -> None:
+    root = _repo_with_change(make_repo)
+    with pytest.raises(ModelUnavailable) as err:
+        review(root, "commit", commit="HEAD", model="claude-sonnet-4-5")
+    assert err.value.exit_code == 3
+
+
+def test_no_changes_is_approved_without_a_model_call(make_repo, fake_anthropic) -> None:
+    root = make_repo({"a.py": "def a():\n    return 1\n"})
+    git(root, "commit", "-q", "--allow-empty", "-m", "empty")
+    report = review(root, "commit", commit="HEAD")
+    assert report.status == "approved" and report.findings == ()
+    assert "nothing changed" in report.summary
+    assert fake_anthropic.message_requests() == []

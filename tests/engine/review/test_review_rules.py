@@ -1,0 +1,130 @@
+"""The deterministic CI rules, on real commits: what they flag and what they leave alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.review.findings import Finding, decide, risk_score
+from engine.review.rules import run_rules
+from engine.review.secrets import scan_line
+from engine.semantic.diff import analyze_commit
+from tests.conftest import git
+
+
+def _commit_change(root: Path, files: dict[str, str | None]) -> list[Finding]:
+    for rel, text in files.items():
+        path = root / rel
+        if text is None:
+            path.unlink()
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "change")
+    return run_rules(analyze_commit(root, "HEAD"))
+
+
+def _rules(findings: list[Finding]) -> set[str]:
+    return {f.rule or "" for f in findings}
+
+
+def test_new_subprocess_and_risk_raised_are_high(make_repo) -> None:
+    root = make_repo(
+        {"tool.py": "def run(cmd):\n    return cmd\n", "tests/test_tool.py": "def test_run():\n    pass\n"}
+    )
+    findings = _commit_change(
+        root,
+        {
+            "tool.py": "import subprocess\n\n\ndef run(cmd):\n    return subprocess.run(cmd, shell=True)\n",
+            "tests/test_tool.py": "def test_run():\n    assert True\n",
+        },
+    )
+    kinds = {(f.rule, f.severity) for f in findings}
+    assert ("new-subprocess", "high") in kinds
+    assert ("risk-raised", "high") in kinds
+    sub = next(f for f in findings if f.rule == "new-subprocess")
+    assert (sub.file, sub.line, sub.symbol) == ("tool.py", 5, "run")
+    assert "untested-change" not in _rules(findings)  # its test changed alongside
+
+
+def test_public_api_change_and_removed_tests(make_repo) -> None:
+    root = make_repo(
+        {
+            "lib.py": "def parse(text):\n    return text\n\n\ndef _private(x):\n    return x\n",
+            "tests/test_lib.py": "def test_parse():\n    assert True\n\n\ndef test_other():\n    assert True\n",
+        }
+    )
+    findings = _commit_change(
+        root,
+        {
+            "lib.py": "def parse(text, strict):\n    return text\n\n\ndef _private(x, y):\n    return x\n",
+            "tests/test_lib.py": "def test_parse():\n    assert True\n",
+        },
+    )
+    api = [f for f in findings if f.type == "api"]
+    assert len(api) == 1 and api[0].symbol == "parse"  # the private helper is not public API
+    assert any(f.rule == "tests-removed" and f.symbol == "test_other" for f in findings)
+
+
+def test_code_without_tests_nearby_is_a_low_finding(make_repo) -> None:
+    root = make_repo({"src/calc.py": "def add(a, b):\n    return a + b\n"})
+    findings = _commit_change(root, {"src/calc.py": "def add(a, b):\n    return b + a\n"})
+    untested = [f for f in findings if f.rule == "untested-change"]
+    assert untested and untested[0].severity == "low" and untested[0].file == "src/calc.py"
+    assert decide(findings, "high") == "approved"
+    assert decide(findings, "low") == "changes_requested"
+
+
+def test_large_and_deeply_nested_new_functions(make_repo) -> None:
+    root = make_repo({"big.py": "X = 1\n"})
+    long_body = "".join(f"    v{i} = {i}\n" for i in range(90))
+    nested = (
+        "def deep(x):\n"
+        "    if x:\n        for a in x:\n            while a:\n                if a:\n"
+        "                    for b in a:\n                        if b:\n                            return b\n"
+        "    return None\n"
+    )
+    findings = _commit_change(
+        root, {"big.py": f"X = 1\n\n\ndef long():\n{long_body}    return 0\n\n\n{nested}"}
+    )
+    rules = {(f.rule, f.symbol) for f in findings}
+    assert ("large-function", "long") in rules
+    assert ("deep-nesting", "deep") in rules
+
+
+def test_secret_in_diff_blocks_and_is_masked(make_repo) -> None:
+    key = "AKIA" + "ABCDEFGHIJKLMNOP"
+    root = make_repo({"settings.py": "DEBUG = True\n"})
+    findings = _commit_change(
+        root, {"settings.py": f'DEBUG = True\nAWS_KEY = "{key}"\n', ".env": "TOKEN=abc\n"}
+    )
+    secrets = [f for f in findings if f.type == "secrets"]
+    assert {f.file for f in secrets} == {"settings.py", ".env"}
+    assert all(key not in f.message for f in secrets)
+    in_line = next(f for f in secrets if f.file == "settings.py")
+    assert in_line.line == 2 and in_line.severity == "high"
+    assert decide(findings, "high") == "blocked"
+    assert risk_score(findings) == "high"
+
+
+def test_placeholders_are_not_secrets() -> None:
+    assert scan_line('password = "changeme"') == []
+    assert scan_line("api_key = os.environ['API_KEY']") == []
+    assert scan_line('token: "${GITHUB_TOKEN}"') == []
+    assert scan_line('password = "q8Zr!x2LmP0v"')[0][0] == "secret assigned to a literal"
+
+
+@given(
+    st.lists(st.sampled_from(["low", "medium", "high"]), max_size=6),
+    st.sampled_from(["low", "medium", "high"]),
+)
+def test_gate_invariants(severities: list[str], gate: str) -> None:
+    findings = [Finding(s, "risk", "m") for s in severities]  # type: ignore[arg-type]
+    status = decide(findings, gate)
+    order = {"low": 0, "medium": 1, "high": 2}
+    reaches = any(order[s] >= order[gate] for s in severities)
+    assert status == ("changes_requested" if reaches else "approved")
+    assert risk_score(findings) == (max(severities, key=order.__getitem__) if severities else "low")
