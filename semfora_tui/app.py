@@ -160,7 +160,7 @@ class SemforaApp(App[int]):
             self.start_indexing(rebuild=False)
         if self.watch_enabled:
             self.run_worker(self._watch_disk, thread=True, group="watch", exit_on_error=False)
-        self._background(self.bridge.staged_files, self._show_staged_quiet, group="session")
+        self._background(self.bridge.open_session, self._session_opened, group="session", quiet=True)
         if self.resume:
             self.call_later(self.run_slash, "/resume")
 
@@ -196,14 +196,21 @@ class SemforaApp(App[int]):
         *,
         group: str = "engine",
         exclusive: bool = False,
+        quiet: bool = False,
     ) -> None:
-        """Run ``job`` in a thread; hand its result (or its typed error) back to the UI thread."""
+        """Run ``job`` in a thread; hand its result (or its typed error) back to the UI thread.
+
+        ``quiet`` jobs (start-up probes) log their errors instead of writing them in the chat.
+        """
 
         def run() -> None:
             try:
                 result = job()
             except SemforaError as err:
-                self._from_thread(self.show_error, err)
+                if quiet:
+                    self._from_thread(self.log.warning, f"{group}: error[{err.code}] {err.message}")
+                else:
+                    self._from_thread(self.show_error, err)
                 return
             except (OSError, ValueError, RuntimeError, LookupError, TypeError, AttributeError) as exc:
                 self._from_thread(
@@ -531,6 +538,12 @@ class SemforaApp(App[int]):
 
     # -- the diff pane --------------------------------------------------------------------------
 
+    async def _session_opened(self, opened: tuple[Any, tuple[FileView, ...]]) -> None:
+        recovery, files = opened
+        if recovery is not None:
+            await self.note(f"An interrupted commit was rolled back at start-up: {recovery}")
+        self.diff.show(files)
+
     def _show_staged_quiet(self, files: tuple[FileView, ...]) -> None:
         self.diff.show(files)
 
@@ -582,9 +595,12 @@ class SemforaApp(App[int]):
         self.push_screen(ConfirmScreen(question, yes="Commit"), answered)
 
     async def _committed(self, result: Any) -> None:
-        files = getattr(result, "files", None)
-        names = ", ".join(str(f) for f in files) if files else ""
-        await self.note(f"Committed{': ' + names if names else ''}. `u` or `/undo` reverts it.")
+        if not getattr(result, "committed", True):
+            await self.note(str(getattr(result, "message", "nothing was committed")))
+        else:
+            files = ", ".join(f"`{f}`" for f in getattr(result, "files", ()) or ())
+            message = getattr(result, "message", "committed")
+            await self.note(f"{message.capitalize()}: {files}. `u` or `/undo` reverts it.")
         self._background(self.bridge.staged_files, self._show_staged_quiet, group="session")
 
     def request_rollback(self) -> None:
@@ -609,9 +625,8 @@ class SemforaApp(App[int]):
         self._background(self.bridge.undo, self._undone, group="session")
 
     async def _undone(self, result: Any) -> None:
-        files = getattr(result, "files", None)
-        names = ", ".join(str(f) for f in files) if files else ""
-        await self.note(f"Undid the last commit{': ' + names if names else ''}.")
+        files = ", ".join(f"`{f}`" for f in getattr(result, "files", ()) or ())
+        await self.note(f"Undid the last commit{': ' + files if files else ''}.")
         self._background(self.bridge.staged_files, self._show_staged_quiet, group="session")
 
     def open_editor(self, path: str, line: int) -> None:

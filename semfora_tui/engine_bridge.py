@@ -174,6 +174,10 @@ class EngineBridge:
     def session(self) -> Any:
         return self._session_module().EditSession.load_or_create(self.layout, self.settings)
 
+    def open_session(self) -> tuple[Any, tuple[FileView, ...]]:
+        """Start-up: finish or roll back an interrupted commit, then load the staged session."""
+        return self.recover(), self.staged_files()
+
     def staged_files(self) -> tuple[FileView, ...]:
         return files_from_session(self.session().files())
 
@@ -189,8 +193,7 @@ class EngineBridge:
 
     def accept_all(self, accept: bool) -> tuple[FileView, ...]:
         session = self.session()
-        for change in session.files():
-            (session.accept_file if accept else session.reject_file)(change.path)
+        session.accept_all() if accept else session.reject_all()
         return files_from_session(session.files())
 
     def commit(self) -> Any:
@@ -200,7 +203,14 @@ class EngineBridge:
         return self.session().rollback()
 
     def undo(self) -> Any:
-        return self._session_module().undo(self.layout)
+        undo = engine_module("engine.edits.undo", "undo")
+        edits = self.settings.edits
+        return undo.undo(self.layout, deny=edits.deny, lock_timeout=edits.lock_timeout)
+
+    def recover(self) -> Any:
+        """Roll back a commit that a killed process left half-done (start-up)."""
+        writer = engine_module("engine.edits.writer", "edit recovery")
+        return writer.recover(self.layout)
 
     def rebase(self) -> tuple[FileView, ...]:
         session = self.session()
@@ -208,11 +218,13 @@ class EngineBridge:
         return files_from_session(session.files())
 
     def stage_from_file(self, path: str) -> tuple[FileView, ...]:
+        """Stage the SEARCH/REPLACE or SYMBOL blocks written in ``path`` (inside the repository)."""
         sandbox = engine_module("engine.edits.sandbox", "edit staging")
-        source = sandbox.resolve_in_repo(self.root, path)
-        text = Path(source).read_text(encoding="utf-8")
-        protocol = engine_module("engine.edits.protocol", "edit staging")
-        blocks = protocol.parse_blocks(text)
+        source = Path(sandbox.resolve_in_repo(self.root, path))
+        try:
+            text = source.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read {path}: {exc}") from exc
         session = self.session()
-        session.stage(blocks)
+        session.stage_blocks(text, task=f"edits from {path}")
         return files_from_session(session.files())

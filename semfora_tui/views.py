@@ -96,11 +96,17 @@ def _hunk_start(header: str) -> int:
     return 1
 
 
-def _opt(obj: Any, name: str) -> str | None:
+# Said in place when the engine flags a hunk or a file without its own message.
+HUNK_CONFLICT_TEXT = "no longer applies: the file changed on disk (/preview after a rebase, or reject it)"
+FILE_STALE_TEXT = "changed on disk since it was staged"
+
+
+def _opt(obj: Any, name: str, flagged: str) -> str | None:
+    """A flag attribute as text: its own message, ``flagged`` for a bare True, None when unset."""
     value = getattr(obj, name, None)
-    if value in (None, False, ""):
+    if value is None or value is False or value == "":
         return None
-    return value if isinstance(value, str) else str(value) if value is not True else name.replace("_", " ")
+    return flagged if value is True else str(value)
 
 
 def files_from_session(changes: Iterable[Any]) -> tuple[FileView, ...]:
@@ -125,16 +131,16 @@ def files_from_session(changes: Iterable[Any]) -> tuple[FileView, ...]:
                     lines=tuple(str(line) for line in lines),
                     state=_text(getattr(hunk, "state", "pending")) or "pending",
                     start_line=int(start),
-                    conflict=_opt(hunk, "conflict"),
-                    syntax_error=_opt(hunk, "syntax_error"),
+                    conflict=_opt(hunk, "conflict", HUNK_CONFLICT_TEXT),
+                    syntax_error=_opt(hunk, "syntax_error", "flagged"),
                 )
             )
         files.append(
             FileView(
                 path,
                 tuple(hunks),
-                conflict=_opt(change, "conflict"),
-                syntax_error=_opt(change, "syntax_error"),
+                conflict=_opt(change, "stale", FILE_STALE_TEXT) or _opt(change, "conflict", FILE_STALE_TEXT),
+                syntax_error=_opt(change, "syntax_error", "flagged"),
             )
         )
     return tuple(files)

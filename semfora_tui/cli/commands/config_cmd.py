@@ -26,7 +26,9 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_settings(root)
     rows = []
     for dotted, _default, _doc in iter_keys():
-        rows.append({"key": dotted, "value": _lookup(loaded.settings, dotted), "source": loaded.source_of(dotted)})
+        rows.append(
+            {"key": dotted, "value": _lookup(loaded.settings, dotted), "source": loaded.source_of(dotted)}
+        )
     if args.json:
         print_json({"files": [str(f) for f in loaded.files], "settings": rows})
         return 0

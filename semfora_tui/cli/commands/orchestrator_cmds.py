@@ -1,0 +1,154 @@
+"""`semfora context` (the pack, never a model call) and `semfora ask` (one headless turn).
+
+Owns argument handling and printing only; every decision is the orchestrator's.
+`ask` checks for a usable model before anything else, so a missing key costs nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from typing import Any
+
+from engine.config import Settings, load_settings
+from engine.errors import EXIT_OK, EXIT_PROBLEM
+from engine.store.layout import RepoLayout
+from semfora_tui.cli.output import print_json, warn
+
+EXIT_INTERRUPTED = 130
+# How often the main thread wakes while a turn streams, so Ctrl-C is noticed promptly.
+JOIN_POLL_SECONDS = 0.1
+
+
+def _settings(layout: RepoLayout, args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {"budget.context_tokens": getattr(args, "budget", None)}
+    if getattr(args, "model", None):
+        overrides["llm.model"] = args.model
+    return load_settings(layout.root, overrides=overrides).settings
+
+
+def _ensure_index(layout: RepoLayout, settings: Settings, quiet: bool) -> None:
+    """Build the index the first time; later runs use it as is (`semfora index` refreshes)."""
+    from engine.store.db import SymbolStore
+
+    with SymbolStore(layout) as store:
+        empty = store.is_empty()
+    if not empty:
+        return
+    if not quiet:
+        warn("no index yet for this repository: indexing it now")
+    from engine.store.indexer import index_repository
+
+    index_repository(layout, settings)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.command == "context":
+        return run_context(args)
+    return run_ask(args)
+
+
+def run_context(args: argparse.Namespace) -> int:
+    layout = RepoLayout.for_path(args.path)
+    settings = _settings(layout, args)
+    _ensure_index(layout, settings, quiet=args.json)
+    from engine.orchestrator.core import Orchestrator
+
+    orch = Orchestrator(layout, settings)
+    try:
+        pack = orch.build_context(args.task, settings.budget.context_tokens)
+        if args.json:
+            print_json(pack.to_json())
+            return EXIT_OK
+        sys.stdout.write(orch.render(pack))
+        sys.stdout.write(
+            f"\n-- intent {pack.intent} ({pack.intent_rule}); {len(pack.items)} items, "
+            f"{pack.total_tokens}/{pack.budget} tokens\n"
+        )
+        for item in pack.items:
+            where = f"{item.file}:{item.start_line}-{item.end_line}" if item.file and item.start_line else (item.file or "")
+            sys.stdout.write(
+                f"   {item.priority.label:<8} {item.kind:<8} {item.tokens:>6}  "
+                f"{item.symbol or ''} {where}  [{item.reason}]\n"
+            )
+        for note in pack.notes:
+            sys.stdout.write(f"   note: {note}\n")
+        return EXIT_OK
+    finally:
+        orch.close()
+
+
+def _usage_line(result: Any) -> str:
+    u = result.usage
+    return (
+        f"-- {result.model}: input {u.input_tokens} (cache write {u.cache_creation_input_tokens}, "
+        f"cache read {u.cache_read_input_tokens}), output {u.output_tokens} tokens; "
+        f"cost ${result.cost:.4f}; context {result.pack.total_tokens}/{result.pack.budget} tokens; "
+        f"run {result.run_id}"
+    )
+
+
+def run_ask(args: argparse.Namespace) -> int:
+    layout = RepoLayout.for_path(args.path)
+    settings = _settings(layout, args)
+    from engine.llm.select import make_reasoner
+
+    reasoner = make_reasoner(settings, args.model)  # ModelUnavailable (exit 3) before any work
+    _ensure_index(layout, settings, quiet=args.json)
+    from engine.orchestrator.core import Orchestrator
+
+    orch = Orchestrator(layout, settings, reasoner, resume=args.resume)
+    cancel = threading.Event()
+    box: dict[str, Any] = {}
+
+    def on_text(text: str) -> None:
+        if not args.json:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+    def on_status(message: str) -> None:
+        if not args.json:
+            sys.stdout.write(f"\n\n-- semfora: {message}\n\n")
+            sys.stdout.flush()
+
+    def work() -> None:
+        try:
+            box["result"] = orch.run_turn(
+                args.task, on_text=on_text, cancel=cancel, stage=True, apply=args.apply,
+                budget=settings.budget.context_tokens, on_status=on_status,
+            )
+        except BaseException as exc:  # handed to the main thread, which re-raises it
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name="semfora-ask", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(JOIN_POLL_SECONDS)
+    except KeyboardInterrupt:
+        cancel.set()
+        worker.join()
+    finally:
+        orch.close()
+    if "error" in box:
+        raise box["error"]
+    result = box["result"]
+    if args.json:
+        print_json(result.to_json())
+    else:
+        sys.stdout.write("\n\n")
+        if result.edits_staged:
+            verb = "applied" if result.outcome == "applied" else "staged"
+            sys.stdout.write(
+                f"-- {verb} {result.hunks} hunk(s) in {', '.join(result.edits_staged)}"
+                + ("; review with `semfora edits list`\n" if verb == "staged" else "\n")
+            )
+        for error in result.errors:
+            sys.stdout.write(f"-- problem: {error}\n")
+        sys.stdout.write(_usage_line(result) + "\n")
+    if result.outcome == "cancelled":
+        return EXIT_INTERRUPTED
+    if result.outcome in ("edit_failed", "error"):
+        return EXIT_PROBLEM
+    return EXIT_OK

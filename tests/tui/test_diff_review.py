@@ -1,0 +1,167 @@
+"""Reviewing a staged session from the keyboard: every diff-pane key against a real EditSession."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from engine.config import load_settings
+from engine.edits.session import EditSession
+from engine.store.layout import RepoLayout
+from semfora_tui.screens.confirm import ConfirmScreen
+from semfora_tui.widgets.diff_pane import DiffPane
+from tests.tui.conftest import EDIT_BLOCKS, SOURCE, AppFactory, settle
+
+
+def _states(root: Path) -> dict[str, list[str]]:
+    layout = RepoLayout.for_path(root)
+    session = EditSession.load_or_create(layout, load_settings(root).settings)
+    return {f.path: [h.state for h in f.hunks] for f in session.files()}
+
+
+async def _staged(pilot, app, root: Path) -> DiffPane:  # type: ignore[no-untyped-def]
+    (root / "edits.txt").write_text(EDIT_BLOCKS)
+    await app.run_slash("/edit --from edits.txt")
+    await settle(pilot)
+    pane = app.diff
+    assert [f.path for f in pane.files] == ["app/config.py", "app/server.py"]
+    assert pane.has_focus
+    return pane
+
+
+async def test_navigation_keys_move_between_hunks_and_files(make_app: AppFactory, demo_repo: Path) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = await _staged(pilot, app, demo_repo)
+        assert pane.current.hunk.path == "app/config.py"
+        for key, expected in [("n", "app/server.py"), ("p", "app/config.py"), ("j", "app/server.py"),
+                              ("k", "app/config.py"), ("N", "app/server.py"), ("P", "app/config.py")]:
+            await pilot.press(key)
+            await settle(pilot)
+            assert pane.current.hunk.path == expected, key
+        body = str(pane.query_one("#diff-body").render())
+        assert "app/config.py  +1 -1" in body
+        assert "+    return int(text.strip())" in body
+        assert "[ ] pending" in body
+
+
+async def test_accept_reject_toggle_and_whole_file_keys(make_app: AppFactory, demo_repo: Path) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = await _staged(pilot, app, demo_repo)
+        await pilot.press("a")  # accept config.py's hunk, move on to server.py's
+        await settle(pilot)
+        assert _states(demo_repo) == {"app/config.py": ["accepted"], "app/server.py": ["pending"]}
+        assert pane.current.hunk.path == "app/server.py"
+        await pilot.press("r")
+        await settle(pilot)
+        assert _states(demo_repo)["app/server.py"] == ["rejected"]
+        await pilot.press("space")
+        await settle(pilot)
+        assert _states(demo_repo)["app/server.py"] == ["accepted"]
+        await pilot.press("R")
+        await settle(pilot)
+        assert _states(demo_repo)["app/server.py"] == ["rejected"]
+        await pilot.press("A")
+        await settle(pilot)
+        assert _states(demo_repo)["app/server.py"] == ["accepted"]
+        assert "[✓] accepted" in str(pane.query_one("#diff-body").render())
+
+
+async def test_commit_confirms_with_counts_then_undo_restores(make_app: AppFactory, demo_repo: Path) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        await pilot.press("a")
+        await settle(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "Commit 1 accepted hunk(s) in 1 file(s)?" in app.screen.question
+        assert "1 pending hunk(s) stay staged" in app.screen.question
+        await pilot.press("y")
+        await settle(pilot)
+        assert "return int(text.strip())" in (demo_repo / "app/config.py").read_text()
+        assert (demo_repo / "app/server.py").read_text() == SOURCE["app/server.py"]
+        assert [f.path for f in app.diff.files] == ["app/server.py"]
+        app.diff.focus()
+        await pilot.press("u")
+        await settle(pilot)
+        assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]
+        assert "Undid the last commit" in app.chat.transcript()
+
+
+async def test_declining_the_commit_changes_nothing(make_app: AppFactory, demo_repo: Path) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        await pilot.press("A", "c")
+        await settle(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]
+        assert _states(demo_repo)["app/config.py"] == ["accepted"]
+
+
+async def test_rollback_key_discards_the_session_after_confirmation(make_app: AppFactory, demo_repo: Path) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        await pilot.press("x")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "2 hunk(s)" in app.screen.question
+        await pilot.press("y")
+        await settle(pilot)
+        assert _states(demo_repo) == {}
+        assert app.diff.files == ()
+        assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]
+
+
+async def test_e_opens_the_editor_at_the_hunk(make_app: AppFactory, demo_repo: Path, tmp_path: Path,
+                                             monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    log = tmp_path / "editor.log"
+    editor = tmp_path / "fake-editor"
+    editor.write_text(f'#!/bin/sh\necho "$@" > {log}\n')
+    editor.chmod(editor.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("EDITOR", str(editor))
+    monkeypatch.delenv("VISUAL", raising=False)
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        await pilot.press("n", "e")
+        await settle(pilot)
+    args = log.read_text().split()
+    assert args[0] == "+6"  # the changed line of server.py's hunk
+    assert args[1] == str(demo_repo / "app/server.py")
+
+
+async def test_a_file_changed_on_disk_shows_a_conflict_in_place(make_app: AppFactory, demo_repo: Path) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        (demo_repo / "app/config.py").write_text("def parse_port(text):\n    return float(text)\n")
+        await app.run_slash("/preview")
+        await settle(pilot)
+        body = str(app.diff.query_one("#diff-body").render())
+        assert "⚠ conflict" in body
+        assert "app/config.py" in app.chat.transcript()
+
+
+async def test_footer_hides_review_keys_that_do_not_apply(make_app: AppFactory, demo_repo: Path) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        app.diff.focus()
+        await settle(pilot)
+        keys = set(app.active_bindings)
+        assert {"a", "r", "space", "c", "x", "e"}.isdisjoint(keys)  # nothing staged
+        assert "u" in keys and "f2" in keys
+        assert "escape" not in keys  # no reply is streaming
+        await _staged(pilot, app, demo_repo)
+        keys = set(app.active_bindings)
+        assert {"a", "r", "space", "x", "e", "N"} <= keys
+        assert "c" not in keys  # nothing accepted yet
+        await pilot.press("a")
+        await settle(pilot)
+        assert "c" in app.active_bindings

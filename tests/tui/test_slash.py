@@ -1,0 +1,56 @@
+"""The slash-command table: parsing, completion and the closest-match suggestion."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from semfora_tui import slash
+
+ISSUE_COMMANDS = {
+    "search", "symbol", "overview", "diff", "edit", "preview", "accept", "reject", "commit", "rollback",
+    "undo", "status", "context", "budget", "model", "theme", "index", "resume", "clear", "cost", "help", "quit",
+}
+
+
+def test_every_command_of_the_issue_is_in_the_table() -> None:
+    assert {c.name for c in slash.COMMANDS} == ISSUE_COMMANDS
+
+
+def test_parse_keeps_arguments_and_raw_rest() -> None:
+    parsed = slash.parse('/search "parse config" now')
+    assert parsed.name == "search"
+    assert parsed.args == ("parse config", "now")
+    assert parsed.rest == '"parse config" now'
+
+
+@pytest.mark.parametrize(("typo", "expected"), [("hlep", "help"), ("comit", "commit"), ("serch", "search"),
+                                                  ("thme", "theme"), ("sta", "status")])
+def test_unknown_command_suggests_the_closest(typo: str, expected: str) -> None:
+    with pytest.raises(slash.UnknownCommand) as info:
+        slash.parse(f"/{typo} x")
+    assert info.value.suggestion == expected
+    assert f"/{expected}" in str(info.value)
+    assert info.value.code == "UNKNOWN_COMMAND"
+
+
+def test_nonsense_gets_no_suggestion_but_a_pointer_to_help() -> None:
+    with pytest.raises(slash.UnknownCommand) as info:
+        slash.parse("/zzzzzzzz")
+    assert info.value.suggestion is None
+    assert "/help" in str(info.value)
+
+
+@given(st.sampled_from(sorted(ISSUE_COMMANDS)), st.integers(min_value=1, max_value=8))
+def test_any_prefix_completes_to_commands_starting_with_it(name: str, cut: int) -> None:
+    prefix = name[:cut]
+    names = [c.name for c in slash.completions("/" + prefix)]
+    assert name in names
+    assert all(n.startswith(prefix) for n in names)
+
+
+@given(st.sampled_from(sorted(ISSUE_COMMANDS)))
+def test_a_real_name_is_its_own_closest_match(name: str) -> None:
+    assert slash.parse(f"/{name}").name == name
+    assert slash.closest(name) == name
