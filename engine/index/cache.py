@@ -108,6 +108,7 @@ class ResultCache:
         self._conn.execute("DELETE FROM entries WHERE created < ?", (cutoff,))
         total = self._conn.execute("SELECT COALESCE(SUM(size),0) FROM entries").fetchone()[0]
         if total <= self.max_bytes:
+            self._conn.commit()  # end the DELETE's transaction, or other writers see a locked file
             return
         excess = total - self.max_bytes
         rows = self._conn.execute("SELECT namespace, key, size FROM entries ORDER BY accessed ASC").fetchall()

@@ -85,6 +85,8 @@ INSERT OR IGNORE INTO text_meta VALUES ('schema_version', '{SCHEMA_VERSION}');
 """
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+# Per-query rank function (not stored config, so concurrent readers never see it change).
+RANK_FUNCTION = f"bm25({W_NAME}, {W_PATH}, {W_SIGDOC}, {W_BODY}, {W_PARTS})"
 
 
 @dataclass(frozen=True)
@@ -126,12 +128,9 @@ def connect(path: Path) -> sqlite3.Connection:
             row = None
         if row is not None and row[0] != SCHEMA_VERSION:
             drop_text_tables(conn)
-        conn.executescript(SCHEMA)
-        conn.execute(
-            "INSERT INTO text_fts(text_fts, rank) VALUES ('rank', ?)",
-            (f"bm25({W_NAME}, {W_PATH}, {W_SIGDOC}, {W_BODY}, {W_PARTS})",),
-        )
-        conn.commit()
+        if row is None or row[0] != SCHEMA_VERSION:
+            conn.executescript(SCHEMA)
+            conn.commit()
     except sqlite3.DatabaseError as exc:
         raise IndexError_(f"cannot open the text index in {path}: {exc}") from exc
     return conn
@@ -342,11 +341,11 @@ def search(
     expr = match_expression(terms)
     sql = (
         f"SELECT {', '.join('c.' + c.strip() for c in ROW_COLUMNS.split(','))}, f.rank FROM "
-        "(SELECT rowid, rank FROM text_fts WHERE text_fts MATCH ? ORDER BY rank LIMIT ?) AS f "
+        "(SELECT rowid, rank FROM text_fts WHERE text_fts MATCH ? AND rank MATCH ? ORDER BY rank LIMIT ?) AS f "
         "JOIN text_chunks AS c ON c.rowid = f.rowid ORDER BY f.rank"
     )
     try:
-        rows = conn.execute(sql, (expr, limit)).fetchall()
+        rows = conn.execute(sql, (expr, RANK_FUNCTION, limit)).fetchall()
     except sqlite3.OperationalError as exc:
         raise IndexError_(f"full-text query failed: {exc}") from exc
     return [(_row(values[:-1]), float(values[-1])) for values in rows]

@@ -134,7 +134,9 @@ def run_metrics(args: argparse.Namespace) -> int:
     if not days:
         print("no search events recorded")
         return 0
-    print(f"{'day':<11} {'searches':>8} {'errors':>6} {'avg ms':>8} {'p95 ms':>8} {'results':>7} {'cache':>5}")
+    print(
+        f"{'day':<11} {'searches':>8} {'errors':>6} {'avg ms':>8} {'p95 ms':>8} {'results':>7} {'cache':>5}"
+    )
     for d in days:
         print(
             f"{d.day:<11} {d.searches:>8} {d.errors:>6} {d.avg_latency_ms:>8.1f} {d.p95_latency_ms:>8.1f} "

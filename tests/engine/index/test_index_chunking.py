@@ -1,0 +1,85 @@
+"""Chunking: symbol boundaries, class headers, long-symbol splits, module leftovers, prose windows."""
+
+from __future__ import annotations
+
+from engine.index.chunking import (
+    MAX_SYMBOL_LINES,
+    PROSE_OVERLAP,
+    PROSE_WINDOW,
+    chunk_file,
+    identifier_parts,
+    split_identifier,
+)
+from engine.semantic.model import Symbol
+
+
+def _sym(sid: str, name: str, qn: str, kind: str, start: int, end: int, sig: str = "") -> Symbol:
+    return Symbol(sid, name, qn, kind, "m.py", "python", start, end, signature=sig)
+
+
+SOURCE = """import os
+X = 1
+
+class Box:
+    size = 3
+
+    def open(self):
+        return True
+
+    def close(self):
+        return False
+
+def helper():
+    return os.sep
+"""
+
+
+def test_one_chunk_per_function_and_a_header_per_class_and_module_leftovers() -> None:
+    syms = [
+        _sym("c", "Box", "Box", "class", 4, 11, "class Box:"),
+        _sym("o", "open", "Box.open", "method", 7, 8, "def open(self):"),
+        _sym("x", "close", "Box.close", "method", 10, 11, "def close(self):"),
+        _sym("h", "helper", "helper", "function", 13, 14, "def helper():"),
+    ]
+    chunks = chunk_file("m.py", SOURCE, syms, "python")
+    by_name = {(c.kind, c.qualified_name): c for c in chunks}
+    assert (by_name[("symbol", "Box.open")].start_line, by_name[("symbol", "Box.open")].end_line) == (7, 8)
+    header = by_name[("header", "Box")]
+    assert (header.start_line, header.end_line) == (4, 6)
+    assert "def open(self):" in header.signature_doc and "def close(self):" in header.signature_doc
+    module = [c for c in chunks if c.kind == "module"]
+    assert module and module[0].start_line == 1 and "import os" in module[0].text
+    assert all(c.language == "python" and len(c.content_hash) == 64 for c in chunks)
+
+
+def test_long_symbol_is_split_with_overlap_and_ids_are_stable() -> None:
+    body = "def big():\n" + "".join(f"    x{i} = {i}\n" for i in range(300))
+    sym = _sym("b", "big", "big", "function", 1, 301)
+    chunks = chunk_file("m.py", body, [sym], "python")
+    assert len(chunks) >= 3
+    assert all(c.end_line - c.start_line + 1 <= MAX_SYMBOL_LINES for c in chunks)
+    assert chunks[1].start_line <= chunks[0].end_line  # overlap
+    assert chunks[-1].end_line == 301
+    again = chunk_file("m.py", body.replace("x5 = 5", "x5 = 6"), [sym], "python")
+    assert [c.id for c in again] == [c.id for c in chunks]
+    assert again[0].content_hash != chunks[0].content_hash
+    assert again[-1].content_hash == chunks[-1].content_hash
+
+
+def test_prose_is_windowed_200_by_50() -> None:
+    text = "".join(f"line {i}\n" for i in range(1, 501))
+    chunks = chunk_file("docs/guide.md", text)
+    spans = [(c.start_line, c.end_line) for c in chunks]
+    step = PROSE_WINDOW - PROSE_OVERLAP
+    assert spans[0] == (1, PROSE_WINDOW)
+    assert spans[1] == (1 + step, step + PROSE_WINDOW)
+    assert spans[-1][1] == 500
+    assert {c.kind for c in chunks} == {"prose"} and chunks[0].language == "markdown"
+
+
+def test_identifier_splitting() -> None:
+    assert split_identifier("getUserById") == ["get", "user", "by", "id"]
+    assert split_identifier("should_strip_auth") == ["should", "strip", "auth"]
+    assert split_identifier("kebab-case-name") == ["kebab", "case", "name"]
+    assert split_identifier("HTTPServer") == ["http", "server"]
+    assert identifier_parts("x = getUserById(a)") == "get user by id"

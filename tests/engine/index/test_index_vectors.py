@@ -1,0 +1,166 @@
+"""Vectors: embedding providers and their fallbacks, incremental Chroma upkeep, resume, model changes."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+
+import pytest
+
+from engine.config import load_settings
+from engine.index import embeddings
+from engine.index.embeddings import choose_embedder
+from engine.index.hybrid import search
+from engine.index.vectors import VectorIndexer, _client, collection_name
+from engine.store.indexer import index_repository
+from tests.conftest import git
+
+
+def _use(monkeypatch: pytest.MonkeyPatch, spec: str, **env: str) -> None:
+    monkeypatch.setenv("SEMFORA_EMBEDDING", spec)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+
+
+def _chroma_ids(layout, settings, spec: str) -> set[str]:
+    col = _client(layout, settings).get_collection(collection_name(layout, spec))
+    return set(col.get(include=[])["ids"])
+
+
+def _chunk_ids(layout) -> set[str]:
+    conn = sqlite3.connect(layout.index_db)
+    try:
+        return {r[0] for r in conn.execute("SELECT chunk_id FROM text_chunks")}
+    finally:
+        conn.close()
+
+
+def test_none_turns_vectors_off_and_search_still_works(indexed_repo) -> None:
+    layout, settings = indexed_repo()
+    report = VectorIndexer(layout, settings).run()
+    assert not report.enabled and "off" in report.reason
+    hits = search(layout, settings, "strip authorization header", mode="hybrid")
+    assert hits and all(h.sources["vector"] is None for h in hits)
+
+
+def test_auto_with_dead_ollama_and_no_chroma_model_is_off_quickly(monkeypatch, tmp_path) -> None:
+    _use(monkeypatch, "auto", HOME=str(tmp_path))  # OLLAMA_HOST points at a closed port (conftest)
+    started = time.monotonic()
+    choice = choose_embedder(load_settings(None).settings)
+    assert not choice.enabled
+    assert "Ollama" in choice.reason and "chroma" in choice.reason
+    assert time.monotonic() - started < 3
+
+
+def test_auto_with_slow_ollama_gives_up_within_the_timeout(fake_ollama, monkeypatch, tmp_path) -> None:
+    _use(monkeypatch, "auto", HOME=str(tmp_path), SEMFORA_SEARCH__PROVIDER_TIMEOUT="0.3")
+    fake_ollama.delay = 3.0
+    started = time.monotonic()
+    choice = choose_embedder(load_settings(None).settings)
+    assert not choice.enabled and "Ollama" in choice.reason
+    assert time.monotonic() - started < 2
+
+
+def test_auto_picks_a_reachable_ollama(fake_ollama, monkeypatch) -> None:
+    _use(monkeypatch, "auto")
+    choice = choose_embedder(load_settings(None).settings)
+    assert choice.enabled and choice.embedder.spec == "ollama:nomic-embed-text"
+
+
+def test_ollama_without_the_model_says_how_to_get_it(fake_ollama, monkeypatch) -> None:
+    _use(monkeypatch, "ollama:mxbai-embed-large")
+    choice = choose_embedder(load_settings(None).settings)
+    assert not choice.enabled and "ollama pull mxbai-embed-large" in choice.reason
+
+
+def test_chroma_default_is_never_downloaded(monkeypatch, tmp_path) -> None:
+    _use(monkeypatch, "chroma-default", HOME=str(tmp_path))
+    assert not embeddings.chroma_default_cached()
+    choice = choose_embedder(load_settings(None).settings)
+    assert not choice.enabled and "not cached" in choice.reason
+    assert not (tmp_path / ".cache" / "chroma").exists()  # nothing was fetched
+
+
+def test_sentence_transformers_with_a_missing_path_is_off(monkeypatch, tmp_path) -> None:
+    _use(monkeypatch, f"sentence-transformers:{tmp_path / 'no-such-model'}")
+    choice = choose_embedder(load_settings(None).settings)
+    assert not choice.enabled and "local directory" in choice.reason
+
+
+def test_vectors_follow_edits_deletes_and_renames(fake_ollama, monkeypatch, indexed_repo) -> None:
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    layout, settings = indexed_repo()
+    spec = "ollama:nomic-embed-text"
+    first = VectorIndexer(layout, settings).run()
+    assert first.enabled and first.embedded == len(_chunk_ids(layout)) and first.pending == 0
+    assert _chroma_ids(layout, settings, spec) == _chunk_ids(layout)
+
+    hits = search(layout, settings, "send the client to another location", mode="vector")
+    assert hits[0].symbol == "redirect" and hits[0].sources["vector"] == 1
+
+    path = layout.root / "app/routes.py"
+    path.write_text(path.read_text().replace("302", "307"))
+    (layout.root / "README.md").unlink()
+    git(layout.root, "mv", "app/auth.py", "app/security.py")
+    index_repository(layout, settings)
+    again = VectorIndexer(layout, settings).run()
+    assert again.deleted > 0 and 0 < again.embedded < first.embedded
+    ids = _chroma_ids(layout, settings, spec)
+    assert ids == _chunk_ids(layout)
+    conn = sqlite3.connect(layout.index_db)
+    files = {r[0] for r in conn.execute("SELECT file FROM text_chunks")}
+    conn.close()
+    assert files == {"app/routes.py", "app/security.py"}
+    assert VectorIndexer(layout, settings).run().embedded == 0  # nothing left to do
+
+
+def test_batches_respect_the_max_batch_size_and_cancel_resumes(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    files = {f"pkg/m{i}.py": f"def func_{i}(a):\n    return a + {i}\n" for i in range(40)}
+    layout, settings = indexed_repo(files)
+    cancel = threading.Event()
+    seen: list[tuple[int, int]] = []
+
+    def progress(message: str, done: int, total: int) -> None:
+        seen.append((done, total))
+        if done >= 32:
+            cancel.set()
+
+    first = VectorIndexer(layout, settings).run(progress=progress, cancel=cancel)
+    assert first.cancelled and first.pending > 0 and first.embedded == 32
+    sizes = [len(r.body["input"]) for r in fake_ollama.requests_to("/api/embed")]
+    assert max(sizes) <= embeddings.OLLAMA_BATCH
+    second = VectorIndexer(layout, settings).run()
+    assert second.embedded == first.pending and not second.cancelled
+    assert _chroma_ids(layout, settings, "ollama:nomic-embed-text") == _chunk_ids(layout)
+
+
+def test_a_model_change_reembeds_everything_and_says_so(fake_ollama, monkeypatch, indexed_repo) -> None:
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    layout, settings = indexed_repo()
+    VectorIndexer(layout, settings).run()
+    fake_ollama.models.append("all-minilm:latest")
+    _use(monkeypatch, "ollama:all-minilm")
+    settings = load_settings(layout.root).settings
+    messages: list[str] = []
+    report = VectorIndexer(layout, settings).run(progress=lambda m, d, t: messages.append(m))
+    assert report.reembedded_all and report.embedded == len(_chunk_ids(layout))
+    assert any("changed from ollama:nomic-embed-text to ollama:all-minilm" in m for m in messages)
+
+
+def test_search_survives_ollama_dying_after_indexing(fake_ollama, monkeypatch, indexed_repo) -> None:
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    layout, settings = indexed_repo()
+    VectorIndexer(layout, settings).run()
+    from engine.index.vectors import VectorSearcher
+
+    VectorSearcher.for_repo(layout, settings)  # the embedder was chosen while Ollama was up
+    fake_ollama.stop()
+    warnings: list[str] = []
+    hits = search(layout, settings, "redirect", on_warning=warnings.append)
+    hits += search(layout, settings, "redirect", on_warning=warnings.append)
+    assert hits and hits[0].symbol == "redirect"
+    assert len(warnings) == 1 and "vector search is off" in warnings[0]
