@@ -29,10 +29,21 @@ DEFAULT_REPLY = "OK"
 DEFAULT_CHUNK_CHARS = 8
 # count_tokens reports the message framing on top of the text, as the real endpoint does.
 FRAMING_TOKENS = 7
+# serve_forever checks for shutdown this often; the default 0.5 s would slow every test teardown.
+SHUTDOWN_POLL_SECONDS = 0.02
 
 
 def fake_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
+
+
+class QuietHTTPServer(ThreadingHTTPServer):
+    """A client that hangs up (timeout, cancel) is normal here, not a traceback on stderr."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
 
 
 @dataclass(frozen=True)
@@ -103,7 +114,7 @@ class FakeAnthropic:
         self._lock = threading.Lock()
         self._cached_prefixes: set[str] = set()
         self._record_path = record_path
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), _make_handler(self))
+        self.server = QuietHTTPServer(("127.0.0.1", port), _make_handler(self))
         self.server.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -116,7 +127,12 @@ class FakeAnthropic:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> FakeAnthropic:
-        self._thread = threading.Thread(target=self.server.serve_forever, name="fake-anthropic", daemon=True)
+        self._thread = threading.Thread(
+            target=self.server.serve_forever,
+            args=(SHUTDOWN_POLL_SECONDS,),
+            name="fake-anthropic",
+            daemon=True,
+        )
         self._thread.start()
         return self
 

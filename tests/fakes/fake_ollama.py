@@ -16,6 +16,7 @@ import math
 import re
 import signal
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -31,6 +32,9 @@ DEFAULT_MODELS = ("qwen2.5-coder:1.5b", "qwen2.5-coder:7b", "nomic-embed-text:la
 EMBED_DIM = 64
 # Characters per streamed NDJSON piece.
 STREAM_CHUNK_CHARS = 6
+
+# serve_forever checks for shutdown this often; the default 0.5 s would slow every test teardown.
+SHUTDOWN_POLL_SECONDS = 0.02
 
 _WORD = re.compile(r"[A-Za-z][a-z0-9]*|[0-9]+")
 
@@ -48,6 +52,15 @@ def embed_text(text: str, dim: int = EMBED_DIM) -> list[float]:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+
+
+class QuietHTTPServer(ThreadingHTTPServer):
+    """A client that hangs up (timeout, cancel) is normal here, not a traceback on stderr."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
 
 
 @dataclass(frozen=True)
@@ -77,7 +90,7 @@ class FakeOllama:
         self._replies: deque[str] = deque()
         self._lock = threading.Lock()
         self._record_path = record_path
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), _make_handler(self))
+        self.server = QuietHTTPServer(("127.0.0.1", port), _make_handler(self))
         self.server.daemon_threads = True
         self._alive = False
         self.connections: set[Any] = set()
@@ -91,7 +104,9 @@ class FakeOllama:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> FakeOllama:
-        threading.Thread(target=self.server.serve_forever, name="fake-ollama", daemon=True).start()
+        threading.Thread(
+            target=self.server.serve_forever, args=(SHUTDOWN_POLL_SECONDS,), name="fake-ollama", daemon=True
+        ).start()
         self._alive = True
         return self
 

@@ -1,0 +1,50 @@
+"""LiteLLMReasoner through the real LiteLLM library, talking to the fake Ollama server."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.config import Settings
+from engine.errors import EXIT_UNAVAILABLE
+from engine.llm.base import ModelUnavailable, PromptBlock, StreamDone, TextDelta
+from engine.llm.litellm_reasoner import LiteLLMReasoner
+from engine.llm.select import describe_model_status, make_reasoner
+from tests.fakes.fake_ollama import FakeOllama
+
+USER = [{"role": "user", "content": "What does parse_config do?"}]
+
+
+def test_ollama_model_streams_through_litellm_with_usage(fake_ollama: FakeOllama) -> None:
+    fake_ollama.reply("parse_config reads TOML and validates it.")
+    reasoner = make_reasoner(Settings(), "ollama/qwen2.5-coder:7b")
+    assert isinstance(reasoner, LiteLLMReasoner)
+    events = list(reasoner.stream([PromptBlock("You are semfora.", cache=True)], USER, max_tokens=300))
+    text = "".join(e.text for e in events if isinstance(e, TextDelta))
+    done = events[-1]
+    assert text == "parse_config reads TOML and validates it."
+    assert sum(isinstance(e, TextDelta) for e in events) > 1, "streamed in pieces"
+    assert isinstance(done, StreamDone) and done.cost_usd == 0.0 and done.stop_reason == "end_turn"
+    assert done.usage.output_tokens > 0 and done.usage.input_tokens > 0
+    sent = [r for r in fake_ollama.requests if r.path in ("/api/generate", "/api/chat")][-1]
+    assert sent.body["model"] == "qwen2.5-coder:7b"
+    assert "You are semfora." in str(sent.body) and "parse_config" in str(sent.body)
+
+
+def test_ollama_chat_model_uses_the_chat_endpoint(fake_ollama: FakeOllama) -> None:
+    fake_ollama.reply("chat answer")
+    reply = make_reasoner(Settings(), "ollama_chat/qwen2.5-coder:7b").complete("sys", USER)
+    assert reply.text == "chat answer"
+    chat = fake_ollama.requests_to("/api/chat")
+    first = chat[-1].body["messages"][0]
+    assert (first["role"], first["content"]) == ("system", "sys")
+
+
+def test_local_model_with_ollama_down_is_unavailable_exit_3() -> None:
+    with pytest.raises(ModelUnavailable) as info:
+        make_reasoner(Settings(), "ollama/qwen2.5-coder:7b")
+    assert info.value.exit_code == EXIT_UNAVAILABLE
+    assert "Ollama" in info.value.message
+
+
+def test_status_line_names_the_route() -> None:
+    assert "LiteLLM and Ollama" in describe_model_status(Settings(), "ollama/qwen2.5-coder:7b")
