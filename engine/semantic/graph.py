@@ -238,68 +238,93 @@ def file_context(src: str, language: str, imports: Sequence[ImportRef], modules:
     return ctx
 
 
+@dataclass(frozen=True)
+class _Pool:
+    """The callable definitions of one name in one language family, indexed by file."""
+
+    all: tuple[Definition, ...]
+    by_file: dict[str, list[Definition]]
+
+
 class CallResolver:
     """Turns call rows into edges; ``candidates(name)`` supplies definitions by name."""
 
     def __init__(self, candidates: Callable[[str], Sequence[Definition]]) -> None:
         self._candidates = candidates
+        self._pools: dict[tuple[str, str], _Pool] = {}
+        self._ranked: dict[tuple[str, str, str, bool], Definition | None] = {}
+
+    def _pool(self, name: str, fam: str) -> _Pool:
+        pool = self._pools.get((name, fam))
+        if pool is None:
+            defs = tuple(
+                d for d in self._candidates(name) if d.kind in CALLABLE_KINDS and family(d.language) == fam
+            )
+            by_file: dict[str, list[Definition]] = {}
+            for d in defs:
+                by_file.setdefault(d.file, []).append(d)
+            pool = self._pools[(name, fam)] = _Pool(defs, by_file)
+        return pool
+
+    def _rank(self, pool: _Pool, name: str, fam: str, file: str, plain: bool) -> Definition | None:
+        """The nearest candidate by shared directories, memoised per directory."""
+        folder = posixpath.dirname(file)
+        key = (name, fam, folder, plain)
+        if key not in self._ranked:
+            best = min(
+                pool.all,
+                key=lambda d: (-_common_dirs(d.file, file), (d.parent is None) != plain, d.file),
+            )
+            ok = _common_dirs(best.file, file) >= RANKED_MIN_SHARED_DIRS
+            self._ranked[key] = best if ok else None
+        return self._ranked[key]
 
     def resolve(self, call: CallRow, language: str, ctx: FileContext) -> Edge:
         fam = family(language)
-        cands = [
-            d for d in self._candidates(call.name) if d.kind in CALLABLE_KINDS and family(d.language) == fam
-        ]
+        pool = self._pool(call.name, fam)
+        cands = pool.all
         receiver = call.receiver
         recv_root = receiver.split(".")[0].split("(")[0] if receiver else None
+        is_self = receiver in SELF_RECEIVERS
+        external_recv = recv_root is not None and not is_self and recv_root in ctx.packages
 
         def edge(target: Definition, kind: str) -> Edge:
             return Edge(call.file, call.caller_id, target.id, call.name, kind, None, call.line)
 
         if cands:
-            if receiver in SELF_RECEIVERS or receiver is None:
-                same_class = [d for d in cands if d.file == call.file and d.parent == call.caller_parent]
-                if receiver in SELF_RECEIVERS and same_class:
-                    return edge(same_class[0], SAME_FILE)
-            same_file = [d for d in cands if d.file == call.file]
-            if same_file and (
-                receiver is None or receiver in SELF_RECEIVERS or recv_root not in ctx.packages
-            ):
-                same_file.sort(key=lambda d: (d.parent != call.caller_parent, d.parent is not None))
-                return edge(same_file[0], SAME_FILE)
+            same_file = pool.by_file.get(call.file)
+            if same_file and (receiver is None or is_self or not external_recv):
+                if is_self:
+                    best = min(same_file, key=lambda d: (d.parent != call.caller_parent, d.parent is None))
+                else:
+                    best = min(same_file, key=lambda d: (d.parent is not None) == (receiver is None))
+                return edge(best, SAME_FILE)
             if receiver is None and call.name in ctx.bound:
                 files, original = ctx.bound[call.name]
-                bound = [
-                    d for d in self._candidates(original) if d.file in files and d.kind in CALLABLE_KINDS
-                ]
+                bound = [d for f in files for d in self._pool(original, fam).by_file.get(f, ())]
                 if bound:
                     return edge(bound[0], IMPORT)
             if recv_root and recv_root in ctx.module_alias:
-                files = set(ctx.module_alias[recv_root])
-                hit = [d for d in cands if d.file in files]
+                hit = [d for f in ctx.module_alias[recv_root] for d in pool.by_file.get(f, ())]
                 if hit:
                     return edge(hit[0], IMPORT)
             if recv_root and recv_root in ctx.bound:
-                files = set(ctx.bound[recv_root][0])
-                hit = [d for d in cands if d.file in files]
+                hit = [d for f in ctx.bound[recv_root][0] for d in pool.by_file.get(f, ())]
                 if hit:
                     return edge(hit[0], IMPORT)
-            imported = [d for d in cands if d.file in ctx.imported_files]
-            if imported and (recv_root is None or recv_root not in ctx.packages):
-                imported.sort(key=lambda d: (d.parent is not None) == (receiver is None))
-                return edge(imported[0], IMPORT)
-            if recv_root is None or recv_root not in ctx.packages:
+            if not external_recv:
+                if len(ctx.imported_files) < len(pool.by_file):
+                    imported = [d for f in ctx.imported_files for d in pool.by_file.get(f, ())]
+                else:
+                    imported = [d for d in cands if d.file in ctx.imported_files]
+                if imported:
+                    imported.sort(key=lambda d: ((d.parent is not None) == (receiver is None), d.file))
+                    return edge(imported[0], IMPORT)
                 if len(cands) == 1:
                     return edge(cands[0], UNIQUE)
-                ranked = sorted(
-                    cands,
-                    key=lambda d: (
-                        -_common_dirs(d.file, call.file),
-                        (d.parent is None) != (receiver is None),
-                        d.file,
-                    ),
-                )
-                if _common_dirs(ranked[0].file, call.file) >= RANKED_MIN_SHARED_DIRS:
-                    return edge(ranked[0], RANKED)
+                ranked = self._rank(pool, call.name, fam, call.file, receiver is None)
+                if ranked is not None:
+                    return edge(ranked, RANKED)
         package = None
         if recv_root and recv_root in ctx.packages:
             package = ctx.packages[recv_root]

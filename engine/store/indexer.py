@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from engine.config import Settings
@@ -28,6 +29,7 @@ from engine.semantic.model import FileAnalysis, ImportRef
 from engine.store.db import StoreWarning, WarningSink, identifier_parts, open_index, relative_module
 from engine.store.discovery import Candidate, Skipped, content_problem, discover
 from engine.store.layout import RepoLayout
+from engine.store.schema import create_secondary_indexes, drop_secondary_indexes
 
 # (message, done, total): the progress shape shared with the text index.
 ProgressFn = Callable[[str, int, int], None]
@@ -121,8 +123,65 @@ class ParseResult:
     size: int
     mtime_ns: int
     sha256: str
-    analysis: FileAnalysis | None
+    rows: FileRows | None
     problem: str | None
+
+
+@dataclass(frozen=True)
+class FileRows:
+    """One file's analysis flattened to database rows in the worker (cheap to pickle).
+
+    ``symbols`` rows lack the leading ``sid`` (the writer assigns it) and end with
+    the symbol's search terms; ``calls`` rows carry the caller's parent for resolution.
+    """
+
+    file: tuple[object, ...]
+    symbols: list[tuple[object, ...]]
+    calls: list[tuple[object, ...]]
+    imports: list[tuple[object, ...]]
+
+
+def _rows(path: str, fa: FileAnalysis, size: int, mtime_ns: int, sha: str) -> FileRows:
+    module = relative_module(path)
+    symbols: list[tuple[object, ...]] = []
+    calls: list[tuple[object, ...]] = []
+    for s in fa.symbols:
+        symbols.append(
+            (
+                s.id,
+                s.name,
+                s.name.lower(),
+                s.qualified_name,
+                s.kind,
+                path,
+                module,
+                s.language,
+                s.start_line,
+                s.end_line,
+                s.signature,
+                s.doc,
+                s.parent,
+                int(s.exported),
+                _json_list(s.decorators),
+                int(s.is_async),
+                s.arity,
+                s.control_flow,
+                s.max_nesting,
+                s.risk.level,
+                _json_list(s.risk.reasons),
+                s.body_hash,
+                tuple(_terms(s.name)),
+            )
+        )
+        calls.extend(
+            (path, s.id, s.parent, c.name, c.receiver, c.line, int(c.awaited), int(c.in_try)) for c in s.calls
+        )
+    calls.extend(
+        (path, None, None, c.name, c.receiver, c.line, int(c.awaited), int(c.in_try)) for c in fa.module_calls
+    )
+    imports = [(path, i.module, _json_list(i.names), i.alias, i.line) for i in fa.imports]
+    file_row = (path, fa.language, module, size, mtime_ns, sha, fa.line_count, fa.syntax_errors)
+    return FileRows(file_row, symbols, calls, imports)
 
 
 def _parse_one(root: str, path: str, language: str) -> ParseResult:
@@ -140,7 +199,8 @@ def _parse_one(root: str, path: str, language: str) -> ParseResult:
     if problem is not None:
         return ParseResult(path, st.st_size, st.st_mtime_ns, sha, None, problem)
     analysis = analyze_source(path, data, language)
-    return ParseResult(path, st.st_size, st.st_mtime_ns, sha, analysis, None)
+    rows = _rows(path, analysis, st.st_size, st.st_mtime_ns, sha)
+    return ParseResult(path, st.st_size, st.st_mtime_ns, sha, rows, None)
 
 
 def parse_batch(root: str, items: Sequence[tuple[str, str]]) -> list[ParseResult]:
@@ -222,70 +282,67 @@ def _delete_file_rows(conn: sqlite3.Connection, paths: Sequence[str], *, keep_fi
             conn.execute(f"DELETE FROM files WHERE path IN ({marks})", part)
 
 
-def _write_analysis(conn: sqlite3.Connection, res: ParseResult, now: float) -> None:
-    fa = res.analysis
-    assert fa is not None
-    module = relative_module(res.path)
-    conn.execute(
-        "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?)",
-        (
-            res.path,
-            fa.language,
-            module,
-            res.size,
-            res.mtime_ns,
-            res.sha256,
-            fa.line_count,
-            fa.syntax_errors,
-            now,
-        ),
-    )
-    calls: list[tuple[object, ...]] = []
-    terms: list[tuple[str, int]] = []
-    for s in fa.symbols:
-        cur = conn.execute(
-            "INSERT INTO symbols (id, name, name_lower, qualified_name, kind, file, module, language, start_line, "
-            "end_line, signature, doc, parent, exported, decorators, is_async, arity, control_flow, max_nesting, "
-            "risk, risk_reasons, body_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                s.id,
-                s.name,
-                s.name.lower(),
-                s.qualified_name,
-                s.kind,
-                res.path,
-                module,
-                s.language,
-                s.start_line,
-                s.end_line,
-                s.signature,
-                s.doc,
-                s.parent,
-                int(s.exported),
-                json.dumps(list(s.decorators)),
-                int(s.is_async),
-                s.arity,
-                s.control_flow,
-                s.max_nesting,
-                s.risk.level,
-                json.dumps(list(s.risk.reasons)),
-                s.body_hash,
-            ),
-        )
-        sid = int(cur.lastrowid or 0)
-        terms.extend((t, sid) for t in set(identifier_parts(s.name)))
-        calls.extend(
-            (res.path, s.id, c.name, c.receiver, c.line, int(c.awaited), int(c.in_try)) for c in s.calls
-        )
-    calls.extend(
-        (res.path, None, c.name, c.receiver, c.line, int(c.awaited), int(c.in_try)) for c in fa.module_calls
-    )
-    conn.executemany("INSERT INTO symbol_terms VALUES (?,?)", terms)
-    conn.executemany("INSERT INTO calls VALUES (?,?,?,?,?,?,?)", calls)
-    conn.executemany(
-        "INSERT INTO imports VALUES (?,?,?,?,?)",
-        [(res.path, i.module, json.dumps(list(i.names)), i.alias, i.line) for i in fa.imports],
-    )
+_EMPTY_JSON_LIST = "[]"
+# Rows buffered before one executemany; bounds memory while keeping inserts batched.
+FLUSH_ROWS = 20_000
+
+
+def _json_list(values: Sequence[str]) -> str:
+    return json.dumps(list(values)) if values else _EMPTY_JSON_LIST
+
+
+@lru_cache(maxsize=65536)
+def _terms(name: str) -> frozenset[str]:
+    return frozenset(identifier_parts(name))
+
+
+class _Writer:
+    """Buffers the rows of parsed files and writes them in batches.
+
+    In bulk mode (an empty index) it also keeps each call and import in memory,
+    so resolution does not have to read 100k+ rows back from the database.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, *, bulk: bool) -> None:
+        self.conn = conn
+        self.bulk = bulk
+        self.next_sid = int(conn.execute("SELECT COALESCE(MAX(sid), 0) FROM symbols").fetchone()[0]) + 1
+        self.files: list[tuple[object, ...]] = []
+        self.symbols: list[tuple[object, ...]] = []
+        self.terms: list[tuple[object, int]] = []
+        self.calls: list[tuple[object, ...]] = []
+        self.imports: list[tuple[object, ...]] = []
+        self.all_calls: list[tuple[object, ...]] = []
+        self.imports_by_file: dict[str, list[ImportRef]] = {}
+
+    def add(self, rows: FileRows, now: float) -> None:
+        self.files.append((*rows.file, now))
+        sid = self.next_sid
+        for row in rows.symbols:
+            self.symbols.append((sid, *row[:-1]))
+            self.terms.extend((t, sid) for t in row[-1])  # type: ignore[attr-defined]
+            sid += 1
+        self.next_sid = sid
+        self.calls.extend(rows.calls)
+        self.imports.extend(rows.imports)
+        if self.bulk:
+            self.all_calls.extend(rows.calls)
+            self.imports_by_file[str(rows.file[0])] = [
+                ImportRef(str(m), tuple(json.loads(str(n))), a, int(ln))  # type: ignore[arg-type]
+                for _f, m, n, a, ln in rows.imports
+            ]
+        if len(self.calls) + len(self.symbols) > FLUSH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        c = self.conn
+        c.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?)", self.files)
+        c.executemany(f"INSERT INTO symbols VALUES ({','.join('?' * 23)})", self.symbols)
+        c.executemany("INSERT INTO symbol_terms VALUES (?,?)", self.terms)
+        c.executemany("INSERT INTO calls VALUES (?,?,?,?,?,?,?,?)", self.calls)
+        c.executemany("INSERT INTO imports VALUES (?,?,?,?,?)", self.imports)
+        for buf in (self.files, self.symbols, self.terms, self.calls, self.imports):
+            buf.clear()
 
 
 def _name_ids(conn: sqlite3.Connection, paths: Sequence[str]) -> set[tuple[str, str]]:
@@ -339,30 +396,34 @@ def _resolve_graphs(
     conn: sqlite3.Connection,
     changed: set[str],
     changed_names: set[str],
-    structure_changed: bool,
+    *,
     full: bool,
+    structure_changed: bool,
     progress: ProgressFn | None,
+    preloaded: _Writer | None = None,
 ) -> None:
-    """Recompute file imports and call edges for every file whose edges could have changed."""
+    """Recompute file imports and call edges for every file whose edges could have changed.
+
+    ``full`` recomputes everything; otherwise only the changed files, files whose
+    import targets moved, and files calling a name whose definitions changed.
+    """
     languages = dict(conn.execute("SELECT path, language FROM files").fetchall())
     modules = ModuleIndex(languages)
-    # Import graph: only changed files, unless files appeared or vanished (then all, cheaply).
     import_scope = None if (full or structure_changed) else sorted(changed & set(languages))
-    imports = _imports_by_file(conn, import_scope)
-    affected = set(changed) if not full else set(languages)
-    old_targets: dict[str, set[str]] = {}
+    imports = preloaded.imports_by_file if preloaded is not None else _imports_by_file(conn, import_scope)
     scope_files = list(languages) if import_scope is None else import_scope
-    if not full:
+    affected = set(languages) if full else set(changed)
+    old_targets: dict[str, set[str]] = {}
+    if full:
+        conn.execute("DELETE FROM file_imports")
+    else:
         for part in _chunks(scope_files):
             marks = ",".join("?" * len(part))
             for src, dst in conn.execute(
                 f"SELECT src, dst FROM file_imports WHERE src IN ({marks})", list(part)
             ):
                 old_targets.setdefault(src, set()).add(dst)
-        for part in _chunks(scope_files):
-            conn.execute(f"DELETE FROM file_imports WHERE src IN ({','.join('?' * len(part))})", list(part))
-    else:
-        conn.execute("DELETE FROM file_imports")
+            conn.execute(f"DELETE FROM file_imports WHERE src IN ({marks})", list(part))
     rows: list[tuple[str, str]] = []
     for src in scope_files:
         targets: set[str] = set()
@@ -373,7 +434,6 @@ def _resolve_graphs(
         if not full and targets != old_targets.get(src, set()):
             affected.add(src)
     conn.executemany("INSERT OR IGNORE INTO file_imports VALUES (?,?)", rows)
-    # Calls elsewhere whose target set changed (a definition appeared, vanished or changed id).
     for name in changed_names:
         affected.update(r[0] for r in conn.execute("SELECT DISTINCT file FROM calls WHERE name = ?", (name,)))
     affected &= set(languages)
@@ -383,40 +443,38 @@ def _resolve_graphs(
     else:
         for part in _chunks(todo):
             conn.execute(f"DELETE FROM edges WHERE file IN ({','.join('?' * len(part))})", list(part))
-    definitions = _Definitions(conn, preload=len(todo) > PRELOAD_DEFINITIONS_ABOVE)
-    resolver = CallResolver(definitions)
-    if import_scope is not None and len(todo) > len(import_scope):
-        imports.update(_imports_by_file(conn, [p for p in todo if p not in imports]))
-    sql = (
-        "SELECT c.file, c.caller_id, s.parent, c.name, c.receiver, c.line FROM calls c "
-        "LEFT JOIN symbols s ON s.id = c.caller_id AND s.file = c.file"
-    )
-    groups: Iterable[Sequence[str] | None] = [None] if full else _chunks(todo)
-    current: str | None = None
-    ctx = None
+        missing = [p for p in todo if p not in imports]
+        if missing:
+            imports.update(_imports_by_file(conn, missing))
+    resolver = CallResolver(_Definitions(conn, preload=len(todo) > PRELOAD_DEFINITIONS_ABOVE))
+    contexts: dict[str, object] = {}
     batch: list[tuple[object, ...]] = []
-    done = 0
-    for part in groups:
-        if part is None:
-            rows_iter = conn.execute(sql + " ORDER BY c.file").fetchall()
-        else:
+    total = len(todo)
+
+    def emit(call: CallRow) -> None:
+        ctx = contexts.get(call.file)
+        if ctx is None:
+            ctx = contexts[call.file] = file_context(
+                call.file, languages[call.file], imports.get(call.file, ()), modules
+            )
+            if progress and len(contexts) % 500 == 0:
+                progress("resolving calls", len(contexts), total)
+        e = resolver.resolve(call, languages[call.file], ctx)  # type: ignore[arg-type]
+        batch.append((e.file, e.caller_id, e.callee_id, e.callee_name, e.kind, e.package, e.line))
+        if len(batch) >= FLUSH_ROWS:
+            conn.executemany("INSERT INTO edges VALUES (?,?,?,?,?,?,?)", batch)
+            batch.clear()
+
+    if preloaded is not None:
+        for row in preloaded.all_calls:
+            emit(CallRow(*row[:6]))  # type: ignore[arg-type]
+    else:
+        sql = "SELECT file, caller_id, caller_parent, name, receiver, line FROM calls"
+        for part in _chunks(todo):
             marks = ",".join("?" * len(part))
-            rows_iter = conn.execute(
-                sql + f" WHERE c.file IN ({marks}) ORDER BY c.file", list(part)
-            ).fetchall()
-        for file, caller, parent, name, receiver, line in rows_iter:
-            if file != current:
-                current = file
-                ctx = file_context(file, languages[file], imports.get(file, ()), modules)
-                done += 1
-                if progress and done % 200 == 0:
-                    progress("resolving calls", done, len(todo))
-            assert ctx is not None
-            e = resolver.resolve(CallRow(file, caller, parent, name, receiver, line), languages[file], ctx)
-            batch.append((e.file, e.caller_id, e.callee_id, e.callee_name, e.kind, e.package, e.line))
-            if len(batch) >= 5000:
-                conn.executemany("INSERT INTO edges VALUES (?,?,?,?,?,?,?)", batch)
-                batch.clear()
+            for row in conn.execute(sql + f" WHERE file IN ({marks})", list(part)).fetchall():
+                emit(CallRow(*row))
+            contexts.clear()
     conn.executemany("INSERT INTO edges VALUES (?,?,?,?,?,?,?)", batch)
 
 
@@ -521,44 +579,39 @@ def _run(
     root = layout.root
     found = discover(root, settings.index)
     plan = _plan(conn, root, found.candidates)
-    was_empty = conn.execute("SELECT 1 FROM files LIMIT 1").fetchone() is None
-    old_sha = {}
-    if plan.deleted:
-        for part in _chunks(plan.deleted):
-            marks = ",".join("?" * len(part))
-            old_sha.update(
-                conn.execute(f"SELECT path, sha256 FROM files WHERE path IN ({marks})", list(part))
-            )
     known_paths = {r[0] for r in conn.execute("SELECT path FROM files")}
-    reparse = [c.path for c in plan.to_parse]
-    names_before = _name_ids(conn, [p for p in reparse if p in known_paths] + plan.deleted)
+    bulk = not known_paths  # an empty index: load without secondary indexes, resolve from memory
+    old_sha: dict[str, str] = {}
+    for part in _chunks(plan.deleted):
+        marks = ",".join("?" * len(part))
+        old_sha.update(conn.execute(f"SELECT path, sha256 FROM files WHERE path IN ({marks})", list(part)))
+    reparse = [c.path for c in plan.to_parse if c.path in known_paths]
+    names_before = _name_ids(conn, reparse + plan.deleted)
     workers = settings.index.workers or os.cpu_count() or 1
     now = time.time()
     conn.execute("BEGIN")
-    for cand, digest in plan.touched_only:
+    if bulk:
+        drop_secondary_indexes(conn)
+    for cand, _digest in plan.touched_only:
         conn.execute(
             "UPDATE files SET size=?, mtime_ns=? WHERE path=?", (cand.size, cand.mtime_ns, cand.path)
         )
     _delete_file_rows(conn, plan.deleted)
+    _delete_file_rows(conn, reparse)
     conn.execute("DELETE FROM skipped_files")
-    if found.skipped or plan.still_skipped:
-        conn.executemany(
-            "INSERT OR REPLACE INTO skipped_files VALUES (?,?,?,?)",
-            [(s.path, 0, 0, s.reason) for s in found.skipped],
-        )
     by_path = {c.path: c for c in found.candidates}
-    for s in plan.still_skipped:
-        c = by_path[s.path]
-        conn.execute(
-            "INSERT OR REPLACE INTO skipped_files VALUES (?,?,?,?)", (s.path, c.size, c.mtime_ns, s.reason)
-        )
+    conn.executemany(
+        "INSERT OR REPLACE INTO skipped_files VALUES (?,?,?,?)",
+        [(s.path, 0, 0, s.reason) for s in found.skipped]
+        + [(s.path, by_path[s.path].size, by_path[s.path].mtime_ns, s.reason) for s in plan.still_skipped],
+    )
+    writer = _Writer(conn, bulk=bulk)
     content_skipped: list[Skipped] = []
     parsed_ok: list[str] = []
     new_sha: dict[str, str] = {}
     items = [(c.path, c.language or "") for c in plan.to_parse]
     for res in _parse_all(root, items, workers, progress):
-        _delete_file_rows(conn, [res.path])
-        if res.analysis is None:
+        if res.rows is None:
             reason = res.problem or "unreadable"
             content_skipped.append(Skipped(res.path, reason))
             conn.execute(
@@ -566,29 +619,33 @@ def _run(
                 (res.path, res.size, res.mtime_ns, reason),
             )
             continue
-        _write_analysis(conn, res, now)
+        writer.add(res.rows, now)
         parsed_ok.append(res.path)
         new_sha[res.path] = res.sha256
-    gone = [p for p in (s.path for s in content_skipped) if p in known_paths]
+    writer.flush()
+    gone = [s.path for s in content_skipped if s.path in known_paths]
+    if gone:
+        conn.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
     deleted_paths = sorted(set(plan.deleted) | set(gone))
-    names_after = _name_ids(conn, parsed_ok)
-    changed_names = {n for n, _ in names_before ^ names_after}
+    changed_names = set() if bulk else {n for n, _ in names_before ^ _name_ids(conn, parsed_ok)}
     added_paths = [p for p in parsed_ok if p not in known_paths]
     modified = [p for p in parsed_ok if p in known_paths]
     deleted_shas = {old_sha.get(p) for p in plan.deleted}
     renamed = [p for p in added_paths if new_sha.get(p) in deleted_shas]
-    if progress:
-        progress("resolving calls", 0, max(1, len(parsed_ok)))
-    structure_changed = bool(added_paths or deleted_paths)
-    if parsed_ok or deleted_paths or was_empty:
+    if parsed_ok or deleted_paths or bulk:
+        if progress:
+            progress("resolving calls", 0, max(1, len(parsed_ok)))
         _resolve_graphs(
             conn,
             set(parsed_ok),
             changed_names,
-            structure_changed,
-            was_empty or len(parsed_ok) > len(known_paths) // 2,
-            progress,
+            full=bulk or len(parsed_ok) > len(known_paths) // 2,
+            structure_changed=bool(added_paths or deleted_paths),
+            progress=progress,
+            preloaded=writer if bulk else None,
         )
+    if bulk:
+        create_secondary_indexes(conn)
     conn.execute(
         "INSERT OR REPLACE INTO meta VALUES ('last_indexed', ?)",
         (json.dumps({"at": now, "git": found.used_git}),),

@@ -44,8 +44,6 @@ CREATE TABLE IF NOT EXISTS files (
     syntax_errors INTEGER NOT NULL,
     indexed_at    REAL NOT NULL
 );
-CREATE INDEX IF NOT EXISTS files_sha ON files(sha256);
-CREATE INDEX IF NOT EXISTS files_module ON files(module);
 CREATE TABLE IF NOT EXISTS skipped_files (
     path     TEXT PRIMARY KEY,
     size     INTEGER NOT NULL,
@@ -77,29 +75,20 @@ CREATE TABLE IF NOT EXISTS symbols (
     risk_reasons   TEXT NOT NULL,
     body_hash      TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS symbols_id ON symbols(id);
-CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file);
-CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
-CREATE INDEX IF NOT EXISTS symbols_name_lower ON symbols(name_lower);
-CREATE INDEX IF NOT EXISTS symbols_qualified ON symbols(qualified_name);
-CREATE INDEX IF NOT EXISTS symbols_module ON symbols(module, kind, risk);
 CREATE TABLE IF NOT EXISTS symbol_terms (
     term TEXT NOT NULL,
     sid  INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS symbol_terms_term ON symbol_terms(term);
-CREATE INDEX IF NOT EXISTS symbol_terms_sid ON symbol_terms(sid);
 CREATE TABLE IF NOT EXISTS calls (
     file      TEXT NOT NULL,
     caller_id TEXT,
+    caller_parent TEXT,
     name      TEXT NOT NULL,
     receiver  TEXT,
     line      INTEGER NOT NULL,
     awaited   INTEGER NOT NULL,
     in_try    INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS calls_file ON calls(file);
-CREATE INDEX IF NOT EXISTS calls_name ON calls(name);
 CREATE TABLE IF NOT EXISTS imports (
     file   TEXT NOT NULL,
     module TEXT NOT NULL,
@@ -107,7 +96,6 @@ CREATE TABLE IF NOT EXISTS imports (
     alias  TEXT,
     line   INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS imports_file ON imports(file);
 CREATE TABLE IF NOT EXISTS edges (
     file        TEXT NOT NULL,
     caller_id   TEXT,
@@ -117,20 +105,55 @@ CREATE TABLE IF NOT EXISTS edges (
     package     TEXT,
     line        INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS edges_file ON edges(file);
-CREATE INDEX IF NOT EXISTS edges_caller ON edges(caller_id);
-CREATE INDEX IF NOT EXISTS edges_callee ON edges(callee_id);
 CREATE TABLE IF NOT EXISTS file_imports (
     src TEXT NOT NULL,
     dst TEXT NOT NULL,
     PRIMARY KEY (src, dst)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS file_imports_dst ON file_imports(dst);
 """
+
+# Secondary indexes: dropped during a bulk load and rebuilt after (far faster than
+# maintaining them row by row), so keep every one of them listed here.
+SECONDARY_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS files_sha ON files(sha256)",
+    "CREATE INDEX IF NOT EXISTS files_module ON files(module)",
+    "CREATE INDEX IF NOT EXISTS symbols_id ON symbols(id)",
+    "CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file)",
+    "CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name)",
+    "CREATE INDEX IF NOT EXISTS symbols_name_lower ON symbols(name_lower)",
+    "CREATE INDEX IF NOT EXISTS symbols_qualified ON symbols(qualified_name)",
+    "CREATE INDEX IF NOT EXISTS symbols_module ON symbols(module, kind, risk)",
+    "CREATE INDEX IF NOT EXISTS symbol_terms_term ON symbol_terms(term)",
+    "CREATE INDEX IF NOT EXISTS symbol_terms_sid ON symbol_terms(sid)",
+    "CREATE INDEX IF NOT EXISTS calls_file ON calls(file)",
+    "CREATE INDEX IF NOT EXISTS calls_name ON calls(name)",
+    "CREATE INDEX IF NOT EXISTS imports_file ON imports(file)",
+    "CREATE INDEX IF NOT EXISTS edges_file ON edges(file)",
+    "CREATE INDEX IF NOT EXISTS edges_caller ON edges(caller_id)",
+    "CREATE INDEX IF NOT EXISTS edges_callee ON edges(callee_id)",
+    "CREATE INDEX IF NOT EXISTS file_imports_dst ON file_imports(dst)",
+)
+
+
+def drop_secondary_indexes(conn: sqlite3.Connection) -> None:
+    for ddl in SECONDARY_INDEXES:
+        name = ddl.split("EXISTS ", 1)[1].split(" ", 1)[0]
+        conn.execute(f"DROP INDEX IF EXISTS {name}")
+
+
+def create_secondary_indexes(conn: sqlite3.Connection) -> None:
+    for ddl in SECONDARY_INDEXES:
+        conn.execute(ddl)
+
+
+def _create_v1(conn: sqlite3.Connection) -> None:
+    conn.executescript(_V1)
+    create_secondary_indexes(conn)
+
 
 # Step n upgrades a database at user_version n-1 to n.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
-    1: lambda conn: conn.executescript(_V1),
+    1: _create_v1,
 }
 
 
