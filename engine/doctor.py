@@ -227,50 +227,71 @@ def check_fts5() -> Check:
     return Check("sqlite fts5", "ok", f"SQLite {sqlite3.sqlite_version}")
 
 
-def _tracked_files(root: Path) -> list[Path]:
+def _tracked_files(root: Path) -> list[str]:
     proc = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True, check=False)
     if proc.returncode == 0:
-        return [root / p for p in proc.stdout.decode("utf-8", "replace").split("\0") if p]
-    return [p for p in root.rglob("*") if p.is_file() and ".git" not in p.parts]
+        return [p for p in proc.stdout.decode("utf-8", "replace").split("\0") if p]
+    return [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts]
 
 
 def check_index(layout: RepoLayout) -> Check:
+    """Compare every indexed file's size and mtime with the disk, read-only (the store would repair)."""
+    from engine.semantic.languages import language_for_path
+    from engine.store.db import FileRecord, header_problem
+
     db = layout.index_db
     fix = f"semfora index --path {layout.root}"
     if not db.is_file():
         return Check("index", "fail", "no index for this repository yet", "DOCTOR_INDEX_MISSING", fix)
+    problem = header_problem(db)
+    if problem is not None:
+        return Check(
+            "index", "fail", f"index.db is damaged: {problem}", "DOCTOR_INDEX_CORRUPT", fix + " --rebuild"
+        )
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         try:
-            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            records = [FileRecord(*row) for row in con.execute("SELECT * FROM files")]
         finally:
             con.close()
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, TypeError) as exc:
         return Check(
             "index", "fail", f"index.db is unreadable: {exc}", "DOCTOR_INDEX_CORRUPT", fix + " --rebuild"
         )
-    if not tables:
-        return Check("index", "fail", "index.db has no tables", "DOCTOR_INDEX_CORRUPT", fix + " --rebuild")
-    built = max(p.stat().st_mtime for p in (db, db.with_name(db.name + "-wal")) if p.exists())
-    changed = []
-    for path in _tracked_files(layout.root):
+    if not records:
+        return Check("index", "fail", "the index is empty", "DOCTOR_INDEX_MISSING", fix)
+    changed: list[str] = []
+    for rec in records:
         try:
-            if path.stat().st_mtime > built:
-                changed.append(layout.relpath(path))
+            st = (layout.root / rec.path).stat()
         except OSError:
-            changed.append(layout.relpath(path))  # deleted since: the index still lists it
+            changed.append(rec.path)  # deleted since it was indexed
+            continue
+        if st.st_mtime_ns != rec.mtime_ns or st.st_size != rec.size:
+            changed.append(rec.path)
+    known = {rec.path for rec in records}
+    new = [p for p in _tracked_files(layout.root) if p not in known and language_for_path(p)]
+    built = max(rec.indexed_at for rec in records)
     age = _age(time.time() - built)
-    if changed:
-        shown = ", ".join(changed[:STALE_FILES_SHOWN]) + (" ..." if len(changed) > STALE_FILES_SHOWN else "")
+    data: dict[str, object] = {
+        "files": len(records),
+        "changed_files": len(changed),
+        "new_files": len(new),
+        "age_seconds": int(time.time() - built),
+    }
+    stale = changed + new
+    if stale:
+        shown = ", ".join(stale[:STALE_FILES_SHOWN]) + (" ..." if len(stale) > STALE_FILES_SHOWN else "")
         return Check(
             "index",
             "warn",
-            f"{len(changed)} file(s) changed since the index was built {age} ago: {shown}",
+            f"stale: {len(changed)} changed and {len(new)} new file(s) since it was "
+            f"built {age} ago ({shown})",
             "DOCTOR_INDEX_STALE",
             fix,
-            {"changed_files": len(changed), "age_seconds": int(time.time() - built)},
+            data,
         )
-    return Check("index", "ok", f"fresh (built {age} ago)", data={"age_seconds": int(time.time() - built)})
+    return Check("index", "ok", f"fresh: {len(records)} files, built {age} ago", data=data)
 
 
 def _age(seconds: float) -> str:
@@ -396,69 +417,42 @@ def check_ollama(settings: Settings, network: bool) -> Check:
 
 
 def check_embeddings(settings: Settings, network: bool) -> Check:
-    """Which embedding provider `auto` (or the configured one) resolves to, without downloading anything."""
-    choice = settings.search.embedding
-    if choice == "none":
-        return Check("embeddings", "ok", "vectors off (search.embedding = none): full-text and symbols only")
-    if choice.startswith("ollama:") or choice == "auto":
-        model = choice.split(":", 1)[1] if choice.startswith("ollama:") else "nomic-embed-text"
-        if network:
-            import httpx
+    """Which provider ``search.embedding`` resolves to (engine.index.embeddings decides; nothing downloads)."""
+    from engine.index.embeddings import choose_embedder, chroma_default_cached, chroma_onnx_dir
 
-            try:
-                models: list[str] | None = _ollama_models(settings.ollama.host)
-                error = ""
-            except (httpx.HTTPError, ConnectionError) as exc:
-                models, error = None, type(exc).__name__
-            if models is not None and any(m == model or m.split(":")[0] == model for m in models):
-                return Check("embeddings", "ok", f"ollama:{model}")
-            if choice != "auto":
-                detail = f"Ollama unreachable ({error})" if models is None else f"Ollama has no model {model}"
-                return Check(
-                    "embeddings",
-                    "fail",
-                    f"ollama:{model} unavailable: {detail}",
-                    "DOCTOR_EMBEDDINGS",
-                    f"ollama serve && ollama pull {model}",
-                )
-        elif choice != "auto":
-            return Check("embeddings", "skip", f"ollama:{model} not probed (--no-network)")
-    if choice in ("auto", "chroma-default"):
-        onnx = Path.home() / ".cache" / "chroma" / "onnx_models" / "all-MiniLM-L6-v2"
-        if onnx.is_dir() and any(onnx.rglob("*.onnx")):
-            return Check("embeddings", "ok", f"chroma-default (ONNX MiniLM cached at {onnx})")
-        if choice == "chroma-default":
+    spec = (settings.search.embedding or "auto").strip()
+    kind = spec.partition(":")[0].lower()
+    fix_auto = "ollama pull nomic-embed-text (or accept full-text and symbol search only)"
+    if kind in ("none", "off", ""):
+        return Check("embeddings", "ok", "vectors off (search.embedding = none): full-text and symbols only")
+    if not network and kind in ("ollama", "auto"):
+        if kind == "auto" and chroma_default_cached():
             return Check(
-                "embeddings",
-                "fail",
-                "Chroma's ONNX MiniLM model is not cached and cannot be downloaded offline",
-                "DOCTOR_EMBEDDINGS",
-                "run once with network access, or set SEMFORA_EMBEDDING=none",
+                "embeddings", "ok", f"auto: chroma-default cached at {chroma_onnx_dir()} (Ollama not probed)"
             )
+        return Check("embeddings", "skip", f"{spec}: Ollama not probed (--no-network)")
+    try:
+        choice = choose_embedder(settings)
+    except ConfigError as exc:
         return Check(
             "embeddings",
-            "warn",
-            "auto resolved to none: no Ollama embedding model, no cached ONNX model",
+            "fail",
+            exc.message,
             "DOCTOR_EMBEDDINGS",
-            "ollama pull nomic-embed-text (or accept full-text-only search)",
+            exc.hint
+            or "set search.embedding to auto, none, ollama:MODEL, chroma-default or "
+            "sentence-transformers:NAME_OR_PATH",
         )
-    if choice.startswith("sentence-transformers:"):
-        if importlib.util.find_spec("sentence_transformers") is None:
-            return Check(
-                "embeddings",
-                "fail",
-                "sentence-transformers is not installed",
-                "DOCTOR_EMBEDDINGS",
-                "pip install -e '.[local-embed]'",
-            )
-        return Check("embeddings", "ok", choice)
-    return Check(
-        "embeddings",
-        "fail",
-        f"unknown provider {choice!r}",
-        "DOCTOR_EMBEDDINGS",
-        "set search.embedding to auto, none, ollama:MODEL, chroma-default or sentence-transformers:NAME",
-    )
+    if choice.enabled:
+        return Check("embeddings", "ok", f"{spec} -> {type(choice.embedder).__name__}")
+    if kind == "auto":
+        return Check("embeddings", "warn", choice.reason, "DOCTOR_EMBEDDINGS", fix_auto)
+    fixes = {
+        "ollama": f"ollama serve && ollama pull {spec.partition(':')[2] or 'nomic-embed-text'}",
+        "chroma-default": "run once with network access to cache the model, or set SEMFORA_EMBEDDING=none",
+        "sentence-transformers": "pip install -e '.[local-embed]' and check the model name or path",
+    }
+    return Check("embeddings", "fail", f"{spec}: {choice.reason}", "DOCTOR_EMBEDDINGS", fixes.get(kind))
 
 
 def check_anthropic(settings: Settings, network: bool) -> Check:
@@ -480,9 +474,14 @@ def check_anthropic(settings: Settings, network: bool) -> Check:
     import httpx
 
     try:
-        status, _ = _http_get(
-            base.rstrip("/") + "/v1/models", {"x-api-key": key, "anthropic-version": "2023-06-01"}
+        # count_tokens is free and checks the key, unlike sending a real message.
+        resp = httpx.post(
+            base.rstrip("/") + "/v1/messages/count_tokens",
+            headers={"x-api-key": key, "anthropic-version": "2023-06-01"},
+            json={"model": model, "messages": [{"role": "user", "content": "doctor"}]},
+            timeout=PROBE_TIMEOUT,
         )
+        status = resp.status_code
     except httpx.HTTPError as exc:
         return Check(
             "anthropic key",
@@ -502,18 +501,36 @@ def check_anthropic(settings: Settings, network: bool) -> Check:
     return Check("anthropic key", "ok", f"present; {base} reachable (HTTP {status}); model {model}")
 
 
-def check_journal(layout: RepoLayout) -> Check:
-    """An interrupted edit commit leaves a journal; the next edit command recovers it."""
-    from engine.edits import journal
+def pending_journals(layout: RepoLayout) -> list[str]:
+    """Transaction ids of interrupted edit commits (read only; engine.edits.writer.recover repairs them).
 
-    pending = journal.pending(layout)
+    The writer keeps ``edits/journal/<txid>.json`` while a commit is in flight and
+    ``<txid>.intent.json`` just before; either left behind means the process died mid-commit.
+    """
+    journal_dir = layout.cache_dir / "edits" / "journal"
+    if not journal_dir.is_dir():
+        return []
+    found: list[str] = []
+    for path in sorted(journal_dir.glob("*.json")):
+        if path.name.endswith(".failed.json"):
+            continue
+        txid = path.name.removesuffix(".json").removesuffix(".intent")
+        if txid not in found:
+            found.append(txid)
+    return found
+
+
+def check_journal(layout: RepoLayout) -> Check:
+    """An interrupted edit commit leaves a journal; the next `semfora edits` command rolls it back."""
+    pending = pending_journals(layout)
     if pending:
         return Check(
             "edit journal",
             "fail",
-            f"an interrupted commit is pending: {pending}",
+            f"{len(pending)} interrupted edit commit(s) pending: {', '.join(pending)}",
             "DOCTOR_JOURNAL_PENDING",
-            f"semfora edits rollback --path {layout.root}  (restores the files from the journal)",
+            f"semfora edits list --path {layout.root}  (rolls the interrupted commit back from its backups)",
+            {"pending": pending},
         )
     return Check("edit journal", "ok", "no interrupted commit")
 

@@ -1,0 +1,104 @@
+"""`semfora doctor`: a healthy set-up passes; each broken piece fails with its DOCTOR_* code and fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from engine.config import load_settings
+from engine.doctor import run_doctor
+from engine.store.indexer import index_repository
+from engine.store.layout import RepoLayout
+from tests.conftest import ROOT, run_semfora
+from tests.fakes.fixtures import DUMMY_API_KEY
+
+FILES = {"pkg/app.py": "def main():\n    return 1\n", "README.md": "# demo\n"}
+
+
+def _index(root) -> None:
+    layout = RepoLayout.for_path(root)
+    index_repository(layout, load_settings(root).settings)
+
+
+def _checks(report) -> dict[str, object]:
+    return {c.name: c for c in report.checks}
+
+
+def test_healthy_setup_passes_offline(make_repo, monkeypatch) -> None:
+    root = make_repo(FILES)
+    _index(root)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", DUMMY_API_KEY)
+    out = run_semfora("doctor", "--path", str(root), "--no-network", "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    data = json.loads(out.stdout)
+    assert data["ok"] is True
+    statuses = {c["name"]: c["status"] for c in data["checks"]}
+    assert statuses["index"] == "ok" and statuses["sqlite fts5"] == "ok" and statuses["grammars"] == "ok"
+    assert statuses["ollama"] == "skip"  # --no-network skips the service probes
+    # The key is reported present, never printed.
+    assert DUMMY_API_KEY not in out.stdout and DUMMY_API_KEY[8:20] not in out.stdout
+
+
+def test_services_are_probed_with_network(make_repo, fake_anthropic, fake_ollama) -> None:
+    root = make_repo(FILES)
+    _index(root)
+    report = run_doctor(root, network=True)
+    checks = _checks(report)
+    assert checks["ollama"].status in ("ok", "warn")
+    assert fake_ollama.url in checks["ollama"].detail
+    assert checks["anthropic key"].status == "ok" and "reachable" in checks["anthropic key"].detail
+    assert any(r.path == "/v1/messages/count_tokens" for r in fake_anthropic.requests)
+
+
+def test_missing_key_dead_ollama_and_missing_index_fail_with_codes(make_repo) -> None:
+    root = make_repo(FILES)
+    out = run_semfora("doctor", "--path", str(root))
+    assert out.returncode == 1
+    assert "DOCTOR_INDEX_MISSING" in out.stdout and f"semfora index --path {root}" in out.stdout
+    assert "DOCTOR_ANTHROPIC_KEY" in out.stdout and "export ANTHROPIC_API_KEY" in out.stdout
+    assert "DOCTOR_OLLAMA" in out.stdout and "ollama serve" in out.stdout
+
+
+def test_broken_config_fails_with_doctor_config(make_repo) -> None:
+    root = make_repo({**FILES, ".semfora.toml": "[llm\nmodel = 'x'\n"})
+    report = run_doctor(root, network=False)
+    config = _checks(report)["config"]
+    assert config.status == "fail" and config.code == "DOCTOR_CONFIG"
+    assert ".semfora.toml" in config.detail
+    assert not report.ok
+
+
+def test_stale_index_says_how_stale(make_repo) -> None:
+    root = make_repo(FILES)
+    _index(root)
+    time.sleep(0.01)
+    (root / "pkg" / "app.py").write_text("def main():\n    return 2\n")
+    (root / "pkg" / "new.py").write_text("def other():\n    return 3\n")
+    subprocess.run(["git", "-C", str(root), "add", "pkg/new.py"], check=True)
+    index = _checks(run_doctor(root, network=False))["index"]
+    assert index.status == "warn" and index.code == "DOCTOR_INDEX_STALE"
+    assert index.data["changed_files"] == 1 and index.data["new_files"] == 1
+    assert "pkg/app.py" in index.detail
+
+
+def test_pending_journal_is_reported_until_recovered(make_repo) -> None:
+    root = make_repo(FILES)
+    crash = (
+        "import sys; from pathlib import Path\n"
+        "from engine.store.layout import RepoLayout\n"
+        "from engine.edits.writer import apply_change_set, FileWrite\n"
+        "from engine.edits.textformat import sha256_bytes\n"
+        "root = Path(sys.argv[1]); old = (root / 'pkg/app.py').read_bytes()\n"
+        "apply_change_set(RepoLayout.for_path(root), [FileWrite('pkg/app.py', b'x = 1\\n', sha256_bytes(old))])\n"
+    )
+    env = {**os.environ, "SEMFORA_FAULT_POINT": "kill@after_backup"}
+    proc = subprocess.run([sys.executable, "-c", crash, str(root)], cwd=ROOT, env=env, check=False)
+    assert proc.returncode != 0  # killed mid-commit
+    journal = _checks(run_doctor(root, network=False))["edit journal"]
+    assert journal.status == "fail" and journal.code == "DOCTOR_JOURNAL_PENDING"
+    assert "semfora edits list" in journal.fix
+    run_semfora("edits", "list", "--path", str(root))
+    assert _checks(run_doctor(root, network=False))["edit journal"].status == "ok"
