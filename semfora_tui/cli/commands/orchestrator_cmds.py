@@ -67,7 +67,11 @@ def run_context(args: argparse.Namespace) -> int:
             f"{pack.total_tokens}/{pack.budget} tokens\n"
         )
         for item in pack.items:
-            where = f"{item.file}:{item.start_line}-{item.end_line}" if item.file and item.start_line else (item.file or "")
+            where = (
+                f"{item.file}:{item.start_line}-{item.end_line}"
+                if item.file and item.start_line
+                else (item.file or "")
+            )
             sys.stdout.write(
                 f"   {item.priority.label:<8} {item.kind:<8} {item.tokens:>6}  "
                 f"{item.symbol or ''} {where}  [{item.reason}]\n"
@@ -115,8 +119,13 @@ def run_ask(args: argparse.Namespace) -> int:
     def work() -> None:
         try:
             box["result"] = orch.run_turn(
-                args.task, on_text=on_text, cancel=cancel, stage=True, apply=args.apply,
-                budget=settings.budget.context_tokens, on_status=on_status,
+                args.task,
+                on_text=on_text,
+                cancel=cancel,
+                stage=True,
+                apply=args.apply,
+                budget=settings.budget.context_tokens,
+                on_status=on_status,
             )
         except BaseException as exc:  # handed to the main thread, which re-raises it
             box["error"] = exc

@@ -1,0 +1,392 @@
+"""The Model-B turn: build the pack, ask the reasoner, resolve NEED, stage the edits, log it.
+
+Owns ``Orchestrator`` (the API the CLI and the TUI call, from a worker thread) and
+``TurnResult``. It decides every fetch itself; the model can only ask through a bounded
+``NEED:`` block. It never writes repository files: edits go to ``EditSession``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.config import Settings
+from engine.errors import SemforaError
+from engine.llm.base import (
+    Messages,
+    ModelCancelled,
+    ModelError,
+    ModelUnavailable,
+    Reasoner,
+    StreamDone,
+    TextDelta,
+    Usage,
+)
+from engine.orchestrator.budget import ContextBudget, ContextItem
+from engine.orchestrator.gather import ContextGatherer, ContextPack
+from engine.orchestrator.intent import classify_intent
+from engine.orchestrator.memory import Episode, SemforaMemory, SessionStore, TurnRecall
+from engine.orchestrator.prompts import (
+    edit_failure_followup,
+    need_followup,
+    parse_need,
+    render_pack,
+    stable_prefix,
+    task_message,
+)
+from engine.orchestrator.runlog import RunRecord, item_record, new_run_id, write_run
+from engine.store.layout import RepoLayout
+
+log = logging.getLogger(__name__)
+
+# Rounds of NEED follow-up per turn (issue 5): enough to fill a gap, too few to explore.
+MAX_NEED_ROUNDS = 2
+# Turns of this session shown in the cached session-memory block.
+SESSION_MEMORY_TURNS = 8
+# A reply shorter than this that ends without edit blocks and mentions them was likely cut off.
+EDIT_MARKER = "<<<<<<<"
+
+TextCallback = Callable[[str], None]
+StatusCallback = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """What one turn produced. ``outcome``: answered | staged | applied | proposed |
+    edit_failed | cancelled | error."""
+
+    reply: str
+    pack: ContextPack
+    usage: Usage
+    cost: float
+    edits_staged: tuple[str, ...]
+    errors: tuple[str, ...]
+    run_id: str
+    outcome: str
+    model: str = ""
+    need_rounds: int = 0
+    edit_retries: int = 0
+    hunks: int = 0
+    commit: Any = None
+    extra_items: tuple[ContextItem, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.outcome not in ("edit_failed", "error", "cancelled"),
+            "run_id": self.run_id,
+            "outcome": self.outcome,
+            "model": self.model,
+            "reply": self.reply,
+            "intent": self.pack.intent,
+            "budget": self.pack.budget,
+            "context_tokens": self.pack.total_tokens + sum(i.tokens for i in self.extra_items),
+            "usage": self.usage.to_dict(),
+            "cost_usd": round(self.cost, 6),
+            "edits_staged": list(self.edits_staged),
+            "hunks": self.hunks,
+            "need_rounds": self.need_rounds,
+            "edit_retries": self.edit_retries,
+            "errors": list(self.errors),
+            "commit": self.commit.to_json() if hasattr(self.commit, "to_json") else None,
+        }
+
+
+def _turn_embedder(settings: Settings) -> Callable[[list[str]], list[list[float]]] | None:
+    """Embeddings for turn memory through the index's provider, chosen on first use; None when off."""
+    if (settings.search.embedding or "").strip().lower() in ("none", "off", ""):
+        return None
+    chosen: dict[str, Any] = {}
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        if "embedder" not in chosen:
+            from engine.index.embeddings import choose_embedder
+
+            choice = choose_embedder(settings)
+            if choice.embedder is None:
+                raise ModelUnavailable(f"no embedding provider: {choice.reason}", hint=None)
+            chosen["embedder"] = choice.embedder
+        return [list(v) for v in chosen["embedder"].embed_documents(texts)]
+
+    return embed
+
+
+class Orchestrator:
+    """Model B for one repository. One turn at a time (calls are serialised by a lock).
+
+    ``build_context`` never calls a model. ``run_turn`` needs a reasoner and raises
+    ``ModelUnavailable`` (exit 3) without one.
+    """
+
+    def __init__(
+        self,
+        layout: RepoLayout,
+        settings: Settings,
+        reasoner: Reasoner | None = None,
+        *,
+        resume: bool = False,
+        overview: Callable[[], str] | None = None,
+    ) -> None:
+        self.layout = layout
+        self.settings = settings
+        self.reasoner = reasoner
+        self.memory = SemforaMemory()
+        self.sessions = SessionStore(layout)
+        self.session = self.sessions.open(resume)
+        self.memory.mark_viewed(list(self.session.viewed_symbols))
+        self.recall = TurnRecall(layout, self.sessions.episodes, embed=_turn_embedder(settings))
+        self.gatherer = ContextGatherer(
+            layout, settings, self.memory, overview=overview or self._load_overview
+        )
+        self._lock = threading.RLock()
+
+    def _load_overview(self) -> str:
+        try:
+            from engine.tools import get_repo_overview
+        except ModuleNotFoundError as exc:
+            log.warning("no repository overview: %s", exc)
+            return ""
+        result = get_repo_overview(self.layout, self.settings)
+        text = getattr(result, "toon", None) or getattr(result, "text", None) or result
+        return str(text)
+
+    def close(self) -> None:
+        self.gatherer.close()
+
+    # -- context (pure: never calls a model) -------------------------------------------------
+
+    def new_budget(self, budget: int | None = None) -> ContextBudget:
+        return ContextBudget.from_settings(self.settings, budget)
+
+    def build_context(self, task: str, budget: int | None = None) -> ContextPack:
+        """The context pack for ``task`` at ``budget`` tokens (default: settings), never above it."""
+        with self._lock:
+            return self._build(task, self.new_budget(budget))
+
+    def _build(self, task: str, budget: ContextBudget) -> ContextPack:
+        recalled = self.recall.recall(task)
+        lines = self.session.summary_lines(SESSION_MEMORY_TURNS)
+        return self.gatherer.build(task, budget, session_lines=lines, recalled=recalled)
+
+    def render(self, pack: ContextPack) -> str:
+        """The request exactly as ``run_turn`` would send it first, as text."""
+        return render_pack(
+            stable_prefix(list(pack.items)), task_message(pack.task, list(pack.items), pack.intent)
+        )
+
+    # -- a turn -------------------------------------------------------------------------------
+
+    def run_turn(
+        self,
+        task: str,
+        on_text: TextCallback | None = None,
+        cancel: threading.Event | None = None,
+        stage: bool = True,
+        *,
+        apply: bool = False,
+        budget: int | None = None,
+        on_status: StatusCallback | None = None,
+    ) -> TurnResult:
+        """Run one turn. Streams reply text to ``on_text``; ``cancel`` stops it at once.
+
+        ``stage`` hands valid edit blocks to the pending ``EditSession``; ``apply`` also
+        accepts and commits them. With ``stage=False`` blocks are only checked. Any failed
+        block means nothing of that reply is staged; the failure (with the nearest real
+        lines) goes back to the model at most ``llm.edit_retries`` times.
+        """
+        if self.reasoner is None:
+            from engine.llm.select import describe_model_status
+
+            raise ModelUnavailable(describe_model_status(self.settings))
+        with self._lock:
+            return self._run(task, on_text, cancel, stage or apply, apply, budget, on_status)
+
+    def _run(
+        self,
+        task: str,
+        on_text: TextCallback | None,
+        cancel: threading.Event | None,
+        stage: bool,
+        apply: bool,
+        budget_tokens: int | None,
+        on_status: StatusCallback | None,
+    ) -> TurnResult:
+        assert self.reasoner is not None
+        status = on_status or (lambda _msg: None)
+        t0 = time.perf_counter()
+        record = RunRecord(run_id=new_run_id(), task=task, model=self.reasoner.model)
+        budget = self.new_budget(budget_tokens)
+        pack = self._build(task, budget)
+        record.intent, record.intent_rule, record.budget = pack.intent, pack.intent_rule, pack.budget
+        record.items = [item_record(i) for i in pack.items]
+        record.timings["context"] = time.perf_counter() - t0
+
+        system = stable_prefix(list(pack.items))
+        messages: Messages = [{"role": "user", "content": task_message(task, list(pack.items), pack.intent)}]
+        usage = Usage()
+        cost = 0.0
+        errors: list[str] = []
+        extra: list[ContextItem] = []
+        need_rounds = retries = hunks = 0
+        staged: tuple[str, ...] = ()
+        outcome = "answered"
+        commit: Any = None
+        reply = ""
+        try:
+            while True:
+                t_call = time.perf_counter()
+                reply, done = self._call(system, messages, on_text, cancel)
+                record.timings[f"model_{len(record.raw_replies) + 1}"] = time.perf_counter() - t_call
+                record.raw_replies.append(reply)
+                usage, cost = usage + done.usage, cost + done.cost_usd
+                need = parse_need(reply)
+                if need is not None and not need.empty:
+                    if need_rounds >= MAX_NEED_ROUNDS:
+                        errors.append(f"the model asked for more context after {MAX_NEED_ROUNDS} rounds")
+                        break
+                    need_rounds += 1
+                    items, missing = self.gatherer.resolve_need(need.symbols, need.files, budget, need_rounds)
+                    extra.extend(items)
+                    record.need_rounds.append(
+                        {
+                            "round": need_rounds,
+                            "symbols": list(need.symbols),
+                            "files": list(need.files),
+                            "items": [item_record(i) for i in items],
+                            "missing": missing,
+                        }
+                    )
+                    status(f"fetched {len(items)} item(s) the model asked for")
+                    messages += [
+                        {"role": "assistant", "content": reply},
+                        {"role": "user", "content": need_followup(items, missing)},
+                    ]
+                    continue
+                if EDIT_MARKER not in reply:
+                    break
+                try:
+                    staged, hunks = self._edits(task, reply, stage)
+                    outcome = "staged" if stage else "proposed"
+                    break
+                except SemforaError as exc:
+                    prompt = getattr(exc, "retry_prompt", None)
+                    if prompt is None or retries >= self.settings.llm.edit_retries:
+                        errors.append(exc.message)
+                        outcome = "edit_failed"
+                        break
+                    retries += 1
+                    status(f"edit blocks failed ({exc.message}); asking the model again ({retries})")
+                    messages += [
+                        {"role": "assistant", "content": reply},
+                        {"role": "user", "content": edit_failure_followup(prompt())},
+                    ]
+            if apply and outcome == "staged":
+                from engine.edits.session import EditSession
+
+                commit = EditSession.load_or_create(self.layout, self.settings).commit(all=True)
+                outcome = "applied" if getattr(commit, "ok", True) else "staged"
+        except ModelCancelled as exc:
+            reply, outcome = exc.partial_text, "cancelled"
+            errors.append(exc.message)
+        except ModelError as exc:
+            reply, outcome = exc.partial_text or reply, "error"
+            errors.append(exc.message)
+            self._finish(record, task, pack, reply, staged, outcome, usage, cost, errors, t0)
+            raise
+        self._finish(record, task, pack, reply, staged, outcome, usage, cost, errors, t0)
+        return TurnResult(
+            reply=reply,
+            pack=pack,
+            usage=usage,
+            cost=cost,
+            edits_staged=staged,
+            errors=tuple(errors),
+            run_id=record.run_id,
+            outcome=outcome,
+            model=self.reasoner.model,
+            need_rounds=need_rounds,
+            edit_retries=retries,
+            hunks=hunks,
+            commit=commit,
+            extra_items=tuple(extra),
+        )
+
+    def _call(
+        self, system: Any, messages: Messages, on_text: TextCallback | None, cancel: threading.Event | None
+    ) -> tuple[str, StreamDone]:
+        assert self.reasoner is not None
+        parts: list[str] = []
+        for event in self.reasoner.stream(system, list(messages), cancel=cancel):
+            if isinstance(event, TextDelta):
+                parts.append(event.text)
+                if on_text is not None:
+                    on_text(event.text)
+            else:
+                return "".join(parts), event
+        raise ModelError("the model stream ended without a final event", partial_text="".join(parts))
+
+    def _edits(self, task: str, reply: str, stage: bool) -> tuple[tuple[str, ...], int]:
+        """Stage (or, with ``stage=False``, only check) every block of ``reply``; all or nothing."""
+        from engine.edits.protocol import apply_blocks, parse_blocks
+
+        blocks = parse_blocks(reply)
+        if not stage:
+            from engine.edits.textformat import decode
+
+            def read_file(rel: str) -> str | None:
+                path = self.layout.root / rel
+                return decode(path.read_bytes())[0] if path.is_file() else None
+
+            result = apply_blocks(self.layout.root, blocks, read_file, deny=self.settings.edits.deny)
+            return tuple(sorted(result)), 0
+        from engine.edits.session import EditSession
+
+        session = EditSession.load_or_create(self.layout, self.settings)
+        changes = session.stage_blocks(blocks, task=task)
+        return tuple(c.path for c in changes), sum(len(c.hunks) for c in changes)
+
+    def _finish(
+        self,
+        record: RunRecord,
+        task: str,
+        pack: ContextPack,
+        reply: str,
+        staged: tuple[str, ...],
+        outcome: str,
+        usage: Usage,
+        cost: float,
+        errors: list[str],
+        t0: float,
+    ) -> None:
+        """Write the run log, the episodic line and the session; never raises for a disk problem."""
+        record.reply, record.outcome = reply, outcome
+        record.usage, record.cost = usage.to_dict(), cost
+        record.edits = {"staged": list(staged), "outcome": outcome}
+        record.errors = list(errors)
+        record.finished_at = time.time()
+        record.timings["total"] = time.perf_counter() - t0
+        episode = Episode(
+            ts=time.time(),
+            session_id=self.session.id,
+            run_id=record.run_id,
+            request=task,
+            intent=pack.intent or classify_intent(task).intent.value,
+            item_ids=tuple(i.id for i in pack.items),
+            reply=reply,
+            edits=staged,
+            outcome="failed" if outcome in ("edit_failed", "error") else outcome,
+        )
+        try:
+            write_run(self.layout, record)
+            self.sessions.episodes.append(episode)
+            self.recall.remember(episode)
+            self.session.turns.append(
+                {"run_id": record.run_id, "request": task[:400], "outcome": outcome, "edits": list(staged)}
+            )
+            self.session.viewed_symbols = list(self.memory.viewed_symbols)[-500:]
+            self.sessions.save(self.session)
+        except OSError as exc:
+            log.warning("could not record turn %s: %s", record.run_id, exc)
