@@ -1,7 +1,8 @@
 """Test-only fault points inside the commit path, driven by ``SEMFORA_FAULT_POINT``.
 
-The spec is ``[kill|enospc@]POINT[:N][,...]``: at the N-th time (default 1) the
-named point is reached, the process SIGKILLs itself or raises ENOSPC. Unset,
+The spec is ``[kill|enospc|sleep@]POINT[:N][,...]``: at the N-th time (default 1)
+the named point is reached, the process SIGKILLs itself, raises ENOSPC or pauses
+(to let a test start a second committer). Unset,
 every point is a no-op; nothing else in semfora reads this variable.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import time
 
 FAULT_ENV = "SEMFORA_FAULT_POINT"
 # The points the writer passes, in commit order (docs/edits.md lists them).
@@ -21,6 +23,8 @@ POINTS: tuple[str, ...] = (
     "after_fsync",
     "after_complete",
 )
+# How long the ``sleep`` action pauses: long enough for a second process to hit the lock.
+FAULT_SLEEP_SECONDS = 2.0
 _counts: dict[str, int] = {}
 
 
@@ -47,6 +51,9 @@ def fault_point(name: str) -> None:
             continue
         if action == "enospc":
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC) + f" (fault point {name}:{nth})")
+        if action == "sleep":
+            time.sleep(FAULT_SLEEP_SECONDS)
+            continue
         os.kill(os.getpid(), signal.SIGKILL)
 
 

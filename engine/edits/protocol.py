@@ -371,7 +371,7 @@ def _apply_symbol(
         return BlockFailure(block.index, path, "symbol_unsupported", "symbol lookup is not available")
     try:
         analysis = analyze(path, current.encode("utf-8"))
-    except (SemforaError, ValueError, LookupError) as exc:
+    except (SemforaError, ImportError, ValueError, LookupError, RuntimeError) as exc:
         return BlockFailure(
             block.index, path, "symbol_unsupported", f"cannot parse {path} for symbols: {exc}"
         )

@@ -22,6 +22,7 @@ from engine.config import Settings
 from engine.edits.aftercommit import CheckResult, GitCommitResult, git_commit_paths, run_check
 from engine.edits.errors import EditConflict, FileRefused, HunkNotFound, NoEditBlocks, SessionCorrupt
 from engine.edits.hunks import Hunk, HunkId, HunkState, RawHunk, apply_selected, diff_hunks, hunk_id, view
+from engine.edits.lock import edit_lock
 from engine.edits.protocol import (
     AnalyzeFn,
     EditBlock,
@@ -415,7 +416,8 @@ class EditSession:
         try:
             before = analyze(rec.path, rec.original.encode("utf-8")).syntax_errors if rec.original else 0
             after = analyze(rec.path, rec.target.encode("utf-8")).syntax_errors
-        except (ValueError, LookupError, AttributeError):
+        except (ImportError, ValueError, LookupError, AttributeError, RuntimeError):
+            # The syntax check is advisory: a parser that cannot handle the file never blocks staging.
             return None
         if after > before:
             return f"introduces {after - before} syntax error(s) (tree-sitter)"
@@ -636,6 +638,16 @@ class EditSession:
         self, *, all: bool = False, message: str | None = None, run_checks: bool = True
     ) -> CommitResult:
         """Apply the accepted hunks of every file atomically; the rest stay staged."""
+        with edit_lock(self.layout.edits_dir, timeout=self.settings.edits.lock_timeout):
+            # Another process may have committed or changed the session while we waited.
+            self._reload()
+            return self._commit_locked(all=all, message=message, run_checks=run_checks)
+
+    def _reload(self) -> None:
+        fresh = EditSession.load_or_create(self.layout, self.settings, analyze=self._analyze)
+        self.id, self.task, self._records = fresh.id, fresh.task, fresh._records
+
+    def _commit_locked(self, *, all: bool, message: str | None, run_checks: bool) -> CommitResult:
         if all:
             self._set_all("accepted", only_pending=True)
         writes: list[FileWrite] = []

@@ -1,0 +1,199 @@
+"""The edit protocol: parsing replies and applying SEARCH/REPLACE and SYMBOL blocks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.edits.protocol import EditBlockError, apply_blocks, parse_blocks
+
+REPLY = """I will change the return value.
+
+```python
+src/app.py
+<<<<<<< SEARCH
+def f():
+    return 1
+=======
+def f():
+    return 2
+>>>>>>> REPLACE
+```
+
+And add a file:
+
+docs/new.md
+<<<<<<< SEARCH
+=======
+# New
+>>>>>>> REPLACE
+"""
+
+
+def _reader(files: dict[str, str]):
+    return lambda rel: files.get(rel)
+
+
+def test_parses_fenced_and_unfenced_blocks_with_paths() -> None:
+    blocks = parse_blocks(REPLY)
+    assert [(b.path, b.kind) for b in blocks] == [("src/app.py", "search"), ("docs/new.md", "search")]
+    assert blocks[0].search == "def f():\n    return 1\n"
+    assert blocks[0].replace == "def f():\n    return 2\n"
+    assert blocks[1].search == "" and blocks[1].replace == "# New\n"
+
+
+def test_crlf_reply_parses_like_lf() -> None:
+    assert parse_blocks(REPLY.replace("\n", "\r\n")) == parse_blocks(REPLY)
+
+
+def test_truncated_block_fails_the_whole_reply() -> None:
+    text = REPLY + "\nsrc/app.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n"
+    with pytest.raises(EditBlockError) as info:
+        parse_blocks(text)
+    assert info.value.failures[0].reason == "truncated"
+    assert "nothing was staged" in info.value.message
+
+
+def test_block_without_any_path_is_rejected() -> None:
+    with pytest.raises(EditBlockError) as info:
+        parse_blocks("<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n")
+    assert info.value.failures[0].reason == "missing_path"
+
+
+def test_exact_then_whitespace_then_blank_line_tolerant(tmp_path: Path) -> None:
+    files = {"a.py": "def f():\n    if x:\n        return  1\n    return 0\n"}
+    # whitespace-normalised: the model collapsed the double space and lost one indent level
+    blocks = parse_blocks(
+        "a.py\n<<<<<<< SEARCH\n    if x:\n    return 1\n=======\n    if y:\n    return 2\n>>>>>>> REPLACE\n"
+    )
+    out = apply_blocks(tmp_path, blocks, _reader(files))
+    assert out["a.py"] == "def f():\n    if y:\n    return 2\n    return 0\n"
+    # a spurious leading blank line in SEARCH is tolerated
+    blocks = parse_blocks("a.py\n<<<<<<< SEARCH\n\n    return 0\n=======\n\n    return 3\n>>>>>>> REPLACE\n")
+    out = apply_blocks(tmp_path, blocks, _reader(files))
+    assert out["a.py"].endswith("    return 3\n")
+    assert out["a.py"].count("\n") == files["a.py"].count("\n")
+
+
+def test_whitespace_match_reindents_the_replacement(tmp_path: Path) -> None:
+    files = {"a.py": "class A:\n    def m(self):\n        return 1\n"}
+    blocks = parse_blocks(
+        "a.py\n<<<<<<< SEARCH\ndef m(self):\n    return 1\n=======\ndef m(self):\n    return 42\n>>>>>>> REPLACE\n"
+    )
+    out = apply_blocks(tmp_path, blocks, _reader(files))
+    assert out["a.py"] == "class A:\n    def m(self):\n        return 42\n"
+
+
+def test_two_matches_is_an_error_with_locations(tmp_path: Path) -> None:
+    files = {"a.py": "x = 1\ny = 2\nx = 1\n"}
+    blocks = parse_blocks("a.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 5\n>>>>>>> REPLACE\n")
+    with pytest.raises(EditBlockError) as info:
+        apply_blocks(tmp_path, blocks, _reader(files))
+    failure = info.value.failures[0]
+    assert failure.reason == "ambiguous" and "lines 1, 3" in failure.message
+
+
+def test_no_match_reports_nearest_real_lines_for_retry(tmp_path: Path) -> None:
+    files = {"a.py": "".join(f"line{i} = {i}\n" for i in range(40)) + "def target():\n    return 'real'\n"}
+    blocks = parse_blocks(
+        "a.py\n<<<<<<< SEARCH\ndef target():\n    return 'imagined'\n=======\npass\n>>>>>>> REPLACE\n"
+    )
+    with pytest.raises(EditBlockError) as info:
+        apply_blocks(tmp_path, blocks, _reader(files))
+    failure = info.value.failures[0]
+    assert failure.reason == "no_match"
+    assert "41| def target():" in failure.nearest
+    prompt = info.value.retry_prompt()
+    assert "Block 1 for a.py" in prompt and "return 'real'" in prompt
+
+
+def test_any_failed_block_means_nothing_applies(tmp_path: Path) -> None:
+    files = {"a.py": "a = 1\n", "b.py": "b = 1\n"}
+    text = (
+        "a.py\n<<<<<<< SEARCH\na = 1\n=======\na = 2\n>>>>>>> REPLACE\n"
+        "b.py\n<<<<<<< SEARCH\nnot there\n=======\nb = 2\n>>>>>>> REPLACE\n"
+    )
+    with pytest.raises(EditBlockError) as info:
+        apply_blocks(tmp_path, parse_blocks(text), _reader(files))
+    assert [f.index for f in info.value.failures] == [2]
+    assert files == {"a.py": "a = 1\n", "b.py": "b = 1\n"}
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("../outside.py", "outside_repo"),
+        ("/etc/passwd", "outside_repo"),
+        (".env", "secret_path"),
+        ("keys/server.pem", "secret_path"),
+        (".git/config", "outside_repo"),
+        ("missing.py", "unknown_file"),
+    ],
+)
+def test_hostile_or_unknown_targets_are_typed_failures(tmp_path: Path, path: str, reason: str) -> None:
+    blocks = parse_blocks(f"{path}\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n")
+    with pytest.raises(EditBlockError) as info:
+        apply_blocks(tmp_path, blocks, _reader({}))
+    assert info.value.failures[0].reason == reason
+
+
+def test_empty_search_refuses_to_clobber_an_existing_file(tmp_path: Path) -> None:
+    blocks = parse_blocks("a.py\n<<<<<<< SEARCH\n=======\nnew\n>>>>>>> REPLACE\n")
+    with pytest.raises(EditBlockError) as info:
+        apply_blocks(tmp_path, blocks, _reader({"a.py": "old\n"}))
+    assert info.value.failures[0].reason == "file_exists"
+
+
+def test_sequential_blocks_on_one_file_see_each_other(tmp_path: Path) -> None:
+    text = (
+        "a.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n"
+        "<<<<<<< SEARCH\nx = 2\n=======\nx = 3\n>>>>>>> REPLACE\n"
+    )
+    out = apply_blocks(tmp_path, parse_blocks(text), _reader({"a.py": "x = 1\n"}))
+    assert out == {"a.py": "x = 3\n"}
+
+
+PY = '''import os
+
+
+class Greeter:
+    """Says hello."""
+
+    @staticmethod
+    def hello(name):
+        return "hi " + name
+
+    def bye(self):
+        return "bye"
+
+
+def main():
+    return Greeter.hello("x")
+'''
+
+
+def test_symbol_block_replaces_a_method_and_keeps_its_indentation(tmp_path: Path) -> None:
+    text = 'app.py\n<<<<<<< SYMBOL Greeter.bye\ndef bye(self):\n    return "see you"\n>>>>>>> REPLACE\n'
+    out = apply_blocks(tmp_path, parse_blocks(text), _reader({"app.py": PY}))
+    assert '    def bye(self):\n        return "see you"\n' in out["app.py"]
+    assert 'return "bye"' not in out["app.py"]
+    assert out["app.py"].count("\n") == PY.count("\n")
+
+
+def test_symbol_block_with_decorator_replaces_the_decorated_definition(tmp_path: Path) -> None:
+    text = (
+        "app.py\n<<<<<<< SYMBOL Greeter.hello\n@staticmethod\ndef hello(name):\n"
+        "    return 'hello ' + name\n>>>>>>> REPLACE\n"
+    )
+    out = apply_blocks(tmp_path, parse_blocks(text), _reader({"app.py": PY}))
+    assert out["app.py"].count("@staticmethod") == 1
+    assert "    @staticmethod\n    def hello(name):\n        return 'hello ' + name\n" in out["app.py"]
+
+
+def test_unknown_symbol_lists_close_names(tmp_path: Path) -> None:
+    text = "app.py\n<<<<<<< SYMBOL Greeter.hellp\ndef x():\n    pass\n>>>>>>> REPLACE\n"
+    with pytest.raises(EditBlockError) as info:
+        apply_blocks(tmp_path, parse_blocks(text), _reader({"app.py": PY}))
+    failure = info.value.failures[0]
+    assert failure.reason == "symbol_not_found" and "Greeter.hello" in failure.nearest
