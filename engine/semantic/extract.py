@@ -46,6 +46,8 @@ FULL_NAMES = frozenset(info.name for info in FULL_LANGUAGES)
 
 # Event codes for the sweep; the order breaks ties between captures starting at one byte.
 _DEF, _SCOPE, _NEST, _TRY, _BRANCH, _CALL, _GLOBAL = range(7)
+# When two patterns capture one node, the more specific kind wins ("struct" over "type").
+_KIND_RANK = {"variable": 0, "type": 1}
 _SIMPLE_CAPTURES = {
     "scope": _SCOPE,
     "nest": _NEST,
@@ -239,8 +241,8 @@ class _Sweep:
     def _kinds_by_id(self, nodes: list[Node], kind: str) -> None:
         for n in nodes:
             key = (n.start_byte, n.end_byte)
-            # "variable" is the weakest reading of a node two patterns captured.
-            if self._kinds.get(key, "variable") == "variable":
+            old = self._kinds.get(key)
+            if old is None or _KIND_RANK.get(kind, 2) > _KIND_RANK.get(old, 2):
                 self._kinds[key] = kind
 
     def _open_def(self, node: Node, kind: str, stack: list[tuple[int, int, object]]) -> _Def | None:

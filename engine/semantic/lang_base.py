@@ -59,6 +59,7 @@ def strip_comment(raw: str) -> str:
             if line.startswith(marker):
                 line = line[len(marker) :]
         line = line.removesuffix("*/").strip()
+        line = line.removeprefix("<summary>").removesuffix("</summary>").strip()
         if line:
             return line
     return ""
@@ -87,6 +88,8 @@ class LangRules:
     params_field: str = "parameters"
     self_names: frozenset[str] = frozenset()
     param_skip_types: frozenset[str] = frozenset({"comment", "line_comment", "block_comment"})
+    # Siblings allowed between a doc comment and its definition (Rust ``#[derive]``).
+    doc_skip_types: frozenset[str] = frozenset()
 
     # ---- definitions -------------------------------------------------------
     def def_name(self, node: Node, kind: str, src: bytes) -> DefName | None:
@@ -112,12 +115,14 @@ class LangRules:
         raw = src[start:end].decode("utf-8", "replace")
         if body is None:
             raw = raw.split("\n", 1)[0]
-        return collapse(raw.rstrip().rstrip("{:").rstrip())
+        return collapse(raw.rstrip().rstrip("{:;").rstrip())
 
     def doc(self, node: Node, src: bytes) -> str:
         """First line of the comment block right above the definition."""
         outer = self.outer_node(node)
         prev = outer.prev_named_sibling
+        while prev is not None and prev.type in self.doc_skip_types:
+            outer, prev = prev, prev.prev_named_sibling
         if prev is None or prev.type not in self.comment_types:
             return ""
         if outer.start_point.row - prev.end_point.row > 1:
@@ -153,9 +158,44 @@ class LangRules:
     def exported(self, node: Node, name: str, kind: str, src: bytes, qualified: str = "") -> bool:
         return True
 
+    def modifiers_text(self, node: Node, src: bytes, types: frozenset[str]) -> str:
+        """Space-joined text of the node's modifier children (visibility, async, static...)."""
+        return " ".join(text(c, src) for c in node.children if c.type in types)
+
+    def preceding(self, node: Node, types: frozenset[str]) -> list[Node]:
+        """Consecutive previous siblings of the given types (attributes above an item), nearest last."""
+        out: list[Node] = []
+        prev = node.prev_named_sibling
+        while prev is not None and prev.type in types:
+            out.insert(0, prev)
+            prev = prev.prev_named_sibling
+        return out
+
     # ---- calls and imports -------------------------------------------------
+    # Field of a call node that holds the callee.
+    call_function_field: str = "function"
+    # Callee node types that are plain names.
+    call_name_types: frozenset[str] = frozenset({"identifier"})
+    # Callee node types that are ``receiver.name``: type -> (receiver field, name field).
+    call_member_types: dict[str, tuple[str, str]] = {}
+
     def call_parts(self, node: Node, src: bytes) -> tuple[str, str | None] | None:
         """(name, receiver) for a captured call node, or None to ignore it."""
+        func = node.child_by_field_name(self.call_function_field)
+        if func is None:
+            return None
+        return self.callee_parts(func, src)
+
+    def callee_parts(self, func: Node, src: bytes) -> tuple[str, str | None] | None:
+        kind = func.type
+        if kind in self.call_name_types:
+            return text(func, src), None
+        fields = self.call_member_types.get(kind)
+        if fields is not None:
+            name = func.child_by_field_name(fields[1])
+            if name is None:
+                return None
+            return text(name, src), short_text(func.child_by_field_name(fields[0]), src)
         return None
 
     def imports(self, node: Node, src: bytes) -> list[ImportRef]:

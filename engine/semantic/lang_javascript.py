@@ -15,7 +15,9 @@ from engine.semantic.lang_base import DefName, LangRules, collapse, short_text, 
 from engine.semantic.model import ImportRef
 
 _FUNCTION_VALUES = frozenset({"function_expression", "arrow_function", "generator_function", "function"})
-_WRAPPERS = frozenset({"lexical_declaration", "variable_declaration", "expression_statement", "export_statement"})
+_WRAPPERS = frozenset(
+    {"lexical_declaration", "variable_declaration", "expression_statement", "export_statement"}
+)
 # Roots whose member assignment changes process-wide state.
 _GLOBAL_ROOTS = ("window.", "globalThis.", "global.", "process.env", "document.", "self.")
 _EXPORT_PREFIXES = ("exports.", "module.exports")
@@ -33,7 +35,7 @@ def _string_value(node: Node | None, src: bytes) -> str | None:
 class JavaScriptRules(LangRules):
     name = "javascript"
     grammar = "javascript"
-    query_files = ("javascript",)
+    query_files = ("javascript", "jsx")
     await_types = frozenset({"await_expression"})
     comment_types = frozenset({"comment"})
 
@@ -110,8 +112,13 @@ class JavaScriptRules(LangRules):
     def signature(self, node: Node, src: bytes) -> str:
         value = self._value(node)
         body = value.child_by_field_name("body")
-        if body is None or body.type not in ("statement_block", "class_body", "interface_body", "object_type",
-                                             "enum_body"):
+        if body is None or body.type not in (
+            "statement_block",
+            "class_body",
+            "interface_body",
+            "object_type",
+            "enum_body",
+        ):
             if node.type == "assignment_expression" and value.type == "object":
                 return collapse(text(node.child_by_field_name("left"), src) + " = {…}")
             return collapse(src[node.start_byte : node.end_byte].decode("utf-8", "replace").split("\n", 1)[0])
@@ -121,8 +128,11 @@ class JavaScriptRules(LangRules):
     def decorators(self, node: Node, src: bytes) -> tuple[str, ...]:
         found: list[str] = []
         for holder in (node, node.parent):
-            if holder is None or holder.type not in ("class_declaration", "export_statement",
-                                                     "abstract_class_declaration"):
+            if holder is None or holder.type not in (
+                "class_declaration",
+                "export_statement",
+                "abstract_class_declaration",
+            ):
                 continue
             found.extend(text(c, src) for c in holder.children if c.type == "decorator")
         prev = node.prev_sibling
@@ -165,13 +175,25 @@ class JavaScriptRules(LangRules):
 
     # ---- calls and imports -------------------------------------------------
     def call_parts(self, node: Node, src: bytes) -> tuple[str, str | None] | None:
+        if node.type in ("jsx_opening_element", "jsx_self_closing_element"):
+            tag = node.child_by_field_name("name")
+            if tag is None:
+                return None
+            if tag.type == "member_expression":
+                return text(tag.child_by_field_name("property"), src), short_text(
+                    tag.child_by_field_name("object"), src
+                )
+            name = text(tag, src)
+            # Lower-case tags are HTML elements, not components.
+            return (name, None) if name[:1].isupper() else None
         if node.type == "new_expression":
             ctor = node.child_by_field_name("constructor")
             if ctor is None:
                 return None
             if ctor.type == "member_expression":
                 return text(ctor.child_by_field_name("property"), src), short_text(
-                    ctor.child_by_field_name("object"), src)
+                    ctor.child_by_field_name("object"), src
+                )
             return (text(ctor, src), None) if ctor.type == "identifier" else None
         func = node.child_by_field_name("function")
         if func is None:
@@ -250,3 +272,4 @@ class TypeScriptRules(JavaScriptRules):
 class TsxRules(TypeScriptRules):
     name = "tsx"
     grammar = "tsx"
+    query_files = ("javascript", "typescript", "jsx")

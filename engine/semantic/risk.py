@@ -708,7 +708,12 @@ def import_aliases(imports: Iterable[ImportRef]) -> dict[str, str]:
     """Local name → dotted module path it stands for (``sp`` → ``subprocess``)."""
     out: dict[str, str] = {}
     for ref in imports:
-        module = ref.module.removeprefix("node:").replace("/", ".").replace("::", ".").strip(".")
+        raw = ref.module
+        if not ref.names and not ref.alias and "/" in raw and not raw.startswith("."):
+            # Go binds the last path element: "net/http" -> http.
+            out[raw.rsplit("/", 1)[-1]] = raw.replace("/", ".")
+            continue
+        module = raw.removeprefix("node:").replace("/", ".").replace("::", ".").strip(".")
         if not module:
             continue
         if ref.names:
@@ -726,6 +731,8 @@ def import_aliases(imports: Iterable[ImportRef]) -> dict[str, str]:
 def classify_call(rules: RiskRules, call: CallSite, aliases: Mapping[str, str]) -> tuple[str, str] | None:
     """(category, dotted name) when a call matches the language's table."""
     receiver = call.receiver
+    if receiver and "::" in receiver:
+        receiver = receiver.replace("::", ".")
     if receiver:
         root, dot, rest = receiver.partition(".")
         resolved = aliases.get(root)
@@ -735,6 +742,9 @@ def classify_call(rules: RiskRules, call: CallSite, aliases: Mapping[str, str]) 
     else:
         dotted = aliases.get(call.name, call.name)
     category = rules.exact.get(dotted)
+    if category is None and dotted.count(".") > 1:
+        # Fully qualified spellings (System.IO.File.WriteAllText) match their short table entry.
+        category = rules.exact.get(".".join(dotted.rsplit(".", 2)[-2:]))
     if category is not None:
         return category, dotted
     if rules.prefixes:

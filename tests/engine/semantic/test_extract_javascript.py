@@ -91,8 +91,13 @@ export class Service {
     analysis = analyze_source("svc.ts", source)
     kinds = {s.qualified_name: s.kind for s in analysis.symbols}
     assert kinds == {
-        "Shape": "interface", "Shape.area": "method", "Color": "enum", "Id": "type",
-        "Service": "class", "Service.constructor": "method", "Service.fetch": "method",
+        "Shape": "interface",
+        "Shape.area": "method",
+        "Color": "enum",
+        "Id": "type",
+        "Service": "class",
+        "Service.constructor": "method",
+        "Service.fetch": "method",
     }
     service = symbol_at(analysis, "Service")
     assert service.decorators == ("Injectable",)

@@ -1,0 +1,27 @@
+; C#: classes, structs, interfaces, enums, records, methods, constructors; calls; using.
+(class_declaration) @def.class
+(struct_declaration) @def.struct
+(interface_declaration) @def.interface
+(enum_declaration) @def.enum
+(record_declaration) @def.class
+(method_declaration) @def.function
+(constructor_declaration) @def.function
+(local_function_statement) @def.function
+
+(invocation_expression) @call
+(object_creation_expression) @call
+
+(using_directive) @import
+
+[
+  (if_statement) (for_statement) (foreach_statement) (while_statement) (do_statement)
+  (catch_clause) (conditional_expression) (switch_section)
+] @branch
+(binary_expression operator: ["&&" "||" "??"]) @branch
+
+[
+  (if_statement) (for_statement) (foreach_statement) (while_statement) (do_statement)
+  (switch_statement) (try_statement)
+] @nest
+
+(try_statement body: (block) @try)

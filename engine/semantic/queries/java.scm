@@ -1,0 +1,27 @@
+; Java: classes, interfaces, enums, records, annotations, methods, constructors; calls; imports.
+(class_declaration) @def.class
+(interface_declaration) @def.interface
+(enum_declaration) @def.enum
+(record_declaration) @def.class
+(annotation_type_declaration) @def.interface
+(method_declaration) @def.function
+(constructor_declaration) @def.function
+
+(method_invocation) @call
+(object_creation_expression) @call
+
+(import_declaration) @import
+
+[
+  (if_statement) (for_statement) (enhanced_for_statement) (while_statement) (do_statement)
+  (catch_clause) (ternary_expression) (switch_label)
+] @branch
+(binary_expression operator: ["&&" "||"]) @branch
+
+[
+  (if_statement) (for_statement) (enhanced_for_statement) (while_statement) (do_statement)
+  (switch_expression) (try_statement) (try_with_resources_statement)
+] @nest
+
+(try_statement body: (block) @try)
+(try_with_resources_statement body: (block) @try)

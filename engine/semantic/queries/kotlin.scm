@@ -1,0 +1,18 @@
+; Kotlin: classes, interfaces, enums, objects, functions; calls; imports.
+(class_declaration) @def.class
+(object_declaration) @def.class
+(companion_object) @scope
+(function_declaration) @def.function
+
+(call_expression) @call
+
+(import_header) @import
+
+[
+  (if_expression) (for_statement) (while_statement) (do_while_statement) (when_entry) (catch_block)
+  (conjunction_expression) (disjunction_expression) (elvis_expression)
+] @branch
+
+[(if_expression) (for_statement) (while_statement) (do_while_statement) (when_expression) (try_expression)] @nest
+
+(try_expression (statements) @try)
