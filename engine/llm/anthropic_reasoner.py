@@ -304,6 +304,13 @@ class AnthropicReasoner:
             return ModelUnavailable(
                 f"model {self.model} is not known to the API: {detail}", code="MODEL_NOT_FOUND"
             )
+        if status in (400, 413) and "too long" in detail:
+            return ModelError(
+                f"the request does not fit the model's context window: {detail}",
+                code="MODEL_CONTEXT_TOO_LONG",
+                status=status,
+                hint="lower --budget (budget.context_tokens) or start a new session",
+            )
         return ModelError(f"the Anthropic API refused the request (HTTP {status}): {detail}", status=status)
 
     def _base_url_text(self) -> str:

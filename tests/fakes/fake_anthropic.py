@@ -109,6 +109,7 @@ class FakeAnthropic:
         self, port: int = 0, *, default_text: str = DEFAULT_REPLY, record_path: Path | None = None
     ) -> None:
         self.default_text = default_text
+        self.context_window = 0  # tokens; above it a request is refused as "prompt is too long" (0: no limit)
         self.requests: list[RecordedRequest] = []
         self._script: deque[Action] = deque()
         self._lock = threading.Lock()
@@ -299,6 +300,9 @@ def _make_handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
             if not self.headers.get("x-api-key") and not self.headers.get("authorization"):
                 self._error(401, "authentication_error", "x-api-key header is required")
                 return
+            if not self.headers.get("anthropic-version"):
+                self._error(400, "invalid_request_error", "anthropic-version header is required")
+                return
             if path == "/v1/messages/count_tokens":
                 usage = fake.usage_for(
                     {
@@ -324,6 +328,13 @@ def _make_handler(fake: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
                 or not body.get("messages")
             ):
                 self._error(400, "invalid_request_error", "model, max_tokens and messages are required")
+                return
+            if fake.context_window and fake_tokens(json.dumps(body)) > fake.context_window:
+                self._error(
+                    400,
+                    "invalid_request_error",
+                    f"prompt is too long: {fake_tokens(json.dumps(body))} tokens > {fake.context_window} maximum",
+                )
                 return
             action = fake.next_action()
             if action.type == "error" and not action.in_stream:

@@ -217,3 +217,13 @@ def test_exact_token_count_falls_back_to_the_estimate_when_offline(monkeypatch: 
     started = time.monotonic()
     assert counter.count("y" * 40) == 10
     assert time.monotonic() - started < 0.05, "after one failure the endpoint is not tried again at once"
+
+
+def test_prompt_too_long_is_a_typed_error_that_says_to_lower_the_budget(
+    fake_anthropic: FakeAnthropic,
+) -> None:
+    fake_anthropic.context_window = 50
+    with pytest.raises(ModelError) as info:
+        _reasoner(fake_anthropic).complete("s" * 1000, USER)
+    assert info.value.code == "MODEL_CONTEXT_TOO_LONG" and "--budget" in (info.value.hint or "")
+    assert len(fake_anthropic.message_requests()) == 1, "a 400 is not retried"
