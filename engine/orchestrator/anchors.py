@@ -228,6 +228,8 @@ class Anchors:
 def looks_like_path(text: str) -> bool:
     if "/" in text and not text.startswith(("http:", "https:")):
         return True
+    if re.fullmatch(r"\.[\w.-]+", text):
+        return True  # a dotfile: .env, .gitignore
     return bool(re.search(r"\.(?:" + "|".join(PATH_EXTENSIONS) + r")$", text))
 
 

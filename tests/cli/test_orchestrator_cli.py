@@ -1,0 +1,82 @@
+"""`semfora context` and `semfora ask` through the real console script."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import run_semfora
+from tests.engine.orchestrator.conftest import ENV_SECRET, SHOP_FILES
+from tests.engine.orchestrator.test_turn import GOOD_EDIT, MISMATCH
+
+
+def test_context_json_needs_no_model_and_respects_the_budget(make_repo) -> None:
+    root = make_repo(SHOP_FILES)
+    proc = run_semfora(
+        "context",
+        "Fix Cart.total so the discount applies after tax",
+        "--path",
+        str(root),
+        "--budget",
+        "900",
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["intent"] == "edit" and data["budget"] == 900
+    assert 0 < data["total_tokens"] <= 900 == data["budget"]
+    assert data["items"][0]["symbol"] == "Cart.total" and data["items"][0]["priority"] == "critical"
+    assert ENV_SECRET not in proc.stdout
+
+
+def test_context_text_prints_what_would_be_sent(make_repo) -> None:
+    root = make_repo(SHOP_FILES)
+    proc = run_semfora("context", "explain apply_discount", cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    assert "<<<<<<< SEARCH" in proc.stdout and "def apply_discount" in proc.stdout
+    assert "## Task\nexplain apply_discount" in proc.stdout and "-- intent explain" in proc.stdout
+
+
+def test_context_bad_path_is_a_usage_error(tmp_path) -> None:
+    proc = run_semfora("context", "x", "--path", str(tmp_path / "missing"), "--json")
+    assert proc.returncode == 2 and json.loads(proc.stdout)["ok"] is False
+
+
+def test_ask_without_a_model_exits_3_with_advice(make_repo) -> None:
+    root = make_repo(SHOP_FILES)
+    proc = run_semfora("ask", "explain Cart", "--path", str(root))
+    assert proc.returncode == 3
+    assert "error[MODEL_UNAVAILABLE]" in proc.stderr
+    assert "ANTHROPIC_API_KEY" in proc.stderr and "--model" in proc.stderr
+
+
+def test_ask_streams_stages_and_reports_cost(make_repo, fake_anthropic) -> None:
+    root = make_repo(SHOP_FILES)
+    fake_anthropic.reply(GOOD_EDIT)
+    proc = run_semfora("ask", "Fix Cart.total so the discount applies after tax", "--path", str(root))
+    assert proc.returncode == 0, proc.stderr
+    assert "I will apply the discount after tax." in proc.stdout
+    assert "staged" in proc.stdout and "src/shop/cart.py" in proc.stdout
+    assert "cost $" in proc.stdout and "output" in proc.stdout
+    listed = run_semfora("edits", "list", "--path", str(root), "--json")
+    assert "src/shop/cart.py" in listed.stdout
+    assert "apply_discount(self.subtotal(), code)" in (root / "src/shop/cart.py").read_text()
+
+
+def test_ask_apply_writes_the_file(make_repo, fake_anthropic) -> None:
+    root = make_repo(SHOP_FILES)
+    fake_anthropic.reply(GOOD_EDIT)
+    proc = run_semfora("ask", "Fix Cart.total", "--path", str(root), "--apply", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["outcome"] == "applied" and data["cost_usd"] >= 0
+    assert "return apply_discount(sub + tax_for(sub), code)" in (root / "src/shop/cart.py").read_text()
+
+
+def test_ask_with_unappliable_edits_exits_1(make_repo, fake_anthropic) -> None:
+    root = make_repo(SHOP_FILES)
+    for _ in range(3):
+        fake_anthropic.reply(MISMATCH)
+    proc = run_semfora("ask", "Fix Cart.total", "--path", str(root), "--json")
+    assert proc.returncode == 1
+    data = json.loads(proc.stdout)
+    assert data["outcome"] == "edit_failed" and data["edits_staged"] == []

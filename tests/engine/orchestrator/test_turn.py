@@ -1,0 +1,199 @@
+"""Whole turns against the fake Anthropic API: what was sent, NEED rounds, edit retries, staging."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from engine.edits.session import EditSession
+from engine.llm.base import ModelUnavailable
+from engine.llm.select import make_reasoner
+from engine.llm.tokens import estimate_tokens
+from engine.orchestrator.core import MAX_NEED_ROUNDS, Orchestrator
+from engine.orchestrator.runlog import load_run
+from tests.engine.orchestrator.conftest import ENV_SECRET, PEM_SECRET, TOKEN_SECRET
+from tests.fakes.fixtures import DUMMY_API_KEY
+
+GOOD_EDIT = """I will apply the discount after tax.
+
+src/shop/cart.py
+<<<<<<< SEARCH
+        sub = apply_discount(self.subtotal(), code)
+        return sub + tax_for(sub)
+=======
+        sub = self.subtotal()
+        return apply_discount(sub + tax_for(sub), code)
+>>>>>>> REPLACE
+"""
+
+SYMBOL_EDIT = """src/shop/pricing.py
+<<<<<<< SYMBOL tax_for
+def tax_for(amount):
+    \"\"\"Tax owed on an amount (20%).\"\"\"
+    return round(amount * 0.2, 2)
+>>>>>>> REPLACE
+"""
+
+MISMATCH = """src/shop/cart.py
+<<<<<<< SEARCH
+        sub = apply_discount(self.subtotal(), promo)
+=======
+        sub = 0
+>>>>>>> REPLACE
+"""
+
+BAD_REPLIES = {
+    "truncated": "src/shop/cart.py\n<<<<<<< SEARCH\n        sub = apply_discount(self.subtotal(), code)\n=======\n",
+    "unknown_file": "src/shop/nothere.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n",
+    "outside_repo": "../outside.py\n<<<<<<< SEARCH\n=======\nprint('escape')\n>>>>>>> REPLACE\n",
+    "secret_file": ".env\n<<<<<<< SEARCH\n=======\nSTOLEN=1\n>>>>>>> REPLACE\n",
+    "matches_twice": "src/shop/pricing.py\n<<<<<<< SEARCH\n    return round(amount, 2)\n=======\n"
+    "    return amount\n>>>>>>> REPLACE\n",
+    "one_good_one_bad": GOOD_EDIT + "\n" + MISMATCH,
+}
+
+
+def _orch(layout, cfg, **kw) -> Orchestrator:
+    return Orchestrator(layout, cfg, make_reasoner(cfg), **kw)
+
+
+def _session_files(layout, cfg) -> list[str]:
+    return [f.path for f in EditSession.load_or_create(layout, cfg).files()]
+
+
+def test_sent_request_is_budgeted_cached_and_secret_free(shop, fake_anthropic) -> None:
+    layout, cfg = shop
+    fake_anthropic.reply(GOOD_EDIT)
+    streamed: list[str] = []
+    result = _orch(layout, cfg).run_turn(
+        "Fix Cart.total so the discount applies after tax; the API_TOKEN lives in @.env and config.pem",
+        on_text=streamed.append,
+        budget=1500,
+    )
+    assert result.outcome == "staged", result.errors
+    assert "".join(streamed) == result.reply == GOOD_EDIT
+    (req,) = fake_anthropic.message_requests()
+    sent = req.all_text
+    for secret in (ENV_SECRET, PEM_SECRET, TOKEN_SECRET, DUMMY_API_KEY):
+        assert secret not in sent
+    # Everything sent fits the curated budget plus the reserve for the system prompt.
+    assert result.pack.total_tokens <= 1500
+    assert estimate_tokens(sent) <= 1500 + cfg.budget.reserved_for_system
+    system = req.body["system"]
+    assert isinstance(system, list) and "cache_control" in system[-1]
+    assert "<<<<<<< SYMBOL" in system[0]["text"]
+    assert all("cache_control" not in m for m in req.body["messages"])
+    assert "def total(self, code=None):" in req.body["messages"][0]["content"]
+    assert result.edits_staged == ("src/shop/cart.py",) and result.hunks >= 1
+    assert _session_files(layout, cfg) == ["src/shop/cart.py"]
+    assert (
+        "apply_discount(self.subtotal(), code)" in (layout.root / "src/shop/cart.py").read_text()
+    )  # not written
+
+
+def test_run_log_records_the_turn_redacted(shop, fake_anthropic) -> None:
+    layout, cfg = shop
+    fake_anthropic.reply(f"The key {DUMMY_API_KEY} is not needed.")
+    result = _orch(layout, cfg).run_turn("explain Cart.total")
+    data = load_run(layout, result.run_id)
+    raw = json.dumps(data)
+    assert DUMMY_API_KEY not in raw
+    assert data["intent"] == "explain" and data["model"] and data["outcome"] == "answered"
+    assert data["items"] and all(i["reason"] and "tokens" in i for i in data["items"])
+    assert all(len(i["text_preview"]) <= 830 for i in data["items"])
+    assert data["usage"]["output_tokens"] > 0 and "total" in data["timings"]
+    episodes = (layout.sessions_dir / "episodes.jsonl").read_text().splitlines()
+    assert json.loads(episodes[-1])["run_id"] == result.run_id
+
+
+def test_symbol_block_is_staged(shop, fake_anthropic) -> None:
+    layout, cfg = shop
+    fake_anthropic.reply(SYMBOL_EDIT)
+    result = _orch(layout, cfg).run_turn("make tax_for charge 20%")
+    assert result.outcome == "staged" and result.edits_staged == ("src/shop/pricing.py",)
+
+
+def test_need_round_is_resolved_and_visible_as_budget_item(shop, fake_anthropic) -> None:
+    layout, cfg = shop
+    fake_anthropic.reply("NEED:\n- payment_gateway_url\n- src/shop/pricing.py\n- .env")
+    fake_anthropic.reply("Thanks, here is the answer.")
+    result = _orch(layout, cfg).run_turn("explain the checkout flow")
+    assert result.need_rounds == 1 and result.outcome == "answered"
+    first, second = fake_anthropic.message_requests()
+    followup = second.body["messages"][-1]["content"]
+    assert "def payment_gateway_url" in followup and "def tax_for" in followup
+    assert ENV_SECRET not in second.all_text and ".env" in followup  # reported missing, not sent
+    assert {i.reason for i in result.extra_items} == {"requested by the model (NEED round 1)"}
+    assert result.pack.total_tokens + sum(i.tokens for i in result.extra_items) <= result.pack.budget
+    data = load_run(layout, result.run_id)
+    assert data["need_rounds"][0]["symbols"] == ["payment_gateway_url"]
+
+
+def test_need_is_bounded_to_two_rounds(shop, fake_anthropic) -> None:
+    layout, cfg = shop
+    for _ in range(MAX_NEED_ROUNDS + 1):
+        fake_anthropic.reply("NEED: Cart.subtotal")
+    result = _orch(layout, cfg).run_turn("explain the cart")
+    assert len(fake_anthropic.message_requests()) == MAX_NEED_ROUNDS + 1
+    assert result.need_rounds == MAX_NEED_ROUNDS and "after 2 rounds" in result.errors[0]
+
+
+def test_failed_block_is_retried_with_nearest_lines_then_staged(shop, fake_anthropic) -> None:
+    layout, cfg = shop
+    fake_anthropic.reply(MISMATCH).reply(GOOD_EDIT)
+    result = _orch(layout, cfg).run_turn("fix Cart.total")
+    assert result.outcome == "staged" and result.edit_retries == 1
+    retry = fake_anthropic.message_requests()[1].body["messages"]
+    assert [m["role"] for m in retry] == ["user", "assistant", "user"]
+    assert "sub = apply_discount(self.subtotal(), code)" in retry[-1]["content"]  # the nearest real line
+    assert "none of them were staged" in retry[-1]["content"]
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_REPLIES))
+def test_malformed_replies_stage_nothing_after_bounded_retries(shop, fake_anthropic, kind: str) -> None:
+    layout, cfg = shop
+    for _ in range(cfg.llm.edit_retries + 1):
+        fake_anthropic.reply(BAD_REPLIES[kind])
+    result = _orch(layout, cfg).run_turn("fix Cart.total")
+    assert result.outcome == "edit_failed" and result.errors
+    assert result.edits_staged == () and _session_files(layout, cfg) == []
+    assert len(fake_anthropic.message_requests()) == cfg.llm.edit_retries + 1
+    assert not (layout.root.parent / "outside.py").exists()
+    assert (
+        ".env" not in {p.name for p in layout.root.iterdir()}
+        or ENV_SECRET in (layout.root / ".env").read_text()
+    )
+
+
+def test_rate_limit_is_retried_inside_the_turn(shop, fake_anthropic) -> None:
+    layout, cfg = shop
+    fake_anthropic.error(429, retry_after=0).error(529).reply("fine")
+    result = _orch(layout, cfg).run_turn("explain Cart")
+    assert result.reply == "fine" and len(fake_anthropic.message_requests()) == 3
+
+
+def test_cancel_stops_the_turn_and_stages_nothing(shop, fake_anthropic) -> None:
+    layout, cfg = shop
+    fake_anthropic.reply(GOOD_EDIT, chunk_chars=4, delay=0.05)
+    cancel = threading.Event()
+    result = _orch(layout, cfg).run_turn("fix Cart.total", on_text=lambda _t: cancel.set(), cancel=cancel)
+    assert result.outcome == "cancelled" and _session_files(layout, cfg) == []
+
+
+def test_stable_prefix_is_reused_and_resume_remembers_the_session(shop, fake_anthropic) -> None:
+    layout, cfg = shop
+    fake_anthropic.reply("first answer").reply("second answer")
+    first = _orch(layout, cfg).run_turn("explain Cart.add_item")
+    assert first.usage.cache_creation_input_tokens > 0
+    second = _orch(layout, cfg, resume=True).run_turn("explain Cart.add_item again")
+    req = fake_anthropic.message_requests()[1]
+    assert "explain Cart.add_item" in req.system_text  # session memory in the cached prefix
+    assert second.usage.input_tokens > 0
+
+
+def test_without_a_reasoner_a_turn_is_refused(shop) -> None:
+    layout, cfg = shop
+    with pytest.raises(ModelUnavailable):
+        Orchestrator(layout, cfg).run_turn("explain Cart")
