@@ -198,7 +198,7 @@ class AnthropicReasoner:
             raise ModelCancelled()
         try:
             stream = self._client.messages.create(**request, stream=True)
-        except anthropic.AuthenticationError as exc:
+        except (anthropic.AuthenticationError, anthropic.PermissionDeniedError) as exc:
             raise ModelUnavailable(
                 f"the Anthropic API rejected the API key (HTTP {exc.status_code})", code="MODEL_AUTH"
             ) from exc
