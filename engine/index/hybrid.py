@@ -267,6 +267,14 @@ def _expand(
         return [], False
 
 
+def validate_request(mode: str, limit: int) -> None:
+    """Raise UsageError for a mode or limit search cannot serve."""
+    if mode not in MODES:
+        raise UsageError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
+    if limit < 1 or limit > MAX_LIMIT:
+        raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}")
+
+
 def search(
     layout: RepoLayout,
     settings: Settings,
@@ -283,10 +291,7 @@ def search(
     record_metrics: bool = True,
 ) -> list[SearchHit]:
     """Best ``limit`` hits for ``query``; see the module docstring for the steps."""
-    if mode not in MODES:
-        raise UsageError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
-    if limit < 1 or limit > MAX_LIMIT:
-        raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}")
+    validate_request(mode, limit)
     use_expand = settings.search.expansion if expand is None else expand
     use_rerank = settings.search.rerank if rerank is None else rerank
     started = time.perf_counter()

@@ -46,8 +46,9 @@ def _ensure_index(layout: RepoLayout, settings: Settings, *, quiet: bool) -> Non
 
 
 def run_search(args: argparse.Namespace) -> int:
-    from engine.index.hybrid import search
+    from engine.index.hybrid import search, validate_request
 
+    validate_request(args.mode, args.limit)
     layout, settings = _setup(args)
     _ensure_index(layout, settings, quiet=args.json)
     warnings: list[str] = []
