@@ -279,6 +279,22 @@ class CallResolver:
             self._ranked[key] = best if ok else None
         return self._ranked[key]
 
+    def _rank_for(
+        self, pool: _Pool, call: CallRow, fam: str, receiver: str | None, is_self: bool
+    ) -> Definition | None:
+        """Rank several same-named candidates; an arbitrary receiver (a variable whose type
+        we do not know) only matches a method of a class named like it, or one in the same
+        directory, so a common name like ``get`` does not become a hub of guessed edges."""
+        if receiver is None or is_self:
+            return self._rank(pool, call.name, fam, call.file, receiver is None)
+        owner = receiver.rsplit(".", 1)[-1]
+        typed = [d for d in pool.all if d.parent and d.parent.rsplit(".", 1)[-1] == owner]
+        if typed:
+            return min(typed, key=lambda d: (-_common_dirs(d.file, call.file), d.file))
+        folder = posixpath.dirname(call.file)
+        local = [d for d in pool.all if posixpath.dirname(d.file) == folder and d.parent is not None]
+        return min(local, key=lambda d: d.file) if local else None
+
     def resolve(self, call: CallRow, language: str, ctx: FileContext) -> Edge:
         fam = family(language)
         pool = self._pool(call.name, fam)
@@ -322,7 +338,7 @@ class CallResolver:
                     return edge(imported[0], IMPORT)
                 if len(cands) == 1:
                     return edge(cands[0], UNIQUE)
-                ranked = self._rank(pool, call.name, fam, call.file, receiver is None)
+                ranked = self._rank_for(pool, call, fam, receiver, is_self)
                 if ranked is not None:
                     return edge(ranked, RANKED)
         package = None

@@ -150,7 +150,8 @@ def _rows(path: str, fa: FileAnalysis, size: int, mtime_ns: int, sha: str) -> Fi
             (
                 s.id,
                 s.name,
-                s.name.lower(),
+                _short(s.name),
+                _short(s.name).lower(),
                 s.qualified_name,
                 s.kind,
                 path,
@@ -291,6 +292,11 @@ def _json_list(values: Sequence[str]) -> str:
     return json.dumps(list(values)) if values else _EMPTY_JSON_LIST
 
 
+def _short(name: str) -> str:
+    """The last segment of a dotted name: ``res.send`` is called as ``send``."""
+    return name.rsplit(".", 1)[-1] or name
+
+
 @lru_cache(maxsize=65536)
 def _terms(name: str) -> frozenset[str]:
     return frozenset(identifier_parts(name))
@@ -337,7 +343,7 @@ class _Writer:
     def flush(self) -> None:
         c = self.conn
         c.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?)", self.files)
-        c.executemany(f"INSERT INTO symbols VALUES ({','.join('?' * 23)})", self.symbols)
+        c.executemany(f"INSERT INTO symbols VALUES ({','.join('?' * 24)})", self.symbols)
         c.executemany("INSERT INTO symbol_terms VALUES (?,?)", self.terms)
         c.executemany("INSERT INTO calls VALUES (?,?,?,?,?,?,?,?)", self.calls)
         c.executemany("INSERT INTO imports VALUES (?,?,?,?,?)", self.imports)
@@ -349,7 +355,9 @@ def _name_ids(conn: sqlite3.Connection, paths: Sequence[str]) -> set[tuple[str, 
     out: set[tuple[str, str]] = set()
     for part in _chunks(paths):
         marks = ",".join("?" * len(part))
-        out.update(conn.execute(f"SELECT name, id FROM symbols WHERE file IN ({marks})", part).fetchall())
+        out.update(
+            conn.execute(f"SELECT short_name, id FROM symbols WHERE file IN ({marks})", part).fetchall()
+        )
     return out
 
 
@@ -364,7 +372,9 @@ class _Definitions:
         self._memo: dict[str, list[Definition]] = {}
         self._complete = preload
         kinds = ",".join(f"'{k}'" for k in sorted(CALLABLE_KINDS))
-        self._sql = f"SELECT id, name, file, parent, kind, language FROM symbols WHERE kind IN ({kinds})"
+        self._sql = (
+            f"SELECT id, short_name, file, parent, kind, language FROM symbols WHERE kind IN ({kinds})"
+        )
         if preload:
             for row in conn.execute(self._sql):
                 self._memo.setdefault(row[1], []).append(Definition(*row))
@@ -373,7 +383,7 @@ class _Definitions:
         hit = self._memo.get(name)
         if hit is not None or self._complete:
             return hit or []
-        found = [Definition(*r) for r in self._conn.execute(self._sql + " AND name = ?", (name,))]
+        found = [Definition(*r) for r in self._conn.execute(self._sql + " AND short_name = ?", (name,))]
         self._memo[name] = found
         return found
 

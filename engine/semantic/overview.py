@@ -1,0 +1,496 @@
+"""The bounded repository overview: what a model reads first, at most ~2,500 tokens.
+
+Built by aggregation, never enumeration: SQL GROUP BY over index.db yields per
+directory counts, which are folded into at most ``MAX_MODULES`` modules. Only
+those modules, a capped list of entry points and the top fan-in symbols are
+named. The final TOON text is shrunk step by step until it fits the budget.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import re
+import sqlite3
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.store.layout import RepoLayout
+
+# The overview never exceeds this many tokens (characters / 4), whatever the repo size.
+MAX_TOKENS = 2500
+CHARS_PER_TOKEN = 4
+# About fifty module summaries describe a large repository without listing it.
+MAX_MODULES = 50
+MAX_ENTRY_POINTS = 10
+MAX_HUBS = 10
+MAX_FRAMEWORKS = 12
+MAX_DEPENDENCIES = 10
+MAX_LANGUAGES = 8
+# A purpose longer than this is cut: it is a hint, not documentation.
+PURPOSE_CHARS = 72
+# Shrink steps, applied in order until the text fits: fewer/shorter rows each time.
+SHRINK_STEPS: tuple[dict[str, int], ...] = (
+    {"modules": 50, "purpose": 72, "deps": 10, "hubs": 10, "entries": 10},
+    {"modules": 40, "purpose": 48, "deps": 8, "hubs": 8, "entries": 8},
+    {"modules": 30, "purpose": 32, "deps": 5, "hubs": 6, "entries": 6},
+    {"modules": 20, "purpose": 24, "deps": 3, "hubs": 5, "entries": 5},
+    {"modules": 12, "purpose": 0, "deps": 0, "hubs": 3, "entries": 3},
+    {"modules": 6, "purpose": 0, "deps": 0, "hubs": 0, "entries": 0},
+)
+README_NAMES = ("README.md", "README.rst", "README.txt", "README", "readme.md")
+PACKAGE_DOC_FILES = ("__init__.py", "doc.go", "mod.rs", "lib.rs", "index.js", "index.ts")
+
+# Dependency name (as written in a manifest) -> framework shown in the overview.
+KNOWN_FRAMEWORKS: dict[str, str] = {
+    "django": "Django",
+    "flask": "Flask",
+    "fastapi": "FastAPI",
+    "starlette": "Starlette",
+    "sqlalchemy": "SQLAlchemy",
+    "pydantic": "Pydantic",
+    "celery": "Celery",
+    "pytest": "pytest",
+    "textual": "Textual",
+    "numpy": "NumPy",
+    "pandas": "pandas",
+    "torch": "PyTorch",
+    "tensorflow": "TensorFlow",
+    "aiohttp": "aiohttp",
+    "tornado": "Tornado",
+    "click": "Click",
+    "express": "Express",
+    "react": "React",
+    "vue": "Vue",
+    "next": "Next.js",
+    "@angular/core": "Angular",
+    "svelte": "Svelte",
+    "koa": "Koa",
+    "fastify": "Fastify",
+    "@nestjs/core": "NestJS",
+    "jest": "Jest",
+    "mocha": "Mocha",
+    "vitest": "Vitest",
+    "typescript": "TypeScript",
+    "webpack": "webpack",
+    "vite": "Vite",
+    "github.com/gin-gonic/gin": "Gin",
+    "github.com/labstack/echo": "Echo",
+    "github.com/gofiber/fiber": "Fiber",
+    "github.com/gorilla/mux": "gorilla/mux",
+    "google.golang.org/grpc": "gRPC",
+    "actix-web": "Actix Web",
+    "axum": "Axum",
+    "rocket": "Rocket",
+    "tokio": "Tokio",
+    "serde": "Serde",
+    "diesel": "Diesel",
+    "spring-boot-starter": "Spring Boot",
+    "spring-boot-starter-web": "Spring Boot",
+    "spring-core": "Spring",
+    "junit": "JUnit",
+    "junit-jupiter": "JUnit",
+    "hibernate-core": "Hibernate",
+    "rails": "Rails",
+    "laravel/framework": "Laravel",
+}
+
+
+@dataclass
+class _Node:
+    """Counts for one directory subtree; ``own_*`` are its direct files only."""
+
+    path: str
+    files: int = 0
+    symbols: int = 0
+    lines: int = 0
+    risk: dict[str, int] = field(default_factory=lambda: {"high": 0, "medium": 0, "low": 0})
+    own_files: int = 0
+    own_symbols: int = 0
+    own_lines: int = 0
+    own_risk: dict[str, int] = field(default_factory=lambda: {"high": 0, "medium": 0, "low": 0})
+    children: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str
+    files: int
+    symbols: int
+    lines: int
+    high: int
+    medium: int
+    low: int
+    subtree: bool  # False when only the directory's own files are counted (its subdirs are listed)
+
+
+def _ancestors(path: str) -> Iterator[str]:
+    if path == ".":
+        yield "."
+        return
+    parts = path.split("/")
+    yield "."
+    for i in range(1, len(parts) + 1):
+        yield "/".join(parts[:i])
+
+
+def _directory_tree(conn: sqlite3.Connection) -> dict[str, _Node]:
+    """Per-directory aggregates from two GROUP BY queries (one row per directory)."""
+    nodes: dict[str, _Node] = {}
+
+    def node(path: str) -> _Node:
+        n = nodes.get(path)
+        if n is None:
+            n = nodes[path] = _Node(path)
+            if path != ".":
+                parent = path.rsplit("/", 1)[0] if "/" in path else "."
+                node(parent).children.append(path)
+        return n
+
+    for module, files, lines in conn.execute(
+        "SELECT module, count(*), sum(line_count) FROM files GROUP BY module"
+    ):
+        node(module).own_files, node(module).own_lines = int(files), int(lines or 0)
+        for anc in _ancestors(module):
+            n = node(anc)
+            n.files += int(files)
+            n.lines += int(lines or 0)
+    for module, risk, count in conn.execute(
+        "SELECT module, risk, count(*) FROM symbols GROUP BY module, risk"
+    ):
+        own = node(module)
+        own.own_symbols += int(count)
+        own.own_risk[risk] = own.own_risk.get(risk, 0) + int(count)
+        for anc in _ancestors(module):
+            n = node(anc)
+            n.symbols += int(count)
+            n.risk[risk] = n.risk.get(risk, 0) + int(count)
+    return nodes
+
+
+def choose_modules(nodes: dict[str, _Node], limit: int = MAX_MODULES) -> list[Module]:
+    """Split the biggest directory into its children while the module count stays within ``limit``."""
+    if "." not in nodes:
+        return []
+    chosen: dict[str, bool] = {".": True}  # path -> counts whole subtree
+    heap: list[tuple[int, str]] = [(-nodes["."].files, ".")]
+    while heap:
+        _neg, path = heapq.heappop(heap)
+        n = nodes[path]
+        if not n.children:
+            continue
+        keeps_self = n.own_files > 0
+        after = len(chosen) - 1 + len(n.children) + (1 if keeps_self else 0)
+        if after > limit:
+            continue
+        del chosen[path]
+        if keeps_self:
+            chosen[path] = False
+        for child in n.children:
+            chosen[child] = True
+            heapq.heappush(heap, (-nodes[child].files, child))
+    out = []
+    for path, subtree in chosen.items():
+        n = nodes[path]
+        if subtree:
+            out.append(
+                Module(
+                    path, n.files, n.symbols, n.lines, n.risk["high"], n.risk["medium"], n.risk["low"], True
+                )
+            )
+        else:
+            r = n.own_risk
+            out.append(
+                Module(path, n.own_files, n.own_symbols, n.own_lines, r["high"], r["medium"], r["low"], False)
+            )
+    out.sort(key=lambda m: (-m.files, m.name))
+    return out[:limit]
+
+
+def _first_line(text: str) -> str:
+    for raw in text.splitlines():
+        line = raw.strip().strip("#=*-`>").strip()
+        if len(line) >= 8 and not line.startswith(("[!", "![", "<", "..", ":")):
+            return line
+    return ""
+
+
+def _doc_of_package_file(path: Path) -> str:
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4096).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    m = re.match(r'\s*(?:#[^\n]*\n\s*)*[rRuU]?("""|\'\'\')(.*?)(?:\1|$)', head, re.S)
+    if m:
+        return _first_line(m.group(2))
+    m = re.match(r"\s*(?://[^\n]*\n?)+", head)  # Go/Rust/JS leading comment block
+    if m:
+        return _first_line(re.sub(r"^\s*//[/!]?", "", m.group(0), flags=re.M))
+    return ""
+
+
+def infer_purpose(layout: RepoLayout, conn: sqlite3.Connection, module: Module) -> str:
+    """A README line, else a package docstring, else the module's dominant definitions."""
+    base = layout.root if module.name == "." else layout.root / module.name
+    for name in README_NAMES:
+        p = base / name
+        if p.is_file():
+            try:
+                with p.open("rb") as fh:
+                    line = _first_line(fh.read(4096).decode("utf-8", errors="replace"))
+            except OSError:
+                line = ""
+            if line:
+                return line
+    for name in PACKAGE_DOC_FILES:
+        doc = _doc_of_package_file(base / name)
+        if doc:
+            return doc
+    if module.subtree and module.name != ".":
+        where, params = (
+            "(module = ? OR (module > ? AND module < ?))",
+            [module.name, module.name + "/", module.name + "0"],
+        )
+    else:
+        where, params = "module = ?", [module.name]
+    rows = conn.execute(
+        f"SELECT kind, name FROM symbols WHERE {where} AND kind IN ('class','struct','interface','trait','enum') "
+        "AND exported = 1 AND parent IS NULL ORDER BY (end_line - start_line) DESC LIMIT 12",
+        params,
+    ).fetchall()
+    if not rows:
+        rows = conn.execute(
+            f"SELECT kind, name FROM symbols WHERE {where} AND kind = 'function' AND exported = 1 "
+            "ORDER BY (end_line - start_line) DESC LIMIT 12",
+            params,
+        ).fetchall()
+    if not rows:
+        return ""
+    label = "types" if rows[0][0] != "function" else "functions"
+    return f"{label}: " + ", ".join(list(dict.fromkeys(r[1] for r in rows))[:4])
+
+
+def _manifest_deps(root: Path) -> tuple[str | None, list[str], list[dict[str, str]]]:
+    """(project name, dependency names, entry points) from the manifests at the root."""
+    name: str | None = None
+    deps: list[str] = []
+    entries: list[dict[str, str]] = []
+    py = root / "pyproject.toml"
+    if py.is_file():
+        try:
+            data = tomllib.loads(py.read_text(encoding="utf-8", errors="replace"))
+        except (tomllib.TOMLDecodeError, OSError):
+            data = {}
+        project = data.get("project", {}) if isinstance(data.get("project"), dict) else {}
+        name = project.get("name") or name
+        for spec in project.get("dependencies", []) or []:
+            deps.append(re.split(r"[\s<>=!~\[;(]", str(spec), maxsplit=1)[0])
+        for extra in (project.get("optional-dependencies") or {}).values():
+            deps.extend(re.split(r"[\s<>=!~\[;(]", str(s), maxsplit=1)[0] for s in extra)
+        poetry = data.get("tool", {}).get("poetry", {}) if isinstance(data.get("tool"), dict) else {}
+        deps.extend((poetry.get("dependencies") or {}).keys())
+        for script, target in (project.get("scripts") or {}).items():
+            entries.append({"kind": "console_script", "name": str(script), "where": str(target)})
+    for req in sorted(root.glob("requirements*.txt"))[:3]:
+        try:
+            for line in req.read_text(encoding="utf-8", errors="replace").splitlines():
+                line = line.strip()
+                if line and not line.startswith(("#", "-")):
+                    deps.append(re.split(r"[\s<>=!~\[;(]", line, maxsplit=1)[0])
+        except OSError:
+            continue
+    pkg = root / "package.json"
+    if pkg.is_file():
+        try:
+            data = json.loads(pkg.read_text(encoding="utf-8", errors="replace"))
+        except (json.JSONDecodeError, OSError):
+            data = {}
+        if isinstance(data, dict):
+            name = name or data.get("name")
+            for key in ("dependencies", "devDependencies", "peerDependencies"):
+                if isinstance(data.get(key), dict):
+                    deps.extend(data[key].keys())
+            if isinstance(data.get("main"), str):
+                entries.append(
+                    {"kind": "package_main", "name": str(data.get("name", "main")), "where": data["main"]}
+                )
+            binv = data.get("bin")
+            if isinstance(binv, str):
+                entries.append({"kind": "bin", "name": str(data.get("name", "bin")), "where": binv})
+            elif isinstance(binv, dict):
+                entries.extend({"kind": "bin", "name": str(k), "where": str(v)} for k, v in binv.items())
+    gomod = root / "go.mod"
+    if gomod.is_file():
+        try:
+            text = gomod.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        m = re.search(r"^module\s+(\S+)", text, re.M)
+        name = name or (m.group(1) if m else None)
+        deps.extend(re.findall(r"^\s*(?:require\s+)?([\w.\-]+\.[\w.\-]+/[\w./\-]+)\s+v", text, re.M))
+    cargo = root / "Cargo.toml"
+    if cargo.is_file():
+        try:
+            data = tomllib.loads(cargo.read_text(encoding="utf-8", errors="replace"))
+        except (tomllib.TOMLDecodeError, OSError):
+            data = {}
+        name = name or data.get("package", {}).get("name")
+        for key in ("dependencies", "dev-dependencies"):
+            deps.extend((data.get(key) or {}).keys())
+    pom = root / "pom.xml"
+    if pom.is_file():
+        try:
+            text = pom.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        deps.extend(re.findall(r"<artifactId>\s*([\w.\-]+)\s*</artifactId>", text))
+    return name, deps, entries
+
+
+def detect_frameworks(root: Path) -> tuple[str | None, list[str]]:
+    name, deps, _entries = _manifest_deps(root)
+    found: list[str] = []
+    for dep in deps:
+        key = dep.lower()
+        label = KNOWN_FRAMEWORKS.get(key) or next(
+            (v for k, v in KNOWN_FRAMEWORKS.items() if "/" in k and key.startswith(k)), None
+        )
+        if label and label not in found:
+            found.append(label)
+    return name, found[:MAX_FRAMEWORKS]
+
+
+def _entry_points(layout: RepoLayout, conn: sqlite3.Connection) -> list[dict[str, str]]:
+    _name, _deps, entries = _manifest_deps(layout.root)
+    for (path,) in conn.execute(
+        "SELECT path FROM files WHERE path = '__main__.py' OR path LIKE '%/__main__.py' ORDER BY length(path) LIMIT ?",
+        (MAX_ENTRY_POINTS,),
+    ):
+        entries.append(
+            {"kind": "__main__", "name": path.rsplit("/", 2)[-2] if "/" in path else ".", "where": path}
+        )
+    for qname, path, line in conn.execute(
+        "SELECT qualified_name, file, start_line FROM symbols WHERE name = 'main' AND parent IS NULL "
+        "AND kind = 'function' ORDER BY length(file) LIMIT ?",
+        (MAX_ENTRY_POINTS,),
+    ):
+        entries.append({"kind": "main", "name": qname, "where": f"{path}:{line}"})
+    return entries[:MAX_ENTRY_POINTS]
+
+
+def _hubs(conn: sqlite3.Connection, limit: int) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT e.callee_id, count(*) AS n FROM edges e WHERE e.callee_id IS NOT NULL "
+        "GROUP BY e.callee_id ORDER BY n DESC LIMIT ?",
+        (limit,),
+    ).fetchall()
+    out = []
+    for sid, n in rows:
+        row = conn.execute("SELECT qualified_name, file FROM symbols WHERE id = ?", (sid,)).fetchone()
+        if row:
+            out.append({"symbol": row[0], "file": row[1], "callers": int(n), "id": sid})
+    return out
+
+
+def _module_of(path: str, names: list[str]) -> str:
+    best = "."
+    for name in names:
+        if (path == name or path.startswith(name + "/")) and len(name) > len(best):
+            best = name
+    return best
+
+
+def _dependencies(conn: sqlite3.Connection, modules: list[Module], limit: int) -> list[dict[str, Any]]:
+    """Module -> module import counts, folded from the directory graph (one row per directory pair)."""
+    names = [m.name for m in modules if m.name != "."]
+    counts: dict[tuple[str, str], int] = {}
+    for a, b, n in conn.execute(
+        "SELECT fa.module, fb.module, count(*) FROM file_imports fi JOIN files fa ON fa.path = fi.src "
+        "JOIN files fb ON fb.path = fi.dst WHERE fa.module != fb.module GROUP BY fa.module, fb.module"
+    ):
+        ma, mb = _module_of(a, names), _module_of(b, names)
+        if ma != mb:
+            counts[(ma, mb)] = counts.get((ma, mb), 0) + int(n)
+    top = sorted(counts.items(), key=lambda kv: -kv[1])[:limit]
+    return [{"from": a, "to": b, "imports": n} for (a, b), n in top]
+
+
+@dataclass(frozen=True)
+class Overview:
+    data: dict[str, Any]
+    toon: str
+
+    @property
+    def tokens(self) -> int:
+        return (len(self.toon) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def build_overview(layout: RepoLayout, conn: sqlite3.Connection, *, max_tokens: int = MAX_TOKENS) -> Overview:
+    """The overview of an indexed repository, as data and as TOON within ``max_tokens``."""
+    import toon_format
+
+    nodes = _directory_tree(conn)
+    root = nodes.get(".", _Node("."))
+    languages = [
+        {"name": lang, "files": int(n), "lines": int(lines or 0)}
+        for lang, n, lines in conn.execute(
+            "SELECT language, count(*), sum(line_count) FROM files GROUP BY language ORDER BY count(*) DESC LIMIT ?",
+            (MAX_LANGUAGES,),
+        )
+    ]
+    edges = int(conn.execute("SELECT count(*) FROM edges WHERE callee_id IS NOT NULL").fetchone()[0])
+    project, frameworks = detect_frameworks(layout.root)
+    all_modules = choose_modules(nodes, MAX_MODULES)
+    purposes = {m.name: infer_purpose(layout, conn, m) for m in all_modules}
+    entries = _entry_points(layout, conn)
+    hubs = _hubs(conn, MAX_HUBS)
+    deps = _dependencies(conn, all_modules, MAX_DEPENDENCIES)
+    budget = max_tokens * CHARS_PER_TOKEN
+    data: dict[str, Any] = {}
+    text = ""
+    for step in SHRINK_STEPS:
+        modules = all_modules[: step["modules"]]
+        data = {
+            "repo": layout.root.name,
+            "project": project or layout.root.name,
+            "totals": {
+                "files": root.files,
+                "lines": root.lines,
+                "symbols": root.symbols,
+                "call_edges": edges,
+                "modules": len(all_modules),
+            },
+            "risk": {"high": root.risk["high"], "medium": root.risk["medium"], "low": root.risk["low"]},
+            "languages": languages,
+            "frameworks": frameworks,
+            "modules": [
+                {
+                    "name": m.name + ("/" if m.subtree and m.name != "." else ""),
+                    "files": m.files,
+                    "symbols": m.symbols,
+                    "high": m.high,
+                    "medium": m.medium,
+                    "low": m.low,
+                    "purpose": _clip(purposes.get(m.name, ""), step["purpose"]) if step["purpose"] else "",
+                }
+                for m in modules
+            ],
+            "entry_points": entries[: step["entries"]],
+            "hubs": [{k: h[k] for k in ("symbol", "file", "callers")} for h in hubs[: step["hubs"]]],
+            "dependencies": deps[: step["deps"]],
+        }
+        text = toon_format.dumps(data)
+        if len(text) <= budget:
+            break
+    if len(text) > budget:  # pathological names: cut at a line boundary as the last resort
+        text = text[: budget - 2].rsplit("\n", 1)[0] + "\n…"
+    return Overview(data, text)

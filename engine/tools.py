@@ -1,0 +1,623 @@
+"""The engine's tool surface, shared by the orchestrator, the CLI and the MCP server.
+
+Each tool takes an ``Engine`` (one repository, its settings and its store) and
+returns a ``ToolResult``: structured ``data`` for ``--json`` and compact TOON
+text for models. Limits are enforced here (``UsageError`` above a maximum), and
+each docstring states the tool's rough token cost; ``TOOLS`` enumerates them all.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.config import Settings, load_settings
+from engine.errors import NotFoundError, SandboxError, UsageError
+from engine.semantic.model import Symbol
+from engine.store.db import MAX_GRAPH_DEPTH, StoreWarning, SymbolStore, WarningSink, symbol_source
+from engine.store.layout import RepoLayout
+
+# Hard caps from the tool contract (seed 004): a reply can never flood a context window.
+MAX_LIST_SYMBOLS = 200
+MAX_SEARCH_SYMBOLS = 100
+MAX_GET_SYMBOLS = 20
+MAX_SOURCE_CONTEXT = 50
+# A symbol's source is cut after this many lines (a 3,000-line class is not one answer).
+MAX_SOURCE_LINES = 400
+# get_module lists at most this many symbols; it is the expensive tool already.
+MAX_MODULE_SYMBOLS = 500
+# analyze_directory lists at most this many files when not summarising.
+MAX_DIRECTORY_FILES = 300
+# Calls shown inside one get_symbol reply.
+MAX_SYMBOL_CALLS = 40
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """One tool answer: ``data`` for JSON consumers, ``toon`` for a model's context."""
+
+    data: Any
+    toon: str
+
+    @property
+    def tokens(self) -> int:
+        return (len(self.toon) + 3) // 4
+
+
+def _toon(payload: Any) -> str:
+    import toon_format
+
+    return toon_format.dumps(payload)
+
+
+class Engine:
+    """One repository's engine state: layout, settings and a lazily opened, auto-built store."""
+
+    def __init__(
+        self, layout: RepoLayout, settings: Settings | None = None, *, on_warning: WarningSink | None = None
+    ) -> None:
+        self.layout = layout
+        self.settings = settings if settings is not None else load_settings(layout.root).settings
+        self.on_warning = on_warning
+        self._store: SymbolStore | None = None
+        self.last_report: Any = None
+
+    @classmethod
+    def open(
+        cls, path: str | os.PathLike[str] | None = None, *, on_warning: WarningSink | None = None
+    ) -> Engine:
+        """The engine for the repository containing ``path`` (PathError, exit 2, if it does not exist)."""
+        return cls(RepoLayout.for_path(path), on_warning=on_warning)
+
+    def store(self, *, ensure_index: bool = True) -> SymbolStore:
+        """The read store; builds the index first (incrementally) if it has never been built."""
+        if self._store is None:
+            self._store = SymbolStore(self.layout, on_warning=self.on_warning)
+        if ensure_index and self._store.is_empty() and self.last_report is None:
+            self.index()
+        return self._store
+
+    def index(self, *, rebuild: bool = False, progress: Callable[[str, int, int], None] | None = None) -> Any:
+        from engine.store.indexer import index_repository
+
+        if self._store is not None and rebuild:
+            self._store.close()
+            self._store = None
+        self.last_report = index_repository(
+            self.layout, self.settings, rebuild=rebuild, progress=progress, on_warning=self.on_warning
+        )
+        return self.last_report
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# --- row shapes --------------------------------------------------------------------------------
+
+
+def symbol_row(sym: Symbol) -> dict[str, Any]:
+    """The light entry used in lists and search results."""
+    return {
+        "id": sym.id,
+        "name": sym.qualified_name,
+        "kind": sym.kind,
+        "file": sym.file,
+        "lines": f"{sym.start_line}-{sym.end_line}",
+        "risk": sym.risk.level,
+    }
+
+
+def symbol_json(sym: Symbol) -> dict[str, Any]:
+    """The JSON shape of ``semfora symbol --json`` (BRIEF contract), plus details."""
+    return {
+        "id": sym.id,
+        "name": sym.name,
+        "qualified_name": sym.qualified_name,
+        "kind": sym.kind,
+        "file": sym.file,
+        "start_line": sym.start_line,
+        "end_line": sym.end_line,
+        "signature": sym.signature,
+        "risk": sym.risk.level,
+        "risk_reasons": list(sym.risk.reasons),
+        "language": sym.language,
+        "doc": sym.doc,
+        "parent": sym.parent,
+        "exported": sym.exported,
+        "decorators": list(sym.decorators),
+        "is_async": sym.is_async,
+        "arity": sym.arity,
+        "control_flow": sym.control_flow,
+        "max_nesting": sym.max_nesting,
+    }
+
+
+def _check_limit(name: str, value: int, maximum: int) -> int:
+    if value < 1 or value > maximum:
+        raise UsageError(f"{name} must be between 1 and {maximum}, not {value}")
+    return value
+
+
+def _symbol_detail(store: SymbolStore, sym: Symbol) -> dict[str, Any]:
+    detail = symbol_json(sym)
+    detail["calls"] = [
+        {
+            "name": c.name,
+            "receiver": c.receiver or "",
+            "line": c.line,
+            "awaited": c.awaited,
+            "in_try": c.in_try,
+        }
+        for c in sym.calls[:MAX_SYMBOL_CALLS]
+    ]
+    detail["calls_total"] = len(sym.calls)
+    callers = store.callers(sym.id, 1)
+    detail["callers_total"] = len(callers)
+    detail["callers"] = [{"name": n.name, "file": n.file, "line": n.line} for n in callers[:10]]
+    return detail
+
+
+# --- the tools ---------------------------------------------------------------------------------
+
+
+def get_repo_overview(engine: Engine) -> ToolResult:
+    """High-level architecture: languages, ~50 modules, frameworks, entry points, hubs.
+
+    Token cost: ~2,500 at most, fixed whatever the repository size. Call it first.
+    """
+    from engine.semantic.overview import build_overview
+
+    ov = build_overview(engine.layout, engine.store().connection())
+    return ToolResult(ov.data, ov.toon)
+
+
+def list_modules(engine: Engine) -> ToolResult:
+    """The modules (directories folded to at most 50) with files, symbols and risk counts.
+
+    Token cost: ~300-700.
+    """
+    from engine.semantic.overview import _directory_tree, choose_modules
+
+    modules = choose_modules(_directory_tree(engine.store().connection()))
+    rows = [
+        {
+            "name": m.name,
+            "files": m.files,
+            "symbols": m.symbols,
+            "high": m.high,
+            "medium": m.medium,
+            "low": m.low,
+        }
+        for m in modules
+    ]
+    return ToolResult({"modules": rows}, _toon({"modules": rows}))
+
+
+def get_module(engine: Engine, module: str) -> ToolResult:
+    """EXPENSIVE: every symbol of one module with its signature (capped at 500).
+
+    Token cost: 8,000-12,000 for a typical module. Prefer list_symbols + get_symbol.
+    """
+    store = engine.store()
+    syms = store.list_symbols(module=module, limit=MAX_MODULE_SYMBOLS + 1)
+    if not syms:
+        raise NotFoundError(f"no symbols in module {module!r}", code="MODULE_NOT_FOUND")
+    truncated = len(syms) > MAX_MODULE_SYMBOLS
+    rows = [{**symbol_row(s), "signature": s.signature} for s in syms[:MAX_MODULE_SYMBOLS]]
+    data = {"module": module, "symbols": rows, "truncated": truncated}
+    return ToolResult(data, _toon(data))
+
+
+def list_symbols(
+    engine: Engine,
+    module: str | None = None,
+    kind: str | None = None,
+    risk: str | None = None,
+    limit: int = 50,
+) -> ToolResult:
+    """Browse symbols of a module, optionally by kind and risk. limit <= 200.
+
+    Token cost: ~800 for 50 results, ~3,200 for 200.
+    """
+    _check_limit("limit", limit, MAX_LIST_SYMBOLS)
+    rows = [symbol_row(s) for s in engine.store().list_symbols(module, kind, risk, limit)]
+    return ToolResult({"symbols": rows}, _toon({"symbols": rows}))
+
+
+def search_symbols(
+    engine: Engine,
+    query: str,
+    module: str | None = None,
+    kind: str | None = None,
+    risk: str | None = None,
+    limit: int = 20,
+) -> ToolResult:
+    """Find symbols by name: exact, then prefix, then identifier parts (camelCase/snake_case),
+    substring and fuzzy matches. limit <= 100. Use get_symbol(id) for details.
+
+    Token cost: ~400 for 20 results, ~2,000 for 100.
+    """
+    _check_limit("limit", limit, MAX_SEARCH_SYMBOLS)
+    if not query.strip():
+        raise UsageError("query must not be empty")
+    rows = [symbol_row(s) for s in engine.store().search_symbols(query, module, kind, risk, limit)]
+    return ToolResult({"query": query, "symbols": rows}, _toon({"symbols": rows}))
+
+
+def get_symbol(engine: Engine, symbol: str) -> ToolResult:
+    """Full semantics of ONE symbol (by id, qualified name or name): signature, doc, risk,
+    complexity, calls and callers.
+
+    Token cost: ~350.
+    """
+    store = engine.store()
+    detail = _symbol_detail(store, store.resolve_one(symbol))
+    return ToolResult(detail, _toon(detail))
+
+
+def get_symbols(engine: Engine, ids: list[str]) -> ToolResult:
+    """Several symbols at once (ids <= 20).
+
+    Token cost: ~350 per symbol.
+    """
+    if not ids:
+        raise UsageError("ids must not be empty")
+    _check_limit("number of ids", len(ids), MAX_GET_SYMBOLS)
+    store = engine.store()
+    details = [_symbol_detail(store, store.symbol(i)) for i in ids]
+    return ToolResult({"symbols": details}, _toon({"symbols": details}))
+
+
+def get_symbol_source(engine: Engine, symbol: str, context: int = 0) -> ToolResult:
+    """The source text of a symbol, with ``context`` lines either side (<= 50), capped at 400 lines.
+
+    Token cost: ~400 per 50 lines.
+    """
+    if context < 0 or context > MAX_SOURCE_CONTEXT:
+        raise UsageError(f"context must be between 0 and {MAX_SOURCE_CONTEXT}, not {context}")
+    store = engine.store()
+    sym = store.resolve_one(symbol)
+    text, first, last = symbol_source(engine.layout, sym, context)
+    lines = text.splitlines()
+    truncated = len(lines) > MAX_SOURCE_LINES
+    if truncated:
+        text = "\n".join(lines[:MAX_SOURCE_LINES])
+        last = first + MAX_SOURCE_LINES - 1
+    data = {
+        "id": sym.id,
+        "symbol": sym.qualified_name,
+        "file": sym.file,
+        "start_line": first,
+        "end_line": last,
+        "truncated": truncated,
+        "source": text,
+    }
+    return ToolResult(data, _toon(data))
+
+
+def _graph_rows(nodes: list[Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            "depth": n.depth,
+            "id": n.symbol_id or "",
+            "name": n.name,
+            "file": n.file,
+            "line": n.line,
+            "via": n.via,
+            "package": n.package or "",
+        }
+        for n in nodes
+    ]
+
+
+def get_call_graph(engine: Engine, symbol: str, depth: int = 1, direction: str = "callees") -> ToolResult:
+    """Who a symbol calls (``callees``), who calls it (``callers``) or ``both``, up to depth <= 6.
+    Each edge says how it was resolved: same_file, import, unique, ranked or external.
+
+    Token cost: varies; ~15 tokens per edge, at most 500 edges per direction.
+    """
+    if direction not in ("callers", "callees", "both"):
+        raise UsageError(f"direction must be callers, callees or both, not {direction!r}")
+    _check_limit("depth", depth, MAX_GRAPH_DEPTH)
+    store = engine.store()
+    sym = store.resolve_one(symbol)
+    data: dict[str, Any] = {"symbol": sym.qualified_name, "id": sym.id, "file": sym.file}
+    if direction in ("callers", "both"):
+        data["callers"] = _graph_rows(store.callers(sym.id, depth))
+    if direction in ("callees", "both"):
+        data["callees"] = _graph_rows(store.callees(sym.id, depth))
+    return ToolResult(data, _toon(data))
+
+
+def get_callers(engine: Engine, symbol: str, depth: int = 1) -> ToolResult:
+    """Callers of a symbol, walking up to ``depth`` (<= 6) levels.
+
+    Token cost: ~15 tokens per caller.
+    """
+    return get_call_graph(engine, symbol, depth, "callers")
+
+
+def _inside(engine: Engine, path: str) -> Path:
+    root = engine.layout.root.resolve()
+    target = (root / path).resolve()
+    if not target.is_relative_to(root):
+        raise SandboxError(f"{path} is outside the repository")
+    return target
+
+
+def analyze_file(engine: Engine, path: str) -> ToolResult:
+    """Parse one file now (from disk, not the index): its symbols, imports and risks.
+
+    Token cost: ~500 for a typical file.
+    """
+    from engine.semantic.extract import analyze_source
+    from engine.semantic.languages import language_for_path
+
+    target = _inside(engine, path)
+    if not target.is_file():
+        raise NotFoundError(f"no such file: {path}", code="FILE_NOT_FOUND")
+    rel = target.relative_to(engine.layout.root.resolve()).as_posix()
+    if target.stat().st_size > engine.settings.index.max_file_bytes:
+        raise UsageError(f"{rel} is larger than index.max_file_bytes")
+    data_bytes = target.read_bytes()
+    language = language_for_path(rel, data_bytes[:128].split(b"\n", 1)[0])
+    if language is None:
+        raise UsageError(f"{rel}: no supported language for this file")
+    fa = analyze_source(rel, data_bytes, language)
+    rows = [
+        {**symbol_row(s), "calls": len(s.calls), "complexity": s.control_flow, "signature": s.signature}
+        for s in fa.symbols
+    ]
+    data = {
+        "file": rel,
+        "language": fa.language,
+        "lines": fa.line_count,
+        "syntax_errors": fa.syntax_errors,
+        "imports": sorted({i.module for i in fa.imports}),
+        "symbols": rows,
+    }
+    return ToolResult(data, _toon(data))
+
+
+def analyze_directory(engine: Engine, path: str = ".", summary_only: bool = True) -> ToolResult:
+    """Aggregate a directory from the index: files, symbols, languages, risk; with
+    ``summary_only=False`` also one row per file (capped at 300).
+
+    Token cost: ~200 summarised; large (~20 per file) otherwise.
+    """
+    target = _inside(engine, path)
+    if not target.is_dir():
+        raise NotFoundError(f"no such directory: {path}", code="DIR_NOT_FOUND")
+    rel = target.relative_to(engine.layout.root.resolve()).as_posix()
+    conn = engine.store().connection()
+    where, params = (
+        ("1=1", [])
+        if rel in ("", ".")
+        else ("(module = ? OR (module > ? AND module < ?))", [rel, rel + "/", rel + "0"])
+    )
+    totals = conn.execute(
+        f"SELECT count(*), COALESCE(sum(line_count), 0) FROM files WHERE {where}", params
+    ).fetchone()
+    langs = conn.execute(
+        f"SELECT language, count(*) FROM files WHERE {where} GROUP BY language", params
+    ).fetchall()
+    risks = dict(
+        conn.execute(f"SELECT risk, count(*) FROM symbols WHERE {where} GROUP BY risk", params).fetchall()
+    )
+    data: dict[str, Any] = {
+        "directory": rel or ".",
+        "files": int(totals[0]),
+        "lines": int(totals[1]),
+        "symbols": int(sum(risks.values())),
+        "risk": {k: int(risks.get(k, 0)) for k in ("high", "medium", "low")},
+        "languages": {str(lang): int(n) for lang, n in langs},
+    }
+    if not summary_only:
+        rows = conn.execute(
+            f"SELECT f.path, f.language, f.line_count, (SELECT count(*) FROM symbols s WHERE s.file = f.path), "
+            f"(SELECT count(*) FROM symbols s WHERE s.file = f.path AND s.risk = 'high') FROM files f "
+            f"WHERE {where} ORDER BY f.path LIMIT ?",
+            [*params, MAX_DIRECTORY_FILES + 1],
+        ).fetchall()
+        data["truncated"] = len(rows) > MAX_DIRECTORY_FILES
+        data["file_list"] = [
+            {"path": r[0], "language": r[1], "lines": r[2], "symbols": r[3], "high_risk": r[4]}
+            for r in rows[:MAX_DIRECTORY_FILES]
+        ]
+    return ToolResult(data, _toon(data))
+
+
+def generate_index(engine: Engine, force: bool = False) -> ToolResult:
+    """Build or refresh the index (incremental; ``force`` rebuilds from scratch).
+
+    Token cost: ~60 (a one-line report); takes seconds on a large repository.
+    """
+    report = engine.index(rebuild=force)
+    data = report.to_json()
+    data["changed_paths"] = data["changed_paths"][:50]
+    data["skipped_files"] = data["skipped_files"][:50]
+    return ToolResult(
+        data, _toon({k: v for k, v in data.items() if k not in ("changed_paths", "skipped_files")})
+    )
+
+
+def check_index(engine: Engine, integrity: bool = False) -> ToolResult:
+    """Is the index fresh? Counts files changed, added and deleted since it was built,
+    without writing; ``integrity`` also runs SQLite's quick_check.
+
+    Token cost: ~80.
+    """
+    from engine.store.db import integrity_problem
+    from engine.store.discovery import discover
+
+    store = engine.store(ensure_index=False)
+    conn = store.connection()
+    known = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT path, size, mtime_ns FROM files")}
+    found = discover(engine.layout.root, engine.settings.index)
+    present = {c.path: c for c in found.candidates if c.language}
+    skipped = {r[0] for r in conn.execute("SELECT path FROM skipped_files")}
+    stale = [p for p, c in present.items() if p in known and known[p] != (c.size, c.mtime_ns)]
+    added = [p for p in present if p not in known and p not in skipped]
+    deleted = [p for p in known if p not in present]
+    stats = store.stats()
+    data: dict[str, Any] = {
+        "indexed": stats.files > 0,
+        "fresh": stats.files > 0 and not (stale or added or deleted),
+        "files": stats.files,
+        "symbols": stats.symbols,
+        "edges": stats.edges,
+        "stale": len(stale),
+        "added": len(added),
+        "deleted": len(deleted),
+        "schema_version": stats.schema_version,
+        "stale_paths": sorted(stale + added + deleted)[:20],
+    }
+    if integrity:
+        problem = integrity_problem(conn)
+        data["integrity"] = "ok" if problem is None else problem
+    return ToolResult(data, _toon(data))
+
+
+def list_languages(engine: Engine | None = None) -> ToolResult:
+    """Supported languages and their level: ``full`` (definitions, calls, imports) or ``definitions``.
+
+    Token cost: ~100-300.
+    """
+    from engine.semantic.languages import list_languages as languages
+
+    rows = [{"name": i.name, "extensions": list(i.extensions), "level": i.level} for i in languages()]
+    compact = [
+        {"name": r["name"], "level": r["level"], "extensions": " ".join(r["extensions"])} for r in rows
+    ]
+    return ToolResult({"languages": rows}, _toon({"languages": compact}))
+
+
+# --- the registry ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str  # JSON Schema type: string, integer, boolean, array
+    description: str
+    required: bool = False
+    default: Any = None
+    maximum: int | None = None
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as the MCP server and the orchestrator see it."""
+
+    name: str
+    func: Callable[..., ToolResult]
+    description: str
+    token_cost: str
+    params: tuple[Param, ...] = field(default_factory=tuple)
+    needs_engine: bool = True
+
+    def input_schema(self) -> dict[str, Any]:
+        props: dict[str, Any] = {}
+        for p in self.params:
+            prop: dict[str, Any] = {"type": p.type, "description": p.description}
+            if p.type == "array":
+                prop["items"] = {"type": "string"}
+                if p.maximum is not None:
+                    prop["maxItems"] = p.maximum
+            elif p.maximum is not None:
+                prop["maximum"] = p.maximum
+                prop["minimum"] = 0 if p.name == "context" else 1
+            if p.default is not None:
+                prop["default"] = p.default
+            props[p.name] = prop
+        return {
+            "type": "object",
+            "properties": props,
+            "required": [p.name for p in self.params if p.required],
+        }
+
+    def __call__(self, engine: Engine | None, **kwargs: Any) -> ToolResult:
+        known = {p.name for p in self.params}
+        unknown = set(kwargs) - known
+        if unknown:
+            raise UsageError(f"{self.name}: unknown parameter(s): {', '.join(sorted(unknown))}")
+        return self.func(engine, **kwargs)
+
+
+def _spec(func: Callable[..., ToolResult], *params: Param, needs_engine: bool = True) -> ToolSpec:
+    doc = (func.__doc__ or "").strip()
+    cost = next(
+        (ln.split(":", 1)[1].strip() for ln in doc.splitlines() if ln.strip().startswith("Token cost")), ""
+    )
+    summary = " ".join(doc.split("Token cost")[0].split())
+    return ToolSpec(func.__name__, func, summary, cost, tuple(params), needs_engine)
+
+
+_MODULE = Param("module", "string", "module (directory) path prefix, e.g. src/api")
+_KIND = Param("kind", "string", "symbol kind: function, method, class, struct, interface, ...")
+_RISK = Param("risk", "string", "risk level: low, medium or high")
+_SYMBOL = Param("symbol", "string", "symbol id, qualified name (Class.method) or name", required=True)
+
+TOOLS: dict[str, ToolSpec] = {
+    spec.name: spec
+    for spec in (
+        _spec(get_repo_overview),
+        _spec(list_modules),
+        _spec(get_module, Param("module", "string", "module (directory) path", required=True)),
+        _spec(
+            list_symbols,
+            _MODULE,
+            _KIND,
+            _RISK,
+            Param("limit", "integer", "max results", default=50, maximum=200),
+        ),
+        _spec(
+            search_symbols,
+            Param("query", "string", "name, prefix or words of a symbol", required=True),
+            _MODULE,
+            _KIND,
+            _RISK,
+            Param("limit", "integer", "max results", default=20, maximum=100),
+        ),
+        _spec(get_symbol, _SYMBOL),
+        _spec(get_symbols, Param("ids", "array", "symbol ids", required=True, maximum=20)),
+        _spec(
+            get_symbol_source,
+            _SYMBOL,
+            Param("context", "integer", "lines either side", default=0, maximum=50),
+        ),
+        _spec(
+            get_call_graph,
+            _SYMBOL,
+            Param("depth", "integer", "levels to walk", default=1, maximum=MAX_GRAPH_DEPTH),
+            Param("direction", "string", "callers, callees or both", default="callees"),
+        ),
+        _spec(
+            get_callers,
+            _SYMBOL,
+            Param("depth", "integer", "levels to walk", default=1, maximum=MAX_GRAPH_DEPTH),
+        ),
+        _spec(analyze_file, Param("path", "string", "repository-relative file path", required=True)),
+        _spec(
+            analyze_directory,
+            Param("path", "string", "repository-relative directory", default="."),
+            Param("summary_only", "boolean", "only totals, no per-file rows", default=True),
+        ),
+        _spec(generate_index, Param("force", "boolean", "rebuild from scratch", default=False)),
+        _spec(check_index, Param("integrity", "boolean", "also run SQLite quick_check", default=False)),
+        _spec(list_languages, needs_engine=False),
+    )
+}
+
+__all__ = ["TOOLS", "Engine", "Param", "StoreWarning", "ToolResult", "ToolSpec"]

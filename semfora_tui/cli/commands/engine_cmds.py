@@ -1,0 +1,193 @@
+"""`semfora index | overview | symbol | callers | languages`: the semantic engine on the command line.
+
+Thin wrappers over ``engine.tools`` and the indexer: parse flags, print text or the
+JSON shapes of BRIEF's contract, show a progress bar only on a terminal. Errors are
+raised as ``SemforaError``s and printed by ``cli.main``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+from engine import tools
+from engine.errors import NotFoundError, UsageError
+from engine.store.db import MAX_GRAPH_DEPTH, StoreWarning
+from semfora_tui.cli.output import is_tty, print_json, warn
+
+
+def _warn(w: StoreWarning) -> None:
+    warn(f"[{w.code}] {w.message}")
+
+
+def run(args: argparse.Namespace) -> int:
+    handler = {
+        "index": _index,
+        "overview": _overview,
+        "symbol": _symbol,
+        "callers": _callers,
+        "languages": _languages,
+    }[args.command]
+    return handler(args)
+
+
+class _Bar:
+    """A rich progress bar on stderr (files/s and ETA), created only on a terminal."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("{task.description:<34}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]:>8} files/s"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self.tasks: dict[str, Any] = {}
+
+    def __enter__(self) -> _Bar:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(None, None, None)
+
+    def __call__(self, message: str, done: int, total: int) -> None:
+        task = self.tasks.get(message)
+        if task is None:
+            task = self.tasks[message] = self.progress.add_task(message, total=max(total, 1), rate="")
+        elapsed = self.progress.tasks[task].elapsed or 0.0
+        rate = f"{done / elapsed:,.0f}" if elapsed > 0.2 else ""
+        self.progress.update(task, completed=done, total=max(total, 1), rate=rate)
+
+
+def _index(args: argparse.Namespace) -> int:
+    engine = tools.Engine.open(args.path, on_warning=_warn)
+    with engine:
+        bar: AbstractContextManager[Any] = _Bar() if (is_tty() and not args.json) else nullcontext(None)
+        with bar as progress:
+            report = engine.index(rebuild=args.rebuild, progress=progress)
+            vectors = None
+            if not args.no_vectors:
+                from engine.index.vectors import VectorIndexer
+
+                vectors = VectorIndexer(engine.layout, engine.settings).run(progress=progress)
+    if args.json:
+        payload = report.to_json()
+        payload["vectors"] = (
+            {"enabled": False, "reason": "--no-vectors"}
+            if vectors is None
+            else {
+                "enabled": vectors.enabled,
+                "provider": vectors.provider,
+                "reason": vectors.reason,
+                "embedded": vectors.embedded,
+            }
+        )
+        print_json(payload)
+        return 0
+    for s in report.skipped_files[:20]:
+        if not s.reason.startswith("symlink (its target"):
+            sys.stderr.write(f"skipped {s.path}: {s.reason}\n")
+    if len(report.skipped_files) > 20:
+        sys.stderr.write(f"... and {len(report.skipped_files) - 20} more skipped files\n")
+    vec = ""
+    if vectors is not None:
+        vec = (
+            f"; vectors: {vectors.embedded} embedded"
+            if vectors.enabled
+            else f"; vectors off ({vectors.reason})"
+        )
+    print(
+        f"indexed {report.files} files ({report.changed} changed, {report.added} added, {report.deleted} deleted, "
+        f"{report.renamed} renamed, {report.skipped} skipped), {report.symbols} symbols, {report.edges} call "
+        f"edges in {report.seconds:.2f}s{vec}"
+    )
+    return 0
+
+
+def _overview(args: argparse.Namespace) -> int:
+    with tools.Engine.open(args.path, on_warning=_warn) as engine:
+        result = tools.get_repo_overview(engine)
+    if args.format == "json":
+        print_json(result.data)
+    else:
+        sys.stdout.write(result.toon.rstrip("\n") + "\n")
+    return 0
+
+
+def _symbol(args: argparse.Namespace) -> int:
+    with tools.Engine.open(args.path, on_warning=_warn) as engine:
+        store = engine.store()
+        found = store.symbols_by_name(args.name_or_id)
+        if not found:
+            found = store.search_symbols(args.name_or_id, limit=10)
+        if not found:
+            raise NotFoundError(f"no symbol named {args.name_or_id!r}", code="SYMBOL_NOT_FOUND")
+        rows = []
+        for sym in found:
+            row = tools.symbol_json(sym)
+            if args.source:
+                row["source"] = tools.get_symbol_source(engine, sym.id).data["source"]
+            rows.append(row)
+    if args.json:
+        print_json({"symbols": rows})
+        return 0
+    for row in rows:
+        print(
+            f"{row['qualified_name']}  {row['kind']}  {row['file']}:{row['start_line']}-{row['end_line']}  "
+            f"risk={row['risk']}  id={row['id']}"
+        )
+        if row["signature"]:
+            print(f"  {row['signature']}")
+        if row["doc"]:
+            print(f"  {row['doc']}")
+        if row["risk_reasons"]:
+            print(f"  risk: {', '.join(row['risk_reasons'])}")
+        if args.source:
+            print(row["source"])
+    return 0
+
+
+def _callers(args: argparse.Namespace) -> int:
+    if args.depth < 1 or args.depth > MAX_GRAPH_DEPTH:
+        raise UsageError(f"--depth must be between 1 and {MAX_GRAPH_DEPTH}, not {args.depth}")
+    with tools.Engine.open(args.path, on_warning=_warn) as engine:
+        store = engine.store()
+        sym = store.resolve_one(args.symbol)
+        nodes = store.callers(sym.id, args.depth)
+    rows = [
+        {"id": n.symbol_id, "name": n.name, "file": n.file, "line": n.line, "depth": n.depth, "via": n.via}
+        for n in nodes
+    ]
+    if args.json:
+        print_json({"symbol": tools.symbol_json(sym), "depth": args.depth, "callers": rows})
+        return 0
+    print(f"{sym.qualified_name}  {sym.file}:{sym.start_line}")
+    if not rows:
+        print("  (no callers found)")
+    for r in rows:
+        print(f"{'  ' * r['depth']}{r['name']}  {r['file']}:{r['line']}  [{r['via']}]")
+    return 0
+
+
+def _languages(args: argparse.Namespace) -> int:
+    result = tools.list_languages()
+    if args.json:
+        print_json(result.data)
+        return 0
+    for lang in result.data["languages"]:
+        print(f"{lang['name']:<14} {lang['level']:<12} {' '.join(lang['extensions'])}")
+    return 0
