@@ -9,7 +9,6 @@ It never logs request headers or the API key, and imports the SDK lazily.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Iterator
@@ -34,12 +33,11 @@ from engine.llm.base import (
     compute_cost,
     price_for,
 )
+from engine.llm.cancel import iterate_cancellable
 from engine.llm.retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
 
 log = logging.getLogger("semfora.llm.anthropic")
 
-# How often the cancel watcher looks at the event; bounds how late a cancel can be noticed.
-CANCEL_POLL_SECONDS = 0.05
 # Error event types that mean "try again later" when they arrive inside a 200 stream.
 RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "rate_limit_error", "api_error"})
 
@@ -60,50 +58,6 @@ def cached_system(blocks: list[PromptBlock]) -> list[dict[str, Any]]:
 
 def _redact(text: str, secret: str) -> str:
     return text.replace(secret, "[redacted]") if secret else text
-
-
-_PUMP_END = object()
-
-
-def _pump(stream: Any, cancel: threading.Event | None) -> Iterator[Any]:
-    """Iterate ``stream`` so that setting ``cancel`` returns at once, even during a stalled read.
-
-    Without a cancel event this is plain iteration. With one, a daemon thread reads the
-    SDK stream into a queue and the caller waits on the queue, checking the event; on cancel
-    the stream is closed and the reader thread ends when its blocked read does.
-    """
-    if cancel is None:
-        yield from stream
-        return
-    events: queue.Queue[Any] = queue.Queue()
-    abandoned = threading.Event()
-
-    def read() -> None:
-        try:
-            for item in stream:
-                if abandoned.is_set():
-                    return
-                events.put(item)
-            events.put(_PUMP_END)
-        except BaseException as exc:  # handed to the consumer thread, which re-raises it
-            events.put(exc)
-
-    threading.Thread(target=read, name="semfora-model-stream", daemon=True).start()
-    try:
-        while True:
-            try:
-                item = events.get(timeout=CANCEL_POLL_SECONDS)
-            except queue.Empty:
-                if cancel.is_set():
-                    raise ModelCancelled() from None
-                continue
-            if item is _PUMP_END:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        abandoned.set()
 
 
 class AnthropicReasoner:
@@ -213,6 +167,7 @@ class AnthropicReasoner:
                 lambda n: ModelUnavailable(
                     f"the Anthropic API {reason} after {n} attempt(s) ({self._base_url_text()})",
                     code="MODEL_UNREACHABLE",
+                    hint="check the network and ANTHROPIC_BASE_URL, or use --model ollama/qwen2.5-coder:7b",
                 ),
             ) from exc
 
@@ -221,7 +176,7 @@ class AnthropicReasoner:
         stop_reason: str | None = None
         finished = False
         try:
-            for event in _pump(stream, cancel):
+            for event in iterate_cancellable(stream, cancel):
                 if cancel is not None and cancel.is_set():
                     raise ModelCancelled(partial_text="".join(parts))
                 kind = event.type
@@ -302,7 +257,9 @@ class AnthropicReasoner:
             )
         if status == 404:
             return ModelUnavailable(
-                f"model {self.model} is not known to the API: {detail}", code="MODEL_NOT_FOUND"
+                f"model {self.model} is not known to the API: {detail}",
+                code="MODEL_NOT_FOUND",
+                hint="choose a model your account can use with --model or llm.model",
             )
         if status in (400, 413) and "too long" in detail:
             return ModelError(

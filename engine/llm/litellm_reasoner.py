@@ -31,6 +31,7 @@ from engine.llm.base import (
     compute_cost,
     price_for,
 )
+from engine.llm.cancel import iterate_cancellable
 from engine.llm.ollama_client import normalise_host
 from engine.llm.tokens import estimate_tokens
 
@@ -97,35 +98,14 @@ class LiteLLMReasoner:
             raise ModelCancelled()
         try:
             response = litellm.completion(**kwargs)
-        except litellm.exceptions.AuthenticationError as exc:
-            raise ModelUnavailable(f"{self.model}: credentials rejected", code="MODEL_AUTH") from exc
-        except (
-            litellm.exceptions.APIConnectionError,
-            litellm.exceptions.ServiceUnavailableError,
-            litellm.exceptions.Timeout,
-        ) as exc:
-            raise ModelUnavailable(
-                f"{self.model} is not reachable ({type(exc).__name__})", code="MODEL_UNREACHABLE"
-            ) from exc
-        except litellm.exceptions.NotFoundError as exc:
-            raise ModelUnavailable(
-                f"model {self.model} was not found by its provider", code="MODEL_NOT_FOUND"
-            ) from exc
-        except litellm.exceptions.APIError as exc:
-            raise ModelError(
-                f"{self.model}: {type(exc).__name__}", status=getattr(exc, "status_code", None)
-            ) from exc
-        except litellm.exceptions.BadRequestError as exc:
-            raise ModelError(f"{self.model} refused the request: {type(exc).__name__}") from exc
+        except Exception as exc:
+            raise _map_error(litellm, self.model, exc) from exc
 
         parts: list[str] = []
         usage: Usage | None = None
         stop_reason: str | None = None
         try:
-            for chunk in response:
-                if cancel is not None and cancel.is_set():
-                    _close(response)
-                    raise ModelCancelled(partial_text="".join(parts))
+            for chunk in iterate_cancellable(response, cancel):
                 for choice in getattr(chunk, "choices", None) or []:
                     delta = getattr(choice, "delta", None)
                     text = getattr(delta, "content", None) if delta is not None else None
@@ -137,11 +117,14 @@ class LiteLLMReasoner:
                 raw_usage = getattr(chunk, "usage", None)
                 if raw_usage is not None and getattr(raw_usage, "prompt_tokens", None) is not None:
                     usage = _usage_from_openai(raw_usage)
-        except ModelCancelled:
-            raise
-        except litellm.exceptions.APIError as exc:
+        except ModelCancelled as exc:
+            _close(response)
+            raise ModelCancelled(partial_text="".join(parts)) from exc
+        except Exception as exc:
+            if not isinstance(exc, _stream_errors(litellm)):
+                raise
             raise ModelStreamInterrupted(
-                f"{self.model} stream broke after {len(''.join(parts))} characters",
+                f"{self.model} stream broke after {len(''.join(parts))} characters ({type(exc).__name__})",
                 partial_text="".join(parts),
             ) from exc
         text = "".join(parts)
@@ -152,6 +135,44 @@ class LiteLLMReasoner:
         cost = compute_cost(usage, self._price)
         log.info("model %s: %d in, %d out, $%.5f", self.model, usage.input_tokens, usage.output_tokens, cost)
         yield StreamDone(usage, cost, self.model, _stop_reason(stop_reason))
+
+
+def _stream_errors(litellm: Any) -> tuple[type[BaseException], ...]:
+    """What a broken provider stream raises: LiteLLM's (OpenAI-style) errors or the transport's."""
+    import httpx
+    import openai  # a LiteLLM dependency; the base of all its exception classes
+
+    return (openai.APIError, httpx.HTTPError, litellm.exceptions.APIError)
+
+
+def _map_error(litellm: Any, model: str, exc: Exception) -> Exception:
+    """LiteLLM's exception for a failed call as our typed error (unknown exceptions pass through)."""
+    errors = litellm.exceptions
+    if isinstance(exc, errors.AuthenticationError | errors.PermissionDeniedError):
+        return ModelUnavailable(
+            f"{model}: credentials rejected",
+            code="MODEL_AUTH",
+            hint="check the provider's API key variable, or use --model ollama/qwen2.5-coder:7b",
+        )
+    if isinstance(exc, errors.NotFoundError):
+        return ModelUnavailable(
+            f"model {model} was not found by its provider",
+            code="MODEL_NOT_FOUND",
+            hint="check the model name (for Ollama: ollama pull <model>)",
+        )
+    if isinstance(exc, errors.APIConnectionError | errors.ServiceUnavailableError | errors.Timeout):
+        return ModelUnavailable(f"{model} is not reachable ({type(exc).__name__})", code="MODEL_UNREACHABLE")
+    if isinstance(exc, errors.ContextWindowExceededError):
+        return ModelError(
+            f"{model}: the request does not fit the context window",
+            code="MODEL_CONTEXT_TOO_LONG",
+            hint="lower --budget (budget.context_tokens) or start a new session",
+        )
+    if isinstance(exc, errors.RateLimitError):
+        return ModelError(f"{model}: rate limited after every retry", code="MODEL_OVERLOADED", status=429)
+    if isinstance(exc, _stream_errors(litellm)):
+        return ModelError(f"{model}: {type(exc).__name__}", status=getattr(exc, "status_code", None))
+    return exc
 
 
 def _usage_from_openai(raw: Any) -> Usage:

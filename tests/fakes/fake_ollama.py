@@ -85,6 +85,8 @@ class FakeOllama:
         self.models = list(models)
         self.strict_models = strict_models
         self.delay = 0.0
+        self.stream_delay = 0.0  # seconds between streamed NDJSON lines (a slow model)
+        self.die_after_lines: int | None = None  # drop the connection after this many streamed lines
         self.requests: list[RecordedRequest] = []
         self.responder: Callable[[str, str], str] | None = None  # (model, prompt) -> reply
         self._replies: deque[str] = deque()
@@ -193,7 +195,13 @@ def _make_handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             try:
-                for line in lines:
+                for n, line in enumerate(lines):
+                    if fake.die_after_lines is not None and n >= fake.die_after_lines:
+                        self.close_connection = True
+                        self.connection.shutdown(socket.SHUT_RDWR)  # mid-body: the chunked stream never ends
+                        return
+                    if n and fake.stream_delay:
+                        time.sleep(fake.stream_delay)
                     data = (json.dumps(line) + "\n").encode()
                     self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                     self.wfile.flush()

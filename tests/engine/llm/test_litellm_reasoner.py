@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from engine.config import Settings
 from engine.errors import EXIT_UNAVAILABLE
-from engine.llm.base import ModelUnavailable, PromptBlock, StreamDone, TextDelta
+from engine.llm.base import (
+    ModelCancelled,
+    ModelStreamInterrupted,
+    ModelUnavailable,
+    PromptBlock,
+    StreamDone,
+    TextDelta,
+)
 from engine.llm.litellm_reasoner import LiteLLMReasoner
 from engine.llm.select import describe_model_status, make_reasoner
 from tests.fakes.fake_ollama import FakeOllama
@@ -48,3 +58,26 @@ def test_local_model_with_ollama_down_is_unavailable_exit_3() -> None:
 
 def test_status_line_names_the_route() -> None:
     assert "LiteLLM and Ollama" in describe_model_status(Settings(), "ollama/qwen2.5-coder:7b")
+
+
+def test_ollama_dying_mid_stream_is_a_typed_error_with_the_partial_text(fake_ollama: FakeOllama) -> None:
+    fake_ollama.reply("abcdefghijklmnopqrstuvwxyz")
+    fake_ollama.die_after_lines = 2
+    reasoner = make_reasoner(Settings(), "ollama/qwen2.5-coder:7b")
+    with pytest.raises(ModelStreamInterrupted) as info:
+        reasoner.complete("sys", USER)
+    assert info.value.partial_text == "abcdefghijkl"
+
+
+def test_cancel_stops_a_slow_local_model_promptly(fake_ollama: FakeOllama) -> None:
+    fake_ollama.reply("word " * 40)
+    fake_ollama.stream_delay = 2.0
+    reasoner = make_reasoner(Settings(), "ollama/qwen2.5-coder:7b")
+    cancel = threading.Event()
+    started = time.monotonic()
+    with pytest.raises(ModelCancelled) as info:
+        for event in reasoner.stream("sys", USER, cancel=cancel):
+            if isinstance(event, TextDelta):
+                threading.Timer(0.2, cancel.set).start()
+    assert time.monotonic() - started < 1.5
+    assert info.value.partial_text.startswith("word")
