@@ -540,7 +540,13 @@ def _guard(name: str, fn: Callable[[], Check]) -> Check:
     try:
         return fn()
     except SemforaError as exc:
-        return Check(name, "fail", exc.message, f"DOCTOR_{exc.code}", exc.hint)
+        return Check(
+            name,
+            "fail",
+            f"error[{exc.code}]: {exc.message}",
+            "DOCTOR_CHECK_CRASHED",
+            exc.hint or "see docs/errors.md for this error code",
+        )
     except (OSError, ImportError, RuntimeError, ValueError, sqlite3.Error) as exc:
         return Check(
             name,

@@ -141,20 +141,34 @@ def build_parser() -> argparse.ArgumentParser:
     _json(p)
 
     p = sub.add_parser("diff", help="semantic diff between refs (TARGET may be WORKING)")
-    p.add_argument("base", nargs="?", default=None)
-    p.add_argument("target", nargs="?", default=None)
+    p.add_argument(
+        "base", nargs="?", default=None, help="base ref (default HEAD); A...B diffs B against the merge base"
+    )
+    p.add_argument("target", nargs="?", default=None, help="target ref or WORKING (default WORKING)")
     _path(p)
-    p.add_argument("--format", choices=["toon", "json", "text"], default=None)
+    p.add_argument(
+        "--format",
+        choices=["toon", "json", "text"],
+        default=None,
+        help="output format (default: text on a terminal, TOON when piped)",
+    )
     _json(p)
 
     p = sub.add_parser("ci", help="review a pull request or a commit for CI")
-    p.add_argument("--mode", choices=["pr", "commit"], required=True)
-    p.add_argument("--base", default=None)
-    p.add_argument("--head", default=None)
-    p.add_argument("--commit", default=None)
-    p.add_argument("--output", choices=["json", "text"], default="text")
-    p.add_argument("--fail-on", choices=["low", "medium", "high"], default="high")
-    p.add_argument("--model", default=None)
+    p.add_argument(
+        "--mode", choices=["pr", "commit"], required=True, help="review a pull request or one commit"
+    )
+    p.add_argument("--base", default=None, help="with --mode pr: the branch the PR merges into")
+    p.add_argument("--head", default=None, help="with --mode pr: the PR's head (default HEAD)")
+    p.add_argument("--commit", default=None, help="with --mode commit: the commit to review (default HEAD)")
+    p.add_argument("--output", choices=["json", "text"], default="text", help="report format")
+    p.add_argument(
+        "--fail-on",
+        choices=["low", "medium", "high"],
+        default="high",
+        help="lowest finding severity that requests changes",
+    )
+    p.add_argument("--model", default=None, help="model for the review (required to work once named)")
     p.add_argument("--no-model", action="store_true", help="run the deterministic rules only")
     _path(p)
 

@@ -1,0 +1,115 @@
+"""`semfora mcp` end to end, through the MCP SDK's own stdio client spawning the real command."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import SEMFORA
+
+APP = '''"""Payments."""
+
+import requests
+
+
+def charge(customer, amount):
+    """Charge a customer."""
+    return requests.post("https://pay.example.com", json={"c": customer, "a": amount})
+
+
+class Ledger:
+    def record(self, entry):
+        return charge(entry.customer, entry.amount)
+'''
+
+
+async def _session(root, body):
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=SEMFORA, args=["mcp", "--path", str(root)])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        return await body(session)
+
+
+async def test_tools_search_symbols_and_bad_arguments(make_repo) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    root = make_repo({"pay/app.py": APP, "README.md": "# pay\n"})
+
+    async def body(session):
+        listed = (await session.list_tools()).tools
+        names = {t.name for t in listed}
+        assert {
+            "get_repo_overview",
+            "search_symbols",
+            "get_symbol",
+            "get_callers",
+            "search",
+            "analyze_diff",
+            "list_languages",
+            "check_index",
+            "generate_index",
+            "analyze_file",
+        } <= names
+        assert all("Token cost" in t.description for t in listed), [
+            t.name for t in listed if "Token cost" not in t.description
+        ]
+
+        found = await session.call_tool("search_symbols", {"query": "charge"})
+        assert not found.is_error
+        assert "charge" in found.content[0].text
+        symbol = await session.call_tool("get_symbol", {"symbol": "charge"})
+        text = symbol.content[0].text
+        assert "pay/app.py" in text and "charge" in text
+        assert symbol.structured_content
+
+        hybrid = await session.call_tool("search", {"query": "charge customer", "mode": "fts"})
+        assert any(r["file"] == "pay/app.py" for r in hybrid.structured_content["results"])
+
+        with pytest.raises(MCPError) as too_many:
+            await session.call_tool("search_symbols", {"query": "x", "limit": 5000})
+        assert too_many.value.data["error_code"] == "USAGE" and "limit" in too_many.value.message
+        with pytest.raises(MCPError) as wrong_type:
+            await session.call_tool("get_symbol", {"symbol": 42})
+        assert wrong_type.value.data["error_code"] == "USAGE"
+        with pytest.raises(MCPError) as missing:
+            await session.call_tool("get_symbol", {"symbol": "no_such_symbol_anywhere"})
+        assert missing.value.data["error_code"] in ("SYMBOL_NOT_FOUND", "NOT_FOUND")
+        with pytest.raises(MCPError) as outside:
+            await session.call_tool("analyze_file", {"path": "../../etc/passwd"})
+        assert outside.value.data["error_code"].startswith("PATH")
+        # The server is still healthy after errors.
+        langs = await session.call_tool("list_languages", {})
+        assert "python" in langs.content[0].text
+
+    await _session(root, body)
+
+
+async def test_analyze_diff_over_mcp(make_repo) -> None:
+    root = make_repo({"pay/app.py": APP})
+    (root / "pay" / "app.py").write_text(
+        APP.replace("def charge(customer, amount):", "def charge(customer, amount, currency):")
+    )
+
+    async def body(session):
+        result = await session.call_tool("analyze_diff", {})
+        data = result.structured_content
+        assert data["target"] == "WORKING"
+        changed = data["files"][0]["symbols"][0]
+        assert changed["qualified_name"] == "charge" and changed["signature_changed"]
+        assert "charge" in result.content[0].text
+
+    await _session(root, body)
+
+
+def test_help_does_not_import_mcp() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom semfora_tui.cli.main import main\nsys.argv=['semfora','mcp','--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\nprint('mcp' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().endswith("False")
