@@ -160,70 +160,77 @@ class _Sweep:
         # (start_byte, end_byte) -> kind, from the ``def.<kind>`` capture names.
         self._kinds: dict[tuple[int, int], str] = {}
         self._ids: set[str] = set()
+        self._risk_memo: dict[tuple[str | None, str], tuple[str, str] | None] = {}
 
     def run(self, captures: dict[str, list[Node]], root: Node, digest: str, line_count: int) -> FileAnalysis:
         rules, src = self.rules, self.src
-        events: list[tuple[int, int, int, Node]] = []
+        # Events are plain int tuples (start, -end, code, index) so sorting stays in C.
+        events: list[tuple[int, int, int, int]] = []
+        nodes_by_index: list[Node] = []
         imports: list[ImportRef] = []
         for cap, nodes in captures.items():
             if cap.startswith("def."):
-                kind = cap[4:]
-                events.extend((n.start_byte, -n.end_byte, _DEF, n) for n in nodes)
-                self._kinds_by_id(nodes, kind)
+                code = _DEF
+                self._kinds_by_id(nodes, cap[4:])
             elif cap == "import":
                 for n in nodes:
                     imports.extend(rules.imports(n, src))
+                continue
             else:
-                code = _SIMPLE_CAPTURES.get(cap)
-                if code is not None:
-                    events.extend((n.start_byte, -n.end_byte, code, n) for n in nodes)
-        events.sort(key=_event_key)
-        # Stack entries: (end_byte, code, payload) where payload is a _Def, a scope name or None.
-        stack: list[tuple[int, int, object]] = []
+                found = _SIMPLE_CAPTURES.get(cap)
+                if found is None:
+                    continue
+                code = found
+            base = len(nodes_by_index)
+            nodes_by_index.extend(nodes)
+            events.extend((n.start_byte, -n.end_byte, code, base + i) for i, n in enumerate(nodes))
+        events.sort()
+        # Stack entries: (end_byte, owner def, in_try, nesting depth, container (prefix, kind) or None).
+        stack: list[tuple[int, _Def | None, bool, int, tuple[str, str] | None]] = []
+        top: tuple[int, _Def | None, bool, int, tuple[str, str] | None] = (1 << 62, None, False, 0, None)
         kinds = self._kinds
         seen: set[tuple[int, int]] = set()
-        for start, neg_end, code, node in events:
+        module_calls = self.module_calls
+        await_types = rules.await_types
+        for start, neg_end, code, index in events:
             while stack and stack[-1][0] <= start:
                 stack.pop()
+            top = stack[-1] if stack else (1 << 62, None, False, 0, None)
+            node = nodes_by_index[index]
             if code == _DEF:
                 key = (start, -neg_end)
                 if key in seen:  # the same node captured by two patterns
                     continue
                 seen.add(key)
-                record = self._open_def(node, kinds[key], stack)
+                record = self._open_def(node, kinds[key], top[4])
                 if record is not None:
-                    stack.append((-neg_end, _DEF, record))
+                    stack.append((-neg_end, record, False, 0, (record.qualified, record.kind)))
                 continue
-            owner = _innermost_def(stack)
+            owner = top[1]
             if code == _CALL:
                 parts = rules.call_parts(node, src)
                 if parts is None:
                     continue
                 parent = node.parent
-                awaited = parent is not None and parent.type in rules.await_types
-                in_try = _inside_try(stack)
-                call = CallSite(parts[0], parts[1], node.start_point.row + 1, awaited, in_try)
-                (owner.calls if owner is not None else self.module_calls).append(call)
+                awaited = parent is not None and parent.type in await_types
+                call = CallSite(parts[0], parts[1], node.start_point.row + 1, awaited, top[2])
+                (owner.calls if owner is not None else module_calls).append(call)
             elif code == _BRANCH:
                 if owner is not None:
                     owner.control_flow += 1
             elif code == _NEST:
-                depth = 1
-                for entry in reversed(stack):
-                    if entry[1] == _DEF:
-                        break
-                    if entry[1] == _NEST:
-                        depth += 1
+                depth = top[3] + 1
                 if owner is not None and depth > owner.max_nesting:
                     owner.max_nesting = depth
-                stack.append((-neg_end, _NEST, None))
+                stack.append((-neg_end, owner, top[2], depth, top[4]))
             elif code == _TRY:
-                stack.append((-neg_end, _TRY, None))
+                stack.append((-neg_end, owner, True, top[3], top[4]))
             elif code == _SCOPE:
-                stack.append((-neg_end, _SCOPE, rules.scope_name(node, src)))
-            elif code == _GLOBAL:
-                detail = rules.global_mutation(node, src) if owner is not None else None
-                if owner is not None and detail is not None:
+                name = rules.scope_name(node, src)
+                stack.append((-neg_end, owner, top[2], top[3], (name, "impl") if name else top[4]))
+            elif code == _GLOBAL and owner is not None:
+                detail = rules.global_mutation(node, src)
+                if detail is not None:
                     owner.marks.append((GLOBAL_STATE, detail))
         aliases = import_aliases(imports)
         symbols = tuple(self._symbol(record, aliases) for record in self.defs)
@@ -245,20 +252,11 @@ class _Sweep:
             if old is None or _KIND_RANK.get(kind, 2) > _KIND_RANK.get(old, 2):
                 self._kinds[key] = kind
 
-    def _open_def(self, node: Node, kind: str, stack: list[tuple[int, int, object]]) -> _Def | None:
+    def _open_def(self, node: Node, kind: str, container: tuple[str, str] | None) -> _Def | None:
         named = self.rules.def_name(node, kind, self.src)
         if named is None or not named.name:
             return None
-        container_kind: str | None = None
-        prefix: str | None = None
-        for _end, code, payload in reversed(stack):
-            if code == _DEF:
-                assert isinstance(payload, _Def)
-                prefix, container_kind = payload.qualified, payload.kind
-                break
-            if code == _SCOPE and payload:
-                prefix, container_kind = str(payload), "impl"
-                break
+        prefix, container_kind = container if container is not None else (None, None)
         kind = named.kind
         if named.owner is not None:
             prefix = named.owner or None
@@ -309,6 +307,7 @@ class _Sweep:
                 control_flow=record.control_flow,
                 max_nesting=record.max_nesting,
                 extra=record.marks,
+                memo=self._risk_memo,
             )
             if calls or record.marks or record.control_flow or record.max_nesting
             else Risk(),
@@ -318,26 +317,6 @@ class _Sweep:
 
 def _import_line(ref: ImportRef) -> int:
     return ref.line
-
-
-def _event_key(event: tuple[int, int, int, Node]) -> tuple[int, int, int]:
-    return event[0], event[1], event[2]
-
-
-def _innermost_def(stack: list[tuple[int, int, object]]) -> _Def | None:
-    for entry in reversed(stack):
-        if entry[1] == _DEF:
-            return entry[2]  # type: ignore[return-value]
-    return None
-
-
-def _inside_try(stack: list[tuple[int, int, object]]) -> bool:
-    for entry in reversed(stack):
-        if entry[1] == _TRY:
-            return True
-        if entry[1] == _DEF:
-            return False
-    return False
 
 
 def symbol_at(analysis: FileAnalysis, qualified_name: str) -> Symbol | None:

@@ -46,9 +46,16 @@ def collapse(value: str, limit: int = SIGNATURE_MAX_CHARS) -> str:
 
 def short_text(node: Node | None, src: bytes) -> str | None:
     """Text of a short expression (a receiver), or None when it is long or absent."""
-    if node is None or node.end_byte - node.start_byte > RECEIVER_MAX_BYTES:
+    if node is None:
         return None
-    return collapse(text(node, src), RECEIVER_MAX_BYTES)
+    start, end = node.start_byte, node.end_byte
+    if end - start > RECEIVER_MAX_BYTES:
+        return None
+    raw = src[start:end]
+    value = raw.decode("utf-8", "replace")
+    if b" " in raw or b"\n" in raw or b"\t" in raw:
+        return collapse(value, RECEIVER_MAX_BYTES)
+    return value
 
 
 def strip_comment(raw: str) -> str:

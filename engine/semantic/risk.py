@@ -44,6 +44,15 @@ class RiskRules:
     prefixes: Mapping[str, str] = field(default_factory=dict)
     # A method of this name on any receiver (``cursor.execute``).
     methods: Mapping[str, str] = field(default_factory=dict)
+    # Derived: call names and receiver roots that can match at all (a fast reject for most calls).
+    names: frozenset[str] = field(init=False, default=frozenset())
+    roots: frozenset[str] = field(init=False, default=frozenset())
+
+    def __post_init__(self) -> None:
+        names = {key.rsplit(".", 1)[-1] for key in self.exact} | set(self.methods)
+        roots = {key.split(".", 1)[0] for key in self.prefixes} | {key.split(".", 1)[0] for key in self.exact}
+        object.__setattr__(self, "names", frozenset(names))
+        object.__setattr__(self, "roots", frozenset(roots))
 
 
 def _table(**groups: Iterable[str]) -> dict[str, str]:
@@ -731,6 +740,12 @@ def import_aliases(imports: Iterable[ImportRef]) -> dict[str, str]:
 def classify_call(rules: RiskRules, call: CallSite, aliases: Mapping[str, str]) -> tuple[str, str] | None:
     """(category, dotted name) when a call matches the language's table."""
     receiver = call.receiver
+    if call.name not in rules.names and call.name not in aliases:
+        if not receiver:
+            return None
+        root = receiver.split(".", 1)[0].split("::", 1)[0]
+        if root not in rules.roots and aliases.get(root, root).split(".", 1)[0] not in rules.roots:
+            return None
     if receiver and "::" in receiver:
         receiver = receiver.replace("::", ".")
     if receiver:
@@ -769,12 +784,21 @@ def assess(
     control_flow: int = 0,
     max_nesting: int = 0,
     extra: Iterable[tuple[str, str]] = (),
+    memo: dict[tuple[str | None, str], tuple[str, str] | None] | None = None,
 ) -> Risk:
-    """Risk for one symbol from its calls, extra marks (``global`` statements) and complexity."""
+    """Risk for one symbol from its calls, extra marks (``global`` statements) and complexity.
+
+    ``memo`` caches call classifications; share one per file (the aliases must not change).
+    """
     rules = RULES_BY_LANGUAGE.get(language, _EMPTY)
     found: dict[str, list[str]] = {}
+    cache = memo if memo is not None else {}
     for call in calls:
-        hit = classify_call(rules, call, aliases)
+        key = (call.receiver, call.name)
+        if key in cache:
+            hit = cache[key]
+        else:
+            hit = cache[key] = classify_call(rules, call, aliases)
         if hit is not None:
             found.setdefault(hit[0], []).append(hit[1])
     for category, detail in extra:
