@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -33,6 +34,8 @@ MAX_SOURCE_CHARS = 6000
 MAX_CALLS_SHOWN = 5
 # A model summary longer than this is cut at a sentence end (the issue asks for one or two sentences).
 MAX_SUMMARY_CHARS = 400
+# After Ollama reports an error for the summary model (e.g. not pulled), skip it this long.
+MODEL_ERROR_PAUSE_SECONDS = 60.0
 # Keep model summaries short and repeatable.
 GENERATE_OPTIONS = {"temperature": 0.1, "num_predict": 120}
 
@@ -133,6 +136,12 @@ class Summarizer:
         self.cache = cache or ResultCache(
             layout.cache_db, ttl_days=settings.cache.ttl_days, max_mb=settings.cache.max_mb
         )
+        self._model_paused_until = 0.0
+
+    def close(self) -> None:
+        """Release the HTTP client and the cache.db connection."""
+        self.client.close()
+        self.cache.close()
 
     def cache_key(self, content_hash: str, kind: SummaryKind) -> str:
         return f"{self.model}|{kind}|{content_hash}"
@@ -149,14 +158,26 @@ class Summarizer:
         hit = self.cached(content_hash, kind)
         if hit is not None:
             return hit
+        if time.monotonic() < self._model_paused_until:
+            return Summary(extractive_summary(facts), "extractive")
         try:
             text = _trim(
                 self.client.generate(
                     self.model, summary_prompt(key_text, kind, facts), options=GENERATE_OPTIONS
                 )
             )
-        except (OllamaUnavailable, OllamaError) as exc:
+        except OllamaUnavailable as exc:
             log.debug("summary of %s falls back to extractive: %s", facts.name, exc.message)
+            return Summary(extractive_summary(facts), "extractive")
+        except OllamaError as exc:
+            # Ollama is up but cannot run the model (not pulled, bad name): stop asking for a while.
+            log.warning(
+                "summary model %s failed (%s); using extractive summaries for %.0fs",
+                self.model,
+                exc.message,
+                MODEL_ERROR_PAUSE_SECONDS,
+            )
+            self._model_paused_until = time.monotonic() + MODEL_ERROR_PAUSE_SECONDS
             return Summary(extractive_summary(facts), "extractive")
         if not text:
             return Summary(extractive_summary(facts), "extractive")
@@ -175,7 +196,11 @@ class Summarizer:
         """
         written = 0
         for request in requests:
-            if stop_event.is_set() or not self.client.breaker.allow():
+            if (
+                stop_event.is_set()
+                or not self.client.breaker.allow()
+                or time.monotonic() < self._model_paused_until
+            ):
                 break
             if self.cached(request.content_hash, request.kind) is not None:
                 continue

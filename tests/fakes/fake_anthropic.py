@@ -109,6 +109,7 @@ class FakeAnthropic:
         self, port: int = 0, *, default_text: str = DEFAULT_REPLY, record_path: Path | None = None
     ) -> None:
         self.default_text = default_text
+        self.min_cache_tokens = 0  # the real API needs 1024 (Sonnet) or 2048 (Haiku); 0 caches any prefix
         self.context_window = 0  # tokens; above it a request is refused as "prompt is too long" (0: no limit)
         self.requests: list[RecordedRequest] = []
         self._script: deque[Action] = deque()
@@ -241,7 +242,10 @@ class FakeAnthropic:
             "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": 0,
         }
-        if prefix_text:
+        if prefix_text and fake_tokens(prefix_text) < self.min_cache_tokens:
+            # Like the real API: a prefix below the model's minimum is silently not cached.
+            usage["input_tokens"] += fake_tokens(prefix_text)
+        elif prefix_text:
             key = hashlib.sha256((str(body.get("model")) + prefix_text).encode()).hexdigest()
             with self._lock:
                 seen = key in self._cached_prefixes

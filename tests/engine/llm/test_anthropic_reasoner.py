@@ -227,3 +227,12 @@ def test_prompt_too_long_is_a_typed_error_that_says_to_lower_the_budget(
         _reasoner(fake_anthropic).complete("s" * 1000, USER)
     assert info.value.code == "MODEL_CONTEXT_TOO_LONG" and "--budget" in (info.value.hint or "")
     assert len(fake_anthropic.message_requests()) == 1, "a 400 is not retried"
+
+
+def test_prefix_below_the_cache_minimum_is_billed_as_plain_input(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.min_cache_tokens = 1024
+    reasoner = _reasoner(fake_anthropic)
+    first = reasoner.complete(_stable_prefix(), USER)
+    second = reasoner.complete(_stable_prefix(), USER)
+    assert first.usage.cache_creation_input_tokens == second.usage.cache_read_input_tokens == 0
+    assert first.usage.input_tokens == second.usage.input_tokens > 300

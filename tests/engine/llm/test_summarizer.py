@@ -10,6 +10,7 @@ import pytest
 
 from engine.config import Settings
 from engine.index.cache import ResultCache
+from engine.llm.ollama_client import OllamaClient
 from engine.llm.summarizer import (
     NAMESPACE,
     Summarizer,
@@ -178,3 +179,15 @@ def test_empty_model_answer_falls_back_to_extractive(
     fake_ollama.reply(reply)
     summary = _summarizer(make_repo).summarize(SOURCE, "e", "symbol", FACTS)
     assert summary.source == "extractive"
+
+
+def test_missing_summary_model_is_asked_once_then_skipped(make_repo: RepoFactory) -> None:
+    fake = FakeOllama(models=("nomic-embed-text:latest",), strict_models=True).start()
+    try:
+        summarizer = _summarizer(make_repo)
+        summarizer.client = OllamaClient(fake.url, timeout=3.0)
+        results = [summarizer.summarize(SOURCE, f"m{i}", "symbol", FACTS).source for i in range(5)]
+        assert results == ["extractive"] * 5
+        assert len(fake.requests_to("/api/generate")) == 1
+    finally:
+        fake.stop()
