@@ -16,7 +16,7 @@ from engine.config import Settings, load_settings
 from engine.errors import UsageError
 from engine.review.findings import Finding, decide, risk_score, sort_findings
 from engine.review.rules import run_rules
-from engine.semantic.diff import SemanticDiff, analyze_commit, analyze_range
+from engine.semantic.diff import STAGED, SemanticDiff, analyze_commit, analyze_diff, analyze_range
 from engine.store.layout import find_repo_root
 
 Mode = Literal["pr", "commit"]
@@ -110,6 +110,8 @@ def semantic_diff_for(
         return analyze_range(root, base, head or "HEAD")
     if base or head:
         raise UsageError("--base/--head belong to --mode pr; use --commit with --mode commit")
+    if (commit or "").upper() == STAGED:
+        return analyze_diff(root, None, STAGED)  # a pre-commit hook: what is about to be committed
     return analyze_commit(root, commit or "HEAD")
 
 

@@ -21,6 +21,8 @@ from engine.errors import SemforaError, UsageError
 from engine.semantic.model import CallSite, FileAnalysis, Symbol
 
 WORKING = "WORKING"
+# The index (what `git commit` would record now): the target a pre-commit hook reviews.
+STAGED = "STAGED"
 # git's well-known id of the empty tree: the "before" side of a repository's first commit.
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # Files above this size are listed but not parsed: a generated or vendored blob tells a reviewer nothing.
@@ -421,8 +423,8 @@ class _Entry:
 _STATUS = {"A": "added", "D": "deleted", "M": "modified", "T": "modified", "R": "renamed", "C": "added"}
 
 
-def _changed_entries(root: Path, base: str, target: str | None) -> list[_Entry]:
-    args = ["diff", "--name-status", "-z", "-M", "--no-ext-diff", base]
+def _changed_entries(root: Path, base: str, target: str | None, *, staged: bool = False) -> list[_Entry]:
+    args = ["diff", "--name-status", "-z", "-M", "--no-ext-diff", *(["--cached"] if staged else []), base]
     if target is not None:
         args.append(target)
     tokens = _git(root, *args).stdout.decode("utf-8", "surrogateescape").split("\0")
@@ -439,7 +441,7 @@ def _changed_entries(root: Path, base: str, target: str | None) -> list[_Entry]:
         if code in _STATUS:
             entries.append(_Entry(_STATUS[code], tokens[i + 1], tokens[i + 1] if code != "A" else None))  # type: ignore[arg-type]
         i += 2
-    if target is None:
+    if target is None and not staged:
         untracked = _git(root, "ls-files", "-z", "--others", "--exclude-standard").stdout.decode(
             "utf-8", "surrogateescape"
         )
@@ -719,7 +721,7 @@ _DEFINITION = re.compile(r"\b(def|function|class|fn|func|sub|interface|struct|tr
 
 
 def _find_callers(
-    root: Path, tree: str | None, changes: Sequence[SymbolChange]
+    root: Path, tree: str | None, changes: Sequence[SymbolChange], *, staged: bool = False
 ) -> dict[str, tuple[int, list[tuple[str, int, str]]]]:
     """One `git grep` for every changed name; returns name -> (total, refs) of call sites on the target side.
 
@@ -743,7 +745,7 @@ def _find_callers(
         return {}
     names = sorted(how)
     pattern = r"\b(" + "|".join(re.escape(n) for n in names) + r")\s*\("
-    args = ["grep", "-n", "-I", "-E", "--no-color", "-e", pattern]
+    args = ["grep", "-n", "-I", "-E", "--no-color", *(["--cached"] if staged else []), "-e", pattern]
     if tree is not None:
         args.append(tree)
     proc = _git(root, *args, check=False)
@@ -796,7 +798,8 @@ def analyze_diff(
 ) -> SemanticDiff:
     """Semantic diff of ``base`` → ``target``.
 
-    ``target`` may be a ref or ``WORKING`` (tracked changes plus untracked files). Defaults:
+    ``target`` may be a ref, ``WORKING`` (tracked changes plus untracked files) or ``STAGED``
+    (the index: what the next commit records, for pre-commit hooks). Defaults:
     no refs → HEAD..WORKING; one ref → REF..WORKING. ``A...B`` as base diffs B against the
     merge base of A and B (what a pull request shows).
     """
@@ -821,8 +824,9 @@ def analyze_diff(
             (EMPTY_TREE, "(empty)") if base == EMPTY_TREE else (resolve_commit(repo, base), base)
         )
     working = target.upper() == WORKING
-    target_sha = None if working else resolve_commit(repo, target)
-    entries = _changed_entries(repo, base_sha, target_sha)
+    staged = target.upper() == STAGED
+    target_sha = None if working or staged else resolve_commit(repo, target)
+    entries = _changed_entries(repo, base_sha, target_sha, staged=staged)
     wanted = [p.strip("/") for p in paths] if paths else None
     if wanted:
         entries = [e for e in entries if any(e.path == w or e.path.startswith(w + "/") for w in wanted)]
@@ -839,6 +843,8 @@ def analyze_diff(
             old_data = reader.read(base_sha, entry.old_path) if entry.old_path else None
             if entry.status == "deleted":
                 new_data = None
+            elif staged:
+                new_data = reader.read("", entry.path)  # ":path" is the path's staged blob
             elif working:
                 new_data = _read_working(repo, entry.path)
             else:
@@ -897,7 +903,7 @@ def analyze_diff(
 
     if callers:
         all_changes = [c for cs in per_file.values() for c in cs]
-        found = _find_callers(repo, None if working else target_sha, all_changes)
+        found = _find_callers(repo, target_sha, all_changes, staged=staged)
         for key, cs in per_file.items():
             enriched = []
             for c in cs:
@@ -926,7 +932,7 @@ def analyze_diff(
     )
     return SemanticDiff(
         base=base_label,
-        target=WORKING if working else target,
+        target=WORKING if working else STAGED if staged else target,
         base_commit=base_sha,
         target_commit=target_sha,
         files=final,

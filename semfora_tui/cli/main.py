@@ -144,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "base", nargs="?", default=None, help="base ref (default HEAD); A...B diffs B against the merge base"
     )
-    p.add_argument("target", nargs="?", default=None, help="target ref or WORKING (default WORKING)")
+    p.add_argument("target", nargs="?", default=None, help="target ref, WORKING or STAGED (default WORKING)")
     _path(p)
     p.add_argument(
         "--format",
@@ -160,7 +160,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--base", default=None, help="with --mode pr: the branch the PR merges into")
     p.add_argument("--head", default=None, help="with --mode pr: the PR's head (default HEAD)")
-    p.add_argument("--commit", default=None, help="with --mode commit: the commit to review (default HEAD)")
+    p.add_argument(
+        "--commit",
+        default=None,
+        help="with --mode commit: the commit to review (default HEAD; STAGED = the index, for pre-commit hooks)",
+    )
     p.add_argument("--output", choices=["json", "text"], default="text", help="report format")
     p.add_argument(
         "--fail-on",

@@ -67,3 +67,28 @@ def test_shallow_clone_gives_the_fix(make_repo, tmp_path) -> None:
     out = run_semfora("ci", "--mode", "pr", "--base", "HEAD~1", "--head", "HEAD", "--path", str(clone))
     assert out.returncode == 2
     assert "error[DIFF_SHALLOW_CLONE]" in out.stderr and "fetch-depth: 0" in out.stderr
+
+
+def test_pre_commit_hook_blocks_a_staged_secret(make_repo) -> None:
+    root = make_repo({"conf.py": "DEBUG = False\n"})
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    (root / "conf.py").write_text(f'DEBUG = False\nGITHUB_TOKEN = "{token}"\n')
+    git(root, "add", "conf.py")
+    hook = [
+        "ci",
+        "--mode",
+        "commit",
+        "--commit",
+        "STAGED",
+        "--no-model",
+        "--output",
+        "text",
+        "--path",
+        str(root),
+    ]
+    out = run_semfora(*hook)
+    assert out.returncode == 1 and "blocked" in out.stdout and "conf.py:2" in out.stdout
+    assert token not in out.stdout
+    git(root, "reset", "-q", "conf.py")
+    clean = run_semfora(*hook)
+    assert clean.returncode == 0 and "approved" in clean.stdout

@@ -234,3 +234,14 @@ def test_unchanged_symbols_are_never_reported(make_repo, bodies: list[str], chan
     diff = analyze_diff(root)
     assert {s.qualified_name for s in diff.symbols} == {f"f{i}" for i in touched}
     assert all(s.change == "modified" for s in diff.symbols)
+
+
+def test_staged_target_reviews_only_what_the_next_commit_records(make_repo) -> None:
+    root = make_repo({"a.py": "def a():\n    return 1\n", "b.py": "def b():\n    return 2\n"})
+    (root / "a.py").write_text("def a():\n    return 10\n")
+    git(root, "add", "a.py")
+    (root / "b.py").write_text("def b():\n    return 20\n")  # changed but not staged
+    (root / "c.py").write_text("def c():\n    return 3\n")  # untracked
+    diff = analyze_diff(root, None, "STAGED")
+    assert diff.target == "STAGED"
+    assert [(s.change, s.qualified_name) for s in diff.symbols] == [("modified", "a")]
