@@ -128,7 +128,7 @@ def build_tools(engine: Any) -> dict[str, McpTool]:
 
         description = spec.description
         if spec.token_cost:
-            description += f" Token cost: {spec.token_cost}."
+            description += f" Token cost: {spec.token_cost.rstrip('.')}."
         tools[name] = McpTool(name, description, spec.input_schema(), call)
     for extra in (_search_tool(engine), _diff_tool(engine)):
         tools[extra.name] = extra
