@@ -1,0 +1,149 @@
+"""Call edges resolve in order (same file, import, unique, ranked), the rest is external with a package."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.config import load_settings
+from engine.semantic.graph import CallResolver, CallRow, Definition, FileContext, ModuleIndex
+from engine.semantic.model import ImportRef
+from engine.store.db import SymbolStore
+from engine.store.indexer import index_repository
+from engine.store.layout import RepoLayout
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/core.py": (
+        "import os\n"
+        "import requests\n"
+        "from pkg.helpers import shared, only_here\n"
+        "from . import siblings\n\n"
+        "def shared():\n    return 1\n\n"
+        "def run():\n"
+        "    shared()\n"
+        "    only_here()\n"
+        "    siblings.sib()\n"
+        "    unique_elsewhere()\n"
+        "    os.path.join('a', 'b')\n"
+        "    requests.get('http://x')\n"
+        "    len([])\n"
+        "    common()\n\n"
+        "class Box:\n"
+        "    def open(self):\n"
+        "        return self.close()\n\n"
+        "    def close(self):\n"
+        "        return 0\n"
+    ),
+    "pkg/helpers.py": "def shared():\n    return 2\n\ndef only_here():\n    return 3\n",
+    "pkg/siblings.py": "def sib():\n    return 4\n",
+    "pkg/common.py": "def common():\n    return 5\n",
+    "other/common.py": "def common():\n    return 6\n",
+    "lonely/far.py": "def unique_elsewhere():\n    return 7\n",
+    "web/app.js": (
+        "const express = require('express');\n"
+        "const util = require('./util');\n"
+        "function start() {\n  util.helper();\n  express();\n  local();\n}\n"
+        "function local() { return 1; }\n"
+        "module.exports = start;\n"
+    ),
+    "web/util.js": "function helper() { return 2; }\nexports.helper = helper;\n",
+}
+
+
+def _callees(store: SymbolStore, qualified: str) -> dict[str, tuple[str, str, str | None]]:
+    sym = store.symbols_by_name(qualified)[0]
+    out = {}
+    for n in store.callees(sym.id):
+        out[n.name.split(".")[-1]] = (n.via, n.file, n.package)
+    return out
+
+
+def test_resolution_order_on_a_real_repository(make_repo) -> None:
+    root = make_repo(FILES)
+    layout = RepoLayout.for_path(root)
+    index_repository(layout, load_settings(layout.root).settings, text_index=False)
+    with SymbolStore(layout) as store:
+        run = _callees(store, "run")
+        assert run["shared"][:2] == ("same_file", "pkg/core.py")  # same file beats the import
+        assert run["only_here"][:2] == ("import", "pkg/helpers.py")
+        assert run["sib"][:2] == ("import", "pkg/siblings.py")  # relative `from . import siblings`
+        assert run["unique_elsewhere"][:2] == ("unique", "lonely/far.py")
+        assert run["common"][:2] == ("ranked", "pkg/common.py")  # nearer than other/common.py
+        assert run["join"] == ("external", "", "os")
+        assert run["get"] == ("external", "", "requests")
+        assert run["len"] == ("external", "", "builtins")
+        box = _callees(store, "Box.open")
+        assert box["close"][:2] == ("same_file", "pkg/core.py")
+        start = _callees(store, "start")
+        assert start["helper"][:2] == ("import", "web/util.js")
+        assert start["local"][:2] == ("same_file", "web/app.js")
+        assert start["express"][0] == "external" and start["express"][2] == "express"
+        assert set(store.imports_of("pkg/core.py")) == {"pkg/helpers.py", "pkg/siblings.py"}
+        assert store.imports_of("web/app.js") == ["web/util.js"]
+        assert ("web", "web", 1) not in store.module_graph()
+
+
+def test_callers_walk_depth(make_repo) -> None:
+    root = make_repo(
+        {"chain.py": "def a():\n    b()\n\ndef b():\n    c()\n\ndef c():\n    pass\n\ndef d():\n    c()\n"}
+    )
+    layout = RepoLayout.for_path(root)
+    index_repository(layout, load_settings(layout.root).settings, text_index=False)
+    with SymbolStore(layout) as store:
+        c = store.symbols_by_name("c")[0]
+        one = {(n.name, n.depth) for n in store.callers(c.id, 1)}
+        two = {(n.name, n.depth) for n in store.callers(c.id, 2)}
+        assert one == {("b", 1), ("d", 1)}
+        assert two == {("b", 1), ("d", 1), ("a", 2)}
+
+
+def test_module_index_resolves_python_and_js_paths() -> None:
+    modules = ModuleIndex(
+        ["src/pkg/__init__.py", "src/pkg/a.py", "web/lib/x.ts", "web/lib/index.js", "web/main.js"]
+    )
+    assert modules.resolve("src/pkg/a.py", ImportRef("pkg"), "python") == ["src/pkg/__init__.py"]
+    assert modules.resolve("src/pkg/__init__.py", ImportRef(".a", ("thing",)), "python") == ["src/pkg/a.py"]
+    assert modules.resolve("src/pkg/__init__.py", ImportRef(".", ("a",)), "python") == ["src/pkg/a.py"]
+    assert modules.resolve("web/main.js", ImportRef("./lib/x"), "javascript") == ["web/lib/x.ts"]
+    assert modules.resolve("web/main.js", ImportRef("./lib"), "javascript") == ["web/lib/index.js"]
+    assert modules.resolve("web/main.js", ImportRef("react"), "javascript") == []
+
+
+def test_arbitrary_receiver_does_not_guess_a_far_away_method() -> None:
+    defs = [
+        Definition("1", "get", "tests/a/models.py", "Manager", "method", "python"),
+        Definition("2", "get", "tests/b/models.py", "Other", "method", "python"),
+    ]
+    resolver = CallResolver(lambda name: defs if name == "get" else [])
+    ctx = FileContext(set(), {}, {}, {})
+    far = resolver.resolve(CallRow("tests/c/test.py", None, None, "get", "response", 3), "python", ctx)
+    assert far.callee_id is None and far.kind == "external"
+    typed = resolver.resolve(CallRow("tests/c/test.py", None, None, "get", "Other", 4), "python", ctx)
+    assert typed.callee_id == "2" and typed.kind == "ranked"
+
+
+names = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True)
+
+
+@given(st.lists(st.tuples(names, st.sampled_from(["a.py", "b/c.py", "d/e/f.py"])), max_size=30), names)
+def test_resolution_is_total_and_points_at_real_candidates(defs: list[tuple[str, str]], call: str) -> None:
+    """Every call yields exactly one edge; a resolved edge names a definition with the called name."""
+    pool = [Definition(str(i), n, f, None, "function", "python") for i, (n, f) in enumerate(defs)]
+    resolver = CallResolver(lambda name: [d for d in pool if d.name == name])
+    edge = resolver.resolve(
+        CallRow("b/c.py", None, None, call, None, 1), "python", FileContext(set(), {}, {}, {})
+    )
+    if edge.callee_id is None:
+        assert edge.kind == "external"
+    else:
+        target = next(d for d in pool if d.id == edge.callee_id)
+        assert target.name == call
+        if any(d.file == "b/c.py" and d.name == call for d in pool):
+            assert edge.kind == "same_file" and target.file == "b/c.py"
+
+
+def test_path_type_is_posix(tmp_path: Path) -> None:
+    assert ModuleIndex(["a/b.py"]).resolve("a/c.py", ImportRef("a.b"), "python") == ["a/b.py"]
