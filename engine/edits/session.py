@@ -396,7 +396,13 @@ class EditSession:
 
     def _refresh(self, rec: _Record) -> None:
         raws = _raw_hunks(rec)
-        live = {r.id for r in raws} | {c["id"] for c in rec.conflicts}
+        raw_ids = {r.id for r in raws}
+        # A conflict whose very change now applies cleanly again (re-staged) is resolved.
+        resolved = [c for c in rec.conflicts if c["id"] in raw_ids]
+        for c in resolved:
+            rec.conflicts.remove(c)
+            rec.states.pop(c["id"], None)
+        live = raw_ids | {c["id"] for c in rec.conflicts}
         rec.states = {k: v for k, v in rec.states.items() if k in live}
         if not raws and not rec.conflicts:
             self._records.pop(rec.path, None)

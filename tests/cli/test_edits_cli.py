@@ -1,0 +1,130 @@
+"""`semfora edits ...` round trips through the real console script."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import run_semfora
+
+PATCH = """Here is the change:
+
+```
+app.py
+<<<<<<< SEARCH
+def greet():
+    return "hi"
+=======
+def greet():
+    return "hello"
+>>>>>>> REPLACE
+```
+
+```
+app.py
+<<<<<<< SEARCH
+LIMIT = 10
+=======
+LIMIT = 20
+>>>>>>> REPLACE
+```
+"""
+APP = 'import os\n\nLIMIT = 10\n\n\n\n\n\ndef greet():\n    return "hi"\n'
+
+
+def _json(proc) -> dict:
+    assert proc.stdout, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_stage_review_commit_undo_round_trip(make_repo, tmp_path: Path) -> None:
+    root = make_repo({"app.py": APP})
+    patch = tmp_path / "reply.md"
+    patch.write_text(PATCH)
+    staged = run_semfora("edits", "stage", str(patch), cwd=root)
+    assert staged.returncode == 0, staged.stderr
+    assert "staged 2 hunk(s) in 1 file(s)" in staged.stdout
+
+    listing = _json(run_semfora("edits", "list", "--json", cwd=root))
+    hunks = listing["files"][0]["hunks"]
+    assert [h["state"] for h in hunks] == ["pending", "pending"]
+    first, second = hunks[0]["id"], hunks[1]["id"]
+    shown = run_semfora("edits", "show", cwd=root).stdout
+    assert f"[{first}] pending" in shown and '+    return "hello"' in shown
+
+    nothing = run_semfora("edits", "commit", cwd=root)
+    assert nothing.returncode == 0 and "nothing accepted" in nothing.stdout
+    assert (root / "app.py").read_text() == APP
+
+    assert run_semfora("edits", "accept", first, cwd=root).returncode == 0
+    assert "rejected" in run_semfora("edits", "toggle", first, cwd=root).stdout
+    assert "accepted" in run_semfora("edits", "toggle", first, cwd=root).stdout
+    done = _json(run_semfora("edits", "commit", "--json", cwd=root))
+    assert done["committed"] is True and done["files"] == ["app.py"] and done["remaining"] == 1
+    assert "LIMIT = 20" in (root / "app.py").read_text() and '"hi"' in (root / "app.py").read_text()
+
+    assert run_semfora("edits", "reject", "all", cwd=root).stdout.startswith("rejected 1")
+    assert _json(run_semfora("edits", "list", "--json", cwd=root))["files"][0]["hunks"][0]["id"] == second
+    rollback = run_semfora("edits", "rollback", cwd=root)
+    assert "discarded 1" in rollback.stdout
+    assert _json(run_semfora("edits", "list", "--json", cwd=root))["files"] == []
+
+    undone = run_semfora("edits", "undo", cwd=root)
+    assert undone.returncode == 0 and "restored 1 file(s)" in undone.stdout
+    assert (root / "app.py").read_text() == APP
+    empty = run_semfora("edits", "undo", "--json", cwd=root)
+    assert empty.returncode == 1
+    assert _json(empty) == {
+        "ok": False,
+        "error_code": "NOTHING_TO_UNDO",
+        "error_message": "nothing to undo: no committed change set in the history",
+    }
+
+
+def test_stage_from_stdin_and_commit_all(make_repo) -> None:
+    root = make_repo({"app.py": APP})
+    proc = run_semfora("edits", "stage", "-", cwd=root, input=PATCH.replace("\n", "\r\n"))
+    assert proc.returncode == 0, proc.stderr
+    assert run_semfora("edits", "commit", "--all", cwd=root).returncode == 0
+    assert (root / "app.py").read_text() == APP.replace("10", "20").replace('"hi"', '"hello"')
+
+
+def test_bad_block_stages_nothing_and_shows_nearest_lines(make_repo) -> None:
+    root = make_repo({"app.py": APP})
+    bad = PATCH.replace("LIMIT = 10\n=", "LIMIT = 11\n=")
+    proc = run_semfora("edits", "stage", "-", cwd=root, input=bad)
+    assert proc.returncode == 1
+    assert "error[EDIT_BLOCK_FAILED]" in proc.stderr and "3| LIMIT = 10" in proc.stderr
+    as_json = run_semfora("edits", "stage", "-", "--json", cwd=root, input=bad)
+    payload = _json(as_json)
+    assert payload["error_code"] == "EDIT_BLOCK_FAILED" and payload["failures"][0]["reason"] == "no_match"
+    assert _json(run_semfora("edits", "list", "--json", cwd=root))["files"] == []
+
+
+def test_secret_and_outside_targets_are_refused(make_repo) -> None:
+    root = make_repo({"app.py": APP})
+    for target in (".env", "../escape.py", ".git/hooks/pre-commit"):
+        reply = f"{target}\n<<<<<<< SEARCH\n=======\nx\n>>>>>>> REPLACE\n"
+        proc = run_semfora("edits", "stage", "-", cwd=root, input=reply)
+        assert proc.returncode == 1 and "EDIT_BLOCK_FAILED" in proc.stderr, target
+    assert not (root / ".env").exists() and not (root.parent / "escape.py").exists()
+
+
+def test_conflict_then_rebase_through_cli(make_repo) -> None:
+    root = make_repo({"app.py": APP})
+    run_semfora("edits", "stage", "-", cwd=root, input=PATCH)
+    (root / "app.py").write_text("# edited\n" + APP)
+    proc = run_semfora("edits", "commit", "--all", cwd=root)
+    assert proc.returncode == 1 and "error[EDIT_CONFLICT]" in proc.stderr and "app.py" in proc.stderr
+    rebased = run_semfora("edits", "rebase", cwd=root)
+    assert "2 hunk(s) re-applied, 0 in conflict" in rebased.stdout
+    assert run_semfora("edits", "commit", "--all", cwd=root).returncode == 0
+    assert (root / "app.py").read_text().startswith("# edited\nimport os\n\nLIMIT = 20\n")
+
+
+def test_usage_errors_exit_2(make_repo, tmp_path: Path) -> None:
+    root = make_repo({"app.py": APP})
+    assert run_semfora("edits", "list", "--path", str(tmp_path / "missing")).returncode == 2
+    assert run_semfora("edits", "stage", cwd=root).returncode == 2
+    missing = run_semfora("edits", "accept", "deadbeef", cwd=root)
+    assert missing.returncode == 1 and "HUNK_NOT_FOUND" in missing.stderr
