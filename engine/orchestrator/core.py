@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 
 # Rounds of NEED follow-up per turn (issue 5): enough to fill a gap, too few to explore.
 MAX_NEED_ROUNDS = 2
+# cache.db namespace of overview texts, keyed by size cap and index.db state.
+OVERVIEW_NAMESPACE = "overview"
 # Turns of this session shown in the cached session-memory block.
 SESSION_MEMORY_TURNS = 8
 # A reply shorter than this that ends without edit blocks and mentions them was likely cut off.
@@ -142,19 +144,58 @@ class Orchestrator:
             layout, settings, self.memory, overview=overview or self._load_overview
         )
         self._lock = threading.RLock()
+        self._presummary: threading.Event | None = None
+        self.presummary_thread: threading.Thread | None = None  # background model summaries, if any
 
-    def _load_overview(self) -> str:
+    def _load_overview(self, max_tokens: int) -> str:
+        """The bounded overview, cached in cache.db until index.db changes (one build per index)."""
+        from engine.index.cache import ResultCache
+        from engine.semantic.overview import build_overview
+
         try:
-            from engine.tools import get_repo_overview
-        except ModuleNotFoundError as exc:
-            log.warning("no repository overview: %s", exc)
+            stat = self.layout.index_db.stat()
+        except FileNotFoundError:
             return ""
-        result = get_repo_overview(self.layout, self.settings)
-        text = getattr(result, "toon", None) or getattr(result, "text", None) or result
-        return str(text)
+        key = f"{max_tokens}:{stat.st_mtime_ns}:{stat.st_size}"
+        cache = ResultCache(
+            self.layout.cache_db, ttl_days=self.settings.cache.ttl_days, max_mb=self.settings.cache.max_mb
+        )
+        try:
+            cached = cache.get(OVERVIEW_NAMESPACE, key)
+            if cached is not None:
+                return cached
+            text = build_overview(self.layout, self.gatherer.store().connection(), max_tokens=max_tokens).toon
+            cache.clear(OVERVIEW_NAMESPACE)  # older index states are never asked for again
+            cache.put(OVERVIEW_NAMESPACE, key, text)
+            return text
+        finally:
+            cache.close()
 
     def close(self) -> None:
+        if self._presummary is not None:
+            self._presummary.set()
         self.gatherer.close()
+
+    def _presummarize(self, pack: ContextPack) -> None:
+        """Ask Ollama, in the background, for the model summaries this pack lacked.
+
+        The turn never waits: this pack used extractive summaries; later packs read the
+        model's from cache.db. Skipped at once while Ollama is known to be down.
+        """
+        from engine.llm.ollama_client import breaker_for, normalise_host
+
+        if not breaker_for(normalise_host(self.settings.ollama.host)).allow():
+            return
+        requests = self.gatherer.missing_summaries(list(pack.items))
+        if not requests:
+            return
+        from engine.llm.summarizer import Summarizer
+
+        if self._presummary is not None:
+            self._presummary.set()
+        self.presummary_thread, self._presummary = Summarizer(self.layout, self.settings).start_presummarize(
+            requests
+        )
 
     # -- context (pure: never calls a model) -------------------------------------------------
 
@@ -223,6 +264,7 @@ class Orchestrator:
         record.intent, record.intent_rule, record.budget = pack.intent, pack.intent_rule, pack.budget
         record.items = [item_record(i) for i in pack.items]
         record.timings["context"] = time.perf_counter() - t0
+        self._presummarize(pack)
 
         system = stable_prefix(list(pack.items))
         messages: Messages = [{"role": "user", "content": task_message(task, list(pack.items), pack.intent)}]

@@ -23,6 +23,7 @@ and every text is redacted. This module fetches and ranks; it never calls a reas
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -101,8 +102,6 @@ MAX_NEIGHBOURS = 8
 MAX_ITEMS = 28
 # Recalled past turns added at most (LOW priority).
 MAX_RECALLED = 2
-# Total seconds one gather may spend waiting on model summaries before going extractive.
-MODEL_SUMMARY_SECONDS = 1.5
 
 
 @dataclass
@@ -174,7 +173,7 @@ class ContextPack:
         }
 
 
-OverviewLoader = Callable[[], str]
+OverviewLoader = Callable[[int], str]  # max_tokens -> overview text
 
 
 class ContextGatherer:
@@ -197,8 +196,7 @@ class ContextGatherer:
         self.count = count_tokens or estimate_tokens
         self._overview_loader = overview
         self._store: Any = None
-        self._summarizer: Any = None
-        self._summary_seconds = 0.0
+        self._summary_cache: Any = None
         self.warnings: list[str] = []
 
     # -- plumbing --------------------------------------------------------------------------
@@ -214,6 +212,9 @@ class ContextGatherer:
         if self._store is not None:
             self._store.close()
             self._store = None
+        if self._summary_cache is not None:
+            self._summary_cache.close()
+            self._summary_cache = None
 
     def _is_secret(self, rel: str) -> bool:
         from engine.edits.sandbox import is_secret_path
@@ -502,61 +503,83 @@ class ContextGatherer:
             start_line=sym.start_line,
             end_line=sym.end_line,
         )
-        text = ""
-        summarizer = self._get_summarizer()
-        content_hash = sym.body_hash or sym.id
-        cached_model = summarizer.cached(content_hash, "symbol") if summarizer else None
-        if cached_model is not None:
-            text = cached_model.text
-        elif summarizer is not None and self._summary_seconds < MODEL_SUMMARY_SECONDS:
-            start = time.perf_counter()
-            src = self._source(cand)
-            summary = summarizer.summarize(src[0] if src else sym.signature, content_hash, "symbol", facts)
-            self._summary_seconds += time.perf_counter() - start
-            text = summary.text
-        if not text:
-            text = extractive_summary(facts)
+        # Packs never wait on a model: a summary Ollama wrote earlier (cache.db) or the
+        # extractive one. Missing model summaries are filled in the background (presummarize).
+        text = self._cached_model_summary(sym.body_hash or sym.id) or extractive_summary(facts)
         signature = sym.signature.strip().splitlines()[0] if sym.signature.strip() else sym.qualified_name
         out = f"{signature}\n{text}"
         self.memory.remember_symbol(key, out)
         return out
 
-    def _get_summarizer(self) -> Any:
-        if self._summarizer is None:
-            from engine.llm.ollama_client import breaker_for, normalise_host
-            from engine.llm.summarizer import Summarizer
+    def _cached_model_summary(self, content_hash: str) -> str | None:
+        from engine.llm.summarizer import NAMESPACE
 
-            host = normalise_host(self.settings.ollama.host)
-            if not breaker_for(host).allow():
-                return None
-            self._summarizer = Summarizer(self.layout, self.settings)
-        return self._summarizer
+        if self._summary_cache is None:
+            from engine.index.cache import ResultCache
+
+            self._summary_cache = ResultCache(
+                self.layout.cache_db, ttl_days=self.settings.cache.ttl_days, max_mb=self.settings.cache.max_mb
+            )
+        raw = self._summary_cache.get(NAMESPACE, summary_cache_key(self.settings, content_hash))
+        if raw is None:
+            return None
+        try:
+            return str(json.loads(raw)["text"])
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def missing_summaries(self, items: list[ContextItem]) -> list[Any]:
+        """Summary requests for pack symbols without a model summary yet (for presummarize)."""
+        from engine.llm.summarizer import SummaryFacts, SummaryRequest
+
+        store = self.store()
+        requests = []
+        for item in items:
+            if item.kind != "summary" or not item.symbol_id:
+                continue
+            try:
+                sym = store.symbol(item.symbol_id)
+            except SemforaError:
+                continue
+            content_hash = sym.body_hash or sym.id
+            if self._cached_model_summary(content_hash) is not None:
+                continue
+            src = self._source(Candidate(sym.id, sym, sym.file, sym.start_line, sym.end_line))
+            facts = SummaryFacts(
+                name=sym.qualified_name,
+                kind=sym.kind,
+                signature=sym.signature,
+                doc=sym.doc,
+                file=sym.file,
+                start_line=sym.start_line,
+                end_line=sym.end_line,
+            )
+            requests.append(SummaryRequest(src[0] if src else sym.signature, content_hash, "symbol", facts))
+        return requests
 
     def _overview_item(self, budget: ContextBudget) -> ContextItem | None:
         if self._overview_loader is None:
             return None
+        cap = max(1, int(budget.limit * OVERVIEW_SHARE))
+        loader = self._overview_loader
         try:
-            text = self.memory.overview(self._overview_loader)
+            text = self.memory.overview(lambda: loader(cap), variant=cap)
         except SemforaError as exc:
             log.warning("no overview: %s", exc)
             return None
         if not text.strip():
             return None
-        cap = max(1, int(budget.limit * OVERVIEW_SHARE))
-        item = self._item(
-            OVERVIEW_ID, "overview", text, Priority.CRITICAL, "repository overview (loaded once per session)"
-        )
+        reason = f"repository overview (once per session, at most {int(OVERVIEW_SHARE * 100)}% of the budget)"
+        item = self._item(OVERVIEW_ID, "overview", text, Priority.CRITICAL, reason)
         if item.tokens > cap:
             from engine.orchestrator.budget import truncate_to_tokens
 
-            cut = truncate_to_tokens(item.text, cap, self.count)
-            item = ContextItem(
+            item = self._item(
                 OVERVIEW_ID,
                 "overview",
-                cut,
-                self.count(cut),
+                truncate_to_tokens(text, cap - 40, self.count),
                 Priority.CRITICAL,
-                f"repository overview, cut to {int(OVERVIEW_SHARE * 100)}% of the budget",
+                reason + ", cut",
             )
         return item
 
@@ -570,7 +593,6 @@ class ContextGatherer:
     ) -> ContextPack:
         """The context pack for ``task`` within ``budget`` (which it fills)."""
         t0 = time.perf_counter()
-        self._summary_seconds = 0.0
         self.warnings = []
         classification = classify_intent(task)
         anchors = extract_anchors(task)
@@ -858,6 +880,11 @@ class ContextGatherer:
             else:
                 missing.append(f"{path} (over budget)")
         return items, missing
+
+
+def summary_cache_key(settings: Settings, content_hash: str) -> str:
+    """The key ``Summarizer.cache_key`` writes symbol summaries under (a test keeps them equal)."""
+    return f"{settings.ollama.summary_model}|symbol|{content_hash}"
 
 
 def _read_text(path: Path) -> str:

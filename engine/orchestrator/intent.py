@@ -87,7 +87,8 @@ LEADING_VERBS: dict[Intent, tuple[str, ...]] = {
 PHRASES: tuple[tuple[Intent, str], ...] = (
     (
         Intent.LOCATE,
-        r"\bwhere\b|\bwhich (?:file|module|function|class|method)s?\b|\bwho calls\b"
+        r"^where\b|\bwhere(?:'s| is| are| does| do| did| can| should)\b"
+        r"|\bwhich (?:file|module|function|class|method)s?\b|\bwho calls\b"
         r"|\bcallers? of\b|\busages? of\b|\bdefined\b|\bdefinition of\b",
     ),
     (

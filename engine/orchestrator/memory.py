@@ -53,24 +53,24 @@ class SemforaMemory:
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._lock = threading.RLock()
-        self._overview: str | None = None
+        self._overview: dict[int, str] = {}
         self.overview_loads = 0
         self._symbols: OrderedDict[str, Any] = OrderedDict()
         self._searches: dict[str, tuple[float, Any]] = {}
         self.viewed_symbols: list[str] = []
 
-    # overview: loaded once per session
-    def overview(self, load: Callable[[], str]) -> str:
+    # overview: loaded once per session (per size variant, when the budget changes)
+    def overview(self, load: Callable[[], str], variant: int = 0) -> str:
         with self._lock:
-            if self._overview is None:
-                self._overview = load()
+            if variant not in self._overview:
+                self._overview[variant] = load()
                 self.overview_loads += 1
-            return self._overview
+            return self._overview[variant]
 
     def forget_overview(self) -> None:
         """Drop the overview, e.g. after a reindex changed the repository's shape."""
         with self._lock:
-            self._overview = None
+            self._overview.clear()
 
     # symbols: an LRU of MAX_CACHED_SYMBOLS
     def remember_symbol(self, key: str, value: Any) -> None:

@@ -24,7 +24,8 @@ def test_context_json_needs_no_model_and_respects_the_budget(make_repo) -> None:
     data = json.loads(proc.stdout)
     assert data["intent"] == "edit" and data["budget"] == 900
     assert 0 < data["total_tokens"] <= 900 == data["budget"]
-    assert data["items"][0]["symbol"] == "Cart.total" and data["items"][0]["priority"] == "critical"
+    first = next(i for i in data["items"] if i["kind"] != "overview")
+    assert first["symbol"] == "Cart.total" and first["priority"] == "critical" and first["kind"] == "source"
     assert ENV_SECRET not in proc.stdout
 
 

@@ -52,7 +52,8 @@ def test_json_shape_matches_the_brief(shop) -> None:
             item
         )
         assert item["priority"] in ("critical", "high", "medium", "low")
-    assert data["items"][0]["symbol"] == "apply_discount"
+    assert data["items"][0]["kind"] == "overview" and data["items"][0]["priority"] == "critical"
+    assert data["items"][1]["symbol"] == "apply_discount"
 
 
 @pytest.mark.parametrize("budget", [500, 700, 1200])

@@ -197,3 +197,30 @@ def test_without_a_reasoner_a_turn_is_refused(shop) -> None:
     layout, cfg = shop
     with pytest.raises(ModelUnavailable):
         Orchestrator(layout, cfg).run_turn("explain Cart")
+
+
+def test_summary_key_matches_the_summarizer(shop) -> None:
+    from engine.llm.summarizer import Summarizer
+    from engine.orchestrator.gather import summary_cache_key
+
+    layout, cfg = shop
+    assert summary_cache_key(cfg, "abc") == Summarizer(layout, cfg).cache_key("abc", "symbol")
+
+
+def test_model_summaries_arrive_in_the_background_and_serve_later_packs(
+    shop, fake_anthropic, fake_ollama
+) -> None:
+    from engine.config import load_settings
+
+    layout, _ = shop
+    cfg = load_settings(layout.root).settings  # now pointing at the fake Ollama
+    fake_ollama.responder = lambda _model, _prompt: "Model-written summary of this symbol."
+    orch = _orch(layout, cfg)
+    fake_anthropic.reply("answer")
+    before = orch.build_context("explain how the cart total is computed")
+    assert not any("Model-written" in i.text for i in before.items)  # a pack never waits on Ollama
+    orch.run_turn("explain how the cart total is computed")
+    assert orch.presummary_thread is not None
+    orch.presummary_thread.join(timeout=20)
+    after = Orchestrator(layout, cfg).build_context("explain how the cart total is computed")
+    assert any("Model-written summary" in i.text for i in after.items if i.kind == "summary")
