@@ -41,6 +41,9 @@ RULES_CLASSES: dict[str, str] = {
     "php": "engine.semantic.lang_scripting:PhpRules",
     "swift": "engine.semantic.lang_swift:SwiftRules",
     "bash": "engine.semantic.lang_scripting:BashRules",
+    "clojure": "engine.semantic.lang_definitions:ClojureRules",
+    "elixir": "engine.semantic.lang_definitions:ElixirRules",
+    "hcl": "engine.semantic.lang_definitions:HclRules",
 }
 FULL_NAMES = frozenset(info.name for info in FULL_LANGUAGES)
 
@@ -75,13 +78,9 @@ def _compiled(language: str) -> _Compiled | None:
     if info is None:
         return None
     target = RULES_CLASSES.get(language)
-    if target is not None:
-        module_name, _, class_name = target.partition(":")
-        rules: LangRules = getattr(importlib.import_module(module_name), class_name)()
-    else:
-        rules = LangRules()
-        rules.name = language
-        rules.grammar = language
+    module_name, _, class_name = (target or "engine.semantic.lang_definitions:GenericRules").partition(":")
+    rules_class = getattr(importlib.import_module(module_name), class_name)
+    rules: LangRules = rules_class() if info.level == "full" else rules_class(language)
     files = [QUERY_DIR / f"{name}.scm" for name in (rules.query_files or (language,))]
     if not all(path.exists() for path in files):
         return None

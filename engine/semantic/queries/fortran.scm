@@ -1,0 +1,5 @@
+; Fortran: definitions only.
+(module) @def.module
+(subroutine) @def.function
+(function) @def.function
+(derived_type_definition) @def.type

@@ -1,0 +1,3 @@
+; Gleam: definitions only.
+(function) @def.function
+(type_definition) @def.type

@@ -1,0 +1,2 @@
+; Lua: definitions only.
+(function_declaration) @def.function

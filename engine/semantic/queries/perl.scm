@@ -1,0 +1,2 @@
+; Perl: definitions only.
+(subroutine_declaration_statement) @def.function

@@ -1,0 +1,2 @@
+; R: definitions only (name <- function(...)).
+(binary_operator lhs: (identifier) rhs: (function_definition)) @def.function
