@@ -1,0 +1,169 @@
+"""The engine commands through the real `semfora` script: JSON shapes, exit codes, concurrency."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import toon_format
+
+from tests.conftest import SEMFORA, run_semfora
+
+REPO = {
+    "lib/greet.py": (
+        "def greet(name):\n    return 'hi ' + name\n\n"
+        "class Greeter:\n    def hello(self):\n        return greet('x')\n"
+    ),
+    "main.py": "from lib.greet import greet\n\ndef main():\n    greet('a')\n",
+}
+
+
+def test_index_json_contract_then_warm_reindex(make_repo) -> None:
+    root = make_repo(REPO)
+    proc = run_semfora("index", "--path", str(root), "--no-vectors", "--json")
+    assert proc.returncode == 0, proc.stderr
+    first = json.loads(proc.stdout)
+    assert first["ok"] is True
+    assert {"files", "symbols", "edges", "changed", "seconds"} <= set(first)
+    assert first["files"] == 2 and first["symbols"] >= 4 and first["edges"] >= 2
+    warm = json.loads(run_semfora("index", "--path", str(root), "--no-vectors", "--json").stdout)
+    assert warm["changed"] == 0 and warm["added"] == 0 and warm["files"] == 2
+
+
+def test_index_text_mode_is_quiet_with_a_one_line_summary(make_repo) -> None:
+    root = make_repo(REPO)
+    proc = run_semfora("index", "--no-vectors", cwd=root)
+    assert proc.returncode == 0
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("indexed 2 files")
+    assert "\x1b[" not in proc.stdout + proc.stderr  # no progress bar when not a terminal
+
+
+def test_nonexistent_path_is_a_usage_error(tmp_path) -> None:
+    missing = tmp_path / "nope"
+    for args in (("index",), ("overview",), ("symbol", "x"), ("callers", "x")):
+        proc = run_semfora(*args, "--path", str(missing))
+        assert proc.returncode == 2, args
+        assert proc.stderr.startswith("error[PATH_NOT_FOUND]:")
+    proc = run_semfora("index", "--path", str(missing), "--json")
+    body = json.loads(proc.stdout)
+    assert proc.returncode == 2 and body["ok"] is False and body["error_code"] == "PATH_NOT_FOUND"
+
+
+def test_symbol_builds_the_index_on_demand_and_prints_the_contract(make_repo) -> None:
+    root = make_repo(REPO)
+    proc = run_semfora("symbol", "Greeter.hello", "--path", str(root), "--source", "--json")
+    assert proc.returncode == 0, proc.stderr
+    sym = json.loads(proc.stdout)["symbols"][0]
+    for key in (
+        "id",
+        "name",
+        "qualified_name",
+        "kind",
+        "file",
+        "start_line",
+        "end_line",
+        "signature",
+        "risk",
+    ):
+        assert key in sym
+    assert (sym["qualified_name"], sym["kind"], sym["file"], sym["start_line"]) == (
+        "Greeter.hello",
+        "method",
+        "lib/greet.py",
+        5,
+    )
+    assert "return greet('x')" in sym["source"]
+    by_id = json.loads(run_semfora("symbol", sym["id"], "--path", str(root), "--json").stdout)
+    assert by_id["symbols"][0]["qualified_name"] == "Greeter.hello"
+    missing = run_semfora("symbol", "zzz_not_here", "--path", str(root), "--json")
+    assert missing.returncode == 1 and json.loads(missing.stdout)["error_code"] == "SYMBOL_NOT_FOUND"
+
+
+def test_callers_walks_depth_and_validates_it(make_repo) -> None:
+    root = make_repo(REPO)
+    proc = run_semfora("callers", "greet", "--path", str(root), "--depth", "2", "--json")
+    assert proc.returncode == 0, proc.stderr
+    body = json.loads(proc.stdout)
+    assert {(c["name"], c["file"], c["depth"]) for c in body["callers"]} == {
+        ("Greeter.hello", "lib/greet.py", 1),
+        ("main", "main.py", 1),
+    }
+    text = run_semfora("callers", "greet", "--path", str(root))
+    assert "main  main.py:4  [import]" in text.stdout
+    bad = run_semfora("callers", "greet", "--path", str(root), "--depth", "0")
+    assert bad.returncode == 2 and bad.stderr.startswith("error[USAGE]")
+
+
+def test_overview_in_toon_and_json(make_repo) -> None:
+    root = make_repo(REPO)
+    toon = run_semfora("overview", "--path", str(root))
+    assert toon.returncode == 0, toon.stderr
+    assert len(toon.stdout) / 4 <= 2500
+    assert toon_format.loads(toon.stdout)["totals"]["files"] == 2
+    js = json.loads(run_semfora("overview", "--path", str(root), "--format", "json").stdout)
+    assert js["totals"]["symbols"] >= 4
+
+
+def test_languages_json() -> None:
+    proc = run_semfora("languages", "--json")
+    assert proc.returncode == 0
+    langs = json.loads(proc.stdout)["languages"]
+    main = {row["name"]: row for row in langs}
+    for name in ("python", "javascript", "typescript", "go", "rust", "java", "c", "cpp", "ruby"):
+        assert main[name]["level"] == "full"
+        assert main[name]["extensions"]
+    assert all(set(row) >= {"name", "extensions", "level"} for row in langs)
+
+
+def test_two_index_runs_at_once_both_finish_and_agree(make_repo) -> None:
+    files = {
+        f"pkg/mod{i}.py": f"def f{i}():\n    return g{i}()\n\ndef g{i}():\n    return {i}\n"
+        for i in range(150)
+    }
+    root = make_repo(files)
+    env = dict(os.environ)
+    cmd = [SEMFORA, "index", "--path", str(root), "--no-vectors", "--json"]
+    procs = [
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1] for o in outs]
+    reports = [json.loads(o[0]) for o in outs]
+    # One built the index; the other waited for the lock and then found nothing to do.
+    assert sorted(r["added"] for r in reports) == [0, 150]
+    assert {r["symbols"] for r in reports} == {300}
+
+
+def test_second_indexer_fails_clearly_when_the_lock_wait_runs_out(make_repo) -> None:
+    import fcntl
+
+    from engine.store.layout import RepoLayout
+
+    root = make_repo(REPO)
+    layout = RepoLayout.for_path(root)
+    fd = os.open(layout.cache_dir / "index.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        proc = run_semfora(
+            "index", "--path", str(root), "--no-vectors", env={"SEMFORA_INDEX__LOCK_TIMEOUT": "0.5"}
+        )
+    finally:
+        os.close(fd)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error[INDEX_LOCKED]: another `semfora index`")
+
+
+def test_corrupt_index_is_rebuilt_with_a_warning_on_stderr(make_repo) -> None:
+    from engine.store.layout import RepoLayout
+
+    root = make_repo(REPO)
+    assert run_semfora("index", "--path", str(root), "--no-vectors").returncode == 0
+    RepoLayout.for_path(root).index_db.write_bytes(b"this is not a database" * 100)
+    proc = run_semfora("index", "--path", str(root), "--no-vectors", "--json")
+    assert proc.returncode == 0
+    assert "warning: [INDEX_CORRUPT]" in proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["files"] == 2 and report["warnings"][0]["code"] == "INDEX_CORRUPT"
