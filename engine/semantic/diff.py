@@ -147,6 +147,7 @@ class CallerRef:
     line: int
     symbol: str | None
     text: str
+    via: str = "text search"  # or "call graph" when the index resolved the edge
 
 
 @dataclass(frozen=True)
@@ -222,7 +223,9 @@ class SymbolChange:
             "lines": self.lines,
             "max_nesting": self.max_nesting,
             "exported": self.exported,
-            "callers": [{"file": c.file, "line": c.line, "symbol": c.symbol} for c in self.callers],
+            "callers": [
+                {"file": c.file, "line": c.line, "symbol": c.symbol, "via": c.via} for c in self.callers
+            ],
             "callers_total": self.callers_total,
         }
 
@@ -773,6 +776,38 @@ def _find_callers(
     return found
 
 
+def _graph_callers(
+    root: Path, changes: Sequence[SymbolChange]
+) -> dict[str, tuple[int, tuple[CallerRef, ...]]]:
+    """Callers from the index's resolved call graph, for modified and moved symbols it knows.
+
+    Removed and renamed symbols are left to the text search: a fresh index no longer has them.
+    """
+    from engine.store.layout import RepoLayout, cache_home
+
+    layout = RepoLayout(root)
+    if not (cache_home() / layout.repo_id / "index.db").is_file():
+        return {}
+    from engine.errors import NotFoundError
+    from engine.store.db import SymbolStore
+
+    out: dict[str, tuple[int, tuple[CallerRef, ...]]] = {}
+    with SymbolStore(layout) as store:
+        for c in changes:
+            if c.change not in ("modified", "moved"):
+                continue
+            try:
+                nodes = store.callers(c.id, depth=1)
+            except NotFoundError:
+                continue  # not indexed yet: the text search answers for it
+            refs = tuple(
+                CallerRef(n.file, n.line, None if n.name == "<module>" else n.name, "", "call graph")
+                for n in nodes[:MAX_CALLERS_PER_SYMBOL]
+            )
+            out[c.id] = (len(nodes), refs)
+    return out
+
+
 def _enclosing(sides: dict[str, _Side], file: str, line: int) -> str | None:
     side = sides.get(file)
     if side is None:
@@ -904,12 +939,18 @@ def analyze_diff(
     if callers:
         all_changes = [c for cs in per_file.values() for c in cs]
         found = _find_callers(repo, target_sha, all_changes, staged=staged)
+        # The index describes the work tree, so its call graph answers only for WORKING/STAGED.
+        graph = _graph_callers(repo, all_changes) if working or staged else {}
         for key, cs in per_file.items():
             enriched = []
             for c in cs:
                 name = (c.old_qualified_name or c.qualified_name).rsplit(".", 1)[-1]
                 total, refs = found.get(name, (0, []))
-                if total and c.change != "added":
+                if c.change == "added":
+                    enriched.append(c)
+                elif c.id in graph:
+                    enriched.append(replace(c, callers=graph[c.id][1], callers_total=graph[c.id][0]))
+                elif total:
                     enriched.append(
                         replace(
                             c,
