@@ -99,3 +99,28 @@ def test_broken_vector_provider_degrades_to_lexical(make_repo) -> None:
     recall.remember(ep)
     assert recall.mode == "lexical"
     assert recall.recall("fetch_page retry backoff")[0].episode.run_id == "r1"
+
+
+def test_vector_recall_through_the_embedding_provider(make_repo, fake_ollama, monkeypatch) -> None:
+    from engine.config import load_settings
+    from engine.orchestrator.core import _turn_embedder
+
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
+    layout = RepoLayout.for_path(make_repo({"a.py": "x=1\n"}))
+    embed = _turn_embedder(load_settings(layout.root).settings)
+    assert embed is not None
+    store = SessionStore(layout)
+    recall = TurnRecall(layout, store.episodes, embed=embed)
+    episodes = [
+        _episode("s", "r1", "add retry with backoff to fetch_page"),
+        _episode("s", "r2", "fetch_page retry backoff crashed", outcome="failed"),
+        _episode("s", "r3", "rename the css theme colours"),
+    ]
+    for ep in episodes:
+        store.episodes.append(ep)
+        recall.remember(ep)
+    assert recall.mode == "vector"
+    hits = recall.recall("fetch_page retry backoff")
+    assert [h.episode.run_id for h in hits] == ["r1"] and hits[0].source == "vector"
+    assert "r2" in [h.episode.run_id for h in recall.recall("debug the fetch_page retry backoff crash")]
+    assert fake_ollama.requests_to("/api/embed")
