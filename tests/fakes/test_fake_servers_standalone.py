@@ -13,6 +13,7 @@ from engine.config import Settings
 from engine.llm.anthropic_reasoner import AnthropicReasoner
 from engine.llm.ollama_client import OllamaClient
 from tests.conftest import ROOT
+from tests.fakes.fake_anthropic import FakeAnthropic
 
 
 @contextmanager
@@ -63,3 +64,19 @@ def test_fake_ollama_process_answers_and_records(tmp_path: Path) -> None:
         assert client.generate("qwen2.5-coder:1.5b", "summarize") == "a summary"
         client.close()
     assert json.loads(record.read_text().splitlines()[-1])["path"] == "/api/generate"
+
+
+def test_fake_anthropic_answers_non_streaming_requests_like_the_api(fake_anthropic: FakeAnthropic) -> None:
+    import anthropic
+
+    fake_anthropic.reply("plain JSON answer")
+    client = anthropic.Anthropic(max_retries=0)  # ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL from the fixture
+    message = client.messages.create(
+        model="claude-haiku-4-5", max_tokens=50, messages=[{"role": "user", "content": "hi"}]
+    )
+    assert message.content[0].text == "plain JSON answer"
+    assert message.stop_reason == "end_turn" and message.usage.output_tokens == 5
+    count = client.messages.count_tokens(
+        model="claude-haiku-4-5", messages=[{"role": "user", "content": "hi"}]
+    )
+    assert count.input_tokens > 0

@@ -131,11 +131,12 @@ def test_disconnect_before_any_text_is_retried(fake_anthropic: FakeAnthropic) ->
 
 def test_cancel_stops_a_stalled_stream_promptly(fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.reply("first words, then a long silence", chunk_chars=6, delay=3.0)
+    reasoner = _reasoner(fake_anthropic)
     cancel = threading.Event()
     threading.Timer(0.3, cancel.set).start()
     started = time.monotonic()
     with pytest.raises(ModelCancelled):
-        for _ in _reasoner(fake_anthropic).stream("s", USER, cancel=cancel):
+        for _ in reasoner.stream("s", USER, cancel=cancel):
             pass
     assert time.monotonic() - started < 1.5
 
@@ -236,3 +237,14 @@ def test_prefix_below_the_cache_minimum_is_billed_as_plain_input(fake_anthropic:
     second = reasoner.complete(_stable_prefix(), USER)
     assert first.usage.cache_creation_input_tokens == second.usage.cache_read_input_tokens == 0
     assert first.usage.input_tokens == second.usage.input_tokens > 300
+
+
+def test_read_timeout_from_settings_cuts_a_stalled_stream_and_retries(fake_anthropic: FakeAnthropic) -> None:
+    settings = Settings()
+    settings.llm.read_timeout = 0.3
+    fake_anthropic.reply("never arrives in time", delay=2.0)  # then the default reply, "OK"
+    reasoner = _reasoner(fake_anthropic, settings)
+    started = time.monotonic()
+    reply = reasoner.complete("s", USER)
+    assert (reply.text, reply.attempts) == ("OK", 2)
+    assert time.monotonic() - started < 1.8
