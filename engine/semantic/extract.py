@@ -191,6 +191,7 @@ class _Sweep:
         seen: set[tuple[int, int]] = set()
         module_calls = self.module_calls
         await_types = rules.await_types
+        marked_calls = rules.marked_calls
         for start, neg_end, code, index in events:
             while stack and stack[-1][0] <= start:
                 stack.pop()
@@ -214,6 +215,10 @@ class _Sweep:
                 awaited = parent is not None and parent.type in await_types
                 call = CallSite(parts[0], parts[1], node.start_point.row + 1, awaited, top[2])
                 (owner.calls if owner is not None else module_calls).append(call)
+                if owner is not None and parts[0] in marked_calls and parts[1] is None:
+                    mark = rules.call_mark(node, parts[0], src)
+                    if mark is not None:
+                        owner.marks.append(mark)
             elif code == _BRANCH:
                 if owner is not None:
                     owner.control_flow += 1

@@ -208,6 +208,13 @@ class LangRules:
     def imports(self, node: Node, src: bytes) -> list[ImportRef]:
         return []
 
+    # Call names whose arguments decide their risk (Python ``open`` and its mode).
+    marked_calls: frozenset[str] = frozenset()
+
+    def call_mark(self, node: Node, name: str, src: bytes) -> tuple[str, str] | None:
+        """(category, detail) for a call in ``marked_calls`` whose arguments make it risky."""
+        return None
+
     def global_mutation(self, node: Node, src: bytes) -> str | None:
         """Short description of a captured global-state mutation, or None."""
         return None

@@ -122,6 +122,29 @@ class PythonRules(LangRules):
         out = [ImportRef(module, tuple(plain), None, line)] if plain or not aliased else []
         return out + aliased
 
+    marked_calls = frozenset({"open"})
+
+    def call_mark(self, node: Node, name: str, src: bytes) -> tuple[str, str] | None:
+        args = node.child_by_field_name("arguments")
+        if args is None:
+            return None
+        mode: Node | None = None
+        positional = 0
+        for child in args.named_children:
+            if child.type == "keyword_argument":
+                if text(child.child_by_field_name("name"), src) == "mode":
+                    mode = child.child_by_field_name("value")
+            elif child.type != "comment":
+                positional += 1
+                if positional == 2:
+                    mode = child
+        if mode is None or mode.type != "string":
+            return None
+        flags = _string_body(text(mode, src))
+        if any(flag in flags for flag in "wax+"):
+            return "filesystem-write", f"open(mode={flags!r})"
+        return None
+
     def global_mutation(self, node: Node, src: bytes) -> str | None:
         names = [text(c, src) for c in node.named_children if c.type == "identifier"]
         return "global " + ", ".join(names)

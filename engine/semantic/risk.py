@@ -816,3 +816,95 @@ def assess(
     else:
         level = "low"
     return Risk(level, tuple(reasons[:MAX_REASONS]))  # type: ignore[arg-type]
+
+
+_LANGUAGE_TITLES = {
+    "python": "Python",
+    "javascript": "JavaScript, TypeScript and TSX",
+    "go": "Go",
+    "rust": "Rust",
+    "java": "Java",
+    "kotlin": "Kotlin",
+    "csharp": "C#",
+    "c": "C and C++",
+    "ruby": "Ruby",
+    "php": "PHP",
+    "swift": "Swift",
+    "bash": "Bash",
+}
+_DOC_INTRO = f"""# Risk rules
+
+Every symbol semfora extracts carries a risk level (`low`, `medium`, `high`) and the reasons
+for it, such as `subprocess: subprocess.run` or `complexity: 14 branches, nesting 5`.
+This page is generated from `engine/semantic/risk.py` (`render_risk_doc()`); a test keeps it in sync.
+
+## How a call is matched
+
+1. The call is written as a dotted name: receiver and name (`self.session.get`, `os.path.join`);
+   `::` in C++/Rust/Ruby receivers counts as `.`.
+2. Import aliases are resolved first, from the file's imports: `import subprocess as sp` makes
+   `sp.run` read `subprocess.run`; `from os import system` makes `system` read `os.system`;
+   `const cp = require('child_process')` makes `cp.exec` read `child_process.exec`; a Go import
+   `"net/http"` binds `http`.
+3. The dotted name is looked up in the language's **exact** table (a fully qualified spelling such as
+   `System.IO.File.WriteAllText` also matches its last two parts, `File.WriteAllText`), then each
+   dotted **prefix** (`requests.get` matches prefix `requests`), then, when the call has a receiver,
+   the **method** table (`cursor.execute` matches method `execute` on any receiver).
+
+Some effects come from the syntax rather than the tables: Python `open(path, "w")` (any mode with
+`w`, `a`, `x` or `+`, positional or `mode=`) is a filesystem write. Global-state mutation comes
+from a Python `global` statement, and in JavaScript/TypeScript from an assignment to `window.*`, `globalThis.*`, `global.*`, `process.env*`,
+`document.*` or `self.*`.
+
+## Categories
+
+| category | meaning |
+|---|---|
+| `{NETWORK}` | talks to another machine (HTTP clients, sockets, RPC, mail) |
+| `{FILESYSTEM}` | creates, writes, moves or deletes files (Python `open()` counts when its mode writes: `w`, `a`, `x` or `+`) |
+| `{SUBPROCESS}` | runs other programs or evaluates code (`subprocess`, `exec`, `eval`, `pickle.loads`) |
+| `{DATABASE}` | opens connections to or queries a database |
+| `{CRYPTO}` | hashing, encryption, tokens, passwords, secrets and environment-variable reads |
+| `{GLOBAL_STATE}` | changes process-wide state (environment, working directory, globals) |
+| `{COMPLEXITY}` | ≥ {MODERATE_BRANCHES} branches or nesting ≥ {MODERATE_NESTING} (moderate); ≥ {HIGH_BRANCHES} branches or nesting ≥ {HIGH_NESTING} (very complex) |
+
+Branches are counted per language from the syntax: `if`/`elif`/`else if`, loops, `case`/`when`
+arms, `catch`/`except`/`rescue`, conditional expressions, and `&&`/`||`/`and`/`or`/`??`.
+Nesting counts nested `if`/loop/`switch`/`match`/`try`/`with` blocks inside one symbol
+(a nested function starts again at zero).
+
+## Level
+
+- **high**: any `{SUBPROCESS}` call, or {HIGH_CATEGORY_COUNT} or more categories (moderate complexity counts as
+  one), or very complex;
+- **medium**: exactly one category, or moderately complex;
+- **low**: none of the above.
+
+At most {MAX_REASONS} reasons are listed per symbol; each names the category and the calls that matched.
+"""
+
+
+def render_risk_doc() -> str:
+    """docs/risk.md, generated from the tables above."""
+    parts = [_DOC_INTRO]
+    seen: set[int] = set()
+    for language, rules in RULES_BY_LANGUAGE.items():
+        if id(rules) in seen:
+            continue
+        seen.add(id(rules))
+        parts.append(f"\n## {_LANGUAGE_TITLES.get(language, language)}\n")
+        for label, table in (
+            ("exact call", rules.exact),
+            ("prefix", rules.prefixes),
+            ("method", rules.methods),
+        ):
+            by_category: dict[str, list[str]] = {}
+            for key, category in table.items():
+                by_category.setdefault(category, []).append(key)
+            if not by_category:
+                continue
+            parts.append(f"\n**{label}**\n")
+            for category in sorted(by_category):
+                names = ", ".join(f"`{name}`" for name in sorted(by_category[category]))
+                parts.append(f"- {category}: {names}\n")
+    return "".join(parts)
