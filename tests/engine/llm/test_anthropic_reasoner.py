@@ -217,7 +217,7 @@ def test_exact_token_count_falls_back_to_the_estimate_when_offline(monkeypatch: 
     assert counter.count("x" * 40) == 10
     started = time.monotonic()
     assert counter.count("y" * 40) == 10
-    assert time.monotonic() - started < 0.05, "after one failure the endpoint is not tried again at once"
+    assert time.monotonic() - started < 0.2, "after one failure the endpoint is not tried again at once"
 
 
 def test_prompt_too_long_is_a_typed_error_that_says_to_lower_the_budget(

@@ -57,7 +57,7 @@ def test_dead_host_opens_the_breaker_and_later_calls_fail_instantly() -> None:
         assert not client.available()
         with pytest.raises(OllamaUnavailable, match="recently failed"):
             client.embed("m", ["x"])
-        assert time.monotonic() - started < 0.05
+        assert time.monotonic() - started < 0.2
 
 
 def test_breaker_closes_after_its_cooldown() -> None:

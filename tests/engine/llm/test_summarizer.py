@@ -126,7 +126,7 @@ def test_slow_ollama_falls_back_within_the_timeout_and_is_then_skipped(
     assert first.source == "extractive" and 0.25 <= elapsed < 1.0
     started = time.monotonic()
     second = summarizer.summarize(SOURCE, "b", "symbol", FACTS)
-    assert second.source == "extractive" and time.monotonic() - started < 0.05, (
+    assert second.source == "extractive" and time.monotonic() - started < 0.2, (
         "breaker skips the slow service"
     )
     assert len(fake_ollama.requests_to("/api/generate")) == 1
