@@ -154,7 +154,9 @@ class AnthropicReasoner:
             stream = self._client.messages.create(**request, stream=True)
         except (anthropic.AuthenticationError, anthropic.PermissionDeniedError) as exc:
             raise ModelUnavailable(
-                f"the Anthropic API rejected the API key (HTTP {exc.status_code})", code="MODEL_AUTH"
+                f"the Anthropic API rejected the API key (HTTP {exc.status_code})",
+                code="MODEL_AUTH",
+                hint="check ANTHROPIC_API_KEY, or use a local model with --model ollama/qwen2.5-coder:7b",
             ) from exc
         except anthropic.APIStatusError as exc:
             raise self._status_problem(exc, attempt) from exc
