@@ -182,6 +182,7 @@ class RebaseReport:
     reapplied: tuple[str, ...] = ()
     conflicts: tuple[str, ...] = ()
     dropped: tuple[str, ...] = ()
+    already_applied: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -190,6 +191,7 @@ class RebaseReport:
             "reapplied": list(self.reapplied),
             "conflicts": list(self.conflicts),
             "dropped": list(self.dropped),
+            "already_applied": list(self.already_applied),
         }
 
 
@@ -201,14 +203,33 @@ def _raw_hunks(rec: _Record) -> list[RawHunk]:
     return diff_hunks(rec.path, rec.original, rec.target)
 
 
+def _unique(hay: Sequence[str], probes: Sequence[list[str]]) -> int | None:
+    """Index of the first probe found exactly once in ``hay`` (a probe found twice stops the search)."""
+    for probe in probes:
+        if not any(line.strip() for line in probe):
+            continue
+        hits = find_lines(hay, probe, str)
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            return None
+    return None
+
+
 def _relocate(
     original: str, raws: Sequence[RawHunk], new_text: str
-) -> tuple[str, list[RawHunk], list[RawHunk]]:
-    """Re-apply ``raws`` (made against ``original``) onto ``new_text``; returns (text, placed, conflicted)."""
+) -> tuple[str, list[RawHunk], list[RawHunk], list[RawHunk]]:
+    """Re-apply ``raws`` (made against ``original``) onto ``new_text``.
+
+    Returns (text, placed, conflicted, already applied): a hunk whose new lines
+    already sit in the file (the commit landed, or the user made the same change)
+    is dropped rather than reported as a conflict.
+    """
     a, _ = split_lines(original)
     hay, final = split_lines(new_text)
     spots: list[tuple[int, int, RawHunk]] = []
     conflicted: list[RawHunk] = []
+    already: list[RawHunk] = []
     for r in raws:
         before = a[max(0, r.i1 - REBASE_CONTEXT) : r.i1]
         after = a[r.i2 : r.i2 + REBASE_CONTEXT]
@@ -231,14 +252,16 @@ def _relocate(
             or any(where < end and start < where + len(old) for start, end, _ in spots)
             or any(start == where and not old for start, _e, _r in spots)
         ):
-            conflicted.append(r)
+            new = list(r.new_lines)
+            done = _unique(hay, [before + new + after] + ([new] if new else []))
+            (already if done is not None else conflicted).append(r)
             continue
         spots.append((where, where + len(old), r))
     out = list(hay)
     for start, end, r in sorted(spots, key=lambda s: s[0], reverse=True):
         out[start:end] = list(r.new_lines)
     placed = [r for _s, _e, r in spots]
-    return join_lines(out, final or not hay), placed, conflicted
+    return join_lines(out, final or not hay), placed, conflicted, already
 
 
 class EditSession:
@@ -733,6 +756,7 @@ class EditSession:
         reapplied: list[str] = []
         conflicts: list[str] = []
         dropped: list[str] = []
+        already: list[str] = []
         for rel, rec in list(self._records.items()):
             data, target = self._read_disk(rel)
             if sha256_bytes(data) == rec.base_hash:
@@ -761,7 +785,8 @@ class EditSession:
                 if rec.kind == "create":
                     placed, lost, new_target = [], raws, text
                 else:
-                    new_target, placed, lost = _relocate(rec.original, raws, text)
+                    new_target, placed, lost, done = _relocate(rec.original, raws, text)
+                    already.extend(r.id for r in done)
                 rec.original, rec.target, rec.fmt = text, new_target, fmt
                 rec.base_hash, rec.kind = sha256_bytes(data), "modify"
                 rec.mode = stat.S_IMODE(target.stat().st_mode)
@@ -772,4 +797,4 @@ class EditSession:
             conflicts.extend(r.id for r in lost)
             self._refresh(rec)
         self.save()
-        return RebaseReport(tuple(files), tuple(reapplied), tuple(conflicts), tuple(dropped))
+        return RebaseReport(tuple(files), tuple(reapplied), tuple(conflicts), tuple(dropped), tuple(already))

@@ -79,6 +79,12 @@ def test_sigkill_at_each_step_leaves_all_old_or_all_new(staged: Path, point: str
     if point == "after_complete":
         assert after == NEW
         assert len(history_records(RepoLayout.for_path(root))) == 1
+        # the session never heard that its commit landed: a rebase sees the hunks already on disk
+        session = EditSession.load_or_create(RepoLayout.for_path(root))
+        report = session.rebase()
+        assert len(report.already_applied) == 2 and report.conflicts == ()
+        assert sorted(report.dropped) == ["d.txt", "new/dir/c.txt"]
+        assert session.is_empty
     else:
         assert report is not None and "rolling back" in report.message
         assert after == old_view

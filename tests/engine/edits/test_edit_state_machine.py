@@ -72,7 +72,9 @@ class EditModel(RuleBasedStateMachine):
         s = self.session()
         s.rebase()
         for (f, i), (text, _state) in list(self.staged.items()):
-            if self.base[f][i] != self.disk[f][i]:
+            if self.disk[f][i] == text:
+                del self.staged[(f, i)]  # the same change is already on disk
+            elif self.base[f][i] != self.disk[f][i]:
                 del self.staged[(f, i)]
                 self.conflicts.append((f, i, self.base[f][i], text))
         self.base = {f: list(v) for f, v in self.disk.items()}
