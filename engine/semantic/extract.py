@@ -7,8 +7,10 @@ Never raises on bad input and never reads files itself: callers pass the bytes.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import importlib
+import logging
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from tree_sitter import Node, Query
 
 QUERY_DIR = Path(__file__).with_name("queries")
+_log = logging.getLogger(__name__)
 
 # language name -> "module:ClassName" of its rules; definition-level languages use the base rules.
 RULES_CLASSES: dict[str, str] = {
@@ -138,12 +141,38 @@ def analyze_source(rel_path: str, source: bytes, language: str | None = None) ->
     compiled = _compiled(lang) if lang else None
     if compiled is None:
         return FileAnalysis(rel_path, lang or "unknown", line_count=line_count, sha256=digest)
-    tree = _parser(lang).parse(source)  # type: ignore[attr-defined]
+    # Query predicates (#eq?, #match?) decode node text strictly, so the tree is built from a
+    # same-length copy with invalid bytes as "?"; text fields still come from the original.
+    tree = _parser(lang).parse(_valid_utf8(source))  # type: ignore[attr-defined]
     root = tree.root_node
     from tree_sitter import QueryCursor
 
     captures = QueryCursor(compiled.query).captures(root)
-    return _Sweep(rel_path, lang, source, compiled.rules).run(captures, root, digest, line_count)  # type: ignore[arg-type]
+    try:
+        return _Sweep(rel_path, lang, source, compiled.rules).run(captures, root, digest, line_count)  # type: ignore[arg-type]
+    except RecursionError:
+        # Pathologically deep input: keep the file (counted, hashed) without its symbols.
+        _log.warning("%s: nesting too deep to extract symbols", rel_path)
+        return FileAnalysis(
+            rel_path, lang, line_count=line_count, syntax_errors=_count_errors(root), sha256=digest
+        )
+
+
+def _same_length_replace(error: UnicodeError) -> tuple[str, int]:
+    assert isinstance(error, UnicodeDecodeError)
+    return "?" * (error.end - error.start), error.end
+
+
+codecs.register_error("semfora-same-length", _same_length_replace)
+
+
+def _valid_utf8(source: bytes) -> bytes:
+    """The source itself when it is valid UTF-8, else a copy of equal length with "?" for bad bytes."""
+    try:
+        source.decode("utf-8")
+    except UnicodeDecodeError:
+        return source.decode("utf-8", "semfora-same-length").encode("utf-8")
+    return source
 
 
 class _Sweep:

@@ -22,6 +22,8 @@ _WRAPPERS = frozenset(
 _GLOBAL_ROOTS = ("window.", "globalThis.", "global.", "process.env", "document.", "self.")
 _EXPORT_PREFIXES = ("exports.", "module.exports")
 _MAX_STRING_BYTES = 300
+# Object literals nested deeper than this are data, not namespaces worth naming.
+_MAX_OWNER_DEPTH = 8
 
 
 def _string_value(node: Node | None, src: bytes) -> str | None:
@@ -53,19 +55,26 @@ class JavaScriptRules(LangRules):
 
     def _object_owner(self, obj: Node, src: bytes) -> str | None:
         """Name an object literal is bound to: ``const o = {...}``, ``a.b = {...}``, ``k: {...}``."""
-        parent = obj.parent
-        if parent is None:
-            return None
-        if parent.type == "variable_declarator":
-            name = parent.child_by_field_name("name")
-            return text(name, src) if name is not None and name.type == "identifier" else None
-        if parent.type == "assignment_expression":
-            return short_text(parent.child_by_field_name("left"), src)
-        if parent.type == "pair":
-            key = text(parent.child_by_field_name("key"), src)
-            grand = parent.parent
-            outer = self._object_owner(grand, src) if grand is not None and grand.type == "object" else None
-            return f"{outer}.{key}" if outer else key
+        keys: list[str] = []
+        current: Node | None = obj
+        for _ in range(_MAX_OWNER_DEPTH):
+            parent = current.parent if current is not None else None
+            if parent is None:
+                return None
+            if parent.type == "variable_declarator":
+                name = parent.child_by_field_name("name")
+                if name is None or name.type != "identifier":
+                    return None
+                return ".".join([text(name, src), *reversed(keys)])
+            if parent.type == "assignment_expression":
+                left = short_text(parent.child_by_field_name("left"), src)
+                return ".".join([left, *reversed(keys)]) if left else None
+            if parent.type != "pair":
+                return None
+            keys.append(text(parent.child_by_field_name("key"), src))
+            current = parent.parent
+            if current is None or current.type != "object":
+                return ".".join(reversed(keys))
         return None
 
     # ---- definitions -------------------------------------------------------

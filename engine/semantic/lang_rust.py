@@ -58,15 +58,21 @@ class RustRules(LangRules):
         arg = node.child_by_field_name("argument")
         if arg is None:
             return []
-        return _use_refs(arg, "", src, line)
+        return _use_refs(arg, "", src, line, 0)
 
 
 def _join(prefix: str, part: str) -> str:
     return f"{prefix}::{part}" if prefix else part
 
 
-def _use_refs(node: Node, prefix: str, src: bytes, line: int) -> list[ImportRef]:
+# Nested ``use a::{b::{c}}`` groups deeper than this are flattened into one text import.
+_MAX_USE_DEPTH = 16
+
+
+def _use_refs(node: Node, prefix: str, src: bytes, line: int, depth: int) -> list[ImportRef]:
     kind = node.type
+    if depth > _MAX_USE_DEPTH:
+        return [ImportRef(_join(prefix, text(node, src)[:200]), (), None, line)]
     if kind == "scoped_identifier":
         path = node.child_by_field_name("path")
         name = text(node.child_by_field_name("name"), src)
@@ -76,14 +82,14 @@ def _use_refs(node: Node, prefix: str, src: bytes, line: int) -> list[ImportRef]
         path = node.child_by_field_name("path")
         alias = text(node.child_by_field_name("alias"), src)
         if path is not None and path.type == "scoped_identifier":
-            (ref,) = _use_refs(path, prefix, src, line)
+            (ref,) = _use_refs(path, prefix, src, line, depth + 1)
             return [ImportRef(ref.module, ref.names, alias, line)]
         return [ImportRef(_join(prefix, text(path, src)), (), alias, line)]
     if kind == "scoped_use_list":
         path = node.child_by_field_name("path")
         base = _join(prefix, text(path, src)) if path is not None else prefix
         listing = node.child_by_field_name("list")
-        return _use_refs(listing, base, src, line) if listing is not None else []
+        return _use_refs(listing, base, src, line, depth + 1) if listing is not None else []
     if kind == "use_list":
         names: list[str] = []
         out: list[ImportRef] = []
@@ -93,7 +99,7 @@ def _use_refs(node: Node, prefix: str, src: bytes, line: int) -> list[ImportRef]
             elif child.type in ("line_comment", "block_comment"):
                 continue
             else:
-                out.extend(_use_refs(child, prefix, src, line))
+                out.extend(_use_refs(child, prefix, src, line, depth + 1))
         return ([ImportRef(prefix, tuple(names), None, line)] if names else []) + out
     if kind == "use_wildcard":
         inner = node.named_children[0] if node.named_children else None

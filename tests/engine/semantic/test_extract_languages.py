@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.semantic.extract import analyze_source
 from engine.semantic.languages import FULL_LANGUAGES
@@ -52,3 +54,27 @@ def test_symbol_lines_and_ids_are_consistent(lang: str) -> None:
         assert symbol.signature and "\n" not in symbol.signature
         assert len(symbol.body_hash) == 64
     assert len({s.id for s in analysis.symbols}) == len(analysis.symbols)
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+@pytest.mark.parametrize("lang", CASES)
+def test_mutated_fixtures_never_raise(lang: str, data: st.DataObject) -> None:
+    expected = json.loads((FIXTURES / lang / "expected.json").read_text(encoding="utf-8"))
+    source = (FIXTURES / lang / expected["file"]).read_bytes()
+    cut = data.draw(st.integers(0, len(source)))
+    junk = data.draw(st.binary(max_size=40) | st.sampled_from([b"\xff\xfe", b"{{{", b"'''", b"\x00", b"((("]))
+    mutated = source[:cut] + junk + source[cut + data.draw(st.integers(0, 30)) :]
+    analysis = analyze_source(expected["file"], mutated)
+    assert analysis.language == expected["language"]
+    for symbol in analysis.symbols:
+        assert 1 <= symbol.start_line <= symbol.end_line
+
+
+def test_deeply_nested_input_does_not_raise() -> None:
+    depth = 3000
+    source = b"module.exports = " + b"{a: " * depth + b"function(){}" + b"}" * depth
+    analysis = analyze_source("deep.js", source)
+    assert analysis.line_count == 1
+    rust = b"use a::" + b"{b::" * 500 + b"c" + b"}" * 500 + b";\nfn main() {}\n"
+    assert [s.name for s in analyze_source("deep.rs", rust).symbols] == ["main"]
