@@ -4,8 +4,8 @@ Deterministic Python, no model decisions. The algorithm, in the style of aider's
 
 1. **Retrieve** (two channels in parallel threads): the *symbol channel* looks up every
    identifier anchor in the symbol index (exact, then ranked search) and every path
-   anchor's symbols; the *search channel* runs hybrid search (FTS + vectors) on a query
-   built from the anchors.
+   anchor's symbols; the *search channel* runs hybrid search (FTS + vectors + symbol
+   names) on a query built from the anchors, which also covers plain words.
 2. **Fuse**: each candidate scores ``sum(W_channel / (RRF_K + rank))`` over the channels
    that found it, plus ``EXPLICIT_BONUS`` when the user named it (``@X``, ``X()``, backticks).
 3. **Graph proximity**: the top ``GRAPH_SEEDS`` become the personalisation vector of a
@@ -48,8 +48,6 @@ log = logging.getLogger(__name__)
 # --- retrieval ---------------------------------------------------------------------------
 # Identifier anchors looked up per task; more are usually words of prose mis-read as names.
 MAX_SYMBOL_ANCHORS = 8
-# Plain words also probe the symbol index (identifier parts), but only the first few.
-MAX_WORD_PROBES = 4
 # Ranked symbol-search results kept per anchor; the index ranks exact and prefix first.
 SYMBOL_RESULTS_PER_ANCHOR = 5
 # Hybrid hits requested: enough for RRF to have a tail without paying for a long one.
@@ -88,8 +86,15 @@ MAX_TARGETS = 3
 TARGET_MIN_RATIO = 0.5
 # Explain gets full source for this many of its top symbols (after their summaries).
 EXPLAIN_SOURCES = 2
-# One target's source may use at most this share of the budget; beyond, its summary goes in.
+# One source item may use at most this share of the budget, by intent; beyond, its summary
+# goes in. An edit needs the whole target; an explanation or a location rarely needs a
+# whole large class, whose summary and the NEED round serve better.
 MAX_SOURCE_SHARE = 0.45
+MAX_SOURCE_SHARE_BY_INTENT = {"explain": 0.15, "general": 0.15, "locate": 0.08}
+# Tests, examples and docs match many words of a task; they count less unless it asks for them.
+NON_SOURCE_WEIGHT = 0.5
+NON_SOURCE_PARTS = ("tests/", "test/", "testing/", "examples/", "docs/", "doc/")
+TEST_WORDS = frozenset({"test", "tests", "testing", "pytest", "unittest", "example", "examples", "docs"})
 # The overview is CRITICAL but bounded: at most this share of the request budget.
 OVERVIEW_SHARE = 0.12
 # Confidence stop: later candidates scoring under this share of the best are not added.
@@ -287,9 +292,6 @@ class ContextGatherer:
                         store.search_symbols(name, limit=SYMBOL_RESULTS_PER_ANCHOR), 1
                     ):
                         take(sym, f"symbol search rank {rank} for '{name}'", 0.0)
-            for word in anchors.words[:MAX_WORD_PROBES]:
-                for rank, sym in enumerate(store.search_symbols(word, limit=3), 1):
-                    take(sym, f"symbol search rank {rank} for '{word}'", 0.0)
             for path in anchors.paths:
                 rel = self._safe_rel(path)
                 if rel is None:
@@ -389,7 +391,12 @@ class ContextGatherer:
             c.ranks["search"] = min(c.ranks.get("search", rank), rank)
             c.fused += W_SEARCH / (RRF_K + rank)
             c.reasons.append(f"{_sources_label(hit)} for '{_short(query)}'")
+        wants_tests = any(w.lower() in TEST_WORDS for w in anchors.words) or any(
+            "test" in p.lower() for p in anchors.paths
+        )
         for c in cands.values():
+            if not wants_tests and _is_non_source(c.file):
+                c.fused *= NON_SOURCE_WEIGHT
             c.fused += c.bonus
         ordered = sorted(cands.values(), key=lambda c: -c.fused)
         if ordered:
@@ -692,7 +699,7 @@ class ContextGatherer:
                 return False
             text, first, last = src
             tokens = self.count(text)
-            if tokens > MAX_SOURCE_SHARE * budget.limit:
+            if tokens > MAX_SOURCE_SHARE_BY_INTENT.get(intent.value, MAX_SOURCE_SHARE) * budget.limit:
                 notes.append(f"{c.name}: source is {tokens} tokens, summary sent instead")
                 return False
             item = self._item(
@@ -880,6 +887,16 @@ class ContextGatherer:
             else:
                 missing.append(f"{path} (over budget)")
         return items, missing
+
+
+def _is_non_source(rel: str) -> bool:
+    """Tests, examples and docs, by path: ``tests/x.py``, ``pkg/test_x.py``, ``x_test.go``."""
+    name = rel.rsplit("/", 1)[-1]
+    return (
+        any(rel.startswith(p) or f"/{p}" in rel for p in NON_SOURCE_PARTS)
+        or name.startswith("test_")
+        or name.rsplit(".", 1)[0].endswith(("_test", ".test", ".spec"))
+    )
 
 
 def summary_cache_key(settings: Settings, content_hash: str) -> str:
