@@ -147,7 +147,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 
 def validate_arguments(tool: McpTool, arguments: dict[str, Any] | None) -> dict[str, Any]:
     """Check arguments against the tool's schema; UsageError names the first problem."""
-    args = dict(arguments or {})
+    args: dict[str, Any] = dict(arguments or {})
     props: dict[str, Any] = tool.input_schema.get("properties", {})
     for name in tool.input_schema.get("required", []):
         if name not in args:
@@ -167,7 +167,7 @@ def validate_arguments(tool: McpTool, arguments: dict[str, Any] | None) -> dict[
                 raise UsageError(f"{tool.name}: '{name}' is {value}; the limit is {prop['maximum']}")
             if "minimum" in prop and value < prop["minimum"]:
                 raise UsageError(f"{tool.name}: '{name}' is {value}; the minimum is {prop['minimum']}")
-        if kind == "array" and "maxItems" in prop and len(value) > prop["maxItems"]:
+        if isinstance(value, list) and "maxItems" in prop and len(value) > prop["maxItems"]:
             raise UsageError(f"{tool.name}: '{name}' has {len(value)} items; the limit is {prop['maxItems']}")
         if "enum" in prop and value not in prop["enum"]:
             raise UsageError(f"{tool.name}: '{name}' must be one of {', '.join(prop['enum'])}")

@@ -108,8 +108,8 @@ def parse_reply(text: str) -> tuple[str, list[Finding], str | None]:
                 source="model",
             )
         )
-    summary = data.get("summary") if isinstance(data.get("summary"), str) else ""
-    return summary.strip(), findings, None
+    summary = data.get("summary")
+    return (summary.strip() if isinstance(summary, str) else ""), findings, None
 
 
 def review_with_model(reasoner: Reasoner, diff: SemanticDiff, rule_findings: list[Finding]) -> ModelReview:
