@@ -102,3 +102,11 @@ def test_pending_journal_is_reported_until_recovered(make_repo) -> None:
     assert "semfora edits list" in journal.fix
     run_semfora("edits", "list", "--path", str(root))
     assert _checks(run_doctor(root, network=False))["edit journal"].status == "ok"
+
+
+def test_configured_chroma_server_is_probed_only_with_network(make_repo, monkeypatch) -> None:
+    root = make_repo(FILES)
+    monkeypatch.setenv("SEMFORA_CHROMA_URL", "http://127.0.0.1:9")
+    chroma = _checks(run_doctor(root, network=True))["chroma"]
+    assert chroma.status == "fail" and chroma.code == "DOCTOR_CHROMA" and "chroma run" in chroma.fix
+    assert _checks(run_doctor(root, network=False))["chroma"].status == "skip"
