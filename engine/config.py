@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from engine.errors import ConfigError
 from engine.store.layout import config_home
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+# A current Sonnet; claude-sonnet-4-5 reaches end-of-life on 2026-11-30.
+DEFAULT_MODEL = "claude-sonnet-4-6"
 
 
 class _Section(BaseModel):
@@ -37,8 +38,12 @@ class ModelPrice(_Section):
 
 def _default_prices() -> dict[str, ModelPrice]:
     return {
+        "claude-sonnet-4-6": ModelPrice(),
         "claude-sonnet-4-5": ModelPrice(),
         "claude-sonnet-4": ModelPrice(),
+        "claude-sonnet-5": ModelPrice(),
+        "claude-sonnet-5-5": ModelPrice(),
+        "claude-opus-4-5": ModelPrice(input=5.0, output=25.0, cache_write=6.25, cache_read=0.5),
         "claude-opus-4-1": ModelPrice(input=15.0, output=75.0, cache_write=18.75, cache_read=1.5),
         "claude-haiku-4-5": ModelPrice(input=1.0, output=5.0, cache_write=1.25, cache_read=0.10),
     }
@@ -364,7 +369,7 @@ def render_configuration_doc() -> str:
         "each turn. Add a model in TOML like this:",
         "",
         "```toml",
-        '[llm.prices."claude-sonnet-4-5"]',
+        '[llm.prices."claude-sonnet-4-6"]',
         "input = 3.0",
         "output = 15.0",
         "cache_write = 3.75",

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from engine.config import Settings
+from engine.config import DEFAULT_MODEL, Settings
 from engine.errors import EXIT_UNAVAILABLE
 from engine.llm.anthropic_reasoner import AnthropicReasoner
 from engine.llm.base import (
@@ -57,11 +57,11 @@ def test_stream_yields_text_in_order_then_usage_and_cost(fake_anthropic: FakeAnt
     assert isinstance(done, StreamDone)
     assert done.stop_reason == "end_turn"
     assert done.usage.output_tokens == 12 and done.usage.input_tokens > 0
-    price = Settings().llm.prices["claude-sonnet-4-5"]
+    price = Settings().llm.prices[Settings().llm.model]
     expected = (done.usage.input_tokens * price.input + done.usage.output_tokens * price.output) / 1_000_000
     assert done.cost_usd == pytest.approx(expected)
     sent = fake_anthropic.message_requests()[0]
-    assert sent.body["stream"] is True and sent.body["model"] == "claude-sonnet-4-5"
+    assert sent.body["stream"] is True and sent.body["model"] == DEFAULT_MODEL
     assert sent.body["max_tokens"] == Settings().llm.max_output_tokens
 
 
