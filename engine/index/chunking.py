@@ -9,7 +9,8 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import PurePosixPath
 
 from engine.semantic.model import Symbol
@@ -30,7 +31,10 @@ HEADER_KINDS = frozenset({"class", "struct", "interface", "trait", "enum", "name
 # Member signatures listed in a class chunk's signature column: enough to name the API, bounded.
 MAX_MEMBER_SIGNATURES = 60
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*[A-Za-z0-9_]|[A-Za-z_]")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+# A case change inside a word: getUserById, HttpResponse, HTTPServer.
+_CASE_CHANGE = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]")
+_SEPARATORS = re.compile(r"[_\-\s.]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
@@ -53,29 +57,33 @@ class Chunk:
     part: int = 0
 
 
-def split_identifier(word: str) -> list[str]:
-    """``getUserById`` -> get user by id; ``should_strip_auth`` and ``kebab-case`` split too."""
+@lru_cache(maxsize=1 << 16)
+def _split_cached(word: str) -> tuple[str, ...]:
     out: list[str] = []
-    for piece in re.split(r"[_\-\s.]+", word):
+    for piece in _SEPARATORS.split(word):
         if piece:
             out.extend(m.group(0).lower() for m in _CAMEL.finditer(piece))
-    return out
+    return tuple(out)
+
+
+def split_identifier(word: str) -> list[str]:
+    """``getUserById`` -> get user by id; ``should_strip_auth`` and ``kebab-case`` split too."""
+    return list(_split_cached(word))
 
 
 def identifier_parts(text: str) -> str:
-    """The split parts of every compound identifier in ``text``, deduplicated, space-joined.
+    """The split parts of every camelCase/PascalCase identifier in ``text``, deduplicated.
 
-    Only identifiers that actually split (camelCase, snake_case, kebab-case) contribute;
-    plain words are already indexed by the body column.
+    snake_case and kebab-case need no help: the FTS tokenizer already splits at ``_`` and
+    ``-``. Mixed-case words are the ones a word query cannot reach without this column.
     """
     seen: dict[str, None] = {}
-    for match in _IDENT.finditer(text):
-        word = match.group(0)
-        parts = split_identifier(word)
-        if len(parts) > 1:
-            for part in parts:
-                seen.setdefault(part, None)
-    return " ".join(seen)
+    for word in set(_WORD.findall(text)):
+        if word.islower() or word.isupper() or not _CASE_CHANGE.search(word):
+            continue
+        for part in _split_cached(word):
+            seen.setdefault(part, None)
+    return " ".join(sorted(seen))
 
 
 def content_hash(text: str) -> str:
@@ -218,10 +226,17 @@ def chunk_code(path: str, text: str, symbols: Iterable[Symbol], language: str) -
     syms = sorted(symbols, key=lambda s: (s.start_line, -s.end_line))
     covered = [False] * len(lines)
     chunks: list[Chunk] = []
-    for sym in syms:
+    for i, sym in enumerate(syms):
         if sym.kind not in BODY_KINDS and sym.kind not in HEADER_KINDS:
             continue
-        members = [m for m in syms if _contains(sym, m)] if sym.kind in HEADER_KINDS else []
+        members = []
+        if sym.kind in HEADER_KINDS:
+            # sorted by start line: members are the following symbols that start inside this one
+            for other in syms[i + 1 :]:
+                if other.start_line > sym.end_line:
+                    break
+                if _contains(sym, other):
+                    members.append(other)
         made = _symbol_chunks(path, lines, sym, members)
         for chunk in made:
             for i in range(chunk.start_line - 1, min(chunk.end_line, len(lines))):
@@ -229,7 +244,19 @@ def chunk_code(path: str, text: str, symbols: Iterable[Symbol], language: str) -
         chunks.extend(made)
     chunks.extend(_module_chunks(path, lines, covered, language))
     chunks.sort(key=lambda c: (c.start_line, c.end_line, c.id))
-    return chunks
+    return _unique_ids(chunks)
+
+
+def _unique_ids(chunks: list[Chunk]) -> list[Chunk]:
+    """Two definitions with one symbol id (``if PY3: def f`` / ``else: def f``) still get distinct chunks."""
+    seen: set[str] = set()
+    out = []
+    for c in chunks:
+        if c.id in seen:
+            c = replace(c, id=chunk_id(c.file, f"{c.symbol_id}@{c.start_line}", c.part))
+        seen.add(c.id)
+        out.append(c)
+    return out
 
 
 def chunk_file(path: str, text: str, symbols: Iterable[Symbol] = (), language: str = "text") -> list[Chunk]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from engine.errors import IndexError_
 from engine.index.chunking import Chunk, identifier_parts, split_identifier
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 # bm25() column weights, in the order of the FTS columns. The issue fixes the order:
 # a hit in the symbol name says most, then the path, then signature+doc, then the body.
@@ -70,14 +70,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS text_fts USING fts5(
     name, path, sigdoc, body, parts,
     content='text_chunks', content_rowid='rowid', tokenize='porter unicode61'
 );
-CREATE TRIGGER IF NOT EXISTS text_chunks_ai AFTER INSERT ON text_chunks BEGIN
-    INSERT INTO text_fts(rowid, name, path, sigdoc, body, parts)
-    VALUES (new.rowid, new.name, new.path, new.sigdoc, new.body, new.parts);
-END;
-CREATE TRIGGER IF NOT EXISTS text_chunks_ad AFTER DELETE ON text_chunks BEGIN
-    INSERT INTO text_fts(text_fts, rowid, name, path, sigdoc, body, parts)
-    VALUES ('delete', old.rowid, old.name, old.path, old.sigdoc, old.body, old.parts);
-END;
 CREATE TABLE IF NOT EXISTS vector_state (
     chunk_id TEXT PRIMARY KEY, content_hash TEXT NOT NULL
 );
@@ -164,7 +156,11 @@ def index_columns(chunk: Chunk) -> tuple[str, str, str, str, str]:
     return " ".join(names), path_text, chunk.signature_doc, chunk.text, identifier_parts(chunk.text)
 
 
+_FTS_COLUMNS = "name, path, sigdoc, body, parts"
+
+
 def insert_chunks(conn: sqlite3.Connection, chunks: Iterable[Chunk]) -> int:
+    """Add chunk rows, then index them in FTS with one set-based statement (fast for bulk loads)."""
     rows = []
     for c in chunks:
         name, path_text, sigdoc, body, parts = index_columns(c)
@@ -187,20 +183,33 @@ def insert_chunks(conn: sqlite3.Connection, chunks: Iterable[Chunk]) -> int:
                 parts,
             )
         )
+    if not rows:
+        return 0
+    high = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM text_chunks").fetchone()[0]
     conn.executemany(
-        "INSERT OR REPLACE INTO text_chunks(chunk_id, file, start_line, end_line, kind, language, "
+        "INSERT INTO text_chunks(chunk_id, file, start_line, end_line, kind, language, "
         "content_hash, symbol_id, qualified_name, part, name, path, sigdoc, body, parts) "
         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         rows,
+    )
+    conn.execute(
+        f"INSERT INTO text_fts(rowid, {_FTS_COLUMNS}) SELECT rowid, {_FTS_COLUMNS} FROM text_chunks WHERE rowid > ?",
+        (high,),
     )
     return len(rows)
 
 
 def delete_chunks(conn: sqlite3.Connection, chunk_ids: Sequence[str]) -> int:
+    """Remove chunks from FTS (with their old values, as external content requires) and from the table."""
     total = 0
     for i in range(0, len(chunk_ids), 500):
         part = list(chunk_ids[i : i + 500])
         marks = ",".join("?" * len(part))
+        conn.execute(
+            f"INSERT INTO text_fts(text_fts, rowid, {_FTS_COLUMNS}) "
+            f"SELECT 'delete', rowid, {_FTS_COLUMNS} FROM text_chunks WHERE chunk_id IN ({marks})",
+            part,
+        )
         total += conn.execute(f"DELETE FROM text_chunks WHERE chunk_id IN ({marks})", part).rowcount
     return total
 

@@ -33,6 +33,8 @@ ProgressFn = Callable[[str, int, int], None]
 
 # A refresh touching at least this many files is a bulk load: merge FTS segments afterwards.
 OPTIMIZE_AFTER_FILES = 50
+# Above this many changed files one scan of the symbols table beats batched IN (...) lookups.
+ALL_SYMBOLS_AT_ONCE = 1000
 # Report progress every this many files so a large first index shows movement.
 PROGRESS_EVERY = 200
 
@@ -126,28 +128,36 @@ def _symbols_by_file(conn: sqlite3.Connection, files: list[str]) -> dict[str, li
     out: dict[str, list[Symbol]] = {f: [] for f in files}
     if not files or not _table_exists(conn, "symbols"):
         return out
-    sql = (
-        "SELECT id, name, qualified_name, kind, file, language, start_line, end_line, signature, doc, parent "
-        "FROM symbols WHERE file IN ({}) ORDER BY file, start_line"
-    )
-    for i in range(0, len(files), 500):
-        part = files[i : i + 500]
-        for row in conn.execute(sql.format(",".join("?" * len(part))), part):
-            out[row[4]].append(
-                Symbol(
-                    id=row[0],
-                    name=row[1],
-                    qualified_name=row[2],
-                    kind=row[3],
-                    file=row[4],
-                    language=row[5],
-                    start_line=row[6],
-                    end_line=row[7],
-                    signature=row[8] or "",
-                    doc=row[9] or "",
-                    parent=row[10],
-                )
+    columns = "id, name, qualified_name, kind, file, language, start_line, end_line, signature, doc, parent"
+    if len(files) > ALL_SYMBOLS_AT_ONCE:
+        batches = [conn.execute(f"SELECT {columns} FROM symbols")]
+    else:
+        batches = [
+            conn.execute(
+                f"SELECT {columns} FROM symbols WHERE file IN ({','.join('?' * len(files[i : i + 500]))})",
+                files[i : i + 500],
             )
+            for i in range(0, len(files), 500)
+        ]
+    for cursor in batches:
+        for row in cursor:
+            bucket = out.get(row[4])
+            if bucket is not None:
+                bucket.append(
+                    Symbol(
+                        id=row[0],
+                        name=row[1],
+                        qualified_name=row[2],
+                        kind=row[3],
+                        file=row[4],
+                        language=row[5],
+                        start_line=row[6],
+                        end_line=row[7],
+                        signature=row[8] or "",
+                        doc=row[9] or "",
+                        parent=row[10],
+                    )
+                )
     return out
 
 

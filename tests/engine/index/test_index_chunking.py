@@ -82,4 +82,4 @@ def test_identifier_splitting() -> None:
     assert split_identifier("should_strip_auth") == ["should", "strip", "auth"]
     assert split_identifier("kebab-case-name") == ["kebab", "case", "name"]
     assert split_identifier("HTTPServer") == ["http", "server"]
-    assert identifier_parts("x = getUserById(a)") == "get user by id"
+    assert identifier_parts("x = getUserById(a) should_strip_auth") == "by get id user"
