@@ -235,12 +235,11 @@ class SessionStore:
         self._lock = threading.Lock()
 
     def new(self) -> Session:
-        session = Session(
+        """A fresh session; written (and made the one ``--resume`` finds) at its first save."""
+        return Session(
             id=time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3),
             created=time.time(),
         )
-        self.save(session)
-        return session
 
     def path_of(self, session_id: str) -> Path:
         if not re.fullmatch(r"[\w.-]+", session_id):

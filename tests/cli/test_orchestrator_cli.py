@@ -81,3 +81,13 @@ def test_ask_with_unappliable_edits_exits_1(make_repo, fake_anthropic) -> None:
     assert proc.returncode == 1
     data = json.loads(proc.stdout)
     assert data["outcome"] == "edit_failed" and data["edits_staged"] == []
+
+
+def test_ask_with_a_local_model_and_ollama_down_exits_3_but_context_works(make_repo) -> None:
+    root = make_repo(SHOP_FILES)
+    proc = run_semfora(
+        "ask", "explain Cart", "--path", str(root), "--model", "ollama/qwen2.5-coder:7b", "--json"
+    )
+    assert proc.returncode == 3
+    assert json.loads(proc.stdout)["error_code"] == "MODEL_UNAVAILABLE"
+    assert run_semfora("context", "explain Cart", "--path", str(root), "--json").returncode == 0

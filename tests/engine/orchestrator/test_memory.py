@@ -58,6 +58,8 @@ def test_resume_returns_the_last_session(make_repo) -> None:
     again = SessionStore(layout).open(resume=True)
     assert again.id == first.id and again.turns[0]["request"] == "add logging"
     assert SessionStore(layout).open(resume=False).id != first.id
+    # A session nobody saved (e.g. `semfora context`) does not hide the last real one.
+    assert SessionStore(layout).open(resume=True).id == first.id
 
 
 def test_episodic_log_is_append_only_and_survives_a_torn_line(make_repo) -> None:
