@@ -252,8 +252,10 @@ class ContextBudget:
                 self.refused.append(item)
                 return Admission(False, None, note=f"critical item refused: only {space} tokens left")
             evicted = self._evict(victims)
-            text = truncate_to_tokens(item.text, space, self.count_tokens)
-            tokens = min(self.count_tokens(text), space)
+            # item.tokens may include a rendered header around the text; keep that overhead.
+            overhead = max(0, item.tokens - self.count_tokens(item.text))
+            text = truncate_to_tokens(item.text, max(1, space - overhead), self.count_tokens)
+            tokens = min(self.count_tokens(text) + overhead, space)
             cut = replace(item, text=text, tokens=tokens, reason=item.reason + " (truncated to fit)")
             self._slots[cut.id] = _Slot(cut, self._tick())
             return Admission(True, cut, evicted, truncated=True)
