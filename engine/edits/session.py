@@ -35,7 +35,7 @@ from engine.edits.protocol import (
 from engine.edits.sandbox import check_editable, normalize_rel, resolve_in_repo
 from engine.edits.textformat import TextFormat, conform, decode, encode, sha256_bytes
 from engine.edits.writer import FileWrite, apply_change_set, read_bytes_or_none, write_json_atomic
-from engine.errors import NotFoundError
+from engine.errors import NotFoundError, SandboxError
 from engine.store.layout import RepoLayout
 
 SESSION_VERSION = 1
@@ -593,7 +593,7 @@ class EditSession:
     def has_file(self, path: str) -> bool:
         try:
             return normalize_rel(self.layout.root, path) in self._records
-        except Exception:  # a malformed path is simply not a staged file
+        except SandboxError:  # a malformed or outside path is simply not a staged file
             return False
 
     def _set_all(self, state: HunkState, *, only_pending: bool = False) -> int:

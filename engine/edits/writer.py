@@ -264,10 +264,11 @@ def apply_change_set(
                     os.unlink(e.target)
                 fault_point("after_replace")
             # Step 5: fsync every directory that gained or lost a name.
-            for d in sorted(
-                {str(Path(e.target).parent) for e in entries} | {str(Path(c).parent) for c in created_dirs}
-            ):
-                fsync_dir(Path(d))
+            touched = {str(Path(e.target).parent) for e in entries} | {
+                str(Path(c).parent) for c in created_dirs
+            }
+            for dirname in sorted(touched):
+                fsync_dir(Path(dirname))
             fault_point("after_fsync")
             # Step 6: mark the journal complete.
             journal["state"] = "complete"
