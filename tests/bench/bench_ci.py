@@ -159,7 +159,11 @@ def main() -> None:
                 ],
             }
         )
-        env = {**os.environ, "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "sk-ant-bench-only"}
+        env = {
+            **os.environ,
+            "ANTHROPIC_BASE_URL": fake.url,
+            "ANTHROPIC_API_KEY": "sk-ant-bench-only",
+        }  # semfora: allow-secret
         semfora = str(Path(sys.executable).with_name("semfora"))
         cmd = [
             semfora,

@@ -128,3 +128,10 @@ def test_gate_invariants(severities: list[str], gate: str) -> None:
     reaches = any(order[s] >= order[gate] for s in severities)
     assert status == ("changes_requested" if reaches else "approved")
     assert risk_score(findings) == (max(severities, key=order.__getitem__) if severities else "low")
+
+
+def test_fixture_lines_marked_as_fakes_are_not_reported() -> None:
+    key = "sk-ant-api03-" + "Z" * 30
+    assert scan_line(f'KEY = "{key}"')
+    assert scan_line(f'KEY = "{key}"  # pragma: allowlist secret') == []
+    assert scan_line(f'KEY = "{key}"  # semfora: allow-secret') == []
