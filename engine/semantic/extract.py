@@ -54,6 +54,7 @@ FULL_NAMES = frozenset(info.name for info in FULL_LANGUAGES)
 _DEF, _SCOPE, _NEST, _TRY, _BRANCH, _CALL, _GLOBAL = range(7)
 # When two patterns capture one node, the more specific kind wins ("struct" over "type").
 _KIND_RANK = {"variable": 0, "type": 1}
+_FUNCTION_KINDS = frozenset({"function", "method"})
 _SIMPLE_CAPTURES = {
     "scope": _SCOPE,
     "nest": _NEST,
@@ -114,6 +115,8 @@ class _Def:
     control_flow: int = 0
     max_nesting: int = 0
     marks: list[tuple[str, str]] = field(default_factory=list)
+    # Defined inside a function body: local, so never exported.
+    local: bool = False
 
 
 def _count_errors(root: Node) -> int:
@@ -196,7 +199,11 @@ class _Sweep:
         events: list[tuple[int, int, int, int]] = []
         nodes_by_index: list[Node] = []
         imports: list[ImportRef] = []
+        awaited_calls: set[tuple[int, int]] = set()
         for cap, nodes in captures.items():
+            if cap == "awaited":
+                awaited_calls.update((n.start_byte, n.end_byte) for n in nodes)
+                continue
             if cap.startswith("def."):
                 code = _DEF
                 self._kinds_by_id(nodes, cap[4:])
@@ -219,7 +226,6 @@ class _Sweep:
         kinds = self._kinds
         seen: set[tuple[int, int]] = set()
         module_calls = self.module_calls
-        await_types = rules.await_types
         marked_calls = rules.marked_calls
         for start, neg_end, code, index in events:
             while stack and stack[-1][0] <= start:
@@ -240,8 +246,7 @@ class _Sweep:
                 parts = rules.call_parts(node, src)
                 if parts is None:
                     continue
-                parent = node.parent
-                awaited = parent is not None and parent.type in await_types
+                awaited = bool(awaited_calls) and (start, -neg_end) in awaited_calls
                 call = CallSite(parts[0], parts[1], node.start_point.row + 1, awaited, top[2])
                 (owner.calls if owner is not None else module_calls).append(call)
                 if owner is not None and parts[0] in marked_calls and parts[1] is None:
@@ -298,7 +303,7 @@ class _Sweep:
         elif kind == "function" and container_kind in CLASS_LIKE:
             kind = "method"
         qualified = f"{prefix}.{named.name}" if prefix else named.name
-        record = _Def(node, named.name, kind, qualified, prefix)
+        record = _Def(node, named.name, kind, qualified, prefix, local=container_kind in _FUNCTION_KINDS)
         self.defs.append(record)
         return record
 
@@ -326,7 +331,8 @@ class _Sweep:
             signature=rules.signature(node, src),
             doc=rules.doc(node, src),
             parent=record.parent,
-            exported=rules.exported(node, record.name, record.kind, src, qualified=record.qualified),
+            exported=not record.local
+            and rules.exported(node, record.name, record.kind, src, qualified=record.qualified),
             decorators=rules.decorators(node, src),
             is_async=rules.is_async(node, src),
             arity=arity,

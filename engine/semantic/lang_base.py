@@ -87,8 +87,6 @@ class LangRules:
     grammar: str = ""
     # Query files (queries/<name>.scm) concatenated into this language's query; () = (name,).
     query_files: tuple[str, ...] = ()
-    # Node types whose parent-of-call relationship means "awaited".
-    await_types: frozenset[str] = frozenset()
     comment_types: frozenset[str] = frozenset({"comment", "line_comment", "block_comment"})
     # Field that holds a definition's body (the signature ends where it starts).
     body_field: str = "body"

@@ -38,7 +38,6 @@ class JavaScriptRules(LangRules):
     name = "javascript"
     grammar = "javascript"
     query_files = ("javascript", "jsx")
-    await_types = frozenset({"await_expression"})
     comment_types = frozenset({"comment"})
 
     # ---- helpers ---------------------------------------------------------

@@ -74,7 +74,6 @@ class JavaRules(LangRules):
 class CSharpRules(LangRules):
     name = "csharp"
     grammar = "csharp"
-    await_types = frozenset({"await_expression"})
     comment_types = frozenset({"comment"})
     call_name_types = frozenset({"identifier", "generic_name"})
     call_member_types = {"member_access_expression": ("expression", "name")}

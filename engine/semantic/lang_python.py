@@ -25,7 +25,6 @@ def _string_body(raw: str) -> str:
 class PythonRules(LangRules):
     name = "python"
     grammar = "python"
-    await_types = frozenset({"await"})
     comment_types = frozenset({"comment"})
     self_names = frozenset({"self", "cls"})
     param_skip_types = frozenset({"comment", "keyword_separator", "positional_separator"})

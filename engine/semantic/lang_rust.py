@@ -16,7 +16,6 @@ _GENERIC_WRAPPERS = frozenset({"generic_type", "reference_type", "pointer_type"}
 class RustRules(LangRules):
     name = "rust"
     grammar = "rust"
-    await_types = frozenset({"await_expression"})
     comment_types = frozenset({"line_comment", "block_comment"})
     doc_skip_types = frozenset({"attribute_item"})
     param_skip_types = frozenset({"self_parameter", "attribute_item", "line_comment", "block_comment"})

@@ -17,7 +17,6 @@ _KIND_BY_KEYWORD = {"class": "class", "struct": "struct", "enum": "enum", "actor
 class SwiftRules(LangRules):
     name = "swift"
     grammar = "swift"
-    await_types = frozenset({"await_expression"})
     comment_types = frozenset({"comment", "multiline_comment"})
 
     def def_name(self, node: Node, kind: str, src: bytes) -> DefName | None:

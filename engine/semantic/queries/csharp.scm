@@ -25,3 +25,5 @@
 ] @nest
 
 (try_statement body: (block) @try)
+
+(await_expression (invocation_expression) @awaited)

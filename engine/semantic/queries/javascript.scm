@@ -43,3 +43,5 @@
 (try_statement body: (statement_block) @try)
 
 (assignment_expression left: (member_expression) @global)
+
+(await_expression (call_expression) @awaited)

@@ -19,3 +19,5 @@
 (try_statement body: (block) @try)
 
 (global_statement) @global
+
+(await (call) @awaited)

@@ -22,3 +22,5 @@
 [
   (if_expression) (for_expression) (while_expression) (loop_expression) (match_expression)
 ] @nest
+
+(await_expression (call_expression) @awaited)

@@ -19,3 +19,5 @@
 [(if_statement) (guard_statement) (for_statement) (while_statement) (repeat_while_statement) (switch_statement) (do_statement)] @nest
 
 (do_statement (statements) @try)
+
+(await_expression (call_expression) @awaited)

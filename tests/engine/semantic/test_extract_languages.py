@@ -78,3 +78,26 @@ def test_deeply_nested_input_does_not_raise() -> None:
     assert analysis.line_count == 1
     rust = b"use a::" + b"{b::" * 500 + b"c" + b"}" * 500 + b";\nfn main() {}\n"
     assert [s.name for s in analyze_source("deep.rs", rust).symbols] == ["main"]
+
+
+@pytest.mark.parametrize(
+    ("path", "source", "qualified"),
+    [
+        ("a.py", b"async def f(c):\n    await c.get()\n", "f"),
+        ("a.js", b"async function f(c) { await c.get(); }", "f"),
+        ("a.ts", b"async function f(c: C) { await c.get(); }", "f"),
+        ("a.rs", b"async fn f(c: C) { c.get().await; }", "f"),
+        ("A.cs", b"class A { async Task F(C c) { await c.Get(); } }", "A.F"),
+        ("a.swift", b"func f(c: C) async { await c.get() }", "f"),
+    ],
+)
+def test_awaited_calls_are_marked(path: str, source: bytes, qualified: str) -> None:
+    analysis = analyze_source(path, source)
+    (symbol,) = [s for s in analysis.symbols if s.qualified_name == qualified]
+    assert [(c.name.lower(), c.awaited) for c in symbol.calls] == [("get", True)]
+
+
+def test_functions_nested_in_functions_are_not_exported() -> None:
+    analysis = analyze_source("n.py", b"def outer():\n    def inner():\n        pass\n    return inner\n")
+    exported = {s.qualified_name: s.exported for s in analysis.symbols}
+    assert exported == {"outer": True, "outer.inner": False}
