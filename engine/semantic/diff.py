@@ -820,6 +820,149 @@ def _enclosing(sides: dict[str, _Side], file: str, line: int) -> str | None:
 # --------------------------------------------------------------------------- entry point
 
 
+@dataclass(frozen=True)
+class _Range:
+    """The two sides being compared, resolved to commits (or the work tree / index)."""
+
+    base_sha: str
+    base_label: str
+    target_label: str
+    target_sha: str | None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def working(self) -> bool:
+        return self.target_label == WORKING
+
+    @property
+    def staged(self) -> bool:
+        return self.target_label == STAGED
+
+
+def _resolve_range(repo: Path, base: str | None, target: str | None) -> _Range:
+    notes: list[str] = []
+    if base and "..." in base and target is None:
+        left, right = base.split("...", 1)
+        base, target = merge_base(repo, left, right or "HEAD"), right or "HEAD"
+    elif base and ".." in base and target is None:
+        base, target = base.split("..", 1)
+        target = target or "HEAD"
+    target = target or WORKING
+    if base is None:
+        if _git(repo, "rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode != 0:
+            base_sha, base_label = EMPTY_TREE, "(empty)"
+            notes.append("the repository has no commits yet: everything is new")
+        else:
+            base_sha, base_label = resolve_commit(repo, "HEAD"), "HEAD"
+    elif base == EMPTY_TREE:
+        base_sha, base_label = EMPTY_TREE, "(empty)"
+    else:
+        base_sha, base_label = resolve_commit(repo, base), base
+    if target.upper() in (WORKING, STAGED):
+        return _Range(base_sha, base_label, target.upper(), None, tuple(notes))
+    return _Range(base_sha, base_label, target, resolve_commit(repo, target), tuple(notes))
+
+
+class _Collector:
+    """Accumulates file changes and per-file symbol pairings while the blobs stream in."""
+
+    def __init__(self, max_file_bytes: int) -> None:
+        self.max_file_bytes = max_file_bytes
+        self.files: list[FileChange] = []
+        self.new_sides: dict[str, _Side] = {}
+        self.per_file: dict[str, list[SymbolChange]] = {}
+        self.left_old: list[tuple[_Side, int]] = []
+        self.left_new: list[tuple[_Side, int]] = []
+
+    def _note(self, entry: _Entry, old: bytes | None, new: bytes | None, language: str | None) -> str | None:
+        if _is_binary(old) or _is_binary(new):
+            return "binary file: not analysed"
+        if entry.status != "deleted" and new is None:
+            return "unreadable on the target side (a symlink out of the repository or a special file)"
+        if language is None:
+            return "not a supported language: lines only"
+        if max(len(old or b""), len(new or b"")) > self.max_file_bytes:
+            return f"larger than {self.max_file_bytes} bytes: lines only"
+        return None
+
+    def add(self, entry: _Entry, old: bytes | None, new: bytes | None) -> None:
+        language = _language(entry.path)
+        binary = _is_binary(old) or _is_binary(new)
+        note = self._note(entry, old, new, language)
+        added, removed = ((), ()) if binary else _line_delta(old, new)
+        self.files.append(
+            FileChange(
+                path=entry.path,
+                status=entry.status,
+                old_path=entry.old_path if entry.status == "renamed" else None,
+                language=language,
+                binary=binary,
+                lines_added=len(added),
+                lines_removed=len(removed),
+                note=note,
+                added_lines=added,
+                removed_lines=removed,
+            )
+        )
+        if note is not None or language is None:
+            return
+        old_side = (
+            _build_side(entry.old_path, old, _analyze(entry.old_path, old, language))
+            if entry.old_path and old is not None
+            else None
+        )
+        new_side = (
+            _build_side(entry.path, new, _analyze(entry.path, new, language)) if new is not None else None
+        )
+        if new_side:
+            self.new_sides[new_side.path] = new_side
+        changes, left_old, left_new = _pair_file(old_side, new_side)
+        self.per_file.setdefault(entry.path, []).extend(changes)
+        self.left_old.extend(left_old)
+        self.left_new.extend(left_new)
+
+    def match_moves(self) -> None:
+        for change in _match_moves(self.left_old, self.left_new):
+            key = change.file if change.change != "removed" else _file_of_removed(self.files, change)
+            self.per_file.setdefault(key, []).append(change)
+
+    def attach_callers(self, repo: Path, rng: _Range) -> None:
+        all_changes = [c for cs in self.per_file.values() for c in cs]
+        found = _find_callers(repo, rng.target_sha, all_changes, staged=rng.staged)
+        # The index describes the work tree, so its call graph answers only for WORKING/STAGED.
+        graph = _graph_callers(repo, all_changes) if rng.working or rng.staged else {}
+        for key, changes in self.per_file.items():
+            self.per_file[key] = [self._with_callers(c, found, graph) for c in changes]
+
+    def _with_callers(
+        self,
+        c: SymbolChange,
+        found: dict[str, tuple[int, list[tuple[str, int, str]]]],
+        graph: dict[str, tuple[int, tuple[CallerRef, ...]]],
+    ) -> SymbolChange:
+        if c.change == "added":
+            return c
+        if c.id in graph:
+            return replace(c, callers=graph[c.id][1], callers_total=graph[c.id][0])
+        total, refs = found.get((c.old_qualified_name or c.qualified_name).rsplit(".", 1)[-1], (0, []))
+        if not total:
+            return c
+        listed = tuple(CallerRef(f, ln, _enclosing(self.new_sides, f, ln), t) for f, ln, t in refs)
+        return replace(c, callers=listed, callers_total=total)
+
+    def result(self) -> tuple[FileChange, ...]:
+        order = {"removed": 0, "renamed": 1, "moved": 2, "modified": 3, "added": 4}
+        return tuple(
+            replace(
+                f,
+                symbols=tuple(
+                    sorted(self.per_file.get(f.path, []), key=lambda s: (s.start_line, order[s.change]))
+                ),
+            )
+            for f in self.files
+        )
+
+
 def analyze_diff(
     root: str | os.PathLike[str],
     base: str | None = None,
@@ -838,144 +981,38 @@ def analyze_diff(
     """
     repo = Path(root).resolve()
     require_git(repo)
-    notes: list[str] = []
-    if base and "..." in base and target is None:
-        left, right = base.split("...", 1)
-        base, target = merge_base(repo, left, right or "HEAD"), right or "HEAD"
-    elif base and ".." in base and target is None:
-        base, target = base.split("..", 1)
-        target = target or "HEAD"
-    target = target or WORKING
-    if base is None:
-        if _git(repo, "rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode != 0:
-            base_sha, base_label = EMPTY_TREE, "(empty)"
-            notes.append("the repository has no commits yet: everything is new")
-        else:
-            base_sha, base_label = resolve_commit(repo, "HEAD"), "HEAD"
-    else:
-        base_sha, base_label = (
-            (EMPTY_TREE, "(empty)") if base == EMPTY_TREE else (resolve_commit(repo, base), base)
-        )
-    working = target.upper() == WORKING
-    staged = target.upper() == STAGED
-    target_sha = None if working or staged else resolve_commit(repo, target)
-    entries = _changed_entries(repo, base_sha, target_sha, staged=staged)
+    rng = _resolve_range(repo, base, target)
+    entries = _changed_entries(repo, rng.base_sha, rng.target_sha, staged=rng.staged)
     wanted = [p.strip("/") for p in paths] if paths else None
     if wanted:
         entries = [e for e in entries if any(e.path == w or e.path.startswith(w + "/") for w in wanted)]
 
+    collector = _Collector(max_file_bytes)
     reader = _BlobReader(repo)
-    files: list[FileChange] = []
-    old_sides: dict[str, _Side] = {}
-    new_sides: dict[str, _Side] = {}
-    per_file: dict[str, list[SymbolChange]] = {}
-    left_old: list[tuple[_Side, int]] = []
-    left_new: list[tuple[_Side, int]] = []
     try:
         for entry in sorted(entries, key=lambda e: e.path):
-            old_data = reader.read(base_sha, entry.old_path) if entry.old_path else None
+            old = reader.read(rng.base_sha, entry.old_path) if entry.old_path else None
             if entry.status == "deleted":
-                new_data = None
-            elif staged:
-                new_data = reader.read("", entry.path)  # ":path" is the path's staged blob
-            elif working:
-                new_data = _read_working(repo, entry.path)
+                new = None
+            elif rng.staged:
+                new = reader.read("", entry.path)  # ":path" is the path's staged blob
+            elif rng.working:
+                new = _read_working(repo, entry.path)
             else:
-                new_data = reader.read(target_sha or "", entry.path)
-            language = _language(entry.path)
-            binary = _is_binary(old_data) or _is_binary(new_data)
-            note = None
-            if binary:
-                note = "binary file: not analysed"
-            elif entry.status != "deleted" and new_data is None:
-                note = "unreadable on the target side (a symlink out of the repository or a special file)"
-            elif language is None:
-                note = "not a supported language: lines only"
-            elif max(len(old_data or b""), len(new_data or b"")) > max_file_bytes:
-                note = f"larger than {max_file_bytes} bytes: lines only"
-            added, removed = ((), ()) if binary else _line_delta(old_data, new_data)
-            fc = FileChange(
-                path=entry.path,
-                status=entry.status,
-                old_path=entry.old_path if entry.status == "renamed" else None,
-                language=language,
-                binary=binary,
-                lines_added=len(added),
-                lines_removed=len(removed),
-                note=note,
-                added_lines=added,
-                removed_lines=removed,
-            )
-            files.append(fc)
-            if note is not None or language is None:
-                continue
-            old_side = (
-                _build_side(entry.old_path, old_data, _analyze(entry.old_path, old_data, language))
-                if entry.old_path and old_data is not None
-                else None
-            )
-            new_side = (
-                _build_side(entry.path, new_data, _analyze(entry.path, new_data, language))
-                if new_data is not None
-                else None
-            )
-            if old_side:
-                old_sides[old_side.path] = old_side
-            if new_side:
-                new_sides[new_side.path] = new_side
-            changes, lo, ln = _pair_file(old_side, new_side)
-            per_file.setdefault(entry.path, []).extend(changes)
-            left_old.extend(lo)
-            left_new.extend(ln)
+                new = reader.read(rng.target_sha or "", entry.path)
+            collector.add(entry, old, new)
     finally:
         reader.close()
-
-    for change in _match_moves(left_old, left_new):
-        key = change.file if change.change != "removed" else _file_of_removed(files, change)
-        per_file.setdefault(key, []).append(change)
-
+    collector.match_moves()
     if callers:
-        all_changes = [c for cs in per_file.values() for c in cs]
-        found = _find_callers(repo, target_sha, all_changes, staged=staged)
-        # The index describes the work tree, so its call graph answers only for WORKING/STAGED.
-        graph = _graph_callers(repo, all_changes) if working or staged else {}
-        for key, cs in per_file.items():
-            enriched = []
-            for c in cs:
-                name = (c.old_qualified_name or c.qualified_name).rsplit(".", 1)[-1]
-                total, refs = found.get(name, (0, []))
-                if c.change == "added":
-                    enriched.append(c)
-                elif c.id in graph:
-                    enriched.append(replace(c, callers=graph[c.id][1], callers_total=graph[c.id][0]))
-                elif total:
-                    enriched.append(
-                        replace(
-                            c,
-                            callers=tuple(
-                                CallerRef(f, ln, _enclosing(new_sides, f, ln), t) for f, ln, t in refs
-                            ),
-                            callers_total=total,
-                        )
-                    )
-                else:
-                    enriched.append(c)
-            per_file[key] = enriched
-
-    order = {"removed": 0, "renamed": 1, "moved": 2, "modified": 3, "added": 4}
-    final = tuple(
-        replace(
-            f, symbols=tuple(sorted(per_file.get(f.path, []), key=lambda s: (s.start_line, order[s.change])))
-        )
-        for f in files
-    )
+        collector.attach_callers(repo, rng)
     return SemanticDiff(
-        base=base_label,
-        target=WORKING if working else STAGED if staged else target,
-        base_commit=base_sha,
-        target_commit=target_sha,
-        files=final,
-        notes=tuple(notes),
+        base=rng.base_label,
+        target=rng.target_label,
+        base_commit=rng.base_sha,
+        target_commit=rng.target_sha,
+        files=collector.result(),
+        notes=rng.notes,
     )
 
 
