@@ -138,6 +138,8 @@ class KotlinRules(LangRules):
     comment_types = frozenset({"comment", "line_comment", "multiline_comment"})
 
     def def_name(self, node: Node, kind: str, src: bytes) -> DefName | None:
+        if node.type == "secondary_constructor":
+            return DefName("constructor", kind)
         name_types = ("simple_identifier",) if node.type == "function_declaration" else ("type_identifier",)
         name = next((c for c in node.named_children if c.type in name_types), None)
         if name is None:

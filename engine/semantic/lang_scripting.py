@@ -1,7 +1,7 @@
 """Ruby, PHP and Bash rules: names, receivers, require/use/source imports, visibility.
 
-Ruby methods are public unless declared under ``private``; that section tracking is not
-done here (every Ruby method counts as exported). PHP members without a visibility
+Ruby methods are public unless they follow a bare ``private``/``protected`` line in their
+class body or are wrapped as ``private def ...``. PHP members without a visibility
 modifier are public. Bash has no visibility.
 """
 
@@ -12,6 +12,8 @@ from tree_sitter import Node
 from engine.semantic.lang_base import DefName, LangRules, short_text, text
 from engine.semantic.model import ImportRef
 
+_HIDING = frozenset({"private", "protected"})
+_VISIBILITY = _HIDING | {"public"}
 _STRING_TYPES = frozenset({"string", "encapsed_string", "raw_string", "word", "string_literal"})
 
 
@@ -39,6 +41,21 @@ class RubyRules(LangRules):
         from engine.semantic.lang_base import collapse
 
         return collapse(text(node, src).split("\n", 1)[0])
+
+    def exported(self, node: Node, name: str, kind: str, src: bytes, qualified: str = "") -> bool:
+        if node.type != "method":
+            return True
+        parent = node.parent
+        if parent is not None and parent.type == "argument_list":  # private def x ... end
+            call = parent.parent
+            method = call.child_by_field_name("method") if call is not None else None
+            return method is None or text(method, src) not in _HIDING
+        prev = node.prev_named_sibling
+        while prev is not None:
+            if prev.type == "identifier" and text(prev, src) in _VISIBILITY:
+                return text(prev, src) == "public"
+            prev = prev.prev_named_sibling
+        return True
 
     def call_parts(self, node: Node, src: bytes) -> tuple[str, str | None] | None:
         method = node.child_by_field_name("method")

@@ -3,6 +3,7 @@
 (object_declaration) @def.class
 (companion_object) @scope
 (function_declaration) @def.function
+(secondary_constructor) @def.function
 
 (call_expression) @call
 

@@ -101,3 +101,46 @@ def test_functions_nested_in_functions_are_not_exported() -> None:
     analysis = analyze_source("n.py", b"def outer():\n    def inner():\n        pass\n    return inner\n")
     exported = {s.qualified_name: s.exported for s in analysis.symbols}
     assert exported == {"outer": True, "outer.inner": False}
+
+
+@pytest.mark.parametrize(
+    ("path", "source", "expected"),
+    [
+        (
+            "a.rb",
+            b"class A\n  def a; end\n  private\n  def b; end\n  public\n  def d; end\nend\n",
+            {"A": True, "A.a": True, "A.b": False, "A.d": True},
+        ),
+        ("a.go", b"package a\nfunc Open() {}\nfunc close() {}\n", {"Open": True, "close": False}),
+        ("a.rs", b"pub fn open() {}\nfn close() {}\n", {"open": True, "close": False}),
+        (
+            "A.java",
+            b"public class A { public void a() {} void b() {} private void c() {} }",
+            {"A": True, "A.a": True, "A.b": False, "A.c": False},
+        ),
+        (
+            "A.kt",
+            b"class A { fun a() {} private fun b() {} internal fun c() {} }",
+            {"A": True, "A.a": True, "A.b": False, "A.c": False},
+        ),
+        (
+            "a.php",
+            b"<?php class A { function a() {} private function b() {} }",
+            {"A": True, "A.a": True, "A.b": False},
+        ),
+        ("a.swift", b"class A { func a() {} private func b() {} }", {"A": True, "A.a": True, "A.b": False}),
+        (
+            "a.c",
+            b"int open(void) { return 0; }\nstatic int helper(void) { return 1; }\n",
+            {"open": True, "helper": False},
+        ),
+        (
+            "a.ts",
+            b"export function a() {}\nfunction b() {}\nexport class C { private d() {} e() {} }\n",
+            {"a": True, "b": False, "C": True, "C.d": False, "C.e": True},
+        ),
+    ],
+)
+def test_exported_follows_each_language(path: str, source: bytes, expected: dict[str, bool]) -> None:
+    analysis = analyze_source(path, source)
+    assert {s.qualified_name: s.exported for s in analysis.symbols} == expected
