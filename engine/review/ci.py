@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from engine.config import Settings, load_settings
 from engine.errors import UsageError
@@ -18,6 +18,9 @@ from engine.review.findings import Finding, decide, risk_score, sort_findings
 from engine.review.rules import run_rules
 from engine.semantic.diff import STAGED, SemanticDiff, analyze_commit, analyze_diff, analyze_range
 from engine.store.layout import find_repo_root
+
+if TYPE_CHECKING:
+    from engine.review.model_review import ModelReview
 
 Mode = Literal["pr", "commit"]
 
@@ -115,6 +118,34 @@ def semantic_diff_for(
     return analyze_commit(root, commit or "HEAD")
 
 
+def _maybe_model_review(
+    diff: SemanticDiff,
+    findings: list[Finding],
+    settings: Settings,
+    model: str | None,
+    use_model: bool,
+    env: Mapping[str, str],
+) -> tuple[str, ModelReview | None]:
+    """(how the review was done, the model review or None); a named model that fails raises."""
+    if not diff.files:
+        return "nothing changed", None
+    if not use_model:
+        return "deterministic review only (model review disabled with --no-model)", None
+    from engine.llm.base import ModelUnavailable
+    from engine.llm.select import make_reasoner
+
+    try:
+        reasoner = make_reasoner(settings, model, environ=env)
+    except ModelUnavailable as exc:
+        if _model_explicit(model, env):
+            raise
+        return f"deterministic review only: no model configured ({exc.message})", None
+    from engine.review.model_review import review_with_model
+
+    result = review_with_model(reasoner, diff, findings)
+    return f"deterministic rules plus a {result.model} review", result
+
+
 def review(
     path: str | os.PathLike[str] | None,
     mode: Mode,
@@ -135,59 +166,32 @@ def review(
         settings = load_settings(root).settings
     diff = semantic_diff_for(root, mode, base=base, head=head, commit=commit)
     findings = run_rules(diff)
-    counts = diff.counts()
-    model_name: str | None = None
-    usage: dict[str, int] | None = None
-    cost = 0.0
+    how, result = _maybe_model_review(diff, findings, settings, model, use_model, env)
     notes = list(diff.notes)
-    model_summary = ""
-    how = "deterministic review only"
-    if not diff.files:
-        how = "nothing changed"
-    elif not use_model:
-        how = "deterministic review only (model review disabled with --no-model)"
-    else:
-        from engine.llm.base import ModelUnavailable
-        from engine.llm.select import make_reasoner
-
-        try:
-            reasoner = make_reasoner(settings, model, environ=env)
-        except ModelUnavailable as exc:
-            if _model_explicit(model, env):
-                raise
-            reasoner = None
-            how = f"deterministic review only: no model configured ({exc.message})"
-        if reasoner is not None:
-            from engine.review.model_review import review_with_model
-
-            result = review_with_model(reasoner, diff, findings)
-            findings.extend(result.findings)
-            model_name, usage, cost = result.model, result.usage.to_dict(), result.cost_usd
-            model_summary = result.summary
-            how = f"deterministic rules plus a {result.model} review"
-            if result.note:
-                notes.append(result.note)
+    if result is not None:
+        findings.extend(result.findings)
+        if result.note:
+            notes.append(result.note)
     findings = sort_findings(findings)
-    status = decide(findings, fail_on)
     by_sev = {s: sum(1 for f in findings if f.severity == s) for s in ("high", "medium", "low")}
     summary = (
-        f"{counts['files']} file(s), {len(diff.symbols)} symbol change(s); {len(findings)} finding(s) "
+        f"{len(diff.files)} file(s), {len(diff.symbols)} symbol change(s); {len(findings)} finding(s) "
         f"({by_sev['high']} high, {by_sev['medium']} medium, {by_sev['low']} low). {how}."
     )
-    if model_summary:
-        summary += f" Model: {model_summary}"
+    if result is not None and result.summary:
+        summary += f" Model: {result.summary}"
     return ReviewReport(
-        status=status,
+        status=decide(findings, fail_on),
         risk_score=risk_score(findings),
         summary=summary,
         findings=tuple(findings),
         changed_symbols=_changed_symbols(diff),
-        model=model_name,
-        usage=usage,
+        model=result.model if result is not None else None,
+        usage=result.usage.to_dict() if result is not None else None,
         base=diff.base,
         head=diff.target,
         notes=tuple(notes),
-        cost_usd=cost,
+        cost_usd=result.cost_usd if result is not None else 0.0,
         fail_on=fail_on,
         files=tuple(
             {
