@@ -125,6 +125,7 @@ def _maybe_model_review(
     model: str | None,
     use_model: bool,
     env: Mapping[str, str],
+    intent: str | None = None,
 ) -> tuple[str, ModelReview | None]:
     """(how the review was done, the model review or None); a named model that fails raises."""
     if not diff.files:
@@ -142,7 +143,7 @@ def _maybe_model_review(
         return f"deterministic review only: no model configured ({exc.message})", None
     from engine.review.model_review import review_with_model
 
-    result = review_with_model(reasoner, diff, findings)
+    result = review_with_model(reasoner, diff, findings, intent=intent)
     return f"deterministic rules plus a {result.model} review", result
 
 
@@ -158,6 +159,7 @@ def review(
     use_model: bool = True,
     settings: Settings | None = None,
     environ: Mapping[str, str] | None = None,
+    intent: str | None = None,
 ) -> ReviewReport:
     """Run the whole review. Raises ModelUnavailable (exit 3) only when a named model cannot be used."""
     env = os.environ if environ is None else environ
@@ -166,7 +168,7 @@ def review(
         settings = load_settings(root).settings
     diff = semantic_diff_for(root, mode, base=base, head=head, commit=commit)
     findings = run_rules(diff)
-    how, result = _maybe_model_review(diff, findings, settings, model, use_model, env)
+    how, result = _maybe_model_review(diff, findings, settings, model, use_model, env, intent)
     notes = list(diff.notes)
     if result is not None:
         findings.extend(result.findings)

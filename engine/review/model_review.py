@@ -48,9 +48,20 @@ class ModelReview:
     note: str | None = None
 
 
-def build_prompt(diff: SemanticDiff, rule_findings: list[Finding]) -> str:
-    """The user message: TOON diff, changed lines per file, and the rules' findings (all redacted)."""
-    parts = ["# Semantic diff (TOON)", diff.to_toon(), "", "# Changed lines"]
+# The stated intent is context, not the review: a few paragraphs at most.
+MAX_INTENT_CHARS = 2_000
+
+
+def build_prompt(diff: SemanticDiff, rule_findings: list[Finding], intent: str | None = None) -> str:
+    """The user message: stated intent, TOON diff, changed lines and the rules' findings (all redacted)."""
+    parts = []
+    if intent and intent.strip():
+        parts += [
+            "# Stated intent of the change (check the change does this, and only this)",
+            intent.strip()[:MAX_INTENT_CHARS],
+            "",
+        ]
+    parts += ["# Semantic diff (TOON)", diff.to_toon(), "", "# Changed lines"]
     for f in diff.files:
         if f.binary or is_secret_file(f.path):
             continue
@@ -112,9 +123,11 @@ def parse_reply(text: str) -> tuple[str, list[Finding], str | None]:
     return (summary.strip() if isinstance(summary, str) else ""), findings, None
 
 
-def review_with_model(reasoner: Reasoner, diff: SemanticDiff, rule_findings: list[Finding]) -> ModelReview:
+def review_with_model(
+    reasoner: Reasoner, diff: SemanticDiff, rule_findings: list[Finding], *, intent: str | None = None
+) -> ModelReview:
     """One model call; model errors propagate (ModelUnavailable is exit 3)."""
-    prompt = build_prompt(diff, rule_findings)
+    prompt = build_prompt(diff, rule_findings, intent)
     reply = reasoner.complete(
         SYSTEM_PROMPT, [{"role": "user", "content": prompt}], max_tokens=REVIEW_MAX_TOKENS
     )

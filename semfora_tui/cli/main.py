@@ -174,6 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--model", default=None, help="model for the review (required to work once named)")
     p.add_argument("--no-model", action="store_true", help="run the deterministic rules only")
+    p.add_argument(
+        "--intent", default=None, help="what the change is meant to do (PR title/description), for the model"
+    )
     _path(p)
 
     p = sub.add_parser("mcp", help="serve the engine tools over MCP (stdio)")

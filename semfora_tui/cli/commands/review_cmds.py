@@ -41,6 +41,7 @@ def _run_ci(args: argparse.Namespace) -> int:
         fail_on=args.fail_on,
         model=args.model,
         use_model=not getattr(args, "no_model", False),
+        intent=getattr(args, "intent", None),
     )
     if args.output == "json":
         print_json(report.to_json())

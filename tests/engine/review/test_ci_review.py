@@ -59,13 +59,16 @@ def test_claude_reviews_the_semantic_diff(make_repo, fake_anthropic) -> None:
             }
         )
     )
-    report = review(root, "commit", commit="HEAD", fail_on="high")
+    report = review(
+        root, "commit", commit="HEAD", fail_on="high", intent="Forward handler requests to the API"
+    )
     sent = fake_anthropic.message_requests()
     assert len(sent) == 1
     text = sent[0].all_text
     # The model saw the semantic diff, the changed lines and the call-graph context...
     assert "handler" in text and "requests.post" in text and "signature_before" in text
     assert "Findings already made by the rules" in text
+    assert "Stated intent" in text and "Forward handler requests to the API" in text
     # ...but never the secret that the change adds.
     assert SECRET not in text
     model_findings = [f for f in report.findings if f.source == "model"]
