@@ -252,7 +252,7 @@ class CallResolver:
     def __init__(self, candidates: Callable[[str], Sequence[Definition]]) -> None:
         self._candidates = candidates
         self._pools: dict[tuple[str, str], _Pool] = {}
-        self._ranked: dict[tuple[str, str, str, bool], Definition | None] = {}
+        self._ranked: dict[tuple[str, str, str, str], Definition | None] = {}
 
     def _pool(self, name: str, fam: str) -> _Pool:
         pool = self._pools.get((name, fam))
@@ -268,8 +268,8 @@ class CallResolver:
 
     def _rank(self, pool: _Pool, name: str, fam: str, file: str, plain: bool) -> Definition | None:
         """The nearest candidate by shared directories, memoised per directory."""
-        folder = posixpath.dirname(file)
-        key = (name, fam, folder, plain)
+        folder = file.rpartition("/")[0]
+        key = (name, fam, folder, "" if plain else "+")
         if key not in self._ranked:
             best = min(
                 pool.all,
@@ -287,13 +287,18 @@ class CallResolver:
         directory, so a common name like ``get`` does not become a hub of guessed edges."""
         if receiver is None or is_self:
             return self._rank(pool, call.name, fam, call.file, receiver is None)
+        folder = call.file.rpartition("/")[0]
         owner = receiver.rsplit(".", 1)[-1]
-        typed = [d for d in pool.all if d.parent and d.parent.rsplit(".", 1)[-1] == owner]
-        if typed:
-            return min(typed, key=lambda d: (-_common_dirs(d.file, call.file), d.file))
-        folder = posixpath.dirname(call.file)
-        local = [d for d in pool.all if posixpath.dirname(d.file) == folder and d.parent is not None]
-        return min(local, key=lambda d: d.file) if local else None
+        key = (call.name, fam, folder, "." + owner)
+        if key not in self._ranked:
+            typed = [d for d in pool.all if d.parent and d.parent.rsplit(".", 1)[-1] == owner]
+            if typed:
+                best: Definition | None = min(typed, key=lambda d: (-_common_dirs(d.file, call.file), d.file))
+            else:
+                local = [d for d in pool.all if d.file.rpartition("/")[0] == folder and d.parent is not None]
+                best = min(local, key=lambda d: d.file) if local else None
+            self._ranked[key] = best
+        return self._ranked[key]
 
     def resolve(self, call: CallRow, language: str, ctx: FileContext) -> Edge:
         fam = family(language)

@@ -80,14 +80,12 @@ def _git_list(root: Path) -> list[str] | None:
     return sorted({n for n in names if n})
 
 
-def _load_ignore(dirpath: Path, rel_dir: str) -> list[tuple[str, object]]:
+def _load_ignore(dirpath: str, rel_dir: str) -> list[tuple[str, object]]:
     import pathspec
 
-    gi = dirpath / ".gitignore"
     try:
-        if not gi.is_file():
-            return []
-        lines = gi.read_text(encoding="utf-8", errors="replace").splitlines()
+        with open(os.path.join(dirpath, ".gitignore"), encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
     except OSError:
         return []
     return [(rel_dir, pathspec.GitIgnoreSpec.from_lines(lines))]
@@ -95,21 +93,22 @@ def _load_ignore(dirpath: Path, rel_dir: str) -> list[tuple[str, object]]:
 
 def _ignored(specs: list[tuple[str, object]], rel: str, is_dir: bool) -> bool:
     for base, spec in specs:
-        sub = rel[len(base) + 1 :] if base else rel
         if base and not rel.startswith(base + "/"):
             continue
+        sub = rel[len(base) + 1 :] if base else rel
         if spec.match_file(sub + ("/" if is_dir else "")):  # type: ignore[attr-defined]
             return True
     return False
 
 
-def _walk(root: Path, exclude: set[str]) -> Iterator[str]:
+def _walk(root: str, exclude: set[str]) -> Iterator[str]:
     """Every file under root, honouring nested .gitignore files; never follows dir symlinks."""
-    stack: list[tuple[Path, str, list[tuple[str, object]]]] = [(root, "", _load_ignore(root, ""))]
+    stack: list[tuple[str, str, list[tuple[str, object]]]] = [(root, "", _load_ignore(root, ""))]
     while stack:
         dirpath, rel_dir, specs = stack.pop()
         try:
-            entries = sorted(os.scandir(dirpath), key=lambda e: e.name)
+            with os.scandir(dirpath) as it:
+                entries = list(it)
         except OSError:
             continue
         for entry in entries:
@@ -119,10 +118,13 @@ def _walk(root: Path, exclude: set[str]) -> Iterator[str]:
             except OSError:
                 is_dir = False
             if is_dir:
-                if entry.name in exclude or _ignored(specs, rel, True):
+                if entry.name in exclude or (specs and _ignored(specs, rel, True)):
                     continue
-                stack.append((Path(entry.path), rel, specs + _load_ignore(Path(entry.path), rel)))
-            elif not _ignored(specs, rel, False):
+                child_specs = specs
+                if os.path.exists(os.path.join(entry.path, ".gitignore")):
+                    child_specs = specs + _load_ignore(entry.path, rel)
+                stack.append((entry.path, rel, child_specs))
+            elif not (specs and _ignored(specs, rel, False)):
                 yield rel
 
 
@@ -130,9 +132,9 @@ def _in_excluded_dir(rel: str, exclude: set[str]) -> bool:
     return any(part in exclude for part in rel.split("/")[:-1])
 
 
-def _symlink_problem(root: Path, full: Path) -> str:
+def _symlink_problem(root: Path, full: str) -> str:
     try:
-        target = full.resolve(strict=True)
+        target = Path(full).resolve(strict=True)
     except RuntimeError:
         return "symlink loop"
     except OSError as exc:
@@ -156,34 +158,45 @@ def discover(
         from engine.semantic.languages import language_for_path
 
         language_of = language_for_path
+    # Language depends only on the file name; file names repeat a lot (django.po, __init__.py).
+    by_name: dict[str, str | None] = {}
     root = root.resolve()
+    base = str(root)
     exclude = set(settings.exclude_dirs)
     names: Iterable[str] | None = _git_list(root) if use_git else None
     result = Discovery(used_git=names is not None)
     if names is None:
-        names = _walk(root, exclude)
+        names = _walk(base, exclude)
+    max_bytes = settings.max_file_bytes
     for rel in names:
-        if _in_excluded_dir(rel, exclude) or rel.split("/")[0] == ".git":
+        if "/" in rel and _in_excluded_dir(rel, exclude):
             continue
-        full = root / rel
+        if rel.startswith(".git/"):
+            continue
+        full = os.path.join(base, rel)
         try:
-            st = full.lstat()
+            st = os.lstat(full)
         except OSError as exc:
             if isinstance(exc, FileNotFoundError):
                 continue  # listed by git but deleted in the work tree
             result.skipped.append(Skipped(rel, f"unreadable: {exc.strerror}"))
             continue
-        if stat.S_ISLNK(st.st_mode):
+        mode = st.st_mode
+        if stat.S_ISLNK(mode):
             result.skipped.append(Skipped(rel, _symlink_problem(root, full)))
             continue
-        if not stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(mode):
             result.skipped.append(Skipped(rel, "not a regular file"))
             continue
-        if st.st_size > settings.max_file_bytes:
-            result.skipped.append(Skipped(rel, f"too large ({st.st_size} bytes > {settings.max_file_bytes})"))
+        if st.st_size > max_bytes:
+            result.skipped.append(Skipped(rel, f"too large ({st.st_size} bytes > {max_bytes})"))
             continue
         if rel.endswith(MINIFIED_SUFFIXES):
             result.skipped.append(Skipped(rel, "minified"))
             continue
-        result.candidates.append(Candidate(rel, st.st_size, st.st_mtime_ns, language_of(rel)))
+        name = rel.rpartition("/")[2]
+        if name not in by_name:
+            by_name[name] = language_of(name)
+        result.candidates.append(Candidate(rel, st.st_size, st.st_mtime_ns, by_name[name]))
+    result.candidates.sort(key=lambda c: c.path)
     return result

@@ -24,7 +24,15 @@ from pathlib import Path
 
 from engine.config import Settings
 from engine.errors import LockBusy
-from engine.semantic.graph import CALLABLE_KINDS, CallResolver, CallRow, Definition, ModuleIndex, file_context
+from engine.semantic.graph import (
+    CALLABLE_KINDS,
+    SELF_RECEIVERS,
+    CallResolver,
+    CallRow,
+    Definition,
+    ModuleIndex,
+    file_context,
+)
 from engine.semantic.model import FileAnalysis, ImportRef
 from engine.store.db import StoreWarning, WarningSink, identifier_parts, open_index, relative_module
 from engine.store.discovery import Candidate, Skipped, content_problem, discover
@@ -461,29 +469,40 @@ def _resolve_graphs(
     batch: list[tuple[object, ...]] = []
     total = len(todo)
 
-    def emit(call: CallRow) -> None:
-        ctx = contexts.get(call.file)
-        if ctx is None:
-            ctx = contexts[call.file] = file_context(
-                call.file, languages[call.file], imports.get(call.file, ()), modules
-            )
-            if progress and len(contexts) % 500 == 0:
-                progress("resolving calls", len(contexts), total)
-        e = resolver.resolve(call, languages[call.file], ctx)  # type: ignore[arg-type]
-        batch.append((e.file, e.caller_id, e.callee_id, e.callee_name, e.kind, e.package, e.line))
+    # Within one file the same (name, receiver) resolves the same way (self-calls also by the
+    # caller's class): tests call self.assertEqual hundreds of times per file.
+    memo: dict[tuple[object, ...], tuple[str | None, str, str | None]] = {}
+    memo_file: list[str | None] = [None]
+
+    def emit(row: tuple[object, ...]) -> None:
+        file, caller, parent, name, receiver, line = row[:6]
+        if file != memo_file[0]:
+            memo.clear()
+            memo_file[0] = file  # type: ignore[assignment]
+        key = (name, receiver, parent if receiver in SELF_RECEIVERS or receiver is None else None)
+        hit = memo.get(key)
+        if hit is None:
+            ctx = contexts.get(file)  # type: ignore[call-overload]
+            if ctx is None:
+                ctx = contexts[file] = file_context(file, languages[file], imports.get(file, ()), modules)  # type: ignore[index,arg-type]
+                if progress and len(contexts) % 500 == 0:
+                    progress("resolving calls", len(contexts), total)
+            e = resolver.resolve(CallRow(*row[:6]), languages[file], ctx)  # type: ignore[arg-type,index]
+            hit = memo[key] = (e.callee_id, e.kind, e.package)
+        batch.append((file, caller, hit[0], name, hit[1], hit[2], line))
         if len(batch) >= FLUSH_ROWS:
             conn.executemany("INSERT INTO edges VALUES (?,?,?,?,?,?,?)", batch)
             batch.clear()
 
     if preloaded is not None:
         for row in preloaded.all_calls:
-            emit(CallRow(*row[:6]))  # type: ignore[arg-type]
+            emit(row)
     else:
         sql = "SELECT file, caller_id, caller_parent, name, receiver, line FROM calls"
         for part in _chunks(todo):
             marks = ",".join("?" * len(part))
-            for row in conn.execute(sql + f" WHERE file IN ({marks})", list(part)).fetchall():
-                emit(CallRow(*row))
+            for row in conn.execute(sql + f" WHERE file IN ({marks}) ORDER BY file", list(part)).fetchall():
+                emit(row)
             contexts.clear()
     conn.executemany("INSERT INTO edges VALUES (?,?,?,?,?,?,?)", batch)
 
@@ -655,6 +674,7 @@ def _run(
             preloaded=writer if bulk else None,
         )
     if bulk:
+        conn.execute(f"PRAGMA threads = {min(4, workers)}")  # parallel sorter for the index builds
         create_secondary_indexes(conn)
     conn.execute(
         "INSERT OR REPLACE INTO meta VALUES ('last_indexed', ?)",

@@ -116,7 +116,6 @@ CREATE TABLE IF NOT EXISTS file_imports (
 # Secondary indexes: dropped during a bulk load and rebuilt after (far faster than
 # maintaining them row by row), so keep every one of them listed here.
 SECONDARY_INDEXES = (
-    "CREATE INDEX IF NOT EXISTS files_sha ON files(sha256)",
     "CREATE INDEX IF NOT EXISTS files_module ON files(module)",
     "CREATE INDEX IF NOT EXISTS symbols_id ON symbols(id)",
     "CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file)",
