@@ -103,7 +103,6 @@ class SemforaApp(App[int]):
         self._stop = threading.Event()
         self._pending: list[str] = []
         self._pending_lock = threading.Lock()
-        self._stream: Any = None
         self._turn: ReplyTurn | None = None
         self._flush_timer: Any = None
 
@@ -167,6 +166,7 @@ class SemforaApp(App[int]):
     def on_unmount(self) -> None:
         self._stop.set()
         self._cancel.set()
+        self.bridge.close()
 
     def _register_themes(self) -> None:
         loaded = load_themes()
@@ -274,6 +274,9 @@ class SemforaApp(App[int]):
                 report = job()
             except SemforaError as err:
                 self._from_thread(self._index_failed, err)
+                return
+            except Exception as exc:  # noqa: BLE001 - the worker boundary: any failure is shown, not lost
+                self._from_thread(self._index_failed, SemforaError(f"{exc.__class__.__name__}: {exc}", code="INTERNAL"))
                 return
             self._from_thread(self._index_done, report)
 
@@ -428,11 +431,9 @@ class SemforaApp(App[int]):
         await self._start_turn(task)
 
     async def _start_turn(self, task: str) -> None:
-        from textual.widgets import Markdown as MarkdownWidget
-
         turn = await self.chat.start_reply()
         self._turn = turn
-        self._stream = MarkdownWidget.get_stream(turn.markdown)
+        turn.start_stream()
         self._cancel = threading.Event()
         self.streaming = True
         self.refresh_bindings()
@@ -457,17 +458,16 @@ class SemforaApp(App[int]):
         with self._pending_lock:
             text = "".join(self._pending)
             self._pending.clear()
-        if text and self._stream is not None:
-            await self._stream.write(text)
+        if text and self._turn is not None and not self._turn.cancelled:
+            await self._turn.write(text)
 
     async def _end_stream(self) -> None:
         if self._flush_timer is not None:
             self._flush_timer.stop()
             self._flush_timer = None
         await self._flush_stream()
-        if self._stream is not None:
-            await self._stream.stop()
-            self._stream = None
+        if self._turn is not None:
+            await self._turn.stop_stream()
         self.streaming = False
         self.refresh_bindings()
 
@@ -475,8 +475,8 @@ class SemforaApp(App[int]):
         if turn is self._turn and not turn.cancelled:
             await self._end_stream()
             reply = getattr(result, "reply", "") or ""
-            if not turn.markdown.source.strip() and reply:
-                await turn.markdown.update(reply)
+            if not turn.source.strip() and reply:
+                await turn.set_text(reply)
         cost = cost_from_result(result)
         self.turns += 1
         self.session_cost += cost.cost
@@ -512,8 +512,8 @@ class SemforaApp(App[int]):
             turn.cancelled = True
             await turn.mark("cancelled")
             return
-        if partial and not turn.markdown.source:
-            await turn.markdown.update(partial)
+        if partial and not turn.source:
+            await turn.set_text(partial)
         await self.show_error(err)
 
     async def action_cancel_stream(self) -> None:
@@ -945,12 +945,24 @@ class SemforaApp(App[int]):
         self._do_undo()
 
     async def cmd_resume(self, _cmd: slash.ParsedCommand) -> None:
-        self._background(self.bridge.staged_files, self._resumed, group="session")
+        def job() -> tuple[list[str], tuple[FileView, ...]]:
+            lines: list[str] = []
+            try:
+                lines = self.bridge.resume()
+            except EngineUnavailable as err:
+                lines = [f"(conversation memory unavailable: {err.message})"]
+            return lines, self.bridge.staged_files()
 
-    async def _resumed(self, files: tuple[FileView, ...]) -> None:
+        self._background(job, self._resumed, group="session")
+
+    async def _resumed(self, resumed: tuple[list[str], tuple[FileView, ...]]) -> None:
+        lines, files = resumed
         self._show_staged_focus(files)
         hunks = sum(len(f.hunks) for f in files)
-        await self.note(f"Resumed: {len(files)} staged file(s), {hunks} hunk(s).")
+        summary = "\n".join(lines) if lines else "_no earlier turns_"
+        await self.note(
+            f"**Resumed the last session.** Staged: {len(files)} file(s), {hunks} hunk(s).\n\n{summary}"
+        )
 
 
 def _fence_language(file: str) -> str:

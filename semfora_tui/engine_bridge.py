@@ -101,7 +101,8 @@ class EngineBridge:
     def set_model(self, model: str) -> tuple[bool, str]:
         self.model = model.strip()
         with self._lock:
-            self._orchestrator = None
+            if self._orchestrator is not None:
+                self._orchestrator.reasoner = None  # the next turn attaches the new model
         return self.reasoning_status()
 
     def set_budget(self, budget: int) -> None:
@@ -143,28 +144,37 @@ class EngineBridge:
 
     # -- orchestrator ---------------------------------------------------------------------------
 
-    def orchestrator(self, *, need_reasoner: bool) -> Any:
+    def orchestrator(self, *, need_reasoner: bool, resume: bool = False) -> Any:
+        """The one orchestrator of this app; a reasoner is attached the first time a turn needs it."""
         with self._lock:
-            if self._orchestrator is None or (
-                need_reasoner and getattr(self._orchestrator, "_no_reasoner", False)
-            ):
+            if self._orchestrator is None or resume:
                 module = engine_module("engine.orchestrator.core", "the orchestrator")
-                reasoner = None
-                if need_reasoner:
-                    select = engine_module("engine.llm.select", "reasoning")
-                    reasoner = select.make_reasoner(self.settings, self.model)
-                self._orchestrator = module.Orchestrator(self.layout, self.settings, reasoner=reasoner)
-                self._orchestrator._no_reasoner = reasoner is None
+                if self._orchestrator is not None:
+                    self._orchestrator.close()
+                self._orchestrator = module.Orchestrator(self.layout, self.settings, resume=resume)
+            if need_reasoner and self._orchestrator.reasoner is None:
+                select = engine_module("engine.llm.select", "reasoning")
+                self._orchestrator.reasoner = select.make_reasoner(self.settings, self.model)
             return self._orchestrator
+
+    def close(self) -> None:
+        with self._lock:
+            if self._orchestrator is not None:
+                self._orchestrator.close()
+                self._orchestrator = None
 
     def context(self, task: str) -> PackView:
         pack = self.orchestrator(need_reasoner=False).build_context(task, budget=self.budget)
         return pack_from_engine(pack, task)
 
     def run_turn(self, task: str, on_text: Callable[[str], None], cancel: threading.Event) -> Any:
-        return self.orchestrator(need_reasoner=True).run_turn(
-            task, on_text=on_text, cancel=cancel, stage=True
-        )
+        orchestrator = self.orchestrator(need_reasoner=True)
+        return orchestrator.run_turn(task, on_text=on_text, cancel=cancel, stage=True, budget=self.budget)
+
+    def resume(self) -> list[str]:
+        """Reopen the last conversation (its memory feeds the next pack); returns its summary lines."""
+        orchestrator = self.orchestrator(need_reasoner=False, resume=True)
+        return list(orchestrator.session.summary_lines())
 
     # -- edits ----------------------------------------------------------------------------------
 
