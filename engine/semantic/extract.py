@@ -11,6 +11,7 @@ import codecs
 import hashlib
 import importlib
 import logging
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -26,6 +27,11 @@ if TYPE_CHECKING:
 
 QUERY_DIR = Path(__file__).with_name("queries")
 _log = logging.getLogger(__name__)
+# How much of a .h file is searched for C++-only syntax before it is parsed as C.
+CPP_SNIFF_BYTES = 64 * 1024
+_CPP_HEADER = re.compile(
+    rb"^\s*(?:class\s+\w+[^;]*\{|namespace\s+\w*\s*\{|template\s*<|(?:public|private|protected)\s*:)", re.M
+)
 
 # language name -> "module:ClassName" of its rules; definition-level languages use the base rules.
 RULES_CLASSES: dict[str, str] = {
@@ -141,6 +147,8 @@ def analyze_source(rel_path: str, source: bytes, language: str | None = None) ->
     digest = hashlib.sha256(source).hexdigest()
     line_count = source.count(b"\n") + (1 if source and not source.endswith(b"\n") else 0)
     lang = language or language_for_path(rel_path, source[:128].split(b"\n", 1)[0])
+    if lang == "c" and rel_path.endswith(".h") and _CPP_HEADER.search(source, 0, CPP_SNIFF_BYTES):
+        lang = "cpp"  # .h is shared by C and C++; C++-only syntax decides
     compiled = _compiled(lang) if lang else None
     if compiled is None:
         return FileAnalysis(rel_path, lang or "unknown", line_count=line_count, sha256=digest)

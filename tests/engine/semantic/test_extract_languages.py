@@ -144,3 +144,14 @@ def test_functions_nested_in_functions_are_not_exported() -> None:
 def test_exported_follows_each_language(path: str, source: bytes, expected: dict[str, bool]) -> None:
     analysis = analyze_source(path, source)
     assert {s.qualified_name: s.exported for s in analysis.symbols} == expected
+
+
+def test_cpp_headers_with_dot_h_are_parsed_as_cpp() -> None:
+    header = (
+        b"#pragma once\nnamespace app {\nclass Store {\npublic:\n  int size() const { return 0; }\n};\n}\n"
+    )
+    analysis = analyze_source("include/store.h", header, "c")
+    assert analysis.language == "cpp"
+    assert [s.qualified_name for s in analysis.symbols] == ["Store", "Store.size"]
+    plain = analyze_source("include/s.h", b"struct s { int a; };\nint f(void);\n")
+    assert plain.language == "c"
