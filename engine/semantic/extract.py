@@ -318,8 +318,9 @@ class _Sweep:
     def _symbol(self, record: _Def, aliases: dict[str, str]) -> Symbol:
         rules, src, node = self.rules, self.src, record.node
         outer = rules.outer_node(node)
+        first = rules.span_start(outer)
         arity = rules.arity(node, record.kind, src)
-        body = src[outer.start_byte : outer.end_byte]
+        body = src[first.start_byte : outer.end_byte]
         calls = tuple(record.calls)
         ident = symbol_id(self.path, record.qualified, record.kind, arity)
         duplicate = 1
@@ -334,7 +335,7 @@ class _Sweep:
             kind=record.kind,
             file=self.path,
             language=self.language,
-            start_line=outer.start_point.row + 1,
+            start_line=first.start_point.row + 1,
             end_line=outer.end_point.row + 1,
             signature=rules.signature(node, src),
             doc=rules.doc(node, src),

@@ -111,6 +111,19 @@ class LangRules:
         """The node whose lines the symbol spans (decorators, export wrappers included)."""
         return node
 
+    # Sibling node types that belong to the definition after them (Rust attributes, TS decorators).
+    leading_types: frozenset[str] = frozenset()
+
+    def span_start(self, outer: Node) -> Node:
+        """First node of the symbol's text: ``outer`` or the attributes right above it."""
+        if not self.leading_types:
+            return outer
+        first = outer
+        prev = outer.prev_named_sibling
+        while prev is not None and prev.type in self.leading_types:
+            first, prev = prev, prev.prev_named_sibling
+        return first
+
     def signature(self, node: Node, src: bytes) -> str:
         body = node.child_by_field_name(self.body_field)
         end = body.start_byte if body is not None else node.end_byte

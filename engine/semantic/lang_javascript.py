@@ -39,6 +39,8 @@ class JavaScriptRules(LangRules):
     grammar = "javascript"
     query_files = ("javascript", "jsx")
     comment_types = frozenset({"comment"})
+    leading_types = frozenset({"decorator"})
+    doc_skip_types = leading_types
 
     # ---- helpers ---------------------------------------------------------
     def _value(self, node: Node) -> Node:

@@ -18,6 +18,7 @@ class RustRules(LangRules):
     grammar = "rust"
     comment_types = frozenset({"line_comment", "block_comment"})
     doc_skip_types = frozenset({"attribute_item"})
+    leading_types = doc_skip_types
     param_skip_types = frozenset({"self_parameter", "attribute_item", "line_comment", "block_comment"})
     call_name_types = frozenset({"identifier"})
     call_member_types = {"field_expression": ("value", "field"), "scoped_identifier": ("path", "name")}

@@ -155,3 +155,16 @@ def test_cpp_headers_with_dot_h_are_parsed_as_cpp() -> None:
     assert [s.qualified_name for s in analysis.symbols] == ["Store", "Store.size"]
     plain = analyze_source("include/s.h", b"struct s { int a; };\nint f(void);\n")
     assert plain.language == "c"
+
+
+def test_symbol_span_includes_attributes_and_decorators() -> None:
+    rust = analyze_source("a.rs", b"/// Doc.\n#[derive(Debug)]\n#[serde]\npub struct S { a: i32 }\n").symbols[
+        0
+    ]
+    assert (rust.start_line, rust.end_line, rust.doc) == (2, 4, "Doc.")
+    assert rust.decorators == ("derive(Debug)", "serde")
+    ts = analyze_source("a.ts", b"class A {\n  // Loads.\n  @Log()\n  load() {}\n}\n")
+    load = [s for s in ts.symbols if s.name == "load"][0]
+    assert (load.start_line, load.end_line, load.doc, load.decorators) == (3, 4, "Loads.", ("Log",))
+    py = analyze_source("a.py", b"@app.route('/')\n@login_required\ndef index():\n    pass\n").symbols[0]
+    assert (py.start_line, py.end_line, py.decorators) == (1, 4, ("app.route", "login_required"))
