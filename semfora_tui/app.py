@@ -20,7 +20,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Markdown
 
-from engine.errors import SemforaError, UsageError
+from engine.errors import NotFoundError, SemforaError, UsageError
 from semfora_tui import slash
 from semfora_tui.engine_bridge import EngineBridge, EngineUnavailable
 from semfora_tui.palette import SlashCommandProvider
@@ -276,7 +276,9 @@ class SemforaApp(App[int]):
                 self._from_thread(self._index_failed, err)
                 return
             except Exception as exc:  # noqa: BLE001 - the worker boundary: any failure is shown, not lost
-                self._from_thread(self._index_failed, SemforaError(f"{exc.__class__.__name__}: {exc}", code="INTERNAL"))
+                self._from_thread(
+                    self._index_failed, SemforaError(f"{exc.__class__.__name__}: {exc}", code="INTERNAL")
+                )
                 return
             self._from_thread(self._index_done, report)
 
@@ -815,12 +817,13 @@ class SemforaApp(App[int]):
         """Show the symbol's source (or the hit's lines) in the chat."""
 
         def job() -> str:
+            source: dict[str, Any] | None = None
             if symbol:
                 try:
-                    return self._source_markdown(self.bridge.symbol_source(symbol), file)
-                except SemforaError:
-                    pass  # fall back to the hit's own lines below
-            return self._file_lines(file, start, end)
+                    source = self.bridge.symbol_source(symbol)
+                except NotFoundError:
+                    source = None  # the index moved on since the search; show the hit's own lines
+            return self._source_markdown(source, file) if source else self._file_lines(file, start, end)
 
         self._background(job, self.note, group="open")
 
@@ -832,9 +835,11 @@ class SemforaApp(App[int]):
         body = "\n".join(lines[start - 1 : max(end, start)])
         return f"`{file}:{start}-{end}`\n\n```{_fence_language(file)}\n{body}\n```"
 
-    def _source_markdown(self, source: Any, file: str) -> str:
-        text = source if isinstance(source, str) else getattr(source, "source", None) or str(source)
-        return f"`{file}`\n\n```{_fence_language(file)}\n{text}\n```"
+    def _source_markdown(self, source: dict[str, Any], file: str) -> str:
+        file = source.get("file") or file
+        where = f"{file}:{source.get('start_line', '?')}-{source.get('end_line', '?')}"
+        body = source.get("source", "")
+        return f"`{source.get('symbol', '')}` — `{where}`\n\n```{_fence_language(file)}\n{body}\n```"
 
     async def cmd_symbol(self, cmd: slash.ParsedCommand) -> None:
         if not cmd.rest:
@@ -845,19 +850,27 @@ class SemforaApp(App[int]):
             group="symbol",
         )
 
-    async def _show_symbols(self, name: str, found: Any) -> None:
-        symbols = found if isinstance(found, list | tuple) else [found]
-        if not symbols or symbols == [None]:
-            await self.note(f"No symbol named `{name}`.")
-            return
+    async def _show_symbols(self, name: str, found: list[dict[str, Any]]) -> None:
         blocks: list[str] = []
-        for sym in symbols:
-            qualified = getattr(sym, "qualified_name", None) or getattr(sym, "name", name)
-            blocks.append(
-                f"### `{qualified}` ({getattr(sym, 'kind', '?')})\n"
-                f"`{getattr(sym, 'file', '?')}:{getattr(sym, 'start_line', '?')}-{getattr(sym, 'end_line', '?')}`"
-                f" · risk {getattr(sym, 'risk', '?')}\n\n```\n{getattr(sym, 'signature', '') or qualified}\n```"
+        for sym in found:
+            qualified = sym.get("qualified_name") or sym.get("name") or name
+            where = f"{sym.get('file', '?')}:{sym.get('start_line', '?')}-{sym.get('end_line', '?')}"
+            lines = [
+                f"### `{qualified}` ({sym.get('kind', '?')})",
+                f"`{where}` · risk {sym.get('risk', '?')}",
+            ]
+            if sym.get("doc"):
+                lines.append(f"_{sym['doc']}_")
+            lines.append(f"```\n{sym.get('signature') or qualified}\n```")
+            calls = ", ".join(f"`{c['name']}`" for c in sym.get("calls", [])[:12])
+            callers = ", ".join(
+                f"`{c['name']}` ({c['file']}:{c['line']})" for c in sym.get("callers", [])[:8]
             )
+            if calls:
+                lines.append(f"**calls:** {calls}")
+            if callers:
+                lines.append(f"**called by:** {callers}")
+            blocks.append("\n\n".join(lines))
         await self.note("\n\n".join(blocks))
 
     async def cmd_overview(self, _cmd: slash.ParsedCommand) -> None:

@@ -126,17 +126,22 @@ class EngineBridge:
         hybrid = engine_module("engine.index.hybrid", "search")
         return list(hybrid.search(self.layout, self.settings, query, mode, limit))
 
-    def symbols(self, name: str) -> Any:
-        tools = engine_module("engine.tools", "symbol lookup")
-        return tools.get_symbol(self.layout, self.settings, name)
+    def _tool(self, name: str, *args: Any) -> Any:
+        """Run one ``engine.tools`` tool on a fresh Engine: its SQLite store belongs to this thread."""
+        tools = engine_module("engine.tools", "the engine tools")
+        with tools.Engine(self.layout, self.settings) as engine:
+            return getattr(tools, name)(engine, *args).data
 
-    def symbol_source(self, name: str) -> Any:
-        tools = engine_module("engine.tools", "symbol source")
-        return tools.get_symbol_source(self.layout, self.settings, name)
+    def symbols(self, name: str) -> list[dict[str, Any]]:
+        return [self._tool("get_symbol", name)]
+
+    def symbol_source(self, name: str) -> dict[str, Any]:
+        return dict(self._tool("get_symbol_source", name))
 
     def overview(self) -> str:
         tools = engine_module("engine.tools", "the repository overview")
-        return str(tools.get_repo_overview(self.layout, self.settings))
+        with tools.Engine(self.layout, self.settings) as engine:
+            return str(tools.get_repo_overview(engine).toon)
 
     def semantic_diff(self, base: str | None, target: str | None) -> Any:
         diff = engine_module("engine.semantic.diff", "semantic diff")

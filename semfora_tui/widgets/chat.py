@@ -176,6 +176,6 @@ class ChatPane(VerticalScroll):
         for child in self.children:
             if isinstance(child, UserMessage):
                 parts.append(str(child.render()))
-            elif isinstance(child, Markdown) or isinstance(child, ReplyTurn):
+            elif isinstance(child, Markdown | ReplyTurn):
                 parts.append(child.source)
         return "\n".join(parts)

@@ -34,8 +34,14 @@ async def test_navigation_keys_move_between_hunks_and_files(make_app: AppFactory
     async with app.run_test(size=(120, 40)) as pilot:
         pane = await _staged(pilot, app, demo_repo)
         assert pane.current.hunk.path == "app/config.py"
-        for key, expected in [("n", "app/server.py"), ("p", "app/config.py"), ("j", "app/server.py"),
-                              ("k", "app/config.py"), ("N", "app/server.py"), ("P", "app/config.py")]:
+        for key, expected in [
+            ("n", "app/server.py"),
+            ("p", "app/config.py"),
+            ("j", "app/server.py"),
+            ("k", "app/config.py"),
+            ("N", "app/server.py"),
+            ("P", "app/config.py"),
+        ]:
             await pilot.press(key)
             await settle(pilot)
             assert pane.current.hunk.path == expected, key
@@ -103,7 +109,9 @@ async def test_declining_the_commit_changes_nothing(make_app: AppFactory, demo_r
         assert _states(demo_repo)["app/config.py"] == ["accepted"]
 
 
-async def test_rollback_key_discards_the_session_after_confirmation(make_app: AppFactory, demo_repo: Path) -> None:
+async def test_rollback_key_discards_the_session_after_confirmation(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await _staged(pilot, app, demo_repo)
@@ -118,8 +126,9 @@ async def test_rollback_key_discards_the_session_after_confirmation(make_app: Ap
         assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]
 
 
-async def test_e_opens_the_editor_at_the_hunk(make_app: AppFactory, demo_repo: Path, tmp_path: Path,
-                                             monkeypatch) -> None:  # type: ignore[no-untyped-def]
+async def test_e_opens_the_editor_at_the_hunk(
+    make_app: AppFactory, demo_repo: Path, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     log = tmp_path / "editor.log"
     editor = tmp_path / "fake-editor"
     editor.write_text(f'#!/bin/sh\necho "$@" > {log}\n')
@@ -136,7 +145,9 @@ async def test_e_opens_the_editor_at_the_hunk(make_app: AppFactory, demo_repo: P
     assert args[1] == str(demo_repo / "app/server.py")
 
 
-async def test_a_file_changed_on_disk_shows_a_conflict_in_place(make_app: AppFactory, demo_repo: Path) -> None:
+async def test_a_file_changed_on_disk_shows_a_conflict_in_place(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await _staged(pilot, app, demo_repo)

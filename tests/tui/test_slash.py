@@ -9,8 +9,28 @@ from hypothesis import strategies as st
 from semfora_tui import slash
 
 ISSUE_COMMANDS = {
-    "search", "symbol", "overview", "diff", "edit", "preview", "accept", "reject", "commit", "rollback",
-    "undo", "status", "context", "budget", "model", "theme", "index", "resume", "clear", "cost", "help", "quit",
+    "search",
+    "symbol",
+    "overview",
+    "diff",
+    "edit",
+    "preview",
+    "accept",
+    "reject",
+    "commit",
+    "rollback",
+    "undo",
+    "status",
+    "context",
+    "budget",
+    "model",
+    "theme",
+    "index",
+    "resume",
+    "clear",
+    "cost",
+    "help",
+    "quit",
 }
 
 
@@ -25,8 +45,10 @@ def test_parse_keeps_arguments_and_raw_rest() -> None:
     assert parsed.rest == '"parse config" now'
 
 
-@pytest.mark.parametrize(("typo", "expected"), [("hlep", "help"), ("comit", "commit"), ("serch", "search"),
-                                                  ("thme", "theme"), ("sta", "status")])
+@pytest.mark.parametrize(
+    ("typo", "expected"),
+    [("hlep", "help"), ("comit", "commit"), ("serch", "search"), ("thme", "theme"), ("sta", "status")],
+)
 def test_unknown_command_suggests_the_closest(typo: str, expected: str) -> None:
     with pytest.raises(slash.UnknownCommand) as info:
         slash.parse(f"/{typo} x")

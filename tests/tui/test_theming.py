@@ -40,7 +40,9 @@ def test_builtin_themes_validate_and_define_semfora_variables() -> None:
 
 def test_user_theme_loads_and_a_bad_one_is_reported(tmp_path: Path) -> None:
     (tmp_path / "midnight.yaml").write_text(USER_THEME)
-    (tmp_path / "broken.yaml").write_text(USER_THEME.replace('"#00ff88"', '"not-a-colour"').replace("midnight", "b"))
+    (tmp_path / "broken.yaml").write_text(
+        USER_THEME.replace('"#00ff88"', '"not-a-colour"').replace("midnight", "b")
+    )
     (tmp_path / "garbage.yml").write_text("name: [unclosed\n")
     loaded = load_themes(tmp_path)
     assert "midnight" in {t.name for t in loaded.themes}

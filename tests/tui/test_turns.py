@@ -65,8 +65,9 @@ async def test_budget_pane_updates_after_a_turn(make_app: AppFactory, fake_anthr
         assert "load_config" in fake_anthropic.message_requests()[-1].all_text
 
 
-async def test_an_edit_reply_is_staged_and_shown_for_review(make_app: AppFactory, fake_anthropic: FakeAnthropic,
-                                                            demo_repo: Path) -> None:
+async def test_an_edit_reply_is_staged_and_shown_for_review(
+    make_app: AppFactory, fake_anthropic: FakeAnthropic, demo_repo: Path
+) -> None:
     fake_anthropic.reply(EDIT_REPLY)
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:

@@ -1,0 +1,236 @@
+"""Every slash command, driven through the prompt of a real app on a small real repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.command import CommandPalette
+
+from engine.config import DEFAULT_MODEL, load_settings
+from semfora_tui import slash
+from semfora_tui.screens.confirm import ConfirmScreen
+from semfora_tui.screens.picker import PickerScreen
+from tests.tui.conftest import EDIT_BLOCKS, SOURCE, AppFactory, settle
+
+
+async def _run(pilot, app, text: str) -> str:  # type: ignore[no-untyped-def]
+    """Type ``text`` into the prompt, submit it, and return what it added to the chat."""
+    before = app.chat.transcript()
+    app.prompt.load_text(text)
+    app.prompt.focus()
+    await pilot.press("enter")
+    await settle(pilot)
+    return app.chat.transcript()[len(before) :]
+
+
+async def _stage(pilot, app, root: Path) -> None:  # type: ignore[no-untyped-def]
+    (root / "edits.txt").write_text(EDIT_BLOCKS)
+    out = await _run(pilot, app, "/edit --from edits.txt")
+    assert "Staged 2 hunk(s) in 2 file(s)" in out
+
+
+async def test_help_lists_every_command_and_unknown_suggests(make_app: AppFactory) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        out = await _run(pilot, app, "/help")
+        for command in slash.COMMANDS:
+            assert command.usage in out
+        out = await _run(pilot, app, "/comit")
+        assert "error[UNKNOWN_COMMAND]" in out and "did you mean /commit?" in out
+
+
+async def test_search_opens_results_and_a_result_shows_its_source(make_app: AppFactory) -> None:
+    app = make_app(check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        out = await _run(pilot, app, "/search parse_port")
+        assert "app/config.py" in out
+        assert isinstance(app.screen, PickerScreen)
+        labels = [item.label for item in app.screen.items]
+        assert any("parse_port" in label for label in labels)
+        index = next(i for i, label in enumerate(labels) if "parse_port" in label)
+        for _ in range(index):
+            await pilot.press("down")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert not isinstance(app.screen, PickerScreen)
+        assert "return int(text)" in app.chat.transcript()
+
+
+async def test_symbol_and_overview(make_app: AppFactory) -> None:
+    app = make_app(check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        out = await _run(pilot, app, "/symbol load_config")
+        assert "load_config" in out and "app/config.py" in out
+        out = await _run(pilot, app, "/symbol no_such_thing_anywhere")
+        assert "no_such_thing_anywhere" in out
+        out = await _run(pilot, app, "/overview")
+        assert "Repository overview" in out and "app/config.py" in out
+
+
+async def test_diff_shows_a_semantic_diff_of_the_working_tree(make_app: AppFactory, demo_repo: Path) -> None:
+    (demo_repo / "app/config.py").write_text(
+        SOURCE["app/config.py"] + "\n\ndef parse_host(text):\n    return text\n"
+    )
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        out = await _run(pilot, app, "/diff")
+        assert "Semantic diff" in out
+        assert "parse_host" in out
+        out = await _run(pilot, app, "/diff no-such-ref")
+        assert "error[" in out
+
+
+async def test_preview_accept_reject_commit_undo_rollback(make_app: AppFactory, demo_repo: Path) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _stage(pilot, app, demo_repo)
+        out = await _run(pilot, app, "/preview")
+        assert "`app/config.py` +1 -1: 0 accepted, 0 rejected, 1 pending" in out
+        hunk_ids = [h.id for f in app.diff.files for h in f.hunks]
+        await _run(pilot, app, f"/accept {hunk_ids[0]}")
+        assert [h.state for f in app.diff.files for h in f.hunks] == ["accepted", "pending"]
+        await _run(pilot, app, f"/reject {hunk_ids[1]}")
+        assert [h.state for f in app.diff.files for h in f.hunks] == ["accepted", "rejected"]
+        await _run(pilot, app, "/accept all")
+        assert {h.state for f in app.diff.files for h in f.hunks} == {"accepted"}
+        await _run(pilot, app, "/reject all")
+        assert {h.state for f in app.diff.files for h in f.hunks} == {"rejected"}
+        out = await _run(pilot, app, "/accept nope-id")
+        assert "error[" in out
+        await _run(pilot, app, "/accept")  # the selected hunk (the first)
+        await _run(pilot, app, "/commit")
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "Commit 1 accepted hunk(s) in 1 file(s)?" in app.screen.question
+        await pilot.press("y")
+        await settle(pilot)
+        assert "int(text.strip())" in (demo_repo / "app/config.py").read_text()
+        out = await _run(pilot, app, "/undo")
+        assert "Undid the last commit" in out
+        assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]
+        out = await _run(pilot, app, "/undo")
+        assert "error[" in out and "nothing to undo" in out
+        await _run(pilot, app, "/rollback")
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await settle(pilot)
+        assert app.diff.files == ()
+        out = await _run(pilot, app, "/commit")
+        assert app.screen is not None and not isinstance(app.screen, ConfirmScreen)
+
+
+async def test_edit_from_a_file_outside_the_repository_is_refused(
+    make_app: AppFactory, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text(EDIT_BLOCKS)
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        out = await _run(pilot, app, f"/edit --from {outside}")
+        assert "error[" in out
+        assert app.diff.files == ()
+
+
+async def test_status_budget_cost_model_clear(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        out = await _run(pilot, app, "/status")
+        assert "index:" in out and "budget:" in out and "memory:" in out and "staged:" in out
+        out = await _run(pilot, app, "/budget 3000")
+        assert "3,000 tokens" in out
+        assert app.bridge.budget == 3000
+        assert "3,000" in str(app.budget_pane.query_one("#budget-bar").render())
+        out = await _run(pilot, app, "/budget lots")
+        assert "error[USAGE]" in out
+        out = await _run(pilot, app, "/budget 10")
+        assert "between 500 and 200000" in out
+        out = await _run(pilot, app, "/cost")
+        assert "Session:" in out and "$0.0000" in out
+        out = await _run(pilot, app, "/model")
+        assert DEFAULT_MODEL in out and "ANTHROPIC_API_KEY" in out
+        out = await _run(pilot, app, "/model ollama/qwen2.5-coder:7b")
+        assert "cannot be used" in out and "Ollama" in out
+        assert app.header.model == "ollama/qwen2.5-coder:7b"
+        await _run(pilot, app, "/clear")
+        assert app.chat.transcript() == ""
+
+
+async def test_context_builds_a_pack_without_a_model(make_app: AppFactory) -> None:
+    app = make_app(check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        out = await _run(pilot, app, "/context")
+        assert "No context pack yet" in out
+        out = await _run(pilot, app, "/context how is the port parsed")
+        assert "Context pack" in out and "parse_port" in out
+        pack = app.budget_pane.pack
+        assert pack is not None and pack.total_tokens <= pack.budget
+        table = app.budget_pane.query_one("#budget-table")
+        assert table.row_count == len(pack.items)
+        out = await _run(pilot, app, "/context")
+        assert "Context pack" in out  # the last pack again, in full
+
+
+async def test_index_and_rebuild(make_app: AppFactory, demo_repo: Path) -> None:
+    app = make_app(check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.header.index_state.startswith("index: 2 files")
+        (demo_repo / "app/extra.py").write_text("def extra():\n    return 1\n")
+        out = await _run(pilot, app, "/index")
+        assert "Re-indexing" in out
+        await settle(pilot)
+        assert app.header.index_state.startswith("index: 3 files")
+        out = await _run(pilot, app, "/index --rebuild")
+        assert "Rebuilding" in out
+        await settle(pilot)
+        assert app.header.index_state.startswith("index: 3 files")
+
+
+async def test_resume_restores_the_staged_session(make_app: AppFactory, demo_repo: Path) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _stage(pilot, app, demo_repo)
+    again = make_app(start_index=False, check_model=False, resume=True)
+    async with again.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert "Resumed the last session" in again.chat.transcript()
+        assert [f.path for f in again.diff.files] == ["app/config.py", "app/server.py"]
+        out = await _run(pilot, again, "/resume")
+        assert "Staged: 2 file(s), 2 hunk(s)" in out
+
+
+async def test_theme_lists_and_quit_exits(make_app: AppFactory, demo_repo: Path) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        out = await _run(pilot, app, "/theme")
+        assert "semfora-solarized" in out
+        await _run(pilot, app, "/theme semfora-light")
+        assert load_settings(demo_repo).settings.ui.theme == "semfora-light"
+        app.prompt.load_text("/quit")
+        await pilot.press("enter")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+async def test_every_command_is_in_the_palette(make_app: AppFactory) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"/status")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert "memory:" in app.chat.transcript()
+        # Commands that need an argument pre-fill the prompt instead of running.
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        await pilot.press(*"/budget")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.prompt.text == "/budget "
