@@ -96,6 +96,16 @@ def chunk_id(file: str, anchor: str, part: int) -> str:
     return hashlib.sha256(raw).hexdigest()[:24]
 
 
+_TEST_PATH = re.compile(
+    r"(^|/)(tests|__tests__)/|^(test|spec)/|(^|/)(test_[^/]*|[^/]*_tests?\.[a-z]+|tests\.py|[^/]*\.(spec|test)\.[jt]sx?)$"
+)
+
+
+def is_test_path(path: str) -> bool:
+    """Test code by the usual conventions: tests/ dirs, test_*.py, *_test.go, *.spec.ts, tests.py."""
+    return _TEST_PATH.search(path) is not None
+
+
 def is_prose(path: str) -> bool:
     return PurePosixPath(path).suffix.lower() in PROSE_EXTENSIONS
 

@@ -24,6 +24,9 @@ DEFAULT_OLLAMA_EMBED_MODEL = "nomic-embed-text"
 OLLAMA_BATCH = 32
 # Texts per local model forward pass on CPU.
 LOCAL_BATCH = 64
+# Word pieces a local model reads per chunk. Attention cost grows with length, and a chunk's
+# name, signature, docstring and first lines (what comes first in its text) say what it is about.
+LOCAL_MAX_TOKENS = 128
 # Characters of a chunk given to the embedder; MiniLM reads 256 word pieces, nomic 2048 tokens.
 MAX_EMBED_CHARS = 2000
 # Files chroma's ONNX MiniLM needs; all must be present for it to run without downloading.
@@ -132,7 +135,8 @@ class SentenceTransformerEmbedder:
             self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
         except (OSError, ValueError) as exc:
             raise EmbeddingUnavailable(f"cannot load the embedding model at {path}: {exc}") from exc
-        self.spec = f"sentence-transformers:{Path(path).name if Path(path).exists() else name_or_path}"
+        self._model.max_seq_length = min(self._model.max_seq_length or LOCAL_MAX_TOKENS, LOCAL_MAX_TOKENS)
+        self.spec = f"sentence-transformers:{name_or_path}"
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
         with self._lock:

@@ -28,8 +28,9 @@ W_BODY = 1.0
 # Parts of compound identifiers used in the body: a weak signal, below the body itself
 # in precision but needed so "user by id" reaches code that only calls getUserById.
 W_PARTS = 0.8
-# A term found in more than this share of chunks carries almost no information (e.g. "self").
-COMMON_TERM_FRACTION = 0.4
+# A term found in more than this share of chunks carries little information (its IDF is low) but
+# costs a bm25() evaluation per matching chunk: "return", "get", "self" in a code base.
+COMMON_TERM_FRACTION = 0.12
 # Query words that are English glue in a plain-language request, never the point of it.
 _STOPWORD_TEXT = (
     "a an and are as at be by do does for from how i in is it its me my of on or our should that the "

@@ -10,6 +10,7 @@ It never writes the index; it reads index.db, Chroma and cache.db.
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 import threading
 import time
@@ -21,7 +22,7 @@ from engine.config import Settings
 from engine.errors import SemforaError, UsageError
 from engine.index import fts
 from engine.index.cache import ResultCache
-from engine.index.chunking import split_identifier
+from engine.index.chunking import is_test_path
 from engine.index.metrics import MetricsRecorder, SearchEvent
 from engine.index.rerank import BlendMode, OllamaReranker, RerankCandidate, Reranker, rerank
 from engine.semantic.model import Symbol
@@ -38,6 +39,10 @@ VECTOR_CANDIDATES = 50
 SYMBOL_CANDIDATES = 20
 # Symbols matched per single query word (for plain-language queries that mention an identifier).
 SYMBOLS_PER_WORD = 3
+# A plain word that is exactly the name of at most this many symbols points at them ("slugify");
+# a name shared more widely ("user", "check") says nothing.
+RARE_NAME_MAX = 3
+RARE_NAME_MIN_CHARS = 4
 # Rewrites are guesses: their lists count half as much as the user's own words.
 EXPANSION_WEIGHT = 0.5
 # Per-source weights in the fusion. Equal: each source is one independent opinion.
@@ -45,10 +50,15 @@ SOURCE_WEIGHTS = {"fts": 1.0, "vector": 1.0, "symbols": 1.0}
 # Prose/config chunks (docs, READMEs) count less: a code search should surface code first,
 # but docs still show when nothing in the code matches.
 PROSE_WEIGHT = 0.6
+# Weight of test-code chunks in the fusion. Tests match a feature's words as well as its
+# implementation does, but an explain/fix/extend request is about the implementation.
+TEST_WEIGHT = 0.5
 # Snippet shown per hit, in lines.
 SNIPPET_LINES = 3
 MAX_LIMIT = 200
 
+# A word that is an identifier rather than English: snake_case, camelCase, dotted.path, or with digits.
+_IDENTIFIER_LIKE = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|[a-z][A-Z]|[A-Za-z]\.[A-Za-z]|[A-Za-z][0-9]")
 WarningSink = Callable[[str], None]
 _warned: set[str] = set()
 _warned_lock = threading.Lock()
@@ -164,17 +174,30 @@ def _symbol_list(conn: sqlite3.Connection, query: str) -> list[Symbol]:
     if len(words) > 1:
         for word in words:
             word = word.strip(".,;:!?()[]{}'\"`")
-            if len(word) < 4 or word.lower() in fts.STOPWORDS:
-                continue
+            # Plain English words ("user", "check") name hundreds of symbols; only words that
+            # look like identifiers (snake_case, camelCase, dotted) are worth a name lookup.
             lower = word.lower()
-            for sym in rank_symbols(conn, word, limit=SYMBOLS_PER_WORD * 3):
-                if sym.name.lower() == lower or (
-                    len(split_identifier(word)) > 1 and sym.qualified_name.lower().endswith(lower)
-                ):
+            if not _IDENTIFIER_LIKE.search(word):
+                if len(word) >= RARE_NAME_MIN_CHARS and lower not in fts.STOPWORDS:
+                    for sym in _rare_exact_name(conn, lower):
+                        found.setdefault(sym.id, sym)
+                continue
+            for sym in rank_symbols(conn, word, limit=SYMBOLS_PER_WORD):
+                if sym.name.lower() == lower or sym.qualified_name.lower().endswith(lower):
                     found.setdefault(sym.id, sym)
-                    if len(found) >= SYMBOL_CANDIDATES:
-                        break
     return list(found.values())[:SYMBOL_CANDIDATES]
+
+
+def _rare_exact_name(conn: sqlite3.Connection, name_lower: str) -> list[Symbol]:
+    """Symbols named exactly ``name_lower`` when that name is rare (flash, slugify), else none."""
+    from engine.store.db import _SYMBOL_COLUMNS, _row_to_symbol
+
+    rows = conn.execute(
+        f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE name_lower = ? LIMIT ?", (name_lower, RARE_NAME_MAX + 1)
+    ).fetchall()
+    if len(rows) > RARE_NAME_MAX:
+        return []
+    return [_row_to_symbol(r) for r in rows]
 
 
 def _snippet(row: fts.ChunkRow | None, symbol: Symbol | None, terms: list[str]) -> str:
@@ -242,8 +265,12 @@ class _Fusion:
             self.cands[key] = cand
         elif cand.row is None and row is not None:
             cand.row = row
-        prose = row is not None and row.kind == "prose"
-        cand.score += weight * SOURCE_WEIGHTS[source] * (PROSE_WEIGHT if prose else 1.0) / (RRF_K + rank)
+        file = row.file if row is not None else (symbol.file if symbol else "")
+        if row is not None and row.kind == "prose":
+            weight *= PROSE_WEIGHT
+        elif is_test_path(file):
+            weight *= TEST_WEIGHT
+        cand.score += weight * SOURCE_WEIGHTS[source] / (RRF_K + rank)
         best = cand.ranks.get(source)
         if best is None or rank < best:
             cand.ranks[source] = rank

@@ -23,6 +23,7 @@ from urllib.parse import urlparse
 from engine.config import Settings
 from engine.errors import ServiceUnavailable
 from engine.index import fts
+from engine.index.chunking import is_test_path
 from engine.index.embeddings import Embedder, EmbedderChoice, choose_embedder
 from engine.store.layout import RepoLayout
 
@@ -183,13 +184,14 @@ class VectorIndexer:
             conn.executemany("DELETE FROM vector_state WHERE chunk_id=?", [(c,) for c in part])
             conn.commit()
 
-        pending = [
-            r[0]
-            for r in conn.execute(
-                "SELECT c.chunk_id FROM text_chunks c LEFT JOIN vector_state v ON v.chunk_id = c.chunk_id "
-                "WHERE v.chunk_id IS NULL OR v.content_hash != c.content_hash ORDER BY c.rowid"
-            )
-        ]
+        rows = conn.execute(
+            "SELECT c.chunk_id, c.file, c.kind FROM text_chunks c LEFT JOIN vector_state v ON v.chunk_id = c.chunk_id "
+            "WHERE v.chunk_id IS NULL OR v.content_hash != c.content_hash ORDER BY c.rowid"
+        ).fetchall()
+        # Most useful first, so an interrupted or still-running build already serves the code:
+        # implementation, then prose, then tests.
+        rows.sort(key=lambda r: (is_test_path(r[1]), r[2] == "prose"))
+        pending = [r[0] for r in rows]
         total = len(pending)
         done = 0
         cancelled = False
