@@ -78,8 +78,9 @@ CREATE TABLE IF NOT EXISTS symbols (
 );
 CREATE TABLE IF NOT EXISTS symbol_terms (
     term TEXT NOT NULL,
-    sid  INTEGER NOT NULL
-);
+    sid  INTEGER NOT NULL,
+    PRIMARY KEY (term, sid)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS calls (
     file      TEXT NOT NULL,
     caller_id TEXT,
@@ -124,7 +125,6 @@ SECONDARY_INDEXES = (
     "CREATE INDEX IF NOT EXISTS symbols_name_lower ON symbols(name_lower)",
     "CREATE INDEX IF NOT EXISTS symbols_qualified ON symbols(qualified_name)",
     "CREATE INDEX IF NOT EXISTS symbols_module ON symbols(module, kind, risk)",
-    "CREATE INDEX IF NOT EXISTS symbol_terms_term ON symbol_terms(term)",
     "CREATE INDEX IF NOT EXISTS symbol_terms_sid ON symbol_terms(sid)",
     "CREATE INDEX IF NOT EXISTS calls_file ON calls(file)",
     "CREATE INDEX IF NOT EXISTS calls_name ON calls(name)",
