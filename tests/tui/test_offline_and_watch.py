@@ -1,0 +1,69 @@
+"""Offline mode (no key, no local model) and following changes on disk while the app is open."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from tests.tui.conftest import EDIT_BLOCKS, AppFactory, settle
+
+
+async def test_offline_app_opens_says_what_works_and_keeps_working(make_app: AppFactory, demo_repo: Path) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.offline is True
+        assert app.header.offline
+        text = app.chat.transcript()
+        assert "Offline: no model can be used" in text
+        assert "ANTHROPIC_API_KEY" in text and "/model ollama/" in text
+        for works in ("/search", "/symbol", "/overview", "/diff", "/context", "/edit --from FILE"):
+            assert works in text
+        # A plain message is not sent anywhere and says why.
+        app.prompt.load_text("explain parse_port")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert "No model is available, so this was not sent" in app.chat.transcript()
+        assert not app.streaming
+        # What works offline really works.
+        for command in ("/search parse_port", "/context how is the port parsed", "/symbol parse_port"):
+            app.prompt.load_text(command)
+            await pilot.press("enter")
+            await settle(pilot)
+            if command.startswith("/search"):
+                await pilot.press("escape")
+                await settle(pilot)
+        transcript = app.chat.transcript()
+        assert "error[" not in transcript
+        assert "Context pack" in transcript and "parse_port" in transcript
+        (demo_repo / "edits.txt").write_text(EDIT_BLOCKS)
+        app.prompt.load_text("/edit --from edits.txt")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert len(app.diff.files) == 2
+
+
+async def test_index_follows_disk_changes_and_staged_files_turn_into_conflicts(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    app = make_app(watch=True, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        deadline = time.monotonic() + 20
+        while not app.header.index_state.startswith("index: 2 files"):
+            assert time.monotonic() < deadline
+            await pilot.pause(0.05)
+        (demo_repo / "edits.txt").write_text(EDIT_BLOCKS)
+        await app.run_slash("/edit --from edits.txt")
+        while len(app.diff.files) != 2:
+            assert time.monotonic() < deadline
+            await pilot.pause(0.05)
+        # The user edits a new file and a staged one in their own editor.
+        (demo_repo / "app/cache.py").write_text("def warm_cache():\n    return {}\n")
+        (demo_repo / "app/config.py").write_text("def parse_port(text):\n    return float(text)\n")
+        while not (app.header.index_state.startswith("index: 3 files") and app.diff.files[0].conflict):
+            assert time.monotonic() < deadline, (app.header.index_state, app.diff.files[0])
+            await pilot.pause(0.05)
+        assert "changed on disk" in app.diff.files[0].conflict
+        assert any("staged file changed on disk" in n.message for n in app._notifications)
+        hits = app.bridge.search("warm_cache", mode="symbols", limit=5)
+        assert any(h.symbol == "warm_cache" for h in hits)
