@@ -23,7 +23,7 @@ from engine.semantic.model import CallSite, FileAnalysis, ImportRef, Risk, Symbo
 from engine.semantic.risk import GLOBAL_STATE, assess, import_aliases
 
 if TYPE_CHECKING:
-    from tree_sitter import Node, Query
+    from tree_sitter import Language, Node, Parser, Query
 
 QUERY_DIR = Path(__file__).with_name("queries")
 _log = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ _SIMPLE_CAPTURES = {
 class _Compiled:
     rules: LangRules
     query: Query
-    language: object
+    language: Language
 
 
 @cache
@@ -100,12 +100,12 @@ def _compiled(language: str) -> _Compiled | None:
 
 
 @cache
-def _parser(language: str) -> object:
+def _parser(language: str) -> Parser:
     from tree_sitter import Parser
 
     compiled = _compiled(language)
     assert compiled is not None
-    return Parser(compiled.language)  # type: ignore[arg-type]
+    return Parser(compiled.language)
 
 
 @dataclass
@@ -150,17 +150,17 @@ def analyze_source(rel_path: str, source: bytes, language: str | None = None) ->
     if lang == "c" and rel_path.endswith(".h") and _CPP_HEADER.search(source, 0, CPP_SNIFF_BYTES):
         lang = "cpp"  # .h is shared by C and C++; C++-only syntax decides
     compiled = _compiled(lang) if lang else None
-    if compiled is None:
+    if compiled is None or lang is None:
         return FileAnalysis(rel_path, lang or "unknown", line_count=line_count, sha256=digest)
     # Query predicates (#eq?, #match?) decode node text strictly, so the tree is built from a
     # same-length copy with invalid bytes as "?"; text fields still come from the original.
-    tree = _parser(lang).parse(_valid_utf8(source))  # type: ignore[attr-defined]
+    tree = _parser(lang).parse(_valid_utf8(source))
     root = tree.root_node
     from tree_sitter import QueryCursor
 
     captures = QueryCursor(compiled.query).captures(root)
     try:
-        return _Sweep(rel_path, lang, source, compiled.rules).run(captures, root, digest, line_count)  # type: ignore[arg-type]
+        return _Sweep(rel_path, lang, source, compiled.rules).run(captures, root, digest, line_count)
     except RecursionError:
         # Pathologically deep input: keep the file (counted, hashed) without its symbols.
         _log.warning("%s: nesting too deep to extract symbols", rel_path)

@@ -37,7 +37,7 @@ def _string_value(node: Node | None, src: bytes) -> str | None:
 class JavaScriptRules(LangRules):
     name = "javascript"
     grammar = "javascript"
-    query_files = ("javascript", "jsx")
+    query_files: tuple[str, ...] = ("javascript", "jsx")
     comment_types = frozenset({"comment"})
     leading_types = frozenset({"decorator"})
     doc_skip_types = leading_types
@@ -231,12 +231,12 @@ class JavaScriptRules(LangRules):
                 if target is not None and target.type == "identifier":
                     return [ImportRef(module, (), text(target, src), line)]
                 if target is not None and target.type == "object_pattern":
-                    names = tuple(
+                    bound = tuple(
                         text(c.child_by_field_name("key") or c, src)
                         for c in target.named_children
                         if c.type in ("shorthand_property_identifier_pattern", "pair_pattern")
                     )
-                    return [ImportRef(module, names, None, line)]
+                    return [ImportRef(module, bound, None, line)]
             return [ImportRef(module, (), None, line)]
         module = _string_value(node.child_by_field_name("source"), src)
         if module is None:
@@ -276,10 +276,10 @@ class JavaScriptRules(LangRules):
 class TypeScriptRules(JavaScriptRules):
     name = "typescript"
     grammar = "typescript"
-    query_files = ("javascript", "typescript")
+    query_files: tuple[str, ...] = ("javascript", "typescript")
 
 
 class TsxRules(TypeScriptRules):
     name = "tsx"
     grammar = "tsx"
-    query_files = ("javascript", "typescript", "jsx")
+    query_files: tuple[str, ...] = ("javascript", "typescript", "jsx")

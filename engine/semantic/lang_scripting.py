@@ -109,11 +109,11 @@ class PhpRules(LangRules):
         if kind == "object_creation_expression":
             target = next((c for c in node.named_children if c.type in ("name", "qualified_name")), None)
             return (text(target, src).rsplit("\\", 1)[-1], None) if target is not None else None
-        name = node.child_by_field_name("name")
-        if name is None:
+        method = node.child_by_field_name("name")
+        if method is None:
             return None
         receiver_field = "scope" if kind == "scoped_call_expression" else "object"
-        return text(name, src), short_text(node.child_by_field_name(receiver_field), src)
+        return text(method, src), short_text(node.child_by_field_name(receiver_field), src)
 
     def imports(self, node: Node, src: bytes) -> list[ImportRef]:
         line = node.start_point.row + 1
