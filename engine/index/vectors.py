@@ -317,3 +317,44 @@ class VectorSearcher:
         ids = found["ids"][0]
         distances = found["distances"][0] if found.get("distances") else [0.0] * len(ids)
         return list(zip(ids, (float(d) for d in distances), strict=False))
+
+
+@dataclass(frozen=True)
+class VectorStatus:
+    """What the status line and `semfora doctor` say about vectors."""
+
+    enabled: bool
+    provider: str
+    reason: str
+    embedded: int
+    total: int
+
+    @property
+    def text(self) -> str:
+        if not self.enabled:
+            return f"vectors off: {self.reason}"
+        return f"vectors {self.provider}: {self.embedded}/{self.total} chunks embedded"
+
+
+def vector_status(
+    layout: RepoLayout, settings: Settings, *, choice: EmbedderChoice | None = None
+) -> VectorStatus:
+    """Provider in use (or why vectors are off) and how much of the index is embedded. Never raises."""
+    picked = choice or choose_embedder(settings)
+    conn = fts.connect(layout.index_db)
+    try:
+        total = fts.chunk_count(conn)
+        spec = _meta(conn, "vector_spec")
+        embedded = 0
+        if picked.embedder is not None and spec == picked.embedder.spec:
+            embedded = int(
+                conn.execute(
+                    "SELECT COUNT(*) FROM text_chunks c JOIN vector_state v ON v.chunk_id = c.chunk_id "
+                    "AND v.content_hash = c.content_hash"
+                ).fetchone()[0]
+            )
+    finally:
+        conn.close()
+    if picked.embedder is None:
+        return VectorStatus(False, picked.requested, picked.reason, 0, total)
+    return VectorStatus(True, picked.embedder.spec, "", embedded, total)

@@ -164,3 +164,18 @@ def test_search_survives_ollama_dying_after_indexing(fake_ollama, monkeypatch, i
     hits += search(layout, settings, "redirect", on_warning=warnings.append)
     assert hits and hits[0].symbol == "redirect"
     assert len(warnings) == 1 and "vector search is off" in warnings[0]
+
+
+def test_status_reports_off_and_progress(fake_ollama, monkeypatch, indexed_repo) -> None:
+    from engine.index.vectors import vector_status
+
+    layout, settings = indexed_repo()
+    off = vector_status(layout, settings)
+    assert not off.enabled and off.text.startswith("vectors off:") and "none" in off.text
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    settings = load_settings(layout.root).settings
+    before = vector_status(layout, settings)
+    assert before.enabled and before.embedded == 0 and before.total > 0
+    VectorIndexer(layout, settings).run()
+    after = vector_status(layout, settings)
+    assert after.embedded == after.total and "ollama:nomic-embed-text" in after.text
