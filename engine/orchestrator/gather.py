@@ -50,6 +50,8 @@ log = logging.getLogger(__name__)
 MAX_SYMBOL_ANCHORS = 8
 # Ranked symbol-search results kept per anchor; the index ranks exact and prefix first.
 SYMBOL_RESULTS_PER_ANCHOR = 5
+# Hybrid search gets the task text up to this length; longer tasks are mostly prose.
+MAX_QUERY_CHARS = 300
 # Hybrid hits requested: enough for RRF to have a tail without paying for a long one.
 HYBRID_LIMIT = 20
 
@@ -92,11 +94,11 @@ EXPLAIN_SOURCES = 2
 MAX_SOURCE_SHARE = 0.45
 MAX_SOURCE_SHARE_BY_INTENT = {"explain": 0.15, "general": 0.15, "locate": 0.08}
 # Tests, examples and docs match many words of a task; they count less unless it asks for them.
-NON_SOURCE_WEIGHT = 0.5
+NON_SOURCE_WEIGHT = 0.35
 NON_SOURCE_PARTS = ("tests/", "test/", "testing/", "examples/", "docs/", "doc/")
 TEST_WORDS = frozenset({"test", "tests", "testing", "pytest", "unittest", "example", "examples", "docs"})
 # The overview is CRITICAL but bounded: at most this share of the request budget.
-OVERVIEW_SHARE = 0.12
+OVERVIEW_SHARE = 0.08
 # Confidence stop: later candidates scoring under this share of the best are not added.
 STOP_RATIO = 0.2
 # When every explicit anchor resolved, the task is well pinned: stop sooner.
@@ -400,7 +402,7 @@ class ContextGatherer:
             c.fused += c.bonus
         ordered = sorted(cands.values(), key=lambda c: -c.fused)
         if ordered:
-            self._graph_boost(store, ordered, cands)
+            self._graph_boost(store, ordered, cands, wants_tests)
             best = max(c.fused for c in ordered)
             for c in cands.values():
                 c.recency = W_RECENCY * best * self.memory.recency(c.key)
@@ -416,7 +418,9 @@ class ContextGatherer:
         except SemforaError:
             return None
 
-    def _graph_boost(self, store: Any, ordered: list[Candidate], cands: dict[str, Candidate]) -> None:
+    def _graph_boost(
+        self, store: Any, ordered: list[Candidate], cands: dict[str, Candidate], wants_tests: bool
+    ) -> None:
         """Personalised PageRank from the top hits over their callers and callees."""
         seeds = [c for c in ordered if c.symbol is not None][:GRAPH_SEEDS]
         if not seeds:
@@ -424,11 +428,13 @@ class ContextGatherer:
         edges: dict[str, set[str]] = {}
         why: dict[str, tuple[str, str]] = {}
         for seed in seeds:
-            for relation, nodes in (
-                ("callee", store.callees(seed.key, 1)),
-                ("caller", store.callers(seed.key, 1)),
-            ):
-                for node in nodes[:NEIGHBOURS_PER_SEED]:
+            relations = [("callee", store.callees(seed.key, 1))]
+            if seed.symbol is not None and seed.symbol.kind != "class":
+                # A class's callers are only its instantiations: noise, not context.
+                relations.append(("caller", store.callers(seed.key, 1)))
+            for relation, nodes in relations:
+                kept = [n for n in nodes if wants_tests or not _is_non_source(getattr(n, "file", "") or "")]
+                for node in kept[:NEIGHBOURS_PER_SEED]:
                     other = getattr(node, "symbol_id", None)
                     if not other or other == seed.key:
                         continue
@@ -506,15 +512,16 @@ class ContextGatherer:
             calls=tuple(c.name if not c.receiver else f"{c.receiver}.{c.name}" for c in sym.calls),
             risk_level=sym.risk.level,
             risk_reasons=tuple(sym.risk.reasons),
-            file=sym.file,
-            start_line=sym.start_line,
-            end_line=sym.end_line,
-        )
+        )  # no file/lines: the item header already says where it is
         # Packs never wait on a model: a summary Ollama wrote earlier (cache.db) or the
-        # extractive one. Missing model summaries are filled in the background (presummarize).
-        text = self._cached_model_summary(sym.body_hash or sym.id) or extractive_summary(facts)
-        signature = sym.signature.strip().splitlines()[0] if sym.signature.strip() else sym.qualified_name
-        out = f"{signature}\n{text}"
+        # extractive one (which leads with the signature). Missing model summaries are
+        # filled in the background (presummarize).
+        model = self._cached_model_summary(sym.body_hash or sym.id)
+        if model:
+            signature = sym.signature.strip().splitlines()[0] if sym.signature.strip() else sym.qualified_name
+            out = f"{signature}\n{model}"
+        else:
+            out = extractive_summary(facts)
         self.memory.remember_symbol(key, out)
         return out
 
@@ -618,7 +625,8 @@ class ContextGatherer:
                     f"last {len(session_lines)} turns of this session",
                 )
             )
-        query = anchors.search_query() or task.strip()
+        # Hybrid search is built for plain-language queries: give it the task itself.
+        query = " ".join(task.split())[:MAX_QUERY_CHARS]
         ranked, timings = self.rank(anchors, query)
         t_fill = time.perf_counter()
         self._fill(classification, anchors, ranked, budget, notes)
@@ -637,7 +645,8 @@ class ContextGatherer:
                     f"similar past turn ({turn.source} score {turn.score:.2f})",
                 )
             )
-        self.memory.mark_viewed([i.symbol_id for i in budget.items() if i.symbol_id])
+        # "Viewed" means the model read the code, not a one-line summary of it.
+        self.memory.mark_viewed([i.symbol_id for i in budget.items() if i.symbol_id and i.kind == "source"])
         timings["fill"] = time.perf_counter() - t_fill
         timings["total"] = time.perf_counter() - t0
         notes.extend(self.warnings)
@@ -760,7 +769,9 @@ class ContextGatherer:
             for c in targets:
                 added += add_summary(c, Priority.HIGH)
             for c in targets[:EXPLAIN_SOURCES]:
-                added += add_source(c, Priority.HIGH, "top match")
+                if add_source(c, Priority.HIGH, "top match"):
+                    # The source carries the signature and docstring: its summary is now redundant.
+                    budget.remove(f"summary:{c.key}")
 
         neighbour_priority = Priority.MEDIUM if intent in (Intent.EXPLAIN, Intent.GENERAL) else Priority.HIGH
         neighbours = [c for c in ranked if c.neighbour_of in target_keys and c.key not in target_keys]
@@ -911,7 +922,7 @@ def _read_text(path: Path) -> str:
         return f"(unreadable: {exc.strerror})"
 
 
-def _short(text: str, limit: int = 40) -> str:
+def _short(text: str, limit: int = 28) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

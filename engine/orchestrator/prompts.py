@@ -109,13 +109,27 @@ def parse_need(reply: str) -> NeedRequest | None:
     return NeedRequest(tuple(s for s in symbols if s in total), tuple(f for f in files if f in total))
 
 
+# Parts of an item's reason worth the model's tokens: how it relates to the task's code.
+# Search ranks ("fts rank 2 for ...") matter to the user reading the budget pane, not the model.
+_MODEL_REASON = re.compile(
+    r"(?:edit target|under review|top match|best match|target \(summary\)|"
+    r"(?:callee|caller) of `[^`]+`|named in the task `[^`]+`|exact name match `[^`]+`|"
+    r"requested by the model[^;]*|similar past turn[^;]*|viewed earlier in this session)"
+)
+
+
+def model_reason(reason: str) -> str:
+    return "; ".join(dict.fromkeys(_MODEL_REASON.findall(reason)))
+
+
 def render_item(item: ContextItem) -> str:
-    """One item as the model sees it: a labelled header, then its text."""
+    """One item as the model sees it: a labelled header (with how it relates), then its text."""
     where = item.file or ""
     if item.file and item.start_line:
         where += f":{item.start_line}-{item.end_line or item.start_line}"
     label = " ".join(p for p in (item.kind, item.symbol or "", where) if p)
-    return f"### {label}\n({item.reason})\n{item.text.rstrip()}\n"
+    why = model_reason(item.reason)
+    return f"### {label}" + (f" ({why})" if why else "") + f"\n{item.text.rstrip()}\n"
 
 
 def stable_prefix(items: list[ContextItem]) -> list[PromptBlock]:

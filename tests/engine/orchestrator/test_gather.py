@@ -28,8 +28,12 @@ def test_edit_target_gets_source_and_neighbours_get_summaries(shop) -> None:
 def test_explain_gets_summaries_before_source(shop) -> None:
     layout, cfg = shop
     pack = Orchestrator(layout, cfg).build_context("explain how the cart total is computed")
-    kinds = [i.kind for i in pack.items if i.kind in ("summary", "source")]
-    assert pack.intent == "explain" and kinds[0] == "summary" and "source" in kinds
+    assert pack.intent == "explain"
+    sources = [i for i in pack.items if i.kind == "source"]
+    summaries = [i for i in pack.items if i.kind == "summary"]
+    assert sources and summaries and all(i.priority == Priority.HIGH for i in sources)
+    # A symbol sent as source is not also sent as a summary.
+    assert not {i.symbol for i in sources} & {i.symbol for i in summaries}
 
 
 def test_secrets_never_enter_the_pack(shop) -> None:

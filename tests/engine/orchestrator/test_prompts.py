@@ -36,7 +36,13 @@ def test_prefix_is_cached_and_task_items_are_not() -> None:
     blocks = stable_prefix(items)
     assert all(b.cache for b in blocks) and "repo: demo" in blocks[1].text
     message = task_message("fix f", items, "edit")
-    assert "a.py:1-1" in message and "fts rank 1 for 'f'" in message and "repo: demo" not in message
+    assert "a.py:1-1" in message and "repo: demo" not in message
+    # Search ranks are for the user's budget pane; the model is told how items relate.
+    assert "fts rank" not in message
+    related = ContextItem(
+        "s2", "summary", "def g(): ...", 4, Priority.HIGH, "fts rank 3 for 'f'; callee of `f`"
+    )
+    assert "### summary (callee of `f`)" in task_message("fix f", [related], "edit")
     assert message.rstrip().endswith("fix f")
 
 
