@@ -53,6 +53,7 @@ RULES_CLASSES: dict[str, str] = {
     "clojure": "engine.semantic.lang_definitions:ClojureRules",
     "elixir": "engine.semantic.lang_definitions:ElixirRules",
     "hcl": "engine.semantic.lang_definitions:HclRules",
+    "commonlisp": "engine.semantic.lang_definitions:CommonLispRules",
 }
 FULL_NAMES = frozenset(info.name for info in FULL_LANGUAGES)
 

@@ -33,6 +33,12 @@ NAME_TYPES = frozenset(
         "IDENTIFIER",
         "simple_identifier",
         "word",
+        "function_name",
+        "simple_name",
+        "unquoted_argument",
+        "symbol",
+        "sym_lit",
+        "simple_word",
         "package",
     }
 )
@@ -63,6 +69,13 @@ class GenericRules(LangRules):
         self.grammar = language
 
     def def_name(self, node: Node, kind: str, src: bytes) -> DefName | None:
+        declarator = node.child_by_field_name("declarator")
+        if declarator is not None and node.child_by_field_name("name") is None:
+            # C-like grammars: follow the declarator chain to the declared name.
+            while declarator.child_by_field_name("declarator") is not None:
+                declarator = declarator.child_by_field_name("declarator")
+            if declarator.type in NAME_TYPES:
+                return DefName(text(declarator, src), kind)
         for field in NAME_FIELDS:
             child = node.child_by_field_name(field)
             if child is None:
@@ -116,3 +129,12 @@ class HclRules(GenericRules):
             text(c, src).strip('"') for c in node.named_children if c.type in ("identifier", "string_lit")
         ]
         return DefName(".".join(parts), kind) if parts else None
+
+
+class CommonLispRules(GenericRules):
+    """``(defun name ...)``: the name is the header's ``function_name``."""
+
+    def def_name(self, node: Node, kind: str, src: bytes) -> DefName | None:
+        header = next((c for c in node.named_children if c.type == "defun_header"), None)
+        name = header.child_by_field_name("function_name") if header is not None else None
+        return DefName(text(name, src), kind) if name is not None else None

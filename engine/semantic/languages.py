@@ -64,6 +64,29 @@ DEFINITION_LANGUAGES: tuple[LanguageInfo, ...] = (
     LanguageInfo("hcl", (".tf", ".hcl"), "definitions"),
     LanguageInfo("proto", (".proto",), "definitions"),
     LanguageInfo("graphql", (".graphql", ".gql"), "definitions"),
+    LanguageInfo("cuda", (".cu", ".cuh"), "definitions"),
+    LanguageInfo("arduino", (".ino",), "definitions"),
+    LanguageInfo("glsl", (".glsl", ".vert", ".frag"), "definitions"),
+    LanguageInfo("hlsl", (".hlsl", ".fx"), "definitions"),
+    LanguageInfo("starlark", (".star", ".bzl"), "definitions"),
+    LanguageInfo("powershell", (".ps1", ".psm1"), "definitions"),
+    LanguageInfo("cmake", (".cmake",), "definitions"),
+    LanguageInfo("commonlisp", (".lisp", ".lsp"), "definitions"),
+    LanguageInfo("elisp", (".el",), "definitions"),
+    LanguageInfo("tcl", (".tcl",), "definitions"),
+    LanguageInfo("vim", (".vim",), "definitions"),
+    LanguageInfo("ada", (".adb", ".ads"), "definitions"),
+    LanguageInfo("pascal", (".pas", ".pp"), "definitions"),
+    LanguageInfo("haxe", (".hx",), "definitions"),
+    LanguageInfo("purescript", (".purs",), "definitions"),
+    LanguageInfo("gdscript", (".gd",), "definitions"),
+    LanguageInfo("verilog", (".v", ".sv"), "definitions"),
+    LanguageInfo("thrift", (".thrift",), "definitions"),
+    LanguageInfo("prisma", (".prisma",), "definitions"),
+    LanguageInfo("apex", (".cls", ".trigger"), "definitions"),
+    LanguageInfo("odin", (".odin",), "definitions"),
+    LanguageInfo("luau", (".luau",), "definitions"),
+    LanguageInfo("squirrel", (".nut",), "definitions"),
 )
 
 # Well-known file names without a telling extension.
@@ -75,6 +98,11 @@ FILENAMES: dict[str, str] = {
     ".bash_profile": "bash",
     ".zshrc": "bash",
     ".profile": "bash",
+    "CMakeLists.txt": "cmake",
+    "BUILD": "starlark",
+    "BUILD.bazel": "starlark",
+    "WORKSPACE": "starlark",
+    ".vimrc": "vim",
 }
 # Interpreter names in a ``#!`` line.
 SHEBANGS: dict[str, str] = {

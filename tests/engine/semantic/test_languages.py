@@ -118,6 +118,93 @@ DEFINITION_SNIPPETS: dict[str, tuple[str, bytes, list[tuple[str, str]]]] = {
         b"type User { name: String }\nquery GetUser { user { name } }\n",
         [("User", "type"), ("GetUser", "function")],
     ),
+    "cuda": (
+        "k.cu",
+        b"__global__ void kern(float *a) { a[0] = 1; }\nstruct P { int x; };\n",
+        [("kern", "function"), ("P", "struct")],
+    ),
+    "arduino": (
+        "a.ino",
+        b"void setup() { pinMode(1, OUTPUT); }\nvoid loop() {}\n",
+        [("setup", "function"), ("loop", "function")],
+    ),
+    "glsl": (
+        "a.frag",
+        b"struct Light { vec3 pos; };\nvoid main() { gl_FragColor = vec4(1.0); }\n",
+        [("Light", "struct"), ("main", "function")],
+    ),
+    "hlsl": (
+        "a.hlsl",
+        b"float4 main(float4 p : POSITION) : SV_TARGET { return p; }\n",
+        [("main", "function")],
+    ),
+    "starlark": ("BUILD", b"def build(ctx):\n    pass\n", [("build", "function")]),
+    "powershell": (
+        "a.ps1",
+        b"function Get-Item { param($a) }\nclass Store { [string] Get() { return 'x' } }\n",
+        [("Get-Item", "function"), ("Store", "class"), ("Store.Get", "method")],
+    ),
+    "cmake": (
+        "CMakeLists.txt",
+        b"function(my_fn arg)\nendfunction()\nmacro(my_macro)\nendmacro()\n",
+        [("my_fn", "function"), ("my_macro", "macro")],
+    ),
+    "commonlisp": (
+        "a.lisp",
+        b"(defun run (x) (+ x 1))\n(defmacro m (x) x)\n",
+        [("run", "function"), ("m", "function")],
+    ),
+    "elisp": ("a.el", b"(defun run (x) (+ x 1))\n", [("run", "function")]),
+    "tcl": ("a.tcl", b"proc run {x} { return $x }\n", [("run", "function")]),
+    "vim": ("a.vim", b"function! Run(x)\n  return a:x\nendfunction\n", [("Run", "function")]),
+    "ada": (
+        "a.adb",
+        b"package body Store is\n   procedure Run (X : Integer) is\n   begin\n      null;\n   end Run;\nend Store;\n",
+        [("Store", "module"), ("Store.Run", "method")],
+    ),
+    "pascal": (
+        "a.pas",
+        b"program P;\nprocedure Run(x: Integer);\nbegin\nend;\nbegin\nend.\n",
+        [("Run", "function")],
+    ),
+    "haxe": (
+        "a.hx",
+        b"class Store {\n  public function get(k:String):String { return k; }\n}\n",
+        [("Store", "class"), ("Store.get", "method")],
+    ),
+    "purescript": ("a.purs", b"module Main where\nrun :: Int -> Int\nrun x = x + 1\n", [("run", "function")]),
+    "gdscript": (
+        "a.gd",
+        b"extends Node\nfunc get(k):\n\treturn k\nclass Inner:\n\tfunc m():\n\t\tpass\n",
+        [("get", "function"), ("Inner", "class"), ("Inner.m", "method")],
+    ),
+    "verilog": ("a.sv", b"module counter(input clk);\nendmodule\n", [("counter", "module")]),
+    "thrift": (
+        "a.thrift",
+        b"struct User { 1: string name }\nservice Users { User get(1: string id) }\n",
+        [("User", "struct"), ("Users", "interface"), ("Users.get", "method")],
+    ),
+    "prisma": (
+        "schema.prisma",
+        b"model User {\n  id Int @id\n}\nenum Role {\n  ADMIN\n}\n",
+        [("User", "struct"), ("Role", "enum")],
+    ),
+    "apex": (
+        "A.cls",
+        b"public class Store {\n  public String get(String k) { return k; }\n}\n",
+        [("Store", "class"), ("Store.get", "method")],
+    ),
+    "odin": (
+        "a.odin",
+        b"main :: proc() {\n}\nPoint :: struct { x: int }\n",
+        [("main", "function"), ("Point", "struct")],
+    ),
+    "luau": ("a.luau", b"local function helper(a: number) return a end\n", [("helper", "function")]),
+    "squirrel": (
+        "a.nut",
+        b"function run(x) { return x; }\nclass Store { function get(k) { return k; } }\n",
+        [("run", "function"), ("Store", "class"), ("Store.get", "method")],
+    ),
 }
 
 

@@ -1,0 +1,2 @@
+; Common Lisp: definitions only.
+(defun) @def.function

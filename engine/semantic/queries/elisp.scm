@@ -1,0 +1,3 @@
+; Emacs Lisp: definitions only.
+(function_definition) @def.function
+(macro_definition) @def.macro

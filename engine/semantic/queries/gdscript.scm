@@ -1,0 +1,3 @@
+; GDScript: definitions only.
+(function_definition) @def.function
+(class_definition) @def.class

@@ -1,0 +1,2 @@
+; Luau: definitions only.
+(function_declaration) @def.function

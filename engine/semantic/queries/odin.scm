@@ -1,0 +1,3 @@
+; Odin: definitions only.
+(procedure_declaration) @def.function
+(struct_declaration) @def.struct

@@ -1,0 +1,2 @@
+; Pascal: definitions only.
+(defProc) @def.function

@@ -1,0 +1,3 @@
+; Prisma: definitions only.
+(model_block) @def.struct
+(enum_block) @def.enum

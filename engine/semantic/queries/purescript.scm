@@ -1,0 +1,4 @@
+; PureScript: definitions only.
+(function) @def.function
+(data) @def.type
+(class_declaration) @def.interface

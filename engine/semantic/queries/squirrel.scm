@@ -1,0 +1,3 @@
+; Squirrel: definitions only.
+(function_declaration) @def.function
+(class_declaration) @def.class

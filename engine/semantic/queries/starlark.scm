@@ -1,0 +1,2 @@
+; Starlark (Bazel): definitions only.
+(function_definition) @def.function

@@ -1,0 +1,2 @@
+; Tcl: definitions only.
+(procedure) @def.function

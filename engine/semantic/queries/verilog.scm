@@ -1,0 +1,2 @@
+; Verilog/SystemVerilog: definitions only.
+(module_declaration) @def.module

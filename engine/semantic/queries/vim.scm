@@ -1,0 +1,2 @@
+; Vim script: definitions only.
+(function_definition) @def.function
