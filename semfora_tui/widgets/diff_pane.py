@@ -159,7 +159,7 @@ class DiffPane(VerticalScroll, can_focus=True):
             row.append(" ")
             row.append(f"-{f.removed}", style=removed)
             row.append(
-                f"  {len(f.hunks)} hunk(s): {f.count('accepted')} accepted, {f.count('rejected')} rejected,"
+                f"  {len(f.hunks)} hunk(s): {f.count('accepted')} ✓ {f.count('rejected')} ✗"
                 f" {f.count('pending')} pending"
             )
             if f.conflict:
