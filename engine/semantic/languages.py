@@ -76,7 +76,7 @@ DEFINITION_LANGUAGES: tuple[LanguageInfo, ...] = (
     LanguageInfo("tcl", (".tcl",), "definitions"),
     LanguageInfo("vim", (".vim",), "definitions"),
     LanguageInfo("ada", (".adb", ".ads"), "definitions"),
-    LanguageInfo("pascal", (".pas", ".pp"), "definitions"),
+    LanguageInfo("pascal", (".pas", ".dpr"), "definitions"),
     LanguageInfo("haxe", (".hx",), "definitions"),
     LanguageInfo("purescript", (".purs",), "definitions"),
     LanguageInfo("gdscript", (".gd",), "definitions"),
