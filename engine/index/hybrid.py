@@ -404,6 +404,11 @@ def _search(
             warn_once("vectors", f"{vectors.status}; showing full-text and symbol results instead", sink)
             mode = "hybrid"
         vectors = None
+    elif vectors is not None and not vectors.ready():
+        warn_once("vectors-not-built", "the vector index is not built yet (run `semfora index`)", sink)
+        if mode == "vector":
+            mode = "hybrid"
+        vectors = None
 
     fusion = _Fusion()
     with s.lock:

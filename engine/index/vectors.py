@@ -35,6 +35,8 @@ ProgressFn = Callable[[str, int, int], None]
 DEFAULT_VECTOR_CANDIDATES = 50
 # Seconds a Chroma server gets to answer the first heartbeat before vectors are declared off.
 CHROMA_CONNECT_TIMEOUT = 5.0
+# Seconds any later Chroma server call may take (an upsert of a full batch included).
+CHROMA_HTTP_TIMEOUT = 60.0
 
 
 class ChromaUnavailable(ServiceUnavailable):
@@ -70,16 +72,35 @@ def _client(layout: RepoLayout, settings: Settings) -> Any:
         parsed = urlparse(url if "://" in url else f"http://{url}")
         host = parsed.hostname or "127.0.0.1"
         port = parsed.port or (443 if parsed.scheme == "https" else 8000)
-        try:
-            client = chromadb.HttpClient(
-                host=host, port=port, ssl=parsed.scheme == "https", settings=chroma_settings
-            )
-            client.heartbeat()
-        except Exception as exc:  # chromadb raises bare exceptions for connection problems
-            raise ChromaUnavailable(f"Chroma server at {url} is not reachable: {exc}") from exc
-        return client
+        return _http_client(chromadb, url, host, port, parsed.scheme == "https", chroma_settings)
     layout.chroma_dir.mkdir(parents=True, exist_ok=True)
     return chromadb.PersistentClient(path=str(layout.chroma_dir), settings=chroma_settings)
+
+
+def _http_client(chromadb: Any, url: str, host: str, port: int, ssl: bool, chroma_settings: Any) -> Any:
+    """An HttpClient whose construction and calls are bounded in time (chroma's own client waits forever)."""
+    import httpx
+
+    box: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=chroma_settings)
+            session = getattr(getattr(client, "_server", None), "_session", None)
+            if isinstance(session, httpx.Client):
+                session.timeout = httpx.Timeout(CHROMA_HTTP_TIMEOUT, connect=CHROMA_CONNECT_TIMEOUT)
+            client.heartbeat()
+            box["client"] = client
+        except Exception as exc:  # chromadb raises bare exceptions for connection problems
+            box["error"] = exc
+
+    worker = threading.Thread(target=connect, name="chroma-connect", daemon=True)
+    worker.start()
+    worker.join(CHROMA_CONNECT_TIMEOUT)
+    if "client" in box:
+        return box["client"]
+    reason = box.get("error") or f"no answer within {CHROMA_CONNECT_TIMEOUT:.0f}s"
+    raise ChromaUnavailable(f"Chroma server at {url} is not reachable: {reason}")
 
 
 def collection_name(layout: RepoLayout, spec: str) -> str:
@@ -298,6 +319,10 @@ class VectorSearcher:
                     name, metadata={"hnsw:space": "cosine"}, embedding_function=None
                 )
             return self._collection
+
+    def ready(self) -> bool:
+        """Whether a vector index built with the current model exists for this repository."""
+        return self.choice.embedder is not None and self._open() is not None
 
     def query(self, text: str, limit: int = DEFAULT_VECTOR_CANDIDATES) -> list[tuple[str, float]]:
         """``(chunk_id, distance)`` nearest first; empty when vectors are off or not built."""

@@ -90,3 +90,23 @@ def test_an_unreachable_chroma_server_turns_vectors_off(fake_ollama, monkeypatch
     settings = load_settings(layout.root).settings
     report = VectorIndexer(layout, settings).run()
     assert not report.enabled and "not reachable" in report.reason
+
+
+def test_a_chroma_server_that_never_answers_does_not_hang(fake_ollama, monkeypatch, indexed_repo) -> None:
+    from engine.index import vectors
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)  # accepts connections (kernel backlog) but never replies
+    try:
+        monkeypatch.setattr(vectors, "CHROMA_CONNECT_TIMEOUT", 0.5)
+        monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
+        monkeypatch.setenv("SEMFORA_CHROMA_URL", f"http://127.0.0.1:{listener.getsockname()[1]}")
+        layout, _ = indexed_repo()
+        settings = load_settings(layout.root).settings
+        started = time.monotonic()
+        report = VectorIndexer(layout, settings).run()
+        assert not report.enabled and "not reachable" in report.reason
+        assert time.monotonic() - started < 3
+    finally:
+        listener.close()

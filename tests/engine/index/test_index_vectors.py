@@ -179,3 +179,12 @@ def test_status_reports_off_and_progress(fake_ollama, monkeypatch, indexed_repo)
     VectorIndexer(layout, settings).run()
     after = vector_status(layout, settings)
     assert after.embedded == after.total and "ollama:nomic-embed-text" in after.text
+
+
+def test_search_before_the_vector_build_says_so(fake_ollama, monkeypatch, indexed_repo) -> None:
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    layout, settings = indexed_repo()
+    warnings: list[str] = []
+    hits = search(layout, settings, "redirect", mode="vector", on_warning=warnings.append)
+    assert hits and hits[0].symbol == "redirect"
+    assert warnings == ["the vector index is not built yet (run `semfora index`)"]
