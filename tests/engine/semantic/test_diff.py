@@ -261,3 +261,22 @@ def test_callers_come_from_the_call_graph_when_the_index_is_current(make_repo) -
     git(root, "commit", "-qam", "loads")
     load = _by_name(analyze_commit(root, "HEAD"))["load"]
     assert [(c.file, c.via) for c in load.callers] == [("main.py", "text search")]
+
+
+def test_javascript_new_effects_through_require_aliases(make_repo) -> None:
+    before = "function handler(req, res) {\n  res.send('ok');\n}\nmodule.exports = { handler };\n"
+    root = make_repo({"app.js": before})
+    (root / "app.js").write_text(
+        "const { exec } = require('child_process');\nconst fs = require('fs');\n"
+        "function handler(req, res, next) {\n  exec('ls ' + req.query.dir);\n"
+        "  fs.writeFileSync('/tmp/x', req.body);\n  fetch('https://example.com');\n  res.send('ok');\n}\n"
+        "module.exports = { handler };\n"
+    )
+    handler = _by_name(analyze_diff(root))["handler"]
+    assert handler.signature_changed
+    assert {(c.category, c.line) for c in handler.new_external_calls} == {
+        ("subprocess", 4),
+        ("filesystem", 5),
+        ("network", 6),
+    }
+    assert handler.risk_before == "low" and handler.risk_after == "high"
