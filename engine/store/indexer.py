@@ -586,13 +586,14 @@ def index_repository(
             report = _run(conn, layout, settings, progress, rebuilt, started, warnings)
         finally:
             conn.close()
-    if text_index:
-        from engine.index.pipeline import refresh_text_index
+        if text_index:
+            # Still under the writer lock: two text refreshes must not interleave either.
+            from engine.index.pipeline import refresh_text_index
 
-        text = refresh_text_index(layout, settings, report, progress=progress)
-        report = IndexReport(
-            **{**report.__dict__, "text_index": text, "seconds": time.perf_counter() - started}
-        )
+            text = refresh_text_index(layout, settings, report, progress=progress)
+            report = IndexReport(
+                **{**report.__dict__, "text_index": text, "seconds": time.perf_counter() - started}
+            )
     return report
 
 
