@@ -16,7 +16,14 @@ from engine.config import Settings, load_settings
 from engine.errors import UsageError
 from engine.review.findings import Finding, decide, risk_score, sort_findings
 from engine.review.rules import run_rules
-from engine.semantic.diff import STAGED, SemanticDiff, analyze_commit, analyze_diff, analyze_range
+from engine.semantic.diff import (
+    MAX_ANALYZED_BYTES,
+    STAGED,
+    SemanticDiff,
+    analyze_commit,
+    analyze_diff,
+    analyze_range,
+)
 from engine.store.layout import find_repo_root
 
 if TYPE_CHECKING:
@@ -103,19 +110,26 @@ def _model_explicit(model: str | None, environ: Mapping[str, str]) -> bool:
 
 
 def semantic_diff_for(
-    root: Path, mode: Mode, *, base: str | None, head: str | None, commit: str | None
+    root: Path,
+    mode: Mode,
+    *,
+    base: str | None,
+    head: str | None,
+    commit: str | None,
+    max_file_bytes: int = MAX_ANALYZED_BYTES,
 ) -> SemanticDiff:
     if mode == "pr":
         if not base:
             raise UsageError("--mode pr needs --base (and --head, default HEAD)")
         if commit:
             raise UsageError("--commit belongs to --mode commit; use --base/--head with --mode pr")
-        return analyze_range(root, base, head or "HEAD")
+        return analyze_range(root, base, head or "HEAD", max_file_bytes=max_file_bytes)
     if base or head:
         raise UsageError("--base/--head belong to --mode pr; use --commit with --mode commit")
     if (commit or "").upper() == STAGED:
-        return analyze_diff(root, None, STAGED)  # a pre-commit hook: what is about to be committed
-    return analyze_commit(root, commit or "HEAD")
+        # A pre-commit hook: what is about to be committed.
+        return analyze_diff(root, None, STAGED, max_file_bytes=max_file_bytes)
+    return analyze_commit(root, commit or "HEAD", max_file_bytes=max_file_bytes)
 
 
 def _maybe_model_review(
@@ -166,7 +180,9 @@ def review(
     root = find_repo_root(path)
     if settings is None:
         settings = load_settings(root).settings
-    diff = semantic_diff_for(root, mode, base=base, head=head, commit=commit)
+    diff = semantic_diff_for(
+        root, mode, base=base, head=head, commit=commit, max_file_bytes=settings.index.max_file_bytes
+    )
     findings = run_rules(diff)
     how, result = _maybe_model_review(diff, findings, settings, model, use_model, env, intent)
     notes = list(diff.notes)

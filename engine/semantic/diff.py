@@ -27,6 +27,9 @@ STAGED = "STAGED"
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # Files above this size are listed but not parsed: a generated or vendored blob tells a reviewer nothing.
 MAX_ANALYZED_BYTES = 1_000_000
+# Above this many bytes (both sides together), added/removed lines are found by counting instead of
+# aligning: difflib's alignment is quadratic in the worst case, and a secret scan needs only the lines.
+MAX_ALIGNED_BYTES = 400_000
 # Bytes sniffed for a NUL to call a file binary (git uses the same first-8000-bytes rule).
 BINARY_SNIFF_BYTES = 8000
 # A removed and an added symbol of the same kind whose bodies are at least this similar (with the
@@ -692,15 +695,35 @@ def _match_moves(left_old: list[tuple[_Side, int]], left_new: list[tuple[_Side, 
     return changes
 
 
-def _line_delta(
-    old: bytes | None, new: bytes | None
-) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]:
+Lines = tuple[tuple[int, str], ...]
+
+
+def _multiset_delta(a: list[str], b: list[str]) -> tuple[Lines, Lines]:
+    """Lines of ``b`` not in ``a`` and vice versa, counting repeats: linear, for files too big to align."""
+    from collections import Counter
+
+    def only(x: list[str], y: list[str]) -> Lines:
+        spare = Counter(y)
+        out = []
+        for n, line in enumerate(x, start=1):
+            if spare[line]:
+                spare[line] -= 1
+            else:
+                out.append((n, line))
+        return tuple(out)
+
+    return only(b, a), only(a, b)
+
+
+def _line_delta(old: bytes | None, new: bytes | None) -> tuple[Lines, Lines]:
     a = _split_lines(old) if old else []
     b = _split_lines(new) if new else []
     if not a:
         return tuple(enumerate(b, start=1)), ()
     if not b:
         return (), tuple(enumerate(a, start=1))
+    if len(old or b"") + len(new or b"") > MAX_ALIGNED_BYTES:
+        return _multiset_delta(a, b)
     added: list[tuple[int, str]] = []
     removed: list[tuple[int, str]] = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():

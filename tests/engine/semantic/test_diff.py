@@ -280,3 +280,17 @@ def test_javascript_new_effects_through_require_aliases(make_repo) -> None:
         ("network", 6),
     }
     assert handler.risk_before == "low" and handler.risk_after == "high"
+
+
+def test_huge_file_lists_lines_and_still_finds_a_secret(make_repo) -> None:
+    from engine.review.secrets import scan_files
+
+    body = "".join(f"VALUE_{i} = {i}\n" for i in range(60_000))  # ~1 MB of Python
+    root = make_repo({"big.py": body})
+    key = "AKIA" + "QWERTYUIOPASDFGH"
+    (root / "big.py").write_text(body.replace("VALUE_30000 = 30000\n", f'AWS = "{key}"\n'))
+    diff = analyze_diff(root)
+    f = diff.files[0]
+    assert "lines only" in (f.note or "") and f.symbols == ()
+    assert (f.lines_added, f.lines_removed) == (1, 1)
+    assert [x.line for x in scan_files(diff.files)] == [30001]
