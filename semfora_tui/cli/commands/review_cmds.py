@@ -15,10 +15,12 @@ from semfora_tui.cli.output import print_json
 
 
 def _run_diff(args: argparse.Namespace) -> int:
+    from engine.config import load_settings
     from engine.semantic.diff import analyze_diff
 
     root = find_repo_root(args.path)
-    diff = analyze_diff(root, args.base, args.target)
+    settings = load_settings(root).settings
+    diff = analyze_diff(root, args.base, args.target, max_file_bytes=settings.index.max_file_bytes)
     fmt = "json" if args.json else (args.format or ("text" if sys.stdout.isatty() else "toon"))
     if fmt == "json":
         print_json(diff.to_json())
