@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 QUERY_DIR = Path(__file__).with_name("queries")
 _log = logging.getLogger(__name__)
+# Above this size a file is generated or data, and its syntax tree would cost gigabytes: it is
+# counted and hashed but not parsed (discovery already skips files over 1 MB by default).
+MAX_SOURCE_BYTES = 16 * 1024 * 1024
 # How much of a .h file is searched for C++-only syntax before it is parsed as C.
 CPP_SNIFF_BYTES = 64 * 1024
 _CPP_HEADER = re.compile(
@@ -151,7 +154,7 @@ def analyze_source(rel_path: str, source: bytes, language: str | None = None) ->
     if lang == "c" and rel_path.endswith(".h") and _CPP_HEADER.search(source, 0, CPP_SNIFF_BYTES):
         lang = "cpp"  # .h is shared by C and C++; C++-only syntax decides
     compiled = _compiled(lang) if lang else None
-    if compiled is None or lang is None:
+    if compiled is None or lang is None or len(source) > MAX_SOURCE_BYTES:
         return FileAnalysis(rel_path, lang or "unknown", line_count=line_count, sha256=digest)
     # Query predicates (#eq?, #match?) decode node text strictly, so the tree is built from a
     # same-length copy with invalid bytes as "?"; text fields still come from the original.

@@ -148,3 +148,14 @@ def test_shebang_detects_language() -> None:
     analysis = analyze_source("bin/tool", b"#!/usr/bin/env python3\ndef main():\n    pass\n")
     assert analysis.language == "python"
     assert [s.name for s in analysis.symbols] == ["main"]
+
+
+def test_huge_source_is_counted_not_parsed() -> None:
+    from engine.semantic.extract import MAX_SOURCE_BYTES
+
+    line = b"def f():\n    return 1\n"
+    source = line * (MAX_SOURCE_BYTES // len(line) + 1)
+    analysis = analyze_source("huge.py", source)
+    assert analysis.symbols == ()
+    assert analysis.language == "python"
+    assert analysis.line_count == source.count(b"\n")
