@@ -113,3 +113,50 @@ def test_help_does_not_import_mcp() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().endswith("False")
+
+
+def test_argument_validation_and_error_mapping_without_a_server() -> None:
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from engine.errors import NotFoundError, UsageError
+    from engine.mcp_server import MAX_REPLY_CHARS, McpTool, cap_reply, error_payload, validate_arguments
+
+    tool = McpTool(
+        "t",
+        "d",
+        {
+            "type": "object",
+            "properties": {
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+                "mode": {"type": "string", "enum": ["a", "b"]},
+                "ids": {"type": "array", "maxItems": 2},
+            },
+            "required": ["mode"],
+        },
+        lambda args: ({}, ""),
+    )
+
+    @given(st.integers())
+    def limits_are_enforced(limit: int) -> None:
+        if 1 <= limit <= 100:
+            assert validate_arguments(tool, {"mode": "a", "limit": limit})["limit"] == limit
+        else:
+            with pytest.raises(UsageError):
+                validate_arguments(tool, {"mode": "a", "limit": limit})
+
+    limits_are_enforced()
+    for bad in (
+        {},
+        {"mode": "c"},
+        {"mode": "a", "limit": True},
+        {"mode": "a", "ids": ["1", "2", "3"]},
+        {"mode": "a", "other": 1},
+    ):
+        with pytest.raises(UsageError):
+            validate_arguments(tool, bad)
+    rpc, message, data = error_payload(NotFoundError("no symbol x", code="SYMBOL_NOT_FOUND"))
+    assert (rpc, data["error_code"], data["exit_code"]) == (-32002, "SYMBOL_NOT_FOUND", 1)
+    assert message == "error[SYMBOL_NOT_FOUND]: no symbol x"
+    long = "x" * (MAX_REPLY_CHARS + 10)
+    assert len(cap_reply(long)) < MAX_REPLY_CHARS + 200 and "truncated" in cap_reply(long)
