@@ -437,14 +437,14 @@ def _search(
                 warn_once("vectors-query", f"vector search is off for now: {exc.message}", sink)
                 break
             with s.lock:
-                rows = fts.rows_by_chunk_ids(s.conn, [cid for cid, _ in found])
+                by_id = fts.rows_by_chunk_ids(s.conn, [cid for cid, _ in found])
             rank = 0
             for cid, _distance in found:
-                row = rows.get(cid)
-                if row is None:
+                hit_row = by_id.get(cid)
+                if hit_row is None:
                     continue  # a chunk deleted since it was embedded
                 rank += 1
-                fusion.add("vector", rank, weight, row, None)
+                fusion.add("vector", rank, weight, hit_row, None)
         timings["vector_ms"] = round((time.perf_counter() - t) * 1000, 2)
 
     ranked = fusion.ranked()

@@ -222,9 +222,9 @@ def refresh_text_index(
         old_hashes: list[str] = []
         chunks_deleted = 0
         for path in deleted:
-            old = fts.chunks_of_file(conn, path)
-            old_hashes.extend(old.values())
-            chunks_deleted += fts.delete_chunks(conn, list(old))
+            stored = fts.chunks_of_file(conn, path)
+            old_hashes.extend(stored.values())
+            chunks_deleted += fts.delete_chunks(conn, list(stored))
             conn.execute("DELETE FROM text_files WHERE path=?", (path,))
 
         symbols = _symbols_by_file(conn, [c.path for c in changed if not is_prose(c.path)])
@@ -236,9 +236,9 @@ def refresh_text_index(
                 progress("chunking files for full-text search", n, total)
             text = _read_text(layout.root / cand.path)
             if text is None:
-                old = fts.chunks_of_file(conn, cand.path)
-                old_hashes.extend(old.values())
-                chunks_deleted += fts.delete_chunks(conn, list(old))
+                stored = fts.chunks_of_file(conn, cand.path)
+                old_hashes.extend(stored.values())
+                chunks_deleted += fts.delete_chunks(conn, list(stored))
                 conn.execute("DELETE FROM text_files WHERE path=?", (cand.path,))
                 continue
             sha = cand.sha256 or content_hash(text)
@@ -251,14 +251,14 @@ def refresh_text_index(
                 continue
             language = cand.language or "text"
             new_chunks = chunk_file(cand.path, text, symbols.get(cand.path, ()), language)
-            old = fts.chunks_of_file(conn, cand.path)
+            stored = fts.chunks_of_file(conn, cand.path)
             new_by_id = {c.id: c for c in new_chunks}
             stale = [
-                cid for cid, h in old.items() if cid not in new_by_id or new_by_id[cid].content_hash != h
+                cid for cid, h in stored.items() if cid not in new_by_id or new_by_id[cid].content_hash != h
             ]
-            old_hashes.extend(old[cid] for cid in stale)
+            old_hashes.extend(stored[cid] for cid in stale)
             chunks_deleted += fts.delete_chunks(conn, stale)
-            fresh = [c for c in new_chunks if old.get(c.id) != c.content_hash]
+            fresh = [c for c in new_chunks if stored.get(c.id) != c.content_hash]
             chunks_written += fts.insert_chunks(conn, fresh)
             conn.execute(
                 "INSERT OR REPLACE INTO text_files VALUES (?,?,?,?,?)",

@@ -223,8 +223,8 @@ class VectorIndexer:
                 cancelled = True
                 break
             ids = pending[i : i + batch_limit]
-            rows = fts.rows_by_chunk_ids(conn, ids)
-            present = [rows[c] for c in ids if c in rows]
+            by_id = fts.rows_by_chunk_ids(conn, ids)
+            present = [by_id[c] for c in ids if c in by_id]
             if not present:
                 continue
             try:
