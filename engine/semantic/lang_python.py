@@ -39,10 +39,14 @@ class PythonRules(LangRules):
         body = node.child_by_field_name("body")
         if body is None or body.named_child_count == 0:
             return ""
-        string = body.named_children[0]
-        if string.type == "expression_statement" and string.named_child_count:
-            string = string.named_children[0]
-        if string.type != "string":
+        string = body.named_child(0)
+        kind = string.type
+        if kind == "expression_statement":
+            if string.named_child_count == 0:
+                return ""
+            string = string.named_child(0)
+            kind = string.type
+        if kind != "string":
             return ""
         return first_doc_line(_string_body(text(string, src)))
 
