@@ -53,7 +53,7 @@ SYMBOL_RESULTS_PER_ANCHOR = 5
 # Hybrid search gets the task text up to this length; longer tasks are mostly prose.
 MAX_QUERY_CHARS = 300
 # Hybrid hits requested: enough for RRF to have a tail without paying for a long one.
-HYBRID_LIMIT = 20
+HYBRID_LIMIT = 30
 
 # --- fusion --------------------------------------------------------------------------------
 # Reciprocal-rank constant: small, so rank 1 clearly beats rank 5 with only two channels.
@@ -106,7 +106,7 @@ STOP_RATIO_PINNED = 0.4
 # Callers/callees of the targets added as summaries before the confidence stop applies.
 MAX_NEIGHBOURS = 8
 # Upper bound on items, whatever the scores: a pack is read by a model, not searched.
-MAX_ITEMS = 28
+MAX_ITEMS = 32
 # Recalled past turns added at most (LOW priority).
 MAX_RECALLED = 2
 

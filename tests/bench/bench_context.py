@@ -42,6 +42,11 @@ TARGET_REDUCTION = 0.80
 TARGET_P50_MS = 300.0
 # Fresh-process runs of `semfora context` per corpus: enough for a stable median.
 CLI_RUNS = 7
+# What `semfora context` must import before it can do anything: the floor of a fresh process.
+IMPORT_FLOOR = (
+    "import semfora_tui.cli.main, engine.config, engine.orchestrator.core, engine.store.db, "
+    "engine.index.hybrid, engine.edits.sandbox, engine.llm.summarizer"
+)
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "bench",
     "GIT_AUTHOR_EMAIL": "bench@example.com",
@@ -165,8 +170,15 @@ def run_corpus(name: str, src: Path, tmp: Path) -> dict[str, Any]:
             for f in files
             if (layout.root / f).is_file()
         )
+        drawn = {i.file for i in items if i.file}
+        drawn_full = sum(
+            estimate_tokens((layout.root / f).read_text(encoding="utf-8", errors="replace"))
+            for f in drawn
+            if (layout.root / f).is_file()
+        )
         rows.append(
             {
+                "drawn": drawn_full,
                 "corpus": name,
                 "task": q.text,
                 "intent": pack.intent,
@@ -196,7 +208,12 @@ def run_corpus(name: str, src: Path, tmp: Path) -> dict[str, Any]:
         cli.append((time.perf_counter() - t) * 1000)
         if proc.returncode != 0:
             raise RuntimeError(f"semfora context failed: {proc.stderr}")
-    return {"rows": rows, "index_s": index_s, "cli_ms": cli}
+    imports = []
+    for _ in range(CLI_RUNS):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", IMPORT_FLOOR], check=True, env=env)
+        imports.append((time.perf_counter() - t) * 1000)
+    return {"rows": rows, "index_s": index_s, "cli_ms": cli, "import_ms": imports}
 
 
 def _summary(rows: list[dict[str, Any]]) -> dict[str, float]:
@@ -210,6 +227,9 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, float]:
         "median_tokens": statistics.median(tokens) if tokens else 0,
         "max_tokens": max(tokens) if tokens else 0,
         "reduction": 1 - sum(tokens) / full if full else 0.0,
+        "drawn": 1 - sum(tokens) / sum(r["drawn"] for r in rows)
+        if rows and sum(r["drawn"] for r in rows)
+        else 0.0,
         "p50_ms": statistics.median(r["ms"] for r in rows) if rows else 0.0,
     }
 
@@ -267,10 +287,18 @@ summary or locator, or holds a source item containing their lines.
 | context on warm Django, p50 (in the running app) | <= {TARGET_P50_MS:.0f} ms | {_summary(results["django"]["rows"])["p50_ms"]:.0f} ms | {verdict(_summary(results["django"]["rows"])["p50_ms"] <= TARGET_P50_MS)} |
 | `semfora context --json` as a fresh process, warm Django, p50 of {CLI_RUNS} | (same target) | {dj_cli:.0f} ms | {verdict(dj_cli <= TARGET_P50_MS)} |
 
+The reduction target is missed where gold files are small: many Django gold symbols live in
+modules of a few hundred to a few thousand tokens, and a pack that also carries the bounded
+overview and the callers/callees of its targets cannot be 80% smaller than a 700-token file
+(Flask, whose gold files are larger, comes to {_summary(results["flask"]["rows"])["reduction"] * 100:.0f}%).
+Against reading in full every file the pack draws from (what a tool without symbol-level
+retrieval would send to show the same code), the packs are {total["drawn"] * 100:.0f}% smaller.
 Flask `semfora context --json` fresh-process p50: {fl_cli:.0f} ms. Indexing (not part of the
 figures): Flask {results["flask"]["index_s"]:.1f} s, Django {results["django"]["index_s"]:.1f} s.
-The fresh-process figure includes starting Python and importing the engine (about 0.3-0.4 s on
-this machine); the in-app figure is what a turn in the TUI waits for. For comparison, the issue
+The fresh-process figure includes starting Python and importing the engine: a bare
+`python -c "import ..."` of the modules it needs takes {statistics.median(results["django"]["import_ms"]):.0f} ms
+(p50) in the same run, so the 300 ms target can only be met inside a running process (the app,
+the MCP server); there the Django p50 is the in-app figure above. For comparison, the issue
 quotes Aider's repo map at 9.8 s warm on the same corpus (not re-measured here).
 """
     write_section("context", body)
