@@ -284,12 +284,16 @@ class SemforaApp(App[int]):
 
         self.run_worker(run, thread=True, group="index", exclusive=True, exit_on_error=False)
 
-    def _index_failed(self, err: SemforaError) -> None:
+    async def _index_failed(self, err: SemforaError) -> None:
         self.header.hide_progress()
         self.index_summary = f"index: unavailable ({err.code})"
         self.header.index_state = self.index_summary
         if not isinstance(err, EngineUnavailable):
             self.notify(err.message, title="Indexing failed", severity="error")
+            await self.chat.add_note(
+                f"**Indexing failed** — {_error_markdown(err)}\n\n`/index --rebuild` tries again from scratch.",
+                kind="error",
+            )
 
     def _index_done(self, report: Any) -> None:
         self.header.hide_progress()

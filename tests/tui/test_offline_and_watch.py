@@ -8,7 +8,9 @@ from pathlib import Path
 from tests.tui.conftest import EDIT_BLOCKS, AppFactory, settle
 
 
-async def test_offline_app_opens_says_what_works_and_keeps_working(make_app: AppFactory, demo_repo: Path) -> None:
+async def test_offline_app_opens_says_what_works_and_keeps_working(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
