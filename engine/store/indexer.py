@@ -284,7 +284,7 @@ def _delete_file_rows(conn: sqlite3.Connection, paths: Sequence[str], *, keep_fi
         conn.execute(
             f"DELETE FROM symbol_terms WHERE sid IN (SELECT sid FROM symbols WHERE file IN ({marks}))", part
         )
-        for table, column in (("symbols", "file"), ("calls", "file"), ("imports", "file"), ("edges", "file")):
+        for table, column in (("symbols", "file"), ("calls", "file"), ("imports", "file")):
             conn.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", part)
         conn.execute(f"DELETE FROM file_imports WHERE src IN ({marks})", part)
         if not keep_file_row:
@@ -327,6 +327,7 @@ class _Writer:
         self.calls: list[tuple[object, ...]] = []
         self.imports: list[tuple[object, ...]] = []
         self.all_calls: list[tuple[object, ...]] = []
+        self.definitions: list[Definition] = []
         self.imports_by_file: dict[str, list[ImportRef]] = {}
 
     def add(self, rows: FileRows, now: float) -> None:
@@ -337,14 +338,21 @@ class _Writer:
             self.terms.extend((t, sid) for t in row[-1])  # type: ignore[attr-defined]
             sid += 1
         self.next_sid = sid
-        self.calls.extend(rows.calls)
         self.imports.extend(rows.imports)
         if self.bulk:
-            self.all_calls.extend(rows.calls)
+            self.all_calls.extend(rows.calls)  # inserted once, resolved, by _resolve_graphs
+            kinds = CALLABLE_KINDS
+            self.definitions.extend(
+                Definition(r[0], r[2], r[6], r[13], r[5], r[8])  # type: ignore[arg-type]
+                for r in rows.symbols
+                if r[5] in kinds
+            )
             self.imports_by_file[str(rows.file[0])] = [
                 ImportRef(str(m), tuple(json.loads(str(n))), a, int(ln))  # type: ignore[arg-type]
                 for _f, m, n, a, ln in rows.imports
             ]
+        else:
+            self.calls.extend(rows.calls)
         if len(self.calls) + len(self.symbols) > FLUSH_ROWS:
             self.flush()
 
@@ -353,7 +361,7 @@ class _Writer:
         c.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?)", self.files)
         c.executemany(f"INSERT INTO symbols VALUES ({','.join('?' * 24)})", self.symbols)
         c.executemany("INSERT INTO symbol_terms VALUES (?,?)", self.terms)
-        c.executemany("INSERT INTO calls VALUES (?,?,?,?,?,?,?,?)", self.calls)
+        c.executemany("INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,NULL,NULL,NULL)", self.calls)
         c.executemany("INSERT INTO imports VALUES (?,?,?,?,?)", self.imports)
         for buf in (self.files, self.symbols, self.terms, self.calls, self.imports):
             buf.clear()
@@ -375,15 +383,20 @@ def _name_ids(conn: sqlite3.Connection, paths: Sequence[str]) -> set[tuple[str, 
 class _Definitions:
     """Callable definitions by name: one scan when many files need them, else per-name queries."""
 
-    def __init__(self, conn: sqlite3.Connection, preload: bool) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, preload: bool, known: list[Definition] | None = None
+    ) -> None:
         self._conn = conn
         self._memo: dict[str, list[Definition]] = {}
-        self._complete = preload
+        self._complete = preload or known is not None
         kinds = ",".join(f"'{k}'" for k in sorted(CALLABLE_KINDS))
         self._sql = (
             f"SELECT id, short_name, file, parent, kind, language FROM symbols WHERE kind IN ({kinds})"
         )
-        if preload:
+        if known is not None:
+            for d in known:
+                self._memo.setdefault(d.name, []).append(d)
+        elif preload:
             for row in conn.execute(self._sql):
                 self._memo.setdefault(row[1], []).append(Definition(*row))
 
@@ -456,55 +469,62 @@ def _resolve_graphs(
         affected.update(r[0] for r in conn.execute("SELECT DISTINCT file FROM calls WHERE name = ?", (name,)))
     affected &= set(languages)
     todo = sorted(affected)
-    if full:
-        conn.execute("DELETE FROM edges")
-    else:
-        for part in _chunks(todo):
-            conn.execute(f"DELETE FROM edges WHERE file IN ({','.join('?' * len(part))})", list(part))
+    if preloaded is None:
         missing = [p for p in todo if p not in imports]
         if missing:
             imports.update(_imports_by_file(conn, missing))
-    resolver = CallResolver(_Definitions(conn, preload=len(todo) > PRELOAD_DEFINITIONS_ABOVE))
+    definitions = _Definitions(
+        conn,
+        preload=len(todo) > PRELOAD_DEFINITIONS_ABOVE,
+        known=preloaded.definitions if preloaded is not None else None,
+    )
+    resolver = CallResolver(definitions)
     contexts: dict[str, object] = {}
-    batch: list[tuple[object, ...]] = []
     total = len(todo)
-
     # Within one file the same (name, receiver) resolves the same way (self-calls also by the
     # caller's class): tests call self.assertEqual hundreds of times per file.
     memo: dict[tuple[object, ...], tuple[str | None, str, str | None]] = {}
-    memo_file: list[str | None] = [None]
+    memo_file: list[object] = [None]
 
-    def emit(row: tuple[object, ...]) -> None:
-        file, caller, parent, name, receiver, line = row[:6]
+    def resolve(
+        file: str, caller: object, parent: object, name: str, receiver: object, line: object
+    ) -> tuple[str | None, str, str | None]:
         if file != memo_file[0]:
             memo.clear()
-            memo_file[0] = file  # type: ignore[assignment]
+            memo_file[0] = file
         key = (name, receiver, parent if receiver in SELF_RECEIVERS or receiver is None else None)
         hit = memo.get(key)
         if hit is None:
-            ctx = contexts.get(file)  # type: ignore[call-overload]
+            ctx = contexts.get(file)
             if ctx is None:
-                ctx = contexts[file] = file_context(file, languages[file], imports.get(file, ()), modules)  # type: ignore[index,arg-type]
+                ctx = contexts[file] = file_context(file, languages[file], imports.get(file, ()), modules)
                 if progress and len(contexts) % 500 == 0:
                     progress("resolving calls", len(contexts), total)
-            e = resolver.resolve(CallRow(*row[:6]), languages[file], ctx)  # type: ignore[arg-type,index]
+            e = resolver.resolve(
+                CallRow(file, caller, parent, name, receiver, line),  # type: ignore[arg-type]
+                languages[file],
+                ctx,  # type: ignore[arg-type]
+            )
             hit = memo[key] = (e.callee_id, e.kind, e.package)
-        batch.append((file, caller, hit[0], name, hit[1], hit[2], line))
-        if len(batch) >= FLUSH_ROWS:
-            conn.executemany("INSERT INTO edges VALUES (?,?,?,?,?,?,?)", batch)
-            batch.clear()
+        return hit
 
+    batch: list[tuple[object, ...]] = []
     if preloaded is not None:
+        # Bulk: the calls were kept in memory; insert each once, already resolved.
         for row in preloaded.all_calls:
-            emit(row)
-    else:
-        sql = "SELECT file, caller_id, caller_parent, name, receiver, line FROM calls"
-        for part in _chunks(todo):
-            marks = ",".join("?" * len(part))
-            for row in conn.execute(sql + f" WHERE file IN ({marks}) ORDER BY file", list(part)).fetchall():
-                emit(row)
-            contexts.clear()
-    conn.executemany("INSERT INTO edges VALUES (?,?,?,?,?,?,?)", batch)
+            batch.append((*row, *resolve(*row[:6])))  # type: ignore[arg-type]
+            if len(batch) >= FLUSH_ROWS:
+                conn.executemany("INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?)", batch)
+                batch.clear()
+        conn.executemany("INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?)", batch)
+        return
+    sql = "SELECT rowid, file, caller_id, caller_parent, name, receiver, line FROM calls"
+    for part in _chunks(todo):
+        marks = ",".join("?" * len(part))
+        for row in conn.execute(sql + f" WHERE file IN ({marks}) ORDER BY file", list(part)).fetchall():
+            batch.append((*resolve(*row[1:]), row[0]))
+        contexts.clear()
+    conn.executemany("UPDATE calls SET callee_id = ?, kind = ?, package = ? WHERE rowid = ?", batch)
 
 
 # --- the run -----------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ OWNED_TABLES = (
     "symbol_terms",
     "calls",
     "imports",
-    "edges",
+    "edges",  # a view over calls
     "file_imports",
 )
 
@@ -82,14 +82,17 @@ CREATE TABLE IF NOT EXISTS symbol_terms (
     PRIMARY KEY (term, sid)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS calls (
-    file      TEXT NOT NULL,
-    caller_id TEXT,
+    file          TEXT NOT NULL,
+    caller_id     TEXT,
     caller_parent TEXT,
-    name      TEXT NOT NULL,
-    receiver  TEXT,
-    line      INTEGER NOT NULL,
-    awaited   INTEGER NOT NULL,
-    in_try    INTEGER NOT NULL
+    name          TEXT NOT NULL,
+    receiver      TEXT,
+    line          INTEGER NOT NULL,
+    awaited       INTEGER NOT NULL,
+    in_try        INTEGER NOT NULL,
+    callee_id     TEXT,
+    kind          TEXT,
+    package       TEXT
 );
 CREATE TABLE IF NOT EXISTS imports (
     file   TEXT NOT NULL,
@@ -98,15 +101,11 @@ CREATE TABLE IF NOT EXISTS imports (
     alias  TEXT,
     line   INTEGER NOT NULL
 );
-CREATE TABLE IF NOT EXISTS edges (
-    file        TEXT NOT NULL,
-    caller_id   TEXT,
-    callee_id   TEXT,
-    callee_name TEXT NOT NULL,
-    kind        TEXT NOT NULL,
-    package     TEXT,
-    line        INTEGER NOT NULL
-);
+-- Each call site carries its resolution (callee_id, kind, package); ``edges`` is the
+-- resolved view of it that graph readers query.
+CREATE VIEW IF NOT EXISTS edges AS
+    SELECT file, caller_id, callee_id, name AS callee_name, kind, package, line FROM calls
+    WHERE kind IS NOT NULL;
 CREATE TABLE IF NOT EXISTS file_imports (
     src TEXT NOT NULL,
     dst TEXT NOT NULL,
@@ -129,9 +128,8 @@ SECONDARY_INDEXES = (
     "CREATE INDEX IF NOT EXISTS calls_file ON calls(file)",
     "CREATE INDEX IF NOT EXISTS calls_name ON calls(name)",
     "CREATE INDEX IF NOT EXISTS imports_file ON imports(file)",
-    "CREATE INDEX IF NOT EXISTS edges_file ON edges(file)",
-    "CREATE INDEX IF NOT EXISTS edges_caller ON edges(caller_id)",
-    "CREATE INDEX IF NOT EXISTS edges_callee ON edges(callee_id)",
+    "CREATE INDEX IF NOT EXISTS calls_caller ON calls(caller_id)",
+    "CREATE INDEX IF NOT EXISTS calls_callee ON calls(callee_id)",
     "CREATE INDEX IF NOT EXISTS file_imports_dst ON file_imports(dst)",
 )
 

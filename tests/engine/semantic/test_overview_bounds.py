@@ -62,11 +62,12 @@ def _fill_synthetic_store(layout: RepoLayout, n_files: int, dir_name_len: int = 
                 )
             )
             if sid > 1:
-                edges.append((path, f"id{sid}", f"id{(sid * 7) % sid or 1}", name, "unique", None, 1))
+                callee = f"id{(sid * 7) % sid or 1}"
+                edges.append((path, f"id{sid}", None, name, None, 1, 0, 0, callee, "unique", None))
     drop_secondary_indexes(conn)  # bulk load as the indexer does, then index once
     conn.executemany("INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?)", files)
     conn.executemany(f"INSERT INTO symbols VALUES ({','.join('?' * 24)})", symbols)
-    conn.executemany("INSERT INTO edges VALUES (?,?,?,?,?,?,?)", edges)
+    conn.executemany("INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?)", edges)
     create_secondary_indexes(conn)
     conn.commit()
     conn.close()
