@@ -517,6 +517,8 @@ def _resolve_graphs(
                 conn.executemany("INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?)", batch)
                 batch.clear()
         conn.executemany("INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?)", batch)
+        if progress:
+            progress("resolving calls", total, total)
         return
     sql = "SELECT rowid, file, caller_id, caller_parent, name, receiver, line FROM calls"
     for part in _chunks(todo):
@@ -525,6 +527,8 @@ def _resolve_graphs(
             batch.append((*resolve(*row[1:]), row[0]))
         contexts.clear()
     conn.executemany("UPDATE calls SET callee_id = ?, kind = ?, package = ? WHERE rowid = ?", batch)
+    if progress:
+        progress("resolving calls", total, total)
 
 
 # --- the run -----------------------------------------------------------------------------------

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 
+import pytest
 import toon_format
 
 from tests.conftest import SEMFORA, run_semfora
@@ -167,3 +169,21 @@ def test_corrupt_index_is_rebuilt_with_a_warning_on_stderr(make_repo) -> None:
     assert "warning: [INDEX_CORRUPT]" in proc.stderr
     report = json.loads(proc.stdout)
     assert report["files"] == 2 and report["warnings"][0]["code"] == "INDEX_CORRUPT"
+
+
+@pytest.mark.skipif(shutil.which("script") is None, reason="needs script(1) for a pseudo-terminal")
+def test_index_on_a_terminal_shows_a_progress_bar_then_the_summary(make_repo, tmp_path) -> None:
+    root = make_repo(REPO)
+    log = tmp_path / "tty.log"
+    proc = subprocess.run(
+        ["script", "-q", "-e", "-c", f"{SEMFORA} index --no-vectors --path {root}", str(log)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0
+    screen = log.read_text(encoding="utf-8", errors="replace")
+    assert "files/s" in screen
+    assert "parsing" in screen and "resolving calls" in screen
+    assert "indexed 2 files" in screen
