@@ -130,7 +130,7 @@ class Orchestrator:
         reasoner: Reasoner | None = None,
         *,
         resume: bool = False,
-        overview: Callable[[], str] | None = None,
+        overview: Callable[[int], str] | None = None,
     ) -> None:
         self.layout = layout
         self.settings = settings

@@ -378,8 +378,10 @@ class ContextGatherer:
                 continue
             sid = getattr(hit, "symbol_id", None)
             key = sid or f"{file}:{getattr(hit, 'start_line', 0)}"
-            c = cands.get(key)
-            if c is None:
+            found = cands.get(key)
+            if found is not None:
+                c = found
+            else:
                 sym = self._symbol(store, sid) if sid else None
                 c = Candidate(
                     key,
@@ -470,9 +472,9 @@ class ContextGatherer:
                 c = Candidate(node, sym, sym.file, sym.start_line, sym.end_line)
                 cands[node] = c
             c.graph += boost
-            seed = cands.get(why[node][1]) if node in why else None
-            if seed is not None and (node not in personal or c.fused < seed.fused):
-                c.neighbour_of = seed.key
+            seed_cand = cands.get(why[node][1]) if node in why else None
+            if seed_cand is not None and (node not in personal or c.fused < seed_cand.fused):
+                c.neighbour_of = seed_cand.key
                 c.reasons.append(why[node][0])
 
     # -- step 5: filling -------------------------------------------------------------------
