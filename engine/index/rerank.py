@@ -161,9 +161,13 @@ class EmbeddingReranker:
     def __init__(self, embed: Callable[[list[str]], list[list[float]]], version: str) -> None:
         self._embed = embed
         self.version = f"embed:{version}"
+        self._query: tuple[str, list[float]] | None = None
 
     def score(self, query: str, document: str) -> float:
-        q, d = self._embed([query, document])
+        if self._query is None or self._query[0] != query:
+            self._query = (query, self._embed([query])[0])
+        q = self._query[1]
+        d = self._embed([document])[0]
         dot = sum(a * b for a, b in zip(q, d, strict=False))
         norm = math.sqrt(sum(a * a for a in q)) * math.sqrt(sum(b * b for b in d))
         return max(0.0, dot / norm) if norm else 0.0

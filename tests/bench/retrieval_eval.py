@@ -317,6 +317,8 @@ def evaluate(argv: list[str] | None = None) -> dict[str, object]:
     corpus_runs: list[CorpusRun] = []
     latencies: list[float] = []
     fts_latencies: list[float] = []
+    cpu_latencies: list[float] = []
+    load_before = os.getloadavg()
     ablation = {name: new_score() for name in ("no rerank", "rerank only", "blend")}
     rerank_label = ""
     for corpus in ("flask", "django"):
@@ -362,9 +364,11 @@ def evaluate(argv: list[str] | None = None) -> dict[str, object]:
             for task in (t for t in tasks if t.corpus == corpus):
                 search(layout, settings, task.query, limit=10, record_metrics=False)  # type: ignore[arg-type]
                 for _ in range(LATENCY_REPEATS):
+                    c0 = time.process_time()
                     t0 = time.perf_counter()
                     search(layout, settings, task.query, limit=10, record_metrics=False)  # type: ignore[arg-type]
                     latencies.append((time.perf_counter() - t0) * 1000)
+                    cpu_latencies.append((time.process_time() - c0) * 1000)
                     t0 = time.perf_counter()
                     search(layout, settings, task.query, mode="fts", limit=10, record_metrics=False)  # type: ignore[arg-type]
                     fts_latencies.append((time.perf_counter() - t0) * 1000)
@@ -376,6 +380,8 @@ def evaluate(argv: list[str] | None = None) -> dict[str, object]:
         "corpus_runs": corpus_runs,
         "latencies": latencies,
         "fts_latencies": fts_latencies,
+        "cpu_latencies": cpu_latencies,
+        "load": (load_before, os.getloadavg()),
         "ablation": ablation if rerank_label else {},
         "rerank_label": rerank_label,
         "vectors": use_vectors,
@@ -389,6 +395,8 @@ def render(result: dict[str, object]) -> str:
     runs: list[CorpusRun] = result["corpus_runs"]  # type: ignore[assignment]
     lat: list[float] = result["latencies"]  # type: ignore[assignment]
     fts_lat: list[float] = result["fts_latencies"]  # type: ignore[assignment]
+    cpu_lat: list[float] = result["cpu_latencies"]  # type: ignore[assignment]
+    load: tuple[tuple[float, ...], tuple[float, ...]] = result["load"]  # type: ignore[assignment]
     no_ident = sum(1 for t in tasks if not names_identifier(t))
     out = [
         "## Search retrieval (engine.index)",
@@ -457,7 +465,10 @@ def render(result: dict[str, object]) -> str:
             f"Warm Django search latency over {len(lat)} runs ({LATENCY_REPEATS} per task, after one warm-up each), "
             f"no rerank: hybrid p50 {statistics.median(lat):.1f} ms, p95 {percentile(lat, 0.95):.1f} ms "
             f"(target ≤ 100 ms); FTS alone in the same run p50 {statistics.median(fts_lat):.1f} ms, "
-            f"p95 {percentile(fts_lat, 0.95):.1f} ms.",
+            f"p95 {percentile(fts_lat, 0.95):.1f} ms. CPU time of one hybrid search (all threads): "
+            f"p50 {statistics.median(cpu_lat):.1f} ms, p95 {percentile(cpu_lat, 0.95):.1f} ms. "
+            f"Load average on this 2-core machine: {load[0][0]:.1f} at the start of the run, "
+            f"{load[1][0]:.1f} at the end (other jobs were running).",
         ]
     ablation: dict[str, Score] = result["ablation"]  # type: ignore[assignment]
     if ablation:
