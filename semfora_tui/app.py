@@ -63,7 +63,7 @@ def _error_markdown(err: SemforaError) -> str:
 class SemforaApp(App[int]):
     """Chat, diff preview and context budget for one repository."""
 
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")
     TITLE = "semfora"
     COMMANDS = App.COMMANDS | {SlashCommandProvider}
     BINDINGS = [
@@ -98,6 +98,7 @@ class SemforaApp(App[int]):
         self.turns = 0
         self.last_pack: PackView | None = None
         self.theme_problems: tuple[str, ...] = ()
+        self._register_themes()
         self.index_summary = "index: starting"
         self._cancel = threading.Event()
         self._stop = threading.Event()
@@ -142,7 +143,7 @@ class SemforaApp(App[int]):
         return self.query_one(PromptInput)
 
     def on_mount(self) -> None:
-        self._register_themes()
+        self._report_theme_problems()
         header = self.header
         header.repo = self.bridge.root.name
         header.model = self.bridge.model
@@ -152,6 +153,11 @@ class SemforaApp(App[int]):
         self.chat.border_title = "chat"
         self.budget_pane.set_budget(self.bridge.budget)
         self.prompt.focus()
+        # Nothing heavy before the first frame: the workers import tree-sitter, anthropic and
+        # friends, and would compete with the first paint for the interpreter.
+        self.call_after_refresh(self._start_background_work)
+
+    def _start_background_work(self) -> None:
         self._background(self.bridge.branch, self._set_branch, group="branch")
         if self.check_model:
             self._background(self.bridge.reasoning_status, self._set_reasoning, group="model")
@@ -169,23 +175,29 @@ class SemforaApp(App[int]):
         self.bridge.close()
 
     def _register_themes(self) -> None:
+        """Register built-in and user themes and pick the configured one.
+
+        Called from ``__init__``: choosing the theme before the first CSS pass saves a
+        second pass (and a visible flash) at start-up.
+        """
         loaded = load_themes()
         for theme in loaded.themes:
             self.register_theme(theme.to_theme())
         self.theme_problems = loaded.problems
-        if loaded.problems:
+        wanted = self.bridge.settings.ui.theme
+        if wanted not in self.available_themes:
+            self.theme_problems += (f"unknown theme {wanted!r} in ui.theme; using {DEFAULT_THEME}",)
+            wanted = DEFAULT_THEME
+        self.theme = wanted
+
+    def _report_theme_problems(self) -> None:
+        if self.theme_problems:
             self.notify(
-                "Skipped invalid theme file(s):\n" + "\n".join(loaded.problems),
+                "Skipped invalid theme file(s):\n" + "\n".join(self.theme_problems),
                 title="Themes",
                 severity="error",
                 timeout=10,
             )
-        wanted = self.bridge.settings.ui.theme
-        if wanted in self.available_themes:
-            self.theme = wanted
-        else:
-            self.theme = DEFAULT_THEME
-            self.notify(f"Unknown theme {wanted!r}; using {DEFAULT_THEME}.", severity="warning")
 
     # -- workers --------------------------------------------------------------------------------
 

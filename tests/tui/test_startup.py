@@ -1,0 +1,41 @@
+"""What the first frame pays for: opening the app must not import the heavy libraries."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+# (Textual's TextArea itself loads the small tree_sitter binding; the grammar pack is the heavy part.)
+HEAVY = (
+    "anthropic",
+    "chromadb",
+    "litellm",
+    "onnxruntime",
+    "sentence_transformers",
+    "torch",
+    "tree_sitter_language_pack",
+)
+
+
+def test_building_the_app_imports_no_heavy_library(demo_repo: Path) -> None:
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "import semfora_tui.cli.main, semfora_tui.launch\n"
+        "from semfora_tui.app import SemforaApp\n"
+        f"SemforaApp(Path({str(demo_repo)!r}))\n"
+        f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert proc.stdout.strip() == ""
+
+
+def test_engine_bridge_does_not_import_textual() -> None:
+    code = "import sys, semfora_tui.engine_bridge, semfora_tui.views; print('textual' in sys.modules)"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert proc.stdout.strip() == "False"
