@@ -296,8 +296,9 @@ class SymbolStore:
         return replace(sym, calls=calls)
 
     def symbols_by_name(self, name_or_qualified: str, limit: int = 50) -> list[Symbol]:
-        """Symbols whose id, qualified name or name is exactly this (in that preference)."""
-        for column in ("id", "qualified_name", "name"):
+        """Symbols whose id, qualified name, name or last name segment (``send`` for ``res.send``)
+        is exactly this, in that preference."""
+        for column in ("id", "qualified_name", "name", "short_name"):
             rows = self._conn.execute(
                 f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE {column}=? ORDER BY file, start_line LIMIT ?",
                 (name_or_qualified, limit),

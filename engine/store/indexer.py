@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import itertools
 import json
 import os
 import sqlite3
@@ -30,6 +31,7 @@ from engine.semantic.graph import (
     CallResolver,
     CallRow,
     Definition,
+    FileContext,
     ModuleIndex,
     file_context,
 )
@@ -207,7 +209,13 @@ def _parse_one(root: str, path: str, language: str) -> ParseResult:
     problem = content_problem(path, data)
     if problem is not None:
         return ParseResult(path, st.st_size, st.st_mtime_ns, sha, None, problem)
-    analysis = analyze_source(path, data, language)
+    try:
+        analysis = analyze_source(path, data, language)
+    except (RecursionError, ValueError, RuntimeError, UnicodeError) as exc:
+        # One pathological file must not abort the run: it is reported as skipped instead.
+        return ParseResult(
+            path, st.st_size, st.st_mtime_ns, sha, None, f"extraction failed: {type(exc).__name__}"
+        )
     rows = _rows(path, analysis, st.st_size, st.st_mtime_ns, sha)
     return ParseResult(path, st.st_size, st.st_mtime_ns, sha, rows, None)
 
@@ -432,6 +440,7 @@ def _resolve_graphs(
     structure_changed: bool,
     progress: ProgressFn | None,
     preloaded: _Writer | None = None,
+    workers: int = 1,
 ) -> None:
     """Recompute file imports and call edges for every file whose edges could have changed.
 
@@ -478,45 +487,16 @@ def _resolve_graphs(
         preload=len(todo) > PRELOAD_DEFINITIONS_ABOVE,
         known=preloaded.definitions if preloaded is not None else None,
     )
-    resolver = CallResolver(definitions)
-    contexts: dict[str, object] = {}
+    resolving = _FileResolver(CallResolver(definitions), modules, languages, imports)
     total = len(todo)
-    # Within one file the same (name, receiver) resolves the same way (self-calls also by the
-    # caller's class): tests call self.assertEqual hundreds of times per file.
-    memo: dict[tuple[object, ...], tuple[str | None, str, str | None]] = {}
-    memo_file: list[object] = [None]
-
-    def resolve(
-        file: str, caller: object, parent: object, name: str, receiver: object, line: object
-    ) -> tuple[str | None, str, str | None]:
-        if file != memo_file[0]:
-            memo.clear()
-            memo_file[0] = file
-        key = (name, receiver, parent if receiver in SELF_RECEIVERS or receiver is None else None)
-        hit = memo.get(key)
-        if hit is None:
-            ctx = contexts.get(file)
-            if ctx is None:
-                ctx = contexts[file] = file_context(file, languages[file], imports.get(file, ()), modules)
-                if progress and len(contexts) % 500 == 0:
-                    progress("resolving calls", len(contexts), total)
-            e = resolver.resolve(
-                CallRow(file, caller, parent, name, receiver, line),  # type: ignore[arg-type]
-                languages[file],
-                ctx,  # type: ignore[arg-type]
-            )
-            hit = memo[key] = (e.callee_id, e.kind, e.package)
-        return hit
-
     batch: list[tuple[object, ...]] = []
     if preloaded is not None:
-        # Bulk: the calls were kept in memory; insert each once, already resolved.
-        for row in preloaded.all_calls:
-            batch.append((*row, *resolve(*row[:6])))  # type: ignore[arg-type]
-            if len(batch) >= FLUSH_ROWS:
-                conn.executemany("INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?)", batch)
-                batch.clear()
-        conn.executemany("INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?)", batch)
+        # Bulk: the calls were kept in memory; resolve them (in parallel when it pays) and
+        # insert each once, already resolved.
+        results = _resolve_bulk(resolving, preloaded.all_calls, workers, progress)
+        rows_iter = zip(preloaded.all_calls, results, strict=True)
+        while batch := [(*row, *res) for row, res in itertools.islice(rows_iter, FLUSH_ROWS)]:
+            conn.executemany("INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?)", batch)
         if progress:
             progress("resolving calls", total, total)
         return
@@ -524,11 +504,102 @@ def _resolve_graphs(
     for part in _chunks(todo):
         marks = ",".join("?" * len(part))
         for row in conn.execute(sql + f" WHERE file IN ({marks}) ORDER BY file", list(part)).fetchall():
-            batch.append((*resolve(*row[1:]), row[0]))
-        contexts.clear()
+            batch.append((*resolving(row[1:]), row[0]))
+        resolving.forget_contexts()
     conn.executemany("UPDATE calls SET callee_id = ?, kind = ?, package = ? WHERE rowid = ?", batch)
     if progress:
         progress("resolving calls", total, total)
+
+
+Resolution = tuple[str | None, str, str | None]  # callee_id, kind, package
+
+
+class _FileResolver:
+    """Resolves call rows file by file, memoising within a file: the same (name, receiver)
+    resolves the same way there (self-calls also by the caller's class), and test files call
+    self.assertEqual hundreds of times each."""
+
+    def __init__(
+        self,
+        resolver: CallResolver,
+        modules: ModuleIndex,
+        languages: dict[str, str],
+        imports: dict[str, list[ImportRef]],
+    ) -> None:
+        self.resolver = resolver
+        self.modules = modules
+        self.languages = languages
+        self.imports = imports
+        self.contexts: dict[str, FileContext] = {}
+        self.memo: dict[tuple[object, ...], Resolution] = {}
+        self.memo_file: object = None
+
+    def forget_contexts(self) -> None:
+        self.contexts.clear()
+
+    def __call__(self, row: Sequence[object]) -> Resolution:
+        file, caller, parent, name, receiver, line = row[:6]
+        if file != self.memo_file:
+            self.memo.clear()
+            self.memo_file = file
+        key = (name, receiver, parent if receiver in SELF_RECEIVERS or receiver is None else None)
+        hit = self.memo.get(key)
+        if hit is None:
+            path = str(file)
+            ctx = self.contexts.get(path)
+            if ctx is None:
+                ctx = self.contexts[path] = file_context(
+                    path, self.languages[path], self.imports.get(path, ()), self.modules
+                )
+            e = self.resolver.resolve(
+                CallRow(path, caller, parent, name, receiver, line),  # type: ignore[arg-type]
+                self.languages[path],
+                ctx,
+            )
+            hit = self.memo[key] = (e.callee_id, e.kind, e.package)
+        return hit
+
+
+# Below this many calls, resolving in one process beats forking workers.
+PARALLEL_RESOLVE_MIN_CALLS = 40_000
+# State a forked resolution worker inherits from its parent (never pickled).
+_FORKED: tuple[_FileResolver, list[tuple[object, ...]]] | None = None
+
+
+def _resolve_slice(bounds: tuple[int, int]) -> list[Resolution]:
+    assert _FORKED is not None
+    resolving, calls = _FORKED
+    return [resolving(row) for row in calls[bounds[0] : bounds[1]]]
+
+
+def _resolve_bulk(
+    resolving: _FileResolver, calls: list[tuple[object, ...]], workers: int, progress: ProgressFn | None
+) -> list[Resolution]:
+    """Resolve every call; with several cores, forked workers share the definitions copy-on-write."""
+    import multiprocessing
+
+    global _FORKED
+    can_fork = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    if workers <= 1 or len(calls) < PARALLEL_RESOLVE_MIN_CALLS or not can_fork:
+        return [resolving(row) for row in calls]
+    # Cut on file boundaries so each worker's per-file memo stays whole.
+    step = len(calls) // workers + 1
+    cuts = [0]
+    while cuts[-1] < len(calls):
+        end = min(len(calls), cuts[-1] + step)
+        while end < len(calls) and calls[end][0] == calls[end - 1][0]:
+            end += 1
+        cuts.append(end)
+    _FORKED = (resolving, calls)
+    try:
+        ctx = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:  # type: ignore[arg-type]
+            parts = list(pool.map(_resolve_slice, list(itertools.pairwise(cuts))))
+    finally:
+        _FORKED = None
+    if progress:
+        progress("resolving calls", len(calls), len(calls))
+    return [res for part in parts for res in part]
 
 
 # --- the run -----------------------------------------------------------------------------------
@@ -697,6 +768,7 @@ def _run(
             structure_changed=bool(added_paths or deleted_paths),
             progress=progress,
             preloaded=writer if bulk else None,
+            workers=workers,
         )
     if bulk:
         conn.execute(f"PRAGMA threads = {min(4, workers)}")  # parallel sorter for the index builds
