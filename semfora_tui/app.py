@@ -53,6 +53,11 @@ To enable reasoning, set `ANTHROPIC_API_KEY` for Claude, or choose a local model
 """
 
 
+def _internal(exc: Exception) -> SemforaError:
+    """An unexpected exception from the engine, as an error the chat can show."""
+    return SemforaError(f"{exc.__class__.__name__}: {exc}", code="INTERNAL")
+
+
 def _error_markdown(err: SemforaError) -> str:
     text = f"**error[{err.code}]**: {err.message}"
     if err.hint and err.hint not in err.message:
@@ -224,10 +229,8 @@ class SemforaApp(App[int]):
                 else:
                     self._from_thread(self.show_error, err)
                 return
-            except (OSError, ValueError, RuntimeError, LookupError, TypeError, AttributeError) as exc:
-                self._from_thread(
-                    self.show_error, SemforaError(f"{exc.__class__.__name__}: {exc}", code="INTERNAL")
-                )
+            except Exception as exc:  # noqa: BLE001 - the worker boundary: any failure is shown, not lost
+                self._from_thread(self.show_error, _internal(exc))
                 return
             self._from_thread(done, result)
 
@@ -288,9 +291,7 @@ class SemforaApp(App[int]):
                 self._from_thread(self._index_failed, err)
                 return
             except Exception as exc:  # noqa: BLE001 - the worker boundary: any failure is shown, not lost
-                self._from_thread(
-                    self._index_failed, SemforaError(f"{exc.__class__.__name__}: {exc}", code="INTERNAL")
-                )
+                self._from_thread(self._index_failed, _internal(exc))
                 return
             self._from_thread(self._index_done, report)
 
@@ -359,11 +360,13 @@ class SemforaApp(App[int]):
             raise_interrupt=False,
         ):
             paths = sorted({str(Path(p).relative_to(root)) for _c, p in changes if p.startswith(str(root))})
+            report = None
             try:
                 report = self.bridge.index(rebuild=False)
             except SemforaError as err:
                 self._from_thread(self._index_failed, err)
-                report = None
+            except Exception as exc:  # noqa: BLE001 - keep following the disk after a failed re-index
+                self._from_thread(self._index_failed, _internal(exc))
             if report is not None:
                 self._from_thread(self._index_done_quiet, report)
             self._from_thread(self._files_changed, paths)
@@ -462,11 +465,17 @@ class SemforaApp(App[int]):
             with self._pending_lock:
                 self._pending.append(chunk)
 
+        def on_status(message: str) -> None:
+            self._from_thread(self.notify, message, title="semfora")
+
         def run() -> None:
             try:
-                result = self.bridge.run_turn(task, on_text, cancel)
+                result = self.bridge.run_turn(task, on_text, cancel, on_status)
             except SemforaError as err:
                 self._from_thread(self._turn_failed, turn, err)
+                return
+            except Exception as exc:  # noqa: BLE001 - a turn must always end, or the prompt stays blocked
+                self._from_thread(self._turn_failed, turn, _internal(exc))
                 return
             self._from_thread(self._turn_done, turn, result)
 

@@ -172,9 +172,17 @@ class EngineBridge:
         pack = self.orchestrator(need_reasoner=False).build_context(task, budget=self.budget)
         return pack_from_engine(pack, task)
 
-    def run_turn(self, task: str, on_text: Callable[[str], None], cancel: threading.Event) -> Any:
+    def run_turn(
+        self,
+        task: str,
+        on_text: Callable[[str], None],
+        cancel: threading.Event,
+        on_status: Callable[[str], None] | None = None,
+    ) -> Any:
         orchestrator = self.orchestrator(need_reasoner=True)
-        return orchestrator.run_turn(task, on_text=on_text, cancel=cancel, stage=True, budget=self.budget)
+        return orchestrator.run_turn(
+            task, on_text=on_text, cancel=cancel, stage=True, budget=self.budget, on_status=on_status
+        )
 
     def resume(self) -> list[str]:
         """Reopen the last conversation (its memory feeds the next pack); returns its summary lines."""

@@ -10,6 +10,7 @@ same way, so the ratio says what semfora adds on top of Textual itself.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pty
@@ -74,10 +75,8 @@ def first_frame(argv: list[str], markers: tuple[bytes, ...], env: dict[str, str]
             elif proc.poll() is not None:
                 break
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):  # it may have exited already
             os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass  # it already exited
         proc.wait(timeout=10)
         os.close(master)
     if elapsed is None:
