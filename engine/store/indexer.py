@@ -211,7 +211,7 @@ def _parse_one(root: str, path: str, language: str) -> ParseResult:
         return ParseResult(path, st.st_size, st.st_mtime_ns, sha, None, problem)
     try:
         analysis = analyze_source(path, data, language)
-    except (RecursionError, ValueError, RuntimeError, UnicodeError) as exc:
+    except Exception as exc:  # an extractor bug on one file is reported, not fatal
         # One pathological file must not abort the run: it is reported as skipped instead.
         return ParseResult(
             path, st.st_size, st.st_mtime_ns, sha, None, f"extraction failed: {type(exc).__name__}"
