@@ -224,6 +224,7 @@ def refresh_text_index(
         for path in deleted:
             stored = fts.chunks_of_file(conn, path)
             old_hashes.extend(stored.values())
+            old_hashes.append(known[path][0])  # entries keyed by the file's own sha256
             chunks_deleted += fts.delete_chunks(conn, list(stored))
             conn.execute("DELETE FROM text_files WHERE path=?", (path,))
 
@@ -238,6 +239,8 @@ def refresh_text_index(
             if text is None:
                 stored = fts.chunks_of_file(conn, cand.path)
                 old_hashes.extend(stored.values())
+                if cand.path in known:
+                    old_hashes.append(known[cand.path][0])
                 chunks_deleted += fts.delete_chunks(conn, list(stored))
                 conn.execute("DELETE FROM text_files WHERE path=?", (cand.path,))
                 continue
@@ -257,6 +260,8 @@ def refresh_text_index(
                 cid for cid, h in stored.items() if cid not in new_by_id or new_by_id[cid].content_hash != h
             ]
             old_hashes.extend(stored[cid] for cid in stale)
+            if old_row is not None:
+                old_hashes.append(old_row[0])  # entries keyed by the file's own sha256
             chunks_deleted += fts.delete_chunks(conn, stale)
             fresh = [c for c in new_chunks if stored.get(c.id) != c.content_hash]
             chunks_written += fts.insert_chunks(conn, fresh)

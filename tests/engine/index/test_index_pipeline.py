@@ -94,11 +94,16 @@ def test_cache_entries_are_invalidated_when_their_content_changes(indexed_repo) 
     cache.put("rerank", "q:redirect", "0.9", content_hash=hashes["redirect"])
     cache.put("rerank", "q:getUserById", "0.4", content_hash=hashes["getUserById"])
     cache.put("summary", "redirect", "Builds a redirect response.", content_hash=hashes["redirect"])
+    conn = sqlite3.connect(layout.index_db)
+    (routes_sha,) = conn.execute("SELECT sha256 FROM text_files WHERE path='app/routes.py'").fetchone()
+    conn.close()
+    cache.put("summary", "file:app/routes.py", "Routing helpers.", content_hash=routes_sha)
     path = layout.root / "app/routes.py"
     path.write_text(path.read_text().replace("code=302", "code=307"))
     report = index_repository(layout, settings).text_index
-    assert report.cache_invalidated == 2
+    assert report.cache_invalidated == 3
     assert cache.get("rerank", "q:redirect") is None and cache.get("summary", "redirect") is None
+    assert cache.get("summary", "file:app/routes.py") is None  # keyed by the old file hash
     assert cache.get("rerank", "q:getUserById") == "0.4"  # untouched content keeps its entry
     (layout.root / "app/auth.py").unlink()
     index_repository(layout, settings)

