@@ -6,6 +6,7 @@ import asyncio
 import time
 from pathlib import Path
 
+import pytest
 from textual import events
 from textual.widgets import Collapsible
 
@@ -79,7 +80,10 @@ async def test_an_edit_reply_is_staged_and_shown_for_review(
         assert "int(text)" in (demo_repo / "app/config.py").read_text()  # nothing written before review
 
 
-async def test_escape_cancels_a_streaming_reply(make_app: AppFactory, fake_anthropic: FakeAnthropic) -> None:
+@pytest.mark.parametrize("key", ["escape", "ctrl+c"])
+async def test_escape_or_ctrl_c_cancels_a_streaming_reply(
+    make_app: AppFactory, fake_anthropic: FakeAnthropic, key: str
+) -> None:
     long_text = "word " * 400
     fake_anthropic.reply(long_text, chunk_chars=10, delay=0.02)
     app = make_app()
@@ -87,8 +91,8 @@ async def test_escape_cancels_a_streaming_reply(make_app: AppFactory, fake_anthr
         await settle(pilot)
         await _submit(pilot, app, "explain everything")
         await _wait_for(pilot, lambda: app._turn is not None and len(app._turn.source) > 20)
-        assert "escape" in app.active_bindings
-        await pilot.press("escape")
+        assert key in app.active_bindings
+        await pilot.press(key)
         await pilot.pause()
         assert not app.streaming
         assert app._cancel.is_set()
