@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.errors import NotFoundError, UsageError
+from engine.errors import IndexError_, LockBusy, NotFoundError, UsageError
 from engine.semantic.model import Risk, Symbol
 from engine.store.layout import RepoLayout
 from engine.store.schema import migrate
@@ -131,12 +131,19 @@ def _discard(path: Path) -> None:
 
 
 def open_index(
-    layout: RepoLayout, *, on_warning: WarningSink | None = None, readonly: bool = False
+    layout: RepoLayout,
+    *,
+    on_warning: WarningSink | None = None,
+    readonly: bool = False,
+    holding_lock: bool = False,
 ) -> sqlite3.Connection:
     """A migrated connection to ``layout.index_db``, rebuilding it if damaged.
 
     A damaged file is deleted (with its WAL) and recreated empty; the caller
-    then re-indexes. ``on_warning`` hears about it as ``INDEX_CORRUPT``.
+    then re-indexes. ``on_warning`` hears about it as ``INDEX_CORRUPT``. Only a
+    process holding the writer lock may delete the file: a reader that finds damage
+    takes the lock first, and if an indexer holds it, raises ``INDEX_BUSY`` rather
+    than deleting a database that is being written.
     """
     path = layout.index_db
     problem = header_problem(path) if path.exists() else None
@@ -154,6 +161,22 @@ def open_index(
                 conn.close()
             except (sqlite3.Error, UnboundLocalError):
                 problem += " (and could not be closed)"
+    if holding_lock:
+        return _rebuild(path, problem, on_warning)
+    from engine.store.indexer import writer_lock
+
+    try:
+        with writer_lock(layout, 0):
+            return _rebuild(path, problem, on_warning)
+    except LockBusy as exc:
+        raise IndexError_(
+            f"index.db looks damaged ({problem}) while another process is writing it",
+            code="INDEX_BUSY",
+            hint="try again when `semfora index` finishes",
+        ) from exc
+
+
+def _rebuild(path: Path, problem: str, on_warning: WarningSink | None) -> sqlite3.Connection:
     if on_warning is not None:
         on_warning(StoreWarning("INDEX_CORRUPT", f"index.db was damaged ({problem}); rebuilding it"))
     _discard(path)

@@ -675,7 +675,7 @@ def index_repository(
         if rebuild:
             for suffix in ("", "-wal", "-shm"):
                 Path(str(layout.index_db) + suffix).unlink(missing_ok=True)
-        conn = open_index(layout, on_warning=warn)
+        conn = open_index(layout, on_warning=warn, holding_lock=True)
         rebuilt = rebuild or any(w.code == "INDEX_CORRUPT" for w in warnings)
         try:
             report = _run(conn, layout, settings, progress, rebuilt, started, warnings)

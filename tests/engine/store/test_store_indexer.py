@@ -302,3 +302,19 @@ def test_rename_inside_git_is_reported(make_repo) -> None:
     git(root, "mv", "a.py", "b.py")
     _, rep = _index(root)
     assert (rep.renamed, rep.added, rep.deleted) == (1, 0, 0)
+
+
+def test_a_reader_repairs_a_damaged_index_only_when_no_writer_holds_the_lock(make_repo) -> None:
+    from engine.errors import IndexError_
+
+    root = make_repo({"a.py": "def a():\n    pass\n"})
+    layout, _ = _index(root)
+    layout.index_db.write_bytes(b"garbage" * 1000)
+    with writer_lock(layout, 1.0), pytest.raises(IndexError_) as err:
+        SymbolStore(layout)
+    assert err.value.code == "INDEX_BUSY"
+    assert layout.index_db.read_bytes().startswith(b"garbage")  # nothing deleted under a writer
+    heard: list[StoreWarning] = []
+    with SymbolStore(layout, on_warning=heard.append) as store:
+        assert store.is_empty()
+    assert [w.code for w in heard] == ["INDEX_CORRUPT"]
