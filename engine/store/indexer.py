@@ -21,6 +21,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
+from multiprocessing.context import BaseContext
 from pathlib import Path
 
 from engine.config import Settings
@@ -190,7 +191,9 @@ def _rows(path: str, fa: FileAnalysis, size: int, mtime_ns: int, sha: str) -> Fi
     calls.extend(
         (path, None, None, c.name, c.receiver, c.line, int(c.awaited), int(c.in_try)) for c in fa.module_calls
     )
-    imports = [(path, i.module, _json_list(i.names), i.alias, i.line) for i in fa.imports]
+    imports: list[tuple[object, ...]] = [
+        (path, i.module, _json_list(i.names), i.alias, i.line) for i in fa.imports
+    ]
     file_row = (path, fa.language, module, size, mtime_ns, sha, fa.line_count, fa.syntax_errors)
     return FileRows(file_row, symbols, calls, imports)
 
@@ -225,7 +228,7 @@ def parse_batch(root: str, items: Sequence[tuple[str, str]]) -> list[ParseResult
     return [_parse_one(root, path, language) for path, language in items]
 
 
-def _pool_context() -> object:
+def _pool_context() -> BaseContext:
     import multiprocessing
 
     # fork is fastest (workers inherit loaded grammars) but unsafe once threads run.
@@ -250,7 +253,7 @@ def _parse_all(
     items = sorted(items, key=lambda it: -_size_hint(root, it[0]))
     size = max(BATCH_MIN, min(BATCH_MAX, total // (workers * 8) or BATCH_MIN))
     batches = [items[i : i + size] for i in range(0, total, size)]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:  # type: ignore[arg-type]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
         pending: set[Future[list[ParseResult]]] = set()
         queue = iter(batches)
         limit = workers * TASKS_IN_FLIGHT_PER_WORKER
@@ -356,7 +359,7 @@ class _Writer:
                 if r[5] in kinds
             )
             self.imports_by_file[str(rows.file[0])] = [
-                ImportRef(str(m), tuple(json.loads(str(n))), a, int(ln))  # type: ignore[arg-type]
+                ImportRef(str(m), tuple(json.loads(str(n))), a, int(ln))  # type: ignore[arg-type,call-overload]
                 for _f, m, n, a, ln in rows.imports
             ]
         else:
@@ -593,7 +596,7 @@ def _resolve_bulk(
     _FORKED = (resolving, calls)
     try:
         ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:  # type: ignore[arg-type]
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
             parts = list(pool.map(_resolve_slice, list(itertools.pairwise(cuts))))
     finally:
         _FORKED = None
