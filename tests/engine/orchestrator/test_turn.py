@@ -219,8 +219,8 @@ def test_model_summaries_arrive_in_the_background_and_serve_later_packs(
     fake_anthropic.reply("answer")
     before = orch.build_context("explain how the cart total is computed")
     assert not any("Model-written" in i.text for i in before.items)  # a pack never waits on Ollama
-    orch.run_turn("explain how the cart total is computed")
-    assert orch.presummary_thread is not None
+    result = orch.run_turn("explain how the cart total is computed")
+    assert orch.presummary_thread is not None, [(i.kind, i.symbol) for i in result.pack.items]
     orch.presummary_thread.join(timeout=20)
     after = Orchestrator(layout, cfg).build_context("explain how the cart total is computed")
     assert any("Model-written summary" in i.text for i in after.items if i.kind == "summary")
