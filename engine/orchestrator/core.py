@@ -140,8 +140,13 @@ class Orchestrator:
         self.session = self.sessions.open(resume)
         self.memory.mark_viewed(list(self.session.viewed_symbols))
         self.recall = TurnRecall(layout, self.sessions.episodes, embed=_turn_embedder(settings))
+        count = None
+        if settings.llm.exact_token_count:
+            from engine.llm.tokens import TokenCounter
+
+            count = TokenCounter(settings).count  # exact when online, chars/4 otherwise
         self.gatherer = ContextGatherer(
-            layout, settings, self.memory, overview=overview or self._load_overview
+            layout, settings, self.memory, overview=overview or self._load_overview, count_tokens=count
         )
         self._lock = threading.RLock()
         self._presummary: threading.Event | None = None
@@ -200,7 +205,9 @@ class Orchestrator:
     # -- context (pure: never calls a model) -------------------------------------------------
 
     def new_budget(self, budget: int | None = None) -> ContextBudget:
-        return ContextBudget.from_settings(self.settings, budget)
+        b = ContextBudget.from_settings(self.settings, budget)
+        b.count_tokens = self.gatherer.count  # truncation counts the way items were counted
+        return b
 
     def build_context(self, task: str, budget: int | None = None) -> ContextPack:
         """The context pack for ``task`` at ``budget`` tokens (default: settings), never above it."""

@@ -224,3 +224,15 @@ def test_model_summaries_arrive_in_the_background_and_serve_later_packs(
     orch.presummary_thread.join(timeout=20)
     after = Orchestrator(layout, cfg).build_context("explain how the cart total is computed")
     assert any("Model-written summary" in i.text for i in after.items if i.kind == "summary")
+
+
+def test_exact_token_counting_goes_through_the_count_endpoint(shop, fake_anthropic, monkeypatch) -> None:
+    from engine.config import load_settings
+
+    layout, _ = shop
+    monkeypatch.setenv("SEMFORA_LLM__EXACT_TOKEN_COUNT", "true")
+    cfg = load_settings(layout.root).settings
+    pack = Orchestrator(layout, cfg).build_context("explain Cart.total", budget=1200)
+    counted = [r for r in fake_anthropic.requests if r.path == "/v1/messages/count_tokens"]
+    assert counted and not fake_anthropic.message_requests()  # counting is not asking
+    assert pack.total_tokens <= 1200
