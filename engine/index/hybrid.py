@@ -410,6 +410,26 @@ def _search(
             mode = "hybrid"
         vectors = None
 
+    # The vector lookups (embed the query, ask Chroma) run beside FTS and symbols: both sides
+    # spend their time outside the GIL (torch/HTTP, SQLite), so the wall time is the longer one.
+    vector_lists: list[tuple[float, list[tuple[str, float]]]] = []
+    vector_error: list[SemforaError] = []
+
+    def vector_lookup() -> None:
+        t0 = time.perf_counter()
+        for q, weight in queries:
+            try:
+                vector_lists.append((weight, vectors.query(q, VECTOR_CANDIDATES)))  # type: ignore[union-attr]
+            except SemforaError as exc:
+                vector_error.append(exc)
+                break
+        timings["vector_ms"] = round((time.perf_counter() - t0) * 1000, 2)
+
+    worker = None
+    if vectors is not None:
+        worker = threading.Thread(target=vector_lookup, name="semfora-vector-query", daemon=True)
+        worker.start()
+
     fusion = _Fusion()
     with s.lock:
         s.refresh_stats()
@@ -428,14 +448,11 @@ def _search(
             for rank, sym in enumerate(symbols, 1):
                 fusion.add("symbols", rank, 1.0, rows.get(sym.id), sym)
             timings["symbols_ms"] = round((time.perf_counter() - t) * 1000, 2)
-    if vectors is not None:
-        t = time.perf_counter()
-        for q, weight in queries:
-            try:
-                found = vectors.query(q, VECTOR_CANDIDATES)
-            except SemforaError as exc:
-                warn_once("vectors-query", f"vector search is off for now: {exc.message}", sink)
-                break
+    if worker is not None:
+        worker.join()
+        if vector_error:
+            warn_once("vectors-query", f"vector search is off for now: {vector_error[0].message}", sink)
+        for weight, found in vector_lists:
             with s.lock:
                 by_id = fts.rows_by_chunk_ids(s.conn, [cid for cid, _ in found])
             rank = 0
@@ -445,7 +462,6 @@ def _search(
                     continue  # a chunk deleted since it was embedded
                 rank += 1
                 fusion.add("vector", rank, weight, hit_row, None)
-        timings["vector_ms"] = round((time.perf_counter() - t) * 1000, 2)
 
     ranked = fusion.ranked()
     terms = fts.query_terms(query)
