@@ -99,6 +99,8 @@ NON_SOURCE_PARTS = ("tests/", "test/", "testing/", "examples/", "docs/", "doc/")
 TEST_WORDS = frozenset({"test", "tests", "testing", "pytest", "unittest", "example", "examples", "docs"})
 # The overview is CRITICAL but bounded: at most this share of the request budget.
 OVERVIEW_SHARE = 0.08
+# An @mentioned file is sent whole if it takes at most this share of the budget.
+MENTIONED_FILE_SHARE = 0.3
 # Confidence stop: later candidates scoring under this share of the best are not added.
 STOP_RATIO = 0.2
 # When every explicit anchor resolved, the task is well pinned: stop sooner.
@@ -744,6 +746,32 @@ class ContextGatherer:
                 return False
             text = f"{sym.kind} {sym.qualified_name} at {sym.file}:{sym.start_line}-{sym.end_line}\n{self._summary(c)}"
             return budget.add(self._item(f"symbol:{c.key}", "symbol", text, priority, c.reason, c)).admitted
+
+        # A file the user @mentioned is shown whole when it is small enough: they pointed at it.
+        for path in anchors.of("file_mention"):
+            rel = self._safe_rel(path)
+            if rel is None:
+                notes.append(f"@{path}: not found, secret or outside the repository")
+                continue
+            text = _read_text(self.layout.root / rel)
+            last = text.count("\n") + (0 if text.endswith("\n") else 1)
+            item = self._item(
+                f"file:{rel}",
+                "file",
+                text,
+                Priority.CRITICAL,
+                f"named in the task `@{rel}`",
+                None,
+                file=rel,
+                symbol=None,
+                start_line=1,
+                end_line=last,
+            )
+            if item.tokens <= MENTIONED_FILE_SHARE * budget.limit and budget.add(item).admitted:
+                shown.append((rel, 1, last))
+                added += 1
+            else:
+                notes.append(f"@{rel}: too large to send whole; its symbols compete as usual")
 
         targets: list[Candidate] = []
         for c in ranked:

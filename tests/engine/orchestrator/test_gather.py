@@ -75,3 +75,13 @@ def test_any_task_stays_within_budget(shop, task: str, budget: int) -> None:
     layout, cfg = shop
     pack = Orchestrator(layout, cfg).build_context(task, budget=budget)
     assert pack.total_tokens <= budget
+
+
+def test_a_mentioned_file_is_sent_whole_and_its_symbols_not_twice(shop) -> None:
+    layout, cfg = shop
+    pack = Orchestrator(layout, cfg).build_context("fix the tax in @src/shop/pricing.py and @.env")
+    files = [i for i in pack.items if i.kind == "file"]
+    assert [(i.file, i.priority) for i in files] == [("src/shop/pricing.py", Priority.CRITICAL)]
+    assert "def tax_for" in files[0].text
+    assert not [i for i in pack.items if i.kind == "source" and i.file == "src/shop/pricing.py"]
+    assert any("@.env" in n for n in pack.notes)
