@@ -335,13 +335,16 @@ class Orchestrator:
             if apply and outcome == "staged":
                 from engine.edits.session import EditSession
 
-                commit = EditSession.load_or_create(self.layout, self.settings).commit(all=True)
-                outcome = "applied" if getattr(commit, "ok", True) else "staged"
+                try:
+                    commit = EditSession.load_or_create(self.layout, self.settings).commit(all=True)
+                    outcome = "applied" if getattr(commit, "ok", True) else "staged"
+                except SemforaError as exc:  # e.g. a file changed on disk: the edits stay staged
+                    errors.append(f"could not apply the staged edits: {exc.message}")
         except ModelCancelled as exc:
             reply, outcome = exc.partial_text, "cancelled"
             errors.append(exc.message)
-        except ModelError as exc:
-            reply, outcome = exc.partial_text or reply, "error"
+        except SemforaError as exc:  # model errors, a lost key mid-session: logged, then raised
+            reply, outcome = getattr(exc, "partial_text", "") or reply, "error"
             errors.append(exc.message)
             self._finish(record, task, pack, reply, staged, outcome, usage, cost, errors, t0)
             raise

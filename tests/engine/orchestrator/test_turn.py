@@ -236,3 +236,18 @@ def test_exact_token_counting_goes_through_the_count_endpoint(shop, fake_anthrop
     counted = [r for r in fake_anthropic.requests if r.path == "/v1/messages/count_tokens"]
     assert counted and not fake_anthropic.message_requests()  # counting is not asking
     assert pack.total_tokens <= 1200
+
+
+def test_a_model_failure_is_raised_typed_and_still_logged(shop, fake_anthropic) -> None:
+    from engine.errors import SemforaError
+    from engine.orchestrator.runlog import list_runs
+
+    layout, cfg = shop
+    fake_anthropic.error(401)
+    with pytest.raises(SemforaError) as info:
+        _orch(layout, cfg).run_turn("explain Cart")
+    assert info.value.exit_code in (1, 3)
+    (run_id,) = list_runs(layout)
+    data = load_run(layout, run_id)
+    assert data["outcome"] == "error" and data["errors"]
+    assert DUMMY_API_KEY not in json.dumps(data)
