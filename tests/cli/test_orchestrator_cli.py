@@ -91,3 +91,15 @@ def test_ask_with_a_local_model_and_ollama_down_exits_3_but_context_works(make_r
     assert proc.returncode == 3
     assert json.loads(proc.stdout)["error_code"] == "MODEL_UNAVAILABLE"
     assert run_semfora("context", "explain Cart", "--path", str(root), "--json").returncode == 0
+
+
+def test_ask_refreshes_the_index_before_building_the_pack(make_repo, fake_anthropic) -> None:
+    root = make_repo(SHOP_FILES)
+    assert run_semfora("context", "explain Cart", "--path", str(root), "--json").returncode == 0  # indexes
+    cart = root / "src/shop/cart.py"
+    cart.write_text(cart.read_text() + "\n    def discount_first(self):\n        return 42\n")
+    fake_anthropic.reply("It returns 42.")
+    proc = run_semfora("ask", "explain Cart.discount_first", "--path", str(root))
+    assert proc.returncode == 0, proc.stderr
+    (req,) = fake_anthropic.message_requests()
+    assert "def discount_first(self):" in req.all_text

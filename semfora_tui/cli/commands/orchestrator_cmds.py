@@ -28,19 +28,29 @@ def _settings(layout: RepoLayout, args: argparse.Namespace) -> Settings:
     return load_settings(layout.root, overrides=overrides).settings
 
 
-def _ensure_index(layout: RepoLayout, settings: Settings, quiet: bool) -> None:
-    """Build the index the first time; later runs use it as is (`semfora index` refreshes)."""
+def _ensure_index(layout: RepoLayout, settings: Settings, quiet: bool, *, refresh: bool = False) -> None:
+    """Build the index the first time. ``refresh`` also brings it up to date (incremental).
+
+    `context` uses the index as it is, so it stays fast; `ask` refreshes it first (well under a
+    second when little changed), because stale line numbers would make SEARCH blocks miss.
+    """
     from engine.store.db import SymbolStore
 
     with SymbolStore(layout) as store:
         empty = store.is_empty()
-    if not empty:
+    if not empty and not refresh:
         return
-    if not quiet:
+    if empty and not quiet:
         warn("no index yet for this repository: indexing it now")
+    from engine.errors import LockBusy
     from engine.store.indexer import index_repository
 
-    index_repository(layout, settings)
+    try:
+        index_repository(layout, settings)
+    except LockBusy as exc:
+        if empty:
+            raise
+        warn(f"index not refreshed ({exc.message}); using it as it is")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -99,7 +109,7 @@ def run_ask(args: argparse.Namespace) -> int:
     from engine.llm.select import make_reasoner
 
     reasoner = make_reasoner(settings, args.model)  # ModelUnavailable (exit 3) before any work
-    _ensure_index(layout, settings, quiet=args.json)
+    _ensure_index(layout, settings, quiet=args.json, refresh=True)
     from engine.orchestrator.core import Orchestrator
 
     orch = Orchestrator(layout, settings, reasoner, resume=args.resume)
