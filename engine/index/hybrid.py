@@ -33,9 +33,11 @@ log = logging.getLogger("semfora.index.hybrid")
 MODES = ("hybrid", "fts", "vector", "symbols")
 # RRF constant (Cormack et al.): damps the head so one list's rank 1 cannot drown agreement between lists.
 RRF_K = 60
-# Candidates each source contributes before fusion: deep enough that agreement lower down still counts.
-FTS_CANDIDATES = 50
-VECTOR_CANDIDATES = 50
+# Candidates each source contributes before fusion: deep enough that agreement between sources
+# counts, shallow enough that two weak opinions (rank 30 + rank 30) do not outvote one strong one.
+# 30 was chosen on the benchmark query set (50 and 20 did worse there; see docs/benchmarks.md).
+FTS_CANDIDATES = 30
+VECTOR_CANDIDATES = 30
 SYMBOL_CANDIDATES = 20
 # Symbols matched per single query word (for plain-language queries that mention an identifier).
 SYMBOLS_PER_WORD = 3
