@@ -104,7 +104,7 @@ class SemforaApp(App[int]):
         self.last_pack: PackView | None = None
         self.theme_problems: tuple[str, ...] = ()
         self._register_themes()
-        self.index_summary = "index: starting"
+        self.index_summary = "index: starting" if start_index else "index: not refreshed (/index)"
         self._cancel = threading.Event()
         self._stop = threading.Event()
         self._pending: list[str] = []
