@@ -103,7 +103,7 @@ def _ignored(specs: list[tuple[str, object]], rel: str, is_dir: bool) -> bool:
 
 def _walk(root: str, exclude: set[str]) -> Iterator[str]:
     """Every file under root, honouring nested .gitignore files; never follows dir symlinks."""
-    stack: list[tuple[str, str, list[tuple[str, object]]]] = [(root, "", _load_ignore(root, ""))]
+    stack: list[tuple[str, str, list[tuple[str, object]]]] = [(root, "", [])]
     while stack:
         dirpath, rel_dir, specs = stack.pop()
         try:
@@ -111,6 +111,8 @@ def _walk(root: str, exclude: set[str]) -> Iterator[str]:
                 entries = list(it)
         except OSError:
             continue
+        if any(e.name == ".gitignore" for e in entries):
+            specs = specs + _load_ignore(dirpath, rel_dir)
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             try:
@@ -120,10 +122,7 @@ def _walk(root: str, exclude: set[str]) -> Iterator[str]:
             if is_dir:
                 if entry.name in exclude or (specs and _ignored(specs, rel, True)):
                     continue
-                child_specs = specs
-                if os.path.exists(os.path.join(entry.path, ".gitignore")):
-                    child_specs = specs + _load_ignore(entry.path, rel)
-                stack.append((entry.path, rel, child_specs))
+                stack.append((entry.path, rel, specs))
             elif not (specs and _ignored(specs, rel, False)):
                 yield rel
 
@@ -152,8 +151,13 @@ def discover(
     *,
     use_git: bool = True,
     language_of: Callable[[str], str | None] | None = None,
+    languages_only: bool = True,
 ) -> Discovery:
-    """List indexable files under ``root`` with their stat, and the skipped ones with reasons."""
+    """List indexable files under ``root`` with their stat, and the skipped ones with reasons.
+
+    With ``languages_only`` (the indexer's case) files of no known language are passed
+    over before any system call; otherwise they are candidates with ``language=None``.
+    """
     if language_of is None:
         from engine.semantic.languages import language_for_path
 
@@ -173,6 +177,12 @@ def discover(
             continue
         if rel.startswith(".git/"):
             continue
+        name = rel.rpartition("/")[2]
+        if name not in by_name:
+            by_name[name] = language_of(name)
+        language = by_name[name]
+        if language is None and languages_only:
+            continue  # not source code: no need to even stat it
         full = os.path.join(base, rel)
         try:
             st = os.lstat(full)
@@ -194,9 +204,6 @@ def discover(
         if rel.endswith(MINIFIED_SUFFIXES):
             result.skipped.append(Skipped(rel, "minified"))
             continue
-        name = rel.rpartition("/")[2]
-        if name not in by_name:
-            by_name[name] = language_of(name)
-        result.candidates.append(Candidate(rel, st.st_size, st.st_mtime_ns, by_name[name]))
+        result.candidates.append(Candidate(rel, st.st_size, st.st_mtime_ns, language))
     result.candidates.sort(key=lambda c: c.path)
     return result
