@@ -173,7 +173,7 @@ def discover(
         names = _walk(base, exclude)
     max_bytes = settings.max_file_bytes
     for rel in names:
-        if "/" in rel and _in_excluded_dir(rel, exclude):
+        if result.used_git and "/" in rel and _in_excluded_dir(rel, exclude):  # the walk prunes them itself
             continue
         if rel.startswith(".git/"):
             continue

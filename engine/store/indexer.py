@@ -783,7 +783,7 @@ def _run(
     conn.commit()
     files = int(conn.execute("SELECT count(*) FROM files").fetchone()[0])
     symbols = int(conn.execute("SELECT count(*) FROM symbols").fetchone()[0])
-    edges = int(conn.execute("SELECT count(*) FROM edges").fetchone()[0])
+    edges = int(conn.execute("SELECT count(*) FROM calls").fetchone()[0])  # every call is resolved now
     skipped = found.skipped + plan.still_skipped + content_skipped
     return IndexReport(
         files=files,
