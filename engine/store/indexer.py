@@ -249,11 +249,18 @@ def _parse_all(
             if progress:
                 progress("parsing", done, total)
         return
+    context = _pool_context()
+    if context.get_start_method() == "fork":
+        # Load grammars and compile queries once here; forked workers inherit them.
+        from engine.semantic.extract import analyze_source
+
+        for language in sorted({lang for _p, lang in items}):
+            analyze_source(f"warm-up.{language}", b"", language)
     # Largest files first so one big file does not finish last on a lone worker.
     items = sorted(items, key=lambda it: -_size_hint(root, it[0]))
     size = max(BATCH_MIN, min(BATCH_MAX, total // (workers * 8) or BATCH_MIN))
     batches = [items[i : i + size] for i in range(0, total, size)]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         pending: set[Future[list[ParseResult]]] = set()
         queue = iter(batches)
         limit = workers * TASKS_IN_FLIGHT_PER_WORKER
