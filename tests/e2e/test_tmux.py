@@ -96,6 +96,7 @@ class Tmux:
             assert self.alive(), f"the app exited while waiting for {what}; last screen:\n{screen}"
             screen = self.screen()
             if predicate(screen):
+                print(f"{what}: {SCREEN_TIMEOUT - (deadline - time.monotonic()):.1f}s", file=sys.stderr)
                 return screen
             time.sleep(0.1)
         raise AssertionError(f"timed out waiting for {what}; the screen was:\n{screen}")
