@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +36,7 @@ from typing import Any
 
 from engine.config import Settings
 from engine.errors import SemforaError
-from engine.orchestrator.anchors import Anchors, extract_anchors
+from engine.orchestrator.anchors import STOPWORDS, Anchors, extract_anchors
 from engine.orchestrator.budget import ContextBudget, ContextItem, Priority
 from engine.orchestrator.intent import Classification, Intent, classify_intent
 from engine.orchestrator.memory import RecalledTurn, SemforaMemory
@@ -78,6 +80,13 @@ DAMPING = 0.5
 PPR_ITERATIONS = 12
 # How much graph mass counts relative to the best fused score.
 W_GRAPH = 0.6
+# Siblings: symbols in the same file as the top few hits whose names echo a task word
+# (sharing a prefix of at least MIN_ECHO_CHARS, so "parsed" echoes `parse`). They get half
+# of their seed's score, scaled by how many words they echo, and at most three per seed.
+SIBLING_SEEDS = 5
+SIBLINGS_PER_SEED = 3
+W_SIBLING = 0.5
+MIN_ECHO_CHARS = 4
 # A symbol viewed last in this session gains this share of the best fused score.
 W_RECENCY = 0.15
 
@@ -406,6 +415,7 @@ class ContextGatherer:
             c.fused += c.bonus
         ordered = sorted(cands.values(), key=lambda c: -c.fused)
         if ordered:
+            self._sibling_boost(store, ordered, cands, anchors)
             self._graph_boost(store, ordered, cands, wants_tests)
             best = max(c.fused for c in ordered)
             for c in cands.values():
@@ -421,6 +431,40 @@ class ContextGatherer:
             return store.symbol(symbol_id)  # type: ignore[no-any-return]
         except SemforaError:
             return None
+
+    def _sibling_boost(
+        self, store: Any, ordered: list[Candidate], cands: dict[str, Candidate], anchors: Anchors
+    ) -> None:
+        """Symbols defined next to a top hit whose names echo the task's words.
+
+        ``check_password`` found by search pulls in ``make_password`` for "how are passwords
+        hashed and checked"; ``MultiPartParser`` pulls in ``MultiPartParser.parse`` for
+        "where is the upload parsed". Call edges miss these: they are neighbours by place.
+        """
+        from engine.store.db import identifier_parts
+
+        words = {w.lower() for a in anchors.items for w in re.findall(r"[A-Za-z]+", a.text)}
+        words = {w for w in words if len(w) >= MIN_ECHO_CHARS and w not in STOPWORDS}
+        if not words:
+            return
+        seeds = [c for c in ordered if c.symbol is not None][:SIBLING_SEEDS]
+        by_file: dict[str, list[Symbol]] = {}
+        for seed in seeds:
+            siblings = by_file.get(seed.file)
+            if siblings is None:
+                siblings = by_file[seed.file] = store.symbols_in_file(seed.file)
+            taken = 0
+            for sym in siblings:
+                if sym.id in cands or taken >= SIBLINGS_PER_SEED or self._is_secret(sym.file):
+                    continue
+                echo = sorted({w for w in words for part in identifier_parts(sym.name) if _echoes(part, w)})
+                if not echo:
+                    continue
+                taken += 1
+                c = Candidate(sym.id, sym, sym.file, sym.start_line, sym.end_line)
+                c.fused = W_SIBLING * seed.fused * min(1.0, len(echo) / 2)
+                c.reasons.append(f"next to `{seed.name}`, named like the task ('{echo[0]}')")
+                cands[sym.id] = c
 
     def _graph_boost(
         self, store: Any, ordered: list[Candidate], cands: dict[str, Candidate], wants_tests: bool
@@ -928,6 +972,14 @@ class ContextGatherer:
             else:
                 missing.append(f"{path} (over budget)")
         return items, missing
+
+
+def _echoes(part: str, word: str) -> bool:
+    """An identifier part and a task word share a stem: ``perm``/``permission``, ``parse``/``parsed``."""
+    if len(part) < MIN_ECHO_CHARS or len(word) < MIN_ECHO_CHARS:
+        return False
+    common = len(os.path.commonprefix([part, word]))
+    return common >= MIN_ECHO_CHARS and common >= min(len(part), len(word)) - 1
 
 
 def _is_non_source(rel: str) -> bool:

@@ -85,3 +85,11 @@ def test_a_mentioned_file_is_sent_whole_and_its_symbols_not_twice(shop) -> None:
     assert "def tax_for" in files[0].text
     assert not [i for i in pack.items if i.kind == "source" and i.file == "src/shop/pricing.py"]
     assert any("@.env" in n for n in pack.notes)
+
+
+def test_sibling_names_echo_task_words() -> None:
+    from engine.orchestrator.gather import _echoes
+
+    assert _echoes("perm", "permission") and _echoes("parse", "parsed") and _echoes("attach", "attached")
+    assert _echoes("password", "passwords")
+    assert not _echoes("part", "parsed") and not _echoes("get", "getting") and not _echoes("user", "usage")
