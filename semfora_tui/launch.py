@@ -13,10 +13,11 @@ def run_app(args: argparse.Namespace) -> int:
 
     try:
         root = find_repo_root(args.path)
+        from semfora_tui.app import SemforaApp
+
+        # Settings are read here: a bad config.toml is reported before the screen switches.
+        app = SemforaApp(root, model=args.model, budget=args.budget, resume=args.resume)
     except SemforaError as err:
         return report_error(err, as_json=False)
-    from semfora_tui.app import SemforaApp
-
-    app = SemforaApp(root, model=args.model, budget=args.budget, resume=args.resume)
     app.run()
     return int(app.return_code or 0)

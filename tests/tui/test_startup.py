@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import run_semfora
+
 # (Textual's TextArea itself loads the small tree_sitter binding; the grammar pack is the heavy part.)
 HEAVY = (
     "anthropic",
@@ -39,3 +41,17 @@ def test_engine_bridge_does_not_import_textual() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert proc.stdout.strip() == "False"
+
+
+def test_a_bad_config_file_is_one_error_line_not_a_traceback(demo_repo: Path) -> None:
+    (demo_repo / ".semfora.toml").write_text("[budget]\ncontext_tokens = 5\n")
+    proc = run_semfora(str(demo_repo), timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error[CONFIG_INVALID]: budget.context_tokens")
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_missing_path_is_exit_2(tmp_path: Path) -> None:
+    proc = run_semfora(str(tmp_path / "nope"), timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error[PATH_NOT_FOUND]")
