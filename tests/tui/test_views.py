@@ -1,0 +1,81 @@
+"""Invariants of the pure rendering helpers: the budget bar and where long replies are split."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from semfora_tui.views import PRIORITIES, PackItemView, PackView, files_from_session
+from semfora_tui.widgets.budget_pane import BAR_CELLS, budget_bar
+from semfora_tui.widgets.chat import _paragraph_break
+
+COLOURS = dict.fromkeys(PRIORITIES, "#ffffff")
+
+items = st.lists(
+    st.builds(
+        PackItemView,
+        kind=st.sampled_from(["symbol", "source", "overview"]),
+        name=st.text(max_size=5),
+        tokens=st.integers(min_value=0, max_value=50_000),
+        priority=st.sampled_from(PRIORITIES),
+        reason=st.just(""),
+    ),
+    max_size=30,
+)
+
+
+@given(items, st.integers(min_value=0, max_value=200_000))
+def test_budget_bar_is_always_exactly_its_width(pack_items: list[PackItemView], budget: int) -> None:
+    total = sum(i.tokens for i in pack_items)
+    pack = PackView("t", "general", budget, total, tuple(pack_items))
+    bar = budget_bar(pack, COLOURS)
+    assert bar.cell_len == BAR_CELLS
+    used = BAR_CELLS - bar.plain.count("░")
+    if total == 0:
+        assert used == 0
+    present = {i.priority for i in pack_items if i.tokens}
+    if len(present) <= BAR_CELLS and total:
+        assert used >= min(len(present), BAR_CELLS)  # every present priority stays visible
+
+
+@given(
+    st.lists(st.sampled_from(["text\n", "\n", "```\n", "x = 1\n", "- item\n"]), max_size=60),
+    st.integers(min_value=0, max_value=200),
+)
+def test_a_reply_is_only_split_at_a_blank_line_outside_code(parts: list[str], start: int) -> None:
+    text = "".join(parts)
+    start = min(start, len(text))
+    cut = _paragraph_break(text, start)
+    if cut is None:
+        return
+    assert cut >= start + 2
+    assert text[cut - 2 : cut] == "\n\n"
+    fences = sum(1 for line in text[:cut].splitlines() if line.lstrip().startswith("```"))
+    assert fences % 2 == 0
+
+
+def test_engine_flags_become_readable_text() -> None:
+    from engine.edits.hunks import Hunk
+    from engine.edits.session import FileChange
+
+    hunk = Hunk(
+        id="h1",
+        path="x.py",
+        state="accepted",
+        old_start=3,
+        old_count=1,
+        new_start=3,
+        new_count=2,
+        old_lines=("a",),
+        new_lines=("b", "c"),
+        conflict=True,
+        syntax_error="line 3: unexpected indent",
+    )
+    (view,) = files_from_session([FileChange(path="x.py", kind="modify", hunks=(hunk,), stale=True)])
+    assert view.added == 2 and view.removed == 1
+    assert view.conflict == "changed on disk since it was staged"
+    assert view.hunks[0].conflict is not None and "changed on disk" in view.hunks[0].conflict
+    assert view.hunks[0].syntax_error == "line 3: unexpected indent"
+    assert view.hunks[0].start_line == 3
+    assert view.hunks[0].lines == ("-a", "+b", "+c")
+    assert view.count("accepted") == 1
