@@ -1,4 +1,7 @@
-"""A yes/no modal used before commits, rollbacks and undo."""
+"""A yes/no modal used before a commit or a rollback.
+
+It only answers the question it was given; the caller decides what happens next.
+"""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from rich.style import Style
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
@@ -91,7 +92,7 @@ class DiffPane(VerticalScroll, can_focus=True):
         self.cursor = 0
         self._hunk_lines: list[int] = []
 
-    def compose(self):  # type: ignore[no-untyped-def]
+    def compose(self) -> ComposeResult:
         yield Static(EMPTY_TEXT, id="diff-body")
 
     def on_mount(self) -> None:
