@@ -376,6 +376,9 @@ class SemforaApp(App[int]):
         symbols = getattr(report, "symbols", "?")
         self.index_summary = f"index: {files} files · {symbols} symbols · FTS ready"
         self.header.index_state = self.index_summary
+        vectors_running = any(w.group == "vectors" and w.is_running for w in self.workers)
+        if self.bridge.settings.search.embedding != "none" and not vectors_running:
+            self._start_vectors()  # incremental: only the changed chunks are embedded again
 
     def _files_changed(self, paths: list[str]) -> None:
         staged = {f.path for f in self.diff.files}
