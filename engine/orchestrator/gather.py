@@ -11,7 +11,8 @@ Deterministic Python, no model decisions. The algorithm, in the style of aider's
 3. **Graph proximity**: the top ``GRAPH_SEEDS`` become the personalisation vector of a
    small personalised PageRank over their callers and callees; neighbours inherit
    score through call edges, so ``Session.send`` rises when ``Session.request`` is a hit.
-4. **Recency**: symbols viewed earlier in the session get a small boost.
+   *Siblings* (symbols in the same file as a top hit whose names echo a task word) join too.
+4. **Recency**: symbols whose source the model read earlier in the session get a small boost.
 5. **Fill by intent**: edit/refactor targets get full source (CRITICAL), their neighbours
    summaries; explain gets summaries first and source for the top few; locate gets
    signatures and locations. Filling stops when the next candidate scores below a
