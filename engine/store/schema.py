@@ -13,7 +13,8 @@ from collections.abc import Callable
 from engine.errors import IndexError_
 
 # Bump when the semantic tables change shape; every step below upgrades by one.
-SCHEMA_VERSION = 1
+# v2: calls carry their resolution and ``edges`` became a view; short_name column.
+SCHEMA_VERSION = 2
 
 # Names of the tables this module owns: a migration may rebuild only these.
 OWNED_TABLES = (
@@ -28,7 +29,7 @@ OWNED_TABLES = (
     "file_imports",
 )
 
-_V1 = """
+_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -145,14 +146,34 @@ def create_secondary_indexes(conn: sqlite3.Connection) -> None:
         conn.execute(ddl)
 
 
-def _create_v1(conn: sqlite3.Connection) -> None:
-    conn.executescript(_V1)
+def _create_current(conn: sqlite3.Connection) -> None:
+    conn.executescript(_SCHEMA)
     create_secondary_indexes(conn)
 
 
-# Step n upgrades a database at user_version n-1 to n.
+def _drop_owned(conn: sqlite3.Connection) -> None:
+    """Drop the semantic tables (derived data: the next index run rebuilds them)."""
+    kinds = dict(
+        conn.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
+    )
+    for name in OWNED_TABLES:
+        if kinds.get(name) == "view":
+            conn.execute(f"DROP VIEW {name}")
+        elif kinds.get(name) == "table":
+            conn.execute(f"DROP TABLE {name}")
+
+
+def _rebuild_owned(conn: sqlite3.Connection) -> None:
+    _drop_owned(conn)
+    _create_current(conn)
+
+
+# Step n upgrades a database at user_version n-1 to n. The semantic tables hold derived
+# data, so a shape change rebuilds them (the next `semfora index` refills them) instead
+# of converting rows; tables other layers own are never touched.
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
-    1: _create_v1,
+    1: _create_current,
+    2: _rebuild_owned,
 }
 
 
@@ -173,6 +194,11 @@ def migrate(conn: sqlite3.Connection) -> int:
             code="INDEX_TOO_NEW",
             hint="run `semfora index --rebuild` or upgrade semfora",
         )
+    if found == 0:  # a new database starts at the current shape
+        _create_current(conn)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.commit()
+        return found
     for version in range(found + 1, SCHEMA_VERSION + 1):
         MIGRATIONS[version](conn)
         conn.execute(f"PRAGMA user_version = {version}")

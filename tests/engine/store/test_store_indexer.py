@@ -318,3 +318,21 @@ def test_a_reader_repairs_a_damaged_index_only_when_no_writer_holds_the_lock(mak
     with SymbolStore(layout, on_warning=heard.append) as store:
         assert store.is_empty()
     assert [w.code for w in heard] == ["INDEX_CORRUPT"]
+
+
+def test_an_index_from_an_older_schema_is_upgraded_and_refilled(make_repo) -> None:
+    from engine.store.schema import SCHEMA_VERSION
+
+    root = make_repo({"a.py": "def a():\n    b()\n\ndef b():\n    pass\n"})
+    layout, first = _index(root)
+    with sqlite3.connect(layout.index_db) as conn:  # what a v1 database looked like: edges was a table
+        conn.execute("DROP VIEW edges")
+        conn.execute("CREATE TABLE edges (file TEXT, caller_id TEXT)")
+        conn.execute("CREATE TABLE text_owned_elsewhere (x)")  # another layer's table survives
+        conn.execute("PRAGMA user_version = 1")
+    _, again = _index(root)
+    assert (again.files, again.symbols, again.edges) == (first.files, first.symbols, first.edges)
+    with sqlite3.connect(layout.index_db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        kinds = dict(conn.execute("SELECT name, type FROM sqlite_master"))
+        assert kinds["edges"] == "view" and kinds["text_owned_elsewhere"] == "table"
