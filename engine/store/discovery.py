@@ -177,6 +177,14 @@ def discover(
             continue
         if rel.startswith(".git/"):
             continue
+        if not rel.isascii():
+            try:
+                rel.encode("utf-8")
+            except UnicodeEncodeError:
+                result.skipped.append(
+                    Skipped(rel.encode("utf-8", "replace").decode(), "file name is not valid UTF-8")
+                )
+                continue
         name = rel.rpartition("/")[2]
         if name not in by_name:
             by_name[name] = language_of(name)

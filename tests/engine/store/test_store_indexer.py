@@ -336,3 +336,15 @@ def test_an_index_from_an_older_schema_is_upgraded_and_refilled(make_repo) -> No
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         kinds = dict(conn.execute("SELECT name, type FROM sqlite_master"))
         assert kinds["edges"] == "view" and kinds["text_owned_elsewhere"] == "table"
+
+
+@pytest.mark.parametrize("git_init", [True, False], ids=["git", "plain"])
+def test_non_utf8_file_name_is_skipped_not_fatal(make_repo, git_init: bool) -> None:
+    root = make_repo(
+        {"ok.py": "def ok():\n    pass\n", "café.py": "def cafe():\n    pass\n"}, git_init=git_init
+    )
+    with open(os.path.join(os.fsencode(root), b"bad\xff.py"), "wb") as fh:
+        fh.write(b"def bad():\n    pass\n")
+    layout, rep = _index(root)
+    assert rep.files == 2  # ok.py and café.py
+    assert any(s.reason == "file name is not valid UTF-8" for s in rep.skipped_files)
