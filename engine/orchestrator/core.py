@@ -47,6 +47,8 @@ log = logging.getLogger(__name__)
 MAX_NEED_ROUNDS = 2
 # cache.db namespace of overview texts, keyed by size cap and index.db state.
 OVERVIEW_NAMESPACE = "overview"
+# Highest fan-in symbols pre-summarized once per session when ollama.presummarize is on.
+PRESUMMARY_HUBS = 200
 # Turns of this session shown in the cached session-memory block.
 SESSION_MEMORY_TURNS = 8
 # A reply shorter than this that ends without edit blocks and mentions them was likely cut off.
@@ -150,7 +152,8 @@ class Orchestrator:
         )
         self._lock = threading.RLock()
         self._presummary: threading.Event | None = None
-        self.presummary_thread: threading.Thread | None = None  # background model summaries, if any
+        self.presummary_thread: threading.Thread | None = None
+        self._hubs_requested = False  # background model summaries, if any
 
     def _load_overview(self, max_tokens: int) -> str:
         """The bounded overview, cached in cache.db until index.db changes (one build per index)."""
@@ -185,13 +188,17 @@ class Orchestrator:
         """Ask Ollama, in the background, for the model summaries this pack lacked.
 
         The turn never waits: this pack used extractive summaries; later packs read the
-        model's from cache.db. Skipped at once while Ollama is known to be down.
+        model's from cache.db. With ``ollama.presummarize`` the first turn also queues the
+        highest fan-in symbols. Skipped at once while Ollama is known to be down.
         """
         from engine.llm.ollama_client import breaker_for, normalise_host
 
         if not breaker_for(normalise_host(self.settings.ollama.host)).allow():
             return
-        requests = self.gatherer.missing_summaries(list(pack.items))
+        hubs = 0
+        if self.settings.ollama.presummarize and not self._hubs_requested:
+            hubs, self._hubs_requested = PRESUMMARY_HUBS, True
+        requests = self.gatherer.missing_summaries(list(pack.items), hubs=hubs)
         if not requests:
             return
         from engine.llm.summarizer import Summarizer

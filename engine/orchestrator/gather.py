@@ -591,20 +591,30 @@ class ContextGatherer:
         except (ValueError, KeyError, TypeError):
             return None
 
-    def missing_summaries(self, items: list[ContextItem]) -> list[Any]:
-        """Summary requests for pack symbols without a model summary yet (for presummarize)."""
+    def missing_summaries(self, items: list[ContextItem], hubs: int = 0) -> list[Any]:
+        """Summary requests for symbols without a model summary yet (for presummarize).
+
+        The pack's summary items first, then (``hubs`` > 0) the symbols with the highest
+        fan-in, which later packs are most likely to need.
+        """
         from engine.llm.summarizer import SummaryFacts, SummaryRequest
 
         store = self.store()
-        requests = []
+        symbols: list[Symbol] = []
         for item in items:
-            if item.kind != "summary" or not item.symbol_id:
-                continue
-            try:
-                sym = store.symbol(item.symbol_id)
-            except SemforaError:
-                continue
+            if item.kind == "summary" and item.symbol_id:
+                found = self._symbol(store, item.symbol_id)
+                if found is not None:
+                    symbols.append(found)
+        if hubs > 0:
+            symbols.extend(sym for sym, _n in store.fan_in(hubs))
+        requests = []
+        seen: set[str] = set()
+        for sym in symbols:
             content_hash = sym.body_hash or sym.id
+            if content_hash in seen or self._is_secret(sym.file):
+                continue
+            seen.add(content_hash)
             if self._cached_model_summary(content_hash) is not None:
                 continue
             src = self._source(Candidate(sym.id, sym, sym.file, sym.start_line, sym.end_line))

@@ -251,3 +251,24 @@ def test_a_model_failure_is_raised_typed_and_still_logged(shop, fake_anthropic) 
     data = load_run(layout, run_id)
     assert data["outcome"] == "error" and data["errors"]
     assert DUMMY_API_KEY not in json.dumps(data)
+
+
+def test_presummarize_queues_the_highest_fan_in_symbols(
+    shop, fake_anthropic, fake_ollama, monkeypatch
+) -> None:
+    from engine.config import load_settings
+    from engine.store.db import SymbolStore
+
+    layout, _ = shop
+    monkeypatch.setenv("SEMFORA_OLLAMA__PRESUMMARIZE", "true")
+    cfg = load_settings(layout.root).settings
+    fake_ollama.responder = lambda _model, _prompt: "A hub, summarized ahead of time."
+    orch = _orch(layout, cfg)
+    fake_anthropic.reply("answer")
+    result = orch.run_turn("explain Cart.add_item")
+    assert orch.presummary_thread is not None
+    orch.presummary_thread.join(timeout=20)
+    with SymbolStore(layout) as store:
+        hub = store.symbols_by_name("tax_for")[0]
+    assert "tax_for" not in {i.symbol for i in result.pack.items if i.kind == "summary"}
+    assert orch.gatherer._cached_model_summary(hub.body_hash or hub.id) == "A hub, summarized ahead of time."
