@@ -281,6 +281,7 @@ def get_symbols(engine: Engine, ids: list[str]) -> ToolResult:
 
 def get_symbol_source(engine: Engine, symbol: str, context: int = 0) -> ToolResult:
     """The source text of a symbol, with ``context`` lines either side (<= 50), capped at 400 lines.
+    Files on the secret deny-list (``edits.deny``) are refused with SECRET_PATH_DENIED.
 
     Token cost: ~400 per 50 lines.
     """
@@ -288,6 +289,7 @@ def get_symbol_source(engine: Engine, symbol: str, context: int = 0) -> ToolResu
         raise UsageError(f"context must be between 0 and {MAX_SOURCE_CONTEXT}, not {context}")
     store = engine.store()
     sym = store.resolve_one(symbol)
+    _inside(engine, sym.file, readable_by_model=True)  # secrets never reach a model
     text, first, last = symbol_source(engine.layout, sym, context)
     lines = text.splitlines()
     truncated = len(lines) > MAX_SOURCE_LINES
@@ -348,8 +350,14 @@ def get_callers(engine: Engine, symbol: str, depth: int = 1) -> ToolResult:
     return get_call_graph(engine, symbol, depth, "callers")
 
 
-def _inside(engine: Engine, path: str) -> Path:
+def _inside(engine: Engine, path: str, *, readable_by_model: bool = False) -> Path:
+    """``path`` resolved inside the repository; with ``readable_by_model`` also off the secret
+    deny-list (``edits.deny``), since the answer goes into a model's context."""
     root = engine.layout.root.resolve()
+    if readable_by_model:
+        from engine.edits.sandbox import resolve_in_repo
+
+        return Path(resolve_in_repo(root, path, deny=engine.settings.edits.deny)).resolve()
     target = (root / path).resolve()
     if not target.is_relative_to(root):
         raise SandboxError(f"{path} is outside the repository")
@@ -364,7 +372,7 @@ def analyze_file(engine: Engine, path: str) -> ToolResult:
     from engine.semantic.extract import analyze_source
     from engine.semantic.languages import language_for_path
 
-    target = _inside(engine, path)
+    target = _inside(engine, path, readable_by_model=True)
     if not target.is_file():
         raise NotFoundError(f"no such file: {path}", code="FILE_NOT_FOUND")
     rel = target.relative_to(engine.layout.root.resolve()).as_posix()

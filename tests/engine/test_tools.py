@@ -30,6 +30,7 @@ REPO = {
     ),
     "auth/views.py": "from auth.session import user, getUserName\n\ndef profile_view():\n    return getUserName(user())\n",
     "web/app.js": "function renderUser(u) {\n  return u;\n}\nfunction main() {\n  renderUser(1);\n}\n",
+    "conf/secrets_loader.py": "def load_api_token():\n    return 'sk-live-123'\n",
 }
 
 
@@ -159,10 +160,20 @@ def test_module_tools_and_overview(engine) -> None:
     with pytest.raises(NotFoundError):
         tools.get_module(engine, "nope")
     ov = tools.get_repo_overview(engine)
-    assert ov.tokens <= 2500 and toon_format.loads(ov.toon)["totals"]["files"] == 3
+    assert ov.tokens <= 2500 and toon_format.loads(ov.toon)["totals"]["files"] == 4
 
 
 def test_identifier_parts_split_camel_and_snake() -> None:
     assert identifier_parts("getUserByID") == ["get", "user", "by", "id"]
     assert identifier_parts("HTTPServer_v2") == ["http", "server", "v", "2"]
     assert identifier_parts("__init__") == ["init"]
+
+
+def test_source_of_files_on_the_secret_deny_list_is_never_returned(engine) -> None:
+    from engine.edits.errors import SecretPathDenied
+
+    assert tools.search_symbols(engine, "load_api_token").data["symbols"]  # known to the index...
+    with pytest.raises(SecretPathDenied):
+        tools.get_symbol_source(engine, "load_api_token")  # ...but its text never goes to a model
+    with pytest.raises(SecretPathDenied):
+        tools.analyze_file(engine, "conf/secrets_loader.py")
