@@ -124,9 +124,11 @@ def _env(cache: Path) -> dict[str, str]:
 
 def _ctags(src: Path, out: Path) -> float:
     started = time.perf_counter()
+    cpu_before = _children_cpu()
     subprocess.run(
         ["ctags", "-R", "--languages=Python", "--fields=+nK", "-f", str(out), "."], cwd=src, check=True
     )
+    LAST_CPU["ctags"] = _children_cpu() - cpu_before
     return time.perf_counter() - started
 
 
