@@ -348,3 +348,22 @@ def test_non_utf8_file_name_is_skipped_not_fatal(make_repo, git_init: bool) -> N
     layout, rep = _index(root)
     assert rep.files == 2  # ok.py and café.py
     assert any(s.reason == "file name is not valid UTF-8" for s in rep.skipped_files)
+
+
+def test_indexing_from_a_threaded_program_uses_a_safe_process_start(make_repo) -> None:
+    """The app indexes from a worker thread: forking then is unsafe, so the pool must not fork."""
+    import threading
+
+    files = {f"m{i}.py": f"def f{i}():\n    return f{(i + 1) % 40}()\n" for i in range(40)}
+    root = make_repo(files)
+    stop = threading.Event()
+    helper = threading.Thread(target=stop.wait, daemon=True)
+    helper.start()
+    try:
+        layout, rep = _index(root)
+    finally:
+        stop.set()
+    assert rep.files == 40 and rep.symbols == 40
+    with SymbolStore(layout) as store:
+        f0 = store.symbols_by_name("f0")[0]
+        assert [n.name for n in store.callers(f0.id)] == ["f39"]
