@@ -8,6 +8,7 @@ Owns ``Orchestrator`` (the API the CLI and the TUI call, from a worker thread) a
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -278,7 +279,6 @@ class Orchestrator:
         record.intent, record.intent_rule, record.budget = pack.intent, pack.intent_rule, pack.budget
         record.items = [item_record(i) for i in pack.items]
         record.timings["context"] = time.perf_counter() - t0
-        self._presummarize(pack)
 
         system = stable_prefix(list(pack.items))
         messages: Messages = [{"role": "user", "content": task_message(task, list(pack.items), pack.intent)}]
@@ -356,6 +356,11 @@ class Orchestrator:
             self._finish(record, task, pack, reply, staged, outcome, usage, cost, errors, t0)
             raise
         self._finish(record, task, pack, reply, staged, outcome, usage, cost, errors, t0)
+        # After the reply, not during it: a local reasoner may share the same Ollama.
+        try:
+            self._presummarize(pack)
+        except (SemforaError, OSError, sqlite3.Error) as exc:
+            log.warning("background summaries not started: %s", exc)
         return TurnResult(
             reply=reply,
             pack=pack,
