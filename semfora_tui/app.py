@@ -13,26 +13,30 @@ import subprocess
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Markdown
+from textual.widgets import Footer
 
 from engine.errors import NotFoundError, SemforaError, UsageError
 from semfora_tui import slash
 from semfora_tui.engine_bridge import EngineBridge, EngineUnavailable
-from semfora_tui.palette import SlashCommandProvider
 from semfora_tui.screens.confirm import ConfirmScreen
 from semfora_tui.screens.picker import PickerScreen, PickItem
 from semfora_tui.theming import DEFAULT_THEME, SEMFORA_VARIABLE_DEFAULTS, load_themes
 from semfora_tui.views import FileView, PackView, TurnCost, cost_from_result
 from semfora_tui.widgets.budget_pane import BudgetPane
-from semfora_tui.widgets.chat import ChatPane, ReplyTurn
+from semfora_tui.widgets.chat import ChatPane
 from semfora_tui.widgets.diff_pane import DiffPane
 from semfora_tui.widgets.header import StatusHeader
 from semfora_tui.widgets.prompt import PromptBar, PromptInput
+
+if TYPE_CHECKING:
+    from textual.command import Provider
+
+    from semfora_tui.widgets.reply import ReplyTurn
 
 # Seconds between two flushes of streamed text into the Markdown widget: often
 # enough to look live, rare enough that 5,000 tokens never starve the input.
@@ -65,12 +69,19 @@ def _error_markdown(err: SemforaError) -> str:
     return text
 
 
+def _slash_commands() -> type[Provider]:
+    """The palette provider, imported when the palette first opens (not for the first frame)."""
+    from semfora_tui.palette import SlashCommandProvider
+
+    return SlashCommandProvider
+
+
 class SemforaApp(App[int]):
     """Chat, diff preview and context budget for one repository."""
 
     CSS_PATH = Path(__file__).with_name("app.tcss")
     TITLE = "semfora"
-    COMMANDS = App.COMMANDS | {SlashCommandProvider}
+    COMMANDS = App.COMMANDS | {_slash_commands}
     BINDINGS = [
         Binding("escape,ctrl+c", "cancel_stream", "Cancel reply", priority=True),
         Binding("f2", "focus_diff", "Review diff"),
@@ -187,7 +198,7 @@ class SemforaApp(App[int]):
         """
         loaded = load_themes()
         for theme in loaded.themes:
-            self.register_theme(theme.to_theme())
+            self.register_theme(theme)
         self.theme_problems = loaded.problems
         wanted = self.bridge.settings.ui.theme
         if wanted not in self.available_themes:
@@ -1010,6 +1021,3 @@ def _fence_language(file: str) -> str:
     return {".py": "python", ".js": "javascript", ".ts": "typescript", ".go": "go", ".rs": "rust"}.get(
         Path(file).suffix, ""
     )
-
-
-__all__ = ["Markdown", "SemforaApp"]

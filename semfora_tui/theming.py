@@ -47,7 +47,8 @@ def _check_colour(value: str) -> str:
 class SemforaColours(BaseModel):
     """semfora's own theme variables: diff lines and budget priorities."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # Built only when a user theme is validated: the built-ins skip validation at start-up.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
     added: str
     removed: str
@@ -69,7 +70,7 @@ class SemforaColours(BaseModel):
 class ThemeFile(BaseModel):
     """One theme file: Textual's base colours plus the ``semfora`` block."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     dark: bool = True
@@ -112,7 +113,7 @@ class ThemeFile(BaseModel):
 class ThemeLoad:
     """The themes that loaded and one line per file that did not."""
 
-    themes: tuple[ThemeFile, ...]
+    themes: tuple[Theme, ...]
     problems: tuple[str, ...]
 
 
@@ -120,8 +121,7 @@ def user_themes_dir() -> Path:
     return config_home() / "themes"
 
 
-def parse_theme_text(text: str, origin: str) -> ThemeFile:
-    """Validate one YAML document; raises ValueError with a readable message."""
+def _read_yaml(text: str, origin: str) -> dict[str, object]:
     import yaml
 
     try:
@@ -130,6 +130,12 @@ def parse_theme_text(text: str, origin: str) -> ThemeFile:
         raise ValueError(f"{origin}: invalid YAML ({exc.__class__.__name__})") from exc
     if not isinstance(data, dict):
         raise ValueError(f"{origin}: a theme file must be a mapping of keys to colours")
+    return data
+
+
+def parse_theme_text(text: str, origin: str) -> ThemeFile:
+    """Validate one YAML document; raises ValueError with a readable message."""
+    data = _read_yaml(text, origin)
     try:
         return ThemeFile.model_validate(data)
     except ValidationError as exc:
@@ -138,17 +144,29 @@ def parse_theme_text(text: str, origin: str) -> ThemeFile:
         raise ValueError(f"{origin}: {where}: {first['msg']}") from exc
 
 
-def builtin_themes() -> list[ThemeFile]:
-    found: list[ThemeFile] = []
-    for entry in sorted(resources.files("themes").iterdir(), key=lambda e: e.name):
-        if entry.name.endswith((".yaml", ".yml")):
-            found.append(parse_theme_text(entry.read_text(encoding="utf-8"), entry.name))
-    return found
+def builtin_theme_files() -> list[tuple[str, str]]:
+    """``(file name, text)`` of every built-in theme, in name order."""
+    entries = sorted(resources.files("themes").iterdir(), key=lambda e: e.name)
+    return [(e.name, e.read_text(encoding="utf-8")) for e in entries if e.name.endswith((".yaml", ".yml"))]
+
+
+def _trusted_theme(data: dict[str, object]) -> Theme:
+    """A built-in theme without validation: the shipped files are validated by the test suite,
+    and skipping pydantic here keeps it out of the first frame."""
+    from textual.theme import Theme
+
+    colours = dict(data)
+    extra = colours.pop("semfora")
+    assert isinstance(extra, dict)
+    return Theme(**colours, variables={f"semfora-{k}": str(v) for k, v in extra.items()})  # type: ignore[arg-type]
 
 
 def load_themes(user_dir: Path | None = None) -> ThemeLoad:
     """Built-in themes, then the user's; a user file with the same name wins."""
-    themes = {t.name: t for t in builtin_themes()}
+    themes: dict[str, Theme] = {}
+    for name, text in builtin_theme_files():
+        theme = _trusted_theme(_read_yaml(text, name))
+        themes[theme.name] = theme
     problems: list[str] = []
     directory = user_themes_dir() if user_dir is None else user_dir
     if directory.is_dir():
@@ -156,9 +174,9 @@ def load_themes(user_dir: Path | None = None) -> ThemeLoad:
             if path.suffix not in (".yaml", ".yml") or not path.is_file():
                 continue
             try:
-                theme = parse_theme_text(path.read_text(encoding="utf-8"), path.name)
+                theme_file = parse_theme_text(path.read_text(encoding="utf-8"), path.name)
             except (ValueError, OSError, UnicodeDecodeError) as exc:
                 problems.append(str(exc))
                 continue
-            themes[theme.name] = theme
+            themes[theme_file.name] = theme_file.to_theme()
     return ThemeLoad(tuple(themes.values()), tuple(problems))

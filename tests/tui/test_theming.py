@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import load_settings
-from semfora_tui.theming import load_themes, parse_theme_text, user_themes_dir
+from semfora_tui.theming import builtin_theme_files, load_themes, parse_theme_text, user_themes_dir
 from tests.tui.conftest import AppFactory, settle
 
 BUILTINS = {"semfora-dark", "semfora-light", "semfora-high-contrast", "semfora-solarized"}
@@ -27,15 +27,18 @@ semfora:
 """
 
 
-def test_builtin_themes_validate_and_define_semfora_variables() -> None:
-    loaded = load_themes()
-    names = {t.name for t in loaded.themes}
-    assert names >= BUILTINS
-    assert loaded.problems == ()
-    for theme in loaded.themes:
-        variables = theme.to_theme().variables
-        assert {"semfora-added", "semfora-removed", "semfora-changed"} <= set(variables)
-        assert {f"semfora-priority-{p}" for p in ("critical", "high", "medium", "low")} <= set(variables)
+def test_builtin_theme_files_validate_and_load_as_the_same_theme() -> None:
+    files = builtin_theme_files()
+    assert {parse_theme_text(text, name).name for name, text in files} >= BUILTINS
+    loaded = {t.name: t for t in load_themes().themes}
+    assert set(loaded) >= BUILTINS
+    for name, text in files:
+        validated = parse_theme_text(text, name).to_theme()
+        assert loaded[validated.name] == validated  # the start-up fast path builds the very same theme
+        assert {"semfora-added", "semfora-removed", "semfora-changed"} <= set(validated.variables)
+        assert {f"semfora-priority-{p}" for p in ("critical", "high", "medium", "low")} <= set(
+            validated.variables
+        )
 
 
 def test_user_theme_loads_and_a_bad_one_is_reported(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from semfora_tui.views import PRIORITIES, PackItemView, PackView, files_from_session
 from semfora_tui.widgets.budget_pane import BAR_CELLS, budget_bar
-from semfora_tui.widgets.chat import _paragraph_break
+from semfora_tui.widgets.reply import _paragraph_break
 
 COLOURS = dict.fromkeys(PRIORITIES, "#ffffff")
 
