@@ -64,6 +64,7 @@ class ReplyTurn(Vertical):
         self.cancelled = False
         self._stream: MarkdownStream | None = None
         self._segment_text = ""
+        self._fencer = EditBlockFencer()
 
     def compose(self) -> ComposeResult:
         yield self.segments[0]
@@ -77,6 +78,11 @@ class ReplyTurn(Vertical):
 
     async def write(self, text: str) -> None:
         """Append streamed text, opening a new segment at a paragraph break when this one is long."""
+        if self._stream is None:
+            return
+        await self._append(self._fencer.feed(text))
+
+    async def _append(self, text: str) -> None:
         if self._stream is None or not text:
             return
         base = len(self._segment_text)
@@ -112,12 +118,14 @@ class ReplyTurn(Vertical):
 
     async def stop_stream(self) -> None:
         if self._stream is not None:
+            await self._append(self._fencer.flush())
             await self._stream.stop()
             self._stream = None
 
     async def set_text(self, markdown: str) -> None:
         """Show a whole reply at once (when nothing was streamed)."""
-        await self.segments[-1].update(markdown)
+        fencer = EditBlockFencer()
+        await self.segments[-1].update(fencer.feed(markdown) + fencer.flush())
 
     async def set_context(self, pack: PackView) -> None:
         listing = Static(pack_listing(pack), classes="context-items")
@@ -128,6 +136,64 @@ class ReplyTurn(Vertical):
 
     async def mark(self, status: str) -> None:
         await self.mount(Static(status, classes="turn-status"))
+
+
+class EditBlockFencer:
+    """Wraps the SEARCH/REPLACE and SYMBOL blocks of a streamed reply in code fences.
+
+    Unfenced, Markdown would turn ``=======`` into a heading rule and ``>>>>>>>`` into
+    nested quotes. Text streams through at once, except the start of a line that could
+    be a marker (it waits for the end of that line).
+    """
+
+    # A line starting with one of these may be a marker or a fence: hold it until it is whole.
+    MAY_BE_MARKER = ("<", ">", "=", "`", "~")
+
+    def __init__(self) -> None:
+        self._partial = ""
+        self._mid_line = False  # the start of the current line has been passed through already
+        self._in_fence = False  # inside the model's own code fence
+        self._in_block = False  # inside an edit block we fenced
+
+    def feed(self, text: str) -> str:
+        out: list[str] = []
+        for piece in text.splitlines(keepends=True):
+            if self._mid_line:
+                out.append(piece)
+                self._mid_line = not piece.endswith("\n")
+                continue
+            self._partial += piece
+            if self._partial.endswith("\n"):
+                out.append(self._line(self._partial))
+                self._partial = ""
+            elif not self._partial.startswith(self.MAY_BE_MARKER):
+                out.append(self._partial)
+                self._partial = ""
+                self._mid_line = True
+        return "".join(out)
+
+    def flush(self) -> str:
+        """The held text, and a closing fence if the reply stopped inside a block."""
+        rest = self._line(self._partial) if self._partial else ""
+        self._partial = ""
+        if self._in_block:
+            self._in_block = False
+            rest += ("" if not rest or rest.endswith("\n") else "\n") + "```\n"
+        return rest
+
+    def _line(self, line: str) -> str:
+        if self._in_block:
+            if line.startswith(">>>>>>> REPLACE"):
+                self._in_block = False
+                return line + ("" if line.endswith("\n") else "\n") + "```\n"
+            return line
+        if line.lstrip().startswith(("```", "~~~")):
+            self._in_fence = not self._in_fence
+            return line
+        if not self._in_fence and line.startswith(("<<<<<<< SEARCH", "<<<<<<< SYMBOL")):
+            self._in_block = True
+            return "```text\n" + line
+        return line
 
 
 def _paragraph_break(text: str, start: int) -> int | None:

@@ -79,3 +79,32 @@ def test_engine_flags_become_readable_text() -> None:
     assert view.hunks[0].start_line == 3
     assert view.hunks[0].lines == ("-a", "+b", "+c")
     assert view.count("accepted") == 1
+
+
+EDIT_REPLY = "Here is the change.\n\napp/x.py\n<<<<<<< SEARCH\n    a = 1\n=======\n    a = 2\n>>>>>>> REPLACE\n\nDone.\n"
+
+
+@given(st.lists(st.integers(min_value=1, max_value=len(EDIT_REPLY)), max_size=12))
+def test_edit_blocks_are_fenced_however_the_stream_is_cut(cuts: list[int]) -> None:
+    from semfora_tui.widgets.reply import EditBlockFencer
+
+    fencer = EditBlockFencer()
+    points = sorted(set(cuts))
+    pieces = [EDIT_REPLY[a:b] for a, b in zip([0, *points], [*points, len(EDIT_REPLY)], strict=True)]
+    shown = "".join(fencer.feed(p) for p in pieces) + fencer.flush()
+    assert shown == EDIT_REPLY.replace("<<<<<<< SEARCH", "```text\n<<<<<<< SEARCH").replace(
+        ">>>>>>> REPLACE\n", ">>>>>>> REPLACE\n```\n"
+    )
+
+
+def test_a_block_the_model_fenced_itself_is_left_alone_and_a_cut_block_is_closed() -> None:
+    from semfora_tui.widgets.reply import EditBlockFencer
+
+    fenced = "```\napp/x.py\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n```\n"
+    fencer = EditBlockFencer()
+    assert fencer.feed(fenced) + fencer.flush() == fenced
+    fencer = EditBlockFencer()
+    assert (
+        fencer.feed("x.py\n<<<<<<< SEARCH\na\n==") + fencer.flush()
+        == "x.py\n```text\n<<<<<<< SEARCH\na\n==\n```\n"
+    )
