@@ -14,7 +14,8 @@ from engine.errors import IndexError_
 
 # Bump when the semantic tables change shape; every step below upgrades by one.
 # v2: calls carry their resolution and ``edges`` became a view; short_name column.
-SCHEMA_VERSION = 2
+# v3: no index on calls(caller_id): callees are found through the caller's file.
+SCHEMA_VERSION = 3
 
 # Names of the tables this module owns: a migration may rebuild only these.
 OWNED_TABLES = (
@@ -129,7 +130,6 @@ SECONDARY_INDEXES = (
     "CREATE INDEX IF NOT EXISTS calls_file ON calls(file)",
     "CREATE INDEX IF NOT EXISTS calls_name ON calls(name)",
     "CREATE INDEX IF NOT EXISTS imports_file ON imports(file)",
-    "CREATE INDEX IF NOT EXISTS calls_caller ON calls(caller_id)",
     "CREATE INDEX IF NOT EXISTS calls_callee ON calls(callee_id)",
     "CREATE INDEX IF NOT EXISTS file_imports_dst ON file_imports(dst)",
 )
@@ -174,6 +174,7 @@ def _rebuild_owned(conn: sqlite3.Connection) -> None:
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _create_current,
     2: _rebuild_owned,
+    3: lambda conn: conn.execute("DROP INDEX IF EXISTS calls_caller"),
 }
 
 
