@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from semfora_tui.app import SemforaApp
-from tests.fakes.fixtures import _fresh_service_breakers, fake_anthropic  # noqa: F401 (pytest fixtures)
+from tests.fakes.fixtures import _fresh_service_breakers, fake_anthropic, fake_ollama  # noqa: F401 (pytest fixtures)
 
 SOURCE = {
     "app/config.py": (

@@ -69,3 +69,25 @@ async def test_index_follows_disk_changes_and_staged_files_turn_into_conflicts(
         assert any("staged file changed on disk" in n.message for n in app._notifications)
         hits = app.bridge.search("warm_cache", mode="symbols", limit=5)
         assert any(h.symbol == "warm_cache" for h in hits)
+
+
+async def test_header_shows_the_vector_index_building_then_ready(
+    make_app: AppFactory,
+    fake_ollama,
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
+    app = make_app(check_model=False)
+    states: list[str] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        deadline = time.monotonic() + 60
+        while app.header.vectors != "vectors ready":
+            assert time.monotonic() < deadline, states
+            if not states or states[-1] != app.header.vectors:
+                states.append(app.header.vectors)
+            await pilot.pause(0.02)
+        await settle(pilot)
+        assert app.header.index_state.startswith("index: 2 files")
+        hits = app.bridge.search("read the settings file", mode="vector", limit=3)
+        assert hits and hits[0].file == "app/config.py"
+    assert any(s.startswith("vectors ") and s.endswith("%") for s in states), states
