@@ -344,7 +344,9 @@ class Orchestrator:
 
                 try:
                     commit = EditSession.load_or_create(self.layout, self.settings).commit(all=True)
-                    outcome = "applied" if getattr(commit, "ok", True) else "staged"
+                    outcome = "applied" if commit.committed else "staged"
+                    if not commit.committed:
+                        errors.append(f"the staged edits were not applied: {commit.message}")
                 except SemforaError as exc:  # e.g. a file changed on disk: the edits stay staged
                     errors.append(f"could not apply the staged edits: {exc.message}")
         except ModelCancelled as exc:
