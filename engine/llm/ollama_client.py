@@ -12,9 +12,10 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 from engine.errors import SemforaError, ServiceUnavailable
 
@@ -125,14 +126,26 @@ class OllamaClient:
         self.host = normalise_host(host)
         self.timeout = timeout
         self.breaker = breaker or breaker_for(self.host)
-        self._http = httpx.Client(base_url=self.host, timeout=self._timeout(timeout), trust_env=False)
+        self._client: httpx.Client | None = None
+
+    @property
+    def _http(self) -> httpx.Client:
+        # httpx costs ~150 ms to import: only pay it when Ollama is actually called.
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.Client(base_url=self.host, timeout=self._timeout(self.timeout), trust_env=False)
+        return self._client
 
     @staticmethod
     def _timeout(seconds: float) -> httpx.Timeout:
+        import httpx
+
         return httpx.Timeout(seconds, connect=min(seconds, MAX_CONNECT_SECONDS))
 
     def close(self) -> None:
-        self._http.close()
+        if self._client is not None:
+            self._client.close()
 
     def __enter__(self) -> OllamaClient:
         return self
@@ -141,6 +154,8 @@ class OllamaClient:
         self.close()
 
     def _request(self, method: str, path: str, payload: dict[str, Any] | None, timeout: float | None) -> Any:
+        import httpx
+
         if not self.breaker.allow():
             raise OllamaUnavailable(
                 f"Ollama at {self.host} recently failed ({self.breaker.reason}); skipping"
