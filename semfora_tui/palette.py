@@ -6,6 +6,7 @@ finish; the others run at once. It asks the app to act and does nothing itself.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, cast
 
@@ -27,7 +28,7 @@ class SlashCommandProvider(Provider):
     def semfora(self) -> SemforaApp:
         return cast("SemforaApp", self.app)
 
-    def _callback(self, command: slash.SlashCommand):  # type: ignore[no-untyped-def]
+    def _callback(self, command: slash.SlashCommand) -> Callable[[], object]:
         if command.name in NEEDS_ARGUMENT:
             return partial(self.semfora.prefill_prompt, f"/{command.name} ")
         return partial(self.semfora.run_slash_from_palette, f"/{command.name}")

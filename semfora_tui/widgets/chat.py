@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 class UserMessage(Static):
-    pass
+    """One message the user sent."""
 
 
 class ChatPane(VerticalScroll):

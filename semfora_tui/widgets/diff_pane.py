@@ -70,13 +70,13 @@ class DiffPane(VerticalScroll, can_focus=True):
             self.action = action
 
     class CommitRequested(Message):
-        pass
+        """Commit the accepted hunks (the app asks for confirmation first)."""
 
     class UndoRequested(Message):
-        pass
+        """Revert the last commit."""
 
     class RollbackRequested(Message):
-        pass
+        """Discard the pending session (the app asks for confirmation first)."""
 
     class EditRequested(Message):
         """Open ``path`` at ``line`` in the user's editor."""
