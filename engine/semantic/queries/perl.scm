@@ -1,2 +1,0 @@
-; Perl: definitions only.
-(subroutine_declaration_statement) @def.function
