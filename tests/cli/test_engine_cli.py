@@ -31,7 +31,9 @@ def test_index_json_contract_then_warm_reindex(make_repo) -> None:
     assert first["files"] == 2 and first["symbols"] >= 4 and first["edges"] >= 2
     warm = json.loads(run_semfora("index", "--path", str(root), "--no-vectors", "--json").stdout)
     assert warm["changed"] == 0 and warm["added"] == 0 and warm["files"] == 2
-    rebuilt = json.loads(run_semfora("index", "--path", str(root), "--rebuild", "--no-vectors", "--json").stdout)
+    rebuilt = json.loads(
+        run_semfora("index", "--path", str(root), "--rebuild", "--no-vectors", "--json").stdout
+    )
     assert rebuilt["added"] == 2 and rebuilt["symbols"] == first["symbols"]
 
 
