@@ -141,7 +141,8 @@ async def test_streaming_5000_tokens_keeps_the_prompt_responsive(
             key_latency.append(time.perf_counter() - started)
         # The keys landed while the reply was still arriving.
         assert app.streaming, "the reply should still be streaming while the user types"
-        assert max(key_latency) < 1.5, key_latency
+        # Only a gross stall fails here; latency figures belong to benchmarks, not tests.
+        assert max(key_latency) < 5.0, key_latency
         await _wait_for(pilot, lambda: not app.streaming, timeout=60)
         stop.set()
         await task
@@ -149,6 +150,7 @@ async def test_streaming_5000_tokens_keeps_the_prompt_responsive(
         assert app.prompt.text == "next"
         assert app._turn.source.rstrip() == text.rstrip()
         lags.sort()
-        # Generous bounds: the suite runs on 2 shared, busy cores.
-        assert lags[len(lags) // 2] < 0.1, lags[-10:]  # typical delay before a key is handled
-        assert lags[-1] < 1.5, lags[-10:]  # worst single stall
+        # Generous bounds: the suite runs on 2 shared, busy cores. A renderer that redrew the whole
+        # document per chunk would hold the UI thread for most of the stream and fail both.
+        assert lags[len(lags) // 2] < 0.25, lags[-10:]  # typical delay before a key is handled
+        assert lags[-1] < 5.0, lags[-10:]  # worst single stall
