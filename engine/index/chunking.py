@@ -55,6 +55,7 @@ class Chunk:
     symbol_id: str | None = None
     signature_doc: str = ""
     part: int = 0
+    parts: str = ""  # identifier parts of the text (see identifier_parts)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -71,18 +72,28 @@ def split_identifier(word: str) -> list[str]:
     return list(_split_cached(word))
 
 
-def identifier_parts(text: str) -> str:
+def mixed_case_words(text: str) -> frozenset[str]:
+    """The camelCase/PascalCase words of ``text`` (getUserById, HttpResponse, HTTPServer)."""
+    return frozenset(
+        w for w in set(_WORD.findall(text)) if not w.islower() and not w.isupper() and _CASE_CHANGE.search(w)
+    )
+
+
+def identifier_parts(text: str, candidates: frozenset[str] | None = None) -> str:
     """The split parts of every camelCase/PascalCase identifier in ``text``, deduplicated.
 
     snake_case and kebab-case need no help: the FTS tokenizer already splits at ``_`` and
     ``-``. Mixed-case words are the ones a word query cannot reach without this column.
+    ``candidates`` (the mixed-case words of the whole file) makes this a few substring tests
+    per chunk instead of a scan of every word.
     """
-    seen: dict[str, None] = {}
-    for word in set(_WORD.findall(text)):
-        if word.islower() or word.isupper() or not _CASE_CHANGE.search(word):
-            continue
-        for part in _split_cached(word):
-            seen.setdefault(part, None)
+    if candidates is None:
+        words: Iterable[str] = mixed_case_words(text)
+    else:
+        words = [w for w in candidates if w in text]
+    seen: set[str] = set()
+    for word in words:
+        seen.update(_split_cached(word))
     return " ".join(sorted(seen))
 
 
@@ -150,7 +161,7 @@ def chunk_prose(path: str, text: str, language: str = "text") -> list[Chunk]:
                 name=PurePosixPath(path).stem,
             )
         )
-    return chunks
+    return _with_parts(chunks, text)
 
 
 def _contains(outer: Symbol, inner: Symbol) -> bool:
@@ -254,7 +265,15 @@ def chunk_code(path: str, text: str, symbols: Iterable[Symbol], language: str) -
         chunks.extend(made)
     chunks.extend(_module_chunks(path, lines, covered, language))
     chunks.sort(key=lambda c: (c.start_line, c.end_line, c.id))
-    return _unique_ids(chunks)
+    return _with_parts(_unique_ids(chunks), text)
+
+
+def _with_parts(chunks: list[Chunk], text: str) -> list[Chunk]:
+    """Fill each chunk's identifier parts, scanning the file's words once."""
+    mixed = mixed_case_words(text)
+    if not mixed:
+        return chunks
+    return [replace(c, parts=identifier_parts(c.text, mixed)) for c in chunks]
 
 
 def _unique_ids(chunks: list[Chunk]) -> list[Chunk]:

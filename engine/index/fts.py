@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import IndexError_
-from engine.index.chunking import Chunk, identifier_parts, split_identifier
+from engine.index.chunking import Chunk, split_identifier
 
 SCHEMA_VERSION = "2"
 
@@ -154,7 +154,7 @@ def index_columns(chunk: Chunk) -> tuple[str, str, str, str, str]:
         names.append(chunk.qualified_name.replace(".", " "))
     names.extend(split_identifier(chunk.name))
     path_text = chunk.file.replace("/", " ").replace(".", " ")
-    return " ".join(names), path_text, chunk.signature_doc, chunk.text, identifier_parts(chunk.text)
+    return " ".join(names), path_text, chunk.signature_doc, chunk.text, chunk.parts
 
 
 _FTS_COLUMNS = "name, path, sigdoc, body, parts"
