@@ -61,11 +61,13 @@ RULES_CLASSES: dict[str, str] = {
 FULL_NAMES = frozenset(info.name for info in FULL_LANGUAGES)
 
 # Event codes for the sweep; the order breaks ties between captures starting at one byte.
-_DEF, _SCOPE, _NEST, _TRY, _BRANCH, _CALL, _GLOBAL = range(7)
+_DEF, _SCOPE, _NEST, _TRY, _BRANCH, _CALL, _GLOBAL, _NEST_BRANCH = range(8)
 # When two patterns capture one node, the more specific kind wins ("struct" over "type").
 _KIND_RANK = {"variable": 0, "type": 1}
 _FUNCTION_KINDS = frozenset({"function", "method"})
+# "branching" marks a node that is both a branch and a nesting level (if/for/while): one event, not two.
 _SIMPLE_CAPTURES = {
+    "branching": _NEST_BRANCH,
     "scope": _SCOPE,
     "nest": _NEST,
     "try": _TRY,
@@ -268,7 +270,9 @@ class _Sweep:
             elif code == _BRANCH:
                 if owner is not None:
                     owner.control_flow += 1
-            elif code == _NEST:
+            elif code in (_NEST, _NEST_BRANCH):
+                if code == _NEST_BRANCH and owner is not None:
+                    owner.control_flow += 1
                 depth = top[3] + 1
                 if owner is not None and depth > owner.max_nesting:
                     owner.max_nesting = depth

@@ -7,9 +7,8 @@
   name: (command_name) @_source
   (#match? @_source "^(source|\\.)$")) @import
 
-[
-  (if_statement) (elif_clause) (for_statement) (c_style_for_statement) (while_statement) (case_item)
-] @branch
+[(elif_clause) (case_item)] @branch
+[(if_statement) (for_statement) (c_style_for_statement) (while_statement)] @branching
 (list ["&&" "||"] @branch)
 
-[(if_statement) (for_statement) (c_style_for_statement) (while_statement) (case_statement)] @nest
+[(case_statement)] @nest

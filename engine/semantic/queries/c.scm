@@ -10,12 +10,8 @@
 
 (preproc_include) @import
 
-[
-  (if_statement) (for_statement) (while_statement) (do_statement) (case_statement)
-  (conditional_expression)
-] @branch
+[(case_statement) (conditional_expression)] @branch
+[(if_statement) (for_statement) (while_statement) (do_statement)] @branching
 (binary_expression operator: ["&&" "||"]) @branch
 
-[
-  (if_statement) (for_statement) (while_statement) (do_statement) (switch_statement)
-] @nest
+[(switch_statement)] @nest

@@ -13,15 +13,10 @@
 (preproc_include) @import
 (using_declaration) @import
 
-[
-  (if_statement) (for_statement) (for_range_loop) (while_statement) (do_statement) (case_statement)
-  (conditional_expression) (catch_clause)
-] @branch
+[(case_statement) (conditional_expression) (catch_clause)] @branch
+[(if_statement) (for_statement) (for_range_loop) (while_statement) (do_statement)] @branching
 (binary_expression operator: ["&&" "||"]) @branch
 
-[
-  (if_statement) (for_statement) (for_range_loop) (while_statement) (do_statement) (switch_statement)
-  (try_statement)
-] @nest
+[(switch_statement) (try_statement)] @nest
 
 (try_statement body: (compound_statement) @try)

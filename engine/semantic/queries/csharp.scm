@@ -13,16 +13,11 @@
 
 (using_directive) @import
 
-[
-  (if_statement) (for_statement) (foreach_statement) (while_statement) (do_statement)
-  (catch_clause) (conditional_expression) (switch_section)
-] @branch
+[(catch_clause) (conditional_expression) (switch_section)] @branch
+[(if_statement) (for_statement) (foreach_statement) (while_statement) (do_statement)] @branching
 (binary_expression operator: ["&&" "||" "??"]) @branch
 
-[
-  (if_statement) (for_statement) (foreach_statement) (while_statement) (do_statement)
-  (switch_statement) (try_statement)
-] @nest
+[(switch_statement) (try_statement)] @nest
 
 (try_statement body: (block) @try)
 

@@ -10,11 +10,8 @@
 
 (import_spec) @import
 
-[
-  (if_statement) (for_statement) (expression_case) (type_case) (communication_case)
-] @branch
+[(expression_case) (type_case) (communication_case)] @branch
+[(if_statement) (for_statement)] @branching
 (binary_expression operator: ["&&" "||"]) @branch
 
-[
-  (if_statement) (for_statement) (expression_switch_statement) (type_switch_statement) (select_statement)
-] @nest
+[(expression_switch_statement) (type_switch_statement) (select_statement)] @nest

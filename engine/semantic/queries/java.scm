@@ -12,16 +12,11 @@
 
 (import_declaration) @import
 
-[
-  (if_statement) (for_statement) (enhanced_for_statement) (while_statement) (do_statement)
-  (catch_clause) (ternary_expression) (switch_label)
-] @branch
+[(catch_clause) (ternary_expression) (switch_label)] @branch
+[(if_statement) (for_statement) (enhanced_for_statement) (while_statement) (do_statement)] @branching
 (binary_expression operator: ["&&" "||"]) @branch
 
-[
-  (if_statement) (for_statement) (enhanced_for_statement) (while_statement) (do_statement)
-  (switch_expression) (try_statement) (try_with_resources_statement)
-] @nest
+[(switch_expression) (try_statement) (try_with_resources_statement)] @nest
 
 (try_statement body: (block) @try)
 (try_with_resources_statement body: (block) @try)

@@ -29,16 +29,12 @@
   arguments: (arguments . (string))
   (#eq? @_require "require")) @import
 
-[
-  (if_statement) (for_statement) (for_in_statement) (while_statement) (do_statement)
-  (switch_case) (catch_clause) (ternary_expression)
-] @branch
+[(switch_case) (catch_clause) (ternary_expression)] @branch
 (binary_expression operator: ["&&" "||" "??"]) @branch
 
-[
-  (if_statement) (for_statement) (for_in_statement) (while_statement) (do_statement)
-  (switch_statement) (try_statement)
-] @nest
+[(if_statement) (for_statement) (for_in_statement) (while_statement) (do_statement)] @branching
+
+[(switch_statement) (try_statement)] @nest
 
 (try_statement body: (statement_block) @try)
 

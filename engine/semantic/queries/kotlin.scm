@@ -9,11 +9,9 @@
 
 (import_header) @import
 
-[
-  (if_expression) (for_statement) (while_statement) (do_while_statement) (when_entry) (catch_block)
-  (conjunction_expression) (disjunction_expression) (elvis_expression)
-] @branch
+[(when_entry) (catch_block) (conjunction_expression) (disjunction_expression) (elvis_expression)] @branch
+[(if_expression) (for_statement) (while_statement) (do_while_statement)] @branching
 
-[(if_expression) (for_statement) (while_statement) (do_while_statement) (when_expression) (try_expression)] @nest
+[(when_expression) (try_expression)] @nest
 
 (try_expression (statements) @try)

@@ -18,15 +18,10 @@
 (include_expression) @import
 (include_once_expression) @import
 
-[
-  (if_statement) (else_if_clause) (for_statement) (foreach_statement) (while_statement) (do_statement)
-  (case_statement) (catch_clause) (conditional_expression)
-] @branch
+[(else_if_clause) (case_statement) (catch_clause) (conditional_expression)] @branch
+[(if_statement) (for_statement) (foreach_statement) (while_statement) (do_statement)] @branching
 (binary_expression operator: ["&&" "||" "and" "or" "??"]) @branch
 
-[
-  (if_statement) (for_statement) (foreach_statement) (while_statement) (do_statement)
-  (switch_statement) (try_statement)
-] @nest
+[(switch_statement) (try_statement)] @nest
 
 (try_statement body: (compound_statement) @try)

@@ -8,13 +8,13 @@
 (import_from_statement) @import
 
 [
-  (if_statement) (elif_clause) (for_statement) (while_statement) (except_clause)
-  (boolean_operator) (conditional_expression) (case_clause) (for_in_clause) (if_clause)
+  (elif_clause) (except_clause) (boolean_operator) (conditional_expression) (case_clause) (for_in_clause)
+  (if_clause)
 ] @branch
 
-[
-  (if_statement) (for_statement) (while_statement) (try_statement) (with_statement) (match_statement)
-] @nest
+[(if_statement) (for_statement) (while_statement)] @branching
+
+[(try_statement) (with_statement) (match_statement)] @nest
 
 (try_statement body: (block) @try)
 

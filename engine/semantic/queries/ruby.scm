@@ -10,13 +10,11 @@
   method: (identifier) @_require
   (#match? @_require "^(require|require_relative|load)$")) @import
 
-[
-  (if) (unless) (elsif) (while) (until) (for) (when) (rescue) (conditional)
-  (if_modifier) (unless_modifier) (while_modifier) (until_modifier)
-] @branch
+[(elsif) (when) (rescue) (conditional) (if_modifier) (unless_modifier) (while_modifier) (until_modifier)] @branch
+[(if) (unless) (while) (until) (for)] @branching
 (binary operator: ["&&" "||" "and" "or"]) @branch
 
-[(if) (unless) (while) (until) (for) (case) (begin)] @nest
+[(case) (begin)] @nest
 
 (begin) @try
 (body_statement (rescue)) @try

@@ -14,13 +14,10 @@
 
 (use_declaration) @import
 
-[
-  (if_expression) (for_expression) (while_expression) (loop_expression) (match_arm)
-] @branch
+[(match_arm)] @branch
+[(if_expression) (for_expression) (while_expression) (loop_expression)] @branching
 (binary_expression operator: ["&&" "||"]) @branch
 
-[
-  (if_expression) (for_expression) (while_expression) (loop_expression) (match_expression)
-] @nest
+[(match_expression)] @nest
 
 (await_expression (call_expression) @awaited)

@@ -10,13 +10,10 @@
 
 (import_declaration) @import
 
-[
-  (if_statement) (guard_statement) (for_statement) (while_statement) (repeat_while_statement)
-  (switch_entry) (catch_block) (ternary_expression) (conjunction_expression) (disjunction_expression)
-  (nil_coalescing_expression)
-] @branch
+[(switch_entry) (catch_block) (ternary_expression) (conjunction_expression) (disjunction_expression) (nil_coalescing_expression)] @branch
+[(if_statement) (guard_statement) (for_statement) (while_statement) (repeat_while_statement)] @branching
 
-[(if_statement) (guard_statement) (for_statement) (while_statement) (repeat_while_statement) (switch_statement) (do_statement)] @nest
+[(switch_statement) (do_statement)] @nest
 
 (do_statement (statements) @try)
 
