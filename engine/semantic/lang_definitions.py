@@ -72,8 +72,9 @@ class GenericRules(LangRules):
         declarator = node.child_by_field_name("declarator")
         if declarator is not None and node.child_by_field_name("name") is None:
             # C-like grammars: follow the declarator chain to the declared name.
-            while declarator.child_by_field_name("declarator") is not None:
-                declarator = declarator.child_by_field_name("declarator")
+            inner = declarator.child_by_field_name("declarator")
+            while inner is not None:
+                declarator, inner = inner, inner.child_by_field_name("declarator")
             if declarator.type in NAME_TYPES:
                 return DefName(text(declarator, src), kind)
         for field in NAME_FIELDS:
