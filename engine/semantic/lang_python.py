@@ -149,5 +149,7 @@ class PythonRules(LangRules):
         return None
 
     def global_mutation(self, node: Node, src: bytes) -> str | None:
+        if node.type == "assignment":  # os.environ["X"] = ..., sys.path = ...
+            return short_text(node.child_by_field_name("left"), src)
         names = [text(c, src) for c in node.named_children if c.type == "identifier"]
         return "global " + ", ".join(names)

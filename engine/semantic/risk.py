@@ -127,8 +127,11 @@ PYTHON_RULES = RiskRules(
             "os.putenv",
             "os.environ.setdefault",
             "os.environ.update",
+            "os.environ.pop",
             "os.chdir",
             "sys.setrecursionlimit",
+            "sys.path.append",
+            "sys.path.insert",
             "setattr",
             "delattr",
         ),
@@ -853,7 +856,8 @@ This page is generated from `engine/semantic/risk.py` (`render_risk_doc()`); a t
 
 Some effects come from the syntax rather than the tables: Python `open(path, "w")` (any mode with
 `w`, `a`, `x` or `+`, positional or `mode=`) is a filesystem write. Global-state mutation comes
-from a Python `global` statement, and in JavaScript/TypeScript from an assignment to `window.*`, `globalThis.*`, `global.*`, `process.env*`,
+from a Python `global` statement or an assignment to `os.environ[...]` or an attribute of `sys`, `os` or
+`builtins`, and in JavaScript/TypeScript from an assignment to `window.*`, `globalThis.*`, `global.*`, `process.env*`,
 `document.*` or `self.*`.
 
 ## Categories

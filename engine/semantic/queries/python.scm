@@ -21,3 +21,10 @@
 (global_statement) @global
 
 (await (call) @awaited)
+
+(assignment
+  left: (subscript value: (attribute object: (identifier) @_os attribute: (identifier) @_environ))
+  (#eq? @_os "os") (#eq? @_environ "environ")) @global
+(assignment
+  left: (attribute object: (identifier) @_module)
+  (#match? @_module "^(sys|builtins|os)$")) @global

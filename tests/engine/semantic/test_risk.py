@@ -134,3 +134,18 @@ def test_level_is_monotonic_in_added_calls(pairs, branches, nesting) -> None:
     )
     assert order[more.level] >= order[base.level]
     assert more.level == "high"
+
+
+def test_python_environment_and_sys_mutation() -> None:
+    source = b"""import os, sys
+def a():
+    os.environ["X"] = "1"
+def b():
+    sys.path.append("x")
+def c(self):
+    self.x = 1
+"""
+    analysis = analyze_source("env.py", source)
+    assert symbol_at(analysis, "a").risk.reasons == ('global-state: os.environ["X"]',)
+    assert symbol_at(analysis, "b").risk.reasons == ("global-state: sys.path.append",)
+    assert symbol_at(analysis, "c").risk.level == "low"
