@@ -442,7 +442,7 @@ def render(result: dict[str, object]) -> str:
         out.append("Vectors were off for this run (`--no-vectors`): hybrid = FTS + symbols.")
     out += [
         "",
-        "| corpus | files | symbols | chunks | symbol index s | FTS build s (wall, median) | FTS build CPU s |",
+        "| corpus | files | symbols | chunks | symbol index update s (this run; ~0 when already built) | FTS build s (wall, median) | FTS build CPU s |",
     ]
     out.append("|---|---|---|---|---|---|---|")
     for r in runs:
