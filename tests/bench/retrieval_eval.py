@@ -70,6 +70,23 @@ def names_identifier(task: Task) -> bool:
     return bool(spans & names)
 
 
+def missing_gold(index_db: Path, tasks: list[Task]) -> list[str]:
+    """Gold symbols that the index does not know: a typo in the query set, or a different corpus."""
+    conn = sqlite3.connect(index_db)
+    try:
+        missing = []
+        for task in tasks:
+            for file, qualified in task.gold:
+                row = conn.execute(
+                    "SELECT 1 FROM symbols WHERE file = ? AND qualified_name = ? LIMIT 1", (file, qualified)
+                ).fetchone()
+                if row is None:
+                    missing.append(f"{task.id}: {file} {qualified}")
+        return missing
+    finally:
+        conn.close()
+
+
 def prepare_corpus(name: str) -> Path:
     from tests.bench import corpora
 
@@ -326,6 +343,9 @@ def evaluate(argv: list[str] | None = None) -> dict[str, object]:
             corpus, log, vectors=use_vectors, vector_budget=args.vector_budget
         )
         corpus_runs.append(run)
+        missing = missing_gold(layout.index_db, [t for t in tasks if t.corpus == corpus])  # type: ignore[attr-defined]
+        if missing:
+            raise SystemExit("gold symbols not found in the index:\n  " + "\n  ".join(missing))
         conn = sqlite3.connect(layout.index_db)  # type: ignore[attr-defined]
         files = [r[0] for r in conn.execute("SELECT path FROM text_files")]  # the same files the index covers
         conn.close()
