@@ -62,9 +62,14 @@ def find_repo_root(path: str | os.PathLike[str] | None = None) -> Path:
     if not start.is_dir():
         raise PathError(f"not a directory: {path}")
     top = _git(start, "rev-parse", "--show-toplevel")
-    if top:
-        return Path(top).resolve()
-    return start
+    if not top:
+        return start
+    root = Path(top).resolve()
+    # A directory that its enclosing work tree ignores (an unpacked corpus, a scratch
+    # checkout) is a project of its own: the enclosing repository would list none of it.
+    if root != start and _git(root, "check-ignore", "-q", str(start)) is not None:
+        return start
+    return root
 
 
 def _slug(text: str) -> str:
