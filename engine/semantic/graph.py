@@ -101,6 +101,7 @@ class ModuleIndex:
         self.py: dict[str, list[str]] = {}
         self.by_stem: dict[str, list[str]] = {}
         self.dirs: dict[str, list[str]] = {}
+        self._memo: dict[tuple[str, str, tuple[str, ...], str], list[str]] = {}
         for path in sorted(self.paths):
             head, tail = posixpath.split(path)
             stem = tail.split(".", 1)[0]
@@ -120,12 +121,22 @@ class ModuleIndex:
         return self.py.get(dotted, [])
 
     def resolve(self, src: str, imp: ImportRef, language: str) -> list[str]:
-        """Repository files an import in ``src`` refers to (empty: external or unknown)."""
-        if language == "python":
-            return self._resolve_python(src, imp)
-        if family(language) == "js":
-            return self._resolve_relative_path(src, imp.module, JS_SUFFIXES)
-        return self._resolve_generic(src, imp.module)
+        """Repository files an import in ``src`` refers to (empty: external or unknown).
+
+        Memoised: the file-import graph and each file's call context ask the same question.
+        Callers must not mutate the returned list.
+        """
+        key = (src, imp.module, imp.names, language)
+        hit = self._memo.get(key)
+        if hit is None:
+            if language == "python":
+                hit = self._resolve_python(src, imp)
+            elif family(language) == "js":
+                hit = self._resolve_relative_path(src, imp.module, JS_SUFFIXES)
+            else:
+                hit = self._resolve_generic(src, imp.module)
+            self._memo[key] = hit
+        return hit
 
     def _resolve_python(self, src: str, imp: ImportRef) -> list[str]:
         module = imp.module

@@ -26,6 +26,8 @@ from engine.store.schema import migrate
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # Seconds a connection waits on another writer's lock before SQLite gives up.
 BUSY_TIMEOUT_S = 30.0
+# SQLite page cache per connection, in KiB (negative cache_size means KiB).
+PAGE_CACHE_KB = 32_000
 # The header bytes we read to check the page size and page count.
 HEADER_BYTES = 100
 # Deepest walk of the call graph a caller may ask for; deeper walks explode.
@@ -118,7 +120,7 @@ def _configure(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA temp_store=MEMORY")
-    conn.execute("PRAGMA cache_size=-32000")
+    conn.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KB}")
 
 
 def _discard(path: Path) -> None:
