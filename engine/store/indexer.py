@@ -66,6 +66,8 @@ SQL_CHUNK = 500
 # Page cache (KiB) during a cold build: the Django index is ~64 MB, and sorting its
 # secondary indexes in memory instead of spilling to the WAL is most of the saving.
 BULK_CACHE_KB = 96_000
+# The table still being written while calls resolve: its indexes are built last.
+LATE_TABLES = frozenset({"calls"})
 # How often the lock is retried while another indexer holds it.
 LOCK_POLL_S = 0.05
 
@@ -468,6 +470,7 @@ def _resolve_graphs(
     progress: ProgressFn | None,
     preloaded: _Writer | None = None,
     workers: int = 1,
+    while_waiting: Callable[[], None] | None = None,
 ) -> None:
     """Recompute file imports and call edges for every file whose edges could have changed.
 
@@ -520,10 +523,12 @@ def _resolve_graphs(
     if preloaded is not None:
         # Bulk: the calls were kept in memory; resolve them (in parallel when it pays) and
         # insert each once, already resolved.
-        results = _resolve_bulk(resolving, preloaded.all_calls, workers, progress)
-        rows_iter = zip(preloaded.all_calls, results, strict=True)
-        while batch := [(*row, *res) for row, res in itertools.islice(rows_iter, FLUSH_ROWS)]:
-            conn.executemany("INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?)", batch)
+        calls = preloaded.all_calls
+        sql = "INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+        for lo, hi, part in _resolve_bulk(resolving, calls, workers, while_waiting):
+            rows_iter = zip(itertools.islice(calls, lo, hi), part, strict=True)
+            while batch := [(*row, *res) for row, res in itertools.islice(rows_iter, FLUSH_ROWS)]:
+                conn.executemany(sql, batch)
         if progress:
             progress("resolving calls", total, total)
         return
@@ -604,6 +609,8 @@ class _FileResolver:
 
 # Below this many calls, resolving in one process beats forking workers.
 PARALLEL_RESOLVE_MIN_CALLS = 40_000
+# Slices per resolution worker: the parent stores finished slices while later ones resolve.
+RESOLVE_SLICES_PER_WORKER = 4
 # State a forked resolution worker inherits from its parent (never pickled).
 _FORKED: tuple[_FileResolver, list[tuple[object, ...]]] | None = None
 
@@ -615,33 +622,46 @@ def _resolve_slice(bounds: tuple[int, int]) -> list[Resolution]:
 
 
 def _resolve_bulk(
-    resolving: _FileResolver, calls: list[tuple[object, ...]], workers: int, progress: ProgressFn | None
-) -> list[Resolution]:
-    """Resolve every call; with several cores, forked workers share the definitions copy-on-write."""
+    resolving: _FileResolver,
+    calls: list[tuple[object, ...]],
+    workers: int,
+    while_waiting: Callable[[], None] | None = None,
+) -> Iterator[tuple[int, int, list[Resolution]]]:
+    """Resolve every call, yielding ``(start, end, resolutions)`` slices in order.
+
+    With several cores, forked workers share the definitions copy-on-write and the caller
+    stores slice N while they resolve the rest; ``while_waiting`` runs once the work is
+    handed out (the parent builds indexes there instead of idling).
+    """
     import multiprocessing
 
     global _FORKED
     can_fork = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
     if workers <= 1 or len(calls) < PARALLEL_RESOLVE_MIN_CALLS or not can_fork:
-        return resolving.resolve_rows(calls)
+        if while_waiting is not None:
+            while_waiting()
+        yield 0, len(calls), resolving.resolve_rows(calls)
+        return
     # Cut on file boundaries so each worker's per-file memo stays whole.
-    step = len(calls) // workers + 1
+    step = len(calls) // (workers * RESOLVE_SLICES_PER_WORKER) + 1
     cuts = [0]
     while cuts[-1] < len(calls):
         end = min(len(calls), cuts[-1] + step)
         while end < len(calls) and calls[end][0] == calls[end - 1][0]:
             end += 1
         cuts.append(end)
+    bounds = list(itertools.pairwise(cuts))
     _FORKED = (resolving, calls)
     try:
         ctx = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            parts = list(pool.map(_resolve_slice, list(itertools.pairwise(cuts))))
+            parts = pool.map(_resolve_slice, bounds)
+            if while_waiting is not None:
+                while_waiting()
+            for (lo, hi), part in zip(bounds, parts, strict=True):
+                yield lo, hi, part
     finally:
         _FORKED = None
-    if progress:
-        progress("resolving calls", len(calls), len(calls))
-    return [res for part in parts for res in part]
 
 
 # --- the run -----------------------------------------------------------------------------------
@@ -765,6 +785,7 @@ def _run(
     conn.execute("BEGIN")
     if bulk:
         drop_secondary_indexes(conn)
+        conn.execute(f"PRAGMA threads = {min(4, workers)}")  # parallel sorter for the index builds
     for cand, _digest in plan.touched_only:
         conn.execute(
             "UPDATE files SET size=?, mtime_ns=? WHERE path=?", (cand.size, cand.mtime_ns, cand.path)
@@ -817,9 +838,10 @@ def _run(
             progress=progress,
             preloaded=writer if bulk else None,
             workers=workers,
+            # The tables already loaded get their indexes while forked workers resolve calls.
+            while_waiting=(lambda: create_secondary_indexes(conn, skip_tables=LATE_TABLES)) if bulk else None,
         )
     if bulk:
-        conn.execute(f"PRAGMA threads = {min(4, workers)}")  # parallel sorter for the index builds
         create_secondary_indexes(conn)
     conn.execute(
         "INSERT OR REPLACE INTO meta VALUES ('last_indexed', ?)",

@@ -8,7 +8,7 @@ never drop tables it does not own (the text index adds its own to the same file)
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from engine.errors import IndexError_
 
@@ -141,9 +141,12 @@ def drop_secondary_indexes(conn: sqlite3.Connection) -> None:
         conn.execute(f"DROP INDEX IF EXISTS {name}")
 
 
-def create_secondary_indexes(conn: sqlite3.Connection) -> None:
+def create_secondary_indexes(conn: sqlite3.Connection, *, skip_tables: Collection[str] = ()) -> None:
+    """Create the secondary indexes (idempotent), except those on ``skip_tables``."""
     for ddl in SECONDARY_INDEXES:
-        conn.execute(ddl)
+        table = ddl.split(" ON ", 1)[1].split("(", 1)[0]
+        if table not in skip_tables:
+            conn.execute(ddl)
 
 
 def _create_current(conn: sqlite3.Connection) -> None:
