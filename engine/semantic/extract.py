@@ -148,9 +148,14 @@ def _count_errors(root: Node) -> int:
                 return count
 
 
-def analyze_source(rel_path: str, source: bytes, language: str | None = None) -> FileAnalysis:
-    """Extract everything semfora knows about one file. Unknown language → no symbols."""
-    digest = hashlib.sha256(source).hexdigest()
+def analyze_source(
+    rel_path: str, source: bytes, language: str | None = None, *, sha256: str | None = None
+) -> FileAnalysis:
+    """Extract everything semfora knows about one file. Unknown language → no symbols.
+
+    ``sha256`` is the hex digest of ``source`` when the caller already computed it.
+    """
+    digest = sha256 or hashlib.sha256(source).hexdigest()
     line_count = source.count(b"\n") + (1 if source and not source.endswith(b"\n") else 0)
     lang = language or language_for_path(rel_path, source[:128].split(b"\n", 1)[0])
     if lang == "c" and rel_path.endswith(".h") and _CPP_HEADER.search(source, 0, CPP_SNIFF_BYTES):
@@ -286,13 +291,15 @@ class _Sweep:
                 detail = rules.global_mutation(node, src)
                 if detail is not None:
                     owner.marks.append((GLOBAL_STATE, detail))
+        # In line order, so a later import of the same name wins however captures were ordered.
+        imports.sort(key=_import_line)
         aliases = import_aliases(imports)
         symbols = tuple(self._symbol(record, aliases) for record in self.defs)
         return FileAnalysis(
             path=self.path,
             language=self.language,
             symbols=symbols,
-            imports=tuple(sorted(imports, key=_import_line)),
+            imports=tuple(imports),
             module_calls=tuple(self.module_calls),
             line_count=line_count,
             syntax_errors=_count_errors(root),

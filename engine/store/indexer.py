@@ -9,6 +9,7 @@ It never holds every symbol in memory and never blocks readers (WAL).
 from __future__ import annotations
 
 import fcntl
+import gc
 import hashlib
 import itertools
 import json
@@ -228,7 +229,7 @@ def _parse_one(root: str, path: str, language: str) -> ParseResult:
     if problem is not None:
         return ParseResult(path, st.st_size, st.st_mtime_ns, sha, None, problem)
     try:
-        analysis = analyze_source(path, data, language)
+        analysis = analyze_source(path, data, language, sha256=sha)
     except Exception as exc:  # an extractor bug on one file is reported, not fatal
         # One pathological file must not abort the run: it is reported as skipped instead.
         return ParseResult(
@@ -238,9 +239,26 @@ def _parse_one(root: str, path: str, language: str) -> ParseResult:
     return ParseResult(path, st.st_size, st.st_mtime_ns, sha, rows, None)
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for a burst of allocation.
+
+    Extraction and row building make millions of short-lived, acyclic objects (freed by
+    reference counting); the collector's repeated scans of them cost 6-10% of a cold build.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def parse_batch(root: str, items: Sequence[tuple[str, str]]) -> list[ParseResult]:
     """Worker entry point: read, hash and analyse each ``(path, language)``."""
-    return [_parse_one(root, path, language) for path, language in items]
+    with _gc_paused():
+        return [_parse_one(root, path, language) for path, language in items]
 
 
 def _pool_context() -> BaseContext:
@@ -271,8 +289,6 @@ def _parse_all(
 
         for language in sorted({lang for _p, lang in items}):
             analyze_source(f"warm-up.{language}", b"", language)
-    # Largest files first so one big file does not finish last on a lone worker.
-    items = sorted(items, key=lambda it: -_size_hint(root, it[0]))
     size = max(BATCH_MIN, min(BATCH_MAX, total // (workers * 8) or BATCH_MIN))
     batches = [items[i : i + size] for i in range(0, total, size)]
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
@@ -294,13 +310,6 @@ def _parse_all(
                 nxt = next(queue, None)
                 if nxt is not None:
                     pending.add(pool.submit(parse_batch, str(root), nxt))
-
-
-def _size_hint(root: Path, path: str) -> int:
-    try:
-        return (root / path).stat().st_size
-    except OSError:
-        return 0
 
 
 # --- writing -----------------------------------------------------------------------------------
@@ -740,7 +749,8 @@ def index_repository(
         conn = open_index(layout, on_warning=warn, holding_lock=True)
         rebuilt = rebuild or any(w.code == "INDEX_CORRUPT" for w in warnings)
         try:
-            report = _run(conn, layout, settings, progress, rebuilt, started, warnings)
+            with _gc_paused():
+                report = _run(conn, layout, settings, progress, rebuilt, started, warnings)
         finally:
             conn.close()
         if text_index:
@@ -803,7 +813,8 @@ def _run(
     content_skipped: list[Skipped] = []
     parsed_ok: list[str] = []
     new_sha: dict[str, str] = {}
-    items = [(c.path, c.language or "") for c in plan.to_parse]
+    # Largest files first so one big file does not finish last on a lone worker.
+    items = [(c.path, c.language or "") for c in sorted(plan.to_parse, key=lambda c: -c.size)]
     for res in _parse_all(root, items, workers, progress):
         if res.rows is None:
             reason = res.problem or "unreadable"
