@@ -291,20 +291,20 @@ class CallResolver:
         return self._ranked[key]
 
     def _rank_for(
-        self, pool: _Pool, call: CallRow, fam: str, receiver: str | None, is_self: bool
+        self, pool: _Pool, name: str, file: str, fam: str, receiver: str | None, is_self: bool
     ) -> Definition | None:
         """Rank several same-named candidates; an arbitrary receiver (a variable whose type
         we do not know) only matches a method of a class named like it, or one in the same
         directory, so a common name like ``get`` does not become a hub of guessed edges."""
         if receiver is None or is_self:
-            return self._rank(pool, call.name, fam, call.file, receiver is None)
-        folder = call.file.rpartition("/")[0]
+            return self._rank(pool, name, fam, file, receiver is None)
+        folder = file.rpartition("/")[0]
         owner = receiver.rsplit(".", 1)[-1]
-        key = (call.name, fam, folder, "." + owner)
+        key = (name, fam, folder, "." + owner)
         if key not in self._ranked:
             typed = [d for d in pool.all if d.parent and d.parent.rsplit(".", 1)[-1] == owner]
             if typed:
-                best: Definition | None = min(typed, key=lambda d: (-_common_dirs(d.file, call.file), d.file))
+                best: Definition | None = min(typed, key=lambda d: (-_common_dirs(d.file, file), d.file))
             else:
                 local = [d for d in pool.all if d.file.rpartition("/")[0] == folder and d.parent is not None]
                 best = min(local, key=lambda d: d.file) if local else None
@@ -312,38 +312,49 @@ class CallResolver:
         return self._ranked[key]
 
     def resolve(self, call: CallRow, language: str, ctx: FileContext) -> Edge:
-        fam = family(language)
-        pool = self._pool(call.name, fam)
+        callee_id, kind, package = self.resolve_fields(
+            call.file, call.caller_parent, call.name, call.receiver, language, ctx
+        )
+        return Edge(call.file, call.caller_id, callee_id, call.name, kind, package, call.line)
+
+    def resolve_fields(
+        self,
+        file: str,
+        caller_parent: str | None,
+        name: str,
+        receiver: str | None,
+        language: str,
+        ctx: FileContext,
+    ) -> tuple[str | None, str, str | None]:
+        """``(callee_id, kind, package)`` for one call: what ``resolve`` returns, without objects."""
+        fam = LANGUAGE_FAMILY.get(language, language)
+        pool = self._pool(name, fam)
         cands = pool.all
-        receiver = call.receiver
         recv_root = receiver.split(".")[0].split("(")[0] if receiver else None
         is_self = receiver in SELF_RECEIVERS
         external_recv = recv_root is not None and not is_self and recv_root in ctx.packages
 
-        def edge(target: Definition, kind: str) -> Edge:
-            return Edge(call.file, call.caller_id, target.id, call.name, kind, None, call.line)
-
         if cands:
-            same_file = pool.by_file.get(call.file)
+            same_file = pool.by_file.get(file)
             if same_file and (receiver is None or is_self or not external_recv):
                 if is_self:
-                    best = min(same_file, key=lambda d: (d.parent != call.caller_parent, d.parent is None))
+                    best = min(same_file, key=lambda d: (d.parent != caller_parent, d.parent is None))
                 else:
                     best = min(same_file, key=lambda d: (d.parent is not None) == (receiver is None))
-                return edge(best, SAME_FILE)
-            if receiver is None and call.name in ctx.bound:
-                files, original = ctx.bound[call.name]
+                return best.id, SAME_FILE, None
+            if receiver is None and name in ctx.bound:
+                files, original = ctx.bound[name]
                 bound = [d for f in files for d in self._pool(original, fam).by_file.get(f, ())]
                 if bound:
-                    return edge(bound[0], IMPORT)
+                    return bound[0].id, IMPORT, None
             if recv_root and recv_root in ctx.module_alias:
                 hit = [d for f in ctx.module_alias[recv_root] for d in pool.by_file.get(f, ())]
                 if hit:
-                    return edge(hit[0], IMPORT)
+                    return hit[0].id, IMPORT, None
             if recv_root and recv_root in ctx.bound:
                 hit = [d for f in ctx.bound[recv_root][0] for d in pool.by_file.get(f, ())]
                 if hit:
-                    return edge(hit[0], IMPORT)
+                    return hit[0].id, IMPORT, None
             if not external_recv:
                 if len(ctx.imported_files) < len(pool.by_file):
                     imported = [d for f in ctx.imported_files for d in pool.by_file.get(f, ())]
@@ -351,17 +362,17 @@ class CallResolver:
                     imported = [d for d in cands if d.file in ctx.imported_files]
                 if imported:
                     imported.sort(key=lambda d: ((d.parent is not None) == (receiver is None), d.file))
-                    return edge(imported[0], IMPORT)
+                    return imported[0].id, IMPORT, None
                 if len(cands) == 1:
-                    return edge(cands[0], UNIQUE)
-                ranked = self._rank_for(pool, call, fam, receiver, is_self)
+                    return cands[0].id, UNIQUE, None
+                ranked = self._rank_for(pool, name, file, fam, receiver, is_self)
                 if ranked is not None:
-                    return edge(ranked, RANKED)
+                    return ranked.id, RANKED, None
         package = None
         if recv_root and recv_root in ctx.packages:
             package = ctx.packages[recv_root]
-        elif receiver is None and call.name in ctx.packages:
-            package = ctx.packages[call.name]
-        elif receiver is None and language == "python" and call.name in PY_BUILTINS:
+        elif receiver is None and name in ctx.packages:
+            package = ctx.packages[name]
+        elif receiver is None and language == "python" and name in PY_BUILTINS:
             package = "builtins"
-        return Edge(call.file, call.caller_id, None, call.name, EXTERNAL, package, call.line)
+        return None, EXTERNAL, package

@@ -31,7 +31,6 @@ from engine.semantic.graph import (
     CALLABLE_KINDS,
     SELF_RECEIVERS,
     CallResolver,
-    CallRow,
     Definition,
     FileContext,
     ModuleIndex,
@@ -601,19 +600,17 @@ class _FileResolver:
         return out
 
     def _resolve(self, row: Sequence[object]) -> Resolution:
-        file, caller, parent, name, receiver, line = row[:6]
-        path = str(file)
-        ctx = self.contexts.get(path)
+        path, _caller, parent, name, receiver = row[:5]
+        language = self.languages[path]  # type: ignore[index]
+        ctx = self.contexts.get(path)  # type: ignore[arg-type]
         if ctx is None:
-            ctx = self.contexts[path] = file_context(
-                path, self.languages[path], self.imports.get(path, ()), self.modules
+            ctx = self.contexts[path] = file_context(  # type: ignore[index]
+                path,  # type: ignore[arg-type]
+                language,
+                self.imports.get(path, ()),  # type: ignore[call-overload]
+                self.modules,
             )
-        e = self.resolver.resolve(
-            CallRow(path, caller, parent, name, receiver, line),  # type: ignore[arg-type]
-            self.languages[path],
-            ctx,
-        )
-        return (e.callee_id, e.kind, e.package)
+        return self.resolver.resolve_fields(path, parent, name, receiver, language, ctx)  # type: ignore[arg-type]
 
 
 # Below this many calls, resolving in one process beats forking workers.
