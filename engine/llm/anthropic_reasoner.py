@@ -22,14 +22,13 @@ from engine.llm.base import (
     ModelStreamInterrupted,
     ModelUnavailable,
     PromptBlock,
-    Reply,
     StreamDone,
     StreamEvent,
+    StreamingReasoner,
     SystemPrompt,
     TextDelta,
     Usage,
     as_blocks,
-    collect_reply,
     compute_cost,
     price_for,
 )
@@ -60,7 +59,7 @@ def _redact(text: str, secret: str) -> str:
     return text.replace(secret, "[redacted]") if secret else text
 
 
-class AnthropicReasoner:
+class AnthropicReasoner(StreamingReasoner):
     """A ``Reasoner`` on the Anthropic Messages API (``ANTHROPIC_BASE_URL`` honoured)."""
 
     def __init__(
@@ -89,16 +88,6 @@ class AnthropicReasoner:
 
     def __repr__(self) -> str:  # never show the key, even in a traceback's locals
         return f"AnthropicReasoner(model={self.model!r})"
-
-    def complete(
-        self,
-        system: SystemPrompt,
-        messages: Messages,
-        *,
-        max_tokens: int | None = None,
-        cancel: threading.Event | None = None,
-    ) -> Reply:
-        return collect_reply(self.stream(system, messages, max_tokens=max_tokens, cancel=cancel))
 
     def stream(
         self,

@@ -189,6 +189,32 @@ def collect_reply(events: Iterable[StreamEvent]) -> Reply:
     raise ModelStreamInterrupted("model stream ended without a final event", partial_text="".join(parts))
 
 
+class StreamingReasoner:
+    """Shared half of every reasoner: ``complete`` is ``stream`` drained by ``collect_reply``."""
+
+    model: str
+
+    def stream(
+        self,
+        system: SystemPrompt,
+        messages: Messages,
+        *,
+        max_tokens: int | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Iterator[StreamEvent]:
+        raise NotImplementedError
+
+    def complete(
+        self,
+        system: SystemPrompt,
+        messages: Messages,
+        *,
+        max_tokens: int | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Reply:
+        return collect_reply(self.stream(system, messages, max_tokens=max_tokens, cancel=cancel))
+
+
 def as_blocks(system: SystemPrompt) -> list[PromptBlock]:
     """Normalise a plain string system prompt into blocks (a string is not cached)."""
     if isinstance(system, str):

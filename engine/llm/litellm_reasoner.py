@@ -20,14 +20,13 @@ from engine.llm.base import (
     ModelError,
     ModelStreamInterrupted,
     ModelUnavailable,
-    Reply,
     StreamDone,
     StreamEvent,
+    StreamingReasoner,
     SystemPrompt,
     TextDelta,
     Usage,
     as_blocks,
-    collect_reply,
     compute_cost,
     price_for,
 )
@@ -40,7 +39,7 @@ log = logging.getLogger("semfora.llm.litellm")
 OLLAMA_PREFIXES = ("ollama/", "ollama_chat/")
 
 
-class LiteLLMReasoner:
+class LiteLLMReasoner(StreamingReasoner):
     """A ``Reasoner`` for any LiteLLM model string; local models cost 0 unless priced in config."""
 
     def __init__(self, settings: Settings, *, model: str, environ: Mapping[str, str] | None = None) -> None:
@@ -54,16 +53,6 @@ class LiteLLMReasoner:
 
     def __repr__(self) -> str:
         return f"LiteLLMReasoner(model={self.model!r})"
-
-    def complete(
-        self,
-        system: SystemPrompt,
-        messages: Messages,
-        *,
-        max_tokens: int | None = None,
-        cancel: threading.Event | None = None,
-    ) -> Reply:
-        return collect_reply(self.stream(system, messages, max_tokens=max_tokens, cancel=cancel))
 
     def stream(
         self,
