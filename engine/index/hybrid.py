@@ -38,6 +38,11 @@ RRF_K = 60
 # 30 was chosen on the benchmark query set (50 and 20 did worse there; see docs/benchmarks.md).
 FTS_CANDIDATES = 30
 VECTOR_CANDIDATES = 30
+# Rows read from each ranked source before they are split by class (implementation, tests, prose).
+# Tests outnumber implementation in most repositories and repeat a feature's words, so in one
+# list they crowd the implementation out of the first 30 (on Django 20 of FTS's top 30 are tests);
+# each class is ranked on its own, from a pool deep enough to hold 30 of the rarer classes.
+SOURCE_POOL = 150
 SYMBOL_CANDIDATES = 20
 # Symbols matched per single query word (for plain-language queries that mention an identifier).
 SYMBOLS_PER_WORD = 3
@@ -277,8 +282,30 @@ class _Fusion:
         if best is None or rank < best:
             cand.ranks[source] = rank
 
+    def add_ranked(self, source: str, rows: list[fts.ChunkRow], weight: float, depth: int) -> None:
+        """Add one source's list, ranking implementation, tests and prose each within their own class.
+
+        A chunk's rank is its position among chunks of its class, so a test that outscores the
+        implementation costs the implementation nothing; the class weights in ``add`` then
+        decide between classes. At most ``depth`` chunks of each class count.
+        """
+        seen: dict[str, int] = {}
+        for row in rows:
+            cls = _chunk_class(row)
+            rank = seen.get(cls, 0) + 1
+            if rank > depth:
+                continue
+            seen[cls] = rank
+            self.add(source, rank, weight, row, None)
+
     def ranked(self) -> list[_Candidate]:
         return sorted(self.cands.values(), key=lambda c: (-c.score, c.key))
+
+
+def _chunk_class(row: fts.ChunkRow) -> str:
+    if row.kind == "prose":
+        return "prose"
+    return "test" if is_test_path(row.file) else "code"
 
 
 def _expand(
@@ -421,7 +448,7 @@ def _search(
         t0 = time.perf_counter()
         for q, weight in queries:
             try:
-                vector_lists.append((weight, vectors.query(q, VECTOR_CANDIDATES)))  # type: ignore[union-attr]
+                vector_lists.append((weight, vectors.query(q, SOURCE_POOL)))  # type: ignore[union-attr]
             except SemforaError as exc:
                 vector_error.append(exc)
                 break
@@ -438,10 +465,8 @@ def _search(
         if mode in ("hybrid", "fts"):
             t = time.perf_counter()
             for q, weight in queries:
-                for rank, (row, _bm25) in enumerate(
-                    fts.search(s.conn, q, limit=FTS_CANDIDATES, stats=s.stats), 1
-                ):
-                    fusion.add("fts", rank, weight, row, None)
+                found_rows = [row for row, _bm25 in fts.search(s.conn, q, limit=SOURCE_POOL, stats=s.stats)]
+                fusion.add_ranked("fts", found_rows, weight, FTS_CANDIDATES)
             timings["fts_ms"] = round((time.perf_counter() - t) * 1000, 2)
         if mode in ("hybrid", "symbols"):
             t = time.perf_counter()
@@ -457,13 +482,9 @@ def _search(
         for weight, found in vector_lists:
             with s.lock:
                 by_id = fts.rows_by_chunk_ids(s.conn, [cid for cid, _ in found])
-            rank = 0
-            for cid, _distance in found:
-                hit_row = by_id.get(cid)
-                if hit_row is None:
-                    continue  # a chunk deleted since it was embedded
-                rank += 1
-                fusion.add("vector", rank, weight, hit_row, None)
+            # Chunks deleted since they were embedded have no row and drop out.
+            vector_rows = [by_id[cid] for cid, _distance in found if cid in by_id]
+            fusion.add_ranked("vector", vector_rows, weight, VECTOR_CANDIDATES)
 
     ranked = fusion.ranked()
     terms = fts.query_terms(query)

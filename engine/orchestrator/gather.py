@@ -96,19 +96,24 @@ W_RECENCY = 0.15
 MAX_TARGETS = 3
 # A second or third target must score at least this share of the best to get full source.
 TARGET_MIN_RATIO = 0.5
-# Explain gets full source for this many of its top symbols (after their summaries).
-EXPLAIN_SOURCES = 2
+# Explain gets full source for this many of its top symbols (after their summaries). One:
+# a second source cost ~400 tokens a pack on the benchmark and added no gold symbol.
+EXPLAIN_SOURCES = 1
 # One source item may use at most this share of the budget, by intent; beyond, its summary
 # goes in. An edit needs the whole target; an explanation or a location rarely needs a
-# whole large class, whose summary and the NEED round serve better.
+# whole large class, whose summary and the NEED round serve better. On the benchmark query
+# set, larger shares for explain/general added tokens without adding gold symbols.
 MAX_SOURCE_SHARE = 0.45
-MAX_SOURCE_SHARE_BY_INTENT = {"explain": 0.15, "general": 0.15, "locate": 0.08}
+# A second or third edit target (not named by the user) gets full source only under this share;
+# ranking is least sure about them, and a larger one is one NEED away.
+SECONDARY_SOURCE_SHARE = 0.05
+MAX_SOURCE_SHARE_BY_INTENT = {"explain": 0.08, "general": 0.05, "locate": 0.05}
 # Tests, examples and docs match many words of a task; they count less unless it asks for them.
 NON_SOURCE_WEIGHT = 0.35
 NON_SOURCE_PARTS = ("tests/", "test/", "testing/", "examples/", "docs/", "doc/")
 TEST_WORDS = frozenset({"test", "tests", "testing", "pytest", "unittest", "example", "examples", "docs"})
 # The overview is CRITICAL but bounded: at most this share of the request budget.
-OVERVIEW_SHARE = 0.08
+OVERVIEW_SHARE = 0.03
 # An @mentioned file is sent whole if it takes at most this share of the budget.
 MENTIONED_FILE_SHARE = 0.3
 # Confidence stop: later candidates scoring under this share of the best are not added.
@@ -117,6 +122,20 @@ STOP_RATIO = 0.2
 STOP_RATIO_PINNED = 0.4
 # Callers/callees of the targets added as summaries before the confidence stop applies.
 MAX_NEIGHBOURS = 8
+# The tail (candidates past the targets and their neighbours) gets one-line summaries: the
+# signature and the doc's first sentence, cut at this many characters.
+BRIEF_CHARS = 60
+# Long parameter lists are cut here: the name and the first parameters identify the symbol.
+BRIEF_SIGNATURE_CHARS = 60
+# Which tail candidates get the one-line form: those under this share of the best evidence
+# (1.0: the whole tail; 0.5: only the LOW-priority part).
+BRIEF_BELOW = 1.0
+# Neighbours (callers/callees of the targets) get the one-line form too: their names and
+# signatures say how they relate; their bodies are one NEED away.
+BRIEF_NEIGHBOURS = True
+# The ranked tail (one-line summaries past the targets and their neighbours) may use at most
+# this share of the budget: past it, more names cost more than the NEED round that can fetch them.
+TAIL_SHARE = 0.1
 # Upper bound on items, whatever the scores: a pack is read by a model, not searched.
 MAX_ITEMS = 32
 # Recalled past turns added at most (LOW priority).
@@ -574,6 +593,25 @@ class ContextGatherer:
         self.memory.remember_symbol(key, out)
         return out
 
+    def _brief(self, cand: Candidate) -> str:
+        """A one-line summary for the pack's tail: the signature and the first sentence of the doc.
+
+        Tail candidates are there so the model knows they exist and what they are for; the
+        calls list and risk of the full extractive summary cost more than they tell, and the
+        model can ask for the rest with a NEED block.
+        """
+        sym = cand.symbol
+        if sym is None:
+            first = next((line.strip() for line in cand.snippet.splitlines() if line.strip()), "")
+            return first[:BRIEF_CHARS] or f"{cand.file}:{cand.start_line}"
+        head = " ".join(sym.signature.split()).rstrip(":{ ") if sym.signature.strip() else ""
+        text = _clip(head, BRIEF_SIGNATURE_CHARS) or f"{sym.kind} {sym.qualified_name}"
+        doc = next((line.strip() for line in sym.doc.splitlines() if line.strip()), "")
+        if doc:
+            sentence = doc.split(". ", 1)[0].rstrip(".")
+            text += " — " + _clip(sentence, BRIEF_CHARS)
+        return text
+
     def _cached_model_summary(self, content_hash: str) -> str | None:
         from engine.llm.summarizer import NAMESPACE
 
@@ -757,7 +795,7 @@ class ContextGatherer:
             end = c.end_line or c.start_line
             return any(f == c.file and c.start_line <= a and b <= end for f, a, b in shown)
 
-        def add_source(c: Candidate, priority: Priority, why: str) -> bool:
+        def add_source(c: Candidate, priority: Priority, why: str, share: float | None = None) -> bool:
             if covered(c):
                 return True
             if contains_shown(c):
@@ -767,7 +805,9 @@ class ContextGatherer:
                 return False
             text, first, last = src
             tokens = self.count(text)
-            if tokens > MAX_SOURCE_SHARE_BY_INTENT.get(intent.value, MAX_SOURCE_SHARE) * budget.limit:
+            if share is None:
+                share = MAX_SOURCE_SHARE_BY_INTENT.get(intent.value, MAX_SOURCE_SHARE)
+            if tokens > share * budget.limit:
                 notes.append(f"{c.name}: source is {tokens} tokens, summary sent instead")
                 return False
             item = self._item(
@@ -785,21 +825,22 @@ class ContextGatherer:
             shown.append((c.file, first, last))
             return True
 
-        def add_summary(c: Candidate, priority: Priority, why: str = "") -> bool:
+        def add_summary(c: Candidate, priority: Priority, why: str = "", brief: bool = False) -> bool:
             if covered(c):
                 return False
             kind = "summary" if c.symbol is not None else "search"
-            text = self._summary(c)
+            text = self._brief(c) if brief else self._summary(c)
             reason = f"{why}: {c.reason}" if why else c.reason
             return budget.add(self._item(f"{kind}:{c.key}", kind, text, priority, reason, c)).admitted
 
-        def add_locator(c: Candidate, priority: Priority) -> bool:
+        def add_locator(c: Candidate, priority: Priority, brief: bool = False) -> bool:
             sym = c.symbol
             if sym is None:
-                return add_summary(c, priority)
+                return add_summary(c, priority, brief=brief)
             if covered(c):
                 return False
-            text = f"{sym.kind} {sym.qualified_name} at {sym.file}:{sym.start_line}-{sym.end_line}\n{self._summary(c)}"
+            # The item header already carries the file and lines.
+            text = self._brief(c) if brief else f"{sym.kind} {sym.qualified_name}\n{self._summary(c)}"
             return budget.add(self._item(f"symbol:{c.key}", "symbol", text, priority, c.reason, c)).admitted
 
         # A file the user @mentioned is shown whole when it is small enough: they pointed at it.
@@ -840,8 +881,10 @@ class ContextGatherer:
 
         if intent in (Intent.EDIT, Intent.REFACTOR, Intent.REVIEW):
             label = "under review" if intent == Intent.REVIEW else "edit target"
-            for c in targets:
-                if add_source(c, Priority.CRITICAL, label) or add_summary(
+            for n, c in enumerate(targets):
+                # The best target may be large; the runners-up get source only when it is short.
+                share = None if n == 0 or c.explicit else SECONDARY_SOURCE_SHARE
+                if add_source(c, Priority.CRITICAL, label, share) or add_summary(
                     c, Priority.CRITICAL, "target (summary)"
                 ):
                     added += 1
@@ -864,15 +907,19 @@ class ContextGatherer:
         for c in neighbours[:MAX_NEIGHBOURS]:
             done.add(c.key)
             added += (
-                add_locator(c, neighbour_priority)
+                add_locator(c, neighbour_priority, brief=BRIEF_NEIGHBOURS)
                 if intent == Intent.LOCATE
-                else add_summary(c, neighbour_priority)
+                else add_summary(c, neighbour_priority, brief=BRIEF_NEIGHBOURS)
             )
 
         best_evidence = max((c.evidence for c in ranked), default=0.0)
+        tail_start = budget.used
         for c in ranked:
             if added >= MAX_ITEMS:
                 notes.append(f"stopped at {MAX_ITEMS} items")
+                break
+            if budget.used - tail_start >= TAIL_SHARE * budget.limit:
+                notes.append(f"stopped when the ranked tail reached {int(TAIL_SHARE * 100)}% of the budget")
                 break
             if c.key in done:
                 continue
@@ -880,10 +927,11 @@ class ContextGatherer:
                 notes.append(f"stopped when scores fell below {int(stop * 100)}% of the best (confident)")
                 break
             priority = Priority.MEDIUM if c.evidence >= 0.5 * best_evidence else Priority.LOW
+            brief = c.evidence < BRIEF_BELOW * best_evidence
             if intent == Intent.LOCATE:
-                added += add_locator(c, priority)
+                added += add_locator(c, priority, brief=brief)
             else:
-                added += add_summary(c, priority)
+                added += add_summary(c, priority, brief=brief)
 
     # -- NEED follow-ups -------------------------------------------------------------------
 
@@ -1013,6 +1061,10 @@ def _read_text(path: Path) -> str:
         return path.read_bytes().decode("utf-8", errors="replace")
     except OSError as exc:
         return f"(unreadable: {exc.strerror})"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _short(text: str, limit: int = 28) -> str:

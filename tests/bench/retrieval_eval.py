@@ -330,6 +330,7 @@ def evaluate(argv: list[str] | None = None) -> dict[str, object]:
     tasks = load_tasks()
     scores = {m: new_score() for m in MODES}
     baseline = new_score()
+    hybrid_files = new_score()  # hybrid judged like the baseline: gold file among its top-10 hits' files
     per_task: list[dict[str, object]] = []
     corpus_runs: list[CorpusRun] = []
     latencies: list[float] = []
@@ -368,6 +369,10 @@ def evaluate(argv: list[str] | None = None) -> dict[str, object]:
                 rank = first_gold_rank([(h.file, h.symbol) for h in hits], task.gold)
                 scores[mode].add(rank)
                 row[mode] = rank
+                if mode == "hybrid":
+                    hybrid_files.add(
+                        first_gold_file_rank(list(dict.fromkeys(h.file for h in hits)), task.gold)
+                    )
             brank = first_gold_file_rank(base.search(task.query, 10), task.gold)
             baseline.add(brank)
             row["baseline"] = brank
@@ -396,6 +401,7 @@ def evaluate(argv: list[str] | None = None) -> dict[str, object]:
         "tasks": tasks,
         "scores": scores,
         "baseline": baseline,
+        "hybrid_files": hybrid_files,
         "per_task": per_task,
         "corpus_runs": corpus_runs,
         "latencies": latencies,
@@ -442,12 +448,20 @@ def render(result: dict[str, object]) -> str:
         f"| baseline: BM25 over whole files (file-level hit) | {baseline.recall(5):.2f} | "
         f"{baseline.recall(10):.2f} | {baseline.mrr:.3f} |"
     )
+    hybrid_files: Score = result["hybrid_files"]  # type: ignore[assignment]
+    out.append(
+        f"| hybrid, judged like the baseline (gold file among the files of its top 10 hits) | "
+        f"{hybrid_files.recall(5):.2f} | {hybrid_files.recall(10):.2f} | {hybrid_files.mrr:.3f} |"
+    )
     hybrid = scores["hybrid"]
     ratio = hybrid.recall(10) / baseline.recall(10) if baseline.recall(10) else float("inf")
+    file_ratio = hybrid_files.recall(10) / baseline.recall(10) if baseline.recall(10) else float("inf")
     out += [
         "",
         f"Hybrid recall@10 {hybrid.recall(10):.2f} (target ≥ 0.80); against the same-run baseline "
-        f"{ratio:.2f}× (target ≥ 1.25×).",
+        f"{ratio:.2f}× (target ≥ 1.25×). Both get k = 10 results, but hybrid must name the gold symbol "
+        f"while the baseline only needs its file; judged at file level like the baseline, hybrid is "
+        f"{file_ratio:.2f}× the baseline (a second view, not the target's figure).",
     ]
     if result["vectors"]:
         cover = "; ".join(
