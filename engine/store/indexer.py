@@ -13,6 +13,7 @@ import gc
 import hashlib
 import itertools
 import json
+import marshal
 import os
 import sqlite3
 import threading
@@ -255,9 +256,37 @@ def _gc_paused() -> Iterator[None]:
 
 
 def parse_batch(root: str, items: Sequence[tuple[str, str]]) -> list[ParseResult]:
-    """Worker entry point: read, hash and analyse each ``(path, language)``."""
+    """Read, hash and analyse each ``(path, language)``."""
     with _gc_paused():
         return [_parse_one(root, path, language) for path, language in items]
+
+
+def parse_batch_packed(root: str, items: Sequence[tuple[str, str]]) -> bytes:
+    """Worker entry point: ``parse_batch`` flattened and marshalled.
+
+    The results are plain tuples, lists, strings and numbers; ``marshal`` serialises
+    those about four times faster than pickle, and this runs once per file.
+    """
+    packed = [
+        (r.path, r.size, r.mtime_ns, r.sha256, _pack_rows(r.rows), r.problem)
+        for r in parse_batch(root, items)
+    ]
+    return marshal.dumps(packed)
+
+
+def _pack_rows(rows: FileRows | None) -> tuple[object, ...] | None:
+    if rows is None:
+        return None
+    return (rows.file, rows.symbols, rows.calls, rows.imports, rows.refs)
+
+
+def _unpack_batch(data: bytes) -> list[ParseResult]:
+    out: list[ParseResult] = []
+    for path, size, mtime_ns, sha, rows, problem in marshal.loads(data):
+        out.append(
+            ParseResult(path, size, mtime_ns, sha, FileRows(*rows) if rows is not None else None, problem)
+        )
+    return out
 
 
 def _pool_context() -> BaseContext:
@@ -291,24 +320,24 @@ def _parse_all(
     size = max(BATCH_MIN, min(BATCH_MAX, total // (workers * 8) or BATCH_MIN))
     batches = [items[i : i + size] for i in range(0, total, size)]
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        pending: set[Future[list[ParseResult]]] = set()
+        pending: set[Future[bytes]] = set()
         queue = iter(batches)
         limit = workers * TASKS_IN_FLIGHT_PER_WORKER
         for batch in queue:
-            pending.add(pool.submit(parse_batch, str(root), batch))
+            pending.add(pool.submit(parse_batch_packed, str(root), batch))
             if len(pending) >= limit:
                 break
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in finished:
-                for result in fut.result():
+                for result in _unpack_batch(fut.result()):
                     done += 1
                     yield result
                 if progress:
                     progress("parsing", done, total)
                 nxt = next(queue, None)
                 if nxt is not None:
-                    pending.add(pool.submit(parse_batch, str(root), nxt))
+                    pending.add(pool.submit(parse_batch_packed, str(root), nxt))
 
 
 # --- writing -----------------------------------------------------------------------------------
