@@ -1,0 +1,127 @@
+"""The cold build's fast paths (worker processes, marshalled results, parallel call resolution,
+indexes built while workers resolve) store exactly what the one-process path stores."""
+
+from __future__ import annotations
+
+import gc
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from engine.config import load_settings
+from engine.semantic.extract import analyze_source
+from engine.store import indexer
+from engine.store.indexer import index_repository
+from engine.store.layout import RepoLayout
+
+# Enough files to go past the inline-parse limit and fill several worker batches.
+PACKAGES, MODULES_PER_PACKAGE = 4, 12
+
+
+def _module(pkg: int, mod: int) -> str:
+    other = f"pkg{(pkg + 1) % PACKAGES}.m{mod}"
+    return f'''"""Module {pkg}.{mod}."""
+import os
+from {other} import shared_{(pkg + 1) % PACKAGES}_{mod}
+
+
+def shared_{pkg}_{mod}(value):
+    """Shared helper."""
+    if value:
+        return helper(value) + shared_{(pkg + 1) % PACKAGES}_{mod}(0)
+    return os.getcwd()
+
+
+def helper(x):
+    return len(str(x))
+
+
+class Thing{mod}:
+    def run(self, path):
+        try:
+            with open(path, "w") as fh:
+                fh.write(self.name())
+        except OSError:
+            raise
+        return helper(path)
+
+    def name(self):
+        return "t"
+'''
+
+
+def _files() -> dict[str, str]:
+    files = {f"pkg{p}/__init__.py": "" for p in range(PACKAGES)}
+    for p in range(PACKAGES):
+        for m in range(MODULES_PER_PACKAGE):
+            files[f"pkg{p}/m{m}.py"] = _module(p, m)
+    return files
+
+
+def _dump(db: Path) -> dict[str, list[tuple[object, ...]]]:
+    conn = sqlite3.connect(db)
+    try:
+        return {
+            "files": conn.execute(
+                "SELECT path, language, module, size, sha256, line_count FROM files ORDER BY path"
+            ).fetchall(),
+            "symbols": conn.execute(
+                "SELECT id, name, qualified_name, kind, file, start_line, end_line, signature, doc, parent, "
+                "exported, arity, control_flow, max_nesting, risk, risk_reasons, body_hash "
+                "FROM symbols ORDER BY id"
+            ).fetchall(),
+            "terms": conn.execute(
+                "SELECT t.term, s.id FROM symbol_terms t JOIN symbols s USING (sid) ORDER BY 1, 2"
+            ).fetchall(),
+            "calls": conn.execute("SELECT * FROM calls ORDER BY file, line, name, caller_id").fetchall(),
+            "imports": conn.execute("SELECT * FROM imports ORDER BY file, line, module").fetchall(),
+            "file_imports": conn.execute("SELECT * FROM file_imports ORDER BY 1, 2").fetchall(),
+            "indexes": conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name"
+            ).fetchall(),
+        }
+    finally:
+        conn.close()
+
+
+def _index(root: Path, cache: Path, workers: int, monkeypatch: pytest.MonkeyPatch, files: int) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    layout = RepoLayout.for_path(root)
+    settings = load_settings(layout.root).settings
+    settings = settings.model_copy(update={"index": settings.index.model_copy(update={"workers": workers})})
+    report = index_repository(layout, settings, text_index=False)
+    assert report.files == files
+    return layout.index_db
+
+
+def test_parallel_cold_build_stores_what_one_process_stores(
+    make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_repo(_files())
+    serial = _dump(_index(root, tmp_path / "serial", 1, monkeypatch, len(_files())))
+    # Force the parallel resolution path (it normally starts at tens of thousands of calls).
+    monkeypatch.setattr(indexer, "PARALLEL_RESOLVE_MIN_CALLS", 1)
+    parallel = _dump(_index(root, tmp_path / "parallel", 2, monkeypatch, len(_files())))
+    assert serial["symbols"], "the fixture must yield symbols"
+    assert any(row[9] is not None for row in parallel["calls"]), "some calls must resolve"
+    for table, rows in serial.items():
+        assert parallel[table] == rows, table
+
+
+def test_build_restores_the_garbage_collector(
+    make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_repo({"a.py": "def f():\n    return g()\n\n\ndef g():\n    return 1\n"})
+    assert gc.isenabled()
+    _index(root, tmp_path / "c", 1, monkeypatch, 1)
+    assert gc.isenabled()
+
+
+def test_same_alias_imported_twice_resolves_to_the_later_import_every_time() -> None:
+    source = (
+        b"try:\n    import psycopg as Database\nexcept ImportError:\n    import psycopg2 as Database\n\n\n"
+        b"def version():\n    return Database.__version__.split('.')\n"
+    )
+    reasons = {analyze_source("db.py", source, "python").symbols[0].risk.reasons for _ in range(3)}
+    assert reasons == {("database: psycopg2.__version__.split",)}
