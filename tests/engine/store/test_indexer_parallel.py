@@ -123,5 +123,7 @@ def test_same_alias_imported_twice_resolves_to_the_later_import_every_time() -> 
         b"try:\n    import psycopg as Database\nexcept ImportError:\n    import psycopg2 as Database\n\n\n"
         b"def version():\n    return Database.__version__.split('.')\n"
     )
-    reasons = {analyze_source("db.py", source, "python").symbols[0].risk.reasons for _ in range(3)}
-    assert reasons == {("database: psycopg2.__version__.split",)}
+    # Query captures do not always list imports in source order (Django's postgresql/base.py
+    # came out as psycopg); aliases are now built in line order, so the later import wins.
+    want = ("database: psycopg2.__version__.split",)
+    assert {analyze_source("db.py", source, "python").symbols[0].risk.reasons for _ in range(2)} == {want}
