@@ -8,7 +8,10 @@ query of the search benchmark's public set (`tests/bench/queries/`) is then give
 - gold recall: the share of gold symbols present in the pack as source or summary (a source
   item whose lines contain the gold symbol counts: the model sees it);
 - pack size in tokens (the median, and the maximum against the budget);
-- reduction: 1 - pack tokens / tokens of reading every gold file in full (chars/4);
+- reduction, per task: 1 - pack tokens / tokens of reading every gold file of that task in
+  full (chars/4, the same estimator as the pack; the pack's tokens include every item the
+  model is sent, the overview too). Reported as the median over tasks and, as before, in
+  aggregate (1 - sum of pack tokens / sum of gold-file tokens);
 - latency: `build_context` wall time in the warm process (what the app pays), and the
   `semfora context --json` command end to end (a fresh interpreter each time).
 
@@ -40,6 +43,8 @@ TARGET_RECALL = 0.85
 TARGET_MEDIAN_TOKENS = 4000
 TARGET_REDUCTION = 0.80
 TARGET_P50_MS = 300.0
+# Gold files under this many tokens cannot give an 80% per-task reduction with a useful pack.
+SMALL_GOLD_FILE = 2000
 # Fresh-process runs of `semfora context` per corpus: enough for a stable median.
 CLI_RUNS = 7
 # What `semfora context` must import before it can do anything: the floor of a fresh process.
@@ -227,6 +232,12 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, float]:
         "median_tokens": statistics.median(tokens) if tokens else 0,
         "max_tokens": max(tokens) if tokens else 0,
         "reduction": 1 - sum(tokens) / full if full else 0.0,
+        "task_reduction": statistics.median(1 - r["tokens"] / r["full"] for r in rows if r["full"])
+        if any(r["full"] for r in rows)
+        else 0.0,
+        "tasks_at_target": sum(
+            1 for r in rows if r["full"] and 1 - r["tokens"] / r["full"] >= TARGET_REDUCTION
+        ),
         "drawn": 1 - sum(tokens) / sum(r["drawn"] for r in rows)
         if rows and sum(r["drawn"] for r in rows)
         else 0.0,
@@ -237,7 +248,8 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, float]:
 def _line(label: str, s: dict[str, float]) -> str:
     return (
         f"| {label} | {s['n']} | {s['recall']:.2f} | {s['any']:.2f} | {s['median_tokens']:.0f} | "
-        f"{s['max_tokens']:.0f} | {s['reduction'] * 100:.0f}% | {s['p50_ms']:.0f} |"
+        f"{s['max_tokens']:.0f} | {s['task_reduction'] * 100:.0f}% | {s['reduction'] * 100:.0f}% | "
+        f"{s['tasks_at_target']:.0f} | {s['p50_ms']:.0f} |"
     )
 
 
@@ -256,13 +268,15 @@ def main() -> None:
     for r in rows:
         by_intent[r["intent"]].append(r)
     header = (
-        "| set | tasks | gold recall | tasks with a gold symbol | median tokens | max tokens | reduction "
-        "| build p50 ms |\n|---|---|---|---|---|---|---|---|"
+        "| set | tasks | gold recall | tasks with a gold symbol | median tokens | max tokens "
+        "| reduction, median per task | reduction, aggregate | tasks >= 80% | build p50 ms |\n"
+        "|---|---|---|---|---|---|---|---|---|---|"
     )
     lines = [header, _line("**all**", total)]
     lines += [_line(f"{name}", _summary(res["rows"])) for name, res in results.items()]
     lines += [_line(f"intent: {intent}", _summary(rs)) for intent, rs in sorted(by_intent.items())]
     over = sum(1 for r in rows if r["tokens"] > BUDGET)
+    small = sum(1 for r in rows if r["full"] < SMALL_GOLD_FILE)
     dj_cli = statistics.median(results["django"]["cli_ms"])
     fl_cli = statistics.median(results["flask"]["cli_ms"])
 
@@ -283,14 +297,19 @@ summary or locator, or holds a source item containing their lines.
 | gold symbols present in the pack | >= {TARGET_RECALL} | {total["recall"]:.2f} | {verdict(total["recall"] >= TARGET_RECALL)} |
 | median pack size | <= {TARGET_MEDIAN_TOKENS} tokens | {total["median_tokens"]:.0f} | {verdict(total["median_tokens"] <= TARGET_MEDIAN_TOKENS)} |
 | packs above the budget | 0 | {over} of {len(rows)} | {verdict(over == 0)} |
-| reduction vs reading every gold file in full | >= {TARGET_REDUCTION * 100:.0f}% | {total["reduction"] * 100:.0f}% | {verdict(total["reduction"] >= TARGET_REDUCTION)} |
+| reduction vs reading every gold file in full, per task (median of 1 - pack/gold files) | >= {TARGET_REDUCTION * 100:.0f}% | {total["task_reduction"] * 100:.0f}% | {verdict(total["task_reduction"] >= TARGET_REDUCTION)} |
+| the same, aggregate (1 - all pack tokens / all gold-file tokens) | >= {TARGET_REDUCTION * 100:.0f}% | {total["reduction"] * 100:.1f}% | {verdict(total["reduction"] >= TARGET_REDUCTION)} |
 | context on warm Django, p50 (in the running app) | <= {TARGET_P50_MS:.0f} ms | {_summary(results["django"]["rows"])["p50_ms"]:.0f} ms | {verdict(_summary(results["django"]["rows"])["p50_ms"] <= TARGET_P50_MS)} |
 | `semfora context --json` as a fresh process, warm Django, p50 of {CLI_RUNS} | (same target) | {dj_cli:.0f} ms | {verdict(dj_cli <= TARGET_P50_MS)} |
 
-The reduction target is missed where gold files are small: many Django gold symbols live in
-modules of a few hundred to a few thousand tokens, and a pack that also carries the bounded
-overview and the callers/callees of its targets cannot be 80% smaller than a 700-token file
-(Flask, whose gold files are larger, comes to {_summary(results["flask"]["rows"])["reduction"] * 100:.0f}%).
+How the packs stay small: the targets get source (edit) or a summary plus one short source
+(explain/general), their callers/callees and the ranked tail get one-line summaries
+(signature and first doc sentence), the tail stops at 10% of the budget or when scores fall
+below a share of the best, and the overview is capped at 3% of the budget. Per task, the
+reduction cannot reach 80% where the gold file is small: {small} of {len(rows)} tasks have gold
+files under {SMALL_GOLD_FILE} tokens (e.g. Django's `template/loader.py`, ~500 tokens), where
+even a 300-token pack is a small reduction or a negative one; Flask, whose gold files are
+larger, comes to {_summary(results["flask"]["rows"])["task_reduction"] * 100:.0f}% per task.
 Against reading in full every file the pack draws from (what a tool without symbol-level
 retrieval would send to show the same code), the packs are {total["drawn"] * 100:.0f}% smaller.
 Flask `semfora context --json` fresh-process p50: {fl_cli:.0f} ms. Indexing (not part of the

@@ -1,0 +1,48 @@
+"""Ranking by class: tests and docs that repeat a feature's words do not push its implementation out."""
+
+from __future__ import annotations
+
+from engine.index.hybrid import FTS_CANDIDATES, search
+
+IMPL = '''"""Key rotation."""
+
+
+def rotate_signing_key(store):
+    """Replace the signing key and keep the old one for verification."""
+    old = store.current()
+    store.retire(old)
+    return store.create()
+'''
+
+
+def _noisy_tests(n: int) -> dict[str, str]:
+    """Test files that say "rotate signing key" far more often than the implementation does."""
+    files = {}
+    for i in range(n):
+        body = "\n\n".join(
+            f"def test_rotate_signing_key_{i}_{j}():\n"
+            f'    """rotate signing key rotate signing key, then verify the signing key rotated."""\n'
+            f"    assert rotate_signing_key(FakeStore()) is not None  # rotate signing key\n"
+            for j in range(4)
+        )
+        files[f"tests/test_rotation_{i}.py"] = body + "\n"
+    return files
+
+
+def test_implementation_outranks_a_crowd_of_tests_that_repeat_its_words(indexed_repo) -> None:
+    # More test chunks than FTS_CANDIDATES, each a better BM25 match than the implementation.
+    files = {"keys/rotation.py": IMPL, **_noisy_tests(FTS_CANDIDATES // 4 + 4)}
+    layout, settings = indexed_repo(files)
+    for mode in ("fts", "hybrid"):
+        hits = search(layout, settings, "how is the signing key rotated", mode=mode, limit=5)
+        assert hits[0].file == "keys/rotation.py" and hits[0].symbol == "rotate_signing_key", mode
+        assert hits[0].sources["fts"] == 1  # its rank among implementation chunks
+        # The tests still show, below it: they are evidence too.
+        assert any(h.file.startswith("tests/") for h in hits)
+
+
+def test_one_hit_per_symbol(indexed_repo) -> None:
+    layout, settings = indexed_repo({"keys/rotation.py": IMPL, **_noisy_tests(3)})
+    hits = search(layout, settings, "rotate signing key", limit=20)
+    keys = [(h.file, h.symbol, h.start_line) for h in hits]
+    assert len(keys) == len(set(keys))
