@@ -66,7 +66,7 @@ PRELOAD_DEFINITIONS_ABOVE = 150
 SQL_CHUNK = 500
 # Page cache (KiB) during a cold build: the Django index is ~64 MB, and sorting its
 # secondary indexes in memory instead of spilling to the WAL is most of the saving.
-BULK_CACHE_KB = 96_000
+BULK_CACHE_KB = 64_000
 # The table still being written while calls resolve: its indexes are built last.
 LATE_TABLES = frozenset({"calls"})
 # How often the lock is retried while another indexer holds it.
