@@ -65,6 +65,8 @@ _DEF, _SCOPE, _NEST, _TRY, _BRANCH, _CALL, _GLOBAL, _NEST_BRANCH = range(8)
 # When two patterns capture one node, the more specific kind wins ("struct" over "type").
 _KIND_RANK = {"variable": 0, "type": 1}
 _FUNCTION_KINDS = frozenset({"function", "method"})
+# The sweep's stack entry for module level: ends after any file, no owner, not in try, depth 0.
+_ROOT_TOP = (1 << 62, None, False, 0, None)
 # "branching" marks a node that is both a branch and a nesting level (if/for/while): one event, not two.
 _SIMPLE_CAPTURES = {
     "branching": _NEST_BRANCH,
@@ -241,7 +243,7 @@ class _Sweep:
         events.sort()
         # Stack entries: (end_byte, owner def, in_try, nesting depth, container (prefix, kind) or None).
         stack: list[tuple[int, _Def | None, bool, int, tuple[str, str] | None]] = []
-        top: tuple[int, _Def | None, bool, int, tuple[str, str] | None] = (1 << 62, None, False, 0, None)
+        top: tuple[int, _Def | None, bool, int, tuple[str, str] | None] = _ROOT_TOP
         kinds = self._kinds
         seen: set[tuple[int, int]] = set()
         module_calls = self.module_calls
@@ -249,7 +251,7 @@ class _Sweep:
         for start, neg_end, code, index in events:
             while stack and stack[-1][0] <= start:
                 stack.pop()
-            top = stack[-1] if stack else (1 << 62, None, False, 0, None)
+            top = stack[-1] if stack else _ROOT_TOP
             node = nodes_by_index[index]
             if code == _DEF:
                 key = (start, -neg_end)

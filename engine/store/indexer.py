@@ -171,13 +171,15 @@ def _rows(path: str, fa: FileAnalysis, size: int, mtime_ns: int, sha: str) -> Fi
     module = relative_module(path)
     symbols: list[tuple[object, ...]] = []
     calls: list[tuple[object, ...]] = []
+    # Booleans go in as they are: SQLite stores True/False as the integers 1/0.
     for s in fa.symbols:
+        short = _short(s.name)
         symbols.append(
             (
                 s.id,
                 s.name,
-                _short(s.name),
-                _short(s.name).lower(),
+                short,
+                short.lower(),
                 s.qualified_name,
                 s.kind,
                 path,
@@ -188,9 +190,9 @@ def _rows(path: str, fa: FileAnalysis, size: int, mtime_ns: int, sha: str) -> Fi
                 s.signature,
                 s.doc,
                 s.parent,
-                int(s.exported),
+                s.exported,
                 _json_list(s.decorators),
-                int(s.is_async),
+                s.is_async,
                 s.arity,
                 s.control_flow,
                 s.max_nesting,
@@ -200,12 +202,10 @@ def _rows(path: str, fa: FileAnalysis, size: int, mtime_ns: int, sha: str) -> Fi
                 tuple(_terms(s.name)),
             )
         )
-        calls.extend(
-            (path, s.id, s.parent, c.name, c.receiver, c.line, int(c.awaited), int(c.in_try)) for c in s.calls
-        )
-    calls.extend(
-        (path, None, None, c.name, c.receiver, c.line, int(c.awaited), int(c.in_try)) for c in fa.module_calls
-    )
+        if s.calls:
+            sid, parent = s.id, s.parent
+            calls += [(path, sid, parent, c.name, c.receiver, c.line, c.awaited, c.in_try) for c in s.calls]
+    calls += [(path, None, None, c.name, c.receiver, c.line, c.awaited, c.in_try) for c in fa.module_calls]
     imports: list[tuple[object, ...]] = [
         (path, i.module, _json_list(i.names), i.alias, i.line) for i in fa.imports
     ]
