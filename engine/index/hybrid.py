@@ -285,12 +285,19 @@ class _Fusion:
     def add_ranked(self, source: str, rows: list[fts.ChunkRow], weight: float, depth: int) -> None:
         """Add one source's list, ranking implementation, tests and prose each within their own class.
 
-        A chunk's rank is its position among chunks of its class, so a test that outscores the
+        A result's rank is its position among results of its class, so a test that outscores the
         implementation costs the implementation nothing; the class weights in ``add`` then
         decide between classes. At most ``depth`` chunks of each class count.
         """
         seen: dict[str, int] = {}
+        keys: set[str] = set()
         for row in rows:
+            # The parts of a long symbol split into several chunks are one result: its best
+            # part counts, once, and the others take no rank (nor a second helping of score).
+            key = row.symbol_id or row.chunk_id
+            if key in keys:
+                continue
+            keys.add(key)
             cls = _chunk_class(row)
             rank = seen.get(cls, 0) + 1
             if rank > depth:

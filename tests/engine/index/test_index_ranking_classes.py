@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.index.hybrid import FTS_CANDIDATES, search
+from engine.index.hybrid import FTS_CANDIDATES, RRF_K, search
 
 IMPL = '''"""Key rotation."""
 
@@ -46,3 +46,19 @@ def test_one_hit_per_symbol(indexed_repo) -> None:
     hits = search(layout, settings, "rotate signing key", limit=20)
     keys = [(h.file, h.symbol, h.start_line) for h in hits]
     assert len(keys) == len(set(keys))
+
+
+def test_a_long_symbol_split_into_parts_is_one_result_with_one_score(indexed_repo) -> None:
+    # ~300 lines: chunked into overlapping parts, each of which matches the query.
+    body = "\n".join(f"    total += ledger_balance(entry_{n})  # ledger balance" for n in range(300))
+    long_fn = f'def reconcile_ledger(entries):\n    """Reconcile the ledger balance."""\n    total = 0\n{body}\n    return total\n'
+    short_fn = (
+        'def ledger_balance(entry):\n    """The ledger balance of one entry."""\n    return entry.amount\n'
+    )
+    layout, settings = indexed_repo({"books/ledger.py": long_fn + "\n\n" + short_fn})
+    hits = search(layout, settings, "ledger balance", mode="fts", limit=10)
+    names = [h.symbol for h in hits]
+    assert names.count("reconcile_ledger") == 1
+    long_hit = hits[names.index("reconcile_ledger")]
+    # One list, one rank: its score is at most one rank-1 contribution, not one per part.
+    assert long_hit.score <= 1.0 / (RRF_K + 1) + 1e-9
