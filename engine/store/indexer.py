@@ -424,21 +424,25 @@ class _Writer:
         if len(self.calls) + len(self.symbols) > FLUSH_ROWS:
             self.flush()
 
-    def flush(self, *, last: bool = False) -> None:
+    def flush(self) -> None:
         c = self.conn
         c.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?)", self.files)
         c.executemany(f"INSERT INTO symbols VALUES ({','.join('?' * 24)})", self.symbols)
-        if not self.bulk or last:
-            # In bulk mode the terms wait for the end and go in sorted: appending to the
-            # (term, sid) b-tree in key order is several times cheaper than random inserts.
-            if self.bulk:
-                self.terms.sort()
-            c.executemany("INSERT INTO symbol_terms VALUES (?,?)", self.terms)
-            self.terms.clear()
+        if not self.bulk:
+            self.flush_terms()
         c.executemany("INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,NULL,NULL,NULL)", self.calls)
         c.executemany("INSERT INTO imports VALUES (?,?,?,?,?)", self.imports)
         for buf in (self.files, self.symbols, self.calls, self.imports):
             buf.clear()
+
+    def flush_terms(self) -> None:
+        """Insert the buffered search terms. In bulk mode they wait for the end (the parent
+        stores them while workers resolve calls) and go in sorted: appending to the
+        (term, sid) b-tree in key order is several times cheaper than random inserts."""
+        if self.bulk:
+            self.terms.sort()
+        self.conn.executemany("INSERT INTO symbol_terms VALUES (?,?)", self.terms)
+        self.terms.clear()
 
 
 def _name_ids(conn: sqlite3.Connection, paths: Sequence[str]) -> set[tuple[str, str]]:
@@ -790,6 +794,13 @@ def index_repository(
     return report
 
 
+def _store_terms_and_index(writer: _Writer, conn: sqlite3.Connection) -> None:
+    """The bulk load's work that needs no resolved call: the search terms, then every
+    secondary index except those on calls."""
+    writer.flush_terms()
+    create_secondary_indexes(conn, skip_tables=LATE_TABLES)
+
+
 def _run(
     conn: sqlite3.Connection,
     layout: RepoLayout,
@@ -853,7 +864,7 @@ def _run(
         writer.add(res.rows, now)
         parsed_ok.append(res.path)
         new_sha[res.path] = res.sha256
-    writer.flush(last=True)
+    writer.flush()
     gone = [s.path for s in content_skipped if s.path in known_paths]
     if gone:
         conn.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
@@ -876,8 +887,9 @@ def _run(
             preloaded=writer if bulk else None,
             workers=workers,
             # The tables already loaded get their indexes while forked workers resolve calls.
-            while_waiting=(lambda: create_secondary_indexes(conn, skip_tables=LATE_TABLES)) if bulk else None,
+            while_waiting=(lambda: _store_terms_and_index(writer, conn)) if bulk else None,
         )
+    writer.flush_terms()  # no-op unless resolution was skipped
     if bulk:
         create_secondary_indexes(conn)
     conn.execute(
