@@ -134,7 +134,9 @@ class OllamaClient:
         if self._client is None:
             import httpx
 
-            self._client = httpx.Client(base_url=self.host, timeout=self._timeout(self.timeout), trust_env=False)
+            self._client = httpx.Client(
+                base_url=self.host, timeout=self._timeout(self.timeout), trust_env=False
+            )
         return self._client
 
     @staticmethod
