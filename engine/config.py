@@ -56,10 +56,16 @@ class LLMSettings(_Section):
         "LiteLLM model string (e.g. ollama/qwen2.5-coder:7b) goes through LiteLLM. Env: SEMFORA_MODEL.",
     )
     max_output_tokens: int = Field(4000, ge=256, description="Maximum tokens in one model reply.")
-    connect_timeout: float = Field(10.0, gt=0, description="Seconds to wait for a connection to the model API.")
-    read_timeout: float = Field(120.0, gt=0, description="Seconds to wait between streamed chunks of a reply.")
+    connect_timeout: float = Field(
+        10.0, gt=0, description="Seconds to wait for a connection to the model API."
+    )
+    read_timeout: float = Field(
+        120.0, gt=0, description="Seconds to wait between streamed chunks of a reply."
+    )
     max_retries: int = Field(4, ge=0, le=10, description="Retries on 429, 5xx and overloaded answers.")
-    edit_retries: int = Field(2, ge=0, le=5, description="Times a failed edit block is sent back to the model.")
+    edit_retries: int = Field(
+        2, ge=0, le=5, description="Times a failed edit block is sent back to the model."
+    )
     exact_token_count: bool = Field(
         False, description="Count tokens with Anthropic's token-counting endpoint instead of chars/4."
     )
@@ -82,15 +88,30 @@ class OllamaSettings(_Section):
     host: str = Field("http://127.0.0.1:11434", description="Ollama base URL. Env: OLLAMA_HOST.")
     summary_model: str = Field("qwen2.5-coder:1.5b", description="Model used for symbol and file summaries.")
     timeout: float = Field(3.0, gt=0, description="Seconds before a summary falls back to extractive.")
-    presummarize: bool = Field(False, description="Pre-summarize the highest fan-in symbols in the background.")
+    presummarize: bool = Field(
+        False, description="Pre-summarize the highest fan-in symbols in the background."
+    )
 
 
 class IndexSettings(_Section):
     max_file_bytes: int = Field(1_000_000, ge=1024, description="Files larger than this are not indexed.")
     exclude_dirs: list[str] = Field(
         default_factory=lambda: [
-            "node_modules", "vendor", "third_party", "dist", "build", "target", ".venv", "venv",
-            "__pycache__", ".tox", ".mypy_cache", ".git", ".hg", ".svn", "bower_components",
+            "node_modules",
+            "vendor",
+            "third_party",
+            "dist",
+            "build",
+            "target",
+            ".venv",
+            "venv",
+            "__pycache__",
+            ".tox",
+            ".mypy_cache",
+            ".git",
+            ".hg",
+            ".svn",
+            "bower_components",
         ],
         description="Directory names that are never indexed (vendored or build output).",
     )
@@ -113,7 +134,9 @@ class SearchSettings(_Section):
     expansion: bool = Field(False, description="Expand queries with 2 rewrites from a local LLM.")
     rerank: bool = Field(False, description="Rerank the top 20 candidates with a local LLM.")
     llm_model: str = Field("qwen2.5-coder:1.5b", description="Ollama model for expansion and rerank.")
-    provider_timeout: float = Field(5.0, gt=0, description="Seconds before an embedding or LLM call is abandoned.")
+    provider_timeout: float = Field(
+        5.0, gt=0, description="Seconds before an embedding or LLM call is abandoned."
+    )
 
 
 class CacheSettings(_Section):
@@ -130,8 +153,18 @@ class MetricsSettings(_Section):
 class EditSettings(_Section):
     deny: list[str] = Field(
         default_factory=lambda: [
-            ".env", ".env.*", "*.pem", "*.key", "id_*", "*secret*", "*credentials*", ".netrc", ".npmrc",
-            ".pypirc", "*.p12", "*.pfx",
+            ".env",
+            ".env.*",
+            "*.pem",
+            "*.key",
+            "id_*",
+            "*secret*",
+            "*credentials*",
+            ".netrc",
+            ".npmrc",
+            ".pypirc",
+            "*.p12",
+            "*.pfx",
         ],
         description="Glob patterns of files that are never written and never sent to a model.",
     )
@@ -142,7 +175,9 @@ class EditSettings(_Section):
 
 
 class GitSettings(_Section):
-    auto_commit: bool = Field(False, description="Make a git commit of exactly the files an edit commit changed.")
+    auto_commit: bool = Field(
+        False, description="Make a git commit of exactly the files an edit commit changed."
+    )
 
 
 class UISettings(_Section):
@@ -225,7 +260,7 @@ def _env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
             found[dotted] = environ[var]
     for var, value in environ.items():
         if var.startswith(ENV_PREFIX) and "__" in var:
-            dotted = var[len(ENV_PREFIX):].lower().replace("__", ".")
+            dotted = var[len(ENV_PREFIX) :].lower().replace("__", ".")
             found[dotted] = value
     return found
 

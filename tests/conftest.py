@@ -22,7 +22,13 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     home = tmp_path_factory.mktemp("xdg")
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
-    for var in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "SEMFORA_MODEL", "SEMFORA_CHROMA_URL", "SEMFORA_BUDGET"):
+    for var in (
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "SEMFORA_MODEL",
+        "SEMFORA_CHROMA_URL",
+        "SEMFORA_BUDGET",
+    ):
         monkeypatch.delenv(var, raising=False)
     # Nothing listens here: services are "down" unless a test starts a fake one.
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
@@ -34,10 +40,14 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
 def git(root: Path, *args: str) -> str:
     env = dict(os.environ)
     env.update(
-        GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
-        GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com",
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.com",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.com",
     )
-    proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, env=env, check=True)
+    proc = subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, env=env, check=True
+    )
     return proc.stdout
 
 
@@ -71,11 +81,24 @@ def make_repo(tmp_path: Path) -> RepoFactory:
     return factory
 
 
-def run_semfora(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
-                input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_semfora(
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    input: str | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
     """Run the real `semfora` console script."""
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
-    return subprocess.run([SEMFORA, *args], cwd=cwd, capture_output=True, text=True, env=full_env,
-                          input=input, timeout=timeout, check=False)
+    return subprocess.run(
+        [SEMFORA, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        input=input,
+        timeout=timeout,
+        check=False,
+    )

@@ -68,4 +68,3 @@ def test_configuration_doc_matches_the_model() -> None:
     for dotted, _default, description in iter_keys():
         assert description, f"{dotted} has no description"
         assert f"`{dotted}`" in doc
-

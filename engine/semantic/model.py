@@ -12,8 +12,20 @@ from typing import Any, Literal
 
 RiskLevel = Literal["low", "medium", "high"]
 SymbolKind = Literal[
-    "function", "method", "class", "struct", "interface", "trait", "enum", "module",
-    "constant", "variable", "type", "macro", "namespace", "property",
+    "function",
+    "method",
+    "class",
+    "struct",
+    "interface",
+    "trait",
+    "enum",
+    "module",
+    "constant",
+    "variable",
+    "type",
+    "macro",
+    "namespace",
+    "property",
 ]
 Level = Literal["full", "definitions"]
 

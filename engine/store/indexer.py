@@ -566,8 +566,8 @@ def _resolve_graphs(
         # insert each once, already resolved.
         calls = preloaded.all_calls
         sql = "INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?)"
-        for lo, hi, part in _resolve_bulk(resolving, calls, workers, while_waiting):
-            rows_iter = zip(itertools.islice(calls, lo, hi), part, strict=True)
+        for lo, hi, resolved in _resolve_bulk(resolving, calls, workers, while_waiting):
+            rows_iter = zip(itertools.islice(calls, lo, hi), resolved, strict=True)
             while batch := [(*row, *res) for row, res in itertools.islice(rows_iter, FLUSH_ROWS)]:
                 conn.executemany(sql, batch)
         if progress:
@@ -635,7 +635,7 @@ class _FileResolver:
     def _resolve(self, row: Sequence[object]) -> Resolution:
         path, _caller, parent, name, receiver = row[:5]
         language = self.languages[path]  # type: ignore[index]
-        ctx = self.contexts.get(path)  # type: ignore[arg-type]
+        ctx = self.contexts.get(path)  # type: ignore[call-overload]
         if ctx is None:
             ctx = self.contexts[path] = file_context(  # type: ignore[index]
                 path,  # type: ignore[arg-type]

@@ -174,10 +174,14 @@ def _rebuild_owned(conn: sqlite3.Connection) -> None:
 # Step n upgrades a database at user_version n-1 to n. The semantic tables hold derived
 # data, so a shape change rebuilds them (the next `semfora index` refills them) instead
 # of converting rows; tables other layers own are never touched.
+def _drop_caller_index(conn: sqlite3.Connection) -> None:
+    conn.execute("DROP INDEX IF EXISTS calls_caller")
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _create_current,
     2: _rebuild_owned,
-    3: lambda conn: conn.execute("DROP INDEX IF EXISTS calls_caller"),
+    3: _drop_caller_index,
 }
 
 

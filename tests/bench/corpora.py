@@ -30,8 +30,22 @@ def pypi_sdist(name: str, version: str) -> Path:
         return next(p for p in dest.iterdir() if p.is_dir())
     dl = CACHE / "downloads"
     dl.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
-                    "-d", str(dl), f"{name}=={version}"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "-d",
+            str(dl),
+            f"{name}=={version}",
+        ],
+        check=True,
+    )
     archive = next(p for p in dl.iterdir() if p.name.lower().startswith(name.lower()) and version in p.name)
     dest.mkdir(parents=True, exist_ok=True)
     return _unpack(archive, dest)

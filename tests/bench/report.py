@@ -24,12 +24,18 @@ HEADER = (
 
 def machine_line() -> str:
     try:
-        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                                capture_output=True, text=True, check=False).stdout.strip()
+        commit = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
     except OSError:
         commit = "?"
-    return (f"_Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()}, "
-            f"Python {platform.python_version()}, commit {commit}._")
+    return (
+        f"_Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()}, "
+        f"Python {platform.python_version()}, commit {commit}._"
+    )
 
 
 def write_section(name: str, body: str) -> None:
@@ -37,5 +43,7 @@ def write_section(name: str, body: str) -> None:
     text = DOC.read_text(encoding="utf-8") if DOC.exists() else HEADER
     block = f"<!-- BEGIN {name} -->\n{body.rstrip()}\n\n{machine_line()}\n<!-- END {name} -->"
     pattern = re.compile(rf"<!-- BEGIN {re.escape(name)} -->.*?<!-- END {re.escape(name)} -->", re.S)
-    text = pattern.sub(lambda _m: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
+    text = (
+        pattern.sub(lambda _m: block, text) if pattern.search(text) else text.rstrip() + "\n\n" + block + "\n"
+    )
     DOC.write_text(text, encoding="utf-8")

@@ -20,7 +20,9 @@ def main() -> int:
         if only and script.stem not in only:
             continue
         print(f"== {script.name}", flush=True)
-        proc = subprocess.run([sys.executable, "-m", f"tests.bench.{script.stem}"], cwd=HERE.parents[1], check=False)
+        proc = subprocess.run(
+            [sys.executable, "-m", f"tests.bench.{script.stem}"], cwd=HERE.parents[1], check=False
+        )
         if proc.returncode != 0:
             failed.append(script.name)
     if failed:

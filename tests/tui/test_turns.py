@@ -143,7 +143,9 @@ async def test_streaming_5000_tokens_keeps_the_prompt_responsive(
         assert app.streaming, "the reply should still be streaming while the user types"
         # Only a gross stall fails here; latency figures belong to benchmarks, not tests.
         assert max(key_latency) < 5.0, key_latency
-        await _wait_for(pilot, lambda: not app.streaming, timeout=240)  # ~10 s of CPU to render; busy shared cores
+        await _wait_for(
+            pilot, lambda: not app.streaming, timeout=240
+        )  # ~10 s of CPU to render; busy shared cores
         stop.set()
         await task
         await settle(pilot)
