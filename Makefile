@@ -35,6 +35,7 @@ typecheck: $(STAMP_DEV)
 
 test: $(STAMP_DEV)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
 
 bench: $(STAMP_DEV)
