@@ -150,22 +150,26 @@ class MetricsSettings(_Section):
     )
 
 
+# Files that are never written and never sent to a model (secrets and credentials).
+DEFAULT_DENY: tuple[str, ...] = (
+    ".env",
+    ".env.*",
+    "*.pem",
+    "*.key",
+    "id_*",
+    "*secret*",
+    "*credentials*",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    "*.p12",
+    "*.pfx",
+)
+
+
 class EditSettings(_Section):
     deny: list[str] = Field(
-        default_factory=lambda: [
-            ".env",
-            ".env.*",
-            "*.pem",
-            "*.key",
-            "id_*",
-            "*secret*",
-            "*credentials*",
-            ".netrc",
-            ".npmrc",
-            ".pypirc",
-            "*.p12",
-            "*.pfx",
-        ],
+        default_factory=lambda: list(DEFAULT_DENY),
         description="Glob patterns of files that are never written and never sent to a model.",
     )
     max_file_bytes: int = Field(2_000_000, ge=1024, description="Files above this size are not edited.")

@@ -14,23 +14,9 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from engine.config import DEFAULT_DENY  # the default of edits.deny; callers normally pass the configured list
 from engine.edits.errors import FileRefused, PathDenied, SecretPathDenied
 
-# The default deny-list mirrors EditSettings.deny; callers normally pass the configured list.
-DEFAULT_DENY: tuple[str, ...] = (
-    ".env",
-    ".env.*",
-    "*.pem",
-    "*.key",
-    "id_*",
-    "*secret*",
-    "*credentials*",
-    ".netrc",
-    ".npmrc",
-    ".pypirc",
-    "*.p12",
-    "*.pfx",
-)
 # Bidirectional overrides and invisible characters make a path display as something it is not.
 _DECEPTIVE = {
     chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200B, 0x200E, 0x200F, 0xFEFF)

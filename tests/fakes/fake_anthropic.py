@@ -20,9 +20,11 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from tests.fakes.quiet_server import QuietHTTPServer
 
 DEFAULT_REPLY = "OK"
 # Characters per text_delta event: small enough that tests see several deltas.
@@ -35,15 +37,6 @@ SHUTDOWN_POLL_SECONDS = 0.02
 
 def fake_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
-
-
-class QuietHTTPServer(ThreadingHTTPServer):
-    """A client that hangs up (timeout, cancel) is normal here, not a traceback on stderr."""
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
-            return
-        super().handle_error(request, client_address)
 
 
 @dataclass(frozen=True)

@@ -16,16 +16,17 @@ import math
 import re
 import signal
 import socket
-import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from tests.fakes.quiet_server import QuietHTTPServer
 
 DEFAULT_MODELS = ("qwen2.5-coder:1.5b", "qwen2.5-coder:7b", "nomic-embed-text:latest")
 # Small, fixed dimension: enough to separate unrelated texts, cheap for tests.
@@ -52,15 +53,6 @@ def embed_text(text: str, dim: int = EMBED_DIM) -> list[float]:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
-
-
-class QuietHTTPServer(ThreadingHTTPServer):
-    """A client that hangs up (timeout, cancel) is normal here, not a traceback on stderr."""
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
-            return
-        super().handle_error(request, client_address)
 
 
 @dataclass(frozen=True)
