@@ -508,6 +508,13 @@ class EditSession:
     def stage_delete(self, path: str) -> FileChange | None:
         """Stage the deletion of ``path``; dropping a file that was only staged for creation."""
         rel = self._rel(path)
+        if (self.layout.root / rel).is_symlink():
+            # The writer works on resolved targets, so deleting "the link" would delete the file
+            # it points to: refuse rather than surprise.
+            raise FileRefused(
+                f"cannot delete {rel}: it is a symbolic link; remove the link itself with rm",
+                code="SYMLINK_DELETE_REFUSED",
+            )
         rec = self._records.get(rel) or self._new_record(rel)
         if rec.base_hash is None:
             if rel in self._records:

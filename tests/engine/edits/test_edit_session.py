@@ -10,7 +10,7 @@ import pytest
 
 from engine.config import Settings
 from engine.edits import EditBlockError, EditSession
-from engine.edits.errors import EditConflict, HunkNotFound
+from engine.edits.errors import EditConflict, FileRefused, HunkNotFound
 from engine.store.layout import RepoLayout
 from tests.conftest import git
 
@@ -126,6 +126,17 @@ def test_create_and_delete_files(make_repo) -> None:
     s.commit(all=True)
     assert (root / "pkg/sub/new.py").read_text() == "print('hi')\n"
     assert not (root / "old.txt").exists()
+
+
+def test_deleting_a_symlink_is_refused_and_its_target_kept(make_repo) -> None:
+    root = make_repo({"real.py": "x = 1\n"})
+    (root / "alias.py").symlink_to("real.py")
+    s = _session(root)
+    with pytest.raises(FileRefused) as info:
+        s.stage_delete("alias.py")
+    assert info.value.code == "SYMLINK_DELETE_REFUSED"
+    assert s.files() == []
+    assert (root / "real.py").read_text() == "x = 1\n" and (root / "alias.py").is_symlink()
 
 
 def test_failed_block_stages_nothing(make_repo) -> None:
