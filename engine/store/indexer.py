@@ -295,7 +295,32 @@ def _pool_context() -> BaseContext:
     # fork is fastest (workers inherit loaded grammars) but unsafe once threads run.
     if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork")
+    from multiprocessing import forkserver
+
+    # Start the helper processes now, while stderr is a real file: a host that captures
+    # stderr (Textual's fileno() is -1) would otherwise make them fail to spawn.
+    with _stderr_with_fd():
+        forkserver.ensure_running()
     return multiprocessing.get_context("forkserver")
+
+
+@contextmanager
+def _stderr_with_fd() -> Iterator[None]:
+    """Point ``sys.stderr`` at the process's real stderr while child processes are spawned."""
+    import sys
+
+    try:
+        valid = sys.stderr is not None and sys.stderr.fileno() >= 0
+    except (OSError, ValueError, AttributeError):
+        valid = False
+    if valid or sys.__stderr__ is None:
+        yield
+        return
+    captured, sys.stderr = sys.stderr, sys.__stderr__
+    try:
+        yield
+    finally:
+        sys.stderr = captured
 
 
 def _parse_all(

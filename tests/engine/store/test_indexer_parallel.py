@@ -127,3 +127,42 @@ def test_same_alias_imported_twice_resolves_to_the_later_import_every_time() -> 
     # came out as psycopg); aliases are now built in line order, so the later import wins.
     want = ("database: psycopg2.__version__.split",)
     assert {analyze_source("db.py", source, "python").symbols[0].risk.reasons for _ in range(2)} == {want}
+
+
+def test_parallel_index_works_when_the_host_captures_stderr(make_repo, monkeypatch) -> None:
+    """Inside the TUI a worker thread indexes while Textual holds stderr (its fileno() is -1)."""
+    import io
+    import sys
+    import threading
+
+    from engine.config import load_settings
+    from engine.store.indexer import INLINE_PARSE_MAX, index_repository
+    from engine.store.layout import RepoLayout
+
+    class CapturedStderr(io.StringIO):
+        def fileno(self) -> int:
+            return -1
+
+    files = {
+        f"pkg/m{i}.py": f"def f{i}(x):\n    return g{i}(x)\n\n\ndef g{i}(x):\n    return x\n"
+        for i in range(INLINE_PARSE_MAX * 3)
+    }
+    root = make_repo(files)
+    layout = RepoLayout.for_path(root)
+    settings = load_settings(root).settings
+    settings.index.workers = 2
+    monkeypatch.setattr(sys, "stderr", CapturedStderr())
+    outcome: dict[str, object] = {}
+
+    def run() -> None:  # a second live thread rules out fork, as in the app
+        try:
+            outcome["report"] = index_repository(layout, settings, text_index=False)
+        except Exception as exc:  # surfaced by the assertion below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join(120)
+    assert "error" not in outcome, outcome.get("error")
+    report = outcome["report"]
+    assert report.files == len(files) and report.symbols == 2 * len(files)
