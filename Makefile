@@ -4,6 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
+STAMP_BENCH := $(VENV)/.installed-bench
 REPO   ?= $(CURDIR)
 
 .PHONY: run test lint bench install dev clean typecheck
@@ -19,6 +20,13 @@ $(STAMP_RUN): pyproject.toml | $(PY)
 $(STAMP_DEV): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@ $(STAMP_RUN)
+
+# The retrieval benchmark embeds with sentence-transformers on the CPU build of torch
+# (torch==2.13.0 is the CPU wheel this machine provides; a bare `torch` would pull CUDA).
+$(STAMP_BENCH): $(STAMP_DEV)
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[dev,local-embed]'
+	touch $@
 
 install: $(STAMP_RUN)
 dev: $(STAMP_DEV)
@@ -38,7 +46,7 @@ test: $(STAMP_DEV)
 	$(VENV)/bin/mypy
 	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
 
-bench: $(STAMP_DEV)
+bench: $(STAMP_BENCH)
 	$(PY) -m tests.bench.run_all $(BENCH)
 
 clean:

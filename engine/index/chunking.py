@@ -143,25 +143,33 @@ def _slice(lines: Sequence[str], start: int, end: int) -> str:
 
 def chunk_prose(path: str, text: str, language: str = "text") -> list[Chunk]:
     lines = text.splitlines()
+    windows = _windows(1, len(lines), PROSE_WINDOW, PROSE_OVERLAP)
+    return _with_parts(_window_chunks(path, lines, windows, "L", "prose", language), text)
+
+
+def _window_chunks(
+    path: str, lines: Sequence[str], windows: list[tuple[int, int]], prefix: str, kind: str, language: str
+) -> list[Chunk]:
+    """One chunk per non-blank line window, named after the file (prose and module-level code)."""
     chunks = []
-    for lo, hi in _windows(1, len(lines), PROSE_WINDOW, PROSE_OVERLAP):
+    for lo, hi in windows:
         body = _slice(lines, lo, hi)
         if not body.strip():
             continue
         chunks.append(
             Chunk(
-                id=chunk_id(path, f"L{lo}", 0),
+                id=chunk_id(path, f"{prefix}{lo}", 0),
                 file=path,
                 start_line=lo,
                 end_line=hi,
-                kind="prose",
+                kind=kind,
                 language=language,
                 content_hash=content_hash(body),
                 text=body,
                 name=PurePosixPath(path).stem,
             )
         )
-    return _with_parts(chunks, text)
+    return chunks
 
 
 def _contains(outer: Symbol, inner: Symbol) -> bool:
@@ -220,23 +228,8 @@ def _module_chunks(path: str, lines: Sequence[str], covered: list[bool], languag
             run_start = lineno
         elif not free and run_start is not None:
             run_end = lineno - 1
-            for lo, hi in _windows(run_start, run_end, MAX_SYMBOL_LINES, SYMBOL_OVERLAP):
-                body = _slice(lines, lo, hi)
-                if not body.strip():
-                    continue
-                chunks.append(
-                    Chunk(
-                        id=chunk_id(path, f"M{lo}", 0),
-                        file=path,
-                        start_line=lo,
-                        end_line=hi,
-                        kind="module",
-                        language=language,
-                        content_hash=content_hash(body),
-                        text=body,
-                        name=PurePosixPath(path).stem,
-                    )
-                )
+            windows = _windows(run_start, run_end, MAX_SYMBOL_LINES, SYMBOL_OVERLAP)
+            chunks.extend(_window_chunks(path, lines, windows, "M", "module", language))
             run_start = None
     return chunks
 
