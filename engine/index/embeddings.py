@@ -32,6 +32,11 @@ QUERY_THREADS = 1
 LOCAL_MAX_TOKENS = 128
 # Characters of a chunk given to the embedder; MiniLM reads 256 word pieces, nomic 2048 tokens.
 MAX_EMBED_CHARS = 2000
+# CPU flags (Linux /proc/cpuinfo) meaning bfloat16 matrix products run natively. Without them
+# bfloat16 is emulated and slower than float32; with them MiniLM embeds ~3x faster (measured on
+# this 2-core AMX machine: 79 -> 223 chunks/s) with vectors within 1e-4 cosine of float32.
+NATIVE_BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
+CPUINFO = Path("/proc/cpuinfo")
 # Files chroma's ONNX MiniLM needs; all must be present for it to run without downloading.
 CHROMA_ONNX_FILES = (
     "config.json",
@@ -124,7 +129,7 @@ class SentenceTransformerEmbedder:
     max_batch = LOCAL_BATCH
     _lock = threading.Lock()
 
-    def __init__(self, name_or_path: str) -> None:
+    def __init__(self, name_or_path: str, precision: str = "auto") -> None:
         path = resolve_local_model(name_or_path)
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -139,22 +144,31 @@ class SentenceTransformerEmbedder:
         except (OSError, ValueError) as exc:
             raise EmbeddingUnavailable(f"cannot load the embedding model at {path}: {exc}") from exc
         self._model.max_seq_length = min(self._model.max_seq_length or LOCAL_MAX_TOKENS, LOCAL_MAX_TOKENS)
+        # The spec names the model only: bfloat16 and float32 vectors agree to 1e-4 cosine, so an
+        # index built with one is served by the other without a re-embed.
         self.spec = f"sentence-transformers:{name_or_path}"
+        self.bf16 = precision == "bfloat16" or (precision == "auto" and cpu_has_native_bf16())
 
     def _encode(self, texts: list[str], threads: int | None = None) -> list[list[float]]:
+        import contextlib
+
         import torch
 
         with self._lock:
             previous = torch.get_num_threads()
             if threads is not None:
                 torch.set_num_threads(threads)
+            arithmetic = (
+                torch.autocast("cpu", dtype=torch.bfloat16) if self.bf16 else contextlib.nullcontext()
+            )
             try:
-                vectors = self._model.encode(
-                    [t[:MAX_EMBED_CHARS] for t in texts],
-                    batch_size=LOCAL_BATCH,
-                    normalize_embeddings=True,
-                    show_progress_bar=False,
-                )
+                with arithmetic:
+                    vectors = self._model.encode(
+                        [t[:MAX_EMBED_CHARS] for t in texts],
+                        batch_size=LOCAL_BATCH,
+                        normalize_embeddings=True,
+                        show_progress_bar=False,
+                    )
             finally:
                 torch.set_num_threads(previous)
         return [[float(x) for x in v] for v in vectors]
@@ -164,6 +178,18 @@ class SentenceTransformerEmbedder:
 
     def embed_query(self, text: str) -> list[float]:
         return self._encode([text], threads=QUERY_THREADS)[0]
+
+
+def cpu_has_native_bf16(cpuinfo: Path = CPUINFO) -> bool:
+    """Whether this CPU multiplies bfloat16 natively (AMX or AVX512-BF16); False when unknown."""
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return not NATIVE_BF16_FLAGS.isdisjoint(line.partition(":")[2].split())
+    return False
 
 
 def resolve_local_model(name_or_path: str) -> Path:
@@ -245,7 +271,8 @@ def choose_embedder(settings: Settings) -> EmbedderChoice:
         if not arg:
             raise ConfigError("sentence-transformers needs a model: sentence-transformers:NAME_OR_PATH")
         try:
-            return EmbedderChoice(SentenceTransformerEmbedder(arg), spec, "")
+            embedder = SentenceTransformerEmbedder(arg, settings.search.local_embed_precision)
+            return EmbedderChoice(embedder, spec, "")
         except EmbeddingUnavailable as exc:
             return EmbedderChoice(None, spec, exc.message + (f" ({exc.hint})" if exc.hint else ""))
     if kind == "auto":

