@@ -389,6 +389,9 @@ def _delete_file_rows(conn: sqlite3.Connection, paths: Sequence[str], *, keep_fi
 _EMPTY_JSON_LIST = "[]"
 # Rows buffered before one executemany; bounds memory while keeping inserts batched.
 FLUSH_ROWS = 20_000
+# The same during a cold build, smaller so the last flush (on the critical path, after the
+# final file is parsed) is short; the earlier ones overlap with the workers' parsing.
+BULK_FLUSH_ROWS = 2_000
 
 
 def _json_list(values: Sequence[str]) -> str:
@@ -398,6 +401,15 @@ def _json_list(values: Sequence[str]) -> str:
 def _short(name: str) -> str:
     """The last segment of a dotted name: ``res.send`` is called as ``send``."""
     return name.rsplit(".", 1)[-1] or name
+
+
+# Expands the pending (sid, JSON array) rows into (term, sid) rows in key order, all in SQLite.
+EXPAND_TERMS_SQL = "INSERT INTO symbol_terms SELECT j.value, p.sid FROM temp.pending_terms p, json_each(p.terms) j ORDER BY 1, 2"
+
+
+def _json_terms(terms: Iterable[str]) -> str:
+    """A JSON array of identifier parts; they are ASCII letters and digits, so no escaping."""
+    return '["' + '","'.join(terms) + '"]' if terms else "[]"
 
 
 @lru_cache(maxsize=65536)
@@ -424,15 +436,25 @@ class _Writer:
         self.all_calls: list[tuple[object, ...]] = []
         self.definitions: list[Definition] = []
         self.imports_by_file: dict[str, list[ImportRef]] = {}
+        self.pending_terms = bulk
+        if bulk:
+            conn.execute("CREATE TEMP TABLE IF NOT EXISTS pending_terms (sid INTEGER, terms TEXT)")
 
     def add(self, rows: FileRows, now: float) -> None:
         self.files.append((*rows.file, now))
         sid = self.next_sid
         symbols, terms = self.symbols, self.terms
-        for row in rows.symbols:
-            symbols.append((sid, *row[:-1]))
-            terms.extend([(t, sid) for t in row[-1]])  # type: ignore[attr-defined]
-            sid += 1
+        if self.bulk:
+            # One (sid, JSON array) row per symbol; SQLite expands them at the end (json_each).
+            for row in rows.symbols:
+                symbols.append((sid, *row[:-1]))
+                terms.append((sid, _json_terms(row[-1])))  # type: ignore[arg-type]
+                sid += 1
+        else:
+            for row in rows.symbols:
+                symbols.append((sid, *row[:-1]))
+                terms.extend([(t, sid) for t in row[-1]])  # type: ignore[attr-defined]
+                sid += 1
         self.next_sid = sid
         self.imports.extend(rows.imports)
         if self.bulk:
@@ -446,14 +468,17 @@ class _Writer:
             self.imports_by_file[str(rows.file[0])] = [ImportRef(*r) for r in rows.refs]  # type: ignore[arg-type]
         else:
             self.calls.extend(rows.calls)
-        if len(self.calls) + len(self.symbols) > FLUSH_ROWS:
+        if len(self.calls) + len(self.symbols) > (BULK_FLUSH_ROWS if self.bulk else FLUSH_ROWS):
             self.flush()
 
     def flush(self) -> None:
         c = self.conn
         c.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?)", self.files)
         c.executemany(f"INSERT INTO symbols VALUES ({','.join('?' * 24)})", self.symbols)
-        if not self.bulk:
+        if self.bulk:
+            c.executemany("INSERT INTO temp.pending_terms VALUES (?,?)", self.terms)
+            self.terms.clear()
+        else:
             self.flush_terms()
         c.executemany("INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,NULL,NULL,NULL)", self.calls)
         c.executemany("INSERT INTO imports VALUES (?,?,?,?,?)", self.imports)
@@ -461,13 +486,25 @@ class _Writer:
             buf.clear()
 
     def flush_terms(self) -> None:
-        """Insert the buffered search terms. In bulk mode they wait for the end (the parent
-        stores them while workers resolve calls) and go in sorted: appending to the
-        (term, sid) b-tree in key order is several times cheaper than random inserts."""
-        if self.bulk:
-            self.terms.sort()
-        self.conn.executemany("INSERT INTO symbol_terms VALUES (?,?)", self.terms)
-        self.terms.clear()
+        """Insert the search terms. In bulk mode each symbol's terms waited in
+        ``temp.pending_terms`` as one JSON array; SQLite expands and sorts them in one
+        statement (appending to the (term, sid) b-tree in key order, with no Python per
+        term), which the parent runs while workers resolve calls."""
+        if not self.bulk:
+            self.conn.executemany("INSERT INTO symbol_terms VALUES (?,?)", self.terms)
+            self.terms.clear()
+            return
+        if self.terms:
+            self.conn.executemany("INSERT INTO temp.pending_terms VALUES (?,?)", self.terms)
+            self.terms.clear()
+        if self.pending_terms:
+            try:
+                self.conn.execute(EXPAND_TERMS_SQL)
+            except sqlite3.OperationalError:  # an SQLite built without JSON: expand here
+                rows = self.conn.execute("SELECT sid, terms FROM temp.pending_terms").fetchall()
+                expanded = sorted((term, sid) for sid, terms in rows for term in json.loads(terms))
+                self.conn.executemany("INSERT INTO symbol_terms VALUES (?,?)", expanded)
+            self.conn.execute("DELETE FROM temp.pending_terms")
 
 
 def _name_ids(conn: sqlite3.Connection, paths: Sequence[str]) -> set[tuple[str, str]]:
@@ -537,6 +574,7 @@ def _resolve_graphs(
     preloaded: _Writer | None = None,
     workers: int = 1,
     while_waiting: Callable[[], None] | None = None,
+    shard_dir: Path | None = None,
 ) -> None:
     """Recompute file imports and call edges for every file whose edges could have changed.
 
@@ -589,12 +627,7 @@ def _resolve_graphs(
     if preloaded is not None:
         # Bulk: the calls were kept in memory; resolve them (in parallel when it pays) and
         # insert each once, already resolved.
-        calls = preloaded.all_calls
-        sql = "INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?)"
-        for lo, hi, resolved in _resolve_bulk(resolving, calls, workers, while_waiting):
-            rows_iter = zip(itertools.islice(calls, lo, hi), resolved, strict=True)
-            while batch := [(*row, *res) for row, res in itertools.islice(rows_iter, FLUSH_ROWS)]:
-                conn.executemany(sql, batch)
+        _resolve_bulk(conn, resolving, preloaded.all_calls, workers, shard_dir, while_waiting)
         if progress:
             progress("resolving calls", total, total)
         return
@@ -673,59 +706,116 @@ class _FileResolver:
 
 # Below this many calls, resolving in one process beats forking workers.
 PARALLEL_RESOLVE_MIN_CALLS = 40_000
-# Slices per resolution worker: the parent stores finished slices while later ones resolve.
-RESOLVE_SLICES_PER_WORKER = 4
+# Slices per resolution worker: small enough to balance the two workers' loads, and the
+# parent copies each finished slice while later ones still resolve.
+RESOLVE_SLICES_PER_WORKER = 3
 # State a forked resolution worker inherits from its parent (never pickled).
 _FORKED: tuple[_FileResolver, list[tuple[object, ...]]] | None = None
+_CALLS_INSERT = "INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+# Shard files written by resolution workers are named so a crashed run's leftovers are found.
+SHARD_GLOB = "calls-shard-*.db"
+# SQLite attaches at most 10 databases by default; shards are attached together until the commit.
+MAX_SHARDS = 8
+SHARD_ALIAS = "calls_shard_"
 
 
-def _resolve_slice(bounds: tuple[int, int]) -> list[Resolution]:
+def _detach_shards(conn: sqlite3.Connection) -> None:
+    for _seq, name, _file in conn.execute("PRAGMA database_list").fetchall():
+        if name.startswith(SHARD_ALIAS):
+            conn.execute(f"DETACH DATABASE {name}")
+
+
+def _resolved_rows(
+    resolving: _FileResolver, calls: Sequence[tuple[object, ...]], lo: int, hi: int
+) -> Iterator[tuple[object, ...]]:
+    part = calls[lo:hi]
+    for row, res in zip(part, resolving.resolve_rows(part), strict=True):
+        yield (*row, *res)
+
+
+def _resolve_to_shard(job: tuple[int, int, str]) -> int:
+    """Worker: resolve calls[lo:hi] and write them, resolved, into a shard database of its own.
+
+    The per-row cost of binding 170k call rows is paid here, on both cores, instead of in
+    the parent; the parent then copies each shard with one INSERT ... SELECT.
+    """
     assert _FORKED is not None
     resolving, calls = _FORKED
-    return resolving.resolve_rows(itertools.islice(calls, bounds[0], bounds[1]))
+    lo, hi, path = job
+    shard = sqlite3.connect(path, isolation_level=None)
+    try:
+        shard.execute("PRAGMA journal_mode=OFF")
+        shard.execute("PRAGMA synchronous=OFF")
+        shard.execute(f"CREATE TABLE calls AS SELECT * FROM (SELECT {', '.join(['NULL'] * 11)}) WHERE 0")
+        shard.execute("BEGIN")
+        shard.executemany(_CALLS_INSERT, _resolved_rows(resolving, calls, lo, hi))
+        shard.execute("COMMIT")
+    finally:
+        shard.close()
+    return hi - lo
+
+
+def _remove_shards(shard_dir: Path) -> None:
+    for leftover in shard_dir.glob(SHARD_GLOB):
+        leftover.unlink(missing_ok=True)
 
 
 def _resolve_bulk(
+    conn: sqlite3.Connection,
     resolving: _FileResolver,
     calls: list[tuple[object, ...]],
     workers: int,
+    shard_dir: Path | None,
     while_waiting: Callable[[], None] | None = None,
-) -> Iterator[tuple[int, int, list[Resolution]]]:
-    """Resolve every call, yielding ``(start, end, resolutions)`` slices in order.
+) -> None:
+    """Resolve every call and insert it, resolved, into ``calls`` (in the list's order).
 
-    With several cores, forked workers share the definitions copy-on-write and the caller
-    stores slice N while they resolve the rest; ``while_waiting`` runs once the work is
-    handed out (the parent builds indexes there instead of idling).
+    With several cores, forked workers share the definitions copy-on-write, each resolves
+    slices into shard files, and the parent copies them in order; ``while_waiting`` runs
+    once the work is handed out (the parent builds indexes there instead of idling).
     """
     import multiprocessing
 
     global _FORKED
     can_fork = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
-    if workers <= 1 or len(calls) < PARALLEL_RESOLVE_MIN_CALLS or not can_fork:
+    if workers <= 1 or len(calls) < PARALLEL_RESOLVE_MIN_CALLS or not can_fork or shard_dir is None:
         if while_waiting is not None:
             while_waiting()
-        yield 0, len(calls), resolving.resolve_rows(calls)
+        for lo in range(0, len(calls), FLUSH_ROWS):
+            conn.executemany(_CALLS_INSERT, _resolved_rows(resolving, calls, lo, lo + FLUSH_ROWS))
         return
     # Cut on file boundaries so each worker's per-file memo stays whole.
-    step = len(calls) // (workers * RESOLVE_SLICES_PER_WORKER) + 1
+    step = len(calls) // min(MAX_SHARDS, workers * RESOLVE_SLICES_PER_WORKER) + 1
     cuts = [0]
     while cuts[-1] < len(calls):
         end = min(len(calls), cuts[-1] + step)
         while end < len(calls) and calls[end][0] == calls[end - 1][0]:
             end += 1
         cuts.append(end)
-    bounds = list(itertools.pairwise(cuts))
+    tag = f"{os.getpid()}-{time.monotonic_ns()}"
+    jobs = [
+        (lo, hi, str(shard_dir / SHARD_GLOB.replace("*", f"{tag}-{i}")))
+        for i, (lo, hi) in enumerate(itertools.pairwise(cuts))
+    ]
     _FORKED = (resolving, calls)
     try:
         ctx = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            parts = pool.map(_resolve_slice, bounds)
+            done = pool.map(_resolve_to_shard, jobs)
             if while_waiting is not None:
                 while_waiting()
-            for (lo, hi), part in zip(bounds, parts, strict=True):
-                yield lo, hi, part
+            for index, ((lo, hi, path), count) in enumerate(zip(jobs, done, strict=True)):
+                if count != hi - lo:
+                    raise RuntimeError(f"a resolution worker stored {count} of {hi - lo} calls")
+                # A database read inside the open transaction cannot be detached before the
+                # commit: each shard gets its own name, and is detached by _detach_shards.
+                conn.execute("ATTACH DATABASE ? AS ?", (path, f"{SHARD_ALIAS}{index}"))
+                conn.execute(f"INSERT INTO main.calls SELECT * FROM {SHARD_ALIAS}{index}.calls")
+                Path(path).unlink(missing_ok=True)  # the open handle keeps it readable until detached
     finally:
         _FORKED = None
+        for _lo, _hi, path in jobs:
+            Path(path).unlink(missing_ok=True)
 
 
 # --- the run -----------------------------------------------------------------------------------
@@ -856,6 +946,7 @@ def _run(
         conn.execute(f"PRAGMA cache_size=-{BULK_CACHE_KB}")
     conn.execute("BEGIN")
     if bulk:
+        _remove_shards(layout.cache_dir)  # a killed run's leftovers
         drop_secondary_indexes(conn)
         conn.execute(f"PRAGMA threads = {min(4, workers)}")  # parallel sorter for the index builds
     for cand, _digest in plan.touched_only:
@@ -913,6 +1004,7 @@ def _run(
             workers=workers,
             # The tables already loaded get their indexes while forked workers resolve calls.
             while_waiting=(lambda: _store_terms_and_index(writer, conn)) if bulk else None,
+            shard_dir=layout.cache_dir,
         )
     writer.flush_terms()  # no-op unless resolution was skipped
     if bulk:
@@ -922,6 +1014,7 @@ def _run(
         (json.dumps({"at": now, "git": found.used_git}),),
     )
     conn.commit()
+    _detach_shards(conn)
     if bulk:
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KB}")

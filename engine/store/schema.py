@@ -15,7 +15,8 @@ from engine.errors import IndexError_
 # Bump when the semantic tables change shape; every step below upgrades by one.
 # v2: calls carry their resolution and ``edges`` became a view; short_name column.
 # v3: no index on calls(caller_id): callees are found through the caller's file.
-SCHEMA_VERSION = 3
+# v4: the calls(callee_id) index covers resolved calls only (about half of them).
+SCHEMA_VERSION = 4
 
 # Names of the tables this module owns: a migration may rebuild only these.
 OWNED_TABLES = (
@@ -130,7 +131,8 @@ SECONDARY_INDEXES = (
     "CREATE INDEX IF NOT EXISTS calls_file ON calls(file)",
     "CREATE INDEX IF NOT EXISTS calls_name ON calls(name)",
     "CREATE INDEX IF NOT EXISTS imports_file ON imports(file)",
-    "CREATE INDEX IF NOT EXISTS calls_callee ON calls(callee_id)",
+    # Partial: only resolved calls are looked up by callee (unresolved ones have none).
+    "CREATE INDEX IF NOT EXISTS calls_callee ON calls(callee_id) WHERE callee_id IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS file_imports_dst ON file_imports(dst)",
 )
 
@@ -178,10 +180,16 @@ def _drop_caller_index(conn: sqlite3.Connection) -> None:
     conn.execute("DROP INDEX IF EXISTS calls_caller")
 
 
+def _partial_callee_index(conn: sqlite3.Connection) -> None:
+    conn.execute("DROP INDEX IF EXISTS calls_callee")
+    create_secondary_indexes(conn)
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: _create_current,
     2: _rebuild_owned,
     3: _drop_caller_index,
+    4: _partial_callee_index,
 }
 
 

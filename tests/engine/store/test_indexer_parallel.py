@@ -166,3 +166,37 @@ def test_parallel_index_works_when_the_host_captures_stderr(make_repo, monkeypat
     assert "error" not in outcome, outcome.get("error")
     report = outcome["report"]
     assert report.files == len(files) and report.symbols == 2 * len(files)
+
+
+def test_parallel_build_leaves_no_shard_files_and_clears_a_killed_runs(
+    make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_repo(_files())
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    layout = RepoLayout.for_path(root)
+    layout.cache_dir.mkdir(parents=True, exist_ok=True)
+    stale = layout.cache_dir / "calls-shard-999-1-0.db"
+    stale.write_bytes(b"left by a killed run")
+    monkeypatch.setattr(indexer, "PARALLEL_RESOLVE_MIN_CALLS", 1)
+    _index(root, tmp_path / "cache", 2, monkeypatch, len(_files()))
+    assert sorted(layout.cache_dir.glob(indexer.SHARD_GLOB)) == []
+    conn = sqlite3.connect(layout.index_db)
+    try:
+        attached = [row[1] for row in conn.execute("PRAGMA database_list")]
+        resolved = conn.execute("SELECT count(*) FROM calls WHERE callee_id IS NOT NULL").fetchone()[0]
+    finally:
+        conn.close()
+    assert attached == ["main"]
+    assert resolved > 0
+
+
+def test_search_terms_are_the_same_when_sqlite_cannot_expand_json(
+    make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An SQLite built without JSON functions takes the Python path and stores the same terms."""
+    root = make_repo(_files())
+    with_json = _dump(_index(root, tmp_path / "json", 1, monkeypatch, len(_files())))
+    monkeypatch.setattr(indexer, "EXPAND_TERMS_SQL", "INSERT INTO symbol_terms SELECT * FROM no_json_each()")
+    without = _dump(_index(root, tmp_path / "python", 1, monkeypatch, len(_files())))
+    assert with_json["terms"], "the fixture must yield search terms"
+    assert without["terms"] == with_json["terms"]
