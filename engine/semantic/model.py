@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 RiskLevel = Literal["low", "medium", "high"]
 SymbolKind = Literal[
@@ -30,9 +30,12 @@ SymbolKind = Literal[
 Level = Literal["full", "definitions"]
 
 
-@dataclass(frozen=True)
-class CallSite:
-    """One call expression inside a symbol (or at module level)."""
+class CallSite(NamedTuple):
+    """One call expression inside a symbol (or at module level).
+
+    A named tuple rather than a dataclass: extraction makes one per call (170k for
+    Django) and a tuple is built several times faster; it is just as immutable.
+    """
 
     name: str
     receiver: str | None = None
@@ -87,7 +90,7 @@ class Symbol:
         data["risk"] = self.risk.level
         data["risk_reasons"] = list(self.risk.reasons)
         data["decorators"] = list(self.decorators)
-        data["calls"] = [asdict(c) for c in self.calls]
+        data["calls"] = [c._asdict() for c in self.calls]
         return data
 
 

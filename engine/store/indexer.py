@@ -204,8 +204,8 @@ def _rows(path: str, fa: FileAnalysis, size: int, mtime_ns: int, sha: str) -> Fi
         )
         if s.calls:
             sid, parent = s.id, s.parent
-            calls += [(path, sid, parent, c.name, c.receiver, c.line, c.awaited, c.in_try) for c in s.calls]
-    calls += [(path, None, None, c.name, c.receiver, c.line, c.awaited, c.in_try) for c in fa.module_calls]
+            calls += [(path, sid, parent, *c) for c in s.calls]
+    calls += [(path, None, None, *c) for c in fa.module_calls]
     imports: list[tuple[object, ...]] = [
         (path, i.module, _json_list(i.names), i.alias, i.line) for i in fa.imports
     ]
