@@ -277,6 +277,10 @@ class EditSession:
         self.task: str | None = None
         self.created_at = time.time()
         self._records: dict[str, _Record] = {}
+        # What this instance last read or wrote (per path, as JSON) and that file's revision:
+        # a save merges its own changes into whatever another process saved since.
+        self._base: dict[str, dict[str, Any]] = {}
+        self._revision: str | None = None
 
     # ------------------------------------------------------------------ persistence
 
@@ -299,6 +303,8 @@ class EditSession:
             session.task = data.get("task")
             session.created_at = data.get("created_at", session.created_at)
             session._records = {r["path"]: _Record.from_json(r) for r in data.get("files", [])}
+            session._revision = data.get("revision")
+            session._base = session._snapshot()
         except (OSError, ValueError, KeyError, TypeError) as exc:
             aside = path.with_name(f"session.corrupt-{int(time.time())}.json")
             path.replace(aside)
@@ -308,21 +314,64 @@ class EditSession:
             ) from exc
         return session
 
+    def _snapshot(self) -> dict[str, dict[str, Any]]:
+        return {path: copy.deepcopy(rec.to_json()) for path, rec in self._records.items()}
+
     def save(self) -> None:
-        if not self._records:
-            self.path.unlink(missing_ok=True)
-            return
-        write_json_atomic(
-            self.path,
-            {
-                "version": SESSION_VERSION,
-                "id": self.id,
-                "task": self.task,
-                "created_at": self.created_at,
-                "updated_at": time.time(),
-                "files": [r.to_json() for r in self._records.values()],
-            },
-        )
+        """Persist the session. Two processes staging at once lose nothing: under the edit
+        lock, a save that finds another process's newer file merges its own changes (the
+        paths it staged, changed or dropped since it loaded) into that file."""
+        self.layout.edits_dir.mkdir(parents=True, exist_ok=True)
+        with edit_lock(self.layout.edits_dir, timeout=self.settings.edits.lock_timeout):
+            mine = self._snapshot()
+            on_disk = self._read_saved()
+            if on_disk is None and self._revision is not None:
+                on_disk = {"files": []}  # another process committed or discarded what was loaded
+            if on_disk is not None and on_disk.get("revision") != self._revision:
+                mine = self._merge_into(on_disk, mine)
+                self.id = on_disk.get("id", self.id)
+                self._records = {path: _Record.from_json(data) for path, data in mine.items()}
+            if not mine:
+                self.path.unlink(missing_ok=True)
+                self._revision = None
+            else:
+                self._revision = secrets.token_hex(8)
+                write_json_atomic(
+                    self.path,
+                    {
+                        "version": SESSION_VERSION,
+                        "revision": self._revision,
+                        "id": self.id,
+                        "task": self.task,
+                        "created_at": self.created_at,
+                        "updated_at": time.time(),
+                        "files": list(mine.values()),
+                    },
+                )
+            self._base = copy.deepcopy(mine)
+
+    def _read_saved(self) -> dict[str, Any] | None:
+        """The session file as another process may have left it, or None when absent or unreadable."""
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def _merge_into(
+        self, on_disk: dict[str, Any], mine: dict[str, dict[str, Any]]
+    ) -> dict[str, dict[str, Any]]:
+        theirs = {r["path"]: r for r in on_disk.get("files", []) if isinstance(r, dict) and "path" in r}
+        merged = dict(theirs)
+        for path in set(mine) | set(self._base):
+            now, before = mine.get(path), self._base.get(path)
+            if now == before:
+                continue  # this instance did not touch it: the file's version stands
+            if now is not None:
+                merged[path] = now
+            elif theirs.get(path) == before:
+                merged.pop(path, None)  # dropped here, and nobody changed it since
+        return merged
 
     # ------------------------------------------------------------------ reading
 
@@ -682,6 +731,7 @@ class EditSession:
     def _reload(self) -> None:
         fresh = EditSession.load_or_create(self.layout, self.settings, analyze=self._analyze)
         self.id, self.task, self._records = fresh.id, fresh.task, fresh._records
+        self._base, self._revision = fresh._base, fresh._revision
 
     def _commit_locked(self, *, all: bool, message: str | None, run_checks: bool) -> CommitResult:
         if all:

@@ -231,3 +231,42 @@ def test_git_auto_commit_touches_only_the_change_set(make_repo) -> None:
     status = git(root, "status", "--porcelain")
     assert " M mine.txt" in status and "M  staged.txt" in status
     assert [(c.name, c.ok) for c in result.checks] == [("lint", True), ("test", False)]
+
+
+def test_two_sessions_staging_at_once_lose_neither_change(make_repo) -> None:
+    """Two processes (here two loaded sessions) stage different files from the same start."""
+    root = make_repo({"f.txt": TEN, "g.txt": "g\n"})
+    first, second = _session(root), _session(root)
+    first.stage_content("f.txt", _two_hunk_edit(TEN))
+    second.stage_content("g.txt", "g changed\n")
+    assert {f.path for f in _session(root).files()} == {"f.txt", "g.txt"}
+    # Each session also sees the other's file once it has saved.
+    assert {f.path for f in second.files()} == {"f.txt", "g.txt"}
+    latest = _session(root)
+    latest.accept_file("g.txt")
+    latest.commit()
+    assert (root / "g.txt").read_text() == "g changed\n"
+    assert (root / "f.txt").read_text() == TEN
+
+
+def test_a_stale_session_does_not_resurrect_what_another_process_committed(make_repo) -> None:
+    root = make_repo({"f.txt": TEN, "g.txt": "g\n"})
+    stale = _session(root)
+    stale.stage_content("f.txt", _two_hunk_edit(TEN))
+    other = _session(root)
+    other.accept_file("f.txt")
+    assert other.commit().committed
+    stale.stage_content("g.txt", "g changed\n")  # saves: f.txt was committed meanwhile
+    assert [f.path for f in _session(root).files()] == ["g.txt"]
+
+
+def test_dropping_a_file_keeps_another_sessions_newer_version_of_it(make_repo) -> None:
+    root = make_repo({"f.txt": TEN})
+    first = _session(root)
+    first.stage_content("f.txt", _two_hunk_edit(TEN))
+    second = _session(root)
+    second.stage_content("f.txt", TEN.replace("line 9\n", "line nine\n"))
+    first.rollback()  # drops what *it* staged; the other session's newer edit stays
+    [kept] = _session(root).files()
+    assert "+line nine" in _session(root).show()
+    assert kept.path == "f.txt"
