@@ -91,3 +91,28 @@ async def test_header_shows_the_vector_index_building_then_ready(
         hits = app.bridge.search("read the settings file", mode="vector", limit=3)
         assert hits and hits[0].file == "app/config.py"
     assert any(s.startswith("vectors ") and s.endswith("%") for s in states), states
+
+
+async def test_a_repository_big_enough_for_worker_processes_indexes_inside_the_app(
+    make_app: AppFactory, make_repo
+) -> None:
+    """Above the inline-parse limit the indexer forks workers while Textual holds stderr
+    (fileno -1); that once failed with "bad value(s) in fds_to_keep" only inside the app."""
+    from engine.store.indexer import INLINE_PARSE_MAX
+
+    count = INLINE_PARSE_MAX + 16
+    files = {
+        f"pkg/mod{i}.py": f"def handler_{i}(request):\n    return helper_{i}(request)\n\n\ndef helper_{i}(x):\n    return x\n"
+        for i in range(count)
+    }
+    root = make_repo(files)
+    app = make_app(root, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        deadline = time.monotonic() + 60
+        while not app.header.index_state.startswith(f"index: {count} files"):
+            assert time.monotonic() < deadline, app.header.index_state
+            await pilot.pause(0.05)
+        await settle(pilot)
+        assert "error[" not in app.chat.transcript()
+        hits = app.bridge.search(f"helper_{count - 1}", mode="symbols", limit=3)
+        assert hits and hits[0].symbol == f"helper_{count - 1}"
