@@ -155,3 +155,22 @@ def test_any_query_never_raises(conn, query: str) -> None:
 def test_match_expression_quotes_every_term() -> None:
     expr = fts.match_expression(fts.query_terms('foo( AND "bar" NEAR*'))
     assert expr == '"foo" OR "bar" OR "near"'
+
+
+def test_a_word_in_a_fifth_of_the_chunks_still_counts(tmp_path) -> None:
+    # "object" is in 2 of 10 chunks: frequent in code, but the point of "return the object".
+    # Only words in most chunks (like "value" above) are dropped.
+    db = fts.connect(tmp_path / "index.db")
+    chunks = []
+    for i in range(10):
+        word = "object" if i < 2 else "x"
+        text = f"def f{i}(x):\n    return {word} + ledger{i}\n"
+        sym = Symbol(f"f{i}", f"f{i}", f"f{i}", "function", f"m{i}.py", "python", 1, 2, f"def f{i}(x):")
+        chunks += chunk_file(f"m{i}.py", text, [sym], "python")
+    assert len(chunks) == 10
+    fts.insert_chunks(db, chunks)
+    db.commit()
+    stats = fts.TermStats()
+    assert fts.informative_terms(db, ["object", "ledger3"], stats) == ["object", "ledger3"]
+    assert {row.qualified_name for row, _ in fts.search(db, "object ledger3")} == {"f0", "f1", "f3"}
+    db.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine.index import hybrid
 from engine.index.hybrid import FTS_CANDIDATES, RRF_K, search
 
 IMPL = '''"""Key rotation."""
@@ -62,3 +63,40 @@ def test_a_long_symbol_split_into_parts_is_one_result_with_one_score(indexed_rep
     long_hit = hits[names.index("reconcile_ledger")]
     # One list, one rank: its score is at most one rank-1 contribution, not one per part.
     assert long_hit.score <= 1.0 / (RRF_K + 1) + 1e-9
+
+
+NESTED = '''def check_secret(raw, stored, on_upgrade=None):
+    """Check a raw secret against the stored secret digest."""
+
+    def upgrade_secret(raw_secret):
+        """Re-hash the secret with the preferred hasher after a successful check."""
+        on_upgrade(raw_secret)
+
+    ok = digest(raw) == stored
+    if ok and on_upgrade is not None:
+        upgrade_secret(raw)
+    return ok
+
+
+def digest(raw):
+    """Hash a secret with the preferred hasher."""
+    return raw[::-1]
+'''
+
+
+def test_a_closure_is_not_listed_beside_the_function_around_it(indexed_repo, monkeypatch) -> None:
+    layout, settings = indexed_repo({"auth/secrets.py": NESTED})
+    query = "upgrade the secret after a check"
+    monkeypatch.setattr(hybrid, "_without_nested", lambda ranked, limit: ranked[:limit])
+    undeduped = [h.symbol for h in search(layout, settings, query, limit=10)]
+    assert {"check_secret", "check_secret.upgrade_secret"} <= set(undeduped)  # both match
+    monkeypatch.undo()
+    hits = search(layout, settings, query, limit=10)
+    names = [h.symbol for h in hits]
+    # One of the two, the better ranked: the other's lines are inside (or around) it.
+    assert len({"check_secret", "check_secret.upgrade_secret"} & set(names)) == 1
+    assert names[0] == undeduped[0]
+    spans = [(h.start_line, h.end_line) for h in hits if h.kind == "symbol"]
+    for i, (lo, hi) in enumerate(spans):
+        for lo2, hi2 in spans[i + 1 :]:
+            assert not (lo <= lo2 and hi2 <= hi) and not (lo2 <= lo and hi <= hi2)
