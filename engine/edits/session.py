@@ -508,7 +508,7 @@ class EditSession:
         text = text.replace("\r\n", "\n")
         if rec.base_hash is not None:
             text = conform(text, rec.fmt)
-        data = encode(text, rec.fmt)
+        data = encode(text, rec.fmt, rec.original)
         if len(data) > self.settings.edits.max_file_bytes or "\x00" in text:
             check_editable(rel, data, max_bytes=self.settings.edits.max_file_bytes)
             raise FileRefused(f"{rel}: the new content contains a NUL byte", code="BINARY_FILE")
@@ -745,7 +745,7 @@ class EditSession:
                 continue
             count += n
             texts[rec.path] = text
-            data = None if text is None else encode(text, rec.fmt)
+            data = None if text is None else encode(text, rec.fmt, rec.original)
             if data is not None:
                 check_editable(rec.path, data, max_bytes=self.settings.edits.max_file_bytes)
             writes.append(FileWrite(rec.path, data, expect_hash=rec.base_hash, mode=rec.mode))
@@ -770,8 +770,9 @@ class EditSession:
                 del self._records[rel]
                 continue
             accepted = {r.id for r in _raw_hunks(rec) if rec.states.get(r.id) == "accepted"}
-            rec.original = text
-            rec.base_hash = sha256_bytes(encode(text, rec.fmt))
+            written = encode(text, rec.fmt, rec.original)
+            rec.original, rec.fmt = decode(written)  # a mixed file's endings are the new file's now
+            rec.base_hash = sha256_bytes(written)
             if rec.kind == "create":
                 rec.kind = "modify"
                 rec.mode = stat.S_IMODE((self.layout.root / rel).stat().st_mode)

@@ -20,6 +20,9 @@ class TextFormat:
     bom: bool = False
     newline: str = "\n"
     final_newline: bool = True
+    # For a file that mixes CRLF and LF: each original line's ending in order, "r" for CRLF and
+    # "n" for LF. Empty when the file uses one ending throughout (``newline``).
+    endings: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -27,7 +30,10 @@ class TextFormat:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TextFormat:
         return cls(
-            bool(data.get("bom")), str(data.get("newline", "\n")), bool(data.get("final_newline", True))
+            bool(data.get("bom")),
+            str(data.get("newline", "\n")),
+            bool(data.get("final_newline", True)),
+            str(data.get("endings", "")),
         )
 
 
@@ -42,9 +48,12 @@ def decode(data: bytes) -> tuple[str, TextFormat]:
     crlf = text.count("\r\n")
     lone_lf = text.count("\n") - crlf
     newline = "\r\n" if crlf > lone_lf else "\n"
+    endings = ""
+    if crlf and lone_lf:  # mixed: remember every line's own ending
+        endings = "".join("r" if line.endswith("\r") else "n" for line in text.split("\n")[:-1])
     text = text.replace("\r\n", "\n")
     final = text.endswith("\n") or text == ""
-    return text, TextFormat(bom=bom, newline=newline, final_newline=final)
+    return text, TextFormat(bom=bom, newline=newline, final_newline=final, endings=endings)
 
 
 def conform(text: str, fmt: TextFormat) -> str:
@@ -59,10 +68,33 @@ def conform(text: str, fmt: TextFormat) -> str:
     return text
 
 
-def encode(text: str, fmt: TextFormat) -> bytes:
-    """LF text → bytes with the file's BOM and line endings."""
+def encode(text: str, fmt: TextFormat, original: str | None = None) -> bytes:
+    """LF text → bytes with the file's BOM and line endings.
+
+    For a file with mixed endings, ``original`` (the LF text ``fmt`` was decoded with) lets
+    every line kept or edited in place keep its own ending; only new lines take the majority one.
+    """
     body = text.replace("\r\n", "\n")
-    if fmt.newline == "\r\n":
+    if fmt.endings and original is not None and original.count("\n") == len(fmt.endings):
+        body = _with_original_endings(body, original, fmt)
+    elif fmt.newline == "\r\n":
         body = body.replace("\n", "\r\n")
     raw = body.encode("utf-8")
     return UTF8_BOM + raw if fmt.bom else raw
+
+
+def _with_original_endings(body: str, original: str, fmt: TextFormat) -> str:
+    from difflib import SequenceMatcher
+
+    old, new = original.split("\n"), body.split("\n")
+    ends = [fmt.newline] * (len(new) - 1)
+    # autojunk off: repeated lines (blank ones, braces) must still pair up with themselves.
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag not in ("equal", "replace"):
+            continue
+        for i, j in zip(
+            range(i1, i2), range(j1, j2), strict=False
+        ):  # a replaced line keeps its place's ending
+            if i < len(fmt.endings) and j < len(ends):
+                ends[j] = "\r\n" if fmt.endings[i] == "r" else "\n"
+    return "".join(line + end for line, end in zip(new, ends, strict=False)) + new[-1]

@@ -270,3 +270,22 @@ def test_dropping_a_file_keeps_another_sessions_newer_version_of_it(make_repo) -
     [kept] = _session(root).files()
     assert "+line nine" in _session(root).show()
     assert kept.path == "f.txt"
+
+
+def test_a_file_mixing_crlf_and_lf_keeps_each_lines_own_ending(make_repo) -> None:
+    lines = [f"line {i}" for i in range(1, 31)]
+    endings = ["\r\n" if i % 3 == 0 else "\n" for i in range(30)]  # LF is the majority
+    mixed = "".join(f"{line}{end}" for line, end in zip(lines, endings, strict=True)).encode()
+    root = make_repo({"m.txt": mixed})
+    s = _session(root)
+    text = mixed.decode().replace("\r\n", "\n")
+    edited = text.replace("line 4\n", "line four\n").replace("line 25\n", "line 25\ninserted\n")
+    first, second = s.stage_content("m.txt", edited).hunks
+    s.accept(first.id)
+    s.commit()
+    # line 4 was a CRLF line: edited in place, it keeps CRLF; nothing else moved.
+    assert (root / "m.txt").read_bytes() == mixed.replace(b"line 4\r\n", b"line four\r\n")
+    _session(root).accept(second.id)
+    _session(root).commit()
+    want = mixed.replace(b"line 4\r\n", b"line four\r\n").replace(b"line 25\r\n", b"line 25\r\ninserted\n")
+    assert (root / "m.txt").read_bytes() == want  # the new line takes the majority ending (LF)
