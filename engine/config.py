@@ -192,6 +192,11 @@ class GitSettings(_Section):
 
 class UISettings(_Section):
     theme: str = Field("semfora-dark", description="Theme name: built-in or from the user themes directory.")
+    prompt_history: bool = Field(
+        True,
+        description="Keep the prompt's up/down history across sessions, per repository "
+        "(prompts that look like they hold a secret are never written).",
+    )
 
 
 class Settings(_Section):

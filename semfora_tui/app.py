@@ -168,6 +168,7 @@ class SemforaApp(App[int]):
         self.budget_pane.border_title = "context budget"
         self.chat.border_title = "chat"
         self.budget_pane.set_budget(self.bridge.budget)
+        self.prompt.past = self.bridge.history.load()
         self.prompt.focus()
         # Nothing heavy before the first frame: the workers import tree-sitter, anthropic and
         # friends, and would compete with the first paint for the interpreter.
@@ -402,6 +403,7 @@ class SemforaApp(App[int]):
     # -- the prompt -----------------------------------------------------------------------------
 
     async def on_prompt_input_submitted(self, event: PromptInput.Submitted) -> None:
+        self.bridge.history.add(event.text)
         if slash.is_command(event.text):
             await self.run_slash(event.text)
         else:

@@ -19,6 +19,7 @@ from typing import Any
 from engine.config import Settings, load_settings
 from engine.errors import ServiceUnavailable, UsageError
 from engine.store.layout import RepoLayout
+from semfora_tui.history import HISTORY_FILE, PromptHistory
 from semfora_tui.views import FileView, PackView, files_from_session, pack_from_engine
 
 # (message, done, total): the progress shape of the indexer and the vector indexer.
@@ -52,6 +53,9 @@ class EngineBridge:
         self.budget = self.settings.budget.context_tokens
         self._orchestrator: Any = None
         self._lock = threading.Lock()
+        self.history = PromptHistory(
+            self.layout.cache_dir / HISTORY_FILE, enabled=self.settings.ui.prompt_history
+        )
 
     @property
     def root(self) -> Path:

@@ -16,9 +16,7 @@ from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 
 from semfora_tui import slash
-
-# History entries kept in memory for up/down.
-HISTORY_LIMIT = 500
+from semfora_tui.history import HISTORY_LIMIT
 
 
 class PromptInput(TextArea):

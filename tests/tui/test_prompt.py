@@ -30,6 +30,33 @@ async def test_history_walks_back_and_forward(make_app: AppFactory) -> None:
         assert app.prompt.text == "draft"
 
 
+async def test_history_survives_a_restart_but_never_keeps_a_secret(make_app: AppFactory) -> None:
+    secret = "deploy with ANTHROPIC_API_KEY=sk-ant-api03-" + "x" * 40
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for text in ("/cost", "/budget 4000", "/budget 4000", secret):
+            app.prompt.load_text(text)
+            await pilot.press("enter")
+            await settle(pilot)
+    again = make_app(start_index=False, check_model=False)
+    async with again.run_test(size=(120, 40)) as pilot:
+        assert again.prompt.past == ["/cost", "/budget 4000"]
+        await pilot.press("up")
+        assert again.prompt.text == "/budget 4000"
+    stored = again.bridge.history.path.read_text(encoding="utf-8")
+    assert "sk-ant" not in stored and stored.count("budget 4000") == 1
+
+
+async def test_history_can_be_turned_off(make_app: AppFactory, demo_repo: Path) -> None:
+    (demo_repo / ".semfora.toml").write_text("[ui]\nprompt_history = false\n")
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.prompt.load_text("/cost")
+        await pilot.press("enter")
+        await settle(pilot)
+    assert not app.bridge.history.path.exists()
+
+
 async def test_ctrl_j_and_shift_enter_insert_newlines_and_enter_submits(make_app: AppFactory) -> None:
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
