@@ -9,6 +9,7 @@ It never writes the index; it reads index.db, Chroma and cache.db.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import sqlite3
@@ -64,6 +65,22 @@ PROSE_WEIGHT = 0.6
 # Weight of test-code chunks in the fusion. Tests match a feature's words as well as its
 # implementation does, but an explain/fix/extend request is about the implementation.
 TEST_WEIGHT = 0.5
+# Content words of a query combined into candidate names (two at a time, both orders): 8 words
+# make at most 56 pairs, one indexed lookup, well under a millisecond.
+COMPOSED_MAX_WORDS = 8
+# A name composed from two query words that more symbols than this share (get_object: 12 in
+# Django, one per view class) points nowhere in particular; check_password (4) or add_field (8) do.
+COMPOSED_NAME_MAX = 8
+_PLAIN_WORD = re.compile(r"[A-Za-z]+")
+# Endings a request inflects and an identifier usually does not (passwords, hashed, adding):
+# each maps to the bare forms it may have come from.
+_SUFFIX_FORMS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("ies", ("y",)),
+    ("es", ("", "e")),
+    ("s", ("",)),
+    ("ed", ("", "e")),
+    ("ing", ("", "e")),
+)
 # Snippet shown per hit, in lines.
 SNIPPET_LINES = 3
 MAX_LIMIT = 200
@@ -172,7 +189,7 @@ def _table_exists(conn: sqlite3.Connection, name: str) -> bool:
 
 
 def _symbol_list(conn: sqlite3.Connection, query: str) -> list[Symbol]:
-    """Symbols named by the query as a whole, then by its identifier-looking words."""
+    """Symbols named by the query as a whole, by its identifier-looking words, then by pairs of its words."""
     if not _table_exists(conn, "symbols"):
         return []
     from engine.store.symbol_search import rank_symbols
@@ -196,7 +213,56 @@ def _symbol_list(conn: sqlite3.Connection, query: str) -> list[Symbol]:
             for sym in rank_symbols(conn, word, limit=SYMBOLS_PER_WORD):
                 if sym.name.lower() == lower or sym.qualified_name.lower().endswith(lower):
                     found.setdefault(sym.id, sym)
+        for sym in _composed_name_symbols(conn, query):
+            found.setdefault(sym.id, sym)
     return list(found.values())[:SYMBOL_CANDIDATES]
+
+
+def _word_forms(word: str) -> set[str]:
+    """A query word and its bare forms, as identifiers spell them: passwords -> password, hashed -> hash."""
+    forms = {word}
+    for suffix, replacements in _SUFFIX_FORMS:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            stem = word[: -len(suffix)]
+            forms.update(stem + r for r in replacements)
+    return forms
+
+
+def _composed_name_symbols(conn: sqlite3.Connection, query: str) -> list[Symbol]:
+    """Symbols whose name is two of the query's words joined (checked ... passwords -> check_password).
+
+    Names are made of the words a request uses; snake_case and run-together names (``check_password``,
+    ``emailmessage``) formed from any two content words, in either order and in their bare forms, are
+    looked up exactly. Names shared by many symbols (``get_object``) say little and are skipped.
+    """
+    from engine.store.db import _SYMBOL_COLUMNS, _row_to_symbol
+
+    words = [w.lower() for w in _PLAIN_WORD.findall(query)]
+    words = list(dict.fromkeys(w for w in words if w not in fts.STOPWORDS and len(w) >= 2))[
+        :COMPOSED_MAX_WORDS
+    ]
+    if len(words) < 2:
+        return []
+    forms = [_word_forms(w) for w in words]
+    names: dict[str, int] = {}  # composed name -> distance between its words in the query
+    for i, j in itertools.permutations(range(len(words)), 2):
+        for a in forms[i]:
+            for b in forms[j]:
+                for name in (f"{a}_{b}", a + b):
+                    names[name] = min(names.get(name, 99), abs(i - j))
+    marks = ",".join("?" * len(names))
+    rows = conn.execute(
+        f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE name_lower IN ({marks})", list(names)
+    ).fetchall()
+    by_name: dict[str, list[Symbol]] = {}
+    for r in rows:
+        sym = _row_to_symbol(r)
+        by_name.setdefault(sym.name.lower(), []).append(sym)
+    ordered = sorted(
+        (n for n, syms in by_name.items() if len(syms) <= COMPOSED_NAME_MAX),
+        key=lambda n: (len(by_name[n]), names[n], n),
+    )
+    return [sym for n in ordered for sym in sorted(by_name[n], key=lambda s: (is_test_path(s.file), s.file))]
 
 
 def _rare_exact_name(conn: sqlite3.Connection, name_lower: str) -> list[Symbol]:

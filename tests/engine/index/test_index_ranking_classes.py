@@ -100,3 +100,33 @@ def test_a_closure_is_not_listed_beside_the_function_around_it(indexed_repo, mon
     for i, (lo, hi) in enumerate(spans):
         for lo2, hi2 in spans[i + 1 :]:
             assert not (lo <= lo2 and hi2 <= hi) and not (lo2 <= lo and hi <= hi2)
+
+
+HASHERS = '''def make_password(password, salt=None):
+    """Turn a plain-text password into a digest for storage."""
+    return salt + password
+
+
+def check_password(password, encoded):
+    """Whether the raw password matches the stored digest."""
+    return make_password(password, encoded[:4]) == encoded
+'''
+
+
+def _views(n: int) -> dict[str, str]:
+    """Many classes with a ``get_object`` method: a name that points nowhere in particular."""
+    return {
+        f"views/v{i}.py": f"class View{i}:\n    def get_object(self):\n        return self.model{i}\n"
+        for i in range(n)
+    }
+
+
+def test_a_name_made_of_two_query_words_is_found_from_plain_words(indexed_repo) -> None:
+    layout, settings = indexed_repo({"auth/hashers.py": HASHERS, **_views(10)})
+    # "passwords" and "checked" are inflected; the identifier joins their bare forms.
+    hits = search(layout, settings, "how are passwords checked", mode="symbols", limit=5)
+    assert hits and hits[0].symbol == "check_password"
+    hybrid_hits = search(layout, settings, "how are passwords checked", limit=5)
+    assert hybrid_hits[0].symbol == "check_password" and hybrid_hits[0].sources["symbols"] is not None
+    # A composed name that ten symbols share is no pointer at all.
+    assert search(layout, settings, "the object we get back", mode="symbols", limit=5) == []
