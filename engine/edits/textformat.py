@@ -84,17 +84,34 @@ def encode(text: str, fmt: TextFormat, original: str | None = None) -> bytes:
 
 
 def _with_original_endings(body: str, original: str, fmt: TextFormat) -> str:
-    from difflib import SequenceMatcher
-
     old, new = original.split("\n"), body.split("\n")
     ends = [fmt.newline] * (len(new) - 1)
-    # autojunk off: repeated lines (blank ones, braces) must still pair up with themselves.
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
-        if tag not in ("equal", "replace"):
-            continue
-        for i, j in zip(
-            range(i1, i2), range(j1, j2), strict=False
-        ):  # a replaced line keeps its place's ending
-            if i < len(fmt.endings) and j < len(ends):
-                ends[j] = "\r\n" if fmt.endings[i] == "r" else "\n"
+    for i, j in _line_pairs(old, new):
+        if i < len(fmt.endings) and j < len(ends):
+            ends[j] = "\r\n" if fmt.endings[i] == "r" else "\n"
     return "".join(line + end for line, end in zip(new, ends, strict=False)) + new[-1]
+
+
+def _line_pairs(old: list[str], new: list[str]) -> list[tuple[int, int]]:
+    """Which old line each new line is (kept, or changed in place), like a diff would pair them.
+
+    The common head and tail pair first, so that among identical lines (blank ones, braces) an
+    insertion or deletion shifts nothing around it; the middle is matched by difflib.
+    """
+    from difflib import SequenceMatcher
+
+    shortest = min(len(old), len(new))
+    head = 0
+    while head < shortest and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < shortest - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    pairs = [(i, i) for i in range(head)]
+    pairs += [(len(old) - 1 - k, len(new) - 1 - k) for k in range(tail)]
+    middle_old, middle_new = old[head : len(old) - tail], new[head : len(new) - tail]
+    # autojunk off: repeated lines must still pair up with themselves.
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, middle_old, middle_new, autojunk=False).get_opcodes():
+        if tag in ("equal", "replace"):  # a replaced line keeps its place's ending
+            pairs += [(head + i, head + j) for i, j in zip(range(i1, i2), range(j1, j2), strict=False)]
+    return pairs
