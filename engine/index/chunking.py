@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -97,6 +98,43 @@ def identifier_parts(text: str, candidates: frozenset[str] | None = None) -> str
     return " ".join(sorted(seen))
 
 
+class _LinePartsIndex:
+    """The mixed-case words of one file by line, so a chunk's identifier parts are a union over its lines.
+
+    Equal to ``identifier_parts(chunk_text, mixed_case_words(file_text))`` (a word never spans a line
+    break), but each word is located once per file instead of searched for in every chunk.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.by_line: dict[int, set[str]] = {}
+        mixed = mixed_case_words(text)
+        if not mixed:
+            return
+        starts = [0]  # offset of each line, with splitlines()'s idea of a line break
+        for line in text.splitlines(keepends=True):
+            starts.append(starts[-1] + len(line))
+        for word in mixed:
+            pos = text.find(word)
+            while pos != -1:
+                self.by_line.setdefault(bisect_right(starts, pos), set()).add(word)
+                # The next occurrence on a later line is all that matters for this word.
+                line_end = starts[min(bisect_right(starts, pos), len(starts) - 1)]
+                pos = text.find(word, max(pos + 1, line_end))
+
+    def parts(self, start: int, end: int) -> str:
+        if not self.by_line:
+            return ""
+        words: set[str] = set()
+        for lineno in range(start, end + 1):
+            found = self.by_line.get(lineno)
+            if found:
+                words |= found
+        seen: set[str] = set()
+        for word in words:
+            seen.update(_split_cached(word))
+        return " ".join(sorted(seen))
+
+
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -144,11 +182,17 @@ def _slice(lines: Sequence[str], start: int, end: int) -> str:
 def chunk_prose(path: str, text: str, language: str = "text") -> list[Chunk]:
     lines = text.splitlines()
     windows = _windows(1, len(lines), PROSE_WINDOW, PROSE_OVERLAP)
-    return _with_parts(_window_chunks(path, lines, windows, "L", "prose", language), text)
+    return _window_chunks(path, lines, windows, "L", "prose", language, _LinePartsIndex(text))
 
 
 def _window_chunks(
-    path: str, lines: Sequence[str], windows: list[tuple[int, int]], prefix: str, kind: str, language: str
+    path: str,
+    lines: Sequence[str],
+    windows: list[tuple[int, int]],
+    prefix: str,
+    kind: str,
+    language: str,
+    index: _LinePartsIndex,
 ) -> list[Chunk]:
     """One chunk per non-blank line window, named after the file (prose and module-level code)."""
     chunks = []
@@ -167,6 +211,7 @@ def _window_chunks(
                 content_hash=content_hash(body),
                 text=body,
                 name=PurePosixPath(path).stem,
+                parts=index.parts(lo, hi),
             )
         )
     return chunks
@@ -181,7 +226,9 @@ def _contains(outer: Symbol, inner: Symbol) -> bool:
     )
 
 
-def _symbol_chunks(path: str, lines: Sequence[str], sym: Symbol, members: list[Symbol]) -> list[Chunk]:
+def _symbol_chunks(
+    path: str, lines: Sequence[str], sym: Symbol, members: list[Symbol], index: _LinePartsIndex
+) -> list[Chunk]:
     end = min(sym.end_line, len(lines))
     start = max(1, sym.start_line)
     sig_doc = "\n".join(x for x in (sym.signature, sym.doc) if x)
@@ -214,12 +261,15 @@ def _symbol_chunks(path: str, lines: Sequence[str], sym: Symbol, members: list[S
                 symbol_id=sym.id,
                 signature_doc=sig_doc,
                 part=part,
+                parts=index.parts(lo, hi),
             )
         )
     return chunks
 
 
-def _module_chunks(path: str, lines: Sequence[str], covered: list[bool], language: str) -> list[Chunk]:
+def _module_chunks(
+    path: str, lines: Sequence[str], covered: list[bool], language: str, index: _LinePartsIndex
+) -> list[Chunk]:
     chunks: list[Chunk] = []
     run_start: int | None = None
     for lineno in range(1, len(lines) + 2):
@@ -229,7 +279,7 @@ def _module_chunks(path: str, lines: Sequence[str], covered: list[bool], languag
         elif not free and run_start is not None:
             run_end = lineno - 1
             windows = _windows(run_start, run_end, MAX_SYMBOL_LINES, SYMBOL_OVERLAP)
-            chunks.extend(_window_chunks(path, lines, windows, "M", "module", language))
+            chunks.extend(_window_chunks(path, lines, windows, "M", "module", language, index))
             run_start = None
     return chunks
 
@@ -237,6 +287,7 @@ def _module_chunks(path: str, lines: Sequence[str], covered: list[bool], languag
 def chunk_code(path: str, text: str, symbols: Iterable[Symbol], language: str) -> list[Chunk]:
     """Symbol-boundary chunks plus module-level chunks for the lines no symbol chunk covers."""
     lines = text.splitlines()
+    index = _LinePartsIndex(text)
     syms = sorted(symbols, key=lambda s: (s.start_line, -s.end_line))
     covered = [False] * len(lines)
     chunks: list[Chunk] = []
@@ -251,22 +302,14 @@ def chunk_code(path: str, text: str, symbols: Iterable[Symbol], language: str) -
                     break
                 if _contains(sym, other):
                     members.append(other)
-        made = _symbol_chunks(path, lines, sym, members)
+        made = _symbol_chunks(path, lines, sym, members, index)
         for chunk in made:
             for i in range(chunk.start_line - 1, min(chunk.end_line, len(lines))):
                 covered[i] = True
         chunks.extend(made)
-    chunks.extend(_module_chunks(path, lines, covered, language))
+    chunks.extend(_module_chunks(path, lines, covered, language, index))
     chunks.sort(key=lambda c: (c.start_line, c.end_line, c.id))
-    return _with_parts(_unique_ids(chunks), text)
-
-
-def _with_parts(chunks: list[Chunk], text: str) -> list[Chunk]:
-    """Fill each chunk's identifier parts, scanning the file's words once."""
-    mixed = mixed_case_words(text)
-    if not mixed:
-        return chunks
-    return [replace(c, parts=identifier_parts(c.text, mixed)) for c in chunks]
+    return _unique_ids(chunks)
 
 
 def _unique_ids(chunks: list[Chunk]) -> list[Chunk]:

@@ -254,7 +254,9 @@ def refresh_text_index(
                 continue
             language = cand.language or "text"
             new_chunks = chunk_file(cand.path, text, symbols.get(cand.path, ()), language)
-            stored = fts.chunks_of_file(conn, cand.path)
+            # A file never recorded has no chunks (both are written in one transaction): a cold
+            # build skips one query per file.
+            stored = fts.chunks_of_file(conn, cand.path) if old_row is not None else {}
             new_by_id = {c.id: c for c in new_chunks}
             stale = [
                 cid for cid, h in stored.items() if cid not in new_by_id or new_by_id[cid].content_hash != h

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from engine.index.chunking import (
     MAX_SYMBOL_LINES,
     PROSE_OVERLAP,
     PROSE_WINDOW,
     chunk_file,
     identifier_parts,
+    mixed_case_words,
     split_identifier,
 )
 from engine.semantic.model import Symbol
@@ -83,3 +87,26 @@ def test_identifier_splitting() -> None:
     assert split_identifier("kebab-case-name") == ["kebab", "case", "name"]
     assert split_identifier("HTTPServer") == ["http", "server"]
     assert identifier_parts("x = getUserById(a) should_strip_auth") == "by get id user"
+
+
+_IDENT = st.sampled_from(
+    ["getUserById", "HTTPServer", "HttpResponse", "HttpResponseRedirect", "x", "url_for"]
+)
+_LINE = st.lists(st.one_of(_IDENT, st.sampled_from([" ", "(", ".", "=", "# note"])), max_size=8).map("".join)
+_BREAK = st.sampled_from(["\n", "\r\n", "\r"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    lines=st.lists(st.tuples(_LINE, _BREAK), min_size=1, max_size=30),
+    span=st.tuples(st.integers(1, 30), st.integers(0, 12)),
+)
+def test_a_chunks_identifier_parts_are_those_of_its_own_text(lines, span) -> None:
+    # Each chunk's parts come from a per-file index of words by line; they must equal the parts
+    # found by searching the chunk's text itself, whatever the line breaks.
+    text = "".join(line + brk for line, brk in lines)
+    start, length = span
+    chunks = chunk_file("m.py", text, [_sym("f", "f", "f", "function", start, start + length)], "python")
+    mixed = mixed_case_words(text)
+    for chunk in chunks:
+        assert chunk.parts == identifier_parts(chunk.text, mixed)
