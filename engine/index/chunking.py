@@ -196,6 +196,7 @@ def _window_chunks(
 ) -> list[Chunk]:
     """One chunk per non-blank line window, named after the file (prose and module-level code)."""
     chunks = []
+    stem = PurePosixPath(path).stem
     for lo, hi in windows:
         body = _slice(lines, lo, hi)
         if not body.strip():
@@ -210,7 +211,7 @@ def _window_chunks(
                 language=language,
                 content_hash=content_hash(body),
                 text=body,
-                name=PurePosixPath(path).stem,
+                name=stem,
                 parts=index.parts(lo, hi),
             )
         )
