@@ -72,6 +72,8 @@ COMPOSED_MAX_WORDS = 8
 # Django, one per view class) points nowhere in particular; check_password (4) or add_field (8) do.
 COMPOSED_NAME_MAX = 8
 _PLAIN_WORD = re.compile(r"[A-Za-z]+")
+# Bound parameters per statement: below SQLite's old default limit of 999, whatever the build.
+SQL_PARAMS_PER_QUERY = 900
 # Endings a request inflects and an identifier usually does not (passwords, hashed, adding):
 # each maps to the bare forms it may have come from.
 _SUFFIX_FORMS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -250,14 +252,14 @@ def _composed_name_symbols(conn: sqlite3.Connection, query: str) -> list[Symbol]
             for b in forms[j]:
                 for name in (f"{a}_{b}", a + b):
                     names[name] = min(names.get(name, 99), abs(i - j))
-    marks = ",".join("?" * len(names))
-    rows = conn.execute(
-        f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE name_lower IN ({marks})", list(names)
-    ).fetchall()
+    wanted = list(names)
     by_name: dict[str, list[Symbol]] = {}
-    for r in rows:
-        sym = _row_to_symbol(r)
-        by_name.setdefault(sym.name.lower(), []).append(sym)
+    for i in range(0, len(wanted), SQL_PARAMS_PER_QUERY):
+        part = wanted[i : i + SQL_PARAMS_PER_QUERY]
+        sql = f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE name_lower IN ({','.join('?' * len(part))})"
+        for r in conn.execute(sql, part):
+            sym = _row_to_symbol(r)
+            by_name.setdefault(sym.name.lower(), []).append(sym)
     ordered = sorted(
         (n for n, syms in by_name.items() if len(syms) <= COMPOSED_NAME_MAX),
         key=lambda n: (len(by_name[n]), names[n], n),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from engine.index import hybrid
 from engine.index.hybrid import FTS_CANDIDATES, RRF_K, search
 
@@ -130,3 +133,16 @@ def test_a_name_made_of_two_query_words_is_found_from_plain_words(indexed_repo) 
     assert hybrid_hits[0].symbol == "check_password" and hybrid_hits[0].sources["symbols"] is not None
     # A composed name that ten symbols share is no pointer at all.
     assert search(layout, settings, "the object we get back", mode="symbols", limit=5) == []
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    query=st.text(max_size=300)
+    | st.lists(
+        st.sampled_from(["passwords", "checked", "indexes", "hashing", "get", "AND", '"', "__"]), max_size=40
+    ).map(" ".join)
+)
+def test_any_query_composes_names_without_error(indexed_repo, query) -> None:
+    layout, settings_ = indexed_repo({"auth/hashers.py": HASHERS})
+    hits = search(layout, settings_, query, mode="symbols", limit=10, record_metrics=False)
+    assert len(hits) <= 10
