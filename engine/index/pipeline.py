@@ -22,7 +22,7 @@ from typing import Any
 from engine.config import Settings
 from engine.index import fts
 from engine.index.cache import ResultCache
-from engine.index.chunking import PROSE_EXTENSIONS, chunk_file, content_hash, is_prose
+from engine.index.chunking import PROSE_EXTENSIONS, Chunk, chunk_file, content_hash, is_prose
 from engine.semantic.model import Symbol
 from engine.store.layout import RepoLayout
 
@@ -37,6 +37,9 @@ OPTIMIZE_AFTER_FILES = 50
 ALL_SYMBOLS_AT_ONCE = 1000
 # Report progress every this many files so a large first index shows movement.
 PROGRESS_EVERY = 200
+# Chunks buffered before they are written: large enough that per-statement costs vanish, small
+# enough that the rows (a few MB of text) stay a small part of the build's memory.
+INSERT_BATCH_CHUNKS = 5000
 
 
 @dataclass(frozen=True)
@@ -172,6 +175,15 @@ def _read_text(path: Path) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
+def _flush(conn: sqlite3.Connection, chunks: list[Chunk], files: list[tuple[str, str, int, int, str]]) -> int:
+    """Write the buffered chunks and their files' rows; empties both buffers."""
+    written = fts.insert_chunks(conn, chunks)
+    conn.executemany("INSERT OR REPLACE INTO text_files VALUES (?,?,?,?,?)", files)
+    chunks.clear()
+    files.clear()
+    return written
+
+
 def open_cache(layout: RepoLayout, settings: Settings) -> ResultCache:
     return ResultCache(layout.cache_db, ttl_days=settings.cache.ttl_days, max_mb=settings.cache.max_mb)
 
@@ -229,6 +241,8 @@ def refresh_text_index(
             conn.execute("DELETE FROM text_files WHERE path=?", (path,))
 
         symbols = _symbols_by_file(conn, [c.path for c in changed if not is_prose(c.path)])
+        pending_chunks: list[Chunk] = []
+        pending_files: list[tuple[str, str, int, int, str]] = []
         chunks_written = 0
         really_changed: list[str] = []
         total = len(changed)
@@ -265,13 +279,14 @@ def refresh_text_index(
             if old_row is not None:
                 old_hashes.append(old_row[0])  # entries keyed by the file's own sha256
             chunks_deleted += fts.delete_chunks(conn, stale)
-            fresh = [c for c in new_chunks if stored.get(c.id) != c.content_hash]
-            chunks_written += fts.insert_chunks(conn, fresh)
-            conn.execute(
-                "INSERT OR REPLACE INTO text_files VALUES (?,?,?,?,?)",
-                (cand.path, sha, cand.size, cand.mtime_ns, language),
-            )
+            # Chunk ids include the path, so this file's inserts can wait for a batch of others':
+            # one FTS statement per batch instead of one per file.
+            pending_chunks.extend(c for c in new_chunks if stored.get(c.id) != c.content_hash)
+            pending_files.append((cand.path, sha, cand.size, cand.mtime_ns, language))
             really_changed.append(cand.path)
+            if len(pending_chunks) >= INSERT_BATCH_CHUNKS:
+                chunks_written += _flush(conn, pending_chunks, pending_files)
+        chunks_written += _flush(conn, pending_chunks, pending_files)
         if really_changed or deleted:
             conn.execute("INSERT OR REPLACE INTO text_meta VALUES ('generation', ?)", (str(time.time_ns()),))
         conn.commit()
