@@ -116,3 +116,22 @@ def test_rebuild_discards_and_recreates_the_text_index(indexed_repo) -> None:
     before = set(_chunks(layout))
     report = index_repository(layout, settings, rebuild=True).text_index
     assert report.files_changed == 3 and set(_chunks(layout)) == before
+
+
+def test_a_build_written_in_many_small_batches_equals_one_written_at_once(indexed_repo, monkeypatch) -> None:
+    from engine.index import pipeline
+
+    layout, settings = indexed_repo()
+    whole = _chunks(layout)
+    monkeypatch.setattr(pipeline, "INSERT_BATCH_CHUNKS", 2)  # flush after nearly every file
+    report = refresh_text_index(layout, settings, None, rebuild=True)
+    assert report.chunks_written == len(whole) == report.chunks_total
+    assert _chunks(layout) == whole
+    assert _fts_files(layout, "zebra") == set()
+    assert _fts_files(layout, "redirect") >= {"app/routes.py"}
+    conn = sqlite3.connect(layout.index_db)
+    try:
+        recorded = {r[0] for r in conn.execute("SELECT path FROM text_files")}
+    finally:
+        conn.close()
+    assert recorded == {f for f, _q in whole.values()}
