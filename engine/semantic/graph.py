@@ -38,6 +38,9 @@ LANGUAGE_FAMILY = {
     "cpp": "c",
     "objc": "c",
 }
+# Families where a call without a receiver never reaches a method: Python, JS/TS, Go, Rust, PHP
+# and shell need self/this/Self::/$this for that (Java, C#, C++, Kotlin, Swift, Ruby do not).
+NO_IMPLICIT_RECEIVER = frozenset({"python", "js", "go", "rust", "php", "bash"})
 PY_BUILTINS = frozenset(dir(builtins))
 JS_SUFFIXES = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".d.ts")
 PY_SUFFIXES = (".py", ".pyi")
@@ -262,19 +265,24 @@ class CallResolver:
 
     def __init__(self, candidates: Callable[[str], Sequence[Definition]]) -> None:
         self._candidates = candidates
-        self._pools: dict[tuple[str, str], _Pool] = {}
+        self._pools: dict[tuple[str, str, bool], _Pool] = {}
         self._ranked: dict[tuple[str, str, str, str], Definition | None] = {}
 
-    def _pool(self, name: str, fam: str) -> _Pool:
-        pool = self._pools.get((name, fam))
+    def _pool(self, name: str, fam: str, bare: bool = False) -> _Pool:
+        """Callable definitions of ``name``; ``bare`` leaves out methods (a receiverless call's view)."""
+        pool = self._pools.get((name, fam, bare))
         if pool is None:
             defs = tuple(
-                d for d in self._candidates(name) if d.kind in CALLABLE_KINDS and family(d.language) == fam
+                d
+                for d in self._candidates(name)
+                if d.kind in CALLABLE_KINDS
+                and family(d.language) == fam
+                and not (bare and d.kind == "method")
             )
             by_file: dict[str, list[Definition]] = {}
             for d in defs:
                 by_file.setdefault(d.file, []).append(d)
-            pool = self._pools[(name, fam)] = _Pool(defs, by_file)
+            pool = self._pools[(name, fam, bare)] = _Pool(defs, by_file)
         return pool
 
     def _rank(self, pool: _Pool, name: str, fam: str, file: str, plain: bool) -> Definition | None:
@@ -328,7 +336,8 @@ class CallResolver:
     ) -> tuple[str | None, str, str | None]:
         """``(callee_id, kind, package)`` for one call: what ``resolve`` returns, without objects."""
         fam = LANGUAGE_FAMILY.get(language, language)
-        pool = self._pool(name, fam)
+        bare = fam in NO_IMPLICIT_RECEIVER
+        pool = self._pool(name, fam, bare and receiver is None)
         cands = pool.all
         recv_root = receiver.split(".")[0].split("(")[0] if receiver else None
         is_self = receiver in SELF_RECEIVERS
@@ -344,7 +353,7 @@ class CallResolver:
                 return best.id, SAME_FILE, None
             if receiver is None and name in ctx.bound:
                 files, original = ctx.bound[name]
-                bound = [d for f in files for d in self._pool(original, fam).by_file.get(f, ())]
+                bound = [d for f in files for d in self._pool(original, fam, bare).by_file.get(f, ())]
                 if bound:
                     return bound[0].id, IMPORT, None
             if recv_root and recv_root in ctx.module_alias:

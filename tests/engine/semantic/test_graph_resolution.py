@@ -86,6 +86,35 @@ def test_resolution_order_on_a_real_repository(make_repo) -> None:
         assert ("web", "web", 1) not in store.module_graph()
 
 
+def test_a_call_without_receiver_never_lands_on_a_method_where_the_language_needs_one(make_repo) -> None:
+    """Django's ``AbstractBaseUser.check_password`` calls the imported ``check_password``."""
+    root = make_repo(
+        {
+            "auth/hashers.py": "def check_password(raw, encoded):\n    return raw == encoded\n",
+            "auth/base.py": (
+                "from auth.hashers import check_password\n\n"
+                "class User:\n"
+                "    def check_password(self, raw):\n"
+                "        return check_password(raw, self.password)\n\n"
+                "    def set_password(self, raw):\n"
+                "        self.check_password(raw)\n"
+            ),
+            "Shop.java": (
+                "class Shop {\n    int total() { return price() * 2; }\n    int price() { return 3; }\n}\n"
+            ),
+        }
+    )
+    layout = RepoLayout.for_path(root)
+    index_repository(layout, load_settings(layout.root).settings, text_index=False)
+    with SymbolStore(layout) as store:
+        inner = _callees(store, "User.check_password")
+        assert inner["check_password"][:2] == ("import", "auth/hashers.py")
+        outer = _callees(store, "User.set_password")
+        assert outer["check_password"][:2] == ("same_file", "auth/base.py")  # self.check_password
+        # Java reaches a sibling method without `this.`: still resolved in the same file.
+        assert _callees(store, "Shop.total")["price"][:2] == ("same_file", "Shop.java")
+
+
 def test_callers_walk_depth(make_repo) -> None:
     root = make_repo(
         {"chain.py": "def a():\n    b()\n\ndef b():\n    c()\n\ndef c():\n    pass\n\ndef d():\n    c()\n"}
