@@ -72,6 +72,7 @@ class Query:
     corpus: str
     text: str
     gold: tuple[Gold, ...]
+    heldout: bool = False  # from queries/heldout.json: reported on its own line, not in the targets
 
 
 def _gold(entry: Any) -> Gold:
@@ -83,16 +84,21 @@ def _gold(entry: Any) -> Gold:
 
 
 def load_queries(corpus: str) -> list[Query]:
-    """Tasks of one corpus from the search benchmark's public set (``queries/tasks.json``)."""
-    rows: list[dict[str, Any]] = []
-    for path in sorted(QUERIES.glob("*.json")):
+    """Tasks of one corpus from the search benchmark's public set (``queries/tasks.json``, the
+    targets' set) and its held-out set (``queries/heldout.json``, reported apart)."""
+    out: list[Query] = []
+    for name, heldout in (("tasks.json", False), ("heldout.json", True)):
+        path = QUERIES / name
+        if not path.is_file():
+            continue
         data = json.loads(path.read_text(encoding="utf-8"))
-        rows.extend(data.get("tasks", []) if isinstance(data, dict) else data)
-    return [
-        Query(corpus, str(row["query"]), tuple(_gold(g) for g in row["gold"]))
-        for row in rows
-        if row.get("corpus") == corpus and row.get("query") and row.get("gold")
-    ]
+        rows = data.get("tasks", []) if isinstance(data, dict) else data
+        out += [
+            Query(corpus, str(row["query"]), tuple(_gold(g) for g in row["gold"]), heldout)
+            for row in rows
+            if row.get("corpus") == corpus and row.get("query") and row.get("gold")
+        ]
+    return out
 
 
 def _git(root: Path, *args: str) -> None:
@@ -186,6 +192,7 @@ def run_corpus(name: str, src: Path, tmp: Path) -> dict[str, Any]:
             {
                 "drawn": drawn_full,
                 "corpus": name,
+                "heldout": q.heldout,
                 "task": q.text,
                 "intent": pack.intent,
                 "gold": len(q.gold),
@@ -276,6 +283,9 @@ def main() -> None:
         results = {
             name: run_corpus(name, fn(), Path(tmp)) for name, fn in (("flask", flask), ("django", django))
         }
+    heldout = [r for res in results.values() for r in res["rows"] if r["heldout"]]
+    for res in results.values():
+        res["rows"] = [r for r in res["rows"] if not r["heldout"]]
     rows = [r for res in results.values() for r in res["rows"]]
     if not rows:
         raise SystemExit(f"no queries found under {QUERIES}")
@@ -291,6 +301,8 @@ def main() -> None:
     lines = [header, _line("**all**", total)]
     lines += [_line(f"{name}", _summary(res["rows"])) for name, res in results.items()]
     lines += [_line(f"intent: {intent}", _summary(rs)) for intent, rs in sorted(by_intent.items())]
+    if heldout:
+        lines.append(_line("held-out set (not in the targets)", _summary(heldout)))
     over = sum(1 for r in rows if r["tokens"] > BUDGET)
     small = sum(1 for r in rows if r["full"] < SMALL_GOLD_FILE)
     dj_cli = statistics.median(results["django"]["cli_ms"])
@@ -302,7 +314,8 @@ def main() -> None:
     body = f"""## Context packs (`semfora context`, budget {BUDGET})
 
 Command: `python -m tests.bench.bench_context` (corpora: Flask 3.1.0 and Django 5.1.4 sdists;
-queries: the public set in `tests/bench/queries/`; vectors off, extractive summaries).
+queries: the public set `tests/bench/queries/tasks.json`, plus a last row for the held-out
+`heldout.json`, which the targets do not count; vectors off, extractive summaries).
 Each query is the task; gold symbols count as present when the pack holds them as source,
 summary or locator, or holds a source item containing their lines.
 
