@@ -327,8 +327,14 @@ Cold runs (s): no FTS {", ".join(f"{t:.2f}" for t in cold_times)}; with FTS {", 
 ctags {", ".join(f"{t:.2f}" for t in ctags_times)}. For reference, Aider's repo map took 38.7 s cold and 9.8 s
 warm on this corpus (issue 2).
 
+Where the cold time goes: the extraction alone (tree-sitter parse and queries plus the Python that
+turns captures into symbols, calls and imports) costs {extract_s:.2f} CPU s on one core; split perfectly
+over both cores that is {extract_s / 2:.2f} s = {extract_s / 2 / ctags_s:.1f} × ctags before anything is stored or a
+call resolved, which leaves {COLD_RATIO_TARGET * ctags_s - extract_s / 2:.2f} s of the target for storing 40k
+symbols and 170k calls in SQLite, resolving the calls and building the indexes.
+
 Machine load (1-minute average, 2 cores) was {load_before:.1f} at the start and {load_after:.1f} at the end
-of this run: other work shared the cores, which slows the two-process parse more than single-threaded ctags.
+of this run (the benchmark's own processes raise it; a start above ~1 means other work shared the cores).
 
 Express 4.21.2 (`npm pack express@4.21.2`): {express["files"]} files, **{express["symbols"]} symbols**,
 {express["edges"]} call edges, indexed cold in {express["seconds"]:.2f} s.
