@@ -237,7 +237,7 @@ def _composed_name_symbols(conn: sqlite3.Connection, query: str) -> list[Symbol]
     ``emailmessage``) formed from any two content words, in either order and in their bare forms, are
     looked up exactly. Names shared by many symbols (``get_object``) say little and are skipped.
     """
-    from engine.store.db import _SYMBOL_COLUMNS, _row_to_symbol
+    from engine.store.db import SYMBOL_COLUMNS, row_to_symbol
 
     words = [w.lower() for w in _PLAIN_WORD.findall(query)]
     words = list(dict.fromkeys(w for w in words if w not in fts.STOPWORDS and len(w) >= 2))[
@@ -256,9 +256,9 @@ def _composed_name_symbols(conn: sqlite3.Connection, query: str) -> list[Symbol]
     by_name: dict[str, list[Symbol]] = {}
     for i in range(0, len(wanted), SQL_PARAMS_PER_QUERY):
         part = wanted[i : i + SQL_PARAMS_PER_QUERY]
-        sql = f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE name_lower IN ({','.join('?' * len(part))})"
+        sql = f"SELECT {SYMBOL_COLUMNS} FROM symbols WHERE name_lower IN ({','.join('?' * len(part))})"
         for r in conn.execute(sql, part):
-            sym = _row_to_symbol(r)
+            sym = row_to_symbol(r)
             by_name.setdefault(sym.name.lower(), []).append(sym)
     ordered = sorted(
         (n for n, syms in by_name.items() if len(syms) <= COMPOSED_NAME_MAX),
@@ -269,14 +269,14 @@ def _composed_name_symbols(conn: sqlite3.Connection, query: str) -> list[Symbol]
 
 def _rare_exact_name(conn: sqlite3.Connection, name_lower: str) -> list[Symbol]:
     """Symbols named exactly ``name_lower`` when that name is rare (flash, slugify), else none."""
-    from engine.store.db import _SYMBOL_COLUMNS, _row_to_symbol
+    from engine.store.db import SYMBOL_COLUMNS, row_to_symbol
 
     rows = conn.execute(
-        f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE name_lower = ? LIMIT ?", (name_lower, RARE_NAME_MAX + 1)
+        f"SELECT {SYMBOL_COLUMNS} FROM symbols WHERE name_lower = ? LIMIT ?", (name_lower, RARE_NAME_MAX + 1)
     ).fetchall()
     if len(rows) > RARE_NAME_MAX:
         return []
-    return [_row_to_symbol(r) for r in rows]
+    return [row_to_symbol(r) for r in rows]
 
 
 def _snippet(row: fts.ChunkRow | None, symbol: Symbol | None, terms: list[str]) -> str:

@@ -198,13 +198,13 @@ def integrity_problem(conn: sqlite3.Connection) -> str | None:
     return None if first == "ok" else "; ".join(str(r[0]) for r in rows[:3])
 
 
-_SYMBOL_COLUMNS = (
+SYMBOL_COLUMNS = (
     "id, name, qualified_name, kind, file, language, start_line, end_line, signature, doc, parent, "
     "exported, decorators, is_async, arity, control_flow, max_nesting, risk, risk_reasons, body_hash, module"
 )
 
 
-def _row_to_symbol(row: tuple[Any, ...]) -> Symbol:
+def row_to_symbol(row: tuple[Any, ...]) -> Symbol:
     return Symbol(
         id=row[0],
         name=row[1],
@@ -294,15 +294,15 @@ class SymbolStore:
 
     def symbols_in_file(self, path: str) -> list[Symbol]:
         rows = self._conn.execute(
-            f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE file=? ORDER BY start_line", (path,)
+            f"SELECT {SYMBOL_COLUMNS} FROM symbols WHERE file=? ORDER BY start_line", (path,)
         )
-        return [self._with_calls(_row_to_symbol(r)) for r in rows]
+        return [self._with_calls(row_to_symbol(r)) for r in rows]
 
     def symbol(self, symbol_id: str) -> Symbol:
-        row = self._conn.execute(f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE id=?", (symbol_id,)).fetchone()
+        row = self._conn.execute(f"SELECT {SYMBOL_COLUMNS} FROM symbols WHERE id=?", (symbol_id,)).fetchone()
         if row is None:
             raise NotFoundError(f"no symbol with id {symbol_id}", code="SYMBOL_NOT_FOUND")
-        return self._with_calls(_row_to_symbol(row))
+        return self._with_calls(row_to_symbol(row))
 
     def module_of(self, symbol_id: str) -> str:
         row = self._conn.execute("SELECT module FROM symbols WHERE id=?", (symbol_id,)).fetchone()
@@ -325,11 +325,11 @@ class SymbolStore:
         is exactly this, in that preference."""
         for column in ("id", "qualified_name", "name", "short_name"):
             rows = self._conn.execute(
-                f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE {column}=? ORDER BY file, start_line LIMIT ?",
+                f"SELECT {SYMBOL_COLUMNS} FROM symbols WHERE {column}=? ORDER BY file, start_line LIMIT ?",
                 (name_or_qualified, limit),
             ).fetchall()
             if rows:
-                return [_row_to_symbol(r) for r in rows]
+                return [row_to_symbol(r) for r in rows]
         return []
 
     def resolve_one(self, name_or_id: str) -> Symbol:
@@ -347,10 +347,10 @@ class SymbolStore:
     ) -> list[Symbol]:
         where, params = self._filters(module, kind, risk)
         rows = self._conn.execute(
-            f"SELECT {_SYMBOL_COLUMNS} FROM symbols {where} ORDER BY file, start_line LIMIT ?",
+            f"SELECT {SYMBOL_COLUMNS} FROM symbols {where} ORDER BY file, start_line LIMIT ?",
             (*params, limit),
         )
-        return [_row_to_symbol(r) for r in rows]
+        return [row_to_symbol(r) for r in rows]
 
     @staticmethod
     def _filters(module: str | None, kind: str | None, risk: str | None) -> tuple[str, list[Any]]:
@@ -447,9 +447,9 @@ class SymbolStore:
         ).fetchall()
         out = []
         for sid, n in rows:
-            row = self._conn.execute(f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE id=?", (sid,)).fetchone()
+            row = self._conn.execute(f"SELECT {SYMBOL_COLUMNS} FROM symbols WHERE id=?", (sid,)).fetchone()
             if row:
-                out.append((_row_to_symbol(row), int(n)))
+                out.append((row_to_symbol(row), int(n)))
         return out
 
     def imports_of(self, path: str) -> list[str]:

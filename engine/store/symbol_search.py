@@ -58,7 +58,7 @@ def rank_symbols(
     limit: int = 20,
 ) -> list[Symbol]:
     """The best ``limit`` symbols for ``query``; see the module docstring for the tiers."""
-    from engine.store.db import _SYMBOL_COLUMNS, _row_to_symbol, identifier_parts
+    from engine.store.db import SYMBOL_COLUMNS, identifier_parts, row_to_symbol
 
     q = query.strip()
     if not q or limit <= 0:
@@ -167,6 +167,6 @@ def rank_symbols(
     marks = ",".join("?" * len(ids))
     rows = {
         r[0]: r[1:]
-        for r in conn.execute(f"SELECT sid, {_SYMBOL_COLUMNS} FROM symbols WHERE sid IN ({marks})", ids)
+        for r in conn.execute(f"SELECT sid, {SYMBOL_COLUMNS} FROM symbols WHERE sid IN ({marks})", ids)
     }
-    return [_row_to_symbol(rows[sid]) for sid in ids if sid in rows]
+    return [row_to_symbol(rows[sid]) for sid in ids if sid in rows]
