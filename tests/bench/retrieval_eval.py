@@ -215,6 +215,35 @@ def new_score() -> Score:
     return Score({k: 0 for k in KS}, 0.0, 0)
 
 
+def _task_ranks(
+    task: Task,
+    layout: object,
+    settings: object,
+    base: object,
+    use_vectors: bool,
+    into: dict[str, Score],
+    baseline_scores: Score,
+    hybrid_files: Score | None = None,
+) -> dict[str, object]:
+    """Every mode's and the baseline's rank of the first gold hit for one task, added to the scores."""
+    from engine.index.hybrid import search
+
+    row: dict[str, object] = {"id": task.id, "names_identifier": names_identifier(task)}
+    for mode in MODES:
+        if mode == "vector" and not use_vectors:
+            continue
+        hits = search(layout, settings, task.query, mode=mode, limit=10, record_metrics=False)  # type: ignore[arg-type]
+        rank = first_gold_rank([(h.file, h.symbol) for h in hits], task.gold)
+        into[mode].add(rank)
+        row[mode] = rank
+        if mode == "hybrid" and hybrid_files is not None:
+            hybrid_files.add(first_gold_file_rank(list(dict.fromkeys(h.file for h in hits)), task.gold))
+    brank = first_gold_file_rank(base.search(task.query, 10), task.gold)  # type: ignore[attr-defined]
+    baseline_scores.add(brank)
+    row["baseline"] = brank
+    return row
+
+
 def first_gold_rank(hits: list[tuple[str, str | None]], gold: tuple[tuple[str, str], ...]) -> int | None:
     wanted = set(gold)
     for i, (file, symbol) in enumerate(hits, 1):
@@ -407,22 +436,8 @@ def evaluate(argv: list[str] | None = None) -> dict[str, object]:
                 reranker = EmbeddingReranker(embedder.embed_documents, embedder.spec)
                 rerank_label = embedder.spec
         for task in (t for t in tasks if t.corpus == corpus):
-            row: dict[str, object] = {"id": task.id, "names_identifier": names_identifier(task)}
-            for mode in MODES:
-                if mode == "vector" and not use_vectors:
-                    continue
-                hits = search(layout, settings, task.query, mode=mode, limit=10, record_metrics=False)  # type: ignore[arg-type]
-                rank = first_gold_rank([(h.file, h.symbol) for h in hits], task.gold)
-                scores[mode].add(rank)
-                row[mode] = rank
-                if mode == "hybrid":
-                    hybrid_files.add(
-                        first_gold_file_rank(list(dict.fromkeys(h.file for h in hits)), task.gold)
-                    )
-            brank = first_gold_file_rank(base.search(task.query, 10), task.gold)
-            baseline.add(brank)
-            row["baseline"] = brank
-            per_task.append(row)
+            ranks = _task_ranks(task, layout, settings, base, use_vectors, scores, baseline, hybrid_files)
+            per_task.append(ranks)
             if reranker is not None:
                 for label, kwargs in (
                     ("no rerank", {}),
@@ -432,18 +447,10 @@ def evaluate(argv: list[str] | None = None) -> dict[str, object]:
                     hits = search(layout, settings, task.query, limit=10, record_metrics=False, **kwargs)  # type: ignore[arg-type]
                     ablation[label].add(first_gold_rank([(h.file, h.symbol) for h in hits], task.gold))
         for task in (t for t in heldout if t.corpus == corpus):
-            row = {"id": task.id, "names_identifier": names_identifier(task)}
-            for mode in MODES:
-                if mode == "vector" and not use_vectors:
-                    continue
-                hits = search(layout, settings, task.query, mode=mode, limit=10, record_metrics=False)  # type: ignore[arg-type]
-                rank = first_gold_rank([(h.file, h.symbol) for h in hits], task.gold)
-                heldout_scores[mode].add(rank)
-                row[mode] = rank
-            brank = first_gold_file_rank(base.search(task.query, 10), task.gold)
-            heldout_scores["baseline"].add(brank)
-            row["baseline"] = brank
-            heldout_rows.append(row)
+            ranks = _task_ranks(
+                task, layout, settings, base, use_vectors, heldout_scores, heldout_scores["baseline"]
+            )
+            heldout_rows.append(ranks)
         if corpus == "django" and use_vectors:
             throughput = embedding_throughput(
                 layout.index_db,  # type: ignore[attr-defined]

