@@ -215,6 +215,20 @@ def new_score() -> Score:
     return Score({k: 0 for k in KS}, 0.0, 0)
 
 
+def _score_rows(scores: dict[str, Score], baseline: Score) -> list[str]:
+    """Table rows: each mode that ran, then the whole-file BM25 baseline."""
+    rows = [
+        f"| {mode} | {scores[mode].recall(5):.2f} | {scores[mode].recall(10):.2f} | {scores[mode].mrr:.3f} |"
+        for mode in MODES
+        if scores[mode].n
+    ]
+    rows.append(
+        f"| baseline: BM25 over whole files (file-level hit) | {baseline.recall(5):.2f} | "
+        f"{baseline.recall(10):.2f} | {baseline.mrr:.3f} |"
+    )
+    return rows
+
+
 def _task_ranks(
     task: Task,
     layout: object,
@@ -515,14 +529,7 @@ def render(result: dict[str, object]) -> str:
         "| mode | recall@5 | recall@10 | MRR@10 |",
         "|---|---|---|---|",
     ]
-    for mode in MODES:
-        s = scores[mode]
-        if s.n:
-            out.append(f"| {mode} | {s.recall(5):.2f} | {s.recall(10):.2f} | {s.mrr:.3f} |")
-    out.append(
-        f"| baseline: BM25 over whole files (file-level hit) | {baseline.recall(5):.2f} | "
-        f"{baseline.recall(10):.2f} | {baseline.mrr:.3f} |"
-    )
+    out += _score_rows(scores, baseline)
     hybrid_files: Score = result["hybrid_files"]  # type: ignore[assignment]
     out.append(
         f"| hybrid, judged like the baseline (gold file among the files of its top 10 hits) | "
@@ -555,13 +562,8 @@ def render(result: dict[str, object]) -> str:
             "| mode (held-out) | recall@5 | recall@10 | MRR@10 |",
             "|---|---|---|---|",
         ]
-        for mode in MODES:
-            s = heldout_scores[mode]
-            if s.n:
-                out.append(f"| {mode} | {s.recall(5):.2f} | {s.recall(10):.2f} | {s.mrr:.3f} |")
+        out += _score_rows(heldout_scores, h_base)
         out += [
-            f"| baseline: BM25 over whole files (file-level hit) | {h_base.recall(5):.2f} | "
-            f"{h_base.recall(10):.2f} | {h_base.mrr:.3f} |",
             "",
             f"Held-out hybrid recall@10 {h_hyb.recall(10):.2f}, {h_ratio:.2f}× its same-run baseline.",
         ]
