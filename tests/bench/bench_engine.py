@@ -1,7 +1,8 @@
 """Benchmark of the semantic engine on Django 5.1.4 (and Express 4.21.2), against ctags in the same run.
 
 Run: ``python -m tests.bench.bench_engine`` (part of ``make bench``). Measures ctags,
-semfora's cold index (with and without the FTS layer), a warm re-index, a one-file
+semfora's cold index (with and without the FTS layer; with the files in the page cache and,
+as root, with the page cache dropped before each run of each tool), a warm re-index, a one-file
 re-index, ``search_symbols`` latency, peak RSS and definition recall vs ctags, then
 writes the "engine" section of docs/benchmarks.md.
 """
@@ -140,6 +141,41 @@ def _ctags(src: Path, out: Path) -> float:
     return time.perf_counter() - started
 
 
+def _drop_page_cache() -> bool:
+    """Empty the kernel's page cache so the next run reads every file from disk (root only)."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n", encoding="ascii")
+    except OSError:
+        return False
+    return True
+
+
+def _cold_cache(src: Path, work: Path) -> dict[str, list[float]] | None:
+    """ctags and semfora's cold index, each right after the page cache is dropped, alternating.
+
+    Returns the run times (ctags; semfora in-process and whole process), or None without root.
+    """
+    if not _drop_page_cache():
+        return None
+    out: dict[str, list[float]] = {"ctags": [], "inside": [], "whole": []}
+    for i in range(RUNS):
+        _drop_page_cache()
+        out["ctags"].append(_ctags(src, work / "tags-cold"))
+        cache = work / f"cache-cold-page-{i}"
+        _drop_page_cache()
+        wall, stdout, _rss = _run_measured(
+            [PY, "-c", _INDEX_SNIPPET, str(src), "nofts"], _env(cache), sample=False
+        )
+        out["inside"].append(json.loads(stdout)["seconds"])
+        out["whole"].append(wall)
+        shutil.rmtree(cache, ignore_errors=True)
+        print(
+            f"  cold page cache run {i + 1}: ctags {out['ctags'][-1]:.2f}s, semfora {wall:.2f}s", flush=True
+        )
+    return out
+
+
 def _ctags_defs(tags: Path) -> Counter[tuple[str, str, str]]:
     defs: Counter[tuple[str, str, str]] = Counter()
     for line in tags.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -251,6 +287,7 @@ def main() -> int:
             f"tree-sitter parse only {parse_s:.2f}s, full extraction {extract_s:.2f}s (one core)", flush=True
         )
 
+        cold_page = _cold_cache(src, work)
         cold_times, cold, peak_rss = _cold(src, work, "nofts", "no-fts")
         cold_fts_times, cold_fts, peak_fts = _cold(src, work, "fts", "fts")
         cold_s, cold_fts_s = statistics.median(cold_times), statistics.median(cold_fts_times)
@@ -301,6 +338,38 @@ def main() -> int:
     def ok(good: bool) -> str:
         return "met" if good else "**missed**"
 
+    if cold_page is not None:
+        page_ctags = statistics.median(cold_page["ctags"])
+        page_whole = statistics.median(cold_page["whole"])
+        page_inside = statistics.median(cold_page["inside"])
+        page_ratio = page_whole / page_ctags
+        page_rows = (
+            f"| `ctags -R --languages=Python` with a **cold page cache** (dropped before each run) | "
+            f"{page_ctags:.2f} s | baseline | |\n"
+            f"| cold index with a cold page cache: whole process (Python start-up included) / inside it | "
+            f"{page_whole:.2f} s = **{page_ratio:.1f} × ctags** / {page_inside:.2f} s = "
+            f"{page_inside / page_ctags:.1f} × | ≤ {COLD_RATIO_TARGET:.0f} × ctags | {ok(page_ratio <= COLD_RATIO_TARGET)} |\n"
+        )
+        page_text = (
+            f"Which page cache the target means: issue 2 quotes ctags at 0.84 s on this machine. Here ctags "
+            f"takes {ctags_s:.2f} s when Django's files are already in memory and {page_ctags:.2f} s when "
+            f"the page cache was dropped first (runs: {', '.join(f'{t:.2f}' for t in cold_page['ctags'])}), so "
+            "the issue's figure is a cold-page-cache one: a first `semfora index` after a reboot, or on a "
+            "repository whose files have not been read for a while. Measured the same way, with the page cache dropped before each run of each tool "
+            f"(semfora whole-process runs: {', '.join(f'{t:.2f}' for t in cold_page['whole'])} s), the cold "
+            f"index is {page_ratio:.1f} × ctags: **{ok(page_ratio <= COLD_RATIO_TARGET)}**. With everything "
+            f"already in the page cache it is {ratio:.1f} × ctags: {ok(ratio <= COLD_RATIO_TARGET)}; ctags "
+            "gains far more from a warm cache (its parse is cheap next to reading the files) than an indexer "
+            "that parses, resolves and stores calls."
+        )
+    else:
+        page_rows = (
+            "| cold index with a cold page cache | not measured: dropping the page cache needs root | | |\n"
+        )
+        page_text = (
+            "Run as root to measure with a cold page cache (the conditions of the issue's 0.84 s ctags)."
+        )
+
     body = f"""## Semantic engine (issue 2)
 
 Reproduce: `python -m tests.bench.bench_engine` (or `make bench BENCH=bench_engine`). Corpus: the Django 5.1.4
@@ -311,8 +380,8 @@ the median of {RUNS} runs in this one process; engine times are measured inside 
 
 | measure | result | target | |
 |---|---|---|---|
-| `ctags -R --languages=Python` (definitions only) | {ctags_s:.2f} s | baseline | |
-| cold index: symbols, calls, graphs (no FTS, no vectors) | {cold_s:.2f} s = **{ratio:.1f} × ctags** | ≤ {COLD_RATIO_TARGET:.0f} × ctags | {ok(ratio <= COLD_RATIO_TARGET)} |
+{page_rows}| `ctags -R --languages=Python` (definitions only), files already in the page cache | {ctags_s:.2f} s | baseline | |
+| cold index: symbols, calls, graphs (no FTS, no vectors), files already in the page cache | {cold_s:.2f} s = **{ratio:.1f} × ctags** | ≤ {COLD_RATIO_TARGET:.0f} × ctags | {ok(ratio <= COLD_RATIO_TARGET)} |
 | for scale: tree-sitter parse alone / full extraction, one core (CPU s) | {parse_s:.2f} s = {parse_s / ctags_s:.1f} × ctags / {extract_s:.2f} s | | |
 | the same in CPU seconds (user + sys, whole process tree): semfora cold (no FTS) / ctags | {cold["cpu"]:.2f} s / {ctags_cpu:.2f} s = {cold["cpu"] / ctags_cpu:.1f} × | | |
 | cold index with the FTS/chunk layer | {cold_fts_s:.2f} s = {ratio_fts:.1f} × ctags | (reported) | |
@@ -321,6 +390,8 @@ the median of {RUNS} runs in this one process; engine times are measured inside 
 | `search_symbols` over {SEARCH_QUERIES} real names | p50 {p50:.2f} ms, p95 {p95:.2f} ms | p95 ≤ {SEARCH_P95_TARGET_MS:.0f} ms | {ok(p95 <= SEARCH_P95_TARGET_MS)} |
 | peak memory (PSS of the whole process tree, sampled from /proc every 20 ms in one extra cold run per mode; the timed runs are not sampled, since sampling slows the process it reads) | {rss_mb:.0f} MB | ≤ {RSS_TARGET_MB:.0f} MB | {ok(rss_mb <= RSS_TARGET_MB)} |
 | definition recall vs ctags (classes, functions, methods) | {recall:.2%} ({found:,} of {total:,}) | ≥ {RECALL_TARGET:.0%} | {ok(recall >= RECALL_TARGET)} |
+
+{page_text}
 
 Index contents: {cold["files"]} files, {cold["symbols"]:,} symbols, {cold["edges"]:,} call edges.
 Cold runs (s): no FTS {", ".join(f"{t:.2f}" for t in cold_times)}; with FTS {", ".join(f"{t:.2f}" for t in cold_fts_times)};
