@@ -711,7 +711,8 @@ PARALLEL_RESOLVE_MIN_CALLS = 40_000
 RESOLVE_SLICES_PER_WORKER = 3
 # State a forked resolution worker inherits from its parent (never pickled).
 _FORKED: tuple[_FileResolver, list[tuple[object, ...]]] | None = None
-_CALLS_INSERT = "INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+_CALLS_COLUMNS = 11
+_CALLS_INSERT = f"INSERT INTO calls VALUES ({','.join('?' * _CALLS_COLUMNS)})"
 # Shard files written by resolution workers are named so a crashed run's leftovers are found.
 SHARD_GLOB = "calls-shard-*.db"
 # SQLite attaches at most 10 databases by default; shards are attached together until the commit.
@@ -746,7 +747,8 @@ def _resolve_to_shard(job: tuple[int, int, str]) -> int:
     try:
         shard.execute("PRAGMA journal_mode=OFF")
         shard.execute("PRAGMA synchronous=OFF")
-        shard.execute(f"CREATE TABLE calls AS SELECT * FROM (SELECT {', '.join(['NULL'] * 11)}) WHERE 0")
+        # Same column order as main.calls (the copy is positional); no types, no indexes.
+        shard.execute(f"CREATE TABLE calls ({', '.join(f'c{i}' for i in range(_CALLS_COLUMNS))})")
         shard.execute("BEGIN")
         shard.executemany(_CALLS_INSERT, _resolved_rows(resolving, calls, lo, hi))
         shard.execute("COMMIT")
