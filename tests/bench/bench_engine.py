@@ -372,7 +372,7 @@ def main() -> int:
 
     body = f"""## Semantic engine (issue 2)
 
-Reproduce: `python -m tests.bench.bench_engine` (or `make bench BENCH=bench_engine`). Corpus: the Django 5.1.4
+Reproduce: `python -m tests.bench.bench_engine` (or `make bench BENCH=bench_engine`; as root for the cold-page-cache rows). Corpus: the Django 5.1.4
 sdist (`pip download --no-deps --no-binary :all: django==5.1.4`), {py_files} `.py` files, {py_lines:,} lines,
 copied to a temporary directory that is not a git repository (so discovery walks the tree). Every figure is
 the median of {RUNS} runs in this one process; engine times are measured inside the indexing process
