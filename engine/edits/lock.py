@@ -7,18 +7,13 @@ when a process dies, so a killed committer never blocks anyone.
 
 from __future__ import annotations
 
-import fcntl
-import os
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from engine import flock
 from engine.errors import LockBusy
-
-# Polling interval while waiting for another process's lock; short enough to feel instant.
-LOCK_POLL_SECONDS = 0.05
 
 
 class _Held:
@@ -50,24 +45,13 @@ def edit_lock(edits_dir: Path, *, timeout: float) -> Iterator[None]:
         raise LockBusy("another thread of this process is committing edits", hint="try again in a moment")
     try:
         if held.depth == 0:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        who = _holder(path)
-                        os.close(fd)
-                        raise LockBusy(
-                            f"another semfora process ({who}) is committing edits in this repository; "
-                            f"waited {timeout:g}s",
-                            hint="retry when it finishes, or raise edits.lock_timeout",
-                        ) from None
-                    time.sleep(LOCK_POLL_SECONDS)
-            os.ftruncate(fd, 0)
-            os.write(fd, str(os.getpid()).encode("ascii"))
+            fd = flock.acquire(path, timeout)
+            if fd is None:
+                raise LockBusy(
+                    f"another semfora process ({_holder(path)}) is committing edits in this repository; "
+                    f"waited {timeout:g}s",
+                    hint="retry when it finishes, or raise edits.lock_timeout",
+                )
             held.fd = fd
         held.depth += 1
         try:
@@ -75,8 +59,7 @@ def edit_lock(edits_dir: Path, *, timeout: float) -> Iterator[None]:
         finally:
             held.depth -= 1
             if held.depth == 0 and held.fd is not None:
-                fcntl.flock(held.fd, fcntl.LOCK_UN)
-                os.close(held.fd)
+                flock.release(held.fd)
                 held.fd = None
     finally:
         held.rlock.release()

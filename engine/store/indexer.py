@@ -8,7 +8,6 @@ It never holds every symbol in memory and never blocks readers (WAL).
 
 from __future__ import annotations
 
-import fcntl
 import gc
 import hashlib
 import itertools
@@ -26,6 +25,7 @@ from functools import lru_cache
 from multiprocessing.context import BaseContext
 from pathlib import Path
 
+from engine import flock
 from engine.config import Settings
 from engine.errors import LockBusy
 from engine.semantic.graph import (
@@ -69,8 +69,6 @@ SQL_CHUNK = 500
 BULK_CACHE_KB = 64_000
 # The table still being written while calls resolve: its indexes are built last.
 LATE_TABLES = frozenset({"calls"})
-# How often the lock is retried while another indexer holds it.
-LOCK_POLL_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -115,24 +113,14 @@ class IndexReport:
 @contextmanager
 def writer_lock(layout: RepoLayout, timeout: float) -> Iterator[None]:
     """Hold ``index.lock`` exclusively; wait up to ``timeout`` seconds, then raise LockBusy."""
-    path = layout.cache_dir / "index.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    deadline = time.monotonic() + timeout
+    fd = flock.acquire(layout.cache_dir / "index.lock", timeout)
+    if fd is None:
+        raise LockBusy(
+            "another `semfora index` is writing this repository's index",
+            code="INDEX_LOCKED",
+            hint=f"waited {timeout:g}s; try again when it finishes",
+        )
     try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise LockBusy(
-                        "another `semfora index` is writing this repository's index",
-                        code="INDEX_LOCKED",
-                        hint=f"waited {timeout:g}s; try again when it finishes",
-                    ) from None
-                time.sleep(LOCK_POLL_S)
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the flock
