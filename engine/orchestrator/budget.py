@@ -67,7 +67,7 @@ class ContextItem:
     symbol_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The item as `semfora context --json` prints it (no text)."""
+        """The item as `semfora context --json` prints it, with the text the model is given."""
         return {
             "id": self.id,
             "kind": self.kind,
@@ -78,6 +78,7 @@ class ContextItem:
             "tokens": self.tokens,
             "priority": self.priority.label,
             "reason": self.reason,
+            "text": self.text,
         }
 
 
