@@ -176,9 +176,9 @@ def get_repo_overview(engine: Engine) -> ToolResult:
 
     Token cost: ~2,500 at most, fixed whatever the repository size. Call it first.
     """
-    from engine.semantic.overview import build_overview
+    from engine.semantic.overview import stored_overview
 
-    ov = build_overview(engine.layout, engine.store().connection())
+    ov = stored_overview(engine.layout, engine.store().connection())
     return ToolResult(ov.data, ov.toon)
 
 

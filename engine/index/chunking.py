@@ -139,6 +139,22 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def text_hash(text: str) -> int:
+    """A 64-bit fingerprint of a chunk's text as the file holds it (``chunk_source`` checks it)."""
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def source_lines(text: str) -> list[str]:
+    """A file's text cut into lines the way every chunk's line numbers count them."""
+    return text.splitlines()
+
+
+def lines_text(lines: Sequence[str], start: int, end: int) -> str:
+    """Lines ``start..end`` (1-based, inclusive) joined: exactly a chunk's text."""
+    return "\n".join(lines[start - 1 : end])
+
+
 def chunk_id(file: str, anchor: str, part: int) -> str:
     """Stable id: path + symbol id (or line window) + part. Never the content."""
     raw = f"{file}\x00{anchor}\x00{part}".encode("utf-8", "surrogatepass")

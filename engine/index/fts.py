@@ -1,7 +1,12 @@
-"""The full-text index: chunk rows and an external-content FTS5 table in index.db.
+"""The full-text index: chunk rows and a contentless FTS5 table in index.db.
 
 Owns the ``text_*`` tables (its own schema version in ``text_meta``), safe query
 building (user text never reaches FTS5 syntax raw) and weighted BM25 ranking.
+A chunk row holds where the chunk is and what it is called, never its text: the text
+is in the file (``chunk_source.chunk_text`` reads it back, checked against ``text_hash``).
+FTS5 cannot forget a contentless document without its old text, so a replaced chunk's
+row is deleted and its postings stay behind as a "dead" document that queries skip
+(its rowid is never reused) until ``compact`` rebuilds the FTS table.
 It never touches the store's tables and never embeds anything.
 """
 
@@ -15,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import IndexError_
-from engine.index.chunking import Chunk, split_identifier
+from engine.index.chunking import Chunk, split_identifier, text_hash
 
-SCHEMA_VERSION = "2"
+# v3: no chunk text in the database (contentless FTS5, text read back from the files).
+SCHEMA_VERSION = "3"
 
 # bm25() column weights, in the order of the FTS columns. The issue fixes the order:
 # a hit in the symbol name says most, then the path, then signature+doc, then the body.
@@ -42,6 +48,13 @@ _STOPWORD_TEXT = (
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 # Cap on query terms: beyond this, OR-ing more words only adds noise and latency.
 MAX_QUERY_TERMS = 16
+# FTS5's in-memory posting buffer (bytes; its default is 1 MB): a bulk load flushes far fewer
+# segments to disk, so there is less to merge afterwards and fewer pages freed by merging.
+FTS_HASH_BYTES = 32 * 1024 * 1024
+# Dead documents (replaced chunks whose postings remain) tolerated before ``compact`` is due:
+# this share of the live chunks, and at least this many.
+COMPACT_DEAD_SHARE = 0.2
+COMPACT_DEAD_MIN = 2000
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS text_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -49,8 +62,9 @@ CREATE TABLE IF NOT EXISTS text_files (
     path TEXT PRIMARY KEY, sha256 TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
     language TEXT NOT NULL
 );
+-- AUTOINCREMENT: a rowid is never reused, so a dead FTS document can never match a new chunk.
 CREATE TABLE IF NOT EXISTS text_chunks (
-    rowid INTEGER PRIMARY KEY,
+    rowid INTEGER PRIMARY KEY AUTOINCREMENT,
     chunk_id TEXT NOT NULL UNIQUE,
     file TEXT NOT NULL,
     start_line INTEGER NOT NULL,
@@ -58,35 +72,35 @@ CREATE TABLE IF NOT EXISTS text_chunks (
     kind TEXT NOT NULL,
     language TEXT NOT NULL,
     content_hash TEXT NOT NULL,
+    text_hash INTEGER NOT NULL,
     symbol_id TEXT,
     qualified_name TEXT,
     part INTEGER NOT NULL DEFAULT 0,
-    name TEXT NOT NULL,
-    path TEXT NOT NULL,
-    sigdoc TEXT NOT NULL,
-    body TEXT NOT NULL,
-    parts TEXT NOT NULL
+    name TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS text_chunks_file ON text_chunks(file);
-CREATE INDEX IF NOT EXISTS text_chunks_symbol ON text_chunks(symbol_id);
+CREATE INDEX IF NOT EXISTS text_chunks_symbol ON text_chunks(symbol_id) WHERE symbol_id IS NOT NULL;
 CREATE VIRTUAL TABLE IF NOT EXISTS text_fts USING fts5(
-    name, path, sigdoc, body, parts,
-    content='text_chunks', content_rowid='rowid', tokenize='porter unicode61'
+    name, path, sigdoc, body, parts, content='', tokenize='porter unicode61'
 );
 CREATE TABLE IF NOT EXISTS vector_state (
     chunk_id TEXT PRIMARY KEY, content_hash TEXT NOT NULL
 );
 INSERT OR IGNORE INTO text_meta VALUES ('schema_version', '{SCHEMA_VERSION}');
+INSERT OR IGNORE INTO text_fts(text_fts, rank) VALUES ('hashsize', {FTS_HASH_BYTES});
 """
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Per-query rank function (not stored config, so concurrent readers never see it change).
 RANK_FUNCTION = f"bm25({W_NAME}, {W_PATH}, {W_SIGDOC}, {W_BODY}, {W_PARTS})"
+# text_meta key: FTS documents inserted and not yet compacted away (live plus dead).
+META_FTS_DOCS = "fts_docs"
 
 
 @dataclass(frozen=True)
 class ChunkRow:
-    """A chunk as stored: everything a search hit needs, without the index columns."""
+    """A chunk as stored: where it is and what it is called. Its text is read from the file
+    (``engine.index.chunk_source.chunk_text``); ``sigdoc`` is its symbol's signature and doc."""
 
     rowid: int
     chunk_id: str
@@ -96,17 +110,31 @@ class ChunkRow:
     kind: str
     language: str
     content_hash: str
+    text_hash: int
     symbol_id: str | None
     qualified_name: str | None
     name: str
-    sigdoc: str
-    body: str
+    sigdoc: str = ""
 
 
-ROW_COLUMNS = (
-    "rowid, chunk_id, file, start_line, end_line, kind, language, content_hash, symbol_id, "
-    "qualified_name, name, sigdoc, body"
+_CHUNK_COLUMNS = (
+    "rowid",
+    "chunk_id",
+    "file",
+    "start_line",
+    "end_line",
+    "kind",
+    "language",
+    "content_hash",
+    "text_hash",
+    "symbol_id",
+    "qualified_name",
+    "name",
 )
+ROW_COLUMNS = ", ".join(_CHUNK_COLUMNS)
+# The same columns read through the alias ``c``, with the symbol's signature and doc when the
+# store's symbols table is there (a text index on its own has none).
+_ROW_SELECT = ", ".join(f"c.{col}" for col in _CHUNK_COLUMNS)
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -145,6 +173,15 @@ def drop_text_tables(conn: sqlite3.Connection) -> None:
     )
 
 
+def clear_chunks(conn: sqlite3.Connection) -> None:
+    """Empty the chunk rows, the FTS table and the file records, keeping ``vector_state`` and the
+    meta keys (chunk ids are stable, so the vectors of unchanged chunks stay valid)."""
+    conn.execute("INSERT INTO text_fts(text_fts) VALUES ('delete-all')")
+    conn.execute("DELETE FROM text_chunks")
+    conn.execute("DELETE FROM text_files")
+    conn.execute("INSERT OR REPLACE INTO text_meta VALUES (?, '0')", (META_FTS_DOCS,))
+
+
 def _row(values: Sequence[object]) -> ChunkRow:
     return ChunkRow(*values)  # type: ignore[arg-type]
 
@@ -161,60 +198,74 @@ def index_columns(chunk: Chunk) -> tuple[str, str, str, str, str]:
 
 _FTS_COLUMNS = "name, path, sigdoc, body, parts"
 
+# A chunk ready to store: its row (without rowid) and its five FTS columns.
+ChunkRecord = tuple[tuple[object, ...], tuple[str, str, str, str, str]]
+
+
+def chunk_record(c: Chunk) -> ChunkRecord:
+    """What ``insert_records`` stores for one chunk (plain tuples: cheap to send between processes)."""
+    row = (
+        c.id,
+        c.file,
+        c.start_line,
+        c.end_line,
+        c.kind,
+        c.language,
+        c.content_hash,
+        text_hash(c.text),
+        c.symbol_id,
+        c.qualified_name,
+        c.part,
+        c.name,
+    )
+    return row, index_columns(c)
+
 
 def insert_chunks(conn: sqlite3.Connection, chunks: Iterable[Chunk]) -> int:
-    """Add chunk rows, then index them in FTS with one set-based statement (fast for bulk loads)."""
-    rows = []
-    for c in chunks:
-        name, path_text, sigdoc, body, parts = index_columns(c)
-        rows.append(
-            (
-                c.id,
-                c.file,
-                c.start_line,
-                c.end_line,
-                c.kind,
-                c.language,
-                c.content_hash,
-                c.symbol_id,
-                c.qualified_name,
-                c.part,
-                name,
-                path_text,
-                sigdoc,
-                body,
-                parts,
-            )
-        )
-    if not rows:
+    """Add chunk rows and index them in FTS."""
+    return insert_records(conn, [chunk_record(c) for c in chunks])
+
+
+def insert_records(conn: sqlite3.Connection, records: Sequence[ChunkRecord]) -> int:
+    """Add chunk rows and their FTS documents under the same, new rowids."""
+    if not records:
         return 0
-    high = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM text_chunks").fetchone()[0]
+    # Past every rowid the table ever had (AUTOINCREMENT's own rule), so no dead document is reused.
+    base = int(
+        conn.execute(
+            "SELECT max(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'text_chunks'), 0), "
+            "COALESCE((SELECT max(rowid) FROM text_chunks), 0))"
+        ).fetchone()[0]
+    )
     conn.executemany(
-        "INSERT INTO text_chunks(chunk_id, file, start_line, end_line, kind, language, "
-        "content_hash, symbol_id, qualified_name, part, name, path, sigdoc, body, parts) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        rows,
+        "INSERT INTO text_chunks(rowid, chunk_id, file, start_line, end_line, kind, language, "
+        "content_hash, text_hash, symbol_id, qualified_name, part, name) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        [(base + i, *row) for i, (row, _cols) in enumerate(records, 1)],
+    )
+    conn.executemany(
+        f"INSERT INTO text_fts(rowid, {_FTS_COLUMNS}) VALUES (?,?,?,?,?,?)",
+        [(base + i, *cols) for i, (_row_values, cols) in enumerate(records, 1)],
     )
     conn.execute(
-        f"INSERT INTO text_fts(rowid, {_FTS_COLUMNS}) SELECT rowid, {_FTS_COLUMNS} FROM text_chunks WHERE rowid > ?",
-        (high,),
+        "INSERT INTO text_meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + ?",
+        (META_FTS_DOCS, str(len(records)), len(records)),
     )
-    return len(rows)
+    return len(records)
 
 
 def delete_chunks(conn: sqlite3.Connection, chunk_ids: Sequence[str]) -> int:
-    """Remove chunks from FTS (with their old values, as external content requires) and from the table."""
+    """Remove chunk rows. Their FTS documents stay as dead ones (see the module docstring)."""
     total = 0
     for i in range(0, len(chunk_ids), 500):
         part = list(chunk_ids[i : i + 500])
         marks = ",".join("?" * len(part))
-        conn.execute(
-            f"INSERT INTO text_fts(text_fts, rowid, {_FTS_COLUMNS}) "
-            f"SELECT 'delete', rowid, {_FTS_COLUMNS} FROM text_chunks WHERE chunk_id IN ({marks})",
-            part,
-        )
         total += conn.execute(f"DELETE FROM text_chunks WHERE chunk_id IN ({marks})", part).rowcount
     return total
+
+
+def move_chunks(conn: sqlite3.Connection, moves: Sequence[tuple[int, int, str]]) -> None:
+    """New line ranges ``(start, end, chunk_id)`` for chunks whose text did not change."""
+    conn.executemany("UPDATE text_chunks SET start_line = ?, end_line = ? WHERE chunk_id = ?", moves)
 
 
 def chunks_of_file(conn: sqlite3.Connection, file: str) -> dict[str, str]:
@@ -222,6 +273,16 @@ def chunks_of_file(conn: sqlite3.Connection, file: str) -> dict[str, str]:
     return dict(
         conn.execute("SELECT chunk_id, content_hash FROM text_chunks WHERE file=?", (file,)).fetchall()
     )
+
+
+def spans_of_file(conn: sqlite3.Connection, file: str) -> dict[str, tuple[str, int, int]]:
+    """``chunk_id -> (content_hash, start_line, end_line)`` of the chunks stored for ``file``."""
+    return {
+        cid: (h, lo, hi)
+        for cid, h, lo, hi in conn.execute(
+            "SELECT chunk_id, content_hash, start_line, end_line FROM text_chunks WHERE file=?", (file,)
+        )
+    }
 
 
 def optimize(conn: sqlite3.Connection) -> None:
@@ -234,15 +295,43 @@ def chunk_count(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT COUNT(*) FROM text_chunks").fetchone()[0])
 
 
+def dead_documents(conn: sqlite3.Connection) -> int:
+    """FTS documents whose chunk row is gone (replaced or deleted since the last compaction)."""
+    row = conn.execute("SELECT value FROM text_meta WHERE key = ?", (META_FTS_DOCS,)).fetchone()
+    docs = int(row[0]) if row else 0
+    return max(0, docs - chunk_count(conn))
+
+
+def compaction_due(conn: sqlite3.Connection) -> bool:
+    dead = dead_documents(conn)
+    return dead >= COMPACT_DEAD_MIN and dead > COMPACT_DEAD_SHARE * chunk_count(conn)
+
+
+def _with_sigdoc(
+    conn: sqlite3.Connection, sql_where: str, params: Sequence[object], order: str = ""
+) -> list[ChunkRow]:
+    """Chunk rows matching ``sql_where`` (on alias ``c``), each with its symbol's signature and doc."""
+    try:
+        rows = conn.execute(
+            f"SELECT {_ROW_SELECT}, COALESCE(s.signature || CASE WHEN s.doc != '' THEN char(10) || s.doc "
+            f"ELSE '' END, '') FROM text_chunks c LEFT JOIN symbols s ON s.id = c.symbol_id AND s.file = c.file "
+            f"WHERE {sql_where} {order}",
+            list(params),
+        ).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table: symbols" not in str(exc):
+            raise
+        rows = conn.execute(
+            f"SELECT {_ROW_SELECT}, '' FROM text_chunks c WHERE {sql_where} {order}", list(params)
+        ).fetchall()
+    return [_row(values) for values in rows]
+
+
 def rows_by_chunk_ids(conn: sqlite3.Connection, chunk_ids: Sequence[str]) -> dict[str, ChunkRow]:
     out: dict[str, ChunkRow] = {}
     for i in range(0, len(chunk_ids), 500):
         part = list(chunk_ids[i : i + 500])
-        marks = ",".join("?" * len(part))
-        for values in conn.execute(
-            f"SELECT {ROW_COLUMNS} FROM text_chunks WHERE chunk_id IN ({marks})", part
-        ):
-            row = _row(values)
+        for row in _with_sigdoc(conn, f"c.chunk_id IN ({','.join('?' * len(part))})", part):
             out[row.chunk_id] = row
     return out
 
@@ -253,9 +342,7 @@ def rows_by_symbol_ids(conn: sqlite3.Connection, symbol_ids: Sequence[str]) -> d
     for i in range(0, len(symbol_ids), 500):
         part = list(symbol_ids[i : i + 500])
         marks = ",".join("?" * len(part))
-        sql = f"SELECT {ROW_COLUMNS} FROM text_chunks WHERE symbol_id IN ({marks}) ORDER BY part"
-        for values in conn.execute(sql, part):
-            row = _row(values)
+        for row in _with_sigdoc(conn, f"c.symbol_id IN ({marks})", part, "ORDER BY c.part"):
             out.setdefault(row.symbol_id or "", row)
     return out
 
@@ -292,12 +379,21 @@ class TermStats:
     def __init__(self) -> None:
         self._df: dict[str, int] = {}
         self._total: int | None = None
+        self._dead: int | None = None
         self._lock = threading.Lock()
 
     def reset(self) -> None:
         with self._lock:
             self._df.clear()
             self._total = None
+            self._dead = None
+
+    def dead(self, conn: sqlite3.Connection) -> int:
+        """Dead FTS documents (see ``dead_documents``), counted once per generation."""
+        with self._lock:
+            if self._dead is None:
+                self._dead = dead_documents(conn)
+            return self._dead
 
     def total(self, conn: sqlite3.Connection) -> int:
         with self._lock:
@@ -344,20 +440,29 @@ def search(
 ) -> list[tuple[ChunkRow, float]]:
     """Weighted BM25 over chunks. Returns ``(row, bm25)`` best first (lower bm25 is better).
 
-    The MATCH runs in a subquery so FTS5 picks and ranks the rowids before any join.
+    The MATCH runs in a subquery so FTS5 picks and ranks the rowids before any join. Dead
+    documents (no chunk row any more) drop out of the join; while there are any, the subquery
+    asks for more than ``limit`` and again for more if too few rows were alive.
     """
     terms = query_terms(query)
     if not terms:
         return []
-    terms = informative_terms(conn, terms, stats or TermStats())
+    stats = stats or TermStats()
+    terms = informative_terms(conn, terms, stats)
     expr = match_expression(terms)
     sql = (
-        f"SELECT {', '.join('c.' + c.strip() for c in ROW_COLUMNS.split(','))}, f.rank FROM "
+        f"SELECT {_ROW_SELECT}, f.rank FROM "
         "(SELECT rowid, rank FROM text_fts WHERE text_fts MATCH ? AND rank MATCH ? ORDER BY rank LIMIT ?) AS f "
         "JOIN text_chunks AS c ON c.rowid = f.rowid ORDER BY f.rank"
     )
-    try:
-        rows = conn.execute(sql, (expr, RANK_FUNCTION, limit)).fetchall()
-    except sqlite3.OperationalError as exc:
-        raise IndexError_(f"full-text query failed: {exc}") from exc
-    return [(_row(values[:-1]), float(values[-1])) for values in rows]
+    dead = stats.dead(conn)
+    fetch = limit + min(dead, limit)
+    while True:
+        try:
+            rows = conn.execute(sql, (expr, RANK_FUNCTION, fetch)).fetchall()
+        except sqlite3.OperationalError as exc:
+            raise IndexError_(f"full-text query failed: {exc}") from exc
+        if len(rows) >= limit or fetch >= limit + dead:
+            break
+        fetch = min(limit + dead, fetch * 4)
+    return [(_row((*values[:-1], "")), float(values[-1])) for values in rows[:limit]]

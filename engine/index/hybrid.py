@@ -23,6 +23,7 @@ from engine.config import Settings
 from engine.errors import SemforaError, UsageError
 from engine.index import fts
 from engine.index.cache import ResultCache
+from engine.index.chunk_source import chunk_texts
 from engine.index.chunking import is_test_path
 from engine.index.metrics import MetricsRecorder, SearchEvent
 from engine.index.rerank import BlendMode, OllamaReranker, RerankCandidate, Reranker, rerank
@@ -279,10 +280,13 @@ def _rare_exact_name(conn: sqlite3.Connection, name_lower: str) -> list[Symbol]:
     return [row_to_symbol(r) for r in rows]
 
 
-def _snippet(row: fts.ChunkRow | None, symbol: Symbol | None, terms: list[str]) -> str:
-    if row is None:
+def _snippet(row: fts.ChunkRow | None, text: str | None, symbol: Symbol | None, terms: list[str]) -> str:
+    """A few lines of the chunk around the first query term (its text is read from the file)."""
+    if row is None or text is None:
+        if row is not None and symbol is None:
+            return row.sigdoc.split("\n", 1)[0] or row.qualified_name or row.name
         return (symbol.signature if symbol else "") or (symbol.qualified_name if symbol else "")
-    lines = row.body.splitlines()
+    lines = text.splitlines()
     start = 0
     lowered = [t.lower() for t in terms if len(t) > 2]
     for i, line in enumerate(lines):
@@ -295,7 +299,7 @@ def _snippet(row: fts.ChunkRow | None, symbol: Symbol | None, terms: list[str]) 
     return "\n".join(picked)
 
 
-def _to_hit(c: _Candidate, terms: list[str]) -> SearchHit:
+def _to_hit(c: _Candidate, terms: list[str], texts: dict[str, str]) -> SearchHit:
     if c.row is not None:
         r = c.row
         return SearchHit(
@@ -306,7 +310,7 @@ def _to_hit(c: _Candidate, terms: list[str]) -> SearchHit:
             end_line=r.end_line,
             score=c.score,
             sources=dict(c.ranks),
-            snippet=_snippet(r, None, terms),
+            snippet=_snippet(r, texts.get(r.chunk_id), c.symbol, terms),
             chunk_id=r.chunk_id,
             kind=r.kind,
             content_hash=r.content_hash,
@@ -321,7 +325,7 @@ def _to_hit(c: _Candidate, terms: list[str]) -> SearchHit:
         end_line=s.end_line,
         score=c.score,
         sources=dict(c.ranks),
-        snippet=_snippet(None, s, terms),
+        snippet=_snippet(None, None, s, terms),
         chunk_id=None,
         kind="symbol",
         content_hash=s.body_hash,
@@ -566,7 +570,9 @@ def _search(
         ranked, hits_from_cache = _apply_rerank(settings, s, query, ranked, reranker, rerank_mode, sink)
         cache_hits += hits_from_cache
         timings["rerank_ms"] = round((time.perf_counter() - t) * 1000, 2)
-    return [_to_hit(c, terms) for c in _without_nested(ranked, limit)], rewrites, cache_hits
+    chosen = _without_nested(ranked, limit)
+    texts = chunk_texts(layout.root, [c.row for c in chosen if c.row is not None])
+    return [_to_hit(c, terms, texts) for c in chosen], rewrites, cache_hits
 
 
 def _without_nested(ranked: list[_Candidate], limit: int) -> list[_Candidate]:
@@ -606,9 +612,10 @@ def _apply_rerank(
         settings.ollama.host, settings.search.llm_model, settings.search.provider_timeout
     )
     cands = []
+    bodies = chunk_texts(s.layout.root, [c.row for c in ranked if c.row is not None])
     for c in ranked:
         if c.row is not None:
-            text = f"{c.row.file} {c.row.qualified_name or ''}\n{c.row.body}"
+            text = f"{c.row.file} {c.row.qualified_name or ''}\n{bodies.get(c.row.chunk_id, c.row.sigdoc)}"
             cands.append(RerankCandidate(c.key, c.row.content_hash, text))
         elif c.symbol is not None:
             cands.append(RerankCandidate(c.key, c.symbol.body_hash, f"{c.symbol.file} {c.symbol.signature}"))

@@ -23,6 +23,7 @@ from urllib.parse import urlparse
 from engine.config import Settings
 from engine.errors import ServiceUnavailable
 from engine.index import fts
+from engine.index.chunk_source import chunk_texts
 from engine.index.chunking import is_test_path
 from engine.index.embeddings import Embedder, EmbedderChoice, choose_embedder
 from engine.store.layout import RepoLayout
@@ -110,10 +111,11 @@ def collection_name(layout: RepoLayout, spec: str) -> str:
     return f"sf-{model}-{digest}"
 
 
-def embed_text(row: fts.ChunkRow) -> str:
-    """What a chunk looks like to the embedder: where it is, what it is called, then its text."""
+def embed_text(row: fts.ChunkRow, body: str) -> str:
+    """What a chunk looks like to the embedder: where it is, what it is called, then its text
+    (``body``, read from the file by ``chunk_source.chunk_texts``)."""
     head = row.file + (f" {row.qualified_name}" if row.qualified_name else "")
-    return "\n".join(x for x in (head, row.sigdoc, row.body) if x)
+    return "\n".join(x for x in (head, row.sigdoc, body) if x)
 
 
 def _meta(conn: sqlite3.Connection, key: str) -> str | None:
@@ -224,11 +226,14 @@ class VectorIndexer:
                 break
             ids = pending[i : i + batch_limit]
             by_id = fts.rows_by_chunk_ids(conn, ids)
-            present = [by_id[c] for c in ids if c in by_id]
+            # A chunk whose file changed since it was indexed has no text now: the next index
+            # run replaces it, and it is embedded then.
+            texts = chunk_texts(self.layout.root, by_id.values())
+            present = [by_id[c] for c in ids if c in by_id and c in texts]
             if not present:
                 continue
             try:
-                vectors = embedder.embed_documents([embed_text(r) for r in present])
+                vectors = embedder.embed_documents([embed_text(r, texts[r.chunk_id]) for r in present])
             except ServiceUnavailable as exc:
                 reason = f"embedding stopped: {exc.message}"
                 log.warning(reason)

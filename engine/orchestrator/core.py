@@ -46,8 +46,6 @@ log = logging.getLogger(__name__)
 
 # Rounds of NEED follow-up per turn (issue 5): enough to fill a gap, too few to explore.
 MAX_NEED_ROUNDS = 2
-# cache.db namespace of overview texts, keyed by size cap and index.db state.
-OVERVIEW_NAMESPACE = "overview"
 # Highest fan-in symbols pre-summarized once per session when ollama.presummarize is on.
 PRESUMMARY_HUBS = 200
 # Turns of this session shown in the cached session-memory block.
@@ -157,28 +155,12 @@ class Orchestrator:
         self._hubs_requested = False  # background model summaries, if any
 
     def _load_overview(self, max_tokens: int) -> str:
-        """The bounded overview, cached in cache.db until index.db changes (one build per index)."""
-        from engine.index.cache import ResultCache
-        from engine.semantic.overview import build_overview
+        """The bounded overview, stored in index.db once per index state (see ``stored_overview``)."""
+        from engine.semantic.overview import stored_overview
 
-        try:
-            stat = self.layout.index_db.stat()
-        except FileNotFoundError:
+        if not self.layout.index_db.exists():
             return ""
-        key = f"{max_tokens}:{stat.st_mtime_ns}:{stat.st_size}"
-        cache = ResultCache(
-            self.layout.cache_db, ttl_days=self.settings.cache.ttl_days, max_mb=self.settings.cache.max_mb
-        )
-        try:
-            cached = cache.get(OVERVIEW_NAMESPACE, key)
-            if cached is not None:
-                return cached
-            text = build_overview(self.layout, self.gatherer.store().connection(), max_tokens=max_tokens).toon
-            cache.clear(OVERVIEW_NAMESPACE)  # older index states are never asked for again
-            cache.put(OVERVIEW_NAMESPACE, key, text)
-            return text
-        finally:
-            cache.close()
+        return stored_overview(self.layout, self.gatherer.store().connection(), max_tokens=max_tokens).toon
 
     def close(self) -> None:
         if self._presummary is not None:

@@ -383,9 +383,10 @@ def _entry_points(layout: RepoLayout, conn: sqlite3.Connection) -> list[dict[str
 
 
 def _hubs(conn: sqlite3.Connection, limit: int) -> list[dict[str, Any]]:
+    # Straight from calls (not the edges view): the partial index on callee_id covers it.
     rows = conn.execute(
-        "SELECT e.callee_id, count(*) AS n FROM edges e WHERE e.callee_id IS NOT NULL "
-        "GROUP BY e.callee_id ORDER BY n DESC LIMIT ?",
+        "SELECT callee_id, count(*) AS n FROM calls WHERE callee_id IS NOT NULL "
+        "GROUP BY callee_id ORDER BY n DESC LIMIT ?",
         (limit,),
     ).fetchall()
     out = []
@@ -409,8 +410,8 @@ def _dependencies(conn: sqlite3.Connection, modules: list[Module], limit: int) -
     names = [m.name for m in modules if m.name != "."]
     counts: dict[tuple[str, str], int] = {}
     for a, b, n in conn.execute(
-        "SELECT fa.module, fb.module, count(*) FROM file_imports fi JOIN files fa ON fa.path = fi.src "
-        "JOIN files fb ON fb.path = fi.dst WHERE fa.module != fb.module GROUP BY fa.module, fb.module"
+        "SELECT fa.module, fb.module, count(*) FROM file_links fi JOIN files fa ON fa.id = fi.src "
+        "JOIN files fb ON fb.id = fi.dst WHERE fa.module != fb.module GROUP BY fa.module, fb.module"
     ):
         ma, mb = _module_of(a, names), _module_of(b, names)
         if ma != mb:
@@ -447,7 +448,7 @@ def build_overview(layout: RepoLayout, conn: sqlite3.Connection, *, max_tokens: 
             (MAX_LANGUAGES,),
         )
     ]
-    edges = int(conn.execute("SELECT count(*) FROM edges WHERE callee_id IS NOT NULL").fetchone()[0])
+    edges = int(conn.execute("SELECT count(*) FROM calls WHERE callee_id IS NOT NULL").fetchone()[0])
     project, frameworks = detect_frameworks(layout.root)
     all_modules = choose_modules(nodes, MAX_MODULES)
     purposes = {m.name: infer_purpose(layout, conn, m) for m in all_modules}
@@ -494,3 +495,90 @@ def build_overview(layout: RepoLayout, conn: sqlite3.Connection, *, max_tokens: 
     if len(text) > budget:  # pathological names: cut at a line boundary as the last resort
         text = text[: budget - 2].rsplit("\n", 1)[0] + "\n…"
     return Overview(data, text)
+
+
+# --- stored once per index state -------------------------------------------------------------
+
+# Root manifests the overview reads (besides each module's README and package doc file).
+MANIFEST_FILES = ("pyproject.toml", "package.json", "go.mod", "Cargo.toml", "pom.xml")
+# Seconds a reader waits to store a freshly built overview; an indexer holding the write
+# lock means the index is about to change anyway, so it simply is not stored this time.
+STORE_TIMEOUT_S = 0.05
+
+Probe = tuple[str, int, int]  # (path relative to the root, mtime_ns, size); (-1, -1) when absent
+
+
+def _probe_paths(root: Path, modules: list[str]) -> list[str]:
+    """Every path whose content (or absence) the overview depends on, besides index.db."""
+    paths = ["."]  # the root's listing: requirements*.txt come and go
+    paths += list(MANIFEST_FILES) + [p.name for p in sorted(root.glob("requirements*.txt"))]
+    for name in modules:
+        base = "" if name == "." else name.rstrip("/") + "/"
+        paths += [base + f for f in README_NAMES + PACKAGE_DOC_FILES]
+    return paths
+
+
+def _probe(root: Path, paths: list[str]) -> list[Probe]:
+    out: list[Probe] = []
+    for rel in paths:
+        try:
+            st = (root / rel).stat()
+        except OSError:
+            out.append((rel, -1, -1))
+            continue
+        out.append((rel, st.st_mtime_ns, st.st_size))
+    return out
+
+
+def _index_generation(conn: sqlite3.Connection) -> str | None:
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return None if row is None else str(row[0])
+
+
+def stored_overview(
+    layout: RepoLayout, conn: sqlite3.Connection, *, max_tokens: int = MAX_TOKENS
+) -> Overview:
+    """The overview for the index as it is now: read from index.db when this index state (and
+    every file it was built from) is the one it was stored for, else built once and stored.
+
+    ``conn`` is a reader's connection; the store goes through a short-lived connection that
+    never waits on an indexer (a busy database just means it is built again next time).
+    """
+    generation = _index_generation(conn)
+    try:
+        row = conn.execute(
+            "SELECT generation, probes, data, toon FROM overview WHERE max_tokens = ?", (max_tokens,)
+        ).fetchone()
+    except sqlite3.OperationalError:
+        row = None
+    if row is not None and generation is not None and row[0] == generation:
+        probes = [tuple(p) for p in json.loads(row[1])]
+        if _probe(layout.root, [str(p[0]) for p in probes]) == probes:
+            return Overview(json.loads(row[2]), str(row[3]))
+    ov = build_overview(layout, conn, max_tokens=max_tokens)
+    if generation is not None:
+        modules = [str(m["name"]) for m in ov.data.get("modules", [])]
+        _store(layout, max_tokens, generation, _probe(layout.root, _probe_paths(layout.root, modules)), ov)
+    return ov
+
+
+def _store(layout: RepoLayout, max_tokens: int, generation: str, probes: list[Probe], ov: Overview) -> None:
+    try:
+        writer = sqlite3.connect(str(layout.index_db), timeout=STORE_TIMEOUT_S)
+    except sqlite3.Error:
+        return
+    try:
+        with writer:
+            # Older index states are never asked for again.
+            writer.execute("DELETE FROM overview WHERE generation != ?", (generation,))
+            writer.execute(
+                "INSERT OR REPLACE INTO overview VALUES (?, ?, ?, ?, ?)",
+                (max_tokens, generation, json.dumps(probes), json.dumps(ov.data), ov.toon),
+            )
+    except sqlite3.OperationalError:
+        return  # an indexer holds the write lock, or the table is not there: build it next time
+    finally:
+        writer.close()

@@ -21,7 +21,7 @@ from typing import Any
 from engine.errors import IndexError_, LockBusy, NotFoundError, UsageError
 from engine.semantic.model import Risk, Symbol
 from engine.store.layout import RepoLayout
-from engine.store.schema import migrate
+from engine.store.schema import REBUILT_AT, SCHEMA_VERSION, migrate
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # Seconds a connection waits on another writer's lock before SQLite gives up.
@@ -58,6 +58,11 @@ class FileRecord:
     line_count: int
     syntax_errors: int
     indexed_at: float
+    id: int = 0  # files.id, the key calls, imports and file links use instead of the path
+
+
+# The columns of ``files`` in FileRecord's order.
+FILE_COLUMNS = "path, language, module, size, mtime_ns, sha256, line_count, syntax_errors, indexed_at, id"
 
 
 @dataclass(frozen=True)
@@ -154,7 +159,8 @@ def open_index(
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, check_same_thread=False)
             _configure(conn)
             if not readonly:
-                migrate(conn)
+                found = migrate(conn)
+                _warn_if_emptied(found, on_warning)
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return conn
         except sqlite3.DatabaseError as exc:
@@ -176,6 +182,20 @@ def open_index(
             code="INDEX_BUSY",
             hint="try again when `semfora index` finishes",
         ) from exc
+
+
+def _warn_if_emptied(found: int, on_warning: WarningSink | None) -> None:
+    """Say so when an upgrade from ``found`` emptied the semantic tables (the next index run refills them)."""
+    if on_warning is None or not 0 < found < SCHEMA_VERSION:
+        return
+    if any(version in REBUILT_AT for version in range(found + 1, SCHEMA_VERSION + 1)):
+        on_warning(
+            StoreWarning(
+                "INDEX_UPGRADED",
+                f"index.db was written by an older semfora (schema {found}, now {SCHEMA_VERSION}); "
+                "it is rebuilt by the next index run",
+            )
+        )
 
 
 def _rebuild(path: Path, problem: str, on_warning: WarningSink | None) -> sqlite3.Connection:
@@ -279,11 +299,11 @@ class SymbolStore:
 
     def files(self) -> Iterator[FileRecord]:
         """Every indexed file, streamed in path order."""
-        for row in self._conn.execute("SELECT * FROM files ORDER BY path"):
+        for row in self._conn.execute(f"SELECT {FILE_COLUMNS} FROM files ORDER BY path"):
             yield FileRecord(*row)
 
     def file(self, path: str) -> FileRecord | None:
-        row = self._conn.execute("SELECT * FROM files WHERE path=?", (path,)).fetchone()
+        row = self._conn.execute(f"SELECT {FILE_COLUMNS} FROM files WHERE path=?", (path,)).fetchone()
         return FileRecord(*row) if row else None
 
     def skipped(self, limit: int = 1000) -> list[tuple[str, str]]:
@@ -314,7 +334,8 @@ class SymbolStore:
         from engine.semantic.model import CallSite
 
         rows = self._conn.execute(
-            "SELECT name, receiver, line, awaited, in_try FROM calls WHERE caller_id=? AND file=? ORDER BY line",
+            "SELECT name, receiver, line, awaited, in_try FROM calls "
+            "WHERE caller_id=? AND file_id=(SELECT id FROM files WHERE path=?) ORDER BY line",
             (sym.id, sym.file),
         )
         calls = tuple(CallSite(r[0], r[1], r[2], bool(r[3]), bool(r[4])) for r in rows)
@@ -409,18 +430,20 @@ class SymbolStore:
             for sid in frontier:
                 if incoming:
                     rows = self._conn.execute(
-                        "SELECT e.caller_id, COALESCE(s.qualified_name, '<module>'), e.file, e.line, e.kind, "
-                        "e.package FROM edges e LEFT JOIN symbols s ON s.id = e.caller_id "
-                        "WHERE e.callee_id = ? ORDER BY e.file, e.line",
+                        "SELECT c.caller_id, COALESCE(s.qualified_name, '<module>'), f.path, c.line, c.kind, "
+                        "c.package FROM calls c JOIN files f ON f.id = c.file_id "
+                        "LEFT JOIN symbols s ON s.id = c.caller_id "
+                        "WHERE c.callee_id = ? AND c.kind IS NOT NULL ORDER BY f.path, c.line",
                         (sid,),
                     )
                 else:
                     rows = self._conn.execute(
-                        "SELECT e.callee_id, COALESCE(s.qualified_name, e.callee_name), COALESCE(s.file, ''), "
-                        "COALESCE(s.start_line, e.line), e.kind, e.package FROM edges e "
-                        "LEFT JOIN symbols s ON s.id = e.callee_id "
+                        "SELECT c.callee_id, COALESCE(s.qualified_name, c.name), COALESCE(s.file, ''), "
+                        "COALESCE(s.start_line, c.line), c.kind, c.package FROM calls c "
+                        "LEFT JOIN symbols s ON s.id = c.callee_id "
                         # The caller's own file narrows the scan through the calls_file index.
-                        "WHERE e.file IN (SELECT file FROM symbols WHERE id = ?) AND e.caller_id = ? ORDER BY e.line",
+                        "WHERE c.file_id IN (SELECT f.id FROM files f JOIN symbols x ON x.file = f.path "
+                        "WHERE x.id = ?) AND c.caller_id = ? AND c.kind IS NOT NULL ORDER BY c.line",
                         (sid, sid),
                     )
                 for other, name, file, line, via, package in rows:
@@ -441,7 +464,7 @@ class SymbolStore:
     def fan_in(self, limit: int = 10) -> list[tuple[Symbol, int]]:
         """The symbols called from the most places."""
         rows = self._conn.execute(
-            "SELECT callee_id, count(*) AS n FROM edges WHERE callee_id IS NOT NULL "
+            "SELECT callee_id, count(*) AS n FROM calls WHERE callee_id IS NOT NULL "
             "GROUP BY callee_id ORDER BY n DESC LIMIT ?",
             (limit,),
         ).fetchall()
@@ -453,20 +476,26 @@ class SymbolStore:
         return out
 
     def imports_of(self, path: str) -> list[str]:
-        return [
-            r[0] for r in self._conn.execute("SELECT dst FROM file_imports WHERE src=? ORDER BY dst", (path,))
-        ]
+        rows = self._conn.execute(
+            "SELECT b.path FROM files a JOIN file_links l ON l.src = a.id JOIN files b ON b.id = l.dst "
+            "WHERE a.path = ? ORDER BY b.path",
+            (path,),
+        )
+        return [r[0] for r in rows]
 
     def imported_by(self, path: str) -> list[str]:
-        return [
-            r[0] for r in self._conn.execute("SELECT src FROM file_imports WHERE dst=? ORDER BY src", (path,))
-        ]
+        rows = self._conn.execute(
+            "SELECT a.path FROM files b JOIN file_links l ON l.dst = b.id JOIN files a ON a.id = l.src "
+            "WHERE b.path = ? ORDER BY a.path",
+            (path,),
+        )
+        return [r[0] for r in rows]
 
     def module_graph(self, limit: int = 200) -> list[tuple[str, str, int]]:
         """Directory -> directory import counts, heaviest first."""
         rows = self._conn.execute(
-            "SELECT a.module, b.module, count(*) AS n FROM file_imports fi "
-            "JOIN files a ON a.path = fi.src JOIN files b ON b.path = fi.dst "
+            "SELECT a.module, b.module, count(*) AS n FROM file_links fl "
+            "JOIN files a ON a.id = fl.src JOIN files b ON b.id = fl.dst "
             "WHERE a.module != b.module GROUP BY a.module, b.module ORDER BY n DESC LIMIT ?",
             (limit,),
         )
@@ -483,10 +512,10 @@ class SymbolStore:
             files=one("SELECT count(*) FROM files"),
             symbols=one("SELECT count(*) FROM symbols"),
             calls=one("SELECT count(*) FROM calls"),
-            edges=one("SELECT count(*) FROM edges"),
-            resolved_edges=one("SELECT count(*) FROM edges WHERE callee_id IS NOT NULL"),
-            external_edges=one("SELECT count(*) FROM edges WHERE callee_id IS NULL"),
-            file_imports=one("SELECT count(*) FROM file_imports"),
+            edges=one("SELECT count(*) FROM calls WHERE kind IS NOT NULL"),
+            resolved_edges=one("SELECT count(*) FROM calls WHERE callee_id IS NOT NULL"),
+            external_edges=one("SELECT count(*) FROM calls WHERE kind IS NOT NULL AND callee_id IS NULL"),
+            file_imports=one("SELECT count(*) FROM file_links"),
             skipped=one("SELECT count(*) FROM skipped_files"),
             languages=langs,
             schema_version=int(q("PRAGMA user_version").fetchone()[0]),

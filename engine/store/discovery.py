@@ -171,47 +171,91 @@ def discover(
     result = Discovery(used_git=names is not None)
     if names is None:
         names = _walk(base, exclude)
-    max_bytes = settings.max_file_bytes
     for rel in names:
         if result.used_git and "/" in rel and _in_excluded_dir(rel, exclude):  # the walk prunes them itself
             continue
-        if rel.startswith(".git/"):
-            continue
-        if not rel.isascii():
-            try:
-                rel.encode("utf-8")
-            except UnicodeEncodeError:
-                result.skipped.append(
-                    Skipped(rel.encode("utf-8", "replace").decode(), "file name is not valid UTF-8")
-                )
-                continue
-        name = rel.rpartition("/")[2]
-        if name not in by_name:
-            by_name[name] = language_of(name)
-        language = by_name[name]
-        if language is None and languages_only:
-            continue  # not source code: no need to even stat it
-        full = os.path.join(base, rel)
-        try:
-            st = os.lstat(full)
-        except OSError as exc:
-            if isinstance(exc, FileNotFoundError):
-                continue  # listed by git but deleted in the work tree
-            result.skipped.append(Skipped(rel, f"unreadable: {exc.strerror}"))
-            continue
-        mode = st.st_mode
-        if stat.S_ISLNK(mode):
-            result.skipped.append(Skipped(rel, _symlink_problem(root, full)))
-            continue
-        if not stat.S_ISREG(mode):
-            result.skipped.append(Skipped(rel, "not a regular file"))
-            continue
-        if st.st_size > max_bytes:
-            result.skipped.append(Skipped(rel, f"too large ({st.st_size} bytes > {max_bytes})"))
-            continue
-        if rel.endswith(MINIFIED_SUFFIXES):
-            result.skipped.append(Skipped(rel, "minified"))
-            continue
-        result.candidates.append(Candidate(rel, st.st_size, st.st_mtime_ns, language))
+        _classify(root, base, rel, settings.max_file_bytes, languages_only, language_of, by_name, result)
     result.candidates.sort(key=lambda c: c.path)
     return result
+
+
+def discover_paths(
+    root: Path,
+    settings: IndexSettings,
+    paths: Iterable[str],
+    *,
+    language_of: Callable[[str], str | None] | None = None,
+    languages_only: bool = True,
+) -> Discovery:
+    """``discover`` restricted to ``paths`` (repository-relative, as git names them).
+
+    For a caller that already knows which paths may have changed (git did the walk): each
+    path gets the same checks as in a full discovery; a path that no longer exists is simply
+    absent from the result, so the caller treats it as deleted.
+    """
+    if language_of is None:
+        from engine.semantic.languages import language_for_path
+
+        language_of = language_for_path
+    root = root.resolve()
+    base = str(root)
+    exclude = set(settings.exclude_dirs)
+    result = Discovery(used_git=True)
+    by_name: dict[str, str | None] = {}
+    for rel in sorted(set(paths)):
+        if not rel or rel.startswith("/") or ".." in rel.split("/") or _in_excluded_dir(rel, exclude):
+            continue
+        _classify(root, base, rel, settings.max_file_bytes, languages_only, language_of, by_name, result)
+    result.candidates.sort(key=lambda c: c.path)
+    return result
+
+
+def _classify(
+    root: Path,
+    base: str,
+    rel: str,
+    max_bytes: int,
+    languages_only: bool,
+    language_of: Callable[[str], str | None],
+    by_name: dict[str, str | None],
+    result: Discovery,
+) -> None:
+    """Add ``rel`` to ``result`` as a candidate or a skipped file (or not at all: gone, no language)."""
+    if rel.startswith(".git/"):
+        return
+    if not rel.isascii():
+        try:
+            rel.encode("utf-8")
+        except UnicodeEncodeError:
+            result.skipped.append(
+                Skipped(rel.encode("utf-8", "replace").decode(), "file name is not valid UTF-8")
+            )
+            return
+    name = rel.rpartition("/")[2]
+    if name not in by_name:
+        by_name[name] = language_of(name)
+    language = by_name[name]
+    if language is None and languages_only:
+        return  # not source code: no need to even stat it
+    full = os.path.join(base, rel)
+    try:
+        st = os.lstat(full)
+    except OSError as exc:
+        if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+            return  # listed by git but deleted in the work tree
+        result.skipped.append(Skipped(rel, f"unreadable: {exc.strerror}"))
+        return
+    mode = st.st_mode
+    if stat.S_ISLNK(mode):
+        result.skipped.append(Skipped(rel, _symlink_problem(root, full)))
+        return
+    if not stat.S_ISREG(mode):
+        result.skipped.append(Skipped(rel, "not a regular file"))
+        return
+    if st.st_size > max_bytes:
+        result.skipped.append(Skipped(rel, f"too large ({st.st_size} bytes > {max_bytes})"))
+        return
+    if rel.endswith(MINIFIED_SUFFIXES):
+        result.skipped.append(Skipped(rel, "minified"))
+        return
+    result.candidates.append(Candidate(rel, st.st_size, st.st_mtime_ns, language))

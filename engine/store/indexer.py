@@ -1,9 +1,13 @@
 """The incremental indexer: discover, parse what changed in parallel, store, resolve graphs.
 
-Owns ``index_repository`` and the single-writer lock. Unchanged files are
-recognised by mtime+size, then SHA-256; only changed, added, renamed and deleted
-files are touched, and only the call edges they can affect are re-resolved.
-It never holds every symbol in memory and never blocks readers (WAL).
+Owns ``index_repository`` and the single-writer lock. In a git work tree, what may have
+changed since the last run comes from `git status` against the recorded state (see
+``changes.py``), so an unchanged tree costs one git call, not a stat of every file;
+elsewhere every file is stat'ed. Unchanged files are recognised by mtime+size, then
+SHA-256; only changed, added, renamed and deleted files are touched, and only the call
+edges they can affect are re-resolved. A cold build streams: workers write their files'
+call sites into shard databases of their own and resolution reads them back in slices,
+so no process holds every row of the tree. It never blocks readers (WAL).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from engine.semantic.graph import (
     file_context,
 )
 from engine.semantic.model import FileAnalysis, ImportRef
+from engine.store import changes
 from engine.store.db import (
     PAGE_CACHE_KB,
     StoreWarning,
@@ -46,12 +51,16 @@ from engine.store.db import (
     open_index,
     relative_module,
 )
-from engine.store.discovery import Candidate, Skipped, content_problem, discover
+from engine.store.discovery import Candidate, Discovery, Skipped, content_problem, discover, discover_paths
 from engine.store.layout import RepoLayout
-from engine.store.schema import create_secondary_indexes, drop_secondary_indexes
+from engine.store.schema import SCHEMA_VERSION, create_secondary_indexes, drop_secondary_indexes
 
-# (message, done, total): the progress shape shared with the text index.
+# (phase, done, total): the progress shape shared with the text index. Phases are the names of
+# contract 3 ("discovering", "parsing", "resolving calls", "text index"); counts are files.
 ProgressFn = Callable[[str, int, int], None]
+PHASE_DISCOVER = "discovering"
+PHASE_PARSE = "parsing"
+PHASE_RESOLVE = "resolving calls"
 
 # Up to this many files are parsed in this process: a pool costs more than it saves.
 INLINE_PARSE_MAX = 24
@@ -64,16 +73,25 @@ TASKS_IN_FLIGHT_PER_WORKER = 3
 PRELOAD_DEFINITIONS_ABOVE = 150
 # SQLite's default limit on host parameters is 999 in old builds; stay under it.
 SQL_CHUNK = 500
-# Page cache (KiB) during a cold build: the Django index is ~64 MB, and sorting its
-# secondary indexes in memory instead of spilling to the WAL is most of the saving.
+# Page cache (KiB) during a cold build: sorting the secondary indexes in memory instead of
+# spilling them to the WAL is most of the saving (Django's index is ~40 MB).
 BULK_CACHE_KB = 64_000
 # The table still being written while calls resolve: its indexes are built last.
 LATE_TABLES = frozenset({"calls"})
+# Meta keys this module writes (the text index records which worktree state it matches).
+META_WORKTREE = "worktree"
+META_COUNTS = "counts"
+META_GENERATION = "generation"
 
 
 @dataclass(frozen=True)
 class IndexReport:
-    """What one indexing run did. ``changed`` counts modified files only."""
+    """What one indexing run did. ``changed`` counts modified files only.
+
+    ``scope`` is the set of paths this run examined (None: the whole tree), and
+    ``state_before``/``state_after`` name the recorded work-tree states around it, so the
+    text index can tell whether it may look at the same paths only.
+    """
 
     files: int
     symbols: int
@@ -90,6 +108,10 @@ class IndexReport:
     warnings: tuple[StoreWarning, ...] = ()
     rebuild: bool = False
     text_index: object | None = None
+    scope: tuple[str, ...] | None = None
+    state_before: str | None = None
+    state_after: str | None = None
+    cold: bool = False  # built from an empty index
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -107,6 +129,7 @@ class IndexReport:
             "deleted_paths": list(self.deleted_paths),
             "skipped_files": [{"path": s.path, "reason": s.reason} for s in self.skipped_files],
             "warnings": [{"code": w.code, "message": w.message} for w in self.warnings],
+            "scope": "tree" if self.scope is None else len(self.scope),
         }
 
 
@@ -144,7 +167,8 @@ class FileRows:
     """One file's analysis flattened to database rows in the worker (cheap to pickle).
 
     ``symbols`` rows lack the leading ``sid`` (the writer assigns it) and end with
-    the symbol's search terms; ``calls`` rows carry the caller's parent for resolution.
+    the symbol's search terms; ``calls`` rows carry the caller's parent for resolution
+    (empty when the worker wrote them into its shard instead).
     """
 
     file: tuple[object, ...]
@@ -155,7 +179,11 @@ class FileRows:
     refs: list[tuple[object, ...]] = field(default_factory=list)
 
 
-def _rows(path: str, fa: FileAnalysis, size: int, mtime_ns: int, sha: str) -> FileRows:
+# One item to parse: (path, language, files.id).
+ParseItem = tuple[str, str, int]
+
+
+def _rows(path: str, file_id: int, fa: FileAnalysis, size: int, mtime_ns: int, sha: str) -> FileRows:
     module = relative_module(path)
     symbols: list[tuple[object, ...]] = []
     calls: list[tuple[object, ...]] = []
@@ -192,17 +220,17 @@ def _rows(path: str, fa: FileAnalysis, size: int, mtime_ns: int, sha: str) -> Fi
         )
         if s.calls:
             sid, parent = s.id, s.parent
-            calls += [(path, sid, parent, *c) for c in s.calls]
-    calls += [(path, None, None, *c) for c in fa.module_calls]
+            calls += [(file_id, sid, parent, *c) for c in s.calls]
+    calls += [(file_id, None, None, *c) for c in fa.module_calls]
     imports: list[tuple[object, ...]] = [
-        (path, i.module, _json_list(i.names), i.alias, i.line) for i in fa.imports
+        (file_id, i.module, _json_list(i.names), i.alias, i.line) for i in fa.imports
     ]
     refs: list[tuple[object, ...]] = [(i.module, i.names, i.alias, i.line) for i in fa.imports]
-    file_row = (path, fa.language, module, size, mtime_ns, sha, fa.line_count, fa.syntax_errors)
+    file_row = (path, fa.language, module, size, mtime_ns, sha, fa.line_count, fa.syntax_errors, file_id)
     return FileRows(file_row, symbols, calls, imports, refs)
 
 
-def _parse_one(root: str, path: str, language: str) -> ParseResult:
+def _parse_one(root: str, path: str, language: str, file_id: int = 0) -> ParseResult:
     from engine.semantic.extract import analyze_source
 
     full = os.path.join(root, path)
@@ -223,7 +251,7 @@ def _parse_one(root: str, path: str, language: str) -> ParseResult:
         return ParseResult(
             path, st.st_size, st.st_mtime_ns, sha, None, f"extraction failed: {type(exc).__name__}"
         )
-    rows = _rows(path, analysis, st.st_size, st.st_mtime_ns, sha)
+    rows = _rows(path, file_id, analysis, st.st_size, st.st_mtime_ns, sha)
     return ParseResult(path, st.st_size, st.st_mtime_ns, sha, rows, None)
 
 
@@ -243,23 +271,74 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def parse_batch(root: str, items: Sequence[tuple[str, str]]) -> list[ParseResult]:
-    """Read, hash and analyse each ``(path, language)``."""
+def parse_batch(root: str, items: Sequence[ParseItem]) -> list[ParseResult]:
+    """Read, hash and analyse each ``(path, language, file_id)``."""
     with _gc_paused():
-        return [_parse_one(root, path, language) for path, language in items]
+        return [_parse_one(root, path, language, file_id) for path, language, file_id in items]
 
 
-def parse_batch_packed(root: str, items: Sequence[tuple[str, str]]) -> bytes:
+# --- call shards: a cold build's call sites wait here, outside the parent, until resolved ------
+
+# Shard files are named so a crashed run's leftovers are found (and removed by the next cold build).
+SHARD_GLOB = "calls-shard-*.db"
+_PENDING_COLUMNS = "file_id, caller_id, caller_parent, name, receiver, line, awaited, in_try"
+_PENDING_INSERT = "INSERT INTO pending VALUES (?,?,?,?,?,?,?,?)"
+# This process's open shard: (path, connection). Each process writes only its own.
+_SHARD: tuple[str, sqlite3.Connection] | None = None
+
+
+def _shard_path(shard_dir: str, tag: str, label: str) -> str:
+    return os.path.join(shard_dir, SHARD_GLOB.replace("*", f"{tag}-{label}"))
+
+
+def _open_shard(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=OFF")
+    conn.execute("PRAGMA synchronous=OFF")
+    return conn
+
+
+def _pending_shard(shard_dir: str, tag: str) -> tuple[str, sqlite3.Connection]:
+    """This process's shard for unresolved call sites, opened on first use."""
+    global _SHARD
+    path = _shard_path(shard_dir, tag, f"p{os.getpid()}")
+    if _SHARD is None or _SHARD[0] != path:
+        conn = _open_shard(path)
+        conn.execute(f"CREATE TABLE IF NOT EXISTS pending ({_PENDING_COLUMNS})")
+        _SHARD = (path, conn)
+    return _SHARD
+
+
+def _close_pending_shard() -> None:
+    global _SHARD
+    if _SHARD is not None:
+        _SHARD[1].close()
+        _SHARD = None
+
+
+def _spill_calls(results: list[ParseResult], shard_dir: str, tag: str) -> str:
+    """Move the call rows of ``results`` into this process's shard; returns the shard's path."""
+    path, conn = _pending_shard(shard_dir, tag)
+    conn.execute("BEGIN")
+    for r in results:
+        if r.rows is not None and r.rows.calls:
+            conn.executemany(_PENDING_INSERT, r.rows.calls)
+            r.rows.calls.clear()
+    conn.execute("COMMIT")
+    return path
+
+
+def parse_batch_packed(root: str, items: Sequence[ParseItem], shard: tuple[str, str] | None = None) -> bytes:
     """Worker entry point: ``parse_batch`` flattened and marshalled.
 
-    The results are plain tuples, lists, strings and numbers; ``marshal`` serialises
-    those about four times faster than pickle, and this runs once per file.
+    With ``shard`` (directory, run tag) the call sites go into this worker's shard database
+    instead of back to the parent. The results are plain tuples, lists, strings and numbers;
+    ``marshal`` serialises those about four times faster than pickle.
     """
-    packed = [
-        (r.path, r.size, r.mtime_ns, r.sha256, _pack_rows(r.rows), r.problem)
-        for r in parse_batch(root, items)
-    ]
-    return marshal.dumps(packed)
+    results = parse_batch(root, items)
+    shard_path = _spill_calls(results, *shard) if shard is not None else None
+    packed = [(r.path, r.size, r.mtime_ns, r.sha256, _pack_rows(r.rows), r.problem) for r in results]
+    return marshal.dumps((shard_path, packed))
 
 
 def _pack_rows(rows: FileRows | None) -> tuple[object, ...] | None:
@@ -268,13 +347,14 @@ def _pack_rows(rows: FileRows | None) -> tuple[object, ...] | None:
     return (rows.file, rows.symbols, rows.calls, rows.imports, rows.refs)
 
 
-def _unpack_batch(data: bytes) -> list[ParseResult]:
+def _unpack_batch(data: bytes) -> tuple[str | None, list[ParseResult]]:
+    shard_path, packed = marshal.loads(data)
     out: list[ParseResult] = []
-    for path, size, mtime_ns, sha, rows, problem in marshal.loads(data):
+    for path, size, mtime_ns, sha, rows, problem in packed:
         out.append(
             ParseResult(path, size, mtime_ns, sha, FileRows(*rows) if rows is not None else None, problem)
         )
-    return out
+    return shard_path, out
 
 
 def _pool_context() -> BaseContext:
@@ -312,23 +392,34 @@ def _stderr_with_fd() -> Iterator[None]:
 
 
 def _parse_all(
-    root: Path, items: list[tuple[str, str]], workers: int, progress: ProgressFn | None
+    root: Path,
+    items: list[ParseItem],
+    workers: int,
+    progress: ProgressFn | None,
+    shard: tuple[str, str] | None,
+    shards: set[str],
 ) -> Iterator[ParseResult]:
+    """Parse ``items``, yielding results as they come; shard paths written to land in ``shards``."""
     total = len(items)
     done = 0
     if total <= INLINE_PARSE_MAX or workers <= 1:
-        for path, language in items:
-            yield _parse_one(str(root), path, language)
-            done += 1
+        for start in range(0, total, BATCH_MAX):
+            parsed = parse_batch(str(root), items[start : start + BATCH_MAX])
+            if shard is not None:
+                shards.add(_spill_calls(parsed, *shard))
+            for result in parsed:
+                done += 1
+                yield result
             if progress:
-                progress("parsing", done, total)
+                progress(PHASE_PARSE, done, total)
+        _close_pending_shard()
         return
     context = _pool_context()
     if context.get_start_method() == "fork":
         # Load grammars and compile queries once here; forked workers inherit them.
         from engine.semantic.extract import analyze_source
 
-        for language in sorted({lang for _p, lang in items}):
+        for language in sorted({lang for _p, lang, _i in items}):
             analyze_source(f"warm-up.{language}", b"", language)
     size = max(BATCH_MIN, min(BATCH_MAX, total // (workers * 8) or BATCH_MIN))
     batches = [items[i : i + size] for i in range(0, total, size)]
@@ -337,41 +428,52 @@ def _parse_all(
         queue = iter(batches)
         limit = workers * TASKS_IN_FLIGHT_PER_WORKER
         for batch in queue:
-            pending.add(pool.submit(parse_batch_packed, str(root), batch))
+            pending.add(pool.submit(parse_batch_packed, str(root), batch, shard))
             if len(pending) >= limit:
                 break
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in finished:
-                for result in _unpack_batch(fut.result()):
+                shard_path, results = _unpack_batch(fut.result())
+                if shard_path is not None:
+                    shards.add(shard_path)
+                for result in results:
                     done += 1
                     yield result
                 if progress:
-                    progress("parsing", done, total)
+                    progress(PHASE_PARSE, done, total)
                 nxt = next(queue, None)
                 if nxt is not None:
-                    pending.add(pool.submit(parse_batch_packed, str(root), nxt))
+                    pending.add(pool.submit(parse_batch_packed, str(root), nxt, shard))
 
 
 # --- writing -----------------------------------------------------------------------------------
 
 
-def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+def _chunks(items: Sequence[object]) -> Iterator[Sequence[object]]:
     for i in range(0, len(items), SQL_CHUNK):
         yield items[i : i + SQL_CHUNK]
 
 
-def _delete_file_rows(conn: sqlite3.Connection, paths: Sequence[str], *, keep_file_row: bool = False) -> None:
+def _delete_file_rows(
+    conn: sqlite3.Connection, files: dict[str, int], *, keep_file_row: bool = False
+) -> None:
+    """Remove what the files ``path -> id`` contributed (their own rows; links into them stay)."""
+    paths = list(files)
     for part in _chunks(paths):
         marks = ",".join("?" * len(part))
         conn.execute(
             f"DELETE FROM symbol_terms WHERE sid IN (SELECT sid FROM symbols WHERE file IN ({marks}))", part
         )
-        for table, column in (("symbols", "file"), ("calls", "file"), ("imports", "file")):
-            conn.execute(f"DELETE FROM {table} WHERE {column} IN ({marks})", part)
-        conn.execute(f"DELETE FROM file_imports WHERE src IN ({marks})", part)
+        conn.execute(f"DELETE FROM symbols WHERE file IN ({marks})", part)
         if not keep_file_row:
             conn.execute(f"DELETE FROM files WHERE path IN ({marks})", part)
+    ids = list(files.values())
+    for part in _chunks(ids):
+        marks = ",".join("?" * len(part))
+        conn.execute(f"DELETE FROM calls WHERE file_id IN ({marks})", part)
+        conn.execute(f"DELETE FROM imports WHERE file_id IN ({marks})", part)
+        conn.execute(f"DELETE FROM file_links WHERE src IN ({marks})", part)
 
 
 _EMPTY_JSON_LIST = "[]"
@@ -380,6 +482,8 @@ FLUSH_ROWS = 20_000
 # The same during a cold build, smaller so the last flush (on the critical path, after the
 # final file is parsed) is short; the earlier ones overlap with the workers' parsing.
 BULK_FLUSH_ROWS = 2_000
+_FILES_INSERT = "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?)"
+_CALLS_INSERT = "INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?)"
 
 
 def _json_list(values: Sequence[str]) -> str:
@@ -408,8 +512,8 @@ def _terms(name: str) -> frozenset[str]:
 class _Writer:
     """Buffers the rows of parsed files and writes them in batches.
 
-    In bulk mode (an empty index) it also keeps each call and import in memory,
-    so resolution does not have to read 100k+ rows back from the database.
+    In bulk mode (an empty index) it also keeps what call resolution needs from each file
+    (its callable definitions and imports; the call sites themselves wait in shards).
     """
 
     def __init__(self, conn: sqlite3.Connection, *, bulk: bool) -> None:
@@ -421,7 +525,6 @@ class _Writer:
         self.terms: list[tuple[object, int]] = []
         self.calls: list[tuple[object, ...]] = []
         self.imports: list[tuple[object, ...]] = []
-        self.all_calls: list[tuple[object, ...]] = []
         self.definitions: list[Definition] = []
         self.imports_by_file: dict[str, list[ImportRef]] = {}
         self.pending_terms = bulk
@@ -429,7 +532,8 @@ class _Writer:
             conn.execute("CREATE TEMP TABLE IF NOT EXISTS pending_terms (sid INTEGER, terms TEXT)")
 
     def add(self, rows: FileRows, now: float) -> None:
-        self.files.append((*rows.file, now))
+        f = rows.file
+        self.files.append((*f[:8], now, f[8]))
         sid = self.next_sid
         symbols, terms = self.symbols, self.terms
         if self.bulk:
@@ -446,29 +550,28 @@ class _Writer:
         self.next_sid = sid
         self.imports.extend(rows.imports)
         if self.bulk:
-            self.all_calls.extend(rows.calls)  # inserted once, resolved, by _resolve_graphs
             kinds = CALLABLE_KINDS
             self.definitions.extend(
                 Definition(r[0], r[2], r[6], r[13], r[5], r[8])  # type: ignore[arg-type]
                 for r in rows.symbols
                 if r[5] in kinds
             )
-            self.imports_by_file[str(rows.file[0])] = [ImportRef(*r) for r in rows.refs]  # type: ignore[arg-type]
-        else:
-            self.calls.extend(rows.calls)
+            self.imports_by_file[str(f[0])] = [ImportRef(*r) for r in rows.refs]  # type: ignore[arg-type]
+        # Unresolved here; _resolve_graphs sets callee_id, kind and package.
+        self.calls.extend((*c, None, None, None) for c in rows.calls)
         if len(self.calls) + len(self.symbols) > (BULK_FLUSH_ROWS if self.bulk else FLUSH_ROWS):
             self.flush()
 
     def flush(self) -> None:
         c = self.conn
-        c.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?)", self.files)
+        c.executemany(_FILES_INSERT, self.files)
         c.executemany(f"INSERT INTO symbols VALUES ({','.join('?' * 24)})", self.symbols)
         if self.bulk:
             c.executemany("INSERT INTO temp.pending_terms VALUES (?,?)", self.terms)
             self.terms.clear()
         else:
             self.flush_terms()
-        c.executemany("INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,NULL,NULL,NULL)", self.calls)
+        c.executemany(_CALLS_INSERT, self.calls)
         c.executemany("INSERT INTO imports VALUES (?,?,?,?,?)", self.imports)
         for buf in (self.files, self.symbols, self.calls, self.imports):
             buf.clear()
@@ -537,18 +640,40 @@ class _Definitions:
         return found
 
 
-def _imports_by_file(conn: sqlite3.Connection, paths: Sequence[str] | None) -> dict[str, list[ImportRef]]:
+def _imports_by_file(
+    conn: sqlite3.Connection, ids: Sequence[int] | None, path_of: dict[int, str]
+) -> dict[str, list[ImportRef]]:
     out: dict[str, list[ImportRef]] = {}
-    sql = "SELECT file, module, names, alias, line FROM imports"
-    groups: Iterable[Sequence[str] | None] = [None] if paths is None else _chunks(paths)
+    sql = "SELECT file_id, module, names, alias, line FROM imports"
+    groups: Iterable[Sequence[object] | None] = [None] if ids is None else _chunks(ids)
     for part in groups:
         if part is None:
             rows = conn.execute(sql)
         else:
-            rows = conn.execute(sql + f" WHERE file IN ({','.join('?' * len(part))})", list(part))
-        for file, module, names, alias, line in rows:
-            out.setdefault(file, []).append(ImportRef(module, tuple(json.loads(names)), alias, line))
+            rows = conn.execute(sql + f" WHERE file_id IN ({','.join('?' * len(part))})", list(part))
+        for file_id, module, names, alias, line in rows:
+            path = path_of.get(file_id)
+            if path is not None:
+                out.setdefault(path, []).append(ImportRef(module, tuple(json.loads(names)), alias, line))
     return out
+
+
+@dataclass
+class _Graph:
+    """Every indexed file by path (language, id) and by id: what resolution looks files up by."""
+
+    languages: dict[str, str]
+    ids: dict[str, int]
+    paths: dict[int, str]
+
+    @classmethod
+    def load(cls, conn: sqlite3.Connection) -> _Graph:
+        languages: dict[str, str] = {}
+        ids: dict[str, int] = {}
+        for path, language, file_id in conn.execute("SELECT path, language, id FROM files"):
+            languages[path] = language
+            ids[path] = file_id
+        return cls(languages, ids, {i: p for p, i in ids.items()})
 
 
 def _resolve_graphs(
@@ -563,72 +688,84 @@ def _resolve_graphs(
     workers: int = 1,
     while_waiting: Callable[[], None] | None = None,
     shard_dir: Path | None = None,
+    shards: Sequence[str] = (),
 ) -> None:
     """Recompute file imports and call edges for every file whose edges could have changed.
 
     ``full`` recomputes everything; otherwise only the changed files, files whose
     import targets moved, and files calling a name whose definitions changed.
     """
-    languages = dict(conn.execute("SELECT path, language FROM files").fetchall())
+    graph = _Graph.load(conn)
+    languages = graph.languages
     modules = ModuleIndex(languages)
     import_scope = None if (full or structure_changed) else sorted(changed & set(languages))
-    imports = preloaded.imports_by_file if preloaded is not None else _imports_by_file(conn, import_scope)
+    if preloaded is not None:
+        imports = preloaded.imports_by_file
+    else:
+        scope_ids = None if import_scope is None else [graph.ids[p] for p in import_scope]
+        imports = _imports_by_file(conn, scope_ids, graph.paths)
     scope_files = list(languages) if import_scope is None else import_scope
     affected = set(languages) if full else set(changed)
-    old_targets: dict[str, set[str]] = {}
+    old_targets: dict[str, set[int]] = {}
     if full:
-        conn.execute("DELETE FROM file_imports")
+        conn.execute("DELETE FROM file_links")
     else:
-        for part in _chunks(scope_files):
+        for part in _chunks([graph.ids[p] for p in scope_files]):
             marks = ",".join("?" * len(part))
             for src, dst in conn.execute(
-                f"SELECT src, dst FROM file_imports WHERE src IN ({marks})", list(part)
+                f"SELECT src, dst FROM file_links WHERE src IN ({marks})", list(part)
             ):
-                old_targets.setdefault(src, set()).add(dst)
-            conn.execute(f"DELETE FROM file_imports WHERE src IN ({marks})", list(part))
-    rows: list[tuple[str, str]] = []
+                old_targets.setdefault(graph.paths[src], set()).add(dst)
+            conn.execute(f"DELETE FROM file_links WHERE src IN ({marks})", list(part))
+    rows: list[tuple[int, int]] = []
+    ids = graph.ids
     for src in scope_files:
-        targets: set[str] = set()
+        targets: set[int] = set()
         for imp in imports.get(src, ()):
-            targets.update(modules.resolve(src, imp, languages[src]))
-        targets.discard(src)
-        rows.extend((src, dst) for dst in sorted(targets))
+            targets.update(ids[t] for t in modules.resolve(src, imp, languages[src]) if t in ids)
+        targets.discard(ids[src])
+        rows.extend((ids[src], dst) for dst in sorted(targets))
         if not full and targets != old_targets.get(src, set()):
             affected.add(src)
-    conn.executemany("INSERT OR IGNORE INTO file_imports VALUES (?,?)", rows)
+    conn.executemany("INSERT OR IGNORE INTO file_links VALUES (?,?)", rows)
     for name in changed_names:
-        affected.update(r[0] for r in conn.execute("SELECT DISTINCT file FROM calls WHERE name = ?", (name,)))
+        affected.update(
+            graph.paths[r[0]]
+            for r in conn.execute("SELECT DISTINCT file_id FROM calls WHERE name = ?", (name,))
+        )
     affected &= set(languages)
     todo = sorted(affected)
     if preloaded is None:
-        missing = [p for p in todo if p not in imports]
+        missing = [ids[p] for p in todo if p not in imports]
         if missing:
-            imports.update(_imports_by_file(conn, missing))
+            imports.update(_imports_by_file(conn, missing, graph.paths))
     definitions = _Definitions(
         conn,
         preload=len(todo) > PRELOAD_DEFINITIONS_ABOVE,
         known=preloaded.definitions if preloaded is not None else None,
     )
-    resolving = _FileResolver(CallResolver(definitions), modules, languages, imports)
+    resolving = _FileResolver(CallResolver(definitions), modules, languages, imports, graph.paths)
     total = len(todo)
-    batch: list[tuple[object, ...]] = []
     if preloaded is not None:
-        # Bulk: the calls were kept in memory; resolve them (in parallel when it pays) and
-        # insert each once, already resolved.
-        _resolve_bulk(conn, resolving, preloaded.all_calls, workers, shard_dir, while_waiting)
-        if progress:
-            progress("resolving calls", total, total)
+        # Bulk: the call sites wait in shards; resolve them in slices (in parallel when it pays)
+        # and insert each once, already resolved.
+        _resolve_bulk(conn, resolving, shards, workers, shard_dir, progress, while_waiting)
         return
-    sql = "SELECT rowid, file, caller_id, caller_parent, name, receiver, line FROM calls"
-    for part in _chunks(todo):
+    sql = "SELECT rowid, file_id, caller_id, caller_parent, name, receiver, line FROM calls"
+    batch: list[tuple[object, ...]] = []
+    done = 0
+    for part in _chunks([ids[p] for p in todo]):
         marks = ",".join("?" * len(part))
-        rows = conn.execute(sql + f" WHERE file IN ({marks}) ORDER BY file", list(part)).fetchall()
-        resolved = resolving.resolve_rows([row[1:] for row in rows])
-        batch.extend((*res, row[0]) for row, res in zip(rows, resolved, strict=True))
+        found = conn.execute(sql + f" WHERE file_id IN ({marks}) ORDER BY file_id", list(part)).fetchall()
+        resolved = resolving.resolve_rows([row[1:] for row in found])
+        batch.extend((*res, row[0]) for row, res in zip(found, resolved, strict=True))
         resolving.forget_contexts()
+        done += len(part)
+        if progress:
+            progress(PHASE_RESOLVE, done, total)
     conn.executemany("UPDATE calls SET callee_id = ?, kind = ?, package = ? WHERE rowid = ?", batch)
-    if progress:
-        progress("resolving calls", total, total)
+    if progress and not todo:
+        progress(PHASE_RESOLVE, 0, 0)
 
 
 Resolution = tuple[str | None, str, str | None]  # callee_id, kind, package
@@ -645,11 +782,13 @@ class _FileResolver:
         modules: ModuleIndex,
         languages: dict[str, str],
         imports: dict[str, list[ImportRef]],
+        paths: dict[int, str],
     ) -> None:
         self.resolver = resolver
         self.modules = modules
         self.languages = languages
         self.imports = imports
+        self.paths = paths
         self.contexts: dict[str, FileContext] = {}
         self.memo: dict[tuple[object, ...], Resolution] = {}
         self.memo_file: object = None
@@ -661,7 +800,7 @@ class _FileResolver:
         return self.resolve_rows((row,))[0]
 
     def resolve_rows(self, rows: Iterable[Sequence[object]]) -> list[Resolution]:
-        """Resolve call rows ``(file, caller, parent, name, receiver, line, ...)`` in order."""
+        """Resolve call rows ``(file_id, caller, parent, name, receiver, line, ...)`` in order."""
         out: list[Resolution] = []
         append = out.append
         memo = self.memo
@@ -679,16 +818,12 @@ class _FileResolver:
         return out
 
     def _resolve(self, row: Sequence[object]) -> Resolution:
-        path, _caller, parent, name, receiver = row[:5]
-        language = self.languages[path]  # type: ignore[index]
-        ctx = self.contexts.get(path)  # type: ignore[call-overload]
+        file_id, _caller, parent, name, receiver = row[:5]
+        path = self.paths[file_id]  # type: ignore[index]
+        language = self.languages[path]
+        ctx = self.contexts.get(path)
         if ctx is None:
-            ctx = self.contexts[path] = file_context(  # type: ignore[index]
-                path,  # type: ignore[arg-type]
-                language,
-                self.imports.get(path, ()),  # type: ignore[call-overload]
-                self.modules,
-            )
+            ctx = self.contexts[path] = file_context(path, language, self.imports.get(path, ()), self.modules)
         return self.resolver.resolve_fields(path, parent, name, receiver, language, ctx)  # type: ignore[arg-type]
 
 
@@ -697,15 +832,24 @@ PARALLEL_RESOLVE_MIN_CALLS = 40_000
 # Slices per resolution worker: small enough to balance the two workers' loads, and the
 # parent copies each finished slice while later ones still resolve.
 RESOLVE_SLICES_PER_WORKER = 3
+# Call rows read from a shard at a time: what one resolver holds in memory.
+RESOLVE_READ_ROWS = 20_000
 # State a forked resolution worker inherits from its parent (never pickled).
-_FORKED: tuple[_FileResolver, list[tuple[object, ...]]] | None = None
-_CALLS_COLUMNS = 11
-_CALLS_INSERT = f"INSERT INTO calls VALUES ({','.join('?' * _CALLS_COLUMNS)})"
-# Shard files written by resolution workers are named so a crashed run's leftovers are found.
-SHARD_GLOB = "calls-shard-*.db"
-# SQLite attaches at most 10 databases by default; shards are attached together until the commit.
-MAX_SHARDS = 8
+_FORKED: _FileResolver | None = None
+# SQLite attaches at most 10 databases by default; resolved slices are attached until the commit.
+MAX_SLICES = 8
 SHARD_ALIAS = "calls_shard_"
+
+
+@dataclass(frozen=True)
+class _Slice:
+    """Call rows ``lo..hi`` (rowids) of one shard, and where their resolved rows go."""
+
+    shard: str
+    lo: int
+    hi: int
+    files: int
+    out: str
 
 
 def _detach_shards(conn: sqlite3.Connection) -> None:
@@ -714,98 +858,154 @@ def _detach_shards(conn: sqlite3.Connection) -> None:
             conn.execute(f"DETACH DATABASE {name}")
 
 
-def _resolved_rows(
-    resolving: _FileResolver, calls: Sequence[tuple[object, ...]], lo: int, hi: int
-) -> Iterator[tuple[object, ...]]:
-    part = calls[lo:hi]
-    for row, res in zip(part, resolving.resolve_rows(part), strict=True):
-        yield (*row, *res)
+def _resolved_rows(resolving: _FileResolver, shard: str, lo: int, hi: int) -> Iterator[tuple[object, ...]]:
+    """The resolved call rows of one slice, read from its shard ``RESOLVE_READ_ROWS`` at a time."""
+    source = sqlite3.connect(f"file:{shard}?mode=ro", uri=True)
+    try:
+        cursor = source.execute(
+            f"SELECT {_PENDING_COLUMNS} FROM pending WHERE rowid BETWEEN ? AND ? ORDER BY rowid", (lo, hi)
+        )
+        while True:
+            part = cursor.fetchmany(RESOLVE_READ_ROWS)
+            if not part:
+                break
+            for row, res in zip(part, resolving.resolve_rows(part), strict=True):
+                yield (*row, *res)
+            resolving.forget_contexts()
+    finally:
+        source.close()
 
 
-def _resolve_to_shard(job: tuple[int, int, str]) -> int:
-    """Worker: resolve calls[lo:hi] and write them, resolved, into a shard database of its own.
+def _resolve_slice(job: _Slice) -> int:
+    """Worker: resolve one slice and write it, resolved, into a database of its own.
 
-    The per-row cost of binding 170k call rows is paid here, on both cores, instead of in
-    the parent; the parent then copies each shard with one INSERT ... SELECT.
+    The per-row cost of resolving and binding the rows is paid here, on every core, instead
+    of in the parent; the parent then copies each slice with one INSERT ... SELECT.
     """
     assert _FORKED is not None
-    resolving, calls = _FORKED
-    lo, hi, path = job
-    shard = sqlite3.connect(path, isolation_level=None)
+    out = _open_shard(job.out)
     try:
-        shard.execute("PRAGMA journal_mode=OFF")
-        shard.execute("PRAGMA synchronous=OFF")
         # Same column order as main.calls (the copy is positional); no types, no indexes.
-        shard.execute(f"CREATE TABLE calls ({', '.join(f'c{i}' for i in range(_CALLS_COLUMNS))})")
-        shard.execute("BEGIN")
-        shard.executemany(_CALLS_INSERT, _resolved_rows(resolving, calls, lo, hi))
-        shard.execute("COMMIT")
+        out.execute(f"CREATE TABLE calls ({', '.join(f'c{i}' for i in range(11))})")
+        out.execute("BEGIN")
+        cursor = out.executemany(_CALLS_INSERT, _resolved_rows(_FORKED, job.shard, job.lo, job.hi))
+        count = cursor.rowcount
+        out.execute("COMMIT")
     finally:
-        shard.close()
-    return hi - lo
+        out.close()
+    return count
 
 
-def _remove_shards(shard_dir: Path) -> None:
-    for leftover in shard_dir.glob(SHARD_GLOB):
-        leftover.unlink(missing_ok=True)
+def _slices(shards: Sequence[str], parts: int, out_dir: Path, tag: str) -> list[_Slice]:
+    """Cut the shards into about ``parts`` rowid ranges of similar size, on file boundaries."""
+    spans: list[tuple[str, int, int]] = []
+    total = 0
+    for shard in sorted(shards):
+        with sqlite3.connect(f"file:{shard}?mode=ro", uri=True) as conn:
+            lo, hi = conn.execute("SELECT min(rowid), max(rowid) FROM pending").fetchone()
+        if lo is not None:
+            spans.append((shard, lo, hi))
+            total += hi - lo + 1
+    step = max(1, total // max(1, parts) + 1)
+    out: list[_Slice] = []
+    for shard, lo, hi in spans:
+        with sqlite3.connect(f"file:{shard}?mode=ro", uri=True) as conn:
+            start = lo
+            while start <= hi:
+                end = min(hi, start + step - 1)
+                if end < hi:  # move the cut to the end of that file's rows (they are contiguous)
+                    row = conn.execute(
+                        "SELECT rowid FROM pending WHERE rowid > ? AND file_id != "
+                        "(SELECT file_id FROM pending WHERE rowid = ?) ORDER BY rowid LIMIT 1",
+                        (end, end),
+                    ).fetchone()
+                    end = hi if row is None else int(row[0]) - 1
+                files = conn.execute(
+                    "SELECT count(DISTINCT file_id) FROM pending WHERE rowid BETWEEN ? AND ?", (start, end)
+                ).fetchone()[0]
+                out.append(
+                    _Slice(shard, start, end, int(files), _shard_path(str(out_dir), tag, f"r{len(out)}"))
+                )
+                start = end + 1
+    return out
 
 
 def _resolve_bulk(
     conn: sqlite3.Connection,
     resolving: _FileResolver,
-    calls: list[tuple[object, ...]],
+    shards: Sequence[str],
     workers: int,
     shard_dir: Path | None,
+    progress: ProgressFn | None,
     while_waiting: Callable[[], None] | None = None,
 ) -> None:
-    """Resolve every call and insert it, resolved, into ``calls`` (in the list's order).
+    """Resolve every waiting call site and insert it, resolved, into ``calls``.
 
     With several cores, forked workers share the definitions copy-on-write, each resolves
-    slices into shard files, and the parent copies them in order; ``while_waiting`` runs
-    once the work is handed out (the parent builds indexes there instead of idling).
+    slices into databases of its own, and the parent copies them in order; ``while_waiting``
+    runs once the work is handed out (the parent builds indexes there instead of idling).
     """
     import multiprocessing
 
     global _FORKED
+    tag = f"{os.getpid()}-{time.monotonic_ns()}"
+    out_dir = shard_dir if shard_dir is not None else Path(shards[0]).parent if shards else Path(".")
     can_fork = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
-    if workers <= 1 or len(calls) < PARALLEL_RESOLVE_MIN_CALLS or not can_fork or shard_dir is None:
+    total_rows = 0
+    for shard in shards:
+        with sqlite3.connect(f"file:{shard}?mode=ro", uri=True) as sc:
+            total_rows += int(sc.execute("SELECT count(*) FROM pending").fetchone()[0])
+    parallel = workers > 1 and total_rows >= PARALLEL_RESOLVE_MIN_CALLS and can_fork
+    jobs = _slices(
+        shards, min(MAX_SLICES, workers * RESOLVE_SLICES_PER_WORKER) if parallel else 1, out_dir, tag
+    )
+    total_files = sum(j.files for j in jobs)
+    done_files = 0
+    if progress:
+        progress(PHASE_RESOLVE, 0, total_files)
+    if not parallel:
         if while_waiting is not None:
             while_waiting()
-        for lo in range(0, len(calls), FLUSH_ROWS):
-            conn.executemany(_CALLS_INSERT, _resolved_rows(resolving, calls, lo, lo + FLUSH_ROWS))
+        for job in jobs:
+            rows = _resolved_rows(resolving, job.shard, job.lo, job.hi)
+            while True:
+                part = list(itertools.islice(rows, RESOLVE_READ_ROWS))
+                if not part:
+                    break
+                conn.executemany(_CALLS_INSERT, part)
+            done_files += job.files
+            if progress:
+                progress(PHASE_RESOLVE, done_files, total_files)
         return
-    # Cut on file boundaries so each worker's per-file memo stays whole.
-    step = len(calls) // min(MAX_SHARDS, workers * RESOLVE_SLICES_PER_WORKER) + 1
-    cuts = [0]
-    while cuts[-1] < len(calls):
-        end = min(len(calls), cuts[-1] + step)
-        while end < len(calls) and calls[end][0] == calls[end - 1][0]:
-            end += 1
-        cuts.append(end)
-    tag = f"{os.getpid()}-{time.monotonic_ns()}"
-    jobs = [
-        (lo, hi, str(shard_dir / SHARD_GLOB.replace("*", f"{tag}-{i}")))
-        for i, (lo, hi) in enumerate(itertools.pairwise(cuts))
-    ]
-    _FORKED = (resolving, calls)
+    _FORKED = resolving
     try:
         ctx = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            done = pool.map(_resolve_to_shard, jobs)
+            done = pool.map(_resolve_slice, jobs)
             if while_waiting is not None:
                 while_waiting()
-            for index, ((lo, hi, path), count) in enumerate(zip(jobs, done, strict=True)):
-                if count != hi - lo:
-                    raise RuntimeError(f"a resolution worker stored {count} of {hi - lo} calls")
+            for index, (job, count) in enumerate(zip(jobs, done, strict=True)):
                 # A database read inside the open transaction cannot be detached before the
-                # commit: each shard gets its own name, and is detached by _detach_shards.
-                conn.execute("ATTACH DATABASE ? AS ?", (path, f"{SHARD_ALIAS}{index}"))
-                conn.execute(f"INSERT INTO main.calls SELECT * FROM {SHARD_ALIAS}{index}.calls")
-                Path(path).unlink(missing_ok=True)  # the open handle keeps it readable until detached
+                # commit: each slice gets its own name, and is detached by _detach_shards.
+                conn.execute("ATTACH DATABASE ? AS ?", (job.out, f"{SHARD_ALIAS}{index}"))
+                copied = conn.execute(
+                    f"INSERT INTO main.calls SELECT * FROM {SHARD_ALIAS}{index}.calls"
+                ).rowcount
+                if copied != count:
+                    raise RuntimeError(f"a resolution worker stored {count} calls, {copied} were copied")
+                Path(job.out).unlink(missing_ok=True)  # the open handle keeps it readable until detached
+                done_files += job.files
+                if progress:
+                    progress(PHASE_RESOLVE, done_files, total_files)
     finally:
         _FORKED = None
-        for _lo, _hi, path in jobs:
-            Path(path).unlink(missing_ok=True)
+        for job in jobs:
+            Path(job.out).unlink(missing_ok=True)
+
+
+def _remove_shards(shard_dir: Path) -> None:
+    for leftover in shard_dir.glob(SHARD_GLOB):
+        leftover.unlink(missing_ok=True)
 
 
 # --- the run -----------------------------------------------------------------------------------
@@ -819,14 +1019,30 @@ class _Plan:
     deleted: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     still_skipped: list[Skipped] = field(default_factory=list)
+    # Indexed files this plan looked at: path -> (size, mtime_ns, sha256, id).
+    known: dict[str, tuple[int, int, str, int]] = field(default_factory=dict)
 
 
-def _plan(conn: sqlite3.Connection, root: Path, found: list[Candidate]) -> _Plan:
+def _rows_for(conn: sqlite3.Connection, sql: str, scope: Sequence[str] | None) -> list[tuple[object, ...]]:
+    """``sql`` (ending in a WHERE-less FROM) for every row, or for the paths in ``scope``."""
+    if scope is None:
+        return conn.execute(sql).fetchall()
+    out: list[tuple[object, ...]] = []
+    for part in _chunks(list(scope)):
+        out.extend(conn.execute(sql + f" WHERE path IN ({','.join('?' * len(part))})", list(part)))
+    return out
+
+
+def _plan(conn: sqlite3.Connection, root: Path, found: list[Candidate], scope: Sequence[str] | None) -> _Plan:
     plan = _Plan()
-    known = {r[0]: (r[1], r[2], r[3]) for r in conn.execute("SELECT path, size, mtime_ns, sha256 FROM files")}
+    plan.known = {
+        str(r[0]): (int(r[1]), int(r[2]), str(r[3]), int(r[4]))  # type: ignore[call-overload]
+        for r in _rows_for(conn, "SELECT path, size, mtime_ns, sha256, id FROM files", scope)
+    }
+    known = plan.known
     known_skips = {
         r[0]: (r[1], r[2], r[3])
-        for r in conn.execute("SELECT path, size, mtime_ns, reason FROM skipped_files")
+        for r in _rows_for(conn, "SELECT path, size, mtime_ns, reason FROM skipped_files", scope)
     }
     present: set[str] = set()
     for cand in found:
@@ -839,7 +1055,7 @@ def _plan(conn: sqlite3.Connection, root: Path, found: list[Candidate]) -> _Plan
             continue
         skip = known_skips.get(cand.path)
         if old is None and skip is not None and (skip[0], skip[1]) == (cand.size, cand.mtime_ns):
-            plan.still_skipped.append(Skipped(cand.path, skip[2]))
+            plan.still_skipped.append(Skipped(cand.path, str(skip[2])))
             continue
         if old is not None:
             try:
@@ -882,7 +1098,7 @@ def index_repository(
             for suffix in ("", "-wal", "-shm"):
                 Path(str(layout.index_db) + suffix).unlink(missing_ok=True)
         conn = open_index(layout, on_warning=warn, holding_lock=True)
-        rebuilt = rebuild or any(w.code == "INDEX_CORRUPT" for w in warnings)
+        rebuilt = rebuild or any(w.code in ("INDEX_CORRUPT", "INDEX_UPGRADED") for w in warnings)
         try:
             with _gc_paused():
                 report = _run(conn, layout, settings, progress, rebuilt, started, warnings)
@@ -896,7 +1112,46 @@ def index_repository(
             report = IndexReport(
                 **{**report.__dict__, "text_index": text, "seconds": time.perf_counter() - started}
             )
+        _compact_if_sparse(layout)
+        if report.cold:
+            _store_overview(layout)
     return report
+
+
+def _store_overview(layout: RepoLayout) -> None:
+    """Build and store the overview of a freshly built index, so its first reader finds it."""
+    from engine.semantic.overview import stored_overview
+
+    conn = open_index(layout, readonly=True)
+    try:
+        stored_overview(layout, conn)
+    finally:
+        conn.close()
+
+
+# A file with more than this share of free pages (dropped tables after an upgrade, merged FTS
+# segments, many deleted rows) is rewritten, so the index on disk stays the size of its data.
+VACUUM_FREE_SHARE = 0.25
+# Below this many free pages a VACUUM would not give back enough to be worth its time.
+VACUUM_MIN_FREE_PAGES = 2048
+
+
+def _compact_if_sparse(layout: RepoLayout) -> None:
+    """VACUUM index.db when much of it is free pages (called under the writer lock)."""
+    try:
+        conn = sqlite3.connect(str(layout.index_db), timeout=5)
+    except sqlite3.Error:
+        return
+    try:
+        pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
+        free = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
+        if free >= VACUUM_MIN_FREE_PAGES and free > VACUUM_FREE_SHARE * pages:
+            conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except sqlite3.OperationalError:
+        return  # a reader's snapshot keeps pages busy: compact on a later run
+    finally:
+        conn.close()
 
 
 def _store_terms_and_index(writer: _Writer, conn: sqlite3.Connection) -> None:
@@ -904,6 +1159,83 @@ def _store_terms_and_index(writer: _Writer, conn: sqlite3.Connection) -> None:
     secondary index except those on calls."""
     writer.flush_terms()
     create_secondary_indexes(conn, skip_tables=LATE_TABLES)
+
+
+def _meta(conn: sqlite3.Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _counts(conn: sqlite3.Connection) -> tuple[int, int, int]:
+    files = int(conn.execute("SELECT count(*) FROM files").fetchone()[0])
+    symbols = int(conn.execute("SELECT count(*) FROM symbols").fetchone()[0])
+    edges = int(conn.execute("SELECT count(*) FROM calls").fetchone()[0])  # every call is resolved
+    return files, symbols, edges
+
+
+def _stored_counts(conn: sqlite3.Connection) -> tuple[int, int, int]:
+    """The counts recorded by the last run that changed something (counted again if missing)."""
+    raw = _meta(conn, META_COUNTS)
+    if raw:
+        try:
+            data = json.loads(raw)
+            return int(data["files"]), int(data["symbols"]), int(data["edges"])
+        except (ValueError, KeyError, TypeError):
+            pass
+    return _counts(conn)
+
+
+def _unchanged_report(
+    conn: sqlite3.Connection, started: float, warnings: list[StoreWarning], state: changes.WorktreeState
+) -> IndexReport:
+    files, symbols, edges = _stored_counts(conn)
+    skipped = [
+        Skipped(r[0], r[1]) for r in conn.execute("SELECT path, reason FROM skipped_files ORDER BY path")
+    ]
+    return IndexReport(
+        files=files,
+        symbols=symbols,
+        edges=edges,
+        changed=0,
+        added=0,
+        deleted=0,
+        renamed=0,
+        skipped=len(skipped),
+        seconds=time.perf_counter() - started,
+        skipped_files=tuple(skipped),
+        warnings=tuple(warnings),
+        scope=(),
+        state_before=state.token,
+        state_after=state.token,
+    )
+
+
+def _discover(
+    conn: sqlite3.Connection,
+    layout: RepoLayout,
+    settings: Settings,
+    rebuilt: bool,
+    progress: ProgressFn | None,
+) -> tuple[Discovery, tuple[str, ...] | None, changes.WorktreeState | None, changes.WorktreeState | None]:
+    """What to look at: (discovery, scope or None for the whole tree, state before, state now)."""
+    root = layout.root
+    if progress:
+        progress(PHASE_DISCOVER, 0, 0)
+    key = changes.settings_key(settings.index, extra=f"schema{SCHEMA_VERSION}")
+    before = None if rebuilt else changes.WorktreeState.from_json(_meta(conn, META_WORKTREE))
+    now = changes.capture(root, key)
+    indexed = conn.execute("SELECT 1 FROM files LIMIT 1").fetchone() is not None
+    paths = changes.changed_since(root, before, now) if indexed else None
+    if paths is None:
+        found = discover(root, settings.index)
+        scope = None
+    else:
+        found = discover_paths(root, settings.index, paths)
+        scope = tuple(sorted(paths))
+    if progress:
+        n = len(found.candidates) if scope is None else len(scope)
+        progress(PHASE_DISCOVER, n, n)
+    return found, scope, before, now
 
 
 def _run(
@@ -916,18 +1248,18 @@ def _run(
     warnings: list[StoreWarning],
 ) -> IndexReport:
     root = layout.root
-    found = discover(root, settings.index)
-    plan = _plan(conn, root, found.candidates)
-    known_paths = {r[0] for r in conn.execute("SELECT path FROM files")}
-    bulk = not known_paths  # an empty index: load without secondary indexes, resolve from memory
-    old_sha: dict[str, str] = {}
-    for part in _chunks(plan.deleted):
-        marks = ",".join("?" * len(part))
-        old_sha.update(conn.execute(f"SELECT path, sha256 FROM files WHERE path IN ({marks})", list(part)))
-    reparse = [c.path for c in plan.to_parse if c.path in known_paths]
+    found, scope, before, now = _discover(conn, layout, settings, rebuilt, progress)
+    if scope == () and now is not None:
+        return _unchanged_report(conn, started, warnings, now)
+    plan = _plan(conn, root, found.candidates, scope)
+    known = plan.known
+    indexed_before = int(conn.execute("SELECT count(*) FROM files").fetchone()[0])
+    bulk = indexed_before == 0
+    old_sha = {p: known[p][2] for p in plan.deleted}
+    reparse = [c.path for c in plan.to_parse if c.path in known]
     names_before = _name_ids(conn, reparse + plan.deleted)
     workers = settings.index.workers or os.cpu_count() or 1
-    now = time.time()
+    now_ts = time.time()
     if bulk:
         # A cold build is derived data written in one transaction: skip the fsyncs (a crash
         # leaves an index that the next run detects and rebuilds) and give the index builds
@@ -943,75 +1275,107 @@ def _run(
         conn.execute(
             "UPDATE files SET size=?, mtime_ns=? WHERE path=?", (cand.size, cand.mtime_ns, cand.path)
         )
-    _delete_file_rows(conn, plan.deleted)
-    _delete_file_rows(conn, reparse)
-    conn.execute("DELETE FROM skipped_files")
+    _delete_file_rows(conn, {p: known[p][3] for p in plan.deleted})
+    _delete_file_rows(conn, {p: known[p][3] for p in reparse}, keep_file_row=True)
     by_path = {c.path: c for c in found.candidates}
-    conn.executemany(
-        "INSERT OR REPLACE INTO skipped_files VALUES (?,?,?,?)",
-        [(s.path, 0, 0, s.reason) for s in found.skipped]
-        + [(s.path, by_path[s.path].size, by_path[s.path].mtime_ns, s.reason) for s in plan.still_skipped],
-    )
+    skipped_rows = [(s.path, 0, 0, s.reason) for s in found.skipped] + [
+        (s.path, by_path[s.path].size, by_path[s.path].mtime_ns, s.reason) for s in plan.still_skipped
+    ]
+    if scope is None:
+        conn.execute("DELETE FROM skipped_files")
+    else:
+        for part in _chunks(list(scope)):
+            conn.execute(f"DELETE FROM skipped_files WHERE path IN ({','.join('?' * len(part))})", list(part))
+    conn.executemany("INSERT OR REPLACE INTO skipped_files VALUES (?,?,?,?)", skipped_rows)
+    # Files keep their id across re-parses; new ones are numbered after the highest, in path order.
+    next_id = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM files").fetchone()[0]) + 1
+    file_ids: dict[str, int] = {}
+    for cand in sorted(plan.to_parse, key=lambda c: c.path):
+        old = known.get(cand.path)
+        if old is not None:
+            file_ids[cand.path] = old[3]
+        else:
+            file_ids[cand.path] = next_id
+            next_id += 1
     writer = _Writer(conn, bulk=bulk)
     content_skipped: list[Skipped] = []
     parsed_ok: list[str] = []
     new_sha: dict[str, str] = {}
+    shards: set[str] = set()
+    shard = (str(layout.cache_dir), f"{os.getpid()}-{time.monotonic_ns()}") if bulk else None
     # Largest files first so one big file does not finish last on a lone worker.
-    items = [(c.path, c.language or "") for c in sorted(plan.to_parse, key=lambda c: -c.size)]
-    for res in _parse_all(root, items, workers, progress):
-        if res.rows is None:
-            reason = res.problem or "unreadable"
-            content_skipped.append(Skipped(res.path, reason))
-            conn.execute(
-                "INSERT OR REPLACE INTO skipped_files VALUES (?,?,?,?)",
-                (res.path, res.size, res.mtime_ns, reason),
+    items = [
+        (c.path, c.language or "", file_ids[c.path]) for c in sorted(plan.to_parse, key=lambda c: -c.size)
+    ]
+    try:
+        for res in _parse_all(root, items, workers, progress, shard, shards):
+            if res.rows is None:
+                reason = res.problem or "unreadable"
+                content_skipped.append(Skipped(res.path, reason))
+                conn.execute(
+                    "INSERT OR REPLACE INTO skipped_files VALUES (?,?,?,?)",
+                    (res.path, res.size, res.mtime_ns, reason),
+                )
+                continue
+            writer.add(res.rows, now_ts)
+            parsed_ok.append(res.path)
+            new_sha[res.path] = res.sha256
+        writer.flush()
+        gone = [s.path for s in content_skipped if s.path in known]
+        if gone:
+            _delete_file_rows(conn, {p: known[p][3] for p in gone})
+        deleted_paths = sorted(set(plan.deleted) | set(gone))
+        changed_names = set() if bulk else {n for n, _ in names_before ^ _name_ids(conn, parsed_ok)}
+        added_paths = [p for p in parsed_ok if p not in known]
+        modified = [p for p in parsed_ok if p in known]
+        deleted_shas = {old_sha.get(p) for p in plan.deleted}
+        renamed = [p for p in added_paths if new_sha.get(p) in deleted_shas]
+        changed_anything = bool(parsed_ok or deleted_paths or plan.touched_only or bulk)
+        if parsed_ok or deleted_paths or bulk:
+            _resolve_graphs(
+                conn,
+                set(parsed_ok),
+                changed_names,
+                full=bulk or len(parsed_ok) > indexed_before // 2,
+                structure_changed=bool(added_paths or deleted_paths),
+                progress=progress,
+                preloaded=writer if bulk else None,
+                workers=workers,
+                # The tables already loaded get their indexes while forked workers resolve calls.
+                while_waiting=(lambda: _store_terms_and_index(writer, conn)) if bulk else None,
+                shard_dir=layout.cache_dir,
+                shards=sorted(shards),
             )
-            continue
-        writer.add(res.rows, now)
-        parsed_ok.append(res.path)
-        new_sha[res.path] = res.sha256
-    writer.flush()
-    gone = [s.path for s in content_skipped if s.path in known_paths]
-    if gone:
-        conn.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
-    deleted_paths = sorted(set(plan.deleted) | set(gone))
-    changed_names = set() if bulk else {n for n, _ in names_before ^ _name_ids(conn, parsed_ok)}
-    added_paths = [p for p in parsed_ok if p not in known_paths]
-    modified = [p for p in parsed_ok if p in known_paths]
-    deleted_shas = {old_sha.get(p) for p in plan.deleted}
-    renamed = [p for p in added_paths if new_sha.get(p) in deleted_shas]
-    if parsed_ok or deleted_paths or bulk:
-        if progress:
-            progress("resolving calls", 0, max(1, len(parsed_ok)))
-        _resolve_graphs(
-            conn,
-            set(parsed_ok),
-            changed_names,
-            full=bulk or len(parsed_ok) > len(known_paths) // 2,
-            structure_changed=bool(added_paths or deleted_paths),
-            progress=progress,
-            preloaded=writer if bulk else None,
-            workers=workers,
-            # The tables already loaded get their indexes while forked workers resolve calls.
-            while_waiting=(lambda: _store_terms_and_index(writer, conn)) if bulk else None,
-            shard_dir=layout.cache_dir,
-        )
+    finally:
+        for path in shards:
+            Path(path).unlink(missing_ok=True)
     writer.flush_terms()  # no-op unless resolution was skipped
     if bulk:
         create_secondary_indexes(conn)
-    conn.execute(
-        "INSERT OR REPLACE INTO meta VALUES ('last_indexed', ?)",
-        (json.dumps({"at": now, "git": found.used_git}),),
-    )
+    files, symbols, edges = _counts(conn)
+    meta = [
+        ("last_indexed", json.dumps({"at": now_ts, "git": found.used_git})),
+        (META_COUNTS, json.dumps({"files": files, "symbols": symbols, "edges": edges})),
+    ]
+    if now is not None:
+        meta.append((META_WORKTREE, now.to_json()))
+    if changed_anything:
+        generation = int(_meta(conn, META_GENERATION) or 0) + 1
+        meta.append((META_GENERATION, str(generation)))
+    conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta)
     conn.commit()
     _detach_shards(conn)
     if bulk:
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KB}")
-    files = int(conn.execute("SELECT count(*) FROM files").fetchone()[0])
-    symbols = int(conn.execute("SELECT count(*) FROM symbols").fetchone()[0])
-    edges = int(conn.execute("SELECT count(*) FROM calls").fetchone()[0])  # every call is resolved now
     skipped = found.skipped + plan.still_skipped + content_skipped
+    if scope is not None:  # the skips recorded earlier, outside this run's scope, still hold
+        seen = {s.path for s in skipped}
+        skipped += [
+            Skipped(r[0], r[1])
+            for r in conn.execute("SELECT path, reason FROM skipped_files")
+            if r[0] not in seen
+        ]
     return IndexReport(
         files=files,
         symbols=symbols,
@@ -1027,4 +1391,8 @@ def _run(
         skipped_files=tuple(sorted(skipped, key=lambda s: s.path)),
         warnings=tuple(warnings),
         rebuild=rebuilt,
+        cold=bulk,
+        scope=scope,
+        state_before=before.token if before is not None else None,
+        state_after=now.token if now is not None else None,
     )

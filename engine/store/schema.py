@@ -16,7 +16,9 @@ from engine.errors import IndexError_
 # v2: calls carry their resolution and ``edges`` became a view; short_name column.
 # v3: no index on calls(caller_id): callees are found through the caller's file.
 # v4: the calls(callee_id) index covers resolved calls only (about half of them).
-SCHEMA_VERSION = 4
+# v5: compact: files get an integer id; calls and imports carry it instead of the path, file
+#     imports are id pairs (``file_links``), and ``edges``/``file_imports`` are views over them.
+SCHEMA_VERSION = 5
 
 # Names of the tables this module owns: a migration may rebuild only these.
 OWNED_TABLES = (
@@ -28,7 +30,9 @@ OWNED_TABLES = (
     "calls",
     "imports",
     "edges",  # a view over calls
-    "file_imports",
+    "file_imports",  # a view over file_links (a table before v5)
+    "file_links",
+    "overview",
 )
 
 _SCHEMA = """
@@ -37,7 +41,7 @@ CREATE TABLE IF NOT EXISTS meta (
     value TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS files (
-    path          TEXT PRIMARY KEY,
+    path          TEXT NOT NULL UNIQUE,
     language      TEXT NOT NULL,
     module        TEXT NOT NULL,
     size          INTEGER NOT NULL,
@@ -45,7 +49,9 @@ CREATE TABLE IF NOT EXISTS files (
     sha256        TEXT NOT NULL,
     line_count    INTEGER NOT NULL,
     syntax_errors INTEGER NOT NULL,
-    indexed_at    REAL NOT NULL
+    indexed_at    REAL NOT NULL,
+    -- Last, so ``SELECT *`` still starts with the columns FileRecord has always had.
+    id            INTEGER PRIMARY KEY
 );
 CREATE TABLE IF NOT EXISTS skipped_files (
     path     TEXT PRIMARY KEY,
@@ -84,8 +90,9 @@ CREATE TABLE IF NOT EXISTS symbol_terms (
     sid  INTEGER NOT NULL,
     PRIMARY KEY (term, sid)
 ) WITHOUT ROWID;
+-- One row per call site; ``file_id`` is files.id (the path is not repeated per call).
 CREATE TABLE IF NOT EXISTS calls (
-    file          TEXT NOT NULL,
+    file_id       INTEGER NOT NULL,
     caller_id     TEXT,
     caller_parent TEXT,
     name          TEXT NOT NULL,
@@ -98,22 +105,36 @@ CREATE TABLE IF NOT EXISTS calls (
     package       TEXT
 );
 CREATE TABLE IF NOT EXISTS imports (
-    file   TEXT NOT NULL,
-    module TEXT NOT NULL,
-    names  TEXT NOT NULL,
-    alias  TEXT,
-    line   INTEGER NOT NULL
+    file_id INTEGER NOT NULL,
+    module  TEXT NOT NULL,
+    names   TEXT NOT NULL,
+    alias   TEXT,
+    line    INTEGER NOT NULL
 );
--- Each call site carries its resolution (callee_id, kind, package); ``edges`` is the
--- resolved view of it that graph readers query.
-CREATE VIEW IF NOT EXISTS edges AS
-    SELECT file, caller_id, callee_id, name AS callee_name, kind, package, line FROM calls
-    WHERE kind IS NOT NULL;
-CREATE TABLE IF NOT EXISTS file_imports (
-    src TEXT NOT NULL,
-    dst TEXT NOT NULL,
+-- File -> file import graph as id pairs.
+CREATE TABLE IF NOT EXISTS file_links (
+    src INTEGER NOT NULL,
+    dst INTEGER NOT NULL,
     PRIMARY KEY (src, dst)
 ) WITHOUT ROWID;
+-- Each call site carries its resolution (callee_id, kind, package); ``edges`` is the
+-- resolved view of it that graph readers query, with the caller's file as a path.
+CREATE VIEW IF NOT EXISTS edges AS
+    SELECT f.path AS file, c.caller_id, c.callee_id, c.name AS callee_name, c.kind, c.package, c.line
+    FROM calls c JOIN files f ON f.id = c.file_id
+    WHERE c.kind IS NOT NULL;
+-- The repository overview, built once per index state (meta 'generation') by its first reader;
+-- ``probes`` are the files outside index.db it was built from, with their stat then.
+CREATE TABLE IF NOT EXISTS overview (
+    max_tokens INTEGER PRIMARY KEY,
+    generation TEXT NOT NULL,
+    probes     TEXT NOT NULL,
+    data       TEXT NOT NULL,
+    toon       TEXT NOT NULL
+);
+CREATE VIEW IF NOT EXISTS file_imports AS
+    SELECT a.path AS src, b.path AS dst
+    FROM file_links l JOIN files a ON a.id = l.src JOIN files b ON b.id = l.dst;
 """
 
 # Secondary indexes: dropped during a bulk load and rebuilt after (far faster than
@@ -128,12 +149,13 @@ SECONDARY_INDEXES = (
     "CREATE INDEX IF NOT EXISTS symbols_qualified ON symbols(qualified_name)",
     "CREATE INDEX IF NOT EXISTS symbols_module ON symbols(module, kind, risk)",
     "CREATE INDEX IF NOT EXISTS symbol_terms_sid ON symbol_terms(sid)",
-    "CREATE INDEX IF NOT EXISTS calls_file ON calls(file)",
+    "CREATE INDEX IF NOT EXISTS calls_file ON calls(file_id)",
+    # Which files call a name whose definitions changed (incremental re-resolution).
     "CREATE INDEX IF NOT EXISTS calls_name ON calls(name)",
-    "CREATE INDEX IF NOT EXISTS imports_file ON imports(file)",
+    "CREATE INDEX IF NOT EXISTS imports_file ON imports(file_id)",
     # Partial: only resolved calls are looked up by callee (unresolved ones have none).
     "CREATE INDEX IF NOT EXISTS calls_callee ON calls(callee_id) WHERE callee_id IS NOT NULL",
-    "CREATE INDEX IF NOT EXISTS file_imports_dst ON file_imports(dst)",
+    "CREATE INDEX IF NOT EXISTS file_links_dst ON file_links(dst)",
 )
 
 
@@ -182,7 +204,8 @@ def _drop_caller_index(conn: sqlite3.Connection) -> None:
 
 def _partial_callee_index(conn: sqlite3.Connection) -> None:
     conn.execute("DROP INDEX IF EXISTS calls_callee")
-    create_secondary_indexes(conn)
+    # The v4 definition itself (a later step may rebuild the table in another shape).
+    conn.execute("CREATE INDEX IF NOT EXISTS calls_callee ON calls(callee_id) WHERE callee_id IS NOT NULL")
 
 
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
@@ -190,7 +213,11 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     2: _rebuild_owned,
     3: _drop_caller_index,
     4: _partial_callee_index,
+    5: _rebuild_owned,
 }
+# The first version whose tables a step before it rebuilds from scratch: upgrading across it
+# empties the semantic tables, and the caller says so (the next index run refills them).
+REBUILT_AT = frozenset({2, 5})
 
 
 def current_version(conn: sqlite3.Connection) -> int:

@@ -150,10 +150,11 @@ class WholeFileBM25:
         return [r[0] for r in self.conn.execute(sql, (fts.match_expression(terms), k))]
 
 
-def embedding_throughput(index_db: Path, model: str) -> dict[str, float]:
+def embedding_throughput(index_db: Path, model: str, root: Path) -> dict[str, float]:
     """Chunks/s of the local MiniLM in float32 and in bfloat16 on the same Django chunks, and how close
     their vectors are (the bf16 path is only used on CPUs with native bf16; see embeddings.py)."""
     from engine.index import fts
+    from engine.index.chunk_source import chunk_texts
     from engine.index.embeddings import SentenceTransformerEmbedder, cpu_has_native_bf16
     from engine.index.vectors import embed_text
 
@@ -170,7 +171,8 @@ def embedding_throughput(index_db: Path, model: str) -> dict[str, float]:
         rows = fts.rows_by_chunk_ids(conn, ids)
     finally:
         conn.close()
-    texts = [embed_text(rows[c]) for c in ids if c in rows]
+    bodies = chunk_texts(root, rows.values())
+    texts = [embed_text(rows[c], bodies[c]) for c in ids if c in rows and c in bodies]
     out: dict[str, float] = {"chunks": float(len(texts)), "native_bf16": float(cpu_has_native_bf16())}
     vectors = {}
     for precision in ("float32", "bfloat16"):
@@ -469,6 +471,7 @@ def evaluate(argv: list[str] | None = None) -> dict[str, object]:
             throughput = embedding_throughput(
                 layout.index_db,  # type: ignore[attr-defined]
                 minilm_spec().partition(":")[2],
+                layout.root,  # type: ignore[attr-defined]
             )
         if corpus == "django":
             for task in (t for t in tasks if t.corpus == corpus):

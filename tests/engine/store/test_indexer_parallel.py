@@ -74,8 +74,15 @@ def _dump(db: Path) -> dict[str, list[tuple[object, ...]]]:
             "terms": conn.execute(
                 "SELECT t.term, s.id FROM symbol_terms t JOIN symbols s USING (sid) ORDER BY 1, 2"
             ).fetchall(),
-            "calls": conn.execute("SELECT * FROM calls ORDER BY file, line, name, caller_id").fetchall(),
-            "imports": conn.execute("SELECT * FROM imports ORDER BY file, line, module").fetchall(),
+            "calls": conn.execute(
+                "SELECT f.path, c.caller_id, c.caller_parent, c.name, c.receiver, c.line, c.awaited, c.in_try, "
+                "c.callee_id, c.kind, c.package FROM calls c JOIN files f ON f.id = c.file_id "
+                "ORDER BY f.path, c.line, c.name, c.caller_id"
+            ).fetchall(),
+            "imports": conn.execute(
+                "SELECT f.path, i.module, i.names, i.alias, i.line FROM imports i JOIN files f ON f.id = i.file_id "
+                "ORDER BY f.path, i.line, i.module"
+            ).fetchall(),
             "file_imports": conn.execute("SELECT * FROM file_imports ORDER BY 1, 2").fetchall(),
             "indexes": conn.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name"

@@ -1,0 +1,84 @@
+"""A chunk's text, read back from its file and checked against the hash stored with the chunk.
+
+index.db keeps no copy of the source: a chunk row names its file and lines, and this module
+is the one place that turns those into text (for snippets, reranking and embeddings). A file
+that changed since it was indexed yields no text for its stale chunks rather than wrong text.
+Owns ``read_source``, the single file read of the text index, which resolves each path and
+keeps it inside the repository. It never writes and never opens a database.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Protocol
+
+from engine.index.chunking import lines_text, source_lines, text_hash
+
+log = logging.getLogger("semfora.index.chunk_source")
+
+# Bytes inspected for a NUL to call a file binary (discovery uses the same sniff).
+BINARY_SNIFF_BYTES = 8192
+
+
+class ChunkSpan(Protocol):
+    """What locating a chunk's text needs (``fts.ChunkRow`` has it)."""
+
+    @property
+    def chunk_id(self) -> str: ...
+    @property
+    def file(self) -> str: ...
+    @property
+    def start_line(self) -> int: ...
+    @property
+    def end_line(self) -> int: ...
+    @property
+    def text_hash(self) -> int: ...
+
+
+def read_source(root: Path, rel: str) -> str | None:
+    """The text of the repository file ``rel`` (UTF-8, bad bytes replaced), or None.
+
+    None when the path leaves the repository, cannot be read, or is binary.
+    """
+    base = root.resolve()
+    target = (base / rel).resolve()
+    if not target.is_relative_to(base):
+        log.warning("not reading %s: it resolves outside the repository", rel)
+        return None
+    try:
+        data = target.read_bytes()
+    except OSError as exc:
+        log.warning("cannot read %s: %s", rel, exc.strerror)
+        return None
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def chunk_texts(root: Path, rows: Iterable[ChunkSpan]) -> dict[str, str]:
+    """``chunk_id -> text`` for every chunk whose lines still hash to what was indexed.
+
+    Each file is read once however many of its chunks are asked for; a chunk whose file
+    changed (or vanished) since it was indexed is left out.
+    """
+    by_file: dict[str, list[ChunkSpan]] = {}
+    for row in rows:
+        by_file.setdefault(row.file, []).append(row)
+    out: dict[str, str] = {}
+    for file, spans in by_file.items():
+        text = read_source(root, file)
+        if text is None:
+            continue
+        lines = source_lines(text)
+        for span in spans:
+            body = lines_text(lines, span.start_line, span.end_line)
+            if text_hash(body) == span.text_hash:
+                out[span.chunk_id] = body
+    return out
+
+
+def chunk_text(root: Path, row: ChunkSpan) -> str | None:
+    """The text of one chunk from its file, or None when the file no longer holds it."""
+    return chunk_texts(root, [row]).get(row.chunk_id)
