@@ -307,24 +307,26 @@ def compaction_due(conn: sqlite3.Connection) -> bool:
     return dead >= COMPACT_DEAD_MIN and dead > COMPACT_DEAD_SHARE * chunk_count(conn)
 
 
+# A chunk's symbol signature and doc (one text), joined from the store's symbols table.
+_SIGDOC = "COALESCE(s.signature || CASE WHEN s.doc != '' THEN char(10) || s.doc ELSE '' END, '')"
+_SYMBOL_JOIN = "LEFT JOIN symbols s ON s.id = c.symbol_id AND s.file = c.file"
+
+
+def _has_symbols(conn: sqlite3.Connection) -> bool:
+    """Whether the store's symbols table is in this database (a text index alone has none)."""
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'symbols'").fetchone()
+    return row is not None
+
+
 def _with_sigdoc(
     conn: sqlite3.Connection, sql_where: str, params: Sequence[object], order: str = ""
 ) -> list[ChunkRow]:
     """Chunk rows matching ``sql_where`` (on alias ``c``), each with its symbol's signature and doc."""
-    try:
-        rows = conn.execute(
-            f"SELECT {_ROW_SELECT}, COALESCE(s.signature || CASE WHEN s.doc != '' THEN char(10) || s.doc "
-            f"ELSE '' END, '') FROM text_chunks c LEFT JOIN symbols s ON s.id = c.symbol_id AND s.file = c.file "
-            f"WHERE {sql_where} {order}",
-            list(params),
-        ).fetchall()
-    except sqlite3.OperationalError as exc:
-        if "no such table: symbols" not in str(exc):
-            raise
-        rows = conn.execute(
-            f"SELECT {_ROW_SELECT}, '' FROM text_chunks c WHERE {sql_where} {order}", list(params)
-        ).fetchall()
-    return [_row(values) for values in rows]
+    if _has_symbols(conn):
+        sql = f"SELECT {_ROW_SELECT}, {_SIGDOC} FROM text_chunks c {_SYMBOL_JOIN} WHERE {sql_where} {order}"
+    else:
+        sql = f"SELECT {_ROW_SELECT}, '' FROM text_chunks c WHERE {sql_where} {order}"
+    return [_row(values) for values in conn.execute(sql, list(params)).fetchall()]
 
 
 def rows_by_chunk_ids(conn: sqlite3.Connection, chunk_ids: Sequence[str]) -> dict[str, ChunkRow]:
@@ -451,10 +453,12 @@ def search(
     terms = informative_terms(conn, terms, stats)
     expr = match_expression(terms)
     sql = (
-        f"SELECT {_ROW_SELECT}, f.rank FROM "
+        f"SELECT {_ROW_SELECT}, {_SIGDOC}, f.rank FROM "
         "(SELECT rowid, rank FROM text_fts WHERE text_fts MATCH ? AND rank MATCH ? ORDER BY rank LIMIT ?) AS f "
-        "JOIN text_chunks AS c ON c.rowid = f.rowid ORDER BY f.rank"
+        f"JOIN text_chunks AS c ON c.rowid = f.rowid {_SYMBOL_JOIN} ORDER BY f.rank"
     )
+    if not _has_symbols(conn):
+        sql = sql.replace(_SIGDOC, "''").replace(_SYMBOL_JOIN, "")
     dead = stats.dead(conn)
     fetch = limit + min(dead, limit)
     while True:
@@ -465,4 +469,4 @@ def search(
         if len(rows) >= limit or fetch >= limit + dead:
             break
         fetch = min(limit + dead, fetch * 4)
-    return [(_row((*values[:-1], "")), float(values[-1])) for values in rows[:limit]]
+    return [(_row(values[:-1]), float(values[-1])) for values in rows[:limit]]

@@ -28,7 +28,7 @@ def _fill_synthetic_store(layout: RepoLayout, n_files: int, dir_name_len: int = 
         top, mid = i % 60, (i // 60) % 30
         module = f"{'d' * dir_name_len}{top}/sub{mid}"
         path = f"{module}/file_{i}.py"
-        files.append((path, "python", module, 100, 1, f"sha{i}", 20, 0, 0.0))
+        files.append((path, "python", module, 100, 1, f"sha{i}", 20, 0, 0.0, i + 1))
         for k in range(SYMBOLS_PER_FILE):
             sid += 1
             name = f"func_{i}_{k}"
@@ -63,9 +63,9 @@ def _fill_synthetic_store(layout: RepoLayout, n_files: int, dir_name_len: int = 
             )
             if sid > 1:
                 callee = f"id{(sid * 7) % sid or 1}"
-                edges.append((path, f"id{sid}", None, name, None, 1, 0, 0, callee, "unique", None))
+                edges.append((i + 1, f"id{sid}", None, name, None, 1, 0, 0, callee, "unique", None))
     drop_secondary_indexes(conn)  # bulk load as the indexer does, then index once
-    conn.executemany("INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?)", files)
+    conn.executemany("INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?)", files)
     conn.executemany(f"INSERT INTO symbols VALUES ({','.join('?' * 24)})", symbols)
     conn.executemany("INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?)", edges)
     create_secondary_indexes(conn)

@@ -1,0 +1,134 @@
+"""An index from an older semfora is rebuilt with a warning; progress names its phases with counts;
+the overview is built once per index state and then read back."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from engine.config import load_settings
+from engine.store.db import StoreWarning, SymbolStore
+from engine.store.indexer import SHARD_GLOB, index_repository
+from engine.store.layout import RepoLayout
+
+FILES = {
+    "pkg/app.py": "from pkg.util import helper\n\n\ndef main():\n    return helper(1)\n",
+    "pkg/util.py": "def helper(x):\n    return x * 2\n",
+    "README.md": "# Demo\n\nA tiny package.\n",
+}
+
+# What index.db looked like before schema 5: paths repeated in every call row, chunk text stored.
+V4_TABLES = """
+CREATE TABLE files (path TEXT PRIMARY KEY, language TEXT, module TEXT, size INTEGER, mtime_ns INTEGER,
+    sha256 TEXT, line_count INTEGER, syntax_errors INTEGER, indexed_at REAL);
+CREATE TABLE calls (file TEXT, caller_id TEXT, caller_parent TEXT, name TEXT, receiver TEXT, line INTEGER,
+    awaited INTEGER, in_try INTEGER, callee_id TEXT, kind TEXT, package TEXT);
+CREATE INDEX calls_file ON calls(file);
+CREATE TABLE file_imports (src TEXT, dst TEXT, PRIMARY KEY (src, dst)) WITHOUT ROWID;
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE text_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO text_meta VALUES ('schema_version', '2');
+CREATE TABLE text_chunks (rowid INTEGER PRIMARY KEY, chunk_id TEXT, file TEXT, body TEXT);
+"""
+
+
+def _settings(layout: RepoLayout):  # type: ignore[no-untyped-def]
+    return load_settings(layout.root).settings
+
+
+def test_an_index_from_before_the_compact_schema_is_rebuilt_with_a_warning(make_repo) -> None:
+    root = make_repo(FILES)
+    layout = RepoLayout.for_path(root)
+    layout.index_db.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(layout.index_db) as conn:
+        conn.executescript(V4_TABLES)
+        conn.executemany(
+            "INSERT INTO text_chunks VALUES (?, ?, 'pkg/app.py', ?)",
+            [(i, f"c{i}", "x" * 4000) for i in range(3000)],
+        )
+        conn.execute("PRAGMA user_version = 4")
+    old_size = layout.index_db.stat().st_size
+    heard: list[StoreWarning] = []
+    report = index_repository(layout, _settings(layout), on_warning=heard.append)
+    assert [w.code for w in heard] == ["INDEX_UPGRADED"]
+    assert (report.files, report.symbols) == (2, 2) and report.edges >= 1
+    with sqlite3.connect(layout.index_db) as conn:
+        columns = {r[1] for r in conn.execute("PRAGMA table_info(text_chunks)")}
+        assert "body" not in columns and "text_hash" in columns
+        assert conn.execute("SELECT count(*) FROM text_chunks").fetchone()[0] >= 3
+    assert layout.index_db.stat().st_size < old_size / 2  # the old pages were given back
+    again: list[StoreWarning] = []
+    index_repository(layout, _settings(layout), on_warning=again.append)
+    assert again == []
+
+
+def test_progress_names_each_phase_and_counts_up_to_its_total(make_repo) -> None:
+    root = make_repo(
+        {**FILES, **{f"pkg/m{i}.py": f"def f{i}():\n    return f{i + 1}()\n" for i in range(30)}}
+    )
+    layout = RepoLayout.for_path(root)
+    seen: list[tuple[str, int, int]] = []
+    index_repository(layout, _settings(layout), progress=lambda *a: seen.append(a))
+    phases = list(dict.fromkeys(p for p, _d, _t in seen))
+    assert phases == ["discovering", "parsing", "resolving calls", "text index"]
+    for phase in phases:
+        counts = [(d, t) for p, d, t in seen if p == phase]
+        assert all(0 <= d <= t for d, t in counts[1:]), (phase, counts)
+        assert [d for d, _t in counts] == sorted(d for d, _t in counts), phase
+    last = {p: (d, t) for p, d, t in seen}
+    assert last["parsing"] == (32, 32) and last["discovering"] == (32, 32)
+    assert last["text index"] == (33, 33)  # the 32 code files and README.md
+    assert last["resolving calls"][0] == last["resolving calls"][1] > 0
+    assert not list(layout.cache_dir.glob(SHARD_GLOB))  # the call shards are gone
+
+
+def test_the_overview_is_built_once_per_index_state_and_follows_changes(make_repo, monkeypatch) -> None:
+    from engine import tools
+    from engine.semantic import overview
+
+    root = make_repo(FILES)
+    layout = RepoLayout.for_path(root)
+    index_repository(layout, _settings(layout))
+    builds: list[int] = []
+    real = overview.build_overview
+
+    def counting(*a, **k):  # type: ignore[no-untyped-def]
+        builds.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(overview, "build_overview", counting)
+    with tools.Engine.open(root) as engine:
+        first = tools.get_repo_overview(engine).toon
+        assert tools.get_repo_overview(engine).toon == first
+    assert builds == []  # the cold build stored it already
+    (root / "pkg/README.md").write_text("# pkg\n\nA package that doubles numbers.\n", encoding="utf-8")
+    with tools.Engine.open(root) as engine:
+        assert "doubles numbers" in tools.get_repo_overview(engine).toon
+    assert len(builds) == 1  # a file it was built from changed
+    (root / "pkg/more.py").write_text("def extra():\n    return 1\n", encoding="utf-8")
+    index_repository(layout, _settings(layout))
+    with tools.Engine.open(root) as engine:
+        assert '"files": 3' in str(tools.get_repo_overview(engine).data).replace("'", '"')
+        tools.get_repo_overview(engine)
+    assert len(builds) == 2  # once for the new index state, then read back
+
+
+def test_a_reader_never_waits_on_an_indexer_to_store_the_overview(make_repo) -> None:
+    from engine.semantic.overview import stored_overview
+    from engine.store.indexer import writer_lock
+
+    root = make_repo(FILES)
+    layout = RepoLayout.for_path(root)
+    index_repository(layout, _settings(layout))
+    with sqlite3.connect(layout.index_db) as conn:
+        conn.execute("DELETE FROM overview")
+    blocker = sqlite3.connect(layout.index_db)
+    blocker.execute("BEGIN IMMEDIATE")  # an indexer's write transaction
+    try:
+        with writer_lock(layout, 1.0), SymbolStore(layout) as store:
+            ov = stored_overview(layout, store.connection())
+        assert "pkg" in ov.toon
+    finally:
+        blocker.rollback()
+        blocker.close()
+    with sqlite3.connect(layout.index_db) as conn:
+        assert conn.execute("SELECT count(*) FROM overview").fetchone()[0] == 0
