@@ -173,6 +173,13 @@ def drop_text_tables(conn: sqlite3.Connection) -> None:
     )
 
 
+def reset_tables(conn: sqlite3.Connection) -> None:
+    """Drop and recreate every text table (a cold build refills them; commits)."""
+    drop_text_tables(conn)
+    conn.executescript(SCHEMA)
+    conn.commit()
+
+
 def clear_chunks(conn: sqlite3.Connection) -> None:
     """Empty the chunk rows, the FTS table and the file records, keeping ``vector_state`` and the
     meta keys (chunk ids are stable, so the vectors of unchanged chunks stay valid)."""

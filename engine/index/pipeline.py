@@ -321,7 +321,9 @@ def refresh_text_index(
     so a missed event cannot leave stale chunks behind.
     """
     started = time.perf_counter()
-    rebuild = rebuild or bool(getattr(report, "rebuild", False))
+    prefilled = bool(getattr(report, "text_prefilled", False))
+    # A cold store build that wrote the code files' chunks itself asks for the rest, not a rebuild.
+    rebuild = rebuild or (bool(getattr(report, "rebuild", False)) and not prefilled)
     conn = fts.connect(layout.index_db)
     compacted = False
     try:
@@ -346,10 +348,14 @@ def refresh_text_index(
             return TextIndexReport(
                 0, 0, 0, 0, fts.chunk_count(conn), 0, round(time.perf_counter() - started, 3)
             )
-        result = _refresh(conn, layout, settings, scope, progress, report)
+        result = _refresh(conn, layout, settings, scope, progress, report, optimize=prefilled or compacted)
     finally:
         conn.close()
     old_hashes, really_changed, deleted, writes, total_chunks = result
+    if prefilled:  # the store's run chunked its code files: they changed in this refresh too
+        code = [p for p in getattr(report, "changed_paths", ()) if p not in set(really_changed)]
+        really_changed = sorted(code + really_changed)
+        writes.chunks_written += int(getattr(report, "chunks_prefilled", 0))
     invalidated = 0
     if old_hashes:
         cache = open_cache(layout, settings)
@@ -378,6 +384,8 @@ def _refresh(
     scope: tuple[str, ...] | None,
     progress: ProgressFn | None,
     report: Any,
+    *,
+    optimize: bool = False,
 ) -> tuple[list[str], list[str], list[str], _Writes, int]:
     known_sql = "SELECT path, sha256, size, mtime_ns FROM text_files"
     if scope is None:
@@ -469,6 +477,6 @@ def _refresh(
         conn.execute("DELETE FROM text_meta WHERE key = ?", (META_SYNCED_STATE,))
     conn.commit()
     total_chunks = fts.chunk_count(conn)
-    if writes.chunks_written >= max(1, OPTIMIZE_SHARE * total_chunks):
+    if optimize or writes.chunks_written >= max(1, OPTIMIZE_SHARE * total_chunks):
         fts.optimize(conn)
     return old_hashes, really_changed, deleted, writes, total_chunks

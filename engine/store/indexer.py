@@ -112,6 +112,8 @@ class IndexReport:
     state_before: str | None = None
     state_after: str | None = None
     cold: bool = False  # built from an empty index
+    text_prefilled: bool = False  # the code files' text-index rows were written by this run
+    chunks_prefilled: int = 0
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -177,6 +179,8 @@ class FileRows:
     imports: list[tuple[object, ...]]
     # The same imports as ImportRef fields (names as a tuple), so the writer need not re-parse JSON.
     refs: list[tuple[object, ...]] = field(default_factory=list)
+    # The file's text-index chunk records, when the worker was asked to chunk it (a cold build).
+    chunks: list[tuple[object, ...]] = field(default_factory=list)
 
 
 # One item to parse: (path, language, files.id).
@@ -230,7 +234,16 @@ def _rows(path: str, file_id: int, fa: FileAnalysis, size: int, mtime_ns: int, s
     return FileRows(file_row, symbols, calls, imports, refs)
 
 
-def _parse_one(root: str, path: str, language: str, file_id: int = 0) -> ParseResult:
+def _chunk_records(path: str, data: bytes, fa: FileAnalysis) -> list[tuple[object, ...]]:
+    """The text index's chunk records of a file just analysed (the text layer's own chunker)."""
+    from engine.index.chunking import chunk_file
+    from engine.index.fts import chunk_record
+
+    text = data.decode("utf-8", errors="replace")
+    return [chunk_record(c) for c in chunk_file(path, text, fa.symbols, fa.language)]
+
+
+def _parse_one(root: str, path: str, language: str, file_id: int = 0, chunk: bool = False) -> ParseResult:
     from engine.semantic.extract import analyze_source
 
     full = os.path.join(root, path)
@@ -252,6 +265,8 @@ def _parse_one(root: str, path: str, language: str, file_id: int = 0) -> ParseRe
             path, st.st_size, st.st_mtime_ns, sha, None, f"extraction failed: {type(exc).__name__}"
         )
     rows = _rows(path, file_id, analysis, st.st_size, st.st_mtime_ns, sha)
+    if chunk:
+        rows.chunks.extend(_chunk_records(path, data, analysis))
     return ParseResult(path, st.st_size, st.st_mtime_ns, sha, rows, None)
 
 
@@ -271,10 +286,10 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def parse_batch(root: str, items: Sequence[ParseItem]) -> list[ParseResult]:
-    """Read, hash and analyse each ``(path, language, file_id)``."""
+def parse_batch(root: str, items: Sequence[ParseItem], chunk: bool = False) -> list[ParseResult]:
+    """Read, hash and analyse each ``(path, language, file_id)`` (and cut it into chunks if asked)."""
     with _gc_paused():
-        return [_parse_one(root, path, language, file_id) for path, language, file_id in items]
+        return [_parse_one(root, path, language, file_id, chunk) for path, language, file_id in items]
 
 
 # --- call shards: a cold build's call sites wait here, outside the parent, until resolved ------
@@ -328,14 +343,16 @@ def _spill_calls(results: list[ParseResult], shard_dir: str, tag: str) -> str:
     return path
 
 
-def parse_batch_packed(root: str, items: Sequence[ParseItem], shard: tuple[str, str] | None = None) -> bytes:
+def parse_batch_packed(
+    root: str, items: Sequence[ParseItem], shard: tuple[str, str] | None = None, chunk: bool = False
+) -> bytes:
     """Worker entry point: ``parse_batch`` flattened and marshalled.
 
     With ``shard`` (directory, run tag) the call sites go into this worker's shard database
     instead of back to the parent. The results are plain tuples, lists, strings and numbers;
     ``marshal`` serialises those about four times faster than pickle.
     """
-    results = parse_batch(root, items)
+    results = parse_batch(root, items, chunk)
     shard_path = _spill_calls(results, *shard) if shard is not None else None
     packed = [(r.path, r.size, r.mtime_ns, r.sha256, _pack_rows(r.rows), r.problem) for r in results]
     return marshal.dumps((shard_path, packed))
@@ -344,7 +361,7 @@ def parse_batch_packed(root: str, items: Sequence[ParseItem], shard: tuple[str, 
 def _pack_rows(rows: FileRows | None) -> tuple[object, ...] | None:
     if rows is None:
         return None
-    return (rows.file, rows.symbols, rows.calls, rows.imports, rows.refs)
+    return (rows.file, rows.symbols, rows.calls, rows.imports, rows.refs, rows.chunks)
 
 
 def _unpack_batch(data: bytes) -> tuple[str | None, list[ParseResult]]:
@@ -398,13 +415,14 @@ def _parse_all(
     progress: ProgressFn | None,
     shard: tuple[str, str] | None,
     shards: set[str],
+    chunk: bool = False,
 ) -> Iterator[ParseResult]:
     """Parse ``items``, yielding results as they come; shard paths written to land in ``shards``."""
     total = len(items)
     done = 0
     if total <= INLINE_PARSE_MAX or workers <= 1:
         for start in range(0, total, BATCH_MAX):
-            parsed = parse_batch(str(root), items[start : start + BATCH_MAX])
+            parsed = parse_batch(str(root), items[start : start + BATCH_MAX], chunk)
             if shard is not None:
                 shards.add(_spill_calls(parsed, *shard))
             for result in parsed:
@@ -428,7 +446,7 @@ def _parse_all(
         queue = iter(batches)
         limit = workers * TASKS_IN_FLIGHT_PER_WORKER
         for batch in queue:
-            pending.add(pool.submit(parse_batch_packed, str(root), batch, shard))
+            pending.add(pool.submit(parse_batch_packed, str(root), batch, shard, chunk))
             if len(pending) >= limit:
                 break
         while pending:
@@ -444,7 +462,7 @@ def _parse_all(
                     progress(PHASE_PARSE, done, total)
                 nxt = next(queue, None)
                 if nxt is not None:
-                    pending.add(pool.submit(parse_batch_packed, str(root), nxt, shard))
+                    pending.add(pool.submit(parse_batch_packed, str(root), nxt, shard, chunk))
 
 
 # --- writing -----------------------------------------------------------------------------------
@@ -527,6 +545,10 @@ class _Writer:
         self.imports: list[tuple[object, ...]] = []
         self.definitions: list[Definition] = []
         self.imports_by_file: dict[str, list[ImportRef]] = {}
+        # A cold build's text index, filled from the chunks the workers made: records and file rows.
+        self.chunk_records: list[tuple[object, ...]] = []
+        self.text_files: list[tuple[object, ...]] = []
+        self.chunks_written = 0
         self.pending_terms = bulk
         if bulk:
             conn.execute("CREATE TEMP TABLE IF NOT EXISTS pending_terms (sid INTEGER, terms TEXT)")
@@ -559,6 +581,9 @@ class _Writer:
             self.imports_by_file[str(f[0])] = [ImportRef(*r) for r in rows.refs]  # type: ignore[arg-type]
         # Unresolved here; _resolve_graphs sets callee_id, kind and package.
         self.calls.extend((*c, None, None, None) for c in rows.calls)
+        if rows.chunks:
+            self.chunk_records.extend(rows.chunks)
+            self.text_files.append((f[0], f[5], f[3], f[4], f[1]))  # path, sha256, size, mtime_ns, language
         if len(self.calls) + len(self.symbols) > (BULK_FLUSH_ROWS if self.bulk else FLUSH_ROWS):
             self.flush()
 
@@ -573,7 +598,12 @@ class _Writer:
             self.flush_terms()
         c.executemany(_CALLS_INSERT, self.calls)
         c.executemany("INSERT INTO imports VALUES (?,?,?,?,?)", self.imports)
-        for buf in (self.files, self.symbols, self.calls, self.imports):
+        if self.chunk_records:
+            from engine.index.fts import insert_records
+
+            self.chunks_written += insert_records(c, self.chunk_records)  # type: ignore[arg-type]
+            c.executemany("INSERT OR REPLACE INTO text_files VALUES (?,?,?,?,?)", self.text_files)
+        for buf in (self.files, self.symbols, self.calls, self.imports, self.chunk_records, self.text_files):
             buf.clear()
 
     def flush_terms(self) -> None:
@@ -1101,7 +1131,7 @@ def index_repository(
         rebuilt = rebuild or any(w.code in ("INDEX_CORRUPT", "INDEX_UPGRADED") for w in warnings)
         try:
             with _gc_paused():
-                report = _run(conn, layout, settings, progress, rebuilt, started, warnings)
+                report = _run(conn, layout, settings, progress, rebuilt, started, warnings, text_index)
         finally:
             conn.close()
         if text_index:
@@ -1246,6 +1276,7 @@ def _run(
     rebuilt: bool,
     started: float,
     warnings: list[StoreWarning],
+    text_index: bool = False,
 ) -> IndexReport:
     root = layout.root
     found, scope, before, now = _discover(conn, layout, settings, rebuilt, progress)
@@ -1260,6 +1291,13 @@ def _run(
     names_before = _name_ids(conn, reparse + plan.deleted)
     workers = settings.index.workers or os.cpu_count() or 1
     now_ts = time.time()
+    # A cold build with a text index cuts code files into chunks in the parse workers, which hold
+    # each file's text and symbols already; the text refresh that follows does only the rest.
+    prefill = bulk and text_index
+    if prefill:
+        from engine.index.fts import reset_tables
+
+        reset_tables(conn)
     if bulk:
         # A cold build is derived data written in one transaction: skip the fsyncs (a crash
         # leaves an index that the next run detects and rebuilds) and give the index builds
@@ -1308,7 +1346,7 @@ def _run(
         (c.path, c.language or "", file_ids[c.path]) for c in sorted(plan.to_parse, key=lambda c: -c.size)
     ]
     try:
-        for res in _parse_all(root, items, workers, progress, shard, shards):
+        for res in _parse_all(root, items, workers, progress, shard, shards, prefill):
             if res.rows is None:
                 reason = res.problem or "unreadable"
                 content_skipped.append(Skipped(res.path, reason))
@@ -1392,6 +1430,8 @@ def _run(
         warnings=tuple(warnings),
         rebuild=rebuilt,
         cold=bulk,
+        text_prefilled=prefill,
+        chunks_prefilled=writer.chunks_written,
         scope=scope,
         state_before=before.token if before is not None else None,
         state_after=now.token if now is not None else None,

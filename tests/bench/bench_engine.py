@@ -116,7 +116,7 @@ def _run_measured(
     if sample:
         sampler.join()
     if proc.returncode != 0:
-        raise RuntimeError(f"{cmd} failed: {err[-2000:]}")
+        raise RuntimeError(f"{cmd} failed ({proc.returncode}): {err[-2000:]} {out[-500:]}")
     return wall, out, peak
 
 

@@ -73,3 +73,8 @@ def flask() -> Path:
 
 def express() -> Path:
     return npm_package("express", "4.21.2")
+
+
+def ansible() -> Path:
+    """The scale corpus: 44k files, 18.8k of them code (the ansible 10.7.0 sdist from PyPI)."""
+    return pypi_sdist("ansible", "10.7.0")

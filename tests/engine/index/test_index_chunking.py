@@ -103,10 +103,23 @@ _BREAK = st.sampled_from(["\n", "\r\n", "\r"])
 )
 def test_a_chunks_identifier_parts_are_those_of_its_own_text(lines, span) -> None:
     # Each chunk's parts come from a per-file index of words by line; they must equal the parts
-    # found by searching the chunk's text itself, whatever the line breaks.
+    # of the words of the chunk's own text, whatever the line breaks.
     text = "".join(line + brk for line, brk in lines)
     start, length = span
     chunks = chunk_file("m.py", text, [_sym("f", "f", "f", "function", start, start + length)], "python")
     mixed = mixed_case_words(text)
     for chunk in chunks:
-        assert chunk.parts == identifier_parts(chunk.text, mixed)
+        assert chunk.parts == identifier_parts(chunk.text) == identifier_parts(chunk.text, mixed)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="aAbZ09_ .\n\rxHTTPServergetUserById", max_size=60))
+def test_mixed_case_words_are_the_words_with_a_case_change_inside(text: str) -> None:
+    import re
+
+    # The plain definition the indexed regular expression is a faster spelling of.
+    words = set(re.findall(r"[A-Za-z][A-Za-z0-9]*", text))
+    plain = {
+        w for w in words if not w.islower() and not w.isupper() and re.search(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]", w)
+    }
+    assert mixed_case_words(text) == plain

@@ -76,7 +76,10 @@ def test_progress_names_each_phase_and_counts_up_to_its_total(make_repo) -> None
         assert [d for d, _t in counts] == sorted(d for d, _t in counts), phase
     last = {p: (d, t) for p, d, t in seen}
     assert last["parsing"] == (32, 32) and last["discovering"] == (32, 32)
-    assert last["text index"] == (33, 33)  # the 32 code files and README.md
+    # A cold build chunks code files while parsing them: the text phase is left with README.md.
+    assert last["text index"] == (1, 1)
+    with sqlite3.connect(layout.index_db) as conn:
+        assert conn.execute("SELECT count(DISTINCT file) FROM text_chunks").fetchone()[0] == 33
     assert last["resolving calls"][0] == last["resolving calls"][1] > 0
     assert not list(layout.cache_dir.glob(SHARD_GLOB))  # the call shards are gone
 
