@@ -16,6 +16,7 @@ import logging
 import marshal
 import os
 import sqlite3
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -147,14 +148,11 @@ def _prose_candidates(
         parts = rel.split("/")
         if any(p in exclude for p in parts[:-1]):
             continue
-        full = root / rel
         try:
-            if full.is_symlink() or not full.is_file():
-                continue
-            st = full.stat()
+            st = os.lstat(os.path.join(root, rel))  # one system call: a symlink is not followed
         except OSError:
             continue
-        if st.st_size > settings.index.max_file_bytes:
+        if not stat.S_ISREG(st.st_mode) or st.st_size > settings.index.max_file_bytes:
             continue
         out[rel] = _Candidate(rel, "", None, st.st_size, st.st_mtime_ns)
     return out
@@ -353,7 +351,8 @@ def refresh_text_index(
         conn.close()
     old_hashes, really_changed, deleted, writes, total_chunks = result
     if prefilled:  # the store's run chunked its code files: they changed in this refresh too
-        code = [p for p in getattr(report, "changed_paths", ()) if p not in set(really_changed)]
+        done_here = set(really_changed)
+        code = [p for p in getattr(report, "changed_paths", ()) if p not in done_here]
         really_changed = sorted(code + really_changed)
         writes.chunks_written += int(getattr(report, "chunks_prefilled", 0))
     invalidated = 0
