@@ -15,7 +15,7 @@ from pathlib import PurePosixPath
 from engine.policy.paths import is_test_path
 from engine.review.findings import Finding, Severity
 from engine.review.secrets import scan_files
-from engine.review.security import rule_security_logic
+from engine.review.security import moved_lines, rule_security_logic
 from engine.semantic.diff import FileChange, SemanticDiff, SymbolChange
 from engine.semantic.surface import SOURCE_ROOTS, is_private_name
 
@@ -311,9 +311,26 @@ def _references(test: FileChange, f: FileChange, changes: list[SymbolChange]) ->
     return False
 
 
+def _changes_code(f: FileChange, s: SymbolChange, moved: frozenset[str]) -> bool:
+    """The symbol has a changed line that is code (not prose) and was not merely moved here."""
+
+    def real(lines: tuple[tuple[int, str], ...], first: int | None, last: int | None, prose: frozenset[int]) -> bool:
+        if first is None or last is None:
+            return False
+        return any(
+            first <= n <= last and n not in prose and text.strip() and " ".join(text.split()) not in moved
+            for n, text in lines
+        )
+
+    return real(f.added_lines, s.start_line, s.end_line, f.prose_added) or real(
+        f.removed_lines, s.old_start_line, s.old_end_line, f.prose_removed
+    )
+
+
 def rule_untested(diff: SemanticDiff) -> list[Finding]:
     """Behaviour changed and no changed test refers to it, wherever the tests live."""
     tests = [f for f in diff.files if is_test_path(f.path) and f.status != "deleted"]
+    moved = moved_lines(diff)
     out = []
     for f in diff.files:
         if f.status == "deleted" or not _reviewable(diff, f.path):
@@ -324,6 +341,7 @@ def rule_untested(diff: SemanticDiff) -> list[Finding]:
             if s.kind in FUNCTION_KINDS
             and s.logic_changed
             and s.qualified_name.rsplit(".", 1)[-1] not in PRESENTATION_METHODS
+            and _changes_code(f, s, moved)
         ]
         if not changes:
             continue

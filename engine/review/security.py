@@ -27,18 +27,38 @@ CODE_KINDS = frozenset({"function", "method", "class", "struct", "impl", "module
 # module is what the rest of the change calls.
 ADDED_MIN_STRENGTH = 3
 _TRAILING_COMMENT = re.compile(r"\s+(#|//).*$")
+# Lines shorter than this (``return x``, ``else:``, ``)``) recur everywhere; they say nothing
+# about whether code moved.
+MIN_MOVED_LINE = 12
 
 
 def _code(
-    lines: Iterable[tuple[int, str]], first: int | None, last: int | None, prose: frozenset[int]
+    lines: Iterable[tuple[int, str]],
+    first: int | None,
+    last: int | None,
+    prose: frozenset[int],
+    moved: frozenset[str] = frozenset(),
 ) -> str:
     if first is None or last is None:
         return ""
     out = []
     for n, text in lines:
-        if first <= n <= last and n not in prose:
+        if first <= n <= last and n not in prose and " ".join(text.split()) not in moved:
             out.append(_TRAILING_COMMENT.sub("", text))
     return "\n".join(out)
+
+
+def moved_lines(diff: SemanticDiff) -> frozenset[str]:
+    """Lines the change only moved: added somewhere and removed elsewhere, same text (layout aside).
+
+    A refactor that moves a parser into a class method changes where code lives, not what it does.
+    """
+    added: set[str] = set()
+    removed: set[str] = set()
+    for f in diff.files:
+        added.update(k for _, t in f.added_lines if len(k := " ".join(t.split())) > MIN_MOVED_LINE)
+        removed.update(k for _, t in f.removed_lines if len(k := " ".join(t.split())) > MIN_MOVED_LINE)
+    return frozenset(added & removed)
 
 
 def _inner_ranges(symbols: Iterable[SymbolChange], outer: SymbolChange, old: bool) -> list[tuple[int, int]]:
@@ -64,7 +84,7 @@ def _own(lines: tuple[tuple[int, str], ...], inner: list[tuple[int, int]]) -> tu
     return tuple((n, t) for n, t in lines if not any(a <= n <= b for a, b in inner))
 
 
-def _symbol_matches(f: FileChange, s: SymbolChange) -> list[Match]:
+def _symbol_matches(f: FileChange, s: SymbolChange, moved: frozenset[str] = frozenset()) -> list[Match]:
     if s.kind not in CODE_KINDS or not s.logic_changed:
         return []
     changed = [c for c in f.symbols if c.change != "removed"]
@@ -74,8 +94,8 @@ def _symbol_matches(f: FileChange, s: SymbolChange) -> list[Match]:
         if s.old_start_line is not None
         else ()
     )
-    added = _code(added_lines, s.start_line, s.end_line, f.prose_added)
-    removed = _code(removed_lines, s.old_start_line, s.old_end_line, f.prose_removed)
+    added = _code(added_lines, s.start_line, s.end_line, f.prose_added, moved)
+    removed = _code(removed_lines, s.old_start_line, s.old_end_line, f.prose_removed, moved)
     if not added.strip() and not removed.strip():
         return []
     found = match(s.qualified_name, added, s.calls, family(s.language), removed_code=removed)
@@ -93,12 +113,13 @@ def _message(s: SymbolChange, matches: list[Match]) -> str:
 
 def rule_security_logic(diff: SemanticDiff) -> list[Finding]:
     out: list[Finding] = []
+    moved = moved_lines(diff)
     for f in diff.files:
         if f.status == "deleted" or not diff.in_library(f.path):
             continue
         scored: list[tuple[int, SymbolChange, list[Match]]] = []
         for s in f.symbols:
-            matches = _symbol_matches(f, s)
+            matches = _symbol_matches(f, s, moved)
             if matches:
                 scored.append((sum(m.strength for m in matches), s, matches))
         if not scored:

@@ -691,26 +691,29 @@ class _Texts:
 
 def _compare_code(
     new: Symbol, old: Symbol, texts: _Texts
-) -> tuple[bool, tuple[tuple[str, str], ...], tuple[str, ...]]:
-    """(cosmetic, rename pairs, parameter changes) of a symbol present on both sides."""
+) -> tuple[bool, tuple[tuple[str, str], ...], tuple[str, ...], bool]:
+    """(cosmetic, rename pairs, parameter changes, only locals renamed) of a symbol on both sides."""
     from engine.semantic import surface
 
     if texts.new_side is None or texts.old_side is None or texts.new_index is None or texts.old_index is None:
-        return False, (), ()
+        return False, (), (), False
     new_text = texts.new_side.full_text[texts.new_index]
     old_text = texts.old_side.full_text[texts.old_index]
     masked_new = _masked(new_text, new.name) if new.name != old.name else new_text
     masked_old = _masked(old_text, old.name) if new.name != old.name else old_text
     language = new.language
     if masked_old == masked_new:
-        return True, (), ()
+        return True, (), (), False
     before = surface.fingerprint(masked_old, language)
     after = surface.fingerprint(masked_new, language)
     cosmetic = before is not None and before == after
     pairs: tuple[tuple[str, str], ...] = ()
+    local_rename = False
     if not cosmetic and language == "python":
         found = surface.python_rename_pairs(masked_old, masked_new)
-        pairs = tuple(sorted(found)) if found else ()
+        if found is not None:
+            pairs = tuple(sorted(found.pairs))
+            local_rename = found.local
     params: tuple[str, ...] = ()
     if new.kind in ("function", "method") and not cosmetic:
         if language == "python":
@@ -727,7 +730,7 @@ def _compare_code(
             ):
                 pb, pa = pb[1:], pa[1:]
             params = surface.parameter_changes(pb, pa)
-    return cosmetic, pairs, params
+    return cosmetic, pairs, params, local_rename
 
 
 def _describe(
@@ -749,11 +752,11 @@ def _describe(
         )
     reasons_new = set(new.risk.reasons) if new else set()
     reasons_old = set(old.risk.reasons) if old else set()
-    cosmetic = False
+    cosmetic = local_rename = False
     pairs: tuple[tuple[str, str], ...] = ()
     params: tuple[str, ...] = ()
     if new is not None and old is not None:
-        cosmetic, pairs, params = _compare_code(new, old, texts)
+        cosmetic, pairs, params, local_rename = _compare_code(new, old, texts)
     return SymbolChange(
         change=change,
         kind=sym.kind,
@@ -781,6 +784,7 @@ def _describe(
         lines_before=old.end_line - old.start_line + 1 if old is not None else 0,
         max_nesting_before=old.max_nesting if old is not None else 0,
         cosmetic=cosmetic,
+        rename_only=local_rename,
         parameter_changes=params,
         calls=_dotted_calls(sym, texts.new_side if new is not None else texts.old_side),
         rename_pairs=pairs,

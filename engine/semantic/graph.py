@@ -482,13 +482,17 @@ class CallResolver:
                     imported = [d for f in ctx.imported_files for d in pool.by_file.get(f, ())]
                 else:
                     imported = [d for d in cands if d.file in ctx.imported_files]
+                if is_self:
+                    # ``self.update()`` in a dict subclass is an inherited method, never a function.
+                    imported = [d for d in imported if d.parent is not None]
+                    cands = tuple(d for d in cands if d.parent is not None)
                 if imported:
                     imported.sort(key=lambda d: ((d.parent is not None) == (receiver is None), d.file))
                     return imported[0].id, IMPORT, None
                 if len(cands) == 1:
                     return cands[0].id, UNIQUE, None
-                ranked = self._rank_for(pool, name, file, fam, receiver, is_self)
-                if ranked is not None:
+                ranked = self._rank_for(pool, name, file, fam, receiver, is_self) if cands else None
+                if ranked is not None and (not is_self or ranked.parent is not None):
                     return ranked.id, RANKED, None
         package = None
         if recv_root and recv_root in ctx.packages:

@@ -437,9 +437,18 @@ def python_fingerprint(text: str) -> str | None:
 _IDENTIFIER_FIELDS = {"id", "attr", "arg", "name"}
 
 
-def python_rename_pairs(old: str, new: str) -> frozenset[tuple[str, str]] | None:
+@dataclass(frozen=True)
+class Renames:
+    """Identifiers renamed between two versions of a definition whose code is otherwise equal."""
+
+    pairs: frozenset[tuple[str, str]]
+    # Every renamed name is a local variable or parameter on both sides: behaviour is unchanged.
+    local: bool
+
+
+def python_rename_pairs(old: str, new: str) -> Renames | None:
     """The identifiers renamed between two versions of a definition when nothing else changed
-    (same structure, same constants); None when the change is more than a rename."""
+    (same structure, same constants, a one-to-one renaming); None when the change is more."""
     a, b = _parse(old), _parse(new)
     if a is None or b is None:
         return None
@@ -448,7 +457,29 @@ def python_rename_pairs(old: str, new: str) -> frozenset[tuple[str, str]] | None
     pairs: set[tuple[str, str]] = set()
     if not _same_shape(a, b, pairs):
         return None
-    return frozenset(pairs)
+    forward: dict[str, str] = {}
+    backward: dict[str, str] = {}
+    for x, y in pairs:
+        if forward.setdefault(x, y) != y or backward.setdefault(y, x) != x:
+            return None  # not one-to-one: a name now means something else
+    renamed = frozenset((x, y) for x, y in pairs if x != y)
+    local = bool(renamed) and all(x in _locals(a) and y in _locals(b) for x, y in renamed)
+    return Renames(renamed, local)
+
+
+def _locals(tree: ast.AST) -> set[str]:
+    """Names a function binds itself: parameters, assignments, loop, ``with`` and ``except`` targets."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            out.add(node.arg)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            out.add(node.id)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            out.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            out.difference_update(node.names)
+    return out
 
 
 def _same_shape(x: object, y: object, pairs: set[tuple[str, str]]) -> bool:
@@ -459,8 +490,7 @@ def _same_shape(x: object, y: object, pairs: set[tuple[str, str]]) -> bool:
         for field in x._fields:
             vx, vy = getattr(x, field, None), getattr(y, field, None)
             if field in _IDENTIFIER_FIELDS and isinstance(vx, str) and isinstance(vy, str):
-                if vx != vy:
-                    pairs.add((vx, vy))
+                pairs.add((vx, vy))
                 continue
             if not _same_shape(vx, vy, pairs):
                 return False

@@ -108,6 +108,15 @@ class CommitResult:
     recalled: bool = False
     blocked_by_fixture: bool = False
     status: str = ""
+    cpu_seconds: float = 0.0  # this process and its finished children (git)
+    git_seconds: float = 0.0  # baseline: `git diff` of the same commit
+
+
+def _cpu_now() -> float:
+    import resource
+
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + kids.ru_utime + kids.ru_stime
 
 
 def judge(commit: LabelledCommit, finding: dict[str, Any]) -> bool:
@@ -145,12 +154,22 @@ def _fixture_path(path: str) -> bool:
 def run_commit(root: Path, commit: LabelledCommit) -> CommitResult:
     from engine.review.ci import review
 
-    t0 = time.perf_counter()
+    c0, t0 = _cpu_now(), time.perf_counter()
     report = review(root, "commit", commit=commit.commit, use_model=False)
     seconds = time.perf_counter() - t0
+    cpu = _cpu_now() - c0
+    g0 = time.perf_counter()
+    subprocess.run(
+        ["git", "-C", str(root), "diff", "-M", f"{commit.commit}^", commit.commit],
+        capture_output=True,
+        check=False,
+    )
+    git_seconds = time.perf_counter() - g0
     data = report.to_json()
     findings = [f for f in data["findings"] if f.get("source") == "rule"]
-    result = CommitResult(commit, seconds, findings, status=data["status"])
+    result = CommitResult(
+        commit, seconds, findings, status=data["status"], cpu_seconds=cpu, git_seconds=git_seconds
+    )
     result.verdicts = [judge(commit, f) for f in findings]
     result.recalled = recalled(commit, findings)
     blocking = [f for f in findings if f.get("type") == "secrets" and f.get("blocking", True)]
