@@ -471,22 +471,56 @@ def match(
     return out
 
 
+def _readable(pattern: str) -> str:
+    """A regex as a reader would say it: ``\\bcheck_hostname\\b`` is ``check_hostname``."""
+    text = pattern.replace("\\b", "").replace("(?:", "(").replace("\\w*", "…").replace("\\w+", "…")
+    text = text.replace("\\.", ".").replace("\\s*", " ").replace("\\s+", " ")
+    return text.replace("`", "'")
+
+
 def render_catalogue() -> str:
-    """The concerns as a Markdown table (docs/risk.md quotes it)."""
-    rows = ["| concern | recognised by |", "|---|---|"]
+    """The security-logic catalogue as Markdown (the second part of docs/risk.md)."""
+    parts = [
+        "## Security-sensitive logic (`semfora ci`)",
+        "",
+        "Besides new effects, `semfora ci` raises **security-sensitive logic changed** (`security`,",
+        "medium, rule `security-logic`) when a change to a symbol's own logic touches one of these",
+        "concerns. The evidence is read from the lines the change adds or removes inside the symbol",
+        "(comments, docstrings, annotation-only lines, lines that only changed letter case and lines",
+        "merely moved from elsewhere in the change are left out), from words of the symbol's",
+        "qualified name, and from the calls it makes. A **strong** term in the changed code is enough;",
+        "a **supporting** term counts only together with a name word, a call or a second supporting",
+        "term; a **name** word (or name pattern) counts for any change of the symbol's logic. Changes",
+        "that only rename locals, re-annotate, re-format or move code raise nothing, and neither do",
+        "tests, documentation and examples. This page part is generated from",
+        "`engine/review/concerns.py` (`render_catalogue()`).",
+        "",
+    ]
     for c in CONCERNS:
-        parts = []
-        if c.names or c.name_patterns:
-            parts.append(
-                "names with " + ", ".join(f"`{n}`" for n in sorted(c.names)) if c.names else "name patterns"
-            )
+        parts.append(f"### {c.title[0].upper()}{c.title[1:]} (`{c.id}`)")
+        parts.append("")
         if c.strong:
-            parts.append(f"{len(c.strong)} strong terms in changed code")
+            parts.append("- strong: " + ", ".join(f"`{_readable(p)}`" for p in c.strong))
         if c.weak:
-            parts.append(f"{len(c.weak)} supporting terms")
-        if c.calls:
-            parts.append("calls such as " + ", ".join(f"`{x}`" for v in c.calls.values() for x in v[:2]))
+            parts.append("- supporting: " + ", ".join(f"`{_readable(p)}`" for p in c.weak))
+        if c.names:
+            parts.append("- name words: " + ", ".join(f"`{n}`" for n in sorted(c.names)))
+        if c.name_patterns:
+            parts.append("- name patterns: " + ", ".join(f"`{_readable(p)}`" for p in c.name_patterns))
+        for language, calls in c.calls.items():
+            label = "any language" if language == ALL else language
+            parts.append(f"- calls ({label}): " + ", ".join(f"`{x}`" for x in calls))
         if c.context:
-            parts.append("only in parsers and decoders")
-        rows.append(f"| {c.title} | {'; '.join(parts)} |")
-    return "\n".join(rows)
+            parts.append(
+                "- applies only to symbols whose name has one of: "
+                + ", ".join(f"`{w}`" for w in sorted(c.context))
+            )
+        parts.append("")
+    return "\n".join(parts)
+
+
+def render_risk_page() -> str:
+    """docs/risk.md: the per-language risk tables, then this catalogue."""
+    from engine.semantic.risk import render_risk_doc
+
+    return render_risk_doc().rstrip("\n") + "\n\n" + render_catalogue()

@@ -292,8 +292,15 @@ def rule_tests_removed(diff: SemanticDiff) -> list[Finding]:
     return out
 
 
-def _references(test: FileChange, f: FileChange, changes: list[SymbolChange]) -> bool:
-    """A changed test refers to the changed module or to one of the changed symbols."""
+def _call_names(s: SymbolChange) -> list[str]:
+    return [c.rsplit(".", 1)[-1] for c in s.calls]
+
+
+def _references(
+    test: FileChange, f: FileChange, changes: list[SymbolChange], own_module: bool = True
+) -> bool:
+    """A changed test refers to the changed module or to one of the changed symbols
+    (``own_module=False``: to the symbols only)."""
     identifiers = test.test_identifiers or _words("\n".join(t for _, t in test.added_lines))
     test_stem = PurePosixPath(test.path).stem
     identifiers = identifiers | {test_stem.removeprefix("test_").removesuffix("_test").removesuffix("_tests")}
@@ -302,7 +309,7 @@ def _references(test: FileChange, f: FileChange, changes: list[SymbolChange]) ->
     module_words = {stem} if stem != "__init__" else {PurePosixPath(f.path).parent.name}
     if f.module:
         module_words.add(f.module.rsplit(".", 1)[-1])
-    if module_words & words:
+    if own_module and module_words & words:
         return True
     for s in changes:
         parts = s.qualified_name.split(".")
@@ -314,7 +321,9 @@ def _references(test: FileChange, f: FileChange, changes: list[SymbolChange]) ->
 def _changes_code(f: FileChange, s: SymbolChange, moved: frozenset[str]) -> bool:
     """The symbol has a changed line that is code (not prose) and was not merely moved here."""
 
-    def real(lines: tuple[tuple[int, str], ...], first: int | None, last: int | None, prose: frozenset[int]) -> bool:
+    def real(
+        lines: tuple[tuple[int, str], ...], first: int | None, last: int | None, prose: frozenset[int]
+    ) -> bool:
         if first is None or last is None:
             return False
         return any(
@@ -331,6 +340,15 @@ def rule_untested(diff: SemanticDiff) -> list[Finding]:
     """Behaviour changed and no changed test refers to it, wherever the tests live."""
     tests = [f for f in diff.files if is_test_path(f.path) and f.status != "deleted"]
     moved = moved_lines(diff)
+    tested_helpers = {
+        s.qualified_name.rsplit(".", 1)[-1]
+        for f in diff.files
+        if not is_test_path(f.path)
+        for s in f.symbols
+        if s.kind in FUNCTION_KINDS
+        and s.logic_changed
+        and any(_references(t, f, [s], own_module=False) for t in tests)
+    }
     out = []
     for f in diff.files:
         if f.status == "deleted" or not _reviewable(diff, f.path):
@@ -346,6 +364,10 @@ def rule_untested(diff: SemanticDiff) -> list[Finding]:
         if not changes:
             continue
         if any(_references(t, f, changes) for t in tests):
+            continue
+        # A change that routes through a changed helper the tests do exercise is covered by them.
+        changes = [s for s in changes if not (set(_call_names(s)) & tested_helpers)]
+        if not changes:
             continue
         names = ", ".join(s.qualified_name for s in changes[:3]) + (" ..." if len(changes) > 3 else "")
         where = "no test changed" if not tests else "the changed tests do not refer to it"

@@ -48,6 +48,28 @@ def _code(
     return "\n".join(out)
 
 
+def _drop_case_only(
+    added: tuple[tuple[int, str], ...], removed: tuple[tuple[int, str], ...]
+) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]:
+    """Lines that changed only in letter case or layout (``"content-length"`` spelled
+    ``"Content-Length"``) say nothing about what the code does; both sides are dropped."""
+    removed_keys: dict[str, int] = {}
+    for _, text in removed:
+        key = " ".join(text.lower().split())
+        removed_keys[key] = removed_keys.get(key, 0) + 1
+    same: set[str] = set()
+    for _, text in added:
+        key = " ".join(text.lower().split())
+        if removed_keys.get(key):
+            same.add(key)
+    if not same:
+        return added, removed
+    return (
+        tuple(x for x in added if " ".join(x[1].lower().split()) not in same),
+        tuple(x for x in removed if " ".join(x[1].lower().split()) not in same),
+    )
+
+
 def moved_lines(diff: SemanticDiff) -> frozenset[str]:
     """Lines the change only moved: added somewhere and removed elsewhere, same text (layout aside).
 
@@ -94,6 +116,7 @@ def _symbol_matches(f: FileChange, s: SymbolChange, moved: frozenset[str] = froz
         if s.old_start_line is not None
         else ()
     )
+    added_lines, removed_lines = _drop_case_only(added_lines, removed_lines)
     added = _code(added_lines, s.start_line, s.end_line, f.prose_added, moved)
     removed = _code(removed_lines, s.old_start_line, s.old_end_line, f.prose_removed, moved)
     if not added.strip() and not removed.strip():

@@ -746,9 +746,17 @@ def _describe(
     assert sym is not None
     new_calls: tuple[ExternalCall, ...] = ()
     if new is not None:
-        before = _external_calls(old, texts.old_side, packages) if old is not None else {}
+        # Compared by effect and called name: ``Popen(...)`` becoming ``subprocess.Popen(...)``
+        # is the same call spelled through its module.
+        before = (
+            {(cat, name.rsplit(".", 1)[-1]) for cat, name in _external_calls(old, texts.old_side, packages)}
+            if old is not None
+            else set()
+        )
         new_calls = tuple(
-            c for k, c in _external_calls(new, texts.new_side, packages).items() if k not in before
+            c
+            for (cat, name), c in _external_calls(new, texts.new_side, packages).items()
+            if (cat, name.rsplit(".", 1)[-1]) not in before
         )
     reasons_new = set(new.risk.reasons) if new else set()
     reasons_old = set(old.risk.reasons) if old else set()

@@ -377,6 +377,9 @@ class _Strip(ast.NodeTransformer):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             node.returns = None
             node.type_comment = None
+        else:
+            # ``class A(object)`` is ``class A`` (UP004).
+            node.bases = [b for b in node.bases if not (isinstance(b, ast.Name) and b.id == "object")]
         node.body = self._strip_doc(node.body)
         self.depth += 1
         try:
@@ -399,6 +402,15 @@ class _Strip(ast.NodeTransformer):
             return ast.Pass()
         return ast.Assign(targets=[node.target], value=self.visit(node.value))
 
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
+        # ``except E as e: raise X from e``: once the chaining is gone, an unused name is too.
+        self.generic_visit(node)
+        if node.name and not any(
+            isinstance(n, ast.Name) and n.id == node.name for b in node.body for n in ast.walk(b)
+        ):
+            node.name = None
+        return node
+
     def visit_Raise(self, node: ast.Raise) -> ast.AST:
         node.cause = None  # ``raise X from None`` changes the traceback, not the behaviour
         self.generic_visit(node)
@@ -411,7 +423,124 @@ class _Strip(ast.NodeTransformer):
         if name == "cast" and len(node.args) == 2 and not node.keywords:
             return self.visit(node.args[1])
         self.generic_visit(node)
+        if isinstance(func, ast.Name) and func.id == "super" and len(node.args) == 2:
+            node.args = []  # super(Class, self) is super() (pyupgrade UP008)
+        if isinstance(func, ast.Name) and func.id == "open" and len(node.args) == 2:
+            mode = node.args[1]
+            if isinstance(mode, ast.Constant) and mode.value in ("r", "rt"):
+                node.args = node.args[:1]  # open(f, "r") is open(f) (UP015)
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "format"
+            and isinstance(func.value, ast.Constant)
+            and isinstance(func.value.value, str)
+        ):
+            joined = _format_call(func.value.value, node.args, node.keywords)
+            if joined is not None:
+                return joined
         return node
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        if (
+            isinstance(node.op, ast.Mod)
+            and isinstance(node.left, ast.Constant)
+            and isinstance(node.left.value, str)
+        ):
+            values = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+            joined = _percent_format(node.left.value, values)
+            if joined is not None:
+                return joined
+        return node
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
+        self.generic_visit(node)
+        return _merged(node.values)
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in _OSERROR_ALIASES:
+            node.id = "OSError"  # IOError, EnvironmentError... are OSError (UP024)
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.value, ast.Name) and f"{node.value.id}.{node.attr}" in _OSERROR_ALIASES:
+            return ast.Name(id="OSError", ctx=node.ctx)
+        return node
+
+
+# Exception names that are OSError since Python 3.3 (pyupgrade rewrites them).
+_OSERROR_ALIASES = frozenset({"IOError", "EnvironmentError", "WindowsError", "socket.error", "select.error"})
+_PERCENT = re.compile(r"%(?:\(([^)]*)\))?([-#0 +]*\d*(?:\.\d+)?)([srdia%])")
+_BRACES = re.compile(r"\{\{|\}\}|\{([^{}!:]*)(?:!([rsa]))?(?::([^{}]*))?\}")
+
+
+def _merged(values: list[ast.expr]) -> ast.JoinedStr:
+    """A canonical f-string: adjacent literal parts joined."""
+    out: list[ast.expr] = []
+    for v in values:
+        if isinstance(v, ast.Constant) and out and isinstance(out[-1], ast.Constant):
+            out[-1] = ast.Constant(value=str(out[-1].value) + str(v.value))
+        elif not (isinstance(v, ast.Constant) and v.value == ""):
+            out.append(v)
+    return ast.JoinedStr(values=out)
+
+
+def _formatted(value: ast.expr, conversion: str | None) -> ast.FormattedValue:
+    return ast.FormattedValue(value=value, conversion=ord(conversion) if conversion else -1, format_spec=None)
+
+
+def _percent_format(fmt: str, values: list[ast.expr]) -> ast.JoinedStr | None:
+    """``"%s: %r" % (a, b)`` as the f-string pyupgrade would write; None for anything fancier."""
+    parts: list[ast.expr] = []
+    pos = i = 0
+    for m in _PERCENT.finditer(fmt):
+        name, flags, kind = m.group(1), m.group(2), m.group(3)
+        parts.append(ast.Constant(value=fmt[pos : m.start()]))
+        pos = m.end()
+        if kind == "%":
+            parts.append(ast.Constant(value="%"))
+            continue
+        if name is not None or flags or kind not in ("s", "r") or i >= len(values):
+            return None
+        parts.append(_formatted(values[i], "r" if kind == "r" else None))
+        i += 1
+    if i != len(values):
+        return None
+    parts.append(ast.Constant(value=fmt[pos:]))
+    return _merged(parts)
+
+
+def _format_call(fmt: str, args: list[ast.expr], keywords: list[ast.keyword]) -> ast.JoinedStr | None:
+    """``"{} {x!r}".format(a, x=b)`` as an f-string; None when it uses more than plain fields."""
+    if any(isinstance(a, ast.Starred) for a in args) or any(k.arg is None for k in keywords):
+        return None
+    named = {k.arg: k.value for k in keywords}
+    parts: list[ast.expr] = []
+    pos = auto = 0
+    for m in _BRACES.finditer(fmt):
+        parts.append(ast.Constant(value=fmt[pos : m.start()]))
+        pos = m.end()
+        if m.group(0) in ("{{", "}}"):
+            parts.append(ast.Constant(value=m.group(0)[0]))
+            continue
+        field, conversion, spec = m.group(1), m.group(2), m.group(3)
+        if spec:
+            return None
+        if field == "":
+            if auto >= len(args):
+                return None
+            value = args[auto]
+            auto += 1
+        elif field.isdigit() and int(field) < len(args):
+            value = args[int(field)]
+        elif field in named:
+            value = named[field]
+        else:
+            return None
+        parts.append(_formatted(value, conversion))
+    parts.append(ast.Constant(value=fmt[pos:]))
+    return _merged(parts)
 
 
 def _decorator_name(node: ast.expr) -> str:

@@ -84,7 +84,9 @@ def test_parameters_compared_by_name_kind_and_default(make_repo) -> None:
     findings = _commit(
         root,
         {
-            "pkg/core.py": LIB.replace("def parse(text, strict=False):", "def parse(text, strict=False, *, limit=None):")
+            "pkg/core.py": LIB.replace(
+                "def parse(text, strict=False):", "def parse(text, strict=False, *, limit=None):"
+            )
             .replace("def render(value):", "def render():")
             .replace("str(value)", "''")
         },
@@ -270,10 +272,14 @@ def test_size_rules_fire_only_when_the_change_made_the_function_long_or_deep(mak
         "def walk(x):\n    if x:\n        for a in x:\n            while a:\n                if a:\n"
         "                    for b in a:\n                        return b\n    return None\n"
     )
-    root = make_repo({"pkg/__init__.py": "", "pkg/big.py": f"def long():\n{long_body}    return 0\n\n\n{deep}"})
+    root = make_repo(
+        {"pkg/__init__.py": "", "pkg/big.py": f"def long():\n{long_body}    return 0\n\n\n{deep}"}
+    )
     findings = _commit(
         root,
-        {"pkg/big.py": f"def long():\n{long_body}    return 1\n\n\n{deep.replace('return None', 'return 0')}"},
+        {
+            "pkg/big.py": f"def long():\n{long_body}    return 1\n\n\n{deep.replace('return None', 'return 0')}"
+        },
     )
     assert _by_rule(findings, "large-function") == []
     assert _by_rule(findings, "deep-nesting") == []
@@ -307,3 +313,28 @@ def test_a_provider_key_in_a_fixture_still_blocks(make_repo) -> None:
     findings = _commit(root, {"tests/fixtures/config.json": f'{{"token": "{key}"}}\n'})
     assert decide(findings, "high") == "blocked"
     assert all(key not in f.message for f in findings)
+
+
+def test_docs_risk_md_carries_the_security_catalogue() -> None:
+    from engine.review.concerns import render_risk_page
+
+    doc = Path(__file__).resolve().parents[3] / "docs" / "risk.md"
+    assert doc.read_text(encoding="utf-8") == render_risk_page(), (
+        "regenerate docs/risk.md with engine.review.concerns.render_risk_page()"
+    )
+
+
+def test_renaming_locals_in_security_code_is_not_a_security_change(make_repo) -> None:
+    before = (
+        "def strip_auth(headers):\n    h = dict(headers)\n    h.pop('Authorization', None)\n    return h\n"
+    )
+    root = make_repo({"pkg/__init__.py": "", "pkg/net.py": before})
+    findings = _commit(
+        root,
+        {
+            "pkg/net.py": before.replace("h = ", "copied = ")
+            .replace("h.pop", "copied.pop")
+            .replace("return h", "return copied")
+        },
+    )
+    assert [f for f in findings if f.type == "security"] == []

@@ -82,7 +82,8 @@ def test_calls_through_the_package_follow_its_reexports(make_repo) -> None:
     root = _indexed(make_repo)
     with SymbolStore(RepoLayout.for_path(root)) as store:
         exported, other = sorted(
-            (s for s in store.symbols_by_name("send_file", limit=10)), key=lambda s: s.file != "web/helpers.py"
+            (s for s in store.symbols_by_name("send_file", limit=10)),
+            key=lambda s: s.file != "web/helpers.py",
         )
         assert {n.name for n in store.callers(exported.id, 1)} == {"test_send"}
         assert store.callers(other.id, 1) == []
@@ -101,9 +102,10 @@ def test_depth_two_callers_say_which_caller_they_hang_from(make_repo) -> None:
     assert by_name["url_for"]["depth"] == 1 and by_name["url_for"]["parent"] is None
     assert by_name["update"]["depth"] == 2 and by_name["update"]["parent"] == "url_for"
     text = run_semfora("callers", "Flask.url_for", "--depth", "2", "--path", str(root)).stdout.splitlines()
-    assert text.index("    update  examples/blog.py:5  [import]") == text.index(
-        next(line for line in text if line.strip().startswith("url_for "))
-    ) + 1
+    assert (
+        text.index("    update  examples/blog.py:5  [import]")
+        == text.index(next(line for line in text if line.strip().startswith("url_for "))) + 1
+    )
 
 
 def test_diff_callers_list_code_before_documentation_and_skip_unrelated_receivers(make_repo) -> None:
@@ -118,6 +120,8 @@ def test_diff_callers_list_code_before_documentation_and_skip_unrelated_receiver
     send = next(s for s in diff.symbols if s.qualified_name == "Session.send")
     where = [(c.file, c.via) for c in send.callers]
     assert ("web/transport.py", "text search") in where
-    assert all(file != "web/transport.py" or "conn.send" not in c.text for c in send.callers for file in [c.file])
+    assert all(
+        file != "web/transport.py" or "conn.send" not in c.text for c in send.callers for file in [c.file]
+    )
     docs = [i for i, (file, via) in enumerate(where) if via == "documentation"]
     assert docs and min(docs) > max(i for i, (_, via) in enumerate(where) if via != "documentation")
