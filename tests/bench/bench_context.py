@@ -550,9 +550,14 @@ def render(results: dict[str, CorpusResult], tasks: list[BenchTask], args: argpa
             f"### Set `{set_name}`: {SETS[set_name].title}",
             "",
             f"{len([t for t in set_tasks if not t.heldout])} public tasks, "
-            f"{len([t for t in set_tasks if t.heldout])} held-out; corpora: {', '.join(corpora)}.",
+            f"{len([t for t in set_tasks if t.heldout])} held-out; corpora: {', '.join(corpora)}. "
+            f"Tables of this set: `python -m tests.bench.bench_context --sets {set_name}` "
+            "(`--public-only` skips the held-out part).",
             "",
         ]
+        if set_name == "newset":
+            out += [NEWSET_NOTE, ""]
+        out += _composition(set_tasks)
         public = _groups(set_rows, heldout=False)
         if public:
             out += ["Public part:", "", *table(public, budgets), ""]
@@ -564,6 +569,7 @@ def render(results: dict[str, CorpusResult], tasks: list[BenchTask], args: argpa
             out.append(f"Packs of the same size at 8,000 and 32,000: {same} of {n} tasks.")
         if 8000 in budgets:
             out += _targets(set_rows)
+            out += _by_corpus(set_rows, 8000)
         out.append("")
     errors = [e for res in results.values() for e in res.errors]
     if errors:
@@ -576,6 +582,66 @@ def render(results: dict[str, CorpusResult], tasks: list[BenchTask], args: argpa
     if searched:
         out += _search(searched, cmd)
     return "\n".join(out)
+
+
+NEWSET_NOTE = (
+    "How the set was built (`tests/bench/queries/context/`, written before any tuning): **real** tasks "
+    "are fixes from the history of click, werkzeug, jinja, rich, httpx, axios, commander.js and monolog "
+    "(none of the projects the hidden held-out sets use); the task text is the fix's changelog entry "
+    "(markup trimmed, nothing rewritten), the gold is every function or method the fix commit changed, "
+    "located at its parent commit by semfora's own extractor (`tests/bench/real_history.py`), and each "
+    "task is pinned to the release published before the fix (PyPI sdist, npm tarball or Debian package) "
+    "in which every gold function's text is byte-identical to the parent's: the sha256 of each gold's "
+    "text at the parent is recorded and this script re-checks it against the indexed corpus before "
+    "measuring. **synthetic** tasks are plain-language requests written for the set over the same "
+    "corpora plus gorilla/mux and spf13/cobra (Go), rack (Ruby) and Express, gold chosen by reading "
+    "the pinned code. The held-out third is drawn per (corpus, kind) with a fixed seed."
+)
+
+# The language of a corpus's gold files, by extension (for the composition table).
+LANGUAGES = {"py": "Python", "js": "JavaScript", "ts": "TypeScript", "go": "Go", "rb": "Ruby", "php": "PHP"}
+
+
+def _composition(tasks: list[BenchTask]) -> list[str]:
+    corpora = sorted({t.corpus for t in tasks})
+    if len(corpora) < 3:
+        return []
+    lines = [
+        "| corpus | language | real (public + held-out) | synthetic (public + held-out) |",
+        "|---|---|---|---|",
+    ]
+    for name in corpora:
+        mine = [t for t in tasks if t.corpus == name]
+        langs = sorted({LANGUAGES.get(g.file.rsplit(".", 1)[-1], "?") for t in mine for g in t.gold})
+
+        def count(kind: str, mine: list[BenchTask] = mine) -> str:
+            pub = sum(1 for t in mine if t.kind == kind and not t.heldout)
+            held = sum(1 for t in mine if t.kind == kind and t.heldout)
+            return f"{pub} + {held}" if pub or held else "—"
+
+        lines.append(f"| {name} | {', '.join(langs)} | {count('real')} | {count('synthetic')} |")
+    return [*lines, ""]
+
+
+def _by_corpus(rows: list[Row], budget: int) -> list[str]:
+    public = [r for r in rows if not r.task.heldout and r.budget == budget]
+    corpora = sorted({r.task.corpus for r in public})
+    if len(corpora) < 3:
+        return []
+    lines = [
+        "",
+        f"Public part at {budget:,} by corpus:",
+        "",
+        "| corpus | tasks | code | body | file recall | 2-round code | BM25 windows code | median tokens |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name in corpora:
+        f = figures([r for r in public if r.task.corpus == name])
+        lines.append(
+            f"| {name} | {f.tasks} | {f.code:.2f} | {f.body:.2f} | {f.files:.2f} | {f.code2:.2f} | "
+            f"{f.b_windows[0]:.2f} | {f.median_tokens:,.0f} |"
+        )
+    return lines
 
 
 def _targets(rows: list[Row]) -> list[str]:
