@@ -425,6 +425,7 @@ class Figures:
     median_tokens: float
     max_tokens: int
     p50_ms: float
+    tokens2: float  # median of pack + NEED-round tokens (what the two-round figure costs)
     b_files: tuple[float, float, float, float]  # code, body, file recall, median tokens
     b_windows: tuple[float, float, float, float]
 
@@ -453,6 +454,7 @@ def figures(rows: list[Row]) -> Figures:
         statistics.median(r.semfora.tokens for r in rows) if rows else 0.0,
         max((r.semfora.tokens for r in rows), default=0),
         statistics.median(r.ms for r in rows) if rows else 0.0,
+        statistics.median(r.semfora.tokens + r.need_tokens for r in rows) if rows else 0.0,
         base("files_bm25"),
         base("windows_bm25"),
     )
@@ -461,17 +463,18 @@ def figures(rows: list[Row]) -> Figures:
 def _cells(f: Figures) -> str:
     return (
         f"{f.code:.2f} | {f.body:.2f} | {f.digest:.2f} | {f.files:.2f} | {f.code2:.2f} | {f.body2:.2f} | "
-        f"{f.median_tokens:,.0f} | {f.max_tokens:,} | {f.p50_ms:.0f}"
+        f"{f.median_tokens:,.0f} | {f.max_tokens:,} | {f.tokens2:,.0f} | {f.p50_ms:.0f}"
     )
 
 
 def _base_cells(b: tuple[float, float, float, float]) -> str:
-    return f"{b[0]:.2f} | {b[1]:.2f} | — | {b[2]:.2f} | — | — | {b[3]:,.0f} | — | —"
+    return f"{b[0]:.2f} | {b[1]:.2f} | — | {b[2]:.2f} | — | — | {b[3]:,.0f} | — | — | —"
 
 
 TABLE_HEAD = (
     "| tasks (gold symbols) | budget | pack | code | body | digest | file recall | 2-round code "
-    "| 2-round body | median tokens | max tokens | p50 ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+    "| 2-round body | median tokens | max tokens | 2-round median tokens | p50 ms |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -535,7 +538,7 @@ def render(results: dict[str, CorpusResult], tasks: list[BenchTask], args: argpa
         "anywhere in the pack (qualified name if shown, else the bare name) and nothing else, served by "
         "the orchestrator's NEED resolver within what is left of the same budget: an upper bound for "
         "one round, blind to what the pack never names. Tokens are the pack's `total_tokens` "
-        "(overview included); p50 ms is `build_context` in a warm process. Baselines, same run, same "
+        "(overview included); 2-round median tokens adds what the NEED round sent; p50 ms is `build_context` in a warm process. Baselines, same run, same "
         "budget and estimator (chars/4 of a `### path:lines` header plus the text): SQLite FTS5 bm25 "
         "(OR of the task's terms) over whole files (filled in rank order; the first file that does not "
         f"fit is cut to what is left) and over non-overlapping {WINDOW_LINES}-line windows (filled in "
