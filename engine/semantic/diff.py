@@ -8,6 +8,7 @@ It never judges a change (that is engine.review) and never writes to the reposit
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 import re
 import subprocess
@@ -19,6 +20,8 @@ from typing import Any, Literal
 
 from engine.errors import SemforaError, UsageError
 from engine.semantic.model import CallSite, FileAnalysis, Symbol
+
+_log = logging.getLogger(__name__)
 
 WORKING = "WORKING"
 # The index (what `git commit` would record now): the target a pre-commit hook reviews.
@@ -692,7 +695,19 @@ class _Texts:
 def _compare_code(
     new: Symbol, old: Symbol, texts: _Texts
 ) -> tuple[bool, tuple[tuple[str, str], ...], tuple[str, ...], bool]:
-    """(cosmetic, rename pairs, parameter changes, only locals renamed) of a symbol on both sides."""
+    """(cosmetic, rename pairs, parameter changes, only locals renamed) of a symbol on both sides.
+
+    Never fails a review: source the comparison cannot read counts as a change of logic."""
+    try:
+        return _compare_code_unguarded(new, old, texts)
+    except (ValueError, TypeError, AttributeError, RecursionError, MemoryError) as exc:
+        _log.warning("%s: could not compare %s beyond its text: %s", new.file, new.qualified_name, exc)
+        return False, (), (), False
+
+
+def _compare_code_unguarded(
+    new: Symbol, old: Symbol, texts: _Texts
+) -> tuple[bool, tuple[tuple[str, str], ...], tuple[str, ...], bool]:
     from engine.semantic import surface
 
     if texts.new_side is None or texts.old_side is None or texts.new_index is None or texts.old_index is None:

@@ -373,7 +373,7 @@ class _Strip(ast.NodeTransformer):
             return None  # a typing.overload declaration: a signature for type checkers only
         if self.depth > 0 and not self.nested_bodies:
             # A nested definition counts by its name only; its own change is reported on its own.
-            return ast.Name(id=f"<def {node.name}>")
+            return ast.Name(id=f"<def {node.name}>", ctx=ast.Load())
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             node.returns = None
             node.type_comment = None
@@ -602,7 +602,7 @@ def _locals(tree: ast.AST) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.arg):
             out.add(node.arg)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        elif isinstance(node, ast.Name) and isinstance(getattr(node, "ctx", None), (ast.Store, ast.Del)):
             out.add(node.id)
         elif isinstance(node, ast.ExceptHandler) and node.name:
             out.add(node.name)
