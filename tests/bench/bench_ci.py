@@ -480,9 +480,13 @@ def main() -> None:
     body = f"""## CI review (`semfora ci`)
 
 Reproduce: `python -m tests.bench.bench_ci` (needs the fetched mirrors for parts 1 and 2's werkzeug
-sample; `SEMFORA_BENCH_MIRRORS`, default `/work/.mirror`). Labels: `tests/bench/ci/commits.json`
-(written by reading each commit before any rule was tuned; the held-out third is fixed by the
-commit hash); scoring: `tests/bench/ci_eval.py`.
+sample; `SEMFORA_BENCH_MIRRORS`, default `/work/.mirror`). Labels: `tests/bench/ci/commits.json`:
+81 commits labelled by reading each one before any rule was tuned, then 25 distractors (ordinary
+changes in security-sensitive files, one more advisory) labelled after the first tuning round and
+before being run; the held-out third of both batches is fixed by the commit hash
+(`int(sha, 16) % 3 == 0`), and only its totals were ever looked at. A finding counts as worth
+reading only when it matches a label; scoring: `tests/bench/ci_eval.py`. The werkzeug callers
+sample was labelled before its first run and never tuned on (its first results were seen).
 
 ### Review quality on real commits
 
