@@ -774,7 +774,15 @@ def _resolve_graphs(
         preload=len(todo) > PRELOAD_DEFINITIONS_ABOVE,
         known=preloaded.definitions if preloaded is not None else None,
     )
+<<<<<<< HEAD
     resolving = _FileResolver(CallResolver(definitions), modules, languages, imports, graph.paths)
+=======
+    resolving = _FileResolver(CallResolver(definitions), modules, languages, imports)
+    if preloaded is None:
+        # Incremental: a re-exporting package may be outside this round's files.
+        resolving.loader = lambda path: _imports_by_file(conn, [path]).get(path, [])
+    resolving.resolver.module_context = resolving.context_for
+>>>>>>> main
     total = len(todo)
     if preloaded is not None:
         # Bulk: the call sites wait in shards; resolve them in slices (in parallel when it pays)
@@ -822,6 +830,22 @@ class _FileResolver:
         self.contexts: dict[str, FileContext] = {}
         self.memo: dict[tuple[object, ...], Resolution] = {}
         self.memo_file: object = None
+        # Reads a file's imports when they were not loaded up front (incremental rounds).
+        self.loader: Callable[[str], list[ImportRef]] | None = None
+
+    def context_for(self, path: str) -> FileContext | None:
+        """The import context of any indexed file (to follow a package's re-exports)."""
+        ctx = self.contexts.get(path)
+        if ctx is not None:
+            return ctx
+        language = self.languages.get(path)
+        if language is None:
+            return None
+        refs = self.imports.get(path)
+        if refs is None and self.loader is not None:
+            refs = self.imports[path] = self.loader(path)
+        ctx = self.contexts[path] = file_context(path, language, refs or (), self.modules)
+        return ctx
 
     def forget_contexts(self) -> None:
         self.contexts.clear()
