@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -134,9 +133,9 @@ class _LinePartsIndex:
                     words |= found
         else:
             for lineno in range(start, end + 1):
-                found = by_line.get(lineno)
-                if found:
-                    words |= found
+                on_line = by_line.get(lineno)
+                if on_line:
+                    words |= on_line
         seen: set[str] = set()
         for word in words:
             seen.update(_split_cached(word))

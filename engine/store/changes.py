@@ -80,7 +80,11 @@ def settings_key(settings: IndexSettings, extra: str = "") -> str:
 def _git(root: Path, *args: str) -> bytes | None:
     try:
         proc = subprocess.run(
-            ["git", "-C", str(root), *args], capture_output=True, timeout=GIT_TIMEOUT_S, check=False
+            # --no-optional-locks: never write the user's .git/index (git status would refresh it).
+            ["git", "--no-optional-locks", "-C", str(root), *args],
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None

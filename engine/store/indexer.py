@@ -774,15 +774,13 @@ def _resolve_graphs(
         preload=len(todo) > PRELOAD_DEFINITIONS_ABOVE,
         known=preloaded.definitions if preloaded is not None else None,
     )
-<<<<<<< HEAD
     resolving = _FileResolver(CallResolver(definitions), modules, languages, imports, graph.paths)
-=======
-    resolving = _FileResolver(CallResolver(definitions), modules, languages, imports)
     if preloaded is None:
         # Incremental: a re-exporting package may be outside this round's files.
-        resolving.loader = lambda path: _imports_by_file(conn, [path]).get(path, [])
+        resolving.loader = lambda path: (
+            _imports_by_file(conn, [ids[path]], graph.paths).get(path, []) if path in ids else []
+        )
     resolving.resolver.module_context = resolving.context_for
->>>>>>> main
     total = len(todo)
     if preloaded is not None:
         # Bulk: the call sites wait in shards; resolve them in slices (in parallel when it pays)

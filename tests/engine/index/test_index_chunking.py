@@ -120,6 +120,8 @@ def test_mixed_case_words_are_the_words_with_a_case_change_inside(text: str) -> 
     # The plain definition the indexed regular expression is a faster spelling of.
     words = set(re.findall(r"[A-Za-z][A-Za-z0-9]*", text))
     plain = {
-        w for w in words if not w.islower() and not w.isupper() and re.search(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]", w)
+        w
+        for w in words
+        if not w.islower() and not w.isupper() and re.search(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]", w)
     }
     assert mixed_case_words(text) == plain
