@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from itertools import accumulate
 from pathlib import PurePosixPath
 
 from engine.semantic.model import Symbol
@@ -111,16 +113,22 @@ class _LinePartsIndex:
 
     def __init__(self, text: str, lines: Sequence[str] | None = None) -> None:
         self.by_line: dict[int, frozenset[str]] = {}
-        if _CASE_CHANGE.search(text) is None:
+        search = _CASE_CHANGE.search
+        hit = search(text)
+        if hit is None:
             return
-        find = _CASE_CHANGE.search
+        if lines is None:
+            lines = text.splitlines()
+        # Where each line ends (its break included), with splitlines()'s idea of a line break.
+        ends = list(accumulate(map(len, text.splitlines(keepends=True))))
         words_of = _WORD.findall
         mixed = _is_mixed
-        for lineno, line in enumerate(text.splitlines() if lines is None else lines, 1):
-            if find(line) is not None:
-                found = frozenset(w for w in words_of(line) if mixed(w))
-                if found:
-                    self.by_line[lineno] = found
+        while hit is not None:  # one step per line that has a case change, not per line
+            index = bisect_right(ends, hit.start())
+            found = frozenset(w for w in words_of(lines[index]) if mixed(w))
+            if found:
+                self.by_line[index + 1] = found
+            hit = search(text, ends[index]) if index + 1 < len(ends) else None
 
     def parts(self, start: int, end: int) -> str:
         if not self.by_line:
