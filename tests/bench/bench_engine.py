@@ -33,6 +33,8 @@ RUNS = 3
 SEARCH_QUERIES = 200
 # Targets from issue 2 (the cold target is a ratio to ctags measured in this same run).
 COLD_RATIO_TARGET = 8.0
+# Issue 14: the whole cold index (symbols, calls and the full-text layer) within 12 × ctags.
+COLD_FTS_RATIO_TARGET = 12.0
 WARM_TARGET_S = 0.5
 ONE_FILE_TARGET_S = 0.3
 SEARCH_P95_TARGET_MS = 20.0
@@ -384,7 +386,7 @@ the median of {RUNS} runs in this one process; engine times are measured inside 
 | cold index: symbols, calls, graphs (no FTS, no vectors), files already in the page cache | {cold_s:.2f} s = **{ratio:.1f} × ctags** | ≤ {COLD_RATIO_TARGET:.0f} × ctags | {ok(ratio <= COLD_RATIO_TARGET)} |
 | for scale: tree-sitter parse alone / full extraction, one core (CPU s) | {parse_s:.2f} s = {parse_s / ctags_s:.1f} × ctags / {extract_s:.2f} s | | |
 | the same in CPU seconds (user + sys, whole process tree): semfora cold (no FTS) / ctags | {cold["cpu"]:.2f} s / {ctags_cpu:.2f} s = {cold["cpu"] / ctags_cpu:.1f} × | | |
-| cold index with the FTS/chunk layer | {cold_fts_s:.2f} s = {ratio_fts:.1f} × ctags | (reported) | |
+| cold index with the FTS/chunk layer (issue 14: ≤ {COLD_FTS_RATIO_TARGET:.0f} × ctags, page cache warm) | {cold_fts_s:.2f} s = **{ratio_fts:.1f} × ctags** | ≤ {COLD_FTS_RATIO_TARGET:.0f} × ctags | {ok(ratio_fts <= COLD_FTS_RATIO_TARGET)} |
 | warm re-index, nothing changed (with FTS) | {warm_s:.3f} s (whole `semfora index` command: {warm_cli_s:.2f} s) | ≤ {WARM_TARGET_S} s | {ok(warm_s <= WARM_TARGET_S)} |
 | re-index after one file changed (with FTS) | {one_s:.3f} s | ≤ {ONE_FILE_TARGET_S} s | {ok(one_s <= ONE_FILE_TARGET_S)} |
 | `search_symbols` over {SEARCH_QUERIES} real names | p50 {p50:.2f} ms, p95 {p95:.2f} ms | p95 ≤ {SEARCH_P95_TARGET_MS:.0f} ms | {ok(p95 <= SEARCH_P95_TARGET_MS)} |
