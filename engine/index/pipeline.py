@@ -20,7 +20,7 @@ import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -243,10 +243,10 @@ def _chunk_all(
             if progress:
                 progress(PHASE_TEXT, done, total)
         return
-    from engine.store.indexer import _pool_context
+    from engine.store.indexer import worker_pool
 
     batches = [items[i : i + CHUNK_BATCH_FILES] for i in range(0, total, CHUNK_BATCH_FILES)]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+    with worker_pool(workers) as pool:
         pending: set[Future[bytes]] = set()
         queue = iter(batches)
         for batch in queue:

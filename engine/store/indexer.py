@@ -389,6 +389,12 @@ def _pool_context() -> BaseContext:
     return multiprocessing.get_context("forkserver")
 
 
+def worker_pool(workers: int, context: BaseContext | None = None) -> ProcessPoolExecutor:
+    """The one way indexing starts worker processes (parsing, resolving calls, chunking text),
+    so how they start and end is decided in one place."""
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context or _pool_context())
+
+
 @contextmanager
 def _stderr_with_fd() -> Iterator[None]:
     """Point ``sys.stderr`` at the process's real stderr while child processes are spawned."""
@@ -441,7 +447,7 @@ def _parse_all(
             analyze_source(f"warm-up.{language}", b"", language)
     size = max(BATCH_MIN, min(BATCH_MAX, total // (workers * 8) or BATCH_MIN))
     batches = [items[i : i + size] for i in range(0, total, size)]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with worker_pool(workers, context) as pool:
         pending: set[Future[bytes]] = set()
         queue = iter(batches)
         limit = workers * TASKS_IN_FLIGHT_PER_WORKER
@@ -1032,7 +1038,7 @@ def _resolve_bulk(
     _FORKED = resolving
     try:
         ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        with worker_pool(workers, ctx) as pool:
             done = pool.map(_resolve_slice, jobs)
             if while_waiting is not None:
                 while_waiting()
