@@ -213,7 +213,44 @@ def _tui_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (``semfora search ... | head``)."""
+    import select
+
+    try:
+        fd = sys.__stdout__.fileno() if sys.__stdout__ is not None else 1
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(events & select.POLLERR for _fd, events in poller.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ is not None else 1)
+    except (OSError, ValueError):
+        return
+    finally:
+        os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; a reader that closed our stdout ends it quietly with exit 0, like `cat`."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        if not _stdout_reader_gone():
+            raise  # a broken pipe to something else (a child process) is a real error
+        _quiet_stdout()
+        return 0
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     first = args_list[0] if args_list else None
     if first is None or (first not in COMMANDS and not first.startswith("-")):

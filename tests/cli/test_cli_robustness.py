@@ -1,0 +1,73 @@
+"""The command line under hostile use: closed pipes, file paths where a repository is expected,
+bad settings and flags, and `index --json` on big change sets (issue 13)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from tests.conftest import SEMFORA, run_semfora
+
+BIG_FUNCTION = "def big():\n" + "".join(f"    value_{i} = {i}  # padding line {i}\n" for i in range(4000))
+REPO = {
+    "lib/greet.py": (
+        "def greet(name):\n    return 'hi ' + name\n\n"
+        "class Greeter:\n    def hello(self):\n        return greet('x')\n"
+    ),
+    "main.py": "from lib.greet import greet\n\ndef main():\n    greet('a')\n",
+    "lib/big.py": BIG_FUNCTION,
+}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("search", "greet", "--mode", "fts"),
+        ("languages",),
+        ("callers", "greet"),
+        ("context", "explain greet"),
+        ("symbol", "big", "--source"),
+    ],
+    ids=lambda a: "-".join(a[:2]),
+)
+def test_a_closed_pipe_ends_quietly_with_exit_0(make_repo, args) -> None:
+    """`semfora search ... | head` (the reader goes away) is no traceback and exit 0, like `cat`."""
+    root = make_repo(REPO)
+    assert run_semfora("index", "--path", str(root), "--no-vectors").returncode == 0
+    full = [SEMFORA, *args] + ([] if args[0] == "languages" else ["--path", str(root)])
+    proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first write: every write fails with EPIPE
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+@pytest.mark.parametrize("command", [("index",), ("search", "greet"), ("edits", "list"), ("overview",)])
+def test_a_file_given_as_path_is_path_not_found(make_repo, command) -> None:
+    """`--path FILE` never falls back to the file's directory (it would index a home directory)."""
+    root = make_repo(REPO)
+    proc = run_semfora(*command, "--path", str(root / "main.py"))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("error[PATH_NOT_FOUND]:") and "not a directory" in proc.stderr
+
+
+def test_semfora_file_is_path_not_found_not_the_app(make_repo) -> None:
+    root = make_repo(REPO)
+    proc = run_semfora(str(root / "main.py"), timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error[PATH_NOT_FOUND]:")
+
+
+def test_a_file_path_is_refused_by_the_engine_too(make_repo) -> None:
+    from engine.errors import PathError
+    from engine.store.layout import RepoLayout
+
+    root = make_repo(REPO)
+    with pytest.raises(PathError, match="not a directory"):
+        RepoLayout.for_path(root / "main.py")
+    assert RepoLayout.for_path(root / "lib").root == root  # a directory inside still finds the root
+    assert os.path.isdir(root)
