@@ -9,6 +9,7 @@ prompt. Nothing here writes to disk; staging is the session's job.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -434,6 +435,11 @@ def _apply_search(path: str, current: str | None, block: EditBlock) -> str | Blo
 AnalyzeFn = Callable[[str, bytes], Any]
 
 
+def real_rel(root: str | Path, resolved: Path) -> str:
+    """The repository-relative POSIX path of ``resolved`` (a path ``resolve_in_repo`` returned)."""
+    return Path(os.path.relpath(resolved, os.path.realpath(root))).as_posix()
+
+
 def _default_analyze() -> AnalyzeFn | None:
     try:
         from engine.semantic.extract import analyze_source
@@ -518,7 +524,7 @@ def apply_blocks(
     for block in blocks:
         try:
             rel = normalize_rel(Path(root), block.path)
-            resolve_in_repo(root, rel, deny=deny)
+            rel = real_rel(root, resolve_in_repo(root, rel, deny=deny))
             current = working[rel] if rel in working else read_file(rel)
         except SecretPathDenied as exc:
             failures.append(BlockFailure(block.index, block.path, "secret_path", exc.message))
