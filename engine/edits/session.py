@@ -774,7 +774,7 @@ class EditSession:
             old_name = f"a/{f.path}" if rec.base_hash is not None else "/dev/null"
             new_name = "/dev/null" if f.kind == "delete" else f"b/{f.path}"
             out.append(f"--- {old_name}\n+++ {new_name}\n")
-            states = {h.id: h.state for h in live}
+            states: dict[str, str] = {h.id: h.state for h in live}
             raws = [r for r in _raw_hunks(rec) if r.id in states]
             target = "" if rec.kind == "delete" else rec.target
             body = unified_diff(rec.original, target, raws, functools.partial(_hunk_label, states))
