@@ -60,9 +60,18 @@ class LLMSettings(_Section):
         10.0, gt=0, description="Seconds to wait for a connection to the model API."
     )
     read_timeout: float = Field(
-        120.0, gt=0, description="Seconds to wait between streamed chunks of a reply."
+        60.0, gt=0, description="Seconds to wait for the first byte of a reply, and between its streamed chunks."
     )
-    max_retries: int = Field(4, ge=0, le=10, description="Retries on 429, 5xx and overloaded answers.")
+    max_retries: int = Field(
+        4, ge=0, le=10, description="Retries on 429, 5xx, overloaded answers, timeouts and lost connections."
+    )
+    turn_timeout: float = Field(
+        300.0,
+        gt=0,
+        le=3600,
+        description="Seconds one turn may wait for the model in all (every call, retry and pause); "
+        "then it fails with MODEL_TIMEOUT (exit 3). Each retry is shown as it happens.",
+    )
     edit_retries: int = Field(
         2, ge=0, le=5, description="Times a failed edit block is sent back to the model."
     )
