@@ -60,7 +60,9 @@ class LLMSettings(_Section):
         10.0, gt=0, description="Seconds to wait for a connection to the model API."
     )
     read_timeout: float = Field(
-        60.0, gt=0, description="Seconds to wait for the first byte of a reply, and between its streamed chunks."
+        60.0,
+        gt=0,
+        description="Seconds to wait for the first byte of a reply, and between its streamed chunks.",
     )
     max_retries: int = Field(
         4, ge=0, le=10, description="Retries on 429, 5xx, overloaded answers, timeouts and lost connections."

@@ -263,6 +263,10 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    from engine.quarantine import add_listener
+    from semfora_tui.cli.output import warn
+
+    add_listener(warn)  # a damaged state file set aside is said once, as a warning line
     module = importlib.import_module(f"semfora_tui.cli.commands.{COMMANDS[args.command]}")
     as_json = bool(getattr(args, "json", False)) or getattr(args, "output", None) == "json"
     try:

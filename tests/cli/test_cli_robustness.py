@@ -3,7 +3,6 @@ bad settings and flags, and `index --json` on big change sets (issue 13)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 
