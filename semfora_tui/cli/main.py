@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from engine.errors import EXIT_USAGE, SemforaError, UsageError
 
@@ -44,6 +44,37 @@ class _Parser(argparse.ArgumentParser):
 
         report_error(UsageError(f"{self.prog}: {message}"), as_json=as_json)
         raise SystemExit(EXIT_USAGE)
+
+
+def _int_in(low: int, high: int | None, what: str) -> Callable[[str], int]:
+    """An argparse type: an integer in [low, high], else a usage error naming the range."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be a whole number, not {text!r}") from None
+        if value < low or (high is not None and value > high):
+            allowed = f"between {low} and {high}" if high is not None else f"at least {low}"
+            raise argparse.ArgumentTypeError(f"{what} must be {allowed}, not {value}")
+        return value
+
+    return parse
+
+
+def _budget(p: argparse.ArgumentParser) -> None:
+    """``--budget``: the range is budget.context_tokens's own, so a flag and a config agree."""
+    from engine.config import BudgetSettings
+
+    field = BudgetSettings.model_fields["context_tokens"]
+    low = int(next(m.ge for m in field.metadata if hasattr(m, "ge")))
+    high = int(next(m.le for m in field.metadata if hasattr(m, "le")))
+    p.add_argument(
+        "--budget",
+        type=_int_in(low, high, "--budget"),
+        default=None,
+        help=f"context budget in tokens, {low}-{high} (default: budget.context_tokens)",
+    )
 
 
 def _path(p: argparse.ArgumentParser) -> None:
@@ -101,14 +132,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("context", help="print the context pack for a task (never calls an LLM)")
     p.add_argument("task")
     _path(p)
-    p.add_argument("--budget", type=int, default=None)
+    _budget(p)
     _json(p)
 
     p = sub.add_parser("ask", help="ask the model; stream the answer and stage its edits")
     p.add_argument("task")
     _path(p)
     p.add_argument("--model", default=None)
-    p.add_argument("--budget", type=int, default=None)
+    _budget(p)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--stage", action="store_true", help="stage proposed edits (default)")
     g.add_argument("--apply", action="store_true", help="stage, accept and commit proposed edits")
@@ -198,7 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("metrics", help="print daily aggregates of search metrics")
     _path(p)
-    p.add_argument("--days", type=int, default=14)
+    p.add_argument(
+        "--days", type=_int_in(1, None, "--days"), default=14, help="how many days back (at least 1)"
+    )
     _json(p)
 
     return parser
@@ -208,7 +241,7 @@ def _tui_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="semfora", description="Open the semfora app on a repository.")
     p.add_argument("path", nargs="?", default=None)
     p.add_argument("--model", default=None)
-    p.add_argument("--budget", type=int, default=None)
+    _budget(p)
     p.add_argument("--resume", action="store_true")
     return p
 

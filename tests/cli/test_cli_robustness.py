@@ -3,6 +3,7 @@ bad settings and flags, and `index --json` on big change sets (issue 13)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
@@ -70,3 +71,62 @@ def test_a_file_path_is_refused_by_the_engine_too(make_repo) -> None:
         RepoLayout.for_path(root / "main.py")
     assert RepoLayout.for_path(root / "lib").root == root  # a directory inside still finds the root
     assert os.path.isdir(root)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "words"),
+    [
+        ("SEMFORA_EMBEDDING", "bogus", "unknown embedding provider"),
+        ("SEMFORA_EMBEDDING", "sentence-transformers", "unknown embedding provider"),
+        ("SEMFORA_UI__THEME", "no-such-theme", "unknown theme"),
+        ("SEMFORA_CHROMA_URL", "not a url", "not a Chroma server address"),
+        ("SEMFORA_CHROMA_URL", "ftp://example.com:8000", "not a Chroma server address"),
+        ("SEMFORA_CHROMA_URL", "localhost:99999", "not a Chroma server address"),
+    ],
+)
+def test_config_rejects_bad_values_and_doctor_reports_them(make_repo, variable, value, words) -> None:
+    root = make_repo(REPO)
+    proc = run_semfora("config", "--path", str(root), env={variable: value})
+    assert proc.returncode == 2, proc.stdout
+    assert proc.stderr.startswith("error[CONFIG_INVALID]:") and words in proc.stderr
+    doctor = run_semfora("doctor", "--no-network", "--json", "--path", str(root), env={variable: value})
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+    assert (
+        doctor.returncode == 1
+        and checks["config"]["status"] == "fail"
+        and words in checks["config"]["detail"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("SEMFORA_EMBEDDING", "ollama:nomic-embed-text"),
+        ("SEMFORA_EMBEDDING", "chroma-default"),
+        ("SEMFORA_CHROMA_URL", "http://127.0.0.1:8000"),
+        ("SEMFORA_CHROMA_URL", "localhost:8000"),
+        ("SEMFORA_UI__THEME", "semfora-light"),
+    ],
+)
+def test_config_accepts_good_values(make_repo, variable, value) -> None:
+    root = make_repo(REPO)
+    assert run_semfora("config", "--path", str(root), env={variable: value}).returncode == 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("context", "explain greet", "--budget", "0"),
+        ("context", "explain greet", "--budget", "999999"),
+        ("ask", "explain greet", "--budget", "10"),
+        ("metrics", "--days", "-3"),
+        ("metrics", "--days", "0"),
+    ],
+)
+def test_out_of_range_numbers_are_usage_errors_naming_the_range(make_repo, args) -> None:
+    root = make_repo(REPO)
+    proc = run_semfora(*args, "--path", str(root))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error[USAGE]:") and (
+        "between 500 and 200000" in proc.stderr or "at least 1" in proc.stderr
+    )
