@@ -99,6 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
     _path(p)
     p.add_argument("--rebuild", action="store_true", help="discard the index and build it anew")
     p.add_argument("--no-vectors", action="store_true", help="skip the vector index")
+    p.add_argument(
+        "--paths",
+        action="store_true",
+        help="with --json: also list every changed, deleted and skipped path (by default only counts)",
+    )
     _json(p)
 
     p = sub.add_parser("overview", help="print the bounded repository overview")

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import SEMFORA, run_semfora
+from tests.conftest import ROOT, SEMFORA, run_semfora
 
 BIG_FUNCTION = "def big():\n" + "".join(f"    value_{i} = {i}  # padding line {i}\n" for i in range(4000))
 REPO = {
@@ -130,3 +130,35 @@ def test_out_of_range_numbers_are_usage_errors_naming_the_range(make_repo, args)
     assert proc.stderr.startswith("error[USAGE]:") and (
         "between 500 and 200000" in proc.stderr or "at least 1" in proc.stderr
     )
+
+
+def test_index_json_prints_counts_and_lists_paths_only_when_asked(make_repo) -> None:
+    root = make_repo({f"pkg/m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(60)})
+    proc = run_semfora("index", "--path", str(root), "--no-vectors", "--json")
+    report = json.loads(proc.stdout)
+    assert {"ok", "files", "symbols", "edges", "changed", "seconds"} <= set(report)  # the BRIEF's fields
+    assert report["added"] == 60 and "changed_paths" not in report and "skipped_files" not in report
+    assert len(proc.stdout) < 2000
+    (root / "pkg" / "m1.py").write_text("def f1():\n    return 'one'\n")
+    listed = json.loads(run_semfora("index", "--path", str(root), "--no-vectors", "--json", "--paths").stdout)
+    assert listed["changed_paths"] == ["pkg/m1.py"] and listed["deleted_paths"] == []
+
+
+def test_make_run_keeps_a_repo_path_with_spaces_and_quotes_as_one_argument(tmp_path) -> None:
+    """`make run REPO="/path with space"` passed two arguments to semfora."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("#!/bin/sh\n")
+    (venv / "bin" / "semfora").write_text("#!/bin/sh\nprintf '<%s>\\n' \"$@\"\n")
+    for tool in ("python", "semfora"):
+        (venv / "bin" / tool).chmod(0o755)
+    (venv / ".installed-run").touch()  # newer than pyproject.toml: make installs nothing
+    repo = "/tmp/it's a path with spaces"
+    proc = subprocess.run(
+        ["make", "-s", "-C", str(ROOT), "run", f"VENV={venv}", f"REPO={repo}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [f"<{repo}>"]
