@@ -58,7 +58,11 @@ def code_exits() -> dict[str, set[int]]:
                     if name not in classes:
                         continue
                     for kw in node.keywords:
-                        if kw.arg == "code" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                        if (
+                            kw.arg == "code"
+                            and isinstance(kw.value, ast.Constant)
+                            and isinstance(kw.value.value, str)
+                        ):
                             for cls in classes[name]:
                                 exits.setdefault(kw.value.value, set()).add(cls.exit_code)
     return exits
@@ -110,7 +114,9 @@ def doc_exits(known: set[str]) -> list[tuple[str, int, str, int]]:
 
 def test_every_error_code_has_one_exit_status_in_the_code() -> None:
     unstable = {code: sorted(statuses) for code, statuses in code_exits().items() if len(statuses) > 1}
-    assert not unstable, f"these codes exit with different statuses depending on where they are raised: {unstable}"
+    assert not unstable, (
+        f"these codes exit with different statuses depending on where they are raised: {unstable}"
+    )
 
 
 def test_the_docs_give_every_error_code_the_exit_status_of_the_code() -> None:
