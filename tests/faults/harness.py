@@ -272,7 +272,7 @@ def kill_commit(rng: random.Random, base: Path | None = None, *, use_fault: bool
             spec, result.how = _fault(rng, FILES_IN_COMMIT)
             box.kill_run(["edits", "commit", "--all"], result, env={FAULT_ENV: spec})
         else:
-            delay = rng.uniform(0.2, 1.5)
+            delay = rng.uniform(0.15, 0.8)  # the command takes about a second, start-up included
             result.how = f"after {delay:.2f} s"
             box.kill_run(["edits", "commit", "--all"], result, delay=delay)
         started = time.monotonic()
@@ -315,7 +315,7 @@ def kill_undo(rng: random.Random, base: Path | None = None, *, use_fault: bool |
             spec, result.how = _fault(rng, FILES_IN_COMMIT + 1)
             box.kill_run(["edits", "undo"], result, env={FAULT_ENV: spec})
         else:
-            delay = rng.uniform(0.2, 1.5)
+            delay = rng.uniform(0.15, 0.8)
             result.how = f"after {delay:.2f} s"
             box.kill_run(["edits", "undo"], result, delay=delay)
         started = time.monotonic()
