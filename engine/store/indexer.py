@@ -32,6 +32,7 @@ from pathlib import Path
 from engine import flock
 from engine.config import Settings
 from engine.errors import LockBusy
+from engine.lifetime import die_with_parent
 from engine.semantic.graph import (
     CALLABLE_KINDS,
     SELF_RECEIVERS,
@@ -391,8 +392,13 @@ def _pool_context() -> BaseContext:
 
 def worker_pool(workers: int, context: BaseContext | None = None) -> ProcessPoolExecutor:
     """The one way indexing starts worker processes (parsing, resolving calls, chunking text),
-    so how they start and end is decided in one place."""
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context or _pool_context())
+    so how they start and end is decided in one place: they die with semfora (a killed `index`
+    must leave no orphan holding index.lock)."""
+    context = context or _pool_context()
+    parent = os.getpid() if context.get_start_method() == "fork" else None
+    return ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=die_with_parent, initargs=(parent,)
+    )
 
 
 @contextmanager
