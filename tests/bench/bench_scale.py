@@ -263,7 +263,8 @@ CTAGS_TREE_ARGS = {"django": ["--languages=Python"]}
 def _ctags(root: Path, args: list[str], out: Path) -> tuple[float, float]:
     started = time.perf_counter()
     cpu_before = _cpu_children()
-    subprocess.run(["/usr/bin/ctags", *args, "-f", str(out)], cwd=root, check=True, capture_output=True)
+    # Options before the file arguments: ctags takes what follows "." as more files.
+    subprocess.run(["/usr/bin/ctags", "-f", str(out), *args], cwd=root, check=True, capture_output=True)
     return time.perf_counter() - started, _cpu_children() - cpu_before
 
 
@@ -422,7 +423,7 @@ def _corpus(
     listing = work / f"{corpus}-code-files.txt"  # ctags reads exactly the files semfora indexes
     listing.write_text("\n".join(_code_files(root)) + "\n", encoding="utf-8")
     for _round in range(RUNS):
-        ctags_s, ctags_cpu = _ctags(root, ["-R", *CTAGS_TREE_ARGS.get(corpus, []), "."], work / "tags")
+        ctags_s, ctags_cpu = _ctags(root, [*CTAGS_TREE_ARGS.get(corpus, []), "-R", "."], work / "tags")
         fig.ctags.append(ctags_s)
         fig.ctags_cpu.append(ctags_cpu)
         code_s, code_cpu = _ctags(root, ["-L", str(listing)], work / "tags-code")
