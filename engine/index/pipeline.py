@@ -50,7 +50,7 @@ INSERT_BATCH_CHUNKS = 5000
 PARALLEL_CHUNK_MIN = 200
 # Files per chunking task, and tasks queued per worker so results stream back steadily.
 CHUNK_BATCH_FILES = 64
-CHUNK_TASKS_PER_WORKER = 3
+CHUNK_TASKS_PER_WORKER = 6
 # text_meta key: the store's work-tree state (token) this text index was last brought up to.
 META_SYNCED_STATE = "synced_state"
 # Symbol columns chunking needs, in ``Symbol``'s order.
@@ -255,15 +255,16 @@ def _chunk_all(
                 break
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for _fut in finished:  # more work out first: the workers chunk while this process writes
+                nxt = next(queue, None)
+                if nxt is not None:
+                    pending.add(pool.submit(chunk_batch_packed, str(root), str(db_path), nxt))
             for fut in finished:
                 for result in marshal.loads(fut.result()):
                     done += 1
                     yield result
                 if progress:
                     progress(PHASE_TEXT, done, total)
-                nxt = next(queue, None)
-                if nxt is not None:
-                    pending.add(pool.submit(chunk_batch_packed, str(root), str(db_path), nxt))
 
 
 # --- the refresh ------------------------------------------------------------------------------

@@ -67,8 +67,9 @@ PHASE_RESOLVE = "resolving calls"
 INLINE_PARSE_MAX = 24
 # Files per worker task: big enough to amortise pickling, small enough to balance load.
 BATCH_MIN, BATCH_MAX = 8, 48
-# Tasks queued per worker, so results stream back while the parent writes them.
-TASKS_IN_FLIGHT_PER_WORKER = 3
+# Tasks queued per worker, so results stream back while the parent writes them: enough that a
+# worker still has work while the parent spends a few hundred ms writing a batch of rows.
+TASKS_IN_FLIGHT_PER_WORKER = 6
 # When more files than this need edges re-resolved, load every definition at once
 # (one scan) instead of one indexed query per called name.
 PRELOAD_DEFINITIONS_ABOVE = 150
@@ -463,6 +464,12 @@ def _parse_all(
                 break
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            # Hand out the next batches before writing these results: the workers keep parsing
+            # while this process writes (the consumer of this generator does that between yields).
+            for _fut in finished:
+                nxt = next(queue, None)
+                if nxt is not None:
+                    pending.add(pool.submit(parse_batch_packed, str(root), nxt, shard, chunk))
             for fut in finished:
                 shard_path, results = _unpack_batch(fut.result())
                 if shard_path is not None:
@@ -472,9 +479,6 @@ def _parse_all(
                     yield result
                 if progress:
                     progress(PHASE_PARSE, done, total)
-                nxt = next(queue, None)
-                if nxt is not None:
-                    pending.add(pool.submit(parse_batch_packed, str(root), nxt, shard, chunk))
 
 
 # --- writing -----------------------------------------------------------------------------------
