@@ -10,6 +10,7 @@ keeps it inside the repository. It never writes and never opens a database.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
@@ -37,18 +38,29 @@ class ChunkSpan(Protocol):
     def text_hash(self) -> int: ...
 
 
-def read_source(root: Path, rel: str) -> str | None:
+def read_source(root: Path, rel: str, real_dirs: dict[str, bool] | None = None) -> str | None:
     """The text of the repository file ``rel`` (UTF-8, bad bytes replaced), or None.
 
-    None when the path leaves the repository, cannot be read, or is binary.
+    None when the path leaves the repository (through ``..`` or a symlink), cannot be read,
+    or is binary. ``real_dirs`` (one dict per batch of reads) remembers which directories
+    were checked, so a batch resolves each directory once instead of every path component
+    of every file.
     """
-    base = root.resolve()
-    target = (base / rel).resolve()
-    if not target.is_relative_to(base):
+    base = os.path.realpath(root)
+    full = os.path.join(base, rel)
+    parent, _sep, _name = full.rpartition(os.sep)
+    inside = real_dirs.get(parent) if real_dirs is not None else None
+    if inside is None:
+        real = os.path.realpath(parent)
+        inside = real == base or real.startswith(base + os.sep)
+        if real_dirs is not None:
+            real_dirs[parent] = inside
+    if not inside or os.path.islink(full):
         log.warning("not reading %s: it resolves outside the repository", rel)
         return None
     try:
-        data = target.read_bytes()
+        with open(full, "rb") as fh:
+            data = fh.read()
     except OSError as exc:
         log.warning("cannot read %s: %s", rel, exc.strerror)
         return None
@@ -67,8 +79,9 @@ def chunk_texts(root: Path, rows: Iterable[ChunkSpan]) -> dict[str, str]:
     for row in rows:
         by_file.setdefault(row.file, []).append(row)
     out: dict[str, str] = {}
+    real_dirs: dict[str, bool] = {}
     for file, spans in by_file.items():
-        text = read_source(root, file)
+        text = read_source(root, file, real_dirs)
         if text is None:
             continue
         lines = source_lines(text)

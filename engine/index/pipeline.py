@@ -212,8 +212,9 @@ def chunk_batch(root: str, db_path: str, items: Sequence[_Item]) -> list[_Chunke
             conn.close()
     base = Path(root)
     out: list[_Chunked] = []
+    real_dirs: dict[str, bool] = {}
     for path, language, sha, size, mtime in items:
-        text = read_source(base, path)
+        text = read_source(base, path, real_dirs)
         if text is None:
             out.append((path, None, size, mtime, language, None))
             continue
