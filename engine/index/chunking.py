@@ -187,7 +187,13 @@ def is_test_path(path: str) -> bool:
 
 
 def is_prose(path: str) -> bool:
-    return PurePosixPath(path).suffix.lower() in PROSE_EXTENSIONS
+    return _suffix(path) in PROSE_EXTENSIONS
+
+
+@lru_cache(maxsize=4096)
+def _suffix(path: str) -> str:
+    """``PurePosixPath(path).suffix.lower()`` (asked several times per file)."""
+    return PurePosixPath(path).suffix.lower()
 
 
 def _windows(start: int, end: int, size: int, overlap: int) -> list[tuple[int, int]]:
