@@ -535,7 +535,7 @@ class EditSession:
         def read_file(rel: str) -> str | None:
             rec = self._records.get(rel)
             if rec is not None:
-                return None if rec.kind == "delete" else rec.target
+                return self._kept_text(rec)
             data, _ = self._read_disk(rel)
             return None if data is None else decode(data)[0]
 
@@ -553,6 +553,30 @@ class EditSession:
             self.task = task
         self.save()
         return [f for f in (self._file(rel) for rel in results) if f is not None]
+
+    def _kept_text(self, rec: _Record) -> str | None:
+        """The staged text minus its rejected hunks: what new blocks for this file apply to.
+
+        A rejected hunk is a change the user said no to; a new edit of the same lines must
+        match the file as it is, not the refused proposal (issue 12, item 3).
+        """
+        raws = _raw_hunks(rec)
+        kept = {r.id for r in raws if rec.states.get(r.id) != "rejected"}
+        if rec.kind == "delete":
+            return None if kept else rec.original
+        if len(kept) == len(raws):
+            return rec.target
+        if rec.kind == "create" and not kept:
+            return None  # the whole new file was refused: it does not exist for new blocks
+        return apply_selected(rec.original, rec.target, raws, kept)
+
+    def proposed_text(self, path: str) -> str:
+        """The whole proposed (staged) text of ``path``: what its hunks would make it."""
+        rel = self._rel(path)
+        rec = self._records.get(rel)
+        if rec is None:
+            raise HunkNotFound(f"{rel} has no staged change")
+        return rec.target
 
     def stage_delete(self, path: str) -> FileChange | None:
         """Stage the deletion of ``path``; dropping a file that was only staged for creation."""

@@ -100,6 +100,16 @@ class TurnResult:
         }
 
 
+def _need_wanted(symbols: tuple[str, ...], files: tuple[str, ...]) -> str:
+    """What a NEED request asks for, for the status line ("3 more symbols and 1 file")."""
+    parts = []
+    if symbols:
+        parts.append(f"{len(symbols)} more symbol{'s' if len(symbols) > 1 else ''}")
+    if files:
+        parts.append(f"{len(files)} file{'s' if len(files) > 1 else ''}")
+    return " and ".join(parts) or "the context"
+
+
 def _turn_embedder(settings: Settings) -> Callable[[list[str]], list[list[float]]] | None:
     """Embeddings for turn memory through the index's provider, chosen on first use; None when off."""
     if (settings.search.embedding or "").strip().lower() in ("none", "off", ""):
@@ -304,6 +314,10 @@ class Orchestrator:
                         errors.append(f"the model asked for more context after {MAX_NEED_ROUNDS} rounds")
                         break
                     need_rounds += 1
+                    status(
+                        f"the model asked for {_need_wanted(need.symbols, need.files)}; fetching them and "
+                        f"asking again (round {need_rounds}/{MAX_NEED_ROUNDS})"
+                    )
                     items, missing = self.gatherer.resolve_need(need.symbols, need.files, budget, need_rounds)
                     extra.extend(items)
                     record.need_rounds.append(
@@ -315,7 +329,6 @@ class Orchestrator:
                             "missing": missing,
                         }
                     )
-                    status(f"fetched {len(items)} item(s) the model asked for")
                     messages += [
                         {"role": "assistant", "content": reply},
                         {"role": "user", "content": need_followup(items, missing)},
@@ -334,7 +347,11 @@ class Orchestrator:
                         outcome = "edit_failed"
                         break
                     retries += 1
-                    status(f"edit blocks failed ({exc.message}); asking the model again ({retries})")
+                    first_line = exc.message.partition("\n")[0]
+                    status(
+                        f"an edit block did not apply; asking the model again "
+                        f"({retries}/{self.settings.llm.edit_retries}): {first_line}"
+                    )
                     messages += [
                         {"role": "assistant", "content": reply},
                         {"role": "user", "content": edit_failure_followup(prompt())},

@@ -216,7 +216,9 @@ def _tui_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     first = args_list[0] if args_list else None
-    if first is None or (first not in COMMANDS and not first.startswith("-")):
+    # Anything but a command name or the parser's own flags opens the app: `semfora --resume`
+    # and `semfora --model M` need no PATH (issue 12, item 10).
+    if first is None or (first not in COMMANDS and first not in ("-h", "--help", "--version")):
         args = _tui_parser().parse_args(args_list)
         from semfora_tui.launch import run_app
 

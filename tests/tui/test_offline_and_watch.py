@@ -14,7 +14,7 @@ async def test_offline_app_opens_says_what_works_and_keeps_working(
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        assert app.offline is True
+        assert app.main.offline is True
         assert app.header.offline
         text = app.chat.transcript()
         assert "Offline: no model can be used" in text
@@ -26,7 +26,7 @@ async def test_offline_app_opens_says_what_works_and_keeps_working(
         await pilot.press("enter")
         await settle(pilot)
         assert "No model is available, so this was not sent" in app.chat.transcript()
-        assert not app.streaming
+        assert not app.main.streaming
         # What works offline really works.
         for command in ("/search parse_port", "/context how is the port parsed", "/symbol parse_port"):
             app.prompt.load_text(command)
@@ -55,7 +55,7 @@ async def test_index_follows_disk_changes_and_staged_files_turn_into_conflicts(
             assert time.monotonic() < deadline
             await pilot.pause(0.05)
         (demo_repo / "edits.txt").write_text(EDIT_BLOCKS)
-        await app.run_slash("/edit --from edits.txt")
+        await app.main.run_slash("/edit --from edits.txt")
         while len(app.diff.files) != 2:
             assert time.monotonic() < deadline
             await pilot.pause(0.05)
