@@ -110,11 +110,18 @@ class MainScreen(Screen[None]):
 
     CSS_PATH = Path(__file__).with_suffix(".tcss")
     AUTO_FOCUS = "#prompt"
+    # Keys that move the keyboard between modes are priority bindings: Textual runs those the
+    # moment the key arrives, so the keys typed right after it already go to the new mode.
+    # (A plain binding runs only after the key has bubbled up from the focused widget, and by
+    # then the next keys were handed to the old one: "F3 /undo" lost its "/" that way.)
     BINDINGS = [
-        Binding("escape", "cancel_stream", "Cancel reply", priority=True, show=False),
+        Binding("escape", "escape", "Back / cancel", priority=True, show=False),
         Binding("ctrl+c", "cancel_stream", "Cancel reply", priority=True, show=False),
-        Binding("f2", "review", "Review"),
-        Binding("f3", "prompt", "Prompt"),
+        Binding("f2", "review", "Review", priority=True),
+        Binding("f3", "prompt", "Prompt", priority=True),
+        Binding("slash", "command_from_review", "Command", priority=True, show=False),
+        Binding("ctrl+up", "scroll_chat(-1)", "Scroll chat up", show=False),
+        Binding("ctrl+down", "scroll_chat(1)", "Scroll chat down", show=False),
     ]
 
     # -- messages from the workers ------------------------------------------------------------
@@ -326,23 +333,31 @@ class MainScreen(Screen[None]):
     def action_prompt(self) -> None:
         self.leave_review()
 
-    def on_diff_pane_leave_requested(self, _event: DiffPane.LeaveRequested) -> None:
+    async def action_escape(self) -> None:
+        if self.mode == "review":
+            self.leave_review()
+        else:
+            await self.action_cancel_stream()
+
+    def action_command_from_review(self) -> None:
+        """`/` in review mode starts a command in the prompt (letters there are review keys)."""
         self.leave_review()
+        self.prompt.insert("/")
+
+    def action_scroll_chat(self, direction: int) -> None:
+        chat = self.chat
+        chat.scroll_to(y=chat.scroll_y + direction * max(chat.size.height - 2, 1), animate=False)
 
     def on_key(self, event: events.Key) -> None:
-        """Printable keys that reach the screen unhandled were meant for the prompt.
-
-        In the chat or the budget table any printable key moves to the prompt; in review
-        mode only `/` does (the start of a command), since letters there are review keys.
-        """
-        if not event.is_printable or event.character is None or self.focused is self.prompt:
+        """A printable key that reaches the screen unhandled (the budget table had the focus)
+        was meant for the prompt."""
+        if self.mode == "review" or self.focused is self.prompt:
             return
-        if self.mode == "review" and event.character != "/":
-            return
-        event.stop()
-        event.prevent_default()
-        self.leave_review()
-        self.prompt.insert(event.character)
+        if event.is_printable and event.character:
+            event.stop()
+            event.prevent_default()
+            self.set_focus(self.prompt)
+            self.prompt.insert(event.character)
 
     def refresh_keys(self) -> None:
         """Tell the footer the mode and the keys that work in it now."""
@@ -374,8 +389,12 @@ class MainScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel_stream":
-            # escape belongs to review mode and to the suggestion list when they are on screen
-            return self.streaming and self.mode == "prompt" and not self.prompt_bar.suggestions.display
+            return self.streaming
+        if action == "escape":
+            # In the prompt, escape first closes the suggestion list, and only cancels a streaming reply.
+            return self.mode == "review" or (self.streaming and not self.prompt_bar.suggestions.display)
+        if action == "command_from_review":
+            return self.mode == "review"
         return True
 
     # -- confirmations ---------------------------------------------------------------------------

@@ -45,9 +45,13 @@ class UserMessage(Static):
 
 
 class ChatPane(VerticalScroll):
-    """A scrolling column of messages, anchored to the bottom while streaming."""
+    """A scrolling column of messages, anchored to the bottom while streaming.
 
-    can_focus = True
+    It never takes the keyboard (a click on it must not swallow what the user types next);
+    the mouse wheel and ctrl+up / ctrl+down scroll it.
+    """
+
+    can_focus = False
 
     async def add_user(self, text: str, *, queued: str | None = None) -> UserMessage:
         message = UserMessage(text, queued=queued)

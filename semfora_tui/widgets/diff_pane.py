@@ -1,7 +1,7 @@
 """The diff-preview pane: staged files with counts, then every hunk and its state.
 
 Focusing it is review mode: its one-key bindings only work while the user has chosen to
-review (F2, a click, `/review`), and escape hands the keyboard back to the prompt. It
+review (F2, a click, `/review`); escape (a binding of the screen) hands the keyboard back. It
 renders ``FileView``s (long lines scroll sideways) and turns review keys into messages
 (``HunkAction``, ``CommitRequested``, ...). It never touches the edit session itself:
 the screen applies the decision through the engine and hands back fresh views.
@@ -86,7 +86,6 @@ class DiffPane(ScrollableContainer, can_focus=True):
         Binding("m", "maximize", "Maximize"),
         Binding("h", "scroll_left", "Scroll left", show=False),
         Binding("l", "scroll_right", "Scroll right", show=False),
-        Binding("escape", "leave", "Back to prompt"),
     ]
 
     class HunkAction(Message):
@@ -116,9 +115,6 @@ class DiffPane(ScrollableContainer, can_focus=True):
 
     class RebaseRequested(Message):
         """Re-apply the staged hunks onto files that changed on disk."""
-
-    class LeaveRequested(Message):
-        """Back to the prompt (escape in review mode)."""
 
     class EditRequested(Message):
         """Open the proposed version of ``path`` at ``line`` in the user's editor."""
@@ -328,11 +324,6 @@ class DiffPane(ScrollableContainer, can_focus=True):
             self.screen.minimize()
         else:
             self.screen.maximize(self, container=False)
-
-    def action_leave(self) -> None:
-        if self.screen.maximized is self:
-            self.screen.minimize()
-        self.post_message(self.LeaveRequested())
 
 
 _NEEDS_HUNKS = frozenset(

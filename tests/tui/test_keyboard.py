@@ -181,7 +181,7 @@ async def test_review_is_a_mode_entered_on_purpose_and_left_with_escape(
         await pilot.press("f2")
         assert isinstance(app.focused, DiffPane)
         assert app.main.keybar.plain.startswith("REVIEW")
-        for keys in ("a/r accept/reject", "u undo", "x rollback", "e edit", "esc prompt"):
+        for keys in ("a/r accept/reject", "u undo", "x rollback", "e edit", "esc back"):
             assert keys in app.main.keybar.plain, keys
         assert "c commit" not in app.main.keybar.plain  # nothing accepted yet
         await pilot.press("a")

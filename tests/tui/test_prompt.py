@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import OptionList
-
 from hypothesis import given
 from hypothesis import strategies as st
+from textual.widgets import OptionList
 
 from semfora_tui.widgets.prompt import mention_query
 from tests.tui.conftest import AppFactory, settle, type_fast, wait_for

@@ -12,7 +12,7 @@ from textual import events
 from textual.widgets import Collapsible
 
 from tests.fakes.fake_anthropic import FakeAnthropic
-from tests.tui.conftest import SOURCE, AppFactory, settle
+from tests.tui.conftest import SOURCE, STATE_TIMEOUT, AppFactory, settle
 
 ANSWER = "The settings are read by `load_config` in **app/config.py**."
 EDIT_REPLY = (
@@ -34,7 +34,7 @@ async def _submit(pilot, app, text: str) -> None:  # type: ignore[no-untyped-def
     await pilot.press("enter")
 
 
-async def _wait_for(pilot, predicate, timeout: float = 15.0) -> None:  # type: ignore[no-untyped-def]
+async def _wait_for(pilot, predicate, timeout: float = STATE_TIMEOUT) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "timed out waiting for the app"
