@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"files": [str(f) for f in loaded.files], "settings": rows})
         return 0
-    width = max(len(r["key"]) for r in rows)
+    width = max(len(str(r["key"])) for r in rows)
     for r in rows:
         value = json.dumps(r["value"]) if not isinstance(r["value"], str) else r["value"]
         if len(value) > 70:

@@ -86,15 +86,15 @@ def run(args: argparse.Namespace) -> int:
     if report is not None:
         warn(f"semfora {report.message}")
     if args.action == "undo":
-        result = undo(
+        undone = undo(
             layout, force=args.force, deny=settings.edits.deny, lock_timeout=settings.edits.lock_timeout
         )
-        forced = f" (forced over changes in {', '.join(result.forced)})" if result.forced else ""
+        forced = f" (forced over changes in {', '.join(undone.forced)})" if undone.forced else ""
         _emit(
             args,
-            result.to_json(),
-            f"undid change set {result.txid}: restored {len(result.files)} file(s){forced}; "
-            f"{result.remaining} more can be undone",
+            undone.to_json(),
+            f"undid change set {undone.txid}: restored {len(undone.files)} file(s){forced}; "
+            f"{undone.remaining} more can be undone",
         )
         return 0
     session = EditSession.load_or_create(layout, settings)

@@ -179,7 +179,7 @@ def _callers(args: argparse.Namespace) -> int:
     if not rows:
         print("  (no callers found)")
     for r in rows:
-        print(f"{'  ' * r['depth']}{r['name']}  {r['file']}:{r['line']}  [{r['via']}]")
+        print(f"{'  ' * int(r['depth'] or 0)}{r['name']}  {r['file']}:{r['line']}  [{r['via']}]")
     return 0
 
 
