@@ -377,3 +377,31 @@ async def test_status_explains_vectors_off(make_app: AppFactory) -> None:
         out = await _run(pilot, app, "/status")
         assert "vectors off: embedding=none — search.embedding is 'none'" in out
         assert "Set it to `auto`" in out
+
+
+async def test_resume_shows_the_whole_conversation_failed_turns_included(
+    make_app: AppFactory, fake_anthropic
+) -> None:  # type: ignore[no-untyped-def]
+    from tests.tui.conftest import submit, wait_for
+
+    fake_anthropic.error(400, "invalid_request_error")
+    fake_anthropic.reply("The port is parsed by `parse_port`.")
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await submit(pilot, app, "first: why does this fail?")
+        await wait_for(pilot, lambda: "✗ failed" in app.chat.transcript() and not app.main.streaming)
+        await submit(pilot, app, "second: where is the port parsed?")
+        await wait_for(pilot, lambda: "✓ answered" in app.chat.transcript() and not app.main.streaming)
+        await settle(pilot)
+    again = make_app(resume=True)
+    async with again.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: "Resumed the last session" in again.chat.transcript(), "the resume")
+        await settle(pilot)
+        transcript = again.chat.transcript()
+        first = transcript.index("› first: why does this fail?")
+        failed = transcript.index("✗ error: ")
+        second = transcript.index("› second: where is the port parsed?")
+        answer = transcript.index("The port is parsed by `parse_port`.")
+        assert first < failed < second < answer
+        assert "(2 earlier turn(s) above)" in transcript

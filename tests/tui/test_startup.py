@@ -55,3 +55,15 @@ def test_a_missing_path_is_exit_2(tmp_path: Path) -> None:
     proc = run_semfora(str(tmp_path / "nope"), timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.startswith("error[PATH_NOT_FOUND]")
+
+
+def test_app_flags_work_without_a_path(demo_repo: Path) -> None:
+    """`semfora --resume`, `--model M` and `--budget N` open the app on the current directory."""
+    # A budget below the minimum fails in the settings, after parsing: proof the flags parsed.
+    for args in (["--budget", "10"], ["--resume", "--budget", "10"], ["--model", "ollama/x", "--budget", "10"]):
+        proc = run_semfora(*args, cwd=demo_repo, timeout=60)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stderr.startswith("error[CONFIG_INVALID]: budget.context_tokens"), (args, proc.stderr)
+    assert "COMMAND" in run_semfora("--help", timeout=60).stdout
+    proc = run_semfora("--no-such-flag", cwd=demo_repo, timeout=60)
+    assert proc.returncode == 2 and "unrecognized arguments" in proc.stderr
