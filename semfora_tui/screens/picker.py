@@ -1,4 +1,4 @@
-"""A filterable list in a modal: the `@` file/symbol picker and search results.
+"""A filterable list in a modal: the results of /search.
 
 The caller supplies a blocking ``source(query) -> list[PickItem]`` that runs in a
 thread worker on every keystroke (debounced), so lookups never block the UI.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -107,11 +108,16 @@ async def test_a_repository_big_enough_for_worker_processes_indexes_inside_the_a
     }
     root = make_repo(files)
     app = make_app(root, check_model=False)
+    states: list[str] = []
     async with app.run_test(size=(120, 40)) as pilot:
         deadline = time.monotonic() + 60
         while not app.header.index_state.startswith(f"index: {count} files"):
             assert time.monotonic() < deadline, app.header.index_state
-            await pilot.pause(0.05)
+            if not states or states[-1] != app.header.index_state:
+                states.append(app.header.index_state)
+            await pilot.pause(0.01)
+        # While it ran, the header named the phase and counted (COMMON contract 3).
+        assert any(re.fullmatch(r"index: [a-z ]+ [\d,]+/[\d,]+", s) for s in states), states
         await settle(pilot)
         assert "error[" not in app.chat.transcript()
         hits = app.bridge.search(f"helper_{count - 1}", mode="symbols", limit=3)

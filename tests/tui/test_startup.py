@@ -60,7 +60,11 @@ def test_a_missing_path_is_exit_2(tmp_path: Path) -> None:
 def test_app_flags_work_without_a_path(demo_repo: Path) -> None:
     """`semfora --resume`, `--model M` and `--budget N` open the app on the current directory."""
     # A budget below the minimum fails in the settings, after parsing: proof the flags parsed.
-    for args in (["--budget", "10"], ["--resume", "--budget", "10"], ["--model", "ollama/x", "--budget", "10"]):
+    for args in (
+        ["--budget", "10"],
+        ["--resume", "--budget", "10"],
+        ["--model", "ollama/x", "--budget", "10"],
+    ):
         proc = run_semfora(*args, cwd=demo_repo, timeout=60)
         assert proc.returncode == 2, (args, proc.stderr)
         assert proc.stderr.startswith("error[CONFIG_INVALID]: budget.context_tokens"), (args, proc.stderr)
