@@ -13,7 +13,7 @@ import json
 import secrets
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from engine.edits.lock import edit_lock
 from engine.edits.protocol import (
     AnalyzeFn,
     EditBlock,
+    EditBlockError,
     apply_blocks,
     find_lines,
     join_lines,
@@ -532,16 +533,41 @@ class EditSession:
         if not parsed:
             raise NoEditBlocks("no edit blocks found (expected SEARCH/REPLACE or SYMBOL blocks)")
 
-        def read_file(rel: str) -> str | None:
-            rec = self._records.get(rel)
-            if rec is not None:
-                return self._kept_text(rec)
-            data, _ = self._read_disk(rel)
-            return None if data is None else decode(data)[0]
+        def reader(without_rejected: bool) -> Callable[[str], str | None]:
+            def read_file(rel: str) -> str | None:
+                rec = self._records.get(rel)
+                if rec is not None:
+                    if without_rejected:
+                        return self._kept_text(rec)
+                    return None if rec.kind == "delete" else rec.target
+                data, _ = self._read_disk(rel)
+                return None if data is None else decode(data)[0]
 
-        results = apply_blocks(
-            self.layout.root, parsed, read_file, deny=self.settings.edits.deny, analyze=self._analyze
-        )
+            return read_file
+
+        def apply(without_rejected: bool) -> dict[str, str]:
+            return apply_blocks(
+                self.layout.root,
+                parsed,
+                reader(without_rejected),
+                deny=self.settings.edits.deny,
+                analyze=self._analyze,
+            )
+
+        try:
+            results = apply(without_rejected=False)
+        except EditBlockError as first:
+            # A rejected hunk must not stand in the way of a new edit of the same lines: try
+            # again against the staged text minus its rejected hunks (issue 12, item 3).
+            if "rejected" not in {state for rec in self._records.values() for state in rec.states.values()}:
+                raise
+            try:
+                results = apply(without_rejected=True)
+            except EditBlockError:
+                raise first from None  # it fails either way: report it against the staged text
+        return self._stage_results(results, task)
+
+    def _stage_results(self, results: dict[str, str], task: str | None) -> list[FileChange]:
         before = self._transaction()
         try:
             for rel, text in results.items():

@@ -1,8 +1,9 @@
-"""A model reply in the chat: streamed Markdown segments and the turn's context summary.
+"""A model reply in the chat: streamed Markdown segments, the turn's steps and its context.
 
 Imported on first use (it pulls in the Markdown parser), so the first frame does not pay
-for it. Streaming goes through ``Markdown.get_stream`` so a chunk appends to the document
-instead of re-rendering all of it.
+for it. Streamed text is appended with ``Markdown.append`` (a chunk extends the document
+instead of re-rendering all of it); the screen batches chunks 20 times a second and never
+runs two appends at once, which is the batching ``Markdown.get_stream`` would add.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
-from textual.widgets._markdown import MarkdownStream
 
 from semfora_tui.views import PackView
 
@@ -113,7 +113,7 @@ class ReplyTurn(Vertical):
         self.frozen: list[FrozenSegment] = []
         self.cancelled = False
         self.spinner: TurnSpinner | None = TurnSpinner(WAITING_TEXT) if live else None
-        self._stream: MarkdownStream | None = None
+        self._streaming = False
         self._segment_text = ""
         self._fencer = EditBlockFencer()
 
@@ -145,18 +145,18 @@ class ReplyTurn(Vertical):
             await self.mount(widget)
 
     def start_stream(self) -> None:
-        self._stream = Markdown.get_stream(self.segments[-1])
+        self._streaming = True
 
     async def write(self, text: str) -> None:
         """Append streamed text, opening a new segment at a paragraph break when this one is long."""
-        if self._stream is None:
+        if not self._streaming:
             return
         if self.spinner is not None and text:
             self.spinner.display = False  # the text itself now shows that the turn is alive
         await self._append(self._fencer.feed(text))
 
     async def _append(self, text: str) -> None:
-        if self._stream is None or not text:
+        if not self._streaming or not text:
             return
         base = len(self._segment_text)
         self._segment_text += text
@@ -165,25 +165,22 @@ class ReplyTurn(Vertical):
             if cut is not None:
                 head, tail = text[: cut - base], text[cut - base :]
                 if head:
-                    await self._stream.write(head)
+                    await self.segments[-1].append(head)
                 await self._next_segment()
                 self._segment_text = tail
-                if tail and self._stream is not None:
-                    await self._stream.write(tail)
+                if tail:
+                    await self.segments[-1].append(tail)
                 return
-        await self._stream.write(text)
+        await self.segments[-1].append(text)
 
     async def _next_segment(self, between: Widget | None = None) -> None:
         """Freeze the current segment and stream into a new one below it (``between`` them)."""
-        if self._stream is not None:
-            await self._stream.stop()
         await self._freeze(self.segments[-1])
         if between is not None:
             await self._mount_in_flow(between)
         segment = Markdown("", classes="reply-body")
         await self._mount_in_flow(segment)
         self.segments.append(segment)
-        self._stream = Markdown.get_stream(segment)
         self._segment_text = ""
 
     async def _freeze(self, segment: Markdown) -> None:
@@ -203,7 +200,7 @@ class ReplyTurn(Vertical):
         if self.spinner is not None:
             self.spinner.say(message)
         line = ReplyLine("↻ " + message, classes="turn-step")
-        if self._stream is not None and self._segment_text:
+        if self._streaming and self._segment_text:
             # A new attempt starts below the step, in fresh Markdown and a fresh fencer.
             await self._append(self._fencer.flush())
             self._fencer = EditBlockFencer()
@@ -213,10 +210,9 @@ class ReplyTurn(Vertical):
             await self.mount(line, before=self.segments[-1])
 
     async def stop_stream(self) -> None:
-        if self._stream is not None:
+        if self._streaming:
             await self._append(self._fencer.flush())
-            await self._stream.stop()
-            self._stream = None
+            self._streaming = False
         if self.spinner is not None:
             await self.spinner.remove()
             self.spinner = None
