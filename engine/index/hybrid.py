@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import re
 import sqlite3
 import threading
@@ -83,6 +84,11 @@ _SUFFIX_FORMS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ed", ("", "e")),
     ("ing", ("", "e")),
 )
+# A query with more content words than this is a description (an issue report, a paragraph of
+# prose), not a search: its full-text terms are chosen by rarity in the index instead of by
+# position, and a single plain word of it that happens to name a symbol (POST -> ``post``) is
+# no longer taken as pointing at that symbol.
+LONG_QUERY_TERMS = 12
 # Snippet shown per hit, in lines.
 SNIPPET_LINES = 3
 MAX_LIMIT = 200
@@ -190,8 +196,11 @@ def _table_exists(conn: sqlite3.Connection, name: str) -> bool:
     )
 
 
-def _symbol_list(conn: sqlite3.Connection, query: str) -> list[Symbol]:
-    """Symbols named by the query as a whole, by its identifier-looking words, then by pairs of its words."""
+def _symbol_list(conn: sqlite3.Connection, query: str, *, long: bool = False) -> list[Symbol]:
+    """Symbols named by the query as a whole, by its identifier-looking words, then by pairs of its words.
+
+    In a ``long`` query (a description), plain words are not looked up as names on their own.
+    """
     if not _table_exists(conn, "symbols"):
         return []
     from engine.store.symbol_search import rank_symbols
@@ -208,7 +217,7 @@ def _symbol_list(conn: sqlite3.Connection, query: str) -> list[Symbol]:
             # look like identifiers (snake_case, camelCase, dotted) are worth a name lookup.
             lower = word.lower()
             if not _IDENTIFIER_LIKE.search(word):
-                if len(word) >= RARE_NAME_MIN_CHARS and lower not in fts.STOPWORDS:
+                if not long and len(word) >= RARE_NAME_MIN_CHARS and lower not in fts.STOPWORDS:
                     for sym in _rare_exact_name(conn, lower):
                         found.setdefault(sym.id, sym)
                 continue
@@ -396,6 +405,55 @@ def _expand(
         return [], False
 
 
+def _content_terms(query: str) -> list[str]:
+    """Every full-text term of ``query`` in order, repeats kept (``fts.query_terms`` keeps the first 16)."""
+    out: list[str] = []
+    for word in re.findall(r"\w+", query):
+        out.extend(fts.query_terms(word))
+    return [t for t in out if t not in fts.STOPWORDS]
+
+
+def _focus(s: _Searcher, query: str) -> str:
+    """A long query cut to its ``fts.MAX_QUERY_TERMS`` most informative terms, in their order.
+
+    BM25 over the first 16 words of an issue report ranks by its greeting and setup; the rare
+    words further on (a status code, an exception name, the feature it is about) carry the
+    signal. Terms the index lacks match nothing and are dropped; the rest are ranked by IDF
+    times (1 + log of their count in the query). A short query is returned unchanged.
+    """
+    terms = _content_terms(query)
+    unique = list(dict.fromkeys(terms))
+    if len(unique) <= fts.MAX_QUERY_TERMS:
+        return query
+    total = s.stats.total(s.conn)
+    counts = {t: terms.count(t) for t in unique}
+    scored: dict[str, float] = {}
+    for term in unique:
+        df = s.stats.df(s.conn, term)
+        if df <= 0 or df > fts.COMMON_TERM_FRACTION * total:
+            continue
+        scored[term] = math.log(1.0 + (total - df + 0.5) / (df + 0.5)) * (1.0 + math.log(counts[term]))
+    keep = set(sorted(scored, key=lambda t: -scored[t])[: fts.MAX_QUERY_TERMS])
+    return " ".join(t for t in unique if t in keep) or query
+
+
+def term_statistics(layout: RepoLayout, settings: Settings, words: list[str]) -> tuple[int, dict[str, int]]:
+    """The number of chunks in the text index and, per word, how many contain it (as FTS matches it).
+
+    Counts are cached per index generation in the warm searcher, so the words of a long task cost
+    one indexed count each, once per process.
+    """
+    s = _Searcher.get(layout, settings)
+    try:
+        with s.lock:
+            s.refresh_stats()
+            total = s.stats.total(s.conn)
+            return total, {w: s.stats.df(s.conn, w) for w in dict.fromkeys(words) if w.strip()}
+    except sqlite3.Error as exc:
+        log.warning("no term statistics: %s", exc)
+        return 0, {}
+
+
 def validate_request(mode: str, limit: int) -> None:
     """Raise UsageError for a mode or limit search cannot serve."""
     if mode not in MODES:
@@ -537,13 +595,13 @@ def _search(
         s.refresh_stats()
         if mode in ("hybrid", "fts"):
             t = time.perf_counter()
-            for q, weight in queries:
+            for q, weight in [(_focus(s, q), w) for q, w in queries]:
                 found_rows = [row for row, _bm25 in fts.search(s.conn, q, limit=SOURCE_POOL, stats=s.stats)]
                 fusion.add_ranked("fts", found_rows, weight, FTS_CANDIDATES)
             timings["fts_ms"] = round((time.perf_counter() - t) * 1000, 2)
         if mode in ("hybrid", "symbols"):
             t = time.perf_counter()
-            symbols = _symbol_list(s.conn, query)
+            symbols = _symbol_list(s.conn, query, long=len(set(_content_terms(query))) > LONG_QUERY_TERMS)
             rows = fts.rows_by_symbol_ids(s.conn, [sym.id for sym in symbols])
             for rank, sym in enumerate(symbols, 1):
                 fusion.add("symbols", rank, 1.0, rows.get(sym.id), sym)

@@ -201,7 +201,7 @@ def test_without_a_reasoner_a_turn_is_refused(shop) -> None:
 
 def test_summary_key_matches_the_summarizer(shop) -> None:
     from engine.llm.summarizer import Summarizer
-    from engine.orchestrator.gather import summary_cache_key
+    from engine.orchestrator.context import summary_cache_key
 
     layout, cfg = shop
     assert summary_cache_key(cfg, "abc") == Summarizer(layout, cfg).cache_key("abc", "symbol")
@@ -271,4 +271,4 @@ def test_presummarize_queues_the_highest_fan_in_symbols(
     with SymbolStore(layout) as store:
         hub = store.symbols_by_name("tax_for")[0]
     assert "tax_for" not in {i.symbol for i in result.pack.items if i.kind == "summary"}
-    assert orch.gatherer._cached_model_summary(hub.body_hash or hub.id) == "A hub, summarized ahead of time."
+    assert orch.gatherer.digests.cached_model_summary(hub.body_hash or hub.id) == "A hub, summarized ahead of time."
