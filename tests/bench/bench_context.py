@@ -82,16 +82,13 @@ def build_pack(orch: Any, task: str, budget: int) -> Any:
 
 
 def need_round(orch: Any, pack: Any, names: Sequence[str], budget: int) -> list[dict[str, Any]]:
-    """Serve one NEED round for ``names`` the way ``Orchestrator.run_turn`` does: the pack's items
-    stay in the same budget and the resolver may only use what is left. Returns the new items
-    as JSON. (The adapter to update when the NEED resolver moves.)"""
+    """Serve one NEED round for ``names`` the way ``Orchestrator.run_turn`` does: the round has
+    its own allowance (``core.NEED_ROUND_SHARE`` of the pack's budget; the first pack spends the
+    budget on code) and code the pack showed whole is not sent again. Returns the new items as
+    JSON. (The adapter to update when the NEED resolver moves.)"""
     if not names:
         return []
-    state = orch.new_budget(budget)
-    for item in pack.items:
-        state.add(item)
-    items, _missing = orch.gatherer.resolve_need(tuple(names), (), state, 1)
-    return [i.to_json() for i in items]
+    return [i.to_json() for i in orch.resolve_need(pack, list(names))]
 
 
 # --- baselines ----------------------------------------------------------------------------------

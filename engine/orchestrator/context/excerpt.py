@@ -22,9 +22,10 @@ CONTEXT_BEFORE = 2
 CONTEXT_AFTER = 2
 # The signature's end is looked for this far: a long parameter list spans many lines.
 MAX_SIGNATURE_LINES = 12
-# Body lines kept after the signature: the docstring's start or the first statements say what
-# the definition is for.
-HEAD_BODY_LINES = 3
+# The head of a long definition after its signature: the docstring's first lines (the rest of
+# a long docstring is elided) and then the first statements, which show how it starts working.
+HEAD_DOC_LINES = 2
+HEAD_CODE_LINES = 5
 # The last lines are kept (a closing brace, the final return) so the model sees where it ends.
 TAIL_LINES = 1
 ELISION_MARK = "{indent}... (lines {first}-{last} elided) ..."
@@ -32,6 +33,8 @@ ELISION_MARK = "{indent}... (lines {first}-{last} elided) ..."
 MIN_EXCERPT_TOKENS = 40
 
 _SIGNATURE_END = re.compile(r"(:|\{|=>|\bdo|\bthen|\bbegin)\s*(#.*|//.*)?$")
+_DOCSTRING_OPEN = re.compile(r"""^[rRbBuU]{0,2}(\"\"\"|\'\'\')""")
+_COMMENT = re.compile(r"^(#|//|/\*|\*|--)")
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,36 @@ def signature_end(lines: Sequence[str], start: int, end: int) -> int:
         if _SIGNATURE_END.search(lines[n - 1].rstrip()):
             return n
     return start
+
+
+def head_lines(lines: Sequence[str], start: int, end: int) -> tuple[list[int], list[int]]:
+    """(signature lines, opening lines of the body): the docstring's first ``HEAD_DOC_LINES``
+    (a longer docstring's rest is left out) and the first ``HEAD_CODE_LINES`` statements."""
+    sig_end = signature_end(lines, start, end)
+    signature = list(range(start, sig_end + 1))
+    opening: list[int] = []
+    n = sig_end + 1
+    while n <= end and not lines[n - 1].strip():
+        n += 1
+    if n <= end:
+        first = lines[n - 1].strip()
+        quote = _DOCSTRING_OPEN.match(first)
+        if quote:
+            close = quote.group(1)
+            rest = first[quote.end() :]
+            doc_end = n
+            if close not in rest:
+                doc_end = next((m for m in range(n + 1, end + 1) if close in lines[m - 1]), n)
+            opening += list(range(n, min(doc_end, n + HEAD_DOC_LINES - 1) + 1))
+            n = doc_end + 1
+    code = 0
+    while n <= end and code < HEAD_CODE_LINES:
+        stripped = lines[n - 1].strip()
+        opening.append(n)
+        if stripped and not _COMMENT.match(stripped):
+            code += 1
+        n += 1
+    return signature, opening
 
 
 def _indent(line: str) -> str:
@@ -91,12 +124,15 @@ def excerpt(
     *,
     hidden: Sequence[tuple[int, int]] = (),
     count: Callable[[str], int] = estimate,
+    read_on: bool = False,
 ) -> Excerpt | None:
     """The text for lines ``start..end`` within ``max_tokens``, or None when not even its head fits.
 
     ``weights`` (line -> how strongly the ranking points at it) decides which lines of a long
     definition are kept; ``hidden`` ranges are never shown (a class's methods that compete as
-    items of their own). Whole when it fits and nothing is hidden.
+    items of their own). Whole when it fits and nothing is hidden. ``read_on`` spends what is
+    left of ``max_tokens`` on the lines after the head, in reading order (a NEED answer: the
+    model asked for this definition, so as much of it as fits).
     """
     end = min(end, len(lines))
     if start < 1 or end < start or max_tokens < MIN_EXCERPT_TOKENS:
@@ -110,10 +146,10 @@ def excerpt(
     def visible(n: int) -> bool:
         return start <= n <= end and not any(a <= n <= b for a, b in hidden)
 
-    head_end = signature_end(lines, start, end)
-    head = [n for n in range(start, head_end + 1) if visible(n)]
-    body_head = [n for n in range(head_end + 1, head_end + 1 + HEAD_BODY_LINES) if visible(n)]
-    tail = [n for n in range(end - TAIL_LINES + 1, end + 1) if visible(n) and n > head_end]
+    signature, opening = head_lines(lines, start, end)
+    head = [n for n in signature if visible(n)]
+    body_head = [n for n in opening if visible(n)]
+    tail = [n for n in range(end - TAIL_LINES + 1, end + 1) if visible(n) and n > signature[-1]]
     chosen: set[int] = set()
     for group in (head, body_head, tail):
         trial = chosen | set(group)
@@ -127,6 +163,14 @@ def excerpt(
             continue
         trial = chosen | window
         if estimate(render(lines, sorted(trial), start, end)) <= max_tokens:
+            chosen = trial
+    if read_on:
+        for n in range(start, end + 1):
+            if n in chosen or not visible(n):
+                continue
+            trial = chosen | {n}
+            if estimate(render(lines, sorted(trial), start, end)) > max_tokens:
+                break
             chosen = trial
     # Close small gaps: a marker for one or two lines costs as much as the lines.
     ordered = sorted(chosen)

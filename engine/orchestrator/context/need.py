@@ -78,7 +78,7 @@ def answer_need(
             probe = make_item(f"need:source:{sym.id}", "source", "", Priority.HIGH, reason, cand)
             room = budget.remaining - header_tokens(probe)
             lines = reader.lines(sym.file)
-            part = excerpt(lines, sym.start_line, sym.end_line, {}, room) if lines else None
+            part = excerpt(lines, sym.start_line, sym.end_line, {}, room, read_on=True) if lines else None
             if part is None or not admit(
                 make_item(
                     f"need:source:{sym.id}",

@@ -241,7 +241,7 @@ def test_a_long_definition_keeps_its_head_the_matching_lines_and_marks_its_gaps(
     assert text.rstrip().endswith("return entry")
     mark = ELISION_MARK.split("{first}")[0].format(indent="    ")
     assert text.count(mark) == 2 and "elided) ..." in text
-    assert (item.start_line, item.end_line) == (5, 610)
+    assert (item.start_line, item.end_line) == (5, 609)
     assert "excerpt" in item.reason
 
 
@@ -255,7 +255,10 @@ def _invoice_repo(make_repo: Callable[..., Path]) -> tuple[RepoLayout, object]:
             f"    subtotal = sum(line.amount for line in invoice.lines)\n"
             f"    taxed = apply_tax(subtotal, rate)\n"
             f"    discounted = taxed - invoice.discount * {i}\n"
-            f"    return round_cents(discounted)\n"
+            + "".join(
+                f"    adjustment_{k} = invoice.adjustments.get('region-{i}-{k}', 0)\n" for k in range(12)
+            )
+            + "    return round_cents(discounted)\n"
         )
     helpers = (
         "def apply_tax(amount, rate):\n    return amount * (1 + rate / 100)\n\n\n"
