@@ -186,3 +186,43 @@ def test_task_files_are_well_formed() -> None:
                 assert task.query.strip() and task.gold and task.corpus
                 assert task.kind in ("real", "synthetic")
     assert seen
+
+
+# Projects whose history the hidden held-out sets use: real tasks must come from other projects.
+EXCLUDED_PROJECTS = (
+    "requests",
+    "flask",
+    "xarray",
+    "astropy",
+    "pytest",
+    "sphinx",
+    "seaborn",
+    "pylint",
+    "sympy",
+)
+
+
+def test_context_set_composition() -> None:
+    """The issue's set: >= 150 tasks, >= 6 repositories, >= 3 languages, >= 60 real tasks from other
+    projects' history (each with its commits, text source and a recorded hash per gold), and a held-out
+    third split by corpus and kind."""
+    from tests.bench.corpora import CORPORA
+
+    tasks = SETS["newset"].load()
+    assert len(tasks) >= 150
+    assert all(t.corpus in CORPORA for t in tasks)
+    assert len({t.corpus.split("-")[0] for t in tasks}) >= 6
+    real = [t for t in tasks if t.kind == "real"]
+    assert len(real) >= 60
+    for t in real:
+        assert not any(t.source["repo"].lower().endswith("/" + p) for p in EXCLUDED_PROJECTS), t.id
+        assert len(t.source["fix_commit"]) == 40 and len(t.source["parent_commit"]) == 40, t.id
+        assert t.source["text_from"] and t.source["pinned"], t.id
+        assert all(g.sha256 and g.start_line for g in t.gold), t.id
+    extensions = {g.file.rsplit(".", 1)[-1] for t in tasks for g in t.gold}
+    assert {"py", "js"} <= extensions and extensions & {"go", "rb", "php", "java"}
+    held = [t for t in tasks if t.heldout]
+    assert abs(len(held) / len(tasks) - 1 / 3) < 0.03
+    for kind in ("real", "synthetic"):
+        part = [t for t in tasks if t.kind == kind]
+        assert abs(sum(t.heldout for t in part) / len(part) - 1 / 3) < 0.05

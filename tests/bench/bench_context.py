@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.bench import pack_metrics as pm
-from tests.bench.tasksets import SETS, BenchTask, GoldRef, load_sets, resolve_gold
+from tests.bench.tasksets import SETS, BenchTask, GoldRef, check_pinned, load_sets, resolve_gold
 
 BUDGETS = (2000, 8000, 32000)
 # The budget the fresh-process and latency targets are quoted at (the app's default budget).
@@ -251,6 +251,7 @@ class CorpusResult:
     files: int = 0
     symbols: int = 0
     search: list[tuple[BenchTask, int | None]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
 
 
 def run_corpus(
@@ -279,11 +280,16 @@ def run_corpus(
         store.close()
     texts: dict[str, str] = {}
 
+    def read(rel: str) -> str:
+        if rel not in texts:
+            texts[rel] = (root / rel).read_bytes().decode("utf-8", errors="replace")
+        return texts[rel]
+
+    check_pinned(found, read)
+
     def span(ref: GoldRef) -> pm.GoldSpan:
         sym = found[ref]
-        if ref.file not in texts:
-            texts[ref.file] = (root / ref.file).read_bytes().decode("utf-8", errors="replace")
-        return pm.gold_span(ref.file, ref.symbol, sym.start_line, sym.end_line, texts[ref.file])
+        return pm.gold_span(ref.file, ref.symbol, sym.start_line, sym.end_line, read(ref.file))
 
     whole, windows = baseline_units(root, files)
     by_file, by_window = BM25Units(whole), BM25Units(windows)
@@ -305,6 +311,9 @@ def run_corpus(
                 items = list(data["items"])
                 asked = pm.need_request(golds, items)
                 extra = need_round(orch, pack, asked, budget)
+            except Exception as exc:  # a crash is a pack with nothing in it, and is reported as such
+                result.errors.append(f"{task.id} at {budget}: {type(exc).__name__}: {exc}")
+                ms, data, items, asked, extra = 0.0, {"total_tokens": 0, "intent": ""}, [], [], []
             finally:
                 orch.close()
             f_items, f_used = fill(ranked_files, budget, cut_last=True)
@@ -553,6 +562,12 @@ def render(results: dict[str, CorpusResult], tasks: list[BenchTask], args: argpa
         if 8000 in budgets:
             out += _targets(set_rows)
         out.append("")
+    errors = [e for res in results.values() for e in res.errors]
+    if errors:
+        out += [
+            f"**{len(errors)} pack build(s) failed** (counted as empty packs): " + "; ".join(errors[:10]),
+            "",
+        ]
     out += _latency(results)
     searched = [(t, r) for res in results.values() for t, r in res.search]
     if searched:

@@ -102,11 +102,41 @@ def express() -> Path:
     return npm_package("express", "4.21.2")
 
 
-# Every corpus a task file may name, by the name it uses.
+def _pypi(name: str, version: str) -> Callable[[], Path]:
+    return lambda: pypi_sdist(name, version)
+
+
+def _npm(name: str, version: str) -> Callable[[], Path]:
+    return lambda: npm_package(name, version)
+
+
+def _debian(name: str, version: str, subdir: str) -> Callable[[], Path]:
+    return lambda: debian_package(name, version, subdir)
+
+
+# Every corpus a task file may name, by the name it uses. The versions of the context set's
+# corpora are pinned by its real-history tasks (each fix's parent has the same gold code).
 CORPORA: dict[str, Callable[[], Path]] = {
     "flask": flask,
     "django": django,
     "express": express,
+    "click-8.1.7": _pypi("click", "8.1.7"),
+    "werkzeug-3.1.3": _pypi("werkzeug", "3.1.3"),
+    "jinja2-3.1.4": _pypi("jinja2", "3.1.4"),
+    "rich-13.7.1": _pypi("rich", "13.7.1"),
+    "httpx-0.27.0": _pypi("httpx", "0.27.0"),
+    "axios-1.7.4": _npm("axios", "1.7.4"),
+    "commander-12.1.0": _npm("commander", "12.1.0"),
+    "monolog-2.9.1": _debian("php-monolog", "2.9.1-1", "usr/share/php"),
+    "mux-1.8.0": _debian(
+        "golang-github-gorilla-mux-dev", "1.8.0-1", "usr/share/gocode/src/github.com/gorilla/mux"
+    ),
+    "cobra-1.6.1": _debian(
+        "golang-github-spf13-cobra-dev", "1.6.1-1", "usr/share/gocode/src/github.com/spf13/cobra"
+    ),
+    "rack-2.2.22": _debian(
+        "ruby-rack", "2.2.22-0+deb12u1", "usr/share/rubygems-integration/all/gems/rack-2.2.22"
+    ),
 }
 
 

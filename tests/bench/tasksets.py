@@ -32,6 +32,7 @@ class GoldRef:
     file: str
     symbol: str
     start_line: int | None = None
+    sha256: str | None = None  # real tasks: the text of the symbol at the fix's parent commit
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,12 @@ def _gold(entry: Any) -> GoldRef:
         return GoldRef(str(entry[0]), str(entry[1]), int(entry[2]) if len(entry) > 2 else None)
     if isinstance(entry, dict):
         line = entry.get("start_line")
-        return GoldRef(str(entry["file"]), str(entry["symbol"]), int(line) if line is not None else None)
+        return GoldRef(
+            str(entry["file"]),
+            str(entry["symbol"]),
+            int(line) if line is not None else None,
+            str(entry["sha256"]) if entry.get("sha256") else None,
+        )
     raise ValueError(f"gold entry must name a file and a symbol: {entry!r}")
 
 
@@ -152,3 +158,20 @@ def resolve_gold(tasks: Iterable[BenchTask], store: Any) -> dict[GoldRef, Any]:
             f"{len(missing)} gold symbol(s) are not in the index of their corpus:\n  " + "\n  ".join(missing)
         )
     return found
+
+
+def check_pinned(refs: dict[GoldRef, Any], read: Any) -> None:
+    """Fail loudly when a real task's gold symbol, as indexed in the pinned corpus, is not the text
+    its fix's parent commit had (``sha256`` recorded in the task file). ``read(file)`` is the file's text."""
+    from tests.bench.real_history import gold_hash, symbol_text
+
+    wrong = [
+        f"{ref.file} {ref.symbol}"
+        for ref, sym in refs.items()
+        if ref.sha256 and gold_hash(symbol_text(read(ref.file), sym.start_line, sym.end_line)) != ref.sha256
+    ]
+    if wrong:
+        raise GoldMissing(
+            f"{len(wrong)} gold symbol(s) differ from their fix's parent commit in the pinned corpus:\n  "
+            + "\n  ".join(wrong)
+        )
