@@ -42,11 +42,14 @@ TAIL_SHARE = 0.08
 MAP_SHARE = 0.12
 # Briefs in the map at most: past a screenful, names stop helping the model choose.
 MAX_MAP_ITEMS = 24
-# Relevance, absolute rather than relative to the best candidate: a candidate holding at least
-# this share of the task's (IDF-weighted) vocabulary is about the task; below, only a name in
-# the task, a top search rank or a call edge to a hit (with at least one shared term) vouch for it.
-MIN_COVERAGE = 0.15
-TRUSTED_SEARCH_RANK = 5
+# Relevance, absolute rather than relative to the best candidate: evidence of any kind of its
+# own. A candidate is about the task when it holds some of the task's (IDF-weighted) vocabulary,
+# when the task names it, when a channel found it, when a call edge ties it to a hit, or when
+# its file is among the most implicated (``LOCALITY_FLOOR`` of the best file's evidence): a
+# definition next to the code being changed is often changed with it. Order is the score's;
+# this only decides where the list ends, and the budget decides how far down it a pack goes.
+MIN_COVERAGE = 0.05
+LOCALITY_FLOOR = 0.5
 # The first few code items of an edit, refactor or review are its targets: CRITICAL, so the
 # budget never evicts them for anything else.
 TARGETS = 3
@@ -62,7 +65,10 @@ ItemFactory = Callable[..., ContextItem]
 class Layout:
     """What has been laid out so far: the code ranges shown, by file, and the map's items."""
 
-    shown: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # file -> whole ranges shown
+    # file -> ranges whose every line the model has (whole definitions, files named with @);
+    # an excerpt's lines are not recorded: its definition is still worth a NEED, and its lines
+    # must not be hidden from a nested definition shown later (they would cut its head off).
+    shown: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     code: list[str] = field(default_factory=list)  # candidate keys shown as code, in order
     map_ids: dict[str, str] = field(default_factory=dict)  # candidate key -> map item id
     sections: dict[str, int] = field(default_factory=dict)  # item id -> section (send order)
@@ -80,11 +86,9 @@ SECTION_FILES, SECTION_CODE, SECTION_MAP = 1, 2, 3
 
 def relevant(c: Candidate) -> bool:
     """Whether ``c`` is about the task at all (see the module docstring)."""
-    if c.bonus > 0 or c.coverage >= MIN_COVERAGE:
+    if c.bonus > 0 or c.coverage >= MIN_COVERAGE or c.ranks:
         return True
-    if c.ranks.get("search", TRUSTED_SEARCH_RANK + 1) <= TRUSTED_SEARCH_RANK:
-        return True
-    return c.neighbour_of is not None and c.coverage > 0
+    return c.graph > 0 or c.locality >= LOCALITY_FLOOR
 
 
 def share_for(place: int) -> float:
@@ -207,9 +211,6 @@ class Filler:
         self.layout.sections[item.id] = SECTION_CODE
         if not found.elided and not hidden:
             self.layout.shown.setdefault(c.file, []).append((start, end))
-        else:
-            for n in found.shown:
-                self.layout.shown.setdefault(c.file, []).append((n, n))
         return True
 
     @staticmethod

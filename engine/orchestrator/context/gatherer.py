@@ -17,6 +17,7 @@ from typing import Any
 
 from engine.config import Settings
 from engine.errors import SemforaError
+from engine.index.terms import TaskTerms, task_terms
 from engine.orchestrator.anchors import extract_anchors
 from engine.orchestrator.budget import ContextBudget, ContextItem, Priority
 from engine.orchestrator.context import candidates as channels
@@ -25,7 +26,6 @@ from engine.orchestrator.context.fill import Filler
 from engine.orchestrator.context.need import NeedAnswer, answer_need
 from engine.orchestrator.context.rank import TEST_WORDS, Ranker
 from engine.orchestrator.context.reads import RepoReader
-from engine.orchestrator.context.terms import TaskTerms, task_terms
 from engine.orchestrator.intent import classify_intent
 from engine.orchestrator.memory import RecalledTurn, SemforaMemory
 from engine.orchestrator.prompts import OVERVIEW_ID, SESSION_MEMORY_ID, item_text

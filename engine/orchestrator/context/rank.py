@@ -24,27 +24,19 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from engine.errors import SemforaError
+from engine.index.terms import TaskTerms, lexical_score, tokens
 from engine.orchestrator.context.candidates import Candidate, file_symbols, of_symbol
 from engine.orchestrator.context.graph import GRAPH_SEEDS, personalised_pagerank
 from engine.orchestrator.context.reads import RepoReader
-from engine.orchestrator.context.terms import TaskTerms, tokens
 from engine.policy.paths import PathKind, classify_path
 
-# BM25 (Robertson's usual values): a term's count saturates around K1, and B of a long
-# definition's length is held against it, so a 300-line function that mentions "body" ten
-# times does not beat a 20-line one that is about bodies.
-BM25_K1 = 1.2
-BM25_B = 0.3
-# A task term in the definition's own name (``resolve_redirects`` for "redirect") counts this
-# much on top of its body occurrences: names say what code is for.
-W_NAME = 0.5
 # The parts of the final score. The candidate's own code against the whole task is the most
 # general signal (it does not depend on how the task is phrased), so it leads; the search's
 # fused ranks bring vectors and symbol names; the graph and the file carry evidence from
 # neighbours, which is weaker than a candidate's own.
 W_LEXICAL = 1.0
 W_RETRIEVAL = 0.7
-W_GRAPH = 0.5
+W_GRAPH = 0.25
 W_LOCALITY = 0.3
 # A symbol whose source the model read earlier in the session gains this much (a follow-up
 # task is usually about the same code).
@@ -182,13 +174,9 @@ class Ranker:
             lengths = [length for _tf, length, _n in stats if length]
             self._avgdl = max(10.0, statistics.median(lengths)) if lengths else 10.0
         weights = self.terms.weights
-        total = self.terms.total or 1.0
         for c, (tf, length, name) in zip(pool, stats, strict=True):
-            norm = BM25_K1 * (1 - BM25_B + BM25_B * length / self._avgdl)
-            body = sum(weights[t] * n * (BM25_K1 + 1) / (n + norm) for t, n in tf.items())
-            c.lexical = body + W_NAME * sum(weights[t] for t in name)
+            c.lexical, c.coverage = lexical_score(tf, length, self._avgdl, name, self.terms)
             found = set(tf) | name
-            c.coverage = sum(weights[t] for t in found) / total
             c.matched = tuple(self.terms.words[t] for t in sorted(found, key=lambda t: -weights[t]))
 
     # -- the score ------------------------------------------------------------------------

@@ -217,12 +217,15 @@ def test_model_summaries_arrive_in_the_background_and_serve_later_packs(
     fake_ollama.responder = lambda _model, _prompt: "Model-written summary of this symbol."
     orch = _orch(layout, cfg)
     fake_anthropic.reply("answer")
-    before = orch.build_context("explain how the cart total is computed")
+    # A small budget: the code the task is about, and its callees in the map as summaries.
+    task, budget = "explain how the cart total is computed", 400
+    before = orch.build_context(task, budget=budget)
+    assert any(i.kind == "summary" for i in before.items)
     assert not any("Model-written" in i.text for i in before.items)  # a pack never waits on Ollama
-    result = orch.run_turn("explain how the cart total is computed")
+    result = orch.run_turn(task, budget=budget)
     assert orch.presummary_thread is not None, [(i.kind, i.symbol) for i in result.pack.items]
     orch.presummary_thread.join(timeout=20)
-    after = Orchestrator(layout, cfg).build_context("explain how the cart total is computed")
+    after = Orchestrator(layout, cfg).build_context(task, budget=budget)
     assert any("Model-written summary" in i.text for i in after.items if i.kind == "summary")
 
 

@@ -1,11 +1,13 @@
-"""The task's vocabulary: which words of the whole task can find code, and how much each counts.
+"""A task's vocabulary and how strongly a piece of code speaks it: weighted terms and BM25.
 
 Owns tokenising (task text and code alike: identifiers split into their parts, a light
-stemmer so ``redirects``/``redirect`` and ``cookies``/``cookie`` meet) and the weight of
-each task term: its rarity in the repository (IDF from the full-text index) times how much
-the task insists on it. A long issue report names the function it is about rarely, but its
-rare words (``307``, ``generator``, ``rewind``) are what the code says too. It reads no
-files and never ranks candidates itself.
+stemmer so ``redirects``/``redirect`` and ``cookies``/``cookie`` meet), the weight of each
+task term (its rarity in the repository, IDF from the full-text index, times how much the
+task insists on it) and ``lexical_score``, BM25 of the whole task over one definition's own
+text. A long issue report rarely names the function it is about, but its rare words
+(``307``, ``generator``, ``rewind``) are what that function's code says too. Shared by hybrid
+search (rescoring) and the context pack (ranking, and which lines of a long definition to
+show). It reads no files and opens no database; callers pass text and frequencies.
 """
 
 from __future__ import annotations
@@ -48,6 +50,17 @@ MAX_TASK_TERMS = 32
 # A term the user wrote as an identifier (``resolve_redirects``, ``Session.send``, ``foo()``)
 # was chosen on purpose: its parts count this much more than the same words in prose.
 IDENTIFIER_EMPHASIS = 1.5
+
+
+# BM25 (Robertson): a term's count saturates around K1. B, the share of a definition's length
+# held against it, is low for code: the function a fix goes into is often long (it is where the
+# logic is), and the usual 0.75 let two-line helpers that mention a word once outrank it.
+BM25_K1 = 1.2
+BM25_B = 0.3
+# A task term in the definition's own name (``resolve_redirects`` for "redirect") counts this
+# much of its weight on top of its body occurrences: names say what code is for, but one word
+# of a long report matching a name is not enough on its own.
+W_NAME = 0.5
 
 
 @lru_cache(maxsize=1 << 16)
@@ -167,3 +180,28 @@ def task_terms(task: str, frequencies: DocumentFrequencies | None) -> TaskTerms:
         {s: words[s] for s in kept},
         tuple(s for s in order if s in kept),
     )
+
+
+def term_counts(stems: Iterable[str], terms: TaskTerms) -> tuple[dict[str, int], int]:
+    """(count of each task term among ``stems``, number of stems): what ``lexical_score`` needs."""
+    weights = terms.weights
+    tf: dict[str, int] = {}
+    length = 0
+    for s in stems:
+        length += 1
+        if s in weights:
+            tf[s] = tf.get(s, 0) + 1
+    return tf, length
+
+
+def lexical_score(
+    tf: Mapping[str, int], length: int, avgdl: float, name_terms: Iterable[str], terms: TaskTerms
+) -> tuple[float, float]:
+    """(BM25 of the task over a definition plus its name's terms, share of the task's weight it holds)."""
+    weights = terms.weights
+    norm = BM25_K1 * (1 - BM25_B + BM25_B * length / max(avgdl, 1.0))
+    body = sum(weights[t] * n * (BM25_K1 + 1) / (n + norm) for t, n in tf.items() if t in weights)
+    named = {t for t in name_terms if t in weights}
+    score = body + W_NAME * sum(weights[t] for t in named)
+    found = set(tf) | named
+    return score, sum(weights[t] for t in found) / (terms.total or 1.0)
