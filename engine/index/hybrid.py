@@ -507,8 +507,14 @@ def search(
     expander: Any = None,
     on_warning: WarningSink | None = None,
     record_metrics: bool = True,
+    rescore: bool = True,
 ) -> list[SearchHit]:
-    """Best ``limit`` hits for ``query``; see the module docstring for the steps."""
+    """Best ``limit`` hits for ``query``; see the module docstring for the steps.
+
+    ``rescore=False`` returns the fusion's order as it is (for a caller that rescores the
+    candidates on their text itself, such as the context pack, and wants the lists' opinion
+    as an independent signal).
+    """
     validate_request(mode, limit)
     use_expand = settings.search.expansion if expand is None else expand
     use_rerank = settings.search.rerank if rerank is None else rerank
@@ -534,6 +540,7 @@ def search(
             expander,
             on_warning,
             timings,
+            rescore,
         )
         return hits
     except SemforaError as exc:
@@ -575,6 +582,7 @@ def _search(
     expander: Any,
     sink: WarningSink | None,
     timings: dict[str, float],
+    rescore: bool = True,
 ) -> tuple[list[SearchHit], list[str], int]:
     if not query.strip():
         return [], [], 0
@@ -649,7 +657,7 @@ def _search(
             fusion.add_ranked("vector", vector_rows, weight, VECTOR_CANDIDATES)
 
     ranked = fusion.ranked()
-    if mode == "hybrid" and ranked:
+    if rescore and mode == "hybrid" and ranked:
         t = time.perf_counter()
         with s.lock:
             ranked = _rescore(s, query, ranked)

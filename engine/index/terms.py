@@ -23,6 +23,9 @@ from engine.index.chunking import split_identifier
 # Words of code and numbers of at least two digits (status codes, ports, versions): one
 # character words and single digits match everything.
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*|[0-9]{2,}")
+# Version strings (``3.11``, ``0.27.0``, ``v13.7.1``) describe the reporter's environment, not the
+# code: their numbers are not task terms (a status code such as ``307`` stays one).
+_VERSION = re.compile(r"\bv?\d+(?:\.\d+)+\b")
 # An identifier written on purpose: snake_case, camelCase, dotted.path or a call.
 _IDENTIFIER = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|[a-z][A-Z]|[A-Za-z]\.[A-Za-z]|\w\(")
 # English glue and the words bug reports are made of ("expected", "instead", "currently"):
@@ -144,7 +147,7 @@ def task_terms(task: str, frequencies: DocumentFrequencies | None) -> TaskTerms:
     counts: dict[str, float] = {}
     words: dict[str, str] = {}
     order: list[str] = []
-    for match in re.finditer(r"[\w.()]+", task):
+    for match in re.finditer(r"[\w.()]+", _VERSION.sub(" ", task)):
         raw = match.group(0)
         emphasis = IDENTIFIER_EMPHASIS if _IDENTIFIER.search(raw) else 1.0
         for token in _TOKEN.finditer(raw):

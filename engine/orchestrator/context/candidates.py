@@ -159,7 +159,19 @@ def search_channel(
     from engine.index.hybrid import search
 
     try:
-        hits = list(search(layout, settings, query, mode="hybrid", limit=SEARCH_POOL, on_warning=on_warning))
+        hits = list(
+            search(
+                layout,
+                settings,
+                query,
+                mode="hybrid",
+                limit=SEARCH_POOL,
+                on_warning=on_warning,
+                # the fusion's own order: ``rank`` scores every candidate on its text itself,
+                # and the lists' opinion is worth most as an independent signal
+                rescore=False,
+            )
+        )
     except SemforaError as exc:
         log.warning("hybrid search failed (%s); continuing with the named symbols only", exc)
         return []
