@@ -110,9 +110,9 @@ def render(lines: Sequence[str], shown: Sequence[int], first: int, last: int) ->
 
 
 def _mark(lines: Sequence[str], first: int, last: int) -> str:
-    body = [lines[n - 1] for n in range(first, last + 1) if lines[n - 1].strip()]
-    indent = min((_indent(line) for line in body), key=len, default="")
-    return ELISION_MARK.format(indent=indent, first=first, last=last)
+    """The gap's marker, indented like the gap's first non-blank line."""
+    line = next((lines[n - 1] for n in range(first, last + 1) if lines[n - 1].strip()), "")
+    return ELISION_MARK.format(indent=_indent(line), first=first, last=last)
 
 
 def excerpt(

@@ -142,7 +142,13 @@ class Filler:
             self.notes.append(
                 f"{len(self.layout.code) - before} more definition(s) sent with what the map left"
             )
-        left = [c for c in pool if c.key not in self.layout.code and c.key not in self.layout.map_ids]
+        left = [
+            c
+            for c in pool
+            if c.key not in self.layout.code
+            and c.key not in self.layout.map_ids
+            and not self.layout.covered(c.file, c.start_line or 0, c.end_line or c.start_line or 0)
+        ]
         if left:
             self.notes.append(f"{len(left)} relevant candidate(s) left out: over budget")
         return self.layout
@@ -187,7 +193,9 @@ class Filler:
             hidden = sorted(set(hidden) | set(self.ranker.members(c)))
         matched = ", ".join(f"'{w}'" for w in c.matched[:4])
         why = f"{self.label(place)}: " + (f"has {matched}; " if matched else "") + c.reason
-        probe = self.make_item(f"source:{c.key}", "source", "", Priority.HIGH, why, c)
+        probe = ContextItem(
+            f"source:{c.key}", "source", "", 0, Priority.HIGH, why, c.file, c.name, start, end
+        )
         overhead = self.header_tokens(probe)
         found = excerpt(lines, start, end, self.ranker.line_weights(c), cap - overhead, hidden=hidden)
         if found is None:

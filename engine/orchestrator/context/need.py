@@ -75,7 +75,10 @@ def answer_need(
                 continue  # already in front of the model, whole
             cand = of_symbol(sym)
             cand.reasons.append(reason)
-            probe = make_item(f"need:source:{sym.id}", "source", "", Priority.HIGH, reason, cand)
+            probe = ContextItem(
+                f"need:source:{sym.id}", "source", "", 0, Priority.HIGH, reason,
+                sym.file, sym.qualified_name, sym.start_line, sym.end_line,
+            )  # fmt: skip
             room = budget.remaining - header_tokens(probe)
             lines = reader.lines(sym.file)
             part = excerpt(lines, sym.start_line, sym.end_line, {}, room, read_on=True) if lines else None

@@ -21,18 +21,24 @@ log = logging.getLogger(__name__)
 # Files larger than this are not read into a pack: the indexer skips them too, and a single
 # generated file of megabytes would cost more to read than the whole rest of the pack.
 MAX_READ_BYTES = 2_000_000
-# Decoded files kept between packs of one session, checked against size and mtime before reuse:
+# Decoded files kept between packs (process-wide), checked against size and mtime before reuse:
 # a task touches a few dozen files, and consecutive tasks mostly the same ones.
 MAX_CACHED_FILES = 256
 
 
 class RepoReader:
-    """Reads text files of one repository for the pack, refusing secrets and escapes."""
+    """Reads text files of one repository for the pack, refusing secrets and escapes.
+
+    Decoded files are shared by every reader of the process (keyed by real path, checked
+    against size and mtime), so a fresh session re-reads nothing that has not changed.
+    """
+
+    _cache: OrderedDict[str, tuple[int, int, str, list[str]]] = OrderedDict()
+    _cache_lock = threading.Lock()
 
     def __init__(self, root: Path, deny: Sequence[str]) -> None:
         self.root = root
         self.deny = tuple(deny)
-        self._cache: OrderedDict[str, tuple[int, int, str, list[str]]] = OrderedDict()
         self._lock = threading.Lock()
         self._secret: dict[str, bool] = {}
         self._resolved: dict[str, Path | None] = {}
@@ -98,10 +104,11 @@ class RepoReader:
         except OSError as exc:
             log.info("not reading %s for the pack: %s", rel, exc.strerror)
             return None
-        with self._lock:
-            cached = self._cache.get(rel)
+        key = str(real)
+        with self._cache_lock:
+            cached = self._cache.get(key)
             if cached is not None and cached[:2] == (stat.st_mtime_ns, stat.st_size):
-                self._cache.move_to_end(rel)
+                self._cache.move_to_end(key)
                 return cached[2], cached[3]
         if stat.st_size > MAX_READ_BYTES:
             return None
@@ -111,8 +118,8 @@ class RepoReader:
             log.info("cannot read %s: %s", rel, exc.strerror)
             return None
         lines = split_lines(text)
-        with self._lock:
-            self._cache[rel] = (stat.st_mtime_ns, stat.st_size, text, lines)
+        with self._cache_lock:
+            self._cache[key] = (stat.st_mtime_ns, stat.st_size, text, lines)
             while len(self._cache) > MAX_CACHED_FILES:
                 self._cache.popitem(last=False)
         return text, lines

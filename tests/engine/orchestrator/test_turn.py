@@ -218,7 +218,7 @@ def test_model_summaries_arrive_in_the_background_and_serve_later_packs(
     orch = _orch(layout, cfg)
     fake_anthropic.reply("answer")
     # A small budget: the code the task is about, and its callees in the map as summaries.
-    task, budget = "explain how the cart total is computed", 400
+    task, budget = "explain Cart.total", 300
     before = orch.build_context(task, budget=budget)
     assert any(i.kind == "summary" for i in before.items)
     assert not any("Model-written" in i.text for i in before.items)  # a pack never waits on Ollama
