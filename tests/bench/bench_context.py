@@ -422,6 +422,7 @@ class Figures:
     median_tokens: float
     max_tokens: int
     p50_ms: float
+    tokens2: float  # median of pack + NEED-round tokens (what the two-round figure costs)
     b_files: tuple[float, float, float, float]  # code, body, file recall, median tokens
     b_windows: tuple[float, float, float, float]
 
@@ -450,6 +451,7 @@ def figures(rows: list[Row]) -> Figures:
         statistics.median(r.semfora.tokens for r in rows) if rows else 0.0,
         max((r.semfora.tokens for r in rows), default=0),
         statistics.median(r.ms for r in rows) if rows else 0.0,
+        statistics.median(r.semfora.tokens + r.need_tokens for r in rows) if rows else 0.0,
         base("files_bm25"),
         base("windows_bm25"),
     )
@@ -458,17 +460,18 @@ def figures(rows: list[Row]) -> Figures:
 def _cells(f: Figures) -> str:
     return (
         f"{f.code:.2f} | {f.body:.2f} | {f.digest:.2f} | {f.files:.2f} | {f.code2:.2f} | {f.body2:.2f} | "
-        f"{f.median_tokens:,.0f} | {f.max_tokens:,} | {f.p50_ms:.0f}"
+        f"{f.median_tokens:,.0f} | {f.max_tokens:,} | {f.tokens2:,.0f} | {f.p50_ms:.0f}"
     )
 
 
 def _base_cells(b: tuple[float, float, float, float]) -> str:
-    return f"{b[0]:.2f} | {b[1]:.2f} | — | {b[2]:.2f} | — | — | {b[3]:,.0f} | — | —"
+    return f"{b[0]:.2f} | {b[1]:.2f} | — | {b[2]:.2f} | — | — | {b[3]:,.0f} | — | — | —"
 
 
 TABLE_HEAD = (
     "| tasks (gold symbols) | budget | pack | code | body | digest | file recall | 2-round code "
-    "| 2-round body | median tokens | max tokens | p50 ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+    "| 2-round body | median tokens | max tokens | 2-round median tokens | p50 ms |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -532,7 +535,7 @@ def render(results: dict[str, CorpusResult], tasks: list[BenchTask], args: argpa
         "anywhere in the pack (qualified name if shown, else the bare name) and nothing else, served by "
         "the orchestrator's NEED resolver within what is left of the same budget: an upper bound for "
         "one round, blind to what the pack never names. Tokens are the pack's `total_tokens` "
-        "(overview included); p50 ms is `build_context` in a warm process. Baselines, same run, same "
+        "(overview included); 2-round median tokens adds what the NEED round sent; p50 ms is `build_context` in a warm process. Baselines, same run, same "
         "budget and estimator (chars/4 of a `### path:lines` header plus the text): SQLite FTS5 bm25 "
         "(OR of the task's terms) over whole files (filled in rank order; the first file that does not "
         f"fit is cut to what is left) and over non-overlapping {WINDOW_LINES}-line windows (filled in "
@@ -547,9 +550,14 @@ def render(results: dict[str, CorpusResult], tasks: list[BenchTask], args: argpa
             f"### Set `{set_name}`: {SETS[set_name].title}",
             "",
             f"{len([t for t in set_tasks if not t.heldout])} public tasks, "
-            f"{len([t for t in set_tasks if t.heldout])} held-out; corpora: {', '.join(corpora)}.",
+            f"{len([t for t in set_tasks if t.heldout])} held-out; corpora: {', '.join(corpora)}. "
+            f"Tables of this set: `python -m tests.bench.bench_context --sets {set_name}` "
+            "(`--public-only` skips the held-out part).",
             "",
         ]
+        if set_name == "newset":
+            out += [NEWSET_NOTE, ""]
+        out += _composition(set_tasks)
         public = _groups(set_rows, heldout=False)
         if public:
             out += ["Public part:", "", *table(public, budgets), ""]
@@ -561,6 +569,7 @@ def render(results: dict[str, CorpusResult], tasks: list[BenchTask], args: argpa
             out.append(f"Packs of the same size at 8,000 and 32,000: {same} of {n} tasks.")
         if 8000 in budgets:
             out += _targets(set_rows)
+            out += _by_corpus(set_rows, 8000)
         out.append("")
     errors = [e for res in results.values() for e in res.errors]
     if errors:
@@ -573,6 +582,66 @@ def render(results: dict[str, CorpusResult], tasks: list[BenchTask], args: argpa
     if searched:
         out += _search(searched, cmd)
     return "\n".join(out)
+
+
+NEWSET_NOTE = (
+    "How the set was built (`tests/bench/queries/context/`, written before any tuning): **real** tasks "
+    "are fixes from the history of click, werkzeug, jinja, rich, httpx, axios, commander.js and monolog "
+    "(none of the projects the hidden held-out sets use); the task text is the fix's changelog entry "
+    "(markup trimmed, nothing rewritten), the gold is every function or method the fix commit changed, "
+    "located at its parent commit by semfora's own extractor (`tests/bench/real_history.py`), and each "
+    "task is pinned to the release published before the fix (PyPI sdist, npm tarball or Debian package) "
+    "in which every gold function's text is byte-identical to the parent's: the sha256 of each gold's "
+    "text at the parent is recorded and this script re-checks it against the indexed corpus before "
+    "measuring. **synthetic** tasks are plain-language requests written for the set over the same "
+    "corpora plus gorilla/mux and spf13/cobra (Go), rack (Ruby) and Express, gold chosen by reading "
+    "the pinned code. The held-out third is drawn per (corpus, kind) with a fixed seed."
+)
+
+# The language of a corpus's gold files, by extension (for the composition table).
+LANGUAGES = {"py": "Python", "js": "JavaScript", "ts": "TypeScript", "go": "Go", "rb": "Ruby", "php": "PHP"}
+
+
+def _composition(tasks: list[BenchTask]) -> list[str]:
+    corpora = sorted({t.corpus for t in tasks})
+    if len(corpora) < 3:
+        return []
+    lines = [
+        "| corpus | language | real (public + held-out) | synthetic (public + held-out) |",
+        "|---|---|---|---|",
+    ]
+    for name in corpora:
+        mine = [t for t in tasks if t.corpus == name]
+        langs = sorted({LANGUAGES.get(g.file.rsplit(".", 1)[-1], "?") for t in mine for g in t.gold})
+
+        def count(kind: str, mine: list[BenchTask] = mine) -> str:
+            pub = sum(1 for t in mine if t.kind == kind and not t.heldout)
+            held = sum(1 for t in mine if t.kind == kind and t.heldout)
+            return f"{pub} + {held}" if pub or held else "—"
+
+        lines.append(f"| {name} | {', '.join(langs)} | {count('real')} | {count('synthetic')} |")
+    return [*lines, ""]
+
+
+def _by_corpus(rows: list[Row], budget: int) -> list[str]:
+    public = [r for r in rows if not r.task.heldout and r.budget == budget]
+    corpora = sorted({r.task.corpus for r in public})
+    if len(corpora) < 3:
+        return []
+    lines = [
+        "",
+        f"Public part at {budget:,} by corpus:",
+        "",
+        "| corpus | tasks | code | body | file recall | 2-round code | BM25 windows code | median tokens |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name in corpora:
+        f = figures([r for r in public if r.task.corpus == name])
+        lines.append(
+            f"| {name} | {f.tasks} | {f.code:.2f} | {f.body:.2f} | {f.files:.2f} | {f.code2:.2f} | "
+            f"{f.b_windows[0]:.2f} | {f.median_tokens:,.0f} |"
+        )
+    return lines
 
 
 def _targets(rows: list[Row]) -> list[str]:
