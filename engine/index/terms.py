@@ -28,9 +28,10 @@ _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*|[0-9]{2,}")
 _VERSION = re.compile(r"\bv?\d+(?:\.\d+)+\b")
 # An identifier written on purpose: snake_case, camelCase, dotted.path or a call.
 _IDENTIFIER = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|[a-z][A-Z]|[A-Za-z]\.[A-Za-z]|\w\(")
-# English glue and the words bug reports are made of ("expected", "instead", "currently"):
-# they say how the user feels about the code, not what the code says. Code words such as
-# ``get``, ``value`` or ``error`` stay; their rarity decides their weight.
+# English glue, the words bug reports are made of ("expected", "instead", "currently") and the
+# keywords of the languages indexed (``import``, ``def``, ``self``, ``const``), which a pasted
+# snippet is full of: they say how the user writes or feels, not what the code is about. Code
+# words such as ``get``, ``value`` or ``error`` stay; their rarity decides their weight.
 _STOPWORD_TEXT = """
     a about above after again against all also am an and any are aren as at be because been before
     being below between both but by can cannot could did didn do does doesn doing don down during each
@@ -45,6 +46,7 @@ _STOPWORD_TEXT = """
     know known unknown able unable sure correct correctly wrong wrongly properly proper issue issues
     problem problems bug bugs behaviour behavior example examples following follows case cases
     explain show find locate fix make change let lets one two yes ok okay etc eg ie via use used using
+    import def class return returns self cls lambda function var const elif else
 """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 # Terms kept per task, strongest first: a long report has hundreds of words, and past the

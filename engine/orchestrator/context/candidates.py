@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 
 # Identifier anchors looked up per task; more are usually words of prose mis-read as names.
 MAX_SYMBOL_ANCHORS = 8
+# A method a pasted snippet calls on a variable (``t.append(x)``) is looked up by its bare name
+# only when at most this many definitions have it: ``append`` in a text library, not ``get``.
+SNIPPET_NAME_MAX = 3
 # Symbols kept per anchor; the index ranks exact names and prefixes first.
 SYMBOL_RESULTS_PER_ANCHOR = 5
 # Hybrid search reads the task up to this length: the search focuses a long text on its rarest
@@ -121,7 +124,22 @@ def anchor_channel(
             seen.add(sym.id)
             out.append((sym, reason, bonus))
 
+    for frame in reversed(anchors.frames):  # innermost first: where the failure surfaced
+        for sym in frame_symbols(store, frame.text, frame.path, frame.line):
+            take(sym, f"in the task's traceback (`{sym.file}:{frame.line}`)", EXACT_NAME_BONUS)
+    snippets = {a.text for a in anchors.items if a.kind == "snippet"}
     for name in anchors.symbols[:MAX_SYMBOL_ANCHORS]:
+        if name in snippets:
+            # pasted code shows how the library is called: evidence, but not a pointer; a
+            # method called on a variable (``t.append``) is looked up by its own name when few
+            # definitions share it
+            found = store.symbols_by_name(name, limit=SYMBOL_RESULTS_PER_ANCHOR)
+            if not found and "." in name:
+                found = store.symbols_by_name(name.rsplit(".", 1)[1], limit=SNIPPET_NAME_MAX + 1)
+                found = found if len(found) <= SNIPPET_NAME_MAX else []
+            for sym in found:
+                take(sym, f"used in the task's code `{name}`", 0.0)
+            continue
         explicit = name in explicit_texts
         exact = store.symbols_by_name(name, limit=SYMBOL_RESULTS_PER_ANCHOR)
         if not exact and "." in name:
@@ -129,7 +147,7 @@ def anchor_channel(
             exact = [
                 s
                 for s in store.symbols_by_name(last, limit=20)
-                if s.qualified_name.endswith(name) or s.parent == owner
+                if s.qualified_name.endswith("." + name) or s.parent == owner
             ]
         label = "named in the task" if explicit else "exact name match"
         for sym in exact:
@@ -146,6 +164,34 @@ def anchor_channel(
                 bonus = EXACT_NAME_BONUS if path in explicit_texts else 0.0
                 take(sym, f"defined in `{rel}` named in the task", bonus)
     return out
+
+
+def frame_symbols(store: Any, name: str, path: str, line: int) -> list[Symbol]:
+    """The definition a stack frame names, in the repository file its path ends with.
+
+    A traceback's paths are the reporter's (``/usr/lib/python3/site-packages/pkg/mod.py``):
+    the file is the repository path sharing its last two components (or its file name, when
+    only one file has it). Among that file's definitions named ``name``, the one holding
+    ``line`` wins; line numbers from another release may be off, so the name decides.
+    """
+    parts = [p for p in path.replace("\\", "/").split("/") if p]
+    if not parts or not name.isidentifier() and "." not in name:
+        return []
+    conn = store.connection()
+    for depth in (2, 1):
+        if len(parts) < depth:
+            continue
+        tail = "/".join(parts[-depth:])
+        rows = conn.execute(
+            "SELECT path FROM files WHERE path = ? OR path LIKE ? ESCAPE '\\' LIMIT 3",
+            (tail, "%/" + tail.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")),
+        ).fetchall()
+        if len(rows) == 1 or (rows and depth == 2):
+            short = name.rsplit(".", 1)[-1]
+            found = [s for s in file_symbols(store, rows[0][0]) if s.name == short]
+            found.sort(key=lambda s: (not s.start_line <= line <= s.end_line, s.end_line - s.start_line))
+            return found[:1]
+    return []
 
 
 def search_channel(

@@ -18,7 +18,7 @@ from typing import Any
 from engine.config import Settings
 from engine.errors import SemforaError
 from engine.index.terms import TaskTerms, task_terms
-from engine.orchestrator.anchors import extract_anchors
+from engine.orchestrator.anchors import extract_anchors, search_text
 from engine.orchestrator.budget import ContextBudget, ContextItem, Priority
 from engine.orchestrator.context import candidates as channels
 from engine.orchestrator.context.digest import Digests
@@ -187,7 +187,7 @@ class ContextGatherer:
             with SymbolStore(self.layout) as own:  # its own connection: this runs in a thread
                 return channels.anchor_channel(own, anchors, self.reader.is_secret, self.reader.safe_rel)
 
-        query = " ".join(task.split())[: channels.MAX_QUERY_CHARS]
+        query = " ".join(search_text(task).split())[: channels.MAX_QUERY_CHARS]
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="semfora-gather") as pool:
             symbols_f = pool.submit(timed, "symbols", named)
             search_f = pool.submit(
@@ -286,7 +286,7 @@ class ContextGatherer:
             if budget.add(memory_item).admitted:
                 sections[memory_item.id] = SECTION_PREFIX
         t_terms = time.perf_counter()
-        terms = self.terms(task)
+        terms = self.terms(search_text(task))
         t_terms = time.perf_counter() - t_terms
         ranked, ranker, timings = self.rank(task, anchors, terms)
         timings["terms"] = t_terms

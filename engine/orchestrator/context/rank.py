@@ -44,6 +44,9 @@ W_RECENCY = 0.15
 # Tests, examples, docs and generated code match a task's words as well as the implementation
 # does, but a task is about the implementation unless it says otherwise.
 NON_SOURCE_WEIGHT = 0.35
+# Code outside any definition (imports, a file's header, the docblocks between methods) matches
+# a task's words through comments and import lists; behaviour lives in definitions.
+MODULE_WEIGHT = 0.5
 TEST_WORDS = frozenset(
     {"test", "tests", "testing", "pytest", "unittest", "spec", "specs", "example", "examples", "docs"}
 )
@@ -183,9 +186,12 @@ class Ranker:
 
     def kind_weight(self, c: Candidate) -> float:
         kind = classify_path(c.file) if c.file else PathKind.SOURCE
-        if kind is PathKind.SOURCE or (self.wants_tests and kind is not PathKind.GENERATED):
-            return 1.0
-        return NON_SOURCE_WEIGHT
+        weight = 1.0
+        if kind is not PathKind.SOURCE and not (self.wants_tests and kind is not PathKind.GENERATED):
+            weight = NON_SOURCE_WEIGHT
+        if c.symbol is None and c.chunk_kind == "module":
+            weight *= MODULE_WEIGHT
+        return weight
 
     def evidence(self, cands: list[Candidate]) -> None:
         """The candidate's own evidence (retrieval and lexical), before neighbours lend theirs."""

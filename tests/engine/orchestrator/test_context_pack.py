@@ -310,3 +310,36 @@ def test_no_pack_exceeds_its_budget(make_repo) -> None:
         orch.close()
 
     check()
+
+
+TRACEBACK_REPORT = """Posting a generator body to a URL that answers 307 fails:
+
+```python
+from client.api import post
+
+def chunks():
+    yield b"data"
+
+post("https://example.org/upload", data=chunks())
+```
+
+Traceback (most recent call last):
+  File "/home/me/upload.py", line 6, in <module>
+  File "/usr/lib/python3/site-packages/client/api.py", line 18, in post
+  File "/usr/lib/python3/site-packages/client/sessions.py", line 31, in resolve_redirects
+  File "/usr/lib/python3/site-packages/client/utils.py", line 14, in rewind_body
+client.utils.UnrewindableBodyError: Unable to rewind request body for redirect.
+"""
+
+
+def test_a_traceback_points_at_its_frames_and_pasted_code_is_not_a_target(make_repo) -> None:
+    layout, cfg = _index(make_repo, CLIENT)
+    pack = Orchestrator(layout, cfg).build_context(TRACEBACK_REPORT, budget=1500)
+    code = [i for i in pack.items if i.kind == "source"]
+    names = [i.symbol for i in code]
+    # The innermost library frames lead; `post`, which the pasted code calls, is no edit target.
+    assert names[:2] == ["rewind_body", "SessionRedirectMixin.resolve_redirects"], names
+    assert "in the task's traceback (`client/utils.py:14`)" in code[0].reason
+    post = [i for i in pack.items if i.symbol == "post"]
+    assert all(i.priority != Priority.CRITICAL for i in post)
+    assert all("named in the task" not in i.reason for i in post)
