@@ -103,10 +103,25 @@ def _word_stems(token: str) -> tuple[str, ...]:
 
 def tokens(text: str) -> list[str]:
     """Stems of every word and identifier part of ``text``, in order (duplicates kept)."""
+    if len(text) <= MAX_CACHED_LINE:
+        return list(_line_stems(text))
     out: list[str] = []
-    for match in _TOKEN.finditer(text):
-        out.extend(_word_stems(match.group(0)))
+    for word in _TOKEN.findall(text):
+        out.extend(_word_stems(word))
     return out
+
+
+# Lines up to this long are tokenized once per process (code repeats its lines: ``return
+# self``, ``}``, imports); longer texts are tokenized each time.
+MAX_CACHED_LINE = 200
+
+
+@lru_cache(maxsize=1 << 17)
+def _line_stems(line: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for word in _TOKEN.findall(line):
+        out.extend(_word_stems(word))
+    return tuple(out)
 
 
 DocumentFrequencies = Callable[[Sequence[str]], tuple[int, Mapping[str, int]]]

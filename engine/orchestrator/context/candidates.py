@@ -11,6 +11,8 @@ compete even when its file's other functions took the search's top ranks). It pr
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,14 +99,38 @@ def of_symbol(sym: Symbol) -> Candidate:
     return Candidate(sym.id, sym, sym.file, sym.start_line, sym.end_line)
 
 
+_FILE_SYMBOLS: OrderedDict[tuple[str, int, str], list[Symbol]] = OrderedDict()
+_FILE_SYMBOLS_LOCK = threading.Lock()
+# Files whose definitions are kept between packs (process-wide), keyed by the index's state:
+# the neighbourhood reads whole files' definitions, and consecutive tasks share files.
+MAX_CACHED_FILE_SYMBOLS = 512
+
+
 def file_symbols(store: Any, rel: str) -> list[Symbol]:
     """Definitions of ``rel`` in line order, without their call lists (one query, not one per symbol)."""
     from engine.store.db import SYMBOL_COLUMNS, row_to_symbol
 
+    db = store.layout.index_db
+    try:
+        key = (str(db), db.stat().st_mtime_ns, rel)
+    except OSError:
+        key = None
+    if key is not None:
+        with _FILE_SYMBOLS_LOCK:
+            found = _FILE_SYMBOLS.get(key)
+            if found is not None:
+                _FILE_SYMBOLS.move_to_end(key)
+                return found
     rows = store.connection().execute(
         f"SELECT {SYMBOL_COLUMNS} FROM symbols WHERE file=? ORDER BY start_line", (rel,)
     )
-    return [row_to_symbol(r) for r in rows]
+    symbols = [row_to_symbol(r) for r in rows]
+    if key is not None:
+        with _FILE_SYMBOLS_LOCK:
+            _FILE_SYMBOLS[key] = symbols
+            while len(_FILE_SYMBOLS) > MAX_CACHED_FILE_SYMBOLS:
+                _FILE_SYMBOLS.popitem(last=False)
+    return symbols
 
 
 def anchor_channel(

@@ -42,6 +42,10 @@ TAIL_SHARE = 0.08
 MAP_SHARE = 0.12
 # Briefs in the map at most: past a screenful, names stop helping the model choose.
 MAX_MAP_ITEMS = 24
+# Candidates looked at for the map at most, and the least room a brief needs: beyond, the map
+# is full (or what is left of the pool would not fit anyway).
+MAX_MAP_SCAN = 4 * MAX_MAP_ITEMS
+MIN_BRIEF_TOKENS = 16
 # Relevance, absolute rather than relative to the best candidate: evidence of any kind of its
 # own. A candidate is about the task when it holds some of the task's (IDF-weighted) vocabulary,
 # when the task names it, when a channel found it, when a call edge ties it to a hit, or when
@@ -234,8 +238,10 @@ class Filler:
         rest = [c for c in pool if c.key not in code]
         used = 0
         order = {c.key: c for c in [*neighbours, *rest]}
-        for c in order.values():
-            if len(self.layout.map_ids) >= MAX_MAP_ITEMS or used >= limit:
+        for scanned, c in enumerate(order.values()):
+            if len(self.layout.map_ids) >= MAX_MAP_ITEMS or limit - used < MIN_BRIEF_TOKENS:
+                break
+            if scanned >= MAX_MAP_SCAN:
                 break
             if c.start_line is not None and self.layout.covered(
                 c.file, c.start_line, c.end_line or c.start_line
@@ -246,6 +252,8 @@ class Filler:
             # The code's direct callers and callees get a summary (what they do and call); the
             # rest a brief: its name and signature are what a NEED needs.
             text = self.digests.summary(c) if near else self.digests.brief(c)
+            if used + (len(text) + len(c.file) + len(c.name)) // 4 > limit:
+                continue  # cannot fit: not worth building the item
             priority = Priority.MEDIUM if near else Priority.LOW
             item = self.make_item(f"{kind}:{c.key}", kind, text, priority, c.reason, c)
             if used + item.tokens > limit:

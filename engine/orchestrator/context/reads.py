@@ -35,25 +35,31 @@ class RepoReader:
 
     _cache: OrderedDict[str, tuple[int, int, str, list[str]]] = OrderedDict()
     _cache_lock = threading.Lock()
+    # (deny-list, path) -> secret? A pure function of its arguments, shared by every reader.
+    _secret: dict[tuple[tuple[str, ...], str], bool] = {}
 
     def __init__(self, root: Path, deny: Sequence[str]) -> None:
         self.root = root
         self.deny = tuple(deny)
         self._lock = threading.Lock()
-        self._secret: dict[str, bool] = {}
         self._resolved: dict[str, Path | None] = {}
+        self._loaded: dict[str, tuple[str, list[str]] | None] = {}
 
     def refresh(self) -> None:
-        """Forget path resolutions (once per pack): a file may have become a symlink since."""
+        """Forget path resolutions and file states (once per pack): files change between packs."""
         with self._lock:
             self._resolved.clear()
+            self._loaded.clear()
 
     def is_secret(self, rel: str) -> bool:
-        found = self._secret.get(rel)
+        key = (self.deny, rel)
+        found = self._secret.get(key)
         if found is None:
             from engine.edits.sandbox import is_secret_path
 
-            found = self._secret[rel] = is_secret_path(rel, self.deny)
+            found = self._secret[key] = is_secret_path(rel, self.deny)
+            if len(self._secret) > 100_000:  # a bound, not a policy: the cache only saves time
+                self._secret.clear()
         return found
 
     def _resolve(self, rel: str) -> Path | None:
@@ -95,6 +101,16 @@ class RepoReader:
         return loaded[1] if loaded is not None else []
 
     def _load(self, rel: str) -> tuple[str, list[str]] | None:
+        """One file's state per pack (the first look decides what the whole pack sees)."""
+        with self._lock:
+            if rel in self._loaded:
+                return self._loaded[rel]
+        loaded = self._read(rel)
+        with self._lock:
+            self._loaded[rel] = loaded
+        return loaded
+
+    def _read(self, rel: str) -> tuple[str, list[str]] | None:
         """THE read: resolve ``rel`` inside the root (never a secret), then decode it, cached."""
         real = self._resolve(rel)
         if real is None:
