@@ -296,12 +296,16 @@ def extract_anchors(task: str) -> Anchors:
     prose = FENCED.sub("\n", task)
     code += [m.group(0) for m in INDENTED.finditer(prose)]
     prose = INDENTED.sub("\n", prose)
-    frames: list[Anchor] = []
-    for block in [*code, prose]:
-        for m in PY_FRAME.finditer(block):
-            frames.append(Anchor(m.group(3), "frame", m.group(1).replace("\\", "/"), int(m.group(2))))
-        for m in JS_FRAME.finditer(block):
-            frames.append(Anchor(m.group(1), "frame", m.group(2).replace("\\", "/"), int(m.group(3))))
+    found_frames: list[tuple[int, Anchor]] = []
+    for m in PY_FRAME.finditer(task):
+        found_frames.append(
+            (m.start(), Anchor(m.group(3), "frame", m.group(1).replace("\\", "/"), int(m.group(2))))
+        )
+    for m in JS_FRAME.finditer(task):
+        found_frames.append(
+            (m.start(), Anchor(m.group(1), "frame", m.group(2).replace("\\", "/"), int(m.group(3))))
+        )
+    frames = [a for _pos, a in sorted(found_frames, key=lambda f: f[0])]
     snippet_names: list[str] = []
     for block in code:
         cleaned = PY_FRAME.sub(" ", JS_FRAME.sub(" ", block))
