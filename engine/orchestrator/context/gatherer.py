@@ -211,22 +211,7 @@ class ContextGatherer:
             "test" in p.lower() for p in anchors.paths
         )
         ranker = Ranker(store, self.reader, terms, wants_tests=wants_tests)
-        ranker.lexical(cands.values())
-        ranker.evidence(list(cands.values()))
-        ranker.locality(cands.values())
-        files = sorted(
-            {c.file for c in cands.values() if c.is_code and c.file},
-            key=lambda f: -max(c.locality for c in cands.values() if c.file == f),
-        )[: channels.NEIGHBOURHOOD_FILES]
-        channels.neighbourhood(store, cands, files, self.reader.is_secret)
-        ranker.lexical(cands.values())
-        ranker.evidence(list(cands.values()))
-        added = ranker.walk(cands, self.reader.is_secret)
-        if added:
-            ranker.lexical(added)
-        ranker.evidence(list(cands.values()))
-        ranker.locality(cands.values())
-        ordered = ranker.final(cands.values(), self.memory.recency)
+        ordered = ranker.order(cands, self.reader.is_secret, self.memory.recency)
         timings["rank"] = time.perf_counter() - start
         return ordered, ranker, timings
 

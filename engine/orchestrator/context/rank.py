@@ -25,7 +25,13 @@ from typing import Any
 
 from engine.errors import SemforaError
 from engine.index.terms import TaskTerms, lexical_score, tokens
-from engine.orchestrator.context.candidates import Candidate, file_symbols, of_symbol
+from engine.orchestrator.context.candidates import (
+    NEIGHBOURHOOD_FILES,
+    Candidate,
+    file_symbols,
+    neighbourhood,
+    of_symbol,
+)
 from engine.orchestrator.context.graph import GRAPH_SEEDS, personalised_pagerank
 from engine.orchestrator.context.reads import RepoReader
 from engine.policy.paths import PathKind, classify_path
@@ -91,7 +97,7 @@ class Lexicon:
 
 
 class Ranker:
-    """Scores the candidates of one task. One instance per pack."""
+    """Scores the candidates of one task. One instance per pack; ``order`` is the whole step."""
 
     def __init__(self, store: Any, reader: RepoReader, terms: TaskTerms, *, wants_tests: bool) -> None:
         self.store = store
@@ -102,6 +108,34 @@ class Ranker:
         self._file_symbols: dict[str, list[Any]] = {}
         self._stats: dict[str, tuple[dict[str, int], int, set[str]]] = {}
         self._avgdl = 0.0
+
+    def order(
+        self,
+        cands: dict[str, Candidate],
+        is_secret: Callable[[str], bool],
+        recency: Callable[[str], float],
+    ) -> list[Candidate]:
+        """The candidates best first, after adding the file neighbourhood and the call graph's.
+
+        1. each candidate's own evidence: its lines against the task, its channel ranks;
+        2. the file neighbourhood: every definition of the files with the most evidence;
+        3. the call graph around the strongest candidates (``walk``);
+        4. the final score: own evidence, graph, file, naming bonus, recency.
+        """
+        self.lexical(cands.values())
+        self.evidence(list(cands.values()))
+        self.locality(cands.values())
+        strength = {c.file: c.locality for c in cands.values() if c.is_code and c.file}
+        files = sorted(strength, key=lambda f: -strength[f])[:NEIGHBOURHOOD_FILES]
+        neighbourhood(self.store, cands, files, is_secret)
+        self.lexical(cands.values())
+        self.evidence(list(cands.values()))
+        added = self.walk(cands, is_secret)
+        if added:
+            self.lexical(added)
+        self.evidence(list(cands.values()))
+        self.locality(cands.values())
+        return self.final(cands.values(), recency)
 
     # -- the candidate's own lines --------------------------------------------------------
 
