@@ -1,4 +1,4 @@
-"""Step 1 of the pack: candidates, from the names in the task, hybrid search and their files.
+"""Step 2 of the pack: candidates, from the names in the task, hybrid search and their files.
 
 Owns ``Candidate`` and the channels that propose them: the *anchor channel* (symbols the
 task names: ``@X``, ``X()``, backticks, identifiers, paths), the *search channel* (hybrid

@@ -1,4 +1,4 @@
-"""Step 5 of the pack: fit the ranked candidates to the budget, code first, the map around it.
+"""Step 4 of the pack: fit the ranked candidates to the budget, code first, the map around it.
 
 Owns the filling rule. Candidates are taken best first while they are *relevant* (named by
 the task, holding at least ``MIN_COVERAGE`` of the task's term weight, ranked near the top

@@ -1,4 +1,4 @@
-"""Steps 2-4 of the pack: how much each candidate is worth, from its own code, its file and the call graph.
+"""Step 3 of the pack: how much each candidate is worth, from its own code, its file and the call graph.
 
 Owns the ranking constants and the score. For every candidate it measures, over the lines
 that are its own (a class: its signature, docstring, attributes and member names; a function:
@@ -53,6 +53,7 @@ NON_SOURCE_WEIGHT = 0.35
 # Code outside any definition (imports, a file's header, the docblocks between methods) matches
 # a task's words through comments and import lists; behaviour lives in definitions.
 MODULE_WEIGHT = 0.5
+# Words that make a task about tests, examples or docs: then those count fully.
 TEST_WORDS = frozenset(
     {"test", "tests", "testing", "pytest", "unittest", "spec", "specs", "example", "examples", "docs"}
 )
