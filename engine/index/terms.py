@@ -52,6 +52,11 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 # Terms kept per task, strongest first: a long report has hundreds of words, and past the
 # first few dozen informative ones the rest repeat them or are noise.
 MAX_TASK_TERMS = 32
+# Pasted code, logs and output (``pasted`` of ``task_terms``) lend each of their words this much,
+# once: they hold the names that matter (an exception, a function) but repeat everything (a
+# log of 300 lines says "GET" 300 times without insisting on it), and their numbers are
+# timestamps, ids and line numbers.
+PASTED_WEIGHT = 0.5
 # A term the user wrote as an identifier (``resolve_redirects``, ``Session.send``, ``foo()``)
 # was chosen on purpose: its parts count this much more than the same words in prose.
 IDENTIFIER_EMPHASIS = 1.5
@@ -154,12 +159,13 @@ class TaskTerms:
         return " ".join(self.words[s] for s in self.order if s in top)
 
 
-def task_terms(task: str, frequencies: DocumentFrequencies | None) -> TaskTerms:
+def task_terms(task: str, frequencies: DocumentFrequencies | None, pasted: str = "") -> TaskTerms:
     """Weigh the words of ``task``: IDF in the repository times the task's own emphasis.
 
     ``frequencies(words)`` returns the index's chunk count and each word's document frequency;
     without it (no index) every term weighs 1. Terms absent from the index cannot find anything
     and are dropped; terms in most chunks (``self``) keep the small weight their IDF gives.
+    ``pasted`` is the code and output the user pasted, weighed by ``PASTED_WEIGHT``.
     """
     counts: dict[str, float] = {}
     words: dict[str, str] = {}
@@ -179,13 +185,27 @@ def task_terms(task: str, frequencies: DocumentFrequencies | None) -> TaskTerms:
                     words[s] = part
                     counts[s] = 0.0
                 counts[s] += emphasis
+    pasted_words: dict[str, str] = {}
+    for token in _TOKEN.findall(_VERSION.sub(" ", pasted)):
+        if token.isdigit():
+            continue
+        for part in split_identifier(token) or [token.lower()]:
+            if len(part) >= 3 and part not in STOPWORDS:
+                pasted_words.setdefault(stem(part), part)
+    for s, part in pasted_words.items():
+        if s not in counts:
+            order.append(s)
+            words[s] = part
+            counts[s] = 0.0
+        counts[s] += PASTED_WEIGHT
     if not counts:
         return TaskTerms({}, {}, ())
     weights: dict[str, float] = {}
     total, df = frequencies(list(words.values())) if frequencies is not None else (0, {})
     for s, count in counts.items():
-        # Repetition counts, but less and less: a word said three times is not three times the point.
-        emphasis = 1.0 + math.log(count)
+        # Repetition counts, but less and less: a word said three times is not three times the
+        # point; a word only pasted counts PASTED_WEIGHT.
+        emphasis = 1.0 + math.log(count) if count >= 1 else count
         if total <= 0:
             weights[s] = emphasis
             continue

@@ -245,6 +245,14 @@ _PY_FRAME_PREFIX = re.compile(r'File "[^"\n]+", line \d+, in ')
 _JS_FRAME_PLACE = re.compile(r"\(([^\s()]+?):\d+:\d+\)")
 
 
+def split_pasted(task: str) -> tuple[str, list[str]]:
+    """(the task's prose, the blocks the user pasted: fenced or indented code, logs, output)."""
+    code = [m.group(0) for m in FENCED.finditer(task)]
+    prose = FENCED.sub("\n", task)
+    code += [m.group(0) for m in INDENTED.finditer(prose)]
+    return INDENTED.sub("\n", prose), code
+
+
 def search_text(task: str) -> str:
     """The task without a traceback's boilerplate, for weighing words and searching.
 
@@ -292,10 +300,7 @@ def extract_anchors(task: str) -> Anchors:
     # identifier in pasted code is how the user calls the library, evidence but not a pointer.
     # The rest of the task is read without them, so ``print(x)`` in a snippet is not a name the
     # user meant.
-    code = [m.group(0) for m in FENCED.finditer(task)]
-    prose = FENCED.sub("\n", task)
-    code += [m.group(0) for m in INDENTED.finditer(prose)]
-    prose = INDENTED.sub("\n", prose)
+    prose, code = split_pasted(task)
     found_frames: list[tuple[int, Anchor]] = []
     for m in PY_FRAME.finditer(task):
         found_frames.append(
@@ -305,7 +310,8 @@ def extract_anchors(task: str) -> Anchors:
         found_frames.append(
             (m.start(), Anchor(m.group(1), "frame", m.group(2).replace("\\", "/"), int(m.group(3))))
         )
-    frames = [a for _pos, a in sorted(found_frames, key=lambda f: f[0])]
+    # One anchor per distinct frame: a recursion or a loop repeats the same frame many times.
+    frames = list(dict.fromkeys(a for _pos, a in sorted(found_frames, key=lambda f: f[0])))
     snippet_names: list[str] = []
     for block in code:
         cleaned = PY_FRAME.sub(" ", JS_FRAME.sub(" ", block))

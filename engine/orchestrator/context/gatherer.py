@@ -18,7 +18,7 @@ from typing import Any
 from engine.config import Settings
 from engine.errors import SemforaError
 from engine.index.terms import TaskTerms, task_terms
-from engine.orchestrator.anchors import extract_anchors, search_text
+from engine.orchestrator.anchors import extract_anchors, search_text, split_pasted
 from engine.orchestrator.budget import ContextBudget, ContextItem, Priority
 from engine.orchestrator.context import candidates as channels
 from engine.orchestrator.context.digest import Digests
@@ -160,11 +160,12 @@ class ContextGatherer:
         def frequencies(words: Sequence[str]) -> tuple[int, dict[str, int]]:
             return term_statistics(self.layout, self.settings, list(words))
 
+        prose, pasted = split_pasted(search_text(task))
         try:
-            return task_terms(task, frequencies)
+            return task_terms(prose, frequencies, "\n".join(pasted))
         except SemforaError as exc:
             log.warning("no term statistics (%s); weighing the task's words equally", exc)
-            return task_terms(task, None)
+            return task_terms(prose, None, "\n".join(pasted))
 
     # -- the pack ---------------------------------------------------------------------------
 
@@ -187,7 +188,11 @@ class ContextGatherer:
             with SymbolStore(self.layout) as own:  # its own connection: this runs in a thread
                 return channels.anchor_channel(own, anchors, self.reader.is_secret, self.reader.safe_rel)
 
-        query = " ".join(search_text(task).split())[: channels.MAX_QUERY_CHARS]
+        # Search reads the prose and the names of the traceback's frames; what was pasted (code,
+        # logs) reaches the pack through the anchor channel and the task's terms instead.
+        prose, _pasted = split_pasted(search_text(task))
+        frames = " ".join(dict.fromkeys(a.text for a in anchors.frames if a.text.isidentifier()))
+        query = " ".join(f"{prose} {frames}".split())[: channels.MAX_QUERY_CHARS]
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="semfora-gather") as pool:
             symbols_f = pool.submit(timed, "symbols", named)
             search_f = pool.submit(
@@ -271,7 +276,7 @@ class ContextGatherer:
             if budget.add(memory_item).admitted:
                 sections[memory_item.id] = SECTION_PREFIX
         t_terms = time.perf_counter()
-        terms = self.terms(search_text(task))
+        terms = self.terms(task)
         t_terms = time.perf_counter() - t_terms
         ranked, ranker, timings = self.rank(task, anchors, terms)
         timings["terms"] = t_terms

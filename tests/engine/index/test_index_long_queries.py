@@ -90,3 +90,15 @@ def test_task_terms_weigh_rare_words_and_ignore_versions_and_glue() -> None:
     assert stem("redirects") == stem("redirected") == stem("redirect")
     assert stem("cookies") == stem("cookie") and stem("bodies") == stem("body")
     assert tokens("resolve_redirects(getUserById)") == ["resolv", "redirect", "get", "user", "by", "id"]
+
+
+def test_pasted_output_lends_its_words_once_and_never_its_numbers() -> None:
+    def df(words):  # type: ignore[no-untyped-def]
+        return 1000, dict.fromkeys(words, 5)
+
+    log = "\n".join(f"12:00:{i:02d} GET /items/{i} status=500 slow_query" for i in range(50))
+    terms = task_terms("the item list is slow", df, pasted=log)
+    assert "500" not in terms.weights and "12" not in terms.weights
+    # fifty log lines say "get" fifty times; the prose's own words still weigh more
+    assert terms.weights[stem("get")] < terms.weights[stem("slow")]
+    assert terms.weights[stem("query")] > 0
