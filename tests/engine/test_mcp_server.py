@@ -51,11 +51,9 @@ async def _session(root, body):
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    # The SDK passes the server only a few safe variables (HOME, PATH...): hand it the test's own
-    # cache and config homes, so it never writes ~/.cache, and the services-off settings.
-    isolated = ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "OLLAMA_HOST", "SEMFORA_EMBEDDING", "HF_HUB_OFFLINE")
-    env = {k: os.environ[k] for k in isolated if k in os.environ}
-    params = StdioServerParameters(command=SEMFORA, args=["mcp", "--path", str(root)], env=env)
+    # The whole environment: the client's default keeps only HOME/PATH-like variables, which
+    # dropped XDG_CACHE_HOME and made the server write to the real ~/.cache/semfora.
+    params = StdioServerParameters(command=SEMFORA, args=["mcp", "--path", str(root)], env=dict(os.environ))
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         return await body(session)
