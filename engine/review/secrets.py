@@ -1,13 +1,17 @@
 """Secret scanning of the lines a change adds, and of secret-looking files it adds.
 
-Owns the named credential patterns. A match is reported by kind, file and line, with the
-value masked: the finding itself must never carry the secret into a CI log.
+Owns the named credential patterns and when a match blocks a merge. A match is reported by kind,
+file and line, with the value masked: the finding itself must never carry the secret into a CI log.
+In documentation, examples and test fixtures a match is reported without blocking, unless it
+looks real: a provider's own key format (``AKIA…``, ``ghp_…``, ``sk-ant-…``) with a random body.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
+from collections import Counter
 from collections.abc import Iterable
 
 from engine.review.findings import Finding
@@ -73,20 +77,74 @@ def is_secret_file(path: str) -> bool:
 ALLOW_MARKERS = ("pragma: allowlist secret", "semfora: allow-secret")
 
 
-def scan_line(text: str) -> list[tuple[str, str]]:
-    """(kind, masked value) for every secret on one line (none on a line marked as a fixture)."""
+# Kinds that are a provider's own key format: unambiguous, so they block even in a fixture or a
+# document unless the value is an obvious placeholder.
+PROVIDER_FORMATS = frozenset(
+    {
+        "Anthropic API key",
+        "OpenAI API key",
+        "AWS access key id",
+        "GitHub token",
+        "Slack token",
+        "Google API key",
+        "Hugging Face token",
+        "Stripe secret key",
+    }
+)
+# Below this many bits of entropy per character a provider-formatted value is a placeholder
+# (``ghp_xxxx…``, ``AKIA0000…``): real keys are random and score well above 3.
+REAL_KEY_ENTROPY = 3.0
+# Words that mark a documented example value (AWS documents ``AKIAIOSFODNN7EXAMPLE``).
+EXAMPLE_MARKERS = ("example", "sample", "dummy", "fake", "test", "xxxx", "0000", "1234")
+# Directories of test fixtures that are not test code by name (certificates, keys, recordings).
+FIXTURE_DIRS = re.compile(r"(^|/)(fixtures?|testdata|test_data|certs?|keys|cassettes|snapshots)/", re.I)
+
+
+def scan_matches(text: str) -> list[tuple[str, str]]:
+    """(kind, raw value) for every secret on one line (none on a line marked as a fixture)."""
     hits: list[tuple[str, str]] = []
     if any(marker in text for marker in ALLOW_MARKERS):
         return hits
     for kind, pattern in SECRET_PATTERNS.items():
         for match in pattern.finditer(text):
-            hits.append((kind, mask(match.group(0))))
+            hits.append((kind, match.group(0)))
     if not hits:
         for match in SECRET_ASSIGNMENT.finditer(text):
             value = match.group(2)
             if not PLACEHOLDER.match(value) and len(set(value)) > 4:
-                hits.append(("secret assigned to a literal", mask(value)))
+                hits.append(("secret assigned to a literal", value))
     return hits
+
+
+def scan_line(text: str) -> list[tuple[str, str]]:
+    """(kind, masked value) for every secret on one line (none on a line marked as a fixture)."""
+    return [(kind, mask(value)) for kind, value in scan_matches(text)]
+
+
+def entropy(value: str) -> float:
+    """Shannon entropy in bits per character."""
+    if not value:
+        return 0.0
+    counts = Counter(value)
+    return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
+
+
+def looks_real(kind: str, value: str) -> bool:
+    """A provider-formatted key with a random body, not a documented placeholder."""
+    if kind not in PROVIDER_FORMATS:
+        return False
+    lowered = value.lower()
+    if any(marker in lowered for marker in EXAMPLE_MARKERS):
+        return False
+    return entropy(value) >= REAL_KEY_ENTROPY
+
+
+def is_fixture_path(path: str) -> bool:
+    """Documentation, examples, tests and their fixture data: where sample secrets live."""
+    from engine.policy.paths import PathKind, classify_path
+
+    kind = classify_path(path)
+    return kind in (PathKind.TEST, PathKind.DOCS, PathKind.EXAMPLE) or bool(FIXTURE_DIRS.search(path))
 
 
 def scan_files(files: Iterable[FileChange]) -> list[Finding]:
@@ -94,30 +152,38 @@ def scan_files(files: Iterable[FileChange]) -> list[Finding]:
     for f in files:
         if f.status == "deleted":
             continue
+        fixture = is_fixture_path(f.path)
         if is_secret_file(f.path):
             findings.append(
                 Finding(
-                    "high",
+                    "low" if fixture else "high",
                     "secrets",
-                    f"a secret-bearing file is added to the repository: {f.path}",
+                    f"a secret-bearing file is added to the repository: {f.path}"
+                    + (" (a fixture: reported, not blocking)" if fixture else ""),
                     f.path,
                     None,
                     None,
-                    rule="secret-file",
+                    rule="secret-in-fixture" if fixture else "secret-file",
+                    blocking=not fixture,
                 )
             )
             continue
         for line, text in f.added_lines:
-            for kind, masked in scan_line(text):
+            for kind, value in scan_matches(text):
+                blocking = not fixture or looks_real(kind, value)
                 findings.append(
                     Finding(
-                        "high",
+                        "high" if blocking else "low",
                         "secrets",
-                        f"{kind} added ({masked}); remove it and rotate it",
+                        f"{kind} added ({mask(value)}); remove it and rotate it"
+                        if blocking
+                        else f"{kind} in a document, example or test fixture ({mask(value)}): "
+                        "reported, not blocking; make sure it is not a real credential",
                         f.path,
                         line,
                         None,
-                        rule="secret-in-diff",
+                        rule="secret-in-diff" if blocking else "secret-in-fixture",
+                        blocking=blocking,
                     )
                 )
     return findings
