@@ -735,11 +735,12 @@ class MainScreen(Screen[None]):
                 await turn.write(item)
 
     async def _end_stream(self) -> None:
-        if self._flush_timer is not None:
-            self._flush_timer.stop()
-            self._flush_timer = None
-        # Under the lock: a timer flush still awaiting a write must finish before the stream stops.
+        # Take the lock first: stopping the timer cancels a flush it is running, and a flush
+        # cancelled between two mounts would leave the reply half rearranged.
         async with self._feed_lock:
+            if self._flush_timer is not None:
+                self._flush_timer.stop()
+                self._flush_timer = None
             await self._drain_feed()
             if self.turn is not None:
                 await self.turn.stop_stream()

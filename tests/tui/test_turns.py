@@ -4,6 +4,7 @@ every failure path of a turn (edit retries, NEED rounds, model errors) shown as 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from pathlib import Path
 
@@ -239,8 +240,12 @@ async def test_the_reply_shows_a_spinner_while_the_model_is_retried(
         await _wait_for(pilot, lambda: ANSWER in app.chat.transcript() and not app.main.streaming)
         await settle(pilot)
         assert turn.spinner is None  # gone once the turn ended
-        assert "error[" not in app.chat.transcript()
-        assert "✓ answered" in app.chat.transcript()
+        transcript = app.chat.transcript()
+        assert "error[" not in transcript
+        # The reasoner's retry, reported through on_status, stays in the reply where it happened.
+        assert re.search(r"↻ retrying 1/\d+ in [\d.]+ s: ", transcript), transcript
+        assert transcript.index("↻ retrying") < transcript.index(ANSWER)
+        assert "✓ answered" in transcript
         assert len(fake_anthropic.message_requests()) == 2
 
 

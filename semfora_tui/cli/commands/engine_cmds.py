@@ -176,7 +176,7 @@ def _callers(args: argparse.Namespace) -> int:
         sym = store.resolve_one(args.symbol)
         nodes = store.callers(sym.id, args.depth)
     names = {n.symbol_id: n.name for n in nodes if n.symbol_id}
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "id": n.symbol_id,
             "name": n.name,
