@@ -110,7 +110,7 @@ def parse_reply(text: str) -> tuple[str, list[Finding], str | None]:
         line = item.get("line")
         findings.append(
             Finding(
-                severity if severity in SEVERITY_ORDER else "low",  # type: ignore[arg-type]
+                severity if SEVERITY_ORDER.get(severity, -1) >= 0 else "low",  # type: ignore[arg-type]
                 kind if kind in FINDING_TYPES else "correctness",
                 item["message"].strip()[:500],
                 item.get("file") if isinstance(item.get("file"), str) else None,

@@ -2,8 +2,9 @@
 
 Owns the named credential patterns and when a match blocks a merge. A match is reported by kind,
 file and line, with the value masked: the finding itself must never carry the secret into a CI log.
-In documentation, examples and test fixtures a match is reported without blocking, unless it
-looks real: a provider's own key format (``AKIA…``, ``ghp_…``, ``sk-ant-…``) with a random body.
+In documentation, examples and test fixtures a match is a remark (listed, never a finding, never
+blocking), unless it looks real: a provider's own key format (``AKIA…``, ``ghp_…``, ``sk-ant-…``)
+with a random body.
 """
 
 from __future__ import annotations
@@ -156,7 +157,7 @@ def scan_files(files: Iterable[FileChange]) -> list[Finding]:
         if is_secret_file(f.path):
             findings.append(
                 Finding(
-                    "low" if fixture else "high",
+                    "info" if fixture else "high",
                     "secrets",
                     f"a secret-bearing file is added to the repository: {f.path}"
                     + (" (a fixture: reported, not blocking)" if fixture else ""),
@@ -173,7 +174,7 @@ def scan_files(files: Iterable[FileChange]) -> list[Finding]:
                 blocking = not fixture or looks_real(kind, value)
                 findings.append(
                     Finding(
-                        "high" if blocking else "low",
+                        "high" if blocking else "info",
                         "secrets",
                         f"{kind} added ({mask(value)}); remove it and rotate it"
                         if blocking

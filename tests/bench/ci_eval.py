@@ -124,9 +124,10 @@ def judge(commit: LabelledCommit, finding: dict[str, Any]) -> bool:
     file, symbol, rule = finding.get("file"), finding.get("symbol"), finding.get("rule") or ""
     if finding.get("type") == "security" and any(_target_hit(t, file, symbol) for t in commit.security):
         return True
-    label = RULE_LABEL.get(rule, rule)
+    # A finding that folded another rule's finding on the same symbol (``also``) stands for both.
+    labels = {RULE_LABEL.get(r, r) for r in (rule, *(finding.get("also") or ()))}
     for wanted_rule, target in commit.worth:
-        if wanted_rule != label:
+        if wanted_rule not in labels:
             continue
         if _target_hit(target, file, symbol):
             return True
