@@ -244,11 +244,13 @@ CONCERNS: tuple[Concern, ...] = (
             r"\bfullloader\b|\bunsafeloader\b",
             r"\bjsonpickle\b",
             r"\bshelve\b",
-            r"\bdeserializ\w*",
             r"\bunserializ\w*",
             r"\b__reduce(?:_ex)?__\b",
         ),
-        names=frozenset({"pickle", "unpickle", "deserialize", "unserialize", "deserialise"}),
+        # ``deserialize`` alone is what every schema and JSON library does; the danger is in the
+        # loaders that build arbitrary objects (pickle, marshal, unsafe YAML), named above.
+        weak=(r"\bdeserializ\w*", r"\bloads?\b"),
+        names=frozenset({"pickle", "unpickle", "unserialize"}),
         calls={
             "python": ("pickle.loads", "pickle.load", "marshal.loads", "yaml.load", "yaml.unsafe_load"),
             "js": ("unserialize", "node-serialize.unserialize"),

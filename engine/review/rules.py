@@ -294,12 +294,23 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
 
 
+_REMOVED_PARAMETER = re.compile(r"^parameter '(\w+)' removed$")
+
+
 def rule_tests_removed(diff: SemanticDiff) -> list[Finding]:
     """Tests deleted without replacement, other than tests of code the same change removes."""
     removed_code = {
         (s.old_qualified_name or s.qualified_name).rsplit(".", 1)[-1]
         for s in diff.symbols
         if s.change in ("removed", "renamed") and not is_test_path(s.old_file or s.file)
+    }
+    # Parameters the change removes: tests that pass them (``localtime=True``) go with them.
+    removed_code |= {
+        m.group(1)
+        for s in diff.symbols
+        if not is_test_path(s.file)
+        for change in s.parameter_changes
+        if (m := _REMOVED_PARAMETER.match(change)) is not None
     }
     removed_code = {n for n in removed_code if len(n) >= MIN_REFERENCE_NAME}
     out = []

@@ -343,3 +343,39 @@ def test_a_package_moved_under_src_lists_no_callers(make_repo) -> None:
     moved = [s for s in diff.symbols if s.change == "moved"]
     assert moved and all(s.callers_total == 0 for s in moved)  # nobody's call changes
     assert run_rules(diff) == []
+
+
+def test_a_schema_deserializer_is_not_unsafe_deserialisation(make_repo) -> None:
+    before = "class Schema:\n    def _deserialize(self, data, partial=False):\n        return dict(data)\n"
+    root = make_repo({"pkg/__init__.py": "", "pkg/schema.py": before, **TESTS})
+    findings = _commit(
+        root, {"pkg/schema.py": before.replace("dict(data)", "{k: v for k, v in data.items() if v}")}
+    )
+    assert _findings(findings, "security-logic") == []
+    # Building objects with pickle is.
+    findings = _commit(
+        root,
+        {"pkg/schema.py": "import pickle\n\n\n" + before.replace("dict(data)", "pickle.loads(data)")},
+    )
+    assert len(_findings(findings, "security-logic")) == 1
+
+
+def test_tests_of_a_removed_parameter_go_with_it(make_repo) -> None:
+    root = make_repo(
+        {
+            "pkg/__init__.py": "",
+            "pkg/utils.py": "def rfcformat(d, *, localtime=False):\n    return d.isoformat() if localtime else str(d)\n",
+            "tests/test_utils.py": "from pkg.utils import rfcformat\n\n\n"
+            "def test_rfcformat():\n    assert rfcformat(1)\n\n\n"
+            "def test_rfcformat_localized():\n    assert rfcformat(1, localtime=True)\n",
+        }
+    )
+    findings = _commit(
+        root,
+        {
+            "pkg/utils.py": "def rfcformat(d):\n    return str(d)\n",
+            "tests/test_utils.py": "from pkg.utils import rfcformat\n\n\ndef test_rfcformat():\n    assert rfcformat(1)\n",
+        },
+    )
+    assert _findings(findings, "tests-removed") == []
+    assert [f.symbol for f in _findings(findings, "public-api")] == ["rfcformat"]
