@@ -2,14 +2,14 @@
 
 Three parts, one section of docs/benchmarks.md:
 
-1. Review quality on 106 real commits of 6 fetched repositories (werkzeug, urllib3, jinja, pyjwt,
-   tornado, aiohttp; 34 of them security fixes with a GitHub advisory), labelled before any rule
-   was tuned (81 first; 25 more, chosen as distractors in security-sensitive files, labelled after
-   the first tuning round and before being run) (``tests/bench/ci/commits.json``, scored by
+1. Review quality on 133 real commits of 9 fetched repositories (werkzeug, urllib3, jinja, pyjwt,
+   tornado, aiohttp; httpx, click, marshmallow; 34 of them security fixes with a GitHub advisory),
+   each labelled before it was first run (81 first; 25 distractors in security-sensitive files
+   after the first tuning round; 27 of three other projects after the second) (``tests/bench/ci/commits.json``, scored by
    ``tests/bench/ci_eval.py``): per rule,
-   findings and precision (worth a reviewer's time); security-fix recall (a security finding on
-   the changed logic that is the fix); merges blocked by a docs example or a test fixture; the
-   held-out third reported apart. The repositories come from the ``fetch`` tool's mirrors
+   findings and precision (worth a reviewer's time), remarks (listed apart, not counted);
+   security-fix recall (a security finding on the changed logic that is the fix); merges blocked
+   by a docs example or a test fixture; the held-out third reported apart. The repositories come from the ``fetch`` tool's mirrors
    (``SEMFORA_BENCH_MIRRORS``, default ``/work/.mirror``): git history is not on any package
    registry. Missing mirrors are named and their commits skipped.
 2. Callers: precision and recall of `semfora callers` (the index's call graph) and of the
@@ -310,10 +310,20 @@ def quality(work: Path) -> tuple[str, list]:
             "(set `SEMFORA_BENCH_MIRRORS`).\n\n" + "\n".join(_skipped_text(skipped, len(commits))),
             [],
         )
-    tune = ci_eval.summarise([r for r in results if r.commit.split == "tune" and r.commit.batch < 3])
-    held = ci_eval.summarise([r for r in results if r.commit.split == "heldout" and r.commit.batch < 3])
-    fresh = ci_eval.summarise([r for r in results if r.commit.batch == 3])
+    tune = ci_eval.summarise([r for r in results if r.commit.split == "tune"])
+    held = ci_eval.summarise([r for r in results if r.commit.split == "heldout"])
     both = ci_eval.summarise(results)
+    batches = []
+    for batch in sorted({r.commit.batch for r in results}):
+        for split in ("tune", "heldout"):
+            part = ci_eval.summarise(
+                [r for r in results if r.commit.batch == batch and r.commit.split == split]
+            )
+            if part.commits:
+                batches.append(
+                    f"| {batch} | {split} | {part.commits} | {part.findings} | {part.worth} | "
+                    f"{_pct(part.precision)} | {part.security_recalled}/{part.security_fixes} |"
+                )
     kinds = ci_eval.kinds(results)
     lines = [
         *_skipped_text(skipped, len(commits)),
@@ -324,13 +334,17 @@ def quality(work: Path) -> tuple[str, list]:
         "",
         *_quality_table("Held-out set (never looked at while tuning)", held),
         "",
-        *_quality_table("Third batch: httpx, click, marshmallow (never tuned on)", fresh),
+        "By batch (1: labelled before any tuning; 2: distractors; 3: httpx, click, marshmallow):",
+        "",
+        "| batch | split | commits | findings | worth reading | precision | security-fix recall |",
+        "|---|---|---|---|---|---|---|",
+        *batches,
         "",
         *_quality_table("All", both),
         "",
         f"Targets: precision ≥ {TARGET_PRECISION} (all: {_pct(both.precision)} "
-        f"{'✓' if both.precision >= TARGET_PRECISION else '✗'}; held-out: {_pct(held.precision)}), "
-        f"third batch: {_pct(fresh.precision)}), "
+        f"{'✓' if both.precision >= TARGET_PRECISION else '✗'}; held-out: {_pct(held.precision)} "
+        f"{'✓' if held.precision >= TARGET_PRECISION else '✗'}), "
         f"security-fix recall ≥ {TARGET_RECALL} (all: {_pct(both.recall)} "
         f"{'✓' if both.recall >= TARGET_RECALL else '✗'}; held-out: {_pct(held.recall)}), "
         f"no merge blocked by a fixture ({both.blocked_by_fixture} {'✓' if both.blocked_by_fixture == 0 else '✗'}).",
@@ -522,8 +536,9 @@ more advisory) labelled after the first tuning round and before being run; the h
 both batches is fixed by the commit hash (`int(sha, 16) % 3 == 0`), and only its totals were ever
 looked at. A third batch of 27 commits of three other projects (httpx, click, marshmallow: bug
 fixes with and without tests, refactors, typing sweeps, deprecations, removals, netrc, framing and
-subprocess changes) was labelled after the second tuning round, before being run, and never tuned
-on: it stands in for the unseen projects a held-out run uses. A finding counts as worth
+subprocess changes) was labelled after the second tuning round and before being run, split the same
+way: its tuning part was studied after its first run (two rules changed: `deserialize` alone is no
+unsafe deserialisation, tests of a removed parameter go with it), its held-out part never. A finding counts as worth
 reading only when it matches a label (a finding that folded another rule's finding on the same
 symbol, `also`, counts if either matches); scoring: `tests/bench/ci_eval.py`. **Remarks** (the
 report's `remarks` list: observations on weak evidence, never findings, never gating) are not
