@@ -23,9 +23,9 @@ from engine.config import Settings
 from engine.errors import SemforaError, UsageError
 from engine.index import fts
 from engine.index.cache import ResultCache
-from engine.index.chunking import is_test_path
 from engine.index.metrics import MetricsRecorder, SearchEvent
 from engine.index.rerank import BlendMode, OllamaReranker, RerankCandidate, Reranker, rerank
+from engine.policy.paths import is_test_path
 from engine.semantic.model import Symbol
 from engine.store.layout import RepoLayout
 

@@ -23,8 +23,8 @@ from urllib.parse import urlparse
 from engine.config import Settings
 from engine.errors import ServiceUnavailable
 from engine.index import fts
-from engine.index.chunking import is_test_path
 from engine.index.embeddings import Embedder, EmbedderChoice, choose_embedder
+from engine.policy.paths import is_test_path
 from engine.store.layout import RepoLayout
 
 log = logging.getLogger("semfora.index.vectors")

@@ -25,7 +25,7 @@ from typing import Any
 
 from engine.errors import NotFoundError
 from engine.orchestrator.intent import is_debugging
-from engine.orchestrator.redaction import redact
+from engine.policy.redaction import redact, redact_json
 from engine.store.layout import RepoLayout
 
 log = logging.getLogger(__name__)
@@ -247,10 +247,11 @@ class SessionStore:
         return self.dir / f"{session_id}.json"
 
     def save(self, session: Session) -> None:
+        """Write the session atomically; its text (requests typed by the user) is redacted."""
         with self._lock:
             path = self.path_of(session.id)
             tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(asdict(session), ensure_ascii=False), encoding="utf-8")
+            tmp.write_text(json.dumps(redact_json(asdict(session)), ensure_ascii=False), encoding="utf-8")
             os.replace(tmp, path)
             (self.dir / LAST_POINTER).write_text(session.id, encoding="utf-8")
 
@@ -267,7 +268,8 @@ class SessionStore:
         return Session(
             id=data["id"],
             created=data.get("created", 0.0),
-            turns=list(data.get("turns", [])),
+            # Redacted again on the way in: a file written before redaction shows no secret either.
+            turns=redact_json(list(data.get("turns", []))),
             viewed_symbols=list(data.get("viewed_symbols", [])),
         )
 

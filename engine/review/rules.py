@@ -6,10 +6,10 @@ without a model. Thresholds are named below with the reason for their value.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import PurePosixPath
 
+from engine.policy.paths import is_test_path
 from engine.review.findings import Finding, Severity
 from engine.review.secrets import scan_files
 from engine.semantic.diff import FileChange, SemanticDiff, SymbolChange
@@ -28,14 +28,7 @@ EXTERNAL_SEVERITY: dict[str, Severity] = {
 }
 CONTAINER_KINDS = frozenset({"class", "struct", "interface", "trait", "enum", "module", "namespace"})
 FUNCTION_KINDS = frozenset({"function", "method"})
-_TEST_PATH = re.compile(
-    r"(^|/)(tests?|__tests__|spec|specs)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$"
-)
 DOC_SUFFIXES = (".md", ".rst", ".txt", ".json", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".lock")
-
-
-def is_test_path(path: str) -> bool:
-    return bool(_TEST_PATH.search(path))
 
 
 def _is_public(s: SymbolChange) -> bool:

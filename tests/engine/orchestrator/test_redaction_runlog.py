@@ -7,7 +7,7 @@ import json
 import pytest
 
 from engine.orchestrator.budget import ContextItem, Priority
-from engine.orchestrator.redaction import MASK, redact
+from engine.policy.redaction import MASK, redact
 from engine.orchestrator.runlog import (
     PREVIEW_CHARS,
     RunRecord,
