@@ -1,8 +1,9 @@
 """`semfora mcp`: the engine tool surface (engine.tools) served over MCP on stdio.
 
 Owns the MCP mapping: tool listings with token costs, argument validation against each
-tool's schema, limits on what one reply may carry, and typed errors as MCP errors whose
-``data.error_code`` is the semfora code. The ``mcp`` SDK is imported lazily (not by
+tool's schema, limits on what one reply may carry, redaction of every reply (the client is
+another program: a secret in a signature or a snippet must not reach it), and typed errors as
+MCP errors whose ``data.error_code`` is the semfora code. The ``mcp`` SDK is imported lazily (not by
 ``semfora --help``), and stdout belongs to the protocol: nothing else may print there.
 """
 
@@ -218,8 +219,12 @@ def build_server(path: str | os.PathLike[str] | None = None) -> Any:
     engine_lock = threading.Lock()
 
     def run_tool(tool: McpTool, args: dict[str, Any]) -> tuple[Any, str]:
+        from engine.policy.redaction import redact, redact_json
+
         with engine_lock:
-            return tool.call(args)
+            data, text = tool.call(args)
+        # Round-trip through JSON first: dataclass leftovers and paths become plain JSON values.
+        return redact_json(json.loads(json.dumps(data, default=str))), redact(text)
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(
@@ -244,8 +249,7 @@ def build_server(path: str | os.PathLike[str] | None = None) -> Any:
         structured = data if isinstance(data, dict) else {"result": data}
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=cap_reply(text))],
-            # Round-trip through JSON: dataclass leftovers and paths become plain JSON values.
-            structured_content=json.loads(json.dumps(structured, default=str)),
+            structured_content=structured,  # already plain JSON and redacted (run_tool)
         )
 
     server = Server(

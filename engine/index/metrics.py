@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.policy.redaction import redact, redact_json
+
 LEVELS = ("off", "errors", "metrics", "debug", "full")
 
 SCHEMA = """
@@ -143,8 +145,8 @@ class MetricsRecorder:
                     "INSERT INTO query_log VALUES (?,?,?,?)",
                     (
                         cur.lastrowid,
-                        event.query,
-                        json.dumps(list(event.expansions)),
+                        redact(event.query),  # a key pasted into a query is never stored
+                        json.dumps(redact_json(list(event.expansions))),
                         json.dumps(list(event.results)),
                     ),
                 )

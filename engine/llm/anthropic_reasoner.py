@@ -97,6 +97,9 @@ class AnthropicReasoner(StreamingReasoner):
         max_tokens: int | None = None,
         cancel: threading.Event | None = None,
     ) -> Iterator[StreamEvent]:
+        from engine.policy.redaction import redact_request
+
+        system, messages = redact_request(system, messages)  # the last check before the network
         request: dict[str, Any] = {
             "model": self.model,
             "max_tokens": max_tokens or self.settings.llm.max_output_tokens,

@@ -42,7 +42,8 @@ from engine.orchestrator.budget import ContextBudget, ContextItem, Priority
 from engine.orchestrator.intent import Classification, Intent, classify_intent
 from engine.orchestrator.memory import RecalledTurn, SemforaMemory
 from engine.orchestrator.prompts import OVERVIEW_ID, SESSION_MEMORY_ID, render_item
-from engine.orchestrator.redaction import redact
+from engine.policy.paths import is_non_source
+from engine.policy.redaction import redact
 from engine.semantic.model import Symbol
 from engine.store.layout import RepoLayout
 
@@ -110,7 +111,6 @@ SECONDARY_SOURCE_SHARE = 0.05
 MAX_SOURCE_SHARE_BY_INTENT = {"explain": 0.08, "general": 0.05, "locate": 0.05}
 # Tests, examples and docs match many words of a task; they count less unless it asks for them.
 NON_SOURCE_WEIGHT = 0.35
-NON_SOURCE_PARTS = ("tests/", "test/", "testing/", "examples/", "docs/", "doc/")
 TEST_WORDS = frozenset({"test", "tests", "testing", "pytest", "unittest", "example", "examples", "docs"})
 # The overview is CRITICAL but bounded: at most this share of the request budget.
 OVERVIEW_SHARE = 0.03
@@ -255,9 +255,9 @@ class ContextGatherer:
             self._summary_cache = None
 
     def _is_secret(self, rel: str) -> bool:
-        from engine.edits.sandbox import is_secret_path
+        from engine.policy.names import is_secret_name
 
-        return is_secret_path(rel, self.settings.edits.deny)
+        return is_secret_name(rel, self.settings.edits.deny)
 
     def _item(
         self,
@@ -364,15 +364,14 @@ class ContextGatherer:
         return hits
 
     def _safe_rel(self, path: str) -> str | None:
-        from engine.edits.sandbox import normalize_rel
+        """The real repository-relative path of ``path`` if the pack may show it, else None
+        (outside the root or .git through any symlink, secret, a loop, missing)."""
+        from engine.policy.sandbox import resolve
 
         try:
-            rel = normalize_rel(self.layout.root, path)
+            return resolve(self.layout.root, path, deny=self.settings.edits.deny).rel
         except SemforaError:
             return None
-        if self._is_secret(rel) or not (self.layout.root / rel).is_file():
-            return None
-        return rel
 
     # -- steps 2-4: ranking ----------------------------------------------------------------
 
@@ -1041,14 +1040,7 @@ def _echoes(part: str, word: str) -> bool:
     return common >= MIN_ECHO_CHARS and common >= min(len(part), len(word)) - 1
 
 
-def _is_non_source(rel: str) -> bool:
-    """Tests, examples and docs, by path: ``tests/x.py``, ``pkg/test_x.py``, ``x_test.go``."""
-    name = rel.rsplit("/", 1)[-1]
-    return (
-        any(rel.startswith(p) or f"/{p}" in rel for p in NON_SOURCE_PARTS)
-        or name.startswith("test_")
-        or name.rsplit(".", 1)[0].endswith(("_test", ".test", ".spec"))
-    )
+_is_non_source = is_non_source  # tests, examples and docs: the one policy classifier
 
 
 def summary_cache_key(settings: Settings, content_hash: str) -> str:
@@ -1057,10 +1049,13 @@ def summary_cache_key(settings: Settings, content_hash: str) -> str:
 
 
 def _read_text(path: Path) -> str:
+    """A file ``_safe_rel`` resolved (a real path): opened without following a link."""
+    from engine.policy.sandbox import open_checked
+
     try:
-        return path.read_bytes().decode("utf-8", errors="replace")
-    except OSError as exc:
-        return f"(unreadable: {exc.strerror})"
+        return open_checked(path).decode("utf-8", errors="replace")
+    except SemforaError as exc:
+        return f"(unreadable: {exc.message})"
 
 
 def _clip(text: str, limit: int) -> str:
