@@ -201,6 +201,22 @@ def cap_reply(text: str) -> str:
     )
 
 
+def answer(tool: McpTool, arguments: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
+    """Exactly what a client receives for one call: (structured content, text).
+
+    Arguments are validated, the tool runs, and both parts are redacted (a secret in a
+    signature, a docstring or a snippet never reaches the client) and the text is capped.
+    Typed errors propagate; the server turns them into MCP errors.
+    """
+    from engine.policy.redaction import redact, redact_json
+
+    data, text = tool.call(validate_arguments(tool, arguments))
+    # Round-trip through JSON: dataclass leftovers and paths become plain JSON values.
+    plain = json.loads(json.dumps(data, default=str))
+    structured = plain if isinstance(plain, dict) else {"result": plain}
+    return redact_json(structured), cap_reply(redact(text))
+
+
 def build_server(path: str | os.PathLike[str] | None = None) -> Any:
     """The MCP server for the repository at ``path`` (a low-level ``mcp`` Server)."""
     import anyio
@@ -218,13 +234,9 @@ def build_server(path: str | os.PathLike[str] | None = None) -> Any:
     # The store holds one SQLite connection: calls run one at a time, off the event loop.
     engine_lock = threading.Lock()
 
-    def run_tool(tool: McpTool, args: dict[str, Any]) -> tuple[Any, str]:
-        from engine.policy.redaction import redact, redact_json
-
+    def run_tool(tool: McpTool, args: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
         with engine_lock:
-            data, text = tool.call(args)
-        # Round-trip through JSON first: dataclass leftovers and paths become plain JSON values.
-        return redact_json(json.loads(json.dumps(data, default=str))), redact(text)
+            return answer(tool, args)
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(
@@ -241,15 +253,12 @@ def build_server(path: str | os.PathLike[str] | None = None) -> Any:
                 raise UsageError(
                     f"unknown tool '{params.name}'", hint=f"known tools: {', '.join(sorted(tools))}"
                 )
-            args = validate_arguments(tool, params.arguments)
-            data, text = await anyio.to_thread.run_sync(run_tool, tool, args)
+            structured, text = await anyio.to_thread.run_sync(run_tool, tool, params.arguments)
         except SemforaError as err:
             rpc, message, payload = error_payload(err)
             raise MCPError(rpc, message, data=payload) from err
-        structured = data if isinstance(data, dict) else {"result": data}
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=cap_reply(text))],
-            structured_content=structured,  # already plain JSON and redacted (run_tool)
+            content=[types.TextContent(type="text", text=text)], structured_content=structured
         )
 
     server = Server(

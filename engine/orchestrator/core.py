@@ -40,6 +40,7 @@ from engine.orchestrator.prompts import (
     task_message,
 )
 from engine.orchestrator.runlog import RunRecord, item_record, new_run_id, write_run
+from engine.policy.redaction import redact
 from engine.store.layout import RepoLayout
 
 log = logging.getLogger(__name__)
@@ -369,7 +370,7 @@ class Orchestrator:
             usage=usage,
             cost=cost,
             edits_staged=staged,
-            errors=tuple(errors),
+            errors=tuple(redact(e) for e in errors),  # printed by the CLI and the app
             run_id=record.run_id,
             outcome=outcome,
             model=self.reasoner.model,

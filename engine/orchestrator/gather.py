@@ -704,6 +704,8 @@ class ContextGatherer:
         """The context pack for ``task`` within ``budget`` (which it fills)."""
         t0 = time.perf_counter()
         self.warnings = []
+        # A key typed into the task is masked before it becomes anchors, queries, reasons or output.
+        task = redact(task)
         classification = classify_intent(task)
         anchors = extract_anchors(task)
         notes: list[str] = []

@@ -63,7 +63,7 @@ FORMATS: tuple[_Format, ...] = (
     # and a long token used as the user part (https://<token>@github.com/...).
     _f(
         "credentials in a URL",
-        r"://(?:[^\s:/@\"'`]+:(?P<v>[^\s/@\"'`]+)|(?P<u>[A-Za-z0-9_\-]{20,}))@[\w.\-\[\]:]+",
+        r"://(?:[^\s:/@\"'`]*:(?P<v>[^\s/@\"'`]+)|(?P<u>[A-Za-z0-9_\-]{20,}))@[\w.\-\[\]:]+",
         word_start=False,
     ),
 )
@@ -103,6 +103,9 @@ _QUOTED_VALUE = re.compile(r"[ \t]*(?P<q>[\"'`])(?P<v>[^\"'`\n]+?)(?P=q)")
 # end of the line, an optional comment after it.
 _BARE_VALUE = re.compile(r"[ \t]*(?P<v>[^\s\"'`#=][^\s#]*)[ \t]*(?:#[^\n]*)?(?=\n|\r|$)")
 _LINE_LEAD = re.compile(r"[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]+)?[\"']?\Z")
+# An upper-case, env-style NAME=value anywhere in a line (a shell command, a sentence): the
+# value runs to a space or punctuation that ends a sentence.
+_INLINE_VALUE = re.compile(r"(?P<v>[^\s\"'`,;)]+)")
 
 # Values that are not secrets: placeholders, environment lookups, templates.
 PLACEHOLDER = re.compile(
@@ -222,9 +225,10 @@ def _assignment_hits(text: str, low: str | None) -> Iterator[SecretHit]:
             value_match = _QUOTED_VALUE.match(text, match.end())
             if value_match is None:
                 line_start = text.rfind("\n", 0, start) + 1
-                if not _LINE_LEAD.match(text, line_start, start):
-                    continue
-                value_match = _BARE_VALUE.match(text, match.end())
+                if _LINE_LEAD.match(text, line_start, start):
+                    value_match = _BARE_VALUE.match(text, match.end())
+                elif name.isupper() and match.group("op") == "=" and match.end() == name_end + 1:
+                    value_match = _INLINE_VALUE.match(text, match.end())
                 if value_match is None or _is_code(name, match.group("op"), value_match.group("v")):
                     continue
             value = value_match.group("v")

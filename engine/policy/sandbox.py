@@ -122,7 +122,19 @@ def resolve(
     patterns = tuple(DEFAULT_DENY if deny is None else deny)
     root_abs = os.path.abspath(os.fspath(root))
     real_root = os.path.realpath(root_abs)
-    rel = normalize_rel(root_abs, path, allow_root=allow_dir)
+    try:
+        rel = normalize_rel(root_abs, path, allow_root=allow_dir)
+    except PathDenied as exc:
+        # ``.e<soft hyphen>nv`` is malformed AND a secret: say the more useful of the two.
+        malformed_secret = (
+            exc.code == "PATH_INVALID"
+            and isinstance(path, str)
+            and "\x00" not in path
+            and is_secret_name(path, patterns)
+        )
+        if malformed_secret:
+            raise SecretPathDenied(f"{path!r} is on the secret deny-list (edits.deny)") from exc
+        raise
     _check_rel(rel, rel, patterns, resolved=False)
     lexical = os.path.join(root_abs, rel) if rel != "." else root_abs
     exists = True
@@ -152,8 +164,9 @@ def resolve(
     is_dir = stat.S_ISDIR(st.st_mode)
     if is_dir and not allow_dir:
         raise PathDenied(f"{rel} is a directory", code="PATH_INVALID")
-    if not is_dir and allow_dir and must_exist and not stat.S_ISREG(st.st_mode):
-        raise PathDenied(f"{rel} is not a regular file or directory", code="PATH_INVALID")
+    if not is_dir and not stat.S_ISREG(st.st_mode):
+        # A FIFO blocks a reader forever; a device or socket is never repository content.
+        raise PathDenied(f"{rel} is not a regular file", code="PATH_INVALID")
     return ResolvedPath(real_rel, Path(real), rel, True, is_dir)
 
 

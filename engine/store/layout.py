@@ -7,6 +7,7 @@ It creates directories but never opens databases; that is the store's job.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -56,6 +57,12 @@ def find_repo_root(path: str | os.PathLike[str] | None = None) -> Path:
     try:
         start = start.expanduser().resolve(strict=True)
     except (OSError, RuntimeError) as exc:
+        from engine.policy.errors import PathTooLong, SymlinkLoop
+
+        if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP:
+            raise SymlinkLoop(f"{path} goes round a loop of symbolic links") from exc
+        if getattr(exc, "errno", None) == errno.ENAMETOOLONG:
+            raise PathTooLong(f"path is too long for the file system: {str(path)[:80]}...") from exc
         raise PathError(f"path does not exist: {path}") from exc
     if start.is_file():
         start = start.parent

@@ -171,7 +171,6 @@ def test_identifier_parts_split_camel_and_snake() -> None:
 
 def test_source_of_files_on_the_secret_deny_list_is_never_returned(engine) -> None:
     from engine.edits.errors import SecretPathDenied
-
     from engine.errors import NotFoundError
 
     # Never indexed: no symbol, no source, no snippet; only its existence (a skipped file).
