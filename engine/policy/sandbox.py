@@ -236,8 +236,8 @@ def read_text(
     return read_bytes(resolve(root, path, deny=deny), max_bytes=max_bytes).decode("utf-8", errors="replace")
 
 
-def open_checked(path: str | os.PathLike[str]) -> bytes:
-    """The bytes of a file already known to be a real path inside the root (an indexed file):
-    opened without following a link, regular files only."""
+def open_checked(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> bytes:
+    """The bytes of a file already known to be a real path inside the root (an indexed file, a
+    manifest at the root): opened without following a link, regular files only."""
     p = Path(path)
-    return read_bytes(ResolvedPath(p.name, p, p.name, True, False))
+    return read_bytes(ResolvedPath(p.name, p, p.name, True, False), max_bytes=max_bytes)

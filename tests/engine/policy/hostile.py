@@ -116,7 +116,9 @@ def build_hostile_repo(base: Path) -> HostileRepo:
     outside.mkdir()
     repo.canaries["outside"] = f"CANARY_OUTSIDE_{tag}"
     (outside / "victim.txt").write_text(repo.canaries["outside"] + "\n")
-    (outside / "module.py").write_text(f'def stolen():\n    return "{repo.canaries["outside"]}"\n')
+    (outside / "module.py").write_text(
+        f'"""{repo.canaries["outside"]}"""\n\n\ndef stolen():\n    return "{repo.canaries["outside"]}"\n'
+    )
     passwd = _passwd_canary()
     if passwd:
         repo.canaries["/etc/passwd"] = passwd
@@ -165,6 +167,11 @@ def build_hostile_repo(base: Path) -> HostileRepo:
         "dangling": "nowhere/at/all",
         "dangling_out": "/nonexistent/semfora/x",
         "src/ok_link.py": "app.py",
+        # Files the overview reads by name: manifests, READMEs, package docstrings.
+        "requirements.txt": str(outside / "victim.txt"),
+        "requirements-dev.txt": "/etc/passwd",
+        "src/README.md": "../../outside/victim.txt",
+        "src/__init__.py": "../../outside/module.py",
     }
     for name, target in links.items():
         os.symlink(target, root / name)
