@@ -27,10 +27,13 @@ class _Format:
     pattern: re.Pattern[str]
     lower: bool = False
     word_start: bool = True  # the character before the match must not be [A-Za-z0-9_]
+    literal: str = ""  # every match contains it: a text without it is skipped (a fast substring test)
 
 
 def _f(kind: str, pattern: str, *, lower: bool = False, word_start: bool = True, flags: int = 0) -> _Format:
-    return _Format(kind, re.compile(pattern, flags), lower, word_start)
+    literal = re.match(r"(?:[A-Za-z0-9_:/-]|\\\.)*", pattern)
+    text = literal.group(0).replace("\\.", ".") if literal else ""
+    return _Format(kind, re.compile(pattern, flags), lower, word_start, text)
 
 
 # Group "v" (when present) is the secret value; otherwise the whole match is.
@@ -44,20 +47,20 @@ FORMATS: tuple[_Format, ...] = (
     _f("Anthropic API key", r"sk-ant-[A-Za-z0-9_\-]{8,}"),
     _f("OpenAI API key", r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
     *(_f("AWS access key id", prefix + r"[0-9A-Z]{16}\b") for prefix in ("AKIA", "ASIA", "AGPA", "AROA")),
-    _f("GitHub token", r"gh[pousr]_[A-Za-z0-9]{20,}"),
+    *(_f("GitHub token", prefix + r"_[A-Za-z0-9]{20,}") for prefix in ("ghp", "gho", "ghu", "ghs", "ghr")),
     _f("GitHub token", r"github_pat_[A-Za-z0-9_]{20,}"),
     _f("GitLab token", r"glpat-[A-Za-z0-9_\-]{20,}"),
     _f("Slack token", r"xox[abposr]-[A-Za-z0-9-]{10,}"),
     _f("Slack webhook", r"hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}", word_start=False),
     _f("Google API key", r"AIza[0-9A-Za-z_\-]{30,}"),
     _f("Hugging Face token", r"hf_[A-Za-z0-9]{20,}"),
-    *(_f("Stripe key", p + r"_(?:live|test)_[A-Za-z0-9]{16,}") for p in ("sk", "rk", "pk")),
+    *(_f("Stripe key", p + r"_[A-Za-z0-9]{16,}") for p in ("sk_live", "sk_test", "rk_live", "rk_test", "pk_live")),
     _f("Stripe key", r"whsec_[A-Za-z0-9]{20,}"),
     _f("npm token", r"npm_[A-Za-z0-9]{30,}"),
     _f("PyPI token", r"pypi-[A-Za-z0-9_\-]{40,}"),
     _f("SendGrid key", r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"),
     _f("JSON web token", r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
-    _f("bearer token", r"bearer\s+(?P<v>[A-Za-z0-9._~+/=\-]{16,})", lower=True),
+    _f("bearer token", r"bearer\s+(?P<v>[A-Za-z0-9._~+/=\-]{8,})", lower=True),
     _f("basic auth header", r"authorization:\s*basic\s+(?P<v>[A-Za-z0-9+/=]{8,})", lower=True),
     # scheme://user:password@host (any password length: postgres://admin:pw@db is a leak too),
     # and a long token used as the user part (https://<token>@github.com/...).
@@ -161,9 +164,23 @@ def is_placeholder(value: str) -> bool:
     return bool(PLACEHOLDER.match(value.strip()))
 
 
+_ENV_KEYS_BYTES = tuple(os.fsencode(v) for v in SECRET_ENV_VARS)
+
+
 def env_secret_values() -> list[str]:
-    """The current values of the well-known credential variables, longest first."""
-    values = [os.environ.get(var, "") for var in SECRET_ENV_VARS]
+    """The current values of the well-known credential variables, longest first.
+
+    Read on every call (a key set after start-up is masked too), from the environment's
+    underlying mapping when it has one: ``os.environ.get`` encodes and decodes on each lookup,
+    and the indexer redacts two short texts per symbol.
+    """
+    data = getattr(os.environ, "_data", None)
+    if isinstance(data, dict) and os.name == "posix":
+        values = [os.fsdecode(v) for v in map(data.get, _ENV_KEYS_BYTES) if v]
+    else:
+        values = [os.environ.get(var, "") for var in SECRET_ENV_VARS]
+    if not values:
+        return []
     return sorted({v for v in values if len(v) >= MIN_ENV_SECRET_LEN}, key=len, reverse=True)
 
 
@@ -182,6 +199,8 @@ def _format_hits(text: str, low: str | None) -> Iterator[SecretHit]:
                 haystack, pattern = low, fmt.pattern
         else:
             haystack, pattern = text, fmt.pattern
+        if fmt.literal and (low is not None or not fmt.lower) and fmt.literal not in haystack:
+            continue
         for match in pattern.finditer(haystack):
             if fmt.word_start and match.start() > 0 and text[match.start() - 1] in _WORD_CHARS:
                 continue
