@@ -54,7 +54,10 @@ FORMATS: tuple[_Format, ...] = (
     _f("Slack webhook", r"hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}", word_start=False),
     _f("Google API key", r"AIza[0-9A-Za-z_\-]{30,}"),
     _f("Hugging Face token", r"hf_[A-Za-z0-9]{20,}"),
-    *(_f("Stripe key", p + r"_[A-Za-z0-9]{16,}") for p in ("sk_live", "sk_test", "rk_live", "rk_test", "pk_live")),
+    *(
+        _f("Stripe key", p + r"_[A-Za-z0-9]{16,}")
+        for p in ("sk_live", "sk_test", "rk_live", "rk_test", "pk_live")
+    ),
     _f("Stripe key", r"whsec_[A-Za-z0-9]{20,}"),
     _f("npm token", r"npm_[A-Za-z0-9]{30,}"),
     _f("PyPI token", r"pypi-[A-Za-z0-9_\-]{40,}"),

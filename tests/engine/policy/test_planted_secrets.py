@@ -42,6 +42,7 @@ PLANTED = {
     "typed into the task": "sk-ant-api03-TypedIntoTheTask0123456789XYZ",
     "typed DB_PASS": "TypedDbPass777",
     "added in a commit": "ghp_AddedInACommit0123456789abcdefABCD",
+    "signature default": "PlantedSignaturePw9",
 }
 P = PLANTED
 
@@ -174,7 +175,10 @@ def test_no_planted_secret_reaches_a_model_a_file_or_the_terminal(
     orch.close()
 
     # CI: a commit that adds a secret is reported with the value masked.
-    (vault / "app" / "tokens.py").write_text(f'TOKEN = "{P["added in a commit"]}"\n')
+    (vault / "app" / "tokens.py").write_text(
+        f'TOKEN = "{P["added in a commit"]}"\n\n\n'
+        f'def rotate(user, password="{P["signature default"]}"):\n    return user\n'
+    )
     git(vault, "add", "app/tokens.py")
     git(vault, "commit", "-q", "-m", "add token")
     ci = cli(
@@ -191,6 +195,11 @@ def test_no_planted_secret_reaches_a_model_a_file_or_the_terminal(
         code=1,
     )
     assert any(f["rule"] == "secret-in-diff" for f in json.loads(ci.stdout)["findings"])
+    cli("ci", "--mode", "commit", "--commit", "HEAD", "--no-model", "--path", str(vault), code=1)
+    cli("diff", "HEAD~1", "HEAD", "--path", str(vault), "--format", "text")
+    assert (
+        "def rotate(user, password=" in cli("diff", "HEAD~1", "HEAD", "--path", str(vault), "--json").stdout
+    )
 
     # What was sent, and that the test could have caught a leak: the real lines were there.
     bodies = [json.dumps(r.body) for r in fake_anthropic.requests]
