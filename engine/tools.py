@@ -318,6 +318,7 @@ def _graph_rows(nodes: list[Any]) -> list[dict[str, Any]]:
             "line": n.line,
             "via": n.via,
             "package": n.package or "",
+            "parent_id": getattr(n, "parent_id", None) or "",
         }
         for n in nodes
     ]

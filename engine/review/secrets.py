@@ -1,14 +1,17 @@
 """Secret scanning of the lines a change adds, and of secret-looking files it adds.
 
-Owns the CI reporting of secrets: which hits become findings (format matches always; a
-literal assigned to a secret-named key only when it does not look like a fixture), masked so
-the finding itself never carries the secret into a CI log. The patterns and the file deny-list
-are the one policy's (``engine.policy.content``, ``engine.policy.names``).
+Owns when a secret blocks a merge. A match is reported by kind, file and line, with the value
+masked: the finding itself must never carry the secret into a CI log. In documentation, examples
+and test fixtures a match is reported without blocking, unless it looks real: a provider's own
+key format (``AKIA…``, ``ghp_…``, ``sk-ant-…``) with a random body. The patterns and the file
+deny-list are the one policy's (``engine.policy.content``, ``engine.policy.names``).
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from collections.abc import Iterable
 
 from engine.policy.content import find_secrets
@@ -19,6 +22,8 @@ from engine.semantic.diff import FileChange
 # Assigned values that are deliberate fakes in tests and docs: CI does not report them (the
 # redactor still masks them; masking a fake costs nothing).
 FIXTURE_VALUE = re.compile(r"(?i)^(?:test.*|fake.*|sample.*|mock.*)$")
+# An assigned literal with this few distinct characters (``aaaa``, ``1234``) is not a credential.
+MIN_DISTINCT_CHARS = 5
 # Source files named like ``secrets.py`` are often code about secrets: a medium finding, not high.
 CODE_SUFFIXES = (
     ".py",
@@ -35,8 +40,6 @@ CODE_SUFFIXES = (
     ".php",
     ".cs",
 )
-# An assigned literal with this few distinct characters (``aaaa``, ``1234``) is not a credential.
-MIN_DISTINCT_CHARS = 5
 
 
 def mask(value: str) -> str:
@@ -54,19 +57,79 @@ def is_secret_file(path: str) -> bool:
 ALLOW_MARKERS = ("pragma: allowlist secret", "semfora: allow-secret")
 
 
-def scan_line(text: str) -> list[tuple[str, str]]:
-    """(kind, masked value) for every secret on one line (none on a line marked as a fixture)."""
+# Kinds that are a provider's own key format: unambiguous, so they block even in a fixture or a
+# document unless the value is an obvious placeholder.
+PROVIDER_FORMATS = frozenset(
+    {
+        "Anthropic API key",
+        "OpenAI API key",
+        "AWS access key id",
+        "GitHub token",
+        "GitLab token",
+        "Slack token",
+        "Google API key",
+        "Hugging Face token",
+        "Stripe key",
+        "npm token",
+        "PyPI token",
+    }
+)
+# Below this many bits of entropy per character a provider-formatted value is a placeholder
+# (``ghp_xxxx…``, ``AKIA0000…``): real keys are random and score well above 3.
+REAL_KEY_ENTROPY = 3.0
+# Words that mark a documented example value (AWS documents ``AKIAIOSFODNN7EXAMPLE``).
+EXAMPLE_MARKERS = ("example", "sample", "dummy", "fake", "test", "xxxx", "0000", "1234")
+# Directories of test fixtures that are not test code by name (certificates, keys, recordings).
+FIXTURE_DIRS = re.compile(r"(^|/)(fixtures?|testdata|test_data|certs?|keys|cassettes|snapshots)/", re.I)
+
+
+def scan_matches(text: str) -> list[tuple[str, str]]:
+    """(kind, raw value) for every secret on one line (none on a line marked as a fixture).
+
+    Format matches always count; a literal assigned to a secret-named key only when no format
+    matched and it does not look like a fixture (``test…``, ``aaaa``)."""
     if any(marker in text for marker in ALLOW_MARKERS):
         return []
     hits = find_secrets(text)
-    formats = [h for h in hits if not h.is_assignment]
+    formats = [(h.kind, h.value) for h in hits if not h.is_assignment]
     if formats:
-        return [(h.kind, mask(h.value)) for h in formats]
+        return formats
     return [
-        (h.kind, mask(h.value))
+        (h.kind, h.value)
         for h in hits
         if len(set(h.value)) >= MIN_DISTINCT_CHARS and not FIXTURE_VALUE.match(h.value)
     ]
+
+
+def scan_line(text: str) -> list[tuple[str, str]]:
+    """(kind, masked value) for every secret on one line (none on a line marked as a fixture)."""
+    return [(kind, mask(value)) for kind, value in scan_matches(text)]
+
+
+def entropy(value: str) -> float:
+    """Shannon entropy in bits per character."""
+    if not value:
+        return 0.0
+    counts = Counter(value)
+    return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
+
+
+def looks_real(kind: str, value: str) -> bool:
+    """A provider-formatted key with a random body, not a documented placeholder."""
+    if kind not in PROVIDER_FORMATS:
+        return False
+    lowered = value.lower()
+    if any(marker in lowered for marker in EXAMPLE_MARKERS):
+        return False
+    return entropy(value) >= REAL_KEY_ENTROPY
+
+
+def is_fixture_path(path: str) -> bool:
+    """Documentation, examples, tests and their fixture data: where sample secrets live."""
+    from engine.policy.paths import PathKind, classify_path
+
+    kind = classify_path(path)
+    return kind in (PathKind.TEST, PathKind.DOCS, PathKind.EXAMPLE) or bool(FIXTURE_DIRS.search(path))
 
 
 def scan_files(files: Iterable[FileChange]) -> list[Finding]:
@@ -74,32 +137,44 @@ def scan_files(files: Iterable[FileChange]) -> list[Finding]:
     for f in files:
         if f.status == "deleted":
             continue
+        fixture = is_fixture_path(f.path)
         matched = secret_patterns_matching(f.path, DEFAULT_DENY)
         if matched:
-            only_by_word = all(p in SUGGESTIVE_PATTERNS for p in matched)
+            # ``app/secrets.py`` matches by a word in its name only: code about secrets, probably.
+            by_word_only = all(p in SUGGESTIVE_PATTERNS for p in matched) and f.path.endswith(CODE_SUFFIXES)
+            blocking = not fixture and not by_word_only
             findings.append(
                 Finding(
-                    "medium" if only_by_word and f.path.endswith(CODE_SUFFIXES) else "high",
+                    "high" if blocking else ("medium" if by_word_only and not fixture else "low"),
                     "secrets",
-                    f"a secret-bearing file is added to the repository: {f.path}",
+                    f"a secret-bearing file is added to the repository: {f.path}"
+                    + (" (a fixture: reported, not blocking)" if fixture else "")
+                    + (" (named like one: check it holds no secret)" if by_word_only and not fixture else ""),
                     f.path,
                     None,
                     None,
-                    rule="secret-file",
+                    rule="secret-in-fixture" if fixture else "secret-file",
+                    blocking=blocking,
                 )
             )
-            continue
+            if not by_word_only:
+                continue
         for line, text in f.added_lines:
-            for kind, masked in scan_line(text):
+            for kind, value in scan_matches(text):
+                blocking = not fixture or looks_real(kind, value)
                 findings.append(
                     Finding(
-                        "high",
+                        "high" if blocking else "low",
                         "secrets",
-                        f"{kind} added ({masked}); remove it and rotate it",
+                        f"{kind} added ({mask(value)}); remove it and rotate it"
+                        if blocking
+                        else f"{kind} in a document, example or test fixture ({mask(value)}): "
+                        "reported, not blocking; make sure it is not a real credential",
                         f.path,
                         line,
                         None,
-                        rule="secret-in-diff",
+                        rule="secret-in-diff" if blocking else "secret-in-fixture",
+                        blocking=blocking,
                     )
                 )
     return findings

@@ -71,6 +71,8 @@ class GraphNode:
     depth: int
     via: str  # resolution kind of the edge: same_file|import|unique|ranked|external
     package: str | None = None
+    # The node one hop nearer the start that this one was reached from (None at depth 1).
+    parent_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -428,7 +430,9 @@ class SymbolStore:
                     if key in seen:
                         continue
                     seen.add(key)
-                    out.append(GraphNode(other, name, file, line, level, via, package))
+                    out.append(
+                        GraphNode(other, name, file, line, level, via, package, sid if level > 1 else None)
+                    )
                     if other:
                         nxt.append(other)
                     if len(out) >= MAX_GRAPH_NODES:

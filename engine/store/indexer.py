@@ -611,6 +611,10 @@ def _resolve_graphs(
         known=preloaded.definitions if preloaded is not None else None,
     )
     resolving = _FileResolver(CallResolver(definitions), modules, languages, imports)
+    if preloaded is None:
+        # Incremental: a re-exporting package may be outside this round's files.
+        resolving.loader = lambda path: _imports_by_file(conn, [path]).get(path, [])
+    resolving.resolver.module_context = resolving.context_for
     total = len(todo)
     batch: list[tuple[object, ...]] = []
     if preloaded is not None:
@@ -654,6 +658,22 @@ class _FileResolver:
         self.contexts: dict[str, FileContext] = {}
         self.memo: dict[tuple[object, ...], Resolution] = {}
         self.memo_file: object = None
+        # Reads a file's imports when they were not loaded up front (incremental rounds).
+        self.loader: Callable[[str], list[ImportRef]] | None = None
+
+    def context_for(self, path: str) -> FileContext | None:
+        """The import context of any indexed file (to follow a package's re-exports)."""
+        ctx = self.contexts.get(path)
+        if ctx is not None:
+            return ctx
+        language = self.languages.get(path)
+        if language is None:
+            return None
+        refs = self.imports.get(path)
+        if refs is None and self.loader is not None:
+            refs = self.imports[path] = self.loader(path)
+        ctx = self.contexts[path] = file_context(path, language, refs or (), self.modules)
+        return ctx
 
     def forget_contexts(self) -> None:
         self.contexts.clear()

@@ -168,8 +168,19 @@ def _callers(args: argparse.Namespace) -> int:
         store = engine.store()
         sym = store.resolve_one(args.symbol)
         nodes = store.callers(sym.id, args.depth)
+    names = {n.symbol_id: n.name for n in nodes if n.symbol_id}
     rows = [
-        {"id": n.symbol_id, "name": n.name, "file": n.file, "line": n.line, "depth": n.depth, "via": n.via}
+        {
+            "id": n.symbol_id,
+            "name": n.name,
+            "file": n.file,
+            "line": n.line,
+            "depth": n.depth,
+            "via": n.via,
+            # Which caller one level up this one calls (depth 2 and deeper).
+            "parent_id": n.parent_id,
+            "parent": names.get(n.parent_id) if n.parent_id else None,
+        }
         for n in nodes
     ]
     if args.json:
@@ -178,8 +189,18 @@ def _callers(args: argparse.Namespace) -> int:
     print(f"{sym.qualified_name}  {sym.file}:{sym.start_line}")
     if not rows:
         print("  (no callers found)")
+    children: dict[str | None, list[dict[str, Any]]] = {}
     for r in rows:
-        print(f"{'  ' * r['depth']}{r['name']}  {r['file']}:{r['line']}  [{r['via']}]")
+        children.setdefault(r["parent_id"], []).append(r)
+
+    def show(parent: str | None) -> None:
+        # Each deeper caller is printed under the caller it calls, indented by depth.
+        for r in children.get(parent, []):
+            print(f"{'  ' * r['depth']}{r['name']}  {r['file']}:{r['line']}  [{r['via']}]")
+            if r["id"]:
+                show(r["id"])
+
+    show(None)
     return 0
 
 
