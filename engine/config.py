@@ -11,6 +11,7 @@ what is read: ``engine.policy.trust`` filters it here, and what it ignored is re
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import tomllib
@@ -18,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from engine.errors import ConfigError
 from engine.policy.names import DEFAULT_DENY
@@ -73,9 +74,20 @@ class LLMSettings(_Section):
         10.0, gt=0, description="Seconds to wait for a connection to the model API."
     )
     read_timeout: float = Field(
-        120.0, gt=0, description="Seconds to wait between streamed chunks of a reply."
+        60.0,
+        gt=0,
+        description="Seconds to wait for the first byte of a reply, and between its streamed chunks.",
     )
-    max_retries: int = Field(4, ge=0, le=10, description="Retries on 429, 5xx and overloaded answers.")
+    max_retries: int = Field(
+        4, ge=0, le=10, description="Retries on 429, 5xx, overloaded answers, timeouts and lost connections."
+    )
+    turn_timeout: float = Field(
+        300.0,
+        gt=0,
+        le=3600,
+        description="Seconds one turn may wait for the model in all (every call, retry and pause); "
+        "then it fails with MODEL_TIMEOUT (exit 3). Each retry is shown as it happens.",
+    )
     edit_retries: int = Field(
         2, ge=0, le=5, description="Times a failed edit block is sent back to the model."
     )
@@ -150,12 +162,64 @@ class SearchSettings(_Section):
     provider_timeout: float = Field(
         5.0, gt=0, description="Seconds before an embedding or LLM call is abandoned."
     )
+
+    @field_validator("embedding")
+    @classmethod
+    def _known_embedding(cls, value: str) -> str:
+        return check_embedding_spec(value)
+
+    @field_validator("chroma_url")
+    @classmethod
+    def _chroma_address(cls, value: str | None) -> str | None:
+        return check_chroma_url(value)
+
     local_embed_precision: Literal["auto", "float32", "bfloat16"] = Field(
         "auto",
         description="Arithmetic of a local sentence-transformers embedder on CPU. auto: bfloat16 when the "
         "CPU has native bfloat16 (AMX or AVX512-BF16; about 3x faster, vectors within 1e-4 cosine of "
         "float32), else float32.",
     )
+
+
+# What search.embedding may name: provider kinds, and whether each needs ":MODEL".
+EMBEDDING_KINDS = {"auto": False, "none": False, "off": False, "chroma-default": False}
+EMBEDDING_KINDS_WITH_MODEL = ("ollama", "sentence-transformers")
+# A Chroma server address: http(s)://host[:port][/path], or host:port (http assumed).
+_CHROMA_URL = re.compile(r"^(https?://)?[A-Za-z0-9._\-\[\]:]+(:\d{1,5})?(/\S*)?$")
+
+
+def check_embedding_spec(value: str) -> str:
+    """``value`` if it names a known embedding provider; ValueError says what is accepted."""
+    spec = value.strip()
+    kind, sep, model = spec.partition(":")
+    if kind.lower() in EMBEDDING_KINDS and not sep:
+        return spec
+    if kind.lower() == "ollama" or (kind.lower() == "sentence-transformers" and model.strip()):
+        return spec
+    raise ValueError(
+        f"unknown embedding provider {value!r}: use auto, none, ollama:MODEL, chroma-default "
+        "or sentence-transformers:NAME_OR_PATH"
+    )
+
+
+def check_chroma_url(value: str | None) -> str | None:
+    """``value`` if it looks like a Chroma server address (or is unset); ValueError otherwise."""
+    if value is None or not value.strip():
+        return None
+    url = value.strip()
+    host_part = url.split("://", 1)[-1].split("/", 1)[0]
+    port = host_part.rsplit(":", 1)[1] if ":" in host_part and not host_part.endswith("]") else None
+    scheme_ok = "://" not in url or url.startswith(("http://", "https://"))
+    if not (
+        scheme_ok
+        and _CHROMA_URL.match(url)
+        and host_part
+        and (port is None or (port.isdigit() and 0 < int(port) < 65536))
+    ):
+        raise ValueError(f"not a Chroma server address: {value!r} (expected http://HOST:PORT)")
+    if "://" not in url and port is None:
+        raise ValueError(f"not a Chroma server address: {value!r} (expected http://HOST:PORT or HOST:PORT)")
+    return url
 
 
 class CacheSettings(_Section):
@@ -388,7 +452,8 @@ def load_settings(
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         origin = sources.get(where, "configuration")
-        raise ConfigError(f"{where}: {first['msg']} (from {origin})") from exc
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"{where}: {message} (from {origin})") from exc
     loaded = LoadedSettings(settings, sources, files, trust=trust, ignored=tuple(ignored))
     report_untrusted_once(loaded)
     return loaded
@@ -408,6 +473,47 @@ def _default_of(dotted: str) -> Any:
     for part in dotted.split("."):
         node = getattr(node, part, None)
     return node
+
+
+def theme_names() -> set[str]:
+    """Names of the built-in themes and of the user's theme files (their ``name:`` line, else the stem)."""
+    from importlib import resources
+
+    names: set[str] = set()
+    sources: list[tuple[str, str]] = []
+    try:
+        for entry in resources.files("themes").iterdir():
+            if entry.name.endswith((".yaml", ".yml")):
+                sources.append((entry.name, entry.read_text(encoding="utf-8")))
+    except (ModuleNotFoundError, OSError):
+        pass
+    user_dir = config_home() / "themes"
+    if user_dir.is_dir():
+        for path in user_dir.iterdir():
+            if path.suffix in (".yaml", ".yml") and path.is_file():
+                try:
+                    sources.append((path.name, path.read_text(encoding="utf-8")))
+                except (OSError, UnicodeDecodeError):
+                    continue
+    for filename, text in sources:
+        found = re.search(r"^name:\s*['\"]?([^'\"\s#]+)", text, re.M)
+        names.add(found.group(1) if found else filename.rsplit(".", 1)[0])
+    return names
+
+
+def check_settings(loaded: LoadedSettings) -> None:
+    """What a field cannot check alone (an installed theme); raises ConfigError (exit 2).
+
+    `semfora config` and `doctor` call it; the app itself falls back to the default theme.
+    """
+    theme = loaded.settings.ui.theme
+    known = theme_names()
+    if known and theme not in known:
+        raise ConfigError(
+            f"ui.theme: unknown theme {theme!r} (from {loaded.source_of('ui.theme')}); "
+            f"known: {', '.join(sorted(known))}",
+            hint=f"add a theme file under {config_home() / 'themes'} or pick a known name",
+        )
 
 
 def iter_keys(model: type[BaseModel] = Settings, prefix: str = "") -> list[tuple[str, Any, str]]:

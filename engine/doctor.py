@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from engine.config import LoadedSettings, Settings, load_settings
+from engine.config import LoadedSettings, Settings, check_settings, load_settings
 from engine.errors import ConfigError, SemforaError
 from engine.store.layout import RepoLayout
 
@@ -186,6 +186,16 @@ def check_config(root: Path) -> tuple[Check, LoadedSettings | None]:
             "DOCTOR_CONFIG",
             "fix or remove the file named above, then run `semfora config` to see the effective values",
         ), None
+    try:
+        check_settings(loaded)
+    except ConfigError as exc:  # the rest of doctor still runs on these settings
+        return Check(
+            "config",
+            "fail",
+            exc.message,
+            "DOCTOR_CONFIG",
+            exc.hint or "run `semfora config` to see the values",
+        ), loaded
     files = ", ".join(str(f) for f in loaded.files) or "defaults only (no config file)"
     return Check("config", "ok", files), loaded
 

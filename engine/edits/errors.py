@@ -83,3 +83,21 @@ class NoEditBlocks(SemforaError):
 
     code = "NO_EDIT_BLOCKS"
     exit_code = EXIT_USAGE
+
+
+class CheckFailed(SemforaError):
+    """A lint or test command run after a commit failed; the commit itself stays (exit 1)."""
+
+    code = "CHECK_FAILED"
+
+
+class JournalCorrupt(SemforaError):
+    """An interrupted commit's journal cannot be read, so it cannot be rolled back (exit 1)."""
+
+    code = "EDIT_JOURNAL_CORRUPT"
+
+
+class HistoryCorrupt(SemforaError):
+    """An undo record cannot be read, so that change set cannot be undone (exit 1)."""
+
+    code = "EDIT_HISTORY_CORRUPT"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config import Settings
-from engine.errors import SemforaError
+from engine.errors import SemforaError, UsageError
 from engine.llm.base import (
     Messages,
     ModelCancelled,
@@ -79,10 +79,22 @@ class TurnResult:
     hunks: int = 0
     commit: Any = None
     extra_items: tuple[ContextItem, ...] = field(default=())
+    error_code: str | None = None  # set when the turn failed or a check after --apply failed
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome not in ("edit_failed", "error", "cancelled") and self.error_code is None
 
     def to_json(self) -> dict[str, Any]:
+        failure: dict[str, Any] = {}
+        if not self.ok:
+            failure = {
+                "error_code": self.error_code or "MODEL_ERROR",
+                "error_message": "; ".join(self.errors) or self.outcome,
+            }
         return {
-            "ok": self.outcome not in ("edit_failed", "error", "cancelled"),
+            "ok": self.ok,
+            **failure,
             "run_id": self.run_id,
             "outcome": self.outcome,
             "model": self.model,
@@ -254,6 +266,8 @@ class Orchestrator:
         block means nothing of that reply is staged; the failure (with the nearest real
         lines) goes back to the model at most ``llm.edit_retries`` times.
         """
+        if not task.strip():
+            raise UsageError("the task is empty: say what you want done", hint='e.g. semfora ask "explain X"')
         if self.reasoner is None:
             from engine.llm.select import describe_model_status
 
@@ -292,10 +306,13 @@ class Orchestrator:
         outcome = "answered"
         commit: Any = None
         reply = ""
+        error_code: str | None = None
+        # One deadline for every model call of this turn (NEED rounds and edit retries included).
+        deadline = time.monotonic() + self.settings.llm.turn_timeout
         try:
             while True:
                 t_call = time.perf_counter()
-                reply, done = self._call(system, messages, on_text, cancel)
+                reply, done = self._call(system, messages, on_text, cancel, deadline, status)
                 record.timings[f"model_{len(record.raw_replies) + 1}"] = time.perf_counter() - t_call
                 record.raw_replies.append(reply)
                 usage, cost = usage + done.usage, cost + done.cost_usd
@@ -323,6 +340,12 @@ class Orchestrator:
                     ]
                     continue
                 if EDIT_MARKER not in reply:
+                    if retries:
+                        # The model answered a failed edit without new blocks: it gave up.
+                        errors.append(
+                            f"the model sent no corrected edit blocks after {retries} failed attempt(s)"
+                        )
+                        outcome, error_code = "edit_failed", "EDIT_BLOCK_FAILED"
                     break
                 try:
                     staged, hunks = self._edits(task, reply, stage)
@@ -332,7 +355,7 @@ class Orchestrator:
                     prompt = getattr(exc, "retry_prompt", None)
                     if prompt is None or retries >= self.settings.llm.edit_retries:
                         errors.append(exc.message)
-                        outcome = "edit_failed"
+                        outcome, error_code = "edit_failed", exc.code
                         break
                     retries += 1
                     status(f"edit blocks failed ({exc.message}); asking the model again ({retries})")
@@ -348,11 +371,19 @@ class Orchestrator:
                     outcome = "applied" if commit.committed else "staged"
                     if not commit.committed:
                         errors.append(f"the staged edits were not applied: {commit.message}")
+                    failed = [c for c in commit.checks if not c.ok]
+                    if failed:
+                        errors.extend(
+                            f"{c.name} ({c.command}) failed with exit {c.exit_code}" for c in failed
+                        )
+                        error_code = "CHECK_FAILED"
                 except SemforaError as exc:  # e.g. a file changed on disk: the edits stay staged
                     errors.append(f"could not apply the staged edits: {exc.message}")
+                    error_code = exc.code
         except ModelCancelled as exc:
             reply, outcome = exc.partial_text, "cancelled"
             errors.append(exc.message)
+            error_code = exc.code
         except SemforaError as exc:  # model errors, a lost key mid-session: logged, then raised
             reply, outcome = getattr(exc, "partial_text", "") or reply, "error"
             errors.append(exc.message)
@@ -379,14 +410,24 @@ class Orchestrator:
             hunks=hunks,
             commit=commit,
             extra_items=tuple(extra),
+            error_code=error_code,
         )
 
     def _call(
-        self, system: Any, messages: Messages, on_text: TextCallback | None, cancel: threading.Event | None
+        self,
+        system: Any,
+        messages: Messages,
+        on_text: TextCallback | None,
+        cancel: threading.Event | None,
+        deadline: float,
+        on_status: StatusCallback,
     ) -> tuple[str, StreamDone]:
         assert self.reasoner is not None
         parts: list[str] = []
-        for event in self.reasoner.stream(system, list(messages), cancel=cancel):
+        events = self.reasoner.stream(
+            system, list(messages), cancel=cancel, deadline=deadline, on_status=on_status
+        )
+        for event in events:
             if isinstance(event, TextDelta):
                 parts.append(event.text)
                 if on_text is not None:

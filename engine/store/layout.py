@@ -52,6 +52,7 @@ def find_repo_root(path: str | os.PathLike[str] | None = None) -> Path:
 
     Inside a git work tree this is the top level; elsewhere it is the directory
     itself, so that a plain directory still works (the tree is walked instead).
+    A path that is missing or is not a directory is a ``PathError`` (exit 2).
     """
     start = Path(path) if path is not None else Path.cwd()
     try:
@@ -64,10 +65,12 @@ def find_repo_root(path: str | os.PathLike[str] | None = None) -> Path:
         if getattr(exc, "errno", None) == errno.ENAMETOOLONG:
             raise PathTooLong(f"path is too long for the file system: {str(path)[:80]}...") from exc
         raise PathError(f"path does not exist: {path}") from exc
-    if start.is_file():
-        start = start.parent
     if not start.is_dir():
-        raise PathError(f"not a directory: {path}")
+        # Never the file's parent: `index --path ~/.bashrc` would index the home directory.
+        raise PathError(
+            f"not a directory: {path} (a repository path must be a directory)",
+            hint="pass the repository's directory, or run semfora from inside it",
+        )
     top = _git(start, "rev-parse", "--show-toplevel")
     if not top:
         return start

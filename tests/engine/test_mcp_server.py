@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.conftest import SEMFORA
@@ -26,7 +28,9 @@ async def _session(root, body):
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=SEMFORA, args=["mcp", "--path", str(root)])
+    # The whole environment: the client's default keeps only HOME/PATH-like variables, which
+    # dropped XDG_CACHE_HOME and made the server write to the real ~/.cache/semfora.
+    params = StdioServerParameters(command=SEMFORA, args=["mcp", "--path", str(root)], env=dict(os.environ))
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         return await body(session)

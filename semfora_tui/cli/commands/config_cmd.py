@@ -1,11 +1,15 @@
-"""`semfora config`: the effective settings and the source of each value."""
+"""`semfora config`: the effective settings and the source of each value.
+
+Invalid settings are a ConfigError (exit 2), including what no single field can check
+(an installed theme), so `semfora config` is the place to validate a configuration.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from engine.config import iter_keys, load_settings
+from engine.config import check_settings, iter_keys, load_settings
 from engine.store.layout import find_repo_root
 from semfora_tui.cli.output import print_json
 
@@ -24,6 +28,7 @@ def _lookup(settings: object, dotted: str) -> object:
 def run(args: argparse.Namespace) -> int:
     root = find_repo_root(args.path)
     loaded = load_settings(root)
+    check_settings(loaded)
     rows = []
     for dotted, _default, _doc in iter_keys():
         rows.append(

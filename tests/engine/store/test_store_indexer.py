@@ -176,7 +176,7 @@ def test_permission_denied_file_is_skipped_and_the_run_continues(make_repo) -> N
     prefix = DROP_DAC if os.geteuid() == 0 else []
     try:
         proc = subprocess.run(
-            [*prefix, SEMFORA, "index", "--no-vectors", "--json"],
+            [*prefix, SEMFORA, "index", "--no-vectors", "--json", "--paths"],
             cwd=root,
             capture_output=True,
             text=True,
