@@ -32,8 +32,10 @@ RPC_NOT_FOUND = -32002
 RPC_UNAVAILABLE = -32001
 RPC_INTERNAL = -32603
 INSTRUCTIONS = (
-    "semfora's semantic engine for one repository. Start with get_repo_overview (bounded, ~2.5k tokens), "
-    "then search_symbols or search, then get_symbol / get_symbol_source for just what you need. "
+    "semfora's semantic engine for one repository. For a task (a bug report, a change, a question), "
+    "call get_context first: it returns the code to read or change, budgeted (default 8k tokens). "
+    "Otherwise start with get_repo_overview (bounded, ~2.5k tokens), then search_symbols or search, "
+    "then get_symbol / get_symbol_source for just what you need. "
     "Prefer list_symbols + get_symbol over get_module (8-12k tokens)."
 )
 

@@ -33,6 +33,11 @@ MAX_MODULE_SYMBOLS = 500
 MAX_DIRECTORY_FILES = 300
 # Calls shown inside one get_symbol reply.
 MAX_SYMBOL_CALLS = 40
+# get_context budgets: the app's default; at most what one MCP reply carries (its cap is
+# 100,000 characters, ~25,000 tokens at chars/4); below the minimum a pack holds no code.
+DEFAULT_CONTEXT_BUDGET = 8_000
+MAX_CONTEXT_BUDGET = 24_000
+MIN_CONTEXT_BUDGET = 500
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,7 @@ class Engine:
         self.settings = settings if settings is not None else load_settings(layout.root).settings
         self.on_warning = on_warning
         self._store: SymbolStore | None = None
+        self._orchestrator: Any = None
         self.last_report: Any = None
 
     @classmethod
@@ -91,7 +97,19 @@ class Engine:
         )
         return self.last_report
 
+    def orchestrator(self) -> Any:
+        """The Model-B orchestrator of this repository (no reasoner: it builds packs only)."""
+        if self._orchestrator is None:
+            from engine.orchestrator.core import Orchestrator
+
+            self.store()  # the first pack needs an index
+            self._orchestrator = Orchestrator(self.layout, self.settings)
+        return self._orchestrator
+
     def close(self) -> None:
+        if self._orchestrator is not None:
+            self._orchestrator.close()
+            self._orchestrator = None
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -169,6 +187,26 @@ def _symbol_detail(store: SymbolStore, sym: Symbol) -> dict[str, Any]:
 
 
 # --- the tools ---------------------------------------------------------------------------------
+
+
+def get_context(engine: Engine, task: str, budget: int = DEFAULT_CONTEXT_BUDGET) -> ToolResult:
+    """semfora's Model-B context pack for a task (a bug report, a change to make, a question): the
+    code most likely to be read or changed, as whole definitions or excerpts with marked gaps, then
+    a map of what it calls and is called by, chosen and budgeted by the engine (no model call).
+    Use it instead of exploring; ask get_symbol_source for a definition shown as an excerpt.
+
+    Token cost: about ``budget`` (default 8,000; 500 to 24,000).
+    """
+    if not task.strip():
+        raise UsageError("get_context: the task is empty")
+    if not MIN_CONTEXT_BUDGET <= budget <= MAX_CONTEXT_BUDGET:
+        raise UsageError(
+            f"get_context: budget must be between {MIN_CONTEXT_BUDGET} and {MAX_CONTEXT_BUDGET}, not {budget}"
+        )
+    pack = engine.orchestrator().build_context(task, budget)
+    text = "\n".join(item.rendered for item in pack.items)
+    footer = f"\n-- {len(pack.items)} items, {pack.total_tokens}/{pack.budget} tokens, intent {pack.intent}\n"
+    return ToolResult(pack.to_json(), text + footer)
 
 
 def get_repo_overview(engine: Engine) -> ToolResult:
@@ -579,6 +617,22 @@ _SYMBOL = Param("symbol", "string", "symbol id, qualified name (Class.method) or
 TOOLS: dict[str, ToolSpec] = {
     spec.name: spec
     for spec in (
+        _spec(
+            get_context,
+            Param(
+                "task",
+                "string",
+                "the task in the user's words: a bug report, a change, a question",
+                required=True,
+            ),
+            Param(
+                "budget",
+                "integer",
+                f"tokens the pack may use ({MIN_CONTEXT_BUDGET}-{MAX_CONTEXT_BUDGET})",
+                default=DEFAULT_CONTEXT_BUDGET,
+                maximum=MAX_CONTEXT_BUDGET,
+            ),
+        ),
         _spec(get_repo_overview),
         _spec(list_modules),
         _spec(get_module, Param("module", "string", "module (directory) path", required=True)),

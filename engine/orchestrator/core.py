@@ -28,7 +28,7 @@ from engine.llm.base import (
     Usage,
 )
 from engine.orchestrator.budget import ContextBudget, ContextItem
-from engine.orchestrator.gather import ContextGatherer, ContextPack
+from engine.orchestrator.context import ContextGatherer, ContextPack
 from engine.orchestrator.intent import classify_intent
 from engine.orchestrator.memory import Episode, SemforaMemory, SessionStore, TurnRecall
 from engine.orchestrator.prompts import (
@@ -47,6 +47,10 @@ log = logging.getLogger(__name__)
 
 # Rounds of NEED follow-up per turn (issue 5): enough to fill a gap, too few to explore.
 MAX_NEED_ROUNDS = 2
+# Each NEED round may add this share of the request budget: the first pack spends the budget
+# on code, so a round gets its own allowance (a turn's context stays within
+# budget x (1 + MAX_NEED_ROUNDS x NEED_ROUND_SHARE)), enough for a few whole definitions.
+NEED_ROUND_SHARE = 0.5
 # cache.db namespace of overview texts, keyed by size cap and index.db state.
 OVERVIEW_NAMESPACE = "overview"
 # Highest fan-in symbols pre-summarized once per session when ollama.presummarize is on.
@@ -240,6 +244,32 @@ class Orchestrator:
         lines = self.session.summary_lines(SESSION_MEMORY_TURNS)
         return self.gatherer.build(task, budget, session_lines=lines, recalled=recalled)
 
+    def resolve_need(
+        self, pack: ContextPack, names: list[str], budget: int | None = None, round_no: int = 1
+    ) -> list[ContextItem]:
+        """The items one NEED round adds to ``pack`` for ``names``, as ``run_turn`` would send them.
+
+        ``names`` are what a model writes in a NEED block: symbol names (``Session.send``,
+        ``send``) or repository paths (``src/app.py``), at most ``MAX_NEED_TARGETS`` served.
+        ``budget`` is the round's allowance in tokens (default: ``NEED_ROUND_SHARE`` of the
+        pack's budget). Code the pack showed whole is not sent again; a symbol the pack showed
+        as an excerpt comes whole. Never calls a model.
+        """
+        from engine.orchestrator.anchors import looks_like_path
+        from engine.orchestrator.prompts import MAX_NEED_TARGETS
+
+        wanted = list(dict.fromkeys(n for n in names if n.strip()))[:MAX_NEED_TARGETS]
+        allowance = self.new_budget(budget if budget is not None else int(NEED_ROUND_SHARE * pack.budget))
+        with self._lock:
+            answer = self.gatherer.resolve_need(
+                pack,
+                [n for n in wanted if not looks_like_path(n)],
+                [n for n in wanted if looks_like_path(n)],
+                allowance,
+                round_no,
+            )
+        return list(answer.items)
+
     def render(self, pack: ContextPack) -> str:
         """The request exactly as ``run_turn`` would send it first, as text."""
         return render_pack(
@@ -322,7 +352,11 @@ class Orchestrator:
                         errors.append(f"the model asked for more context after {MAX_NEED_ROUNDS} rounds")
                         break
                     need_rounds += 1
-                    items, missing = self.gatherer.resolve_need(need.symbols, need.files, budget, need_rounds)
+                    round_budget = self.new_budget(int(NEED_ROUND_SHARE * budget.limit))
+                    answer = self.gatherer.resolve_need(
+                        pack, need.symbols, need.files, round_budget, need_rounds, sent=extra
+                    )
+                    items, missing = list(answer.items), list(answer.missing)
                     extra.extend(items)
                     record.need_rounds.append(
                         {

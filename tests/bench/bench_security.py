@@ -144,7 +144,7 @@ def _attack_world(work: Path, counts: dict[str, int], rng: random.Random, tally:
     from engine.index.pipeline import refresh_text_index
     from engine.mcp_server import answer, build_tools
     from engine.orchestrator.budget import ContextBudget
-    from engine.orchestrator.gather import ContextGatherer
+    from engine.orchestrator.context import ContextGatherer
     from engine.orchestrator.memory import SemforaMemory
     from engine.orchestrator.prompts import parse_need
     from engine.policy.names import is_git_component, is_secret_name
@@ -212,10 +212,10 @@ def _attack_world(work: Path, counts: dict[str, int], rng: random.Random, tally:
         need = parse_need("NEED:\n" + "".join(f"- {r}\n" for r in raws if "\n" not in r))
         if need is None:
             return ""
-        items, _missing = gatherer.resolve_need(
-            need.symbols, need.files, ContextBudget.from_settings(settings, 8000), 1
+        answer = gatherer.resolve_need(
+            None, need.symbols, need.files, ContextBudget.from_settings(settings, 8000), 1
         )
-        return "\n".join(i.text for i in items)
+        return "\n".join(i.text for i in answer.items)
 
     for n in range(counts["need"]):
         raws = [path(n)] + [random_path(rng, repo) for _ in range(rng.randint(0, 3))]

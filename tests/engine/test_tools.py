@@ -62,6 +62,7 @@ def test_every_registered_tool_documents_its_token_cost() -> None:
         "generate_index",
         "check_index",
         "list_languages",
+        "get_context",
     }
     assert set(tools.TOOLS) == expected
     for spec in tools.TOOLS.values():

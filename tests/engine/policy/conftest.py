@@ -26,7 +26,7 @@ class HostileWorld:
 def hostile_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostileWorld]:
     """Module-scoped: its own XDG dirs (the autouse per-test ones change between tests)."""
     from engine.config import load_settings
-    from engine.orchestrator.gather import ContextGatherer
+    from engine.orchestrator.context import ContextGatherer
     from engine.orchestrator.memory import SemforaMemory
     from engine.store.layout import RepoLayout
     from engine.tools import Engine

@@ -166,7 +166,8 @@ def test_no_planted_secret_reaches_a_model_a_file_or_the_terminal(
     from engine.store.layout import RepoLayout
 
     layout = RepoLayout.for_path(vault)
-    settings = load_settings(layout.root).settings
+    # Background summaries of the highest fan-in symbols (their source goes to Ollama).
+    settings = load_settings(layout.root, overrides={"ollama.presummarize": True}).settings
     fake_anthropic.reply("It retries.")
     orch = Orchestrator(layout, settings, make_reasoner(settings))
     orch.run_turn("explain connect and push_url")

@@ -122,10 +122,10 @@ def test_every_hand_written_attack_gets_nothing_anywhere(hostile_world) -> None:
 
     for raw in hostile_paths(hostile_world.repo):
         assert _check_resolution(hostile_world, raw) is None, raw  # refused outright
-        items, missing = hostile_world.gatherer.resolve_need(
-            (), (raw,), ContextBudget.from_settings(hostile_world.settings, 8000), 1
+        answer = hostile_world.gatherer.resolve_need(
+            None, (), (raw,), ContextBudget.from_settings(hostile_world.settings, 8000), 1
         )
-        assert items == [] and len(missing) == 1, raw
+        assert answer.items == () and len(answer.missing) == 1, raw
         for tool in ("analyze_file", "analyze_directory"):
             assert _mcp_answer(hostile_world, tool, {"path": raw}) == "", (tool, raw)
 
@@ -171,10 +171,10 @@ def test_no_generated_need_block_fetches_a_canary(hostile_world, parts, lead) ->
     need = parse_need(reply)
     if need is None:
         return
-    items, _missing = hostile_world.gatherer.resolve_need(
-        need.symbols, need.files, ContextBudget.from_settings(hostile_world.settings, 8000), 1
+    answer = hostile_world.gatherer.resolve_need(
+        None, need.symbols, need.files, ContextBudget.from_settings(hostile_world.settings, 8000), 1
     )
-    text = "\n".join(i.text for i in items)
+    text = "\n".join(i.text for i in answer.items)
     assert not hostile_world.repo.leaked(text), raws
 
 
@@ -182,11 +182,11 @@ def test_need_for_the_issues_files_gets_nothing(hostile_world) -> None:
     from engine.orchestrator.budget import ContextBudget
 
     files = ("etc_dir/passwd", ".git/config", "gitcfg.txt", "envlink.txt", ".env", "secrets.py")
-    items, missing = hostile_world.gatherer.resolve_need(
-        ("get_secret", "stolen"), files, ContextBudget.from_settings(hostile_world.settings, 8000), 1
+    answer = hostile_world.gatherer.resolve_need(
+        None, ("get_secret", "stolen"), files, ContextBudget.from_settings(hostile_world.settings, 8000), 1
     )
-    assert items == []
-    assert len(missing) == len(files) + 2
+    assert answer.items == ()
+    assert len(answer.missing) == len(files) + 2
 
 
 # --- every MCP tool that takes a path or returns content -------------------------------------------
