@@ -23,8 +23,8 @@ from urllib.parse import urlparse
 from engine.config import Settings
 from engine.errors import ServiceUnavailable
 from engine.index import fts
-from engine.index.chunking import is_test_path
 from engine.index.embeddings import Embedder, EmbedderChoice, choose_embedder
+from engine.policy.paths import is_test_path
 from engine.store.layout import RepoLayout
 
 log = logging.getLogger("semfora.index.vectors")
@@ -73,6 +73,9 @@ def _client(layout: RepoLayout, settings: Settings) -> Any:
         host = parsed.hostname or "127.0.0.1"
         port = parsed.port or (443 if parsed.scheme == "https" else 8000)
         return _http_client(chromadb, url, host, port, parsed.scheme == "https", chroma_settings)
+    from engine.index.chroma_health import ensure_chroma_usable
+
+    ensure_chroma_usable(layout)  # a damaged chroma.sqlite3 is set aside, and rebuilt by `index`
     layout.chroma_dir.mkdir(parents=True, exist_ok=True)
     return chromadb.PersistentClient(path=str(layout.chroma_dir), settings=chroma_settings)
 

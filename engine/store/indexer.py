@@ -28,6 +28,8 @@ from pathlib import Path
 from engine import flock
 from engine.config import Settings
 from engine.errors import LockBusy
+from engine.lifetime import die_with_parent
+from engine.policy.redaction import redact
 from engine.semantic.graph import (
     CALLABLE_KINDS,
     SELF_RECEIVERS,
@@ -175,8 +177,8 @@ def _rows(path: str, fa: FileAnalysis, size: int, mtime_ns: int, sha: str) -> Fi
                 s.language,
                 s.start_line,
                 s.end_line,
-                s.signature,
-                s.doc,
+                redact(s.signature),  # index.db never stores a secret a signature or doc holds
+                redact(s.doc),
                 s.parent,
                 s.exported,
                 _json_list(s.decorators),
@@ -332,7 +334,11 @@ def _parse_all(
             analyze_source(f"warm-up.{language}", b"", language)
     size = max(BATCH_MIN, min(BATCH_MAX, total // (workers * 8) or BATCH_MIN))
     batches = [items[i : i + size] for i in range(0, total, size)]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    # Workers die with semfora (a killed `index` must leave no orphan holding index.lock).
+    parent = os.getpid() if context.get_start_method() == "fork" else None
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=die_with_parent, initargs=(parent,)
+    ) as pool:
         pending: set[Future[bytes]] = set()
         queue = iter(batches)
         limit = workers * TASKS_IN_FLIGHT_PER_WORKER
@@ -810,7 +816,9 @@ def _resolve_bulk(
     _FORKED = (resolving, calls)
     try:
         ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),)
+        ) as pool:
             done = pool.map(_resolve_to_shard, jobs)
             if while_waiting is not None:
                 while_waiting()
@@ -936,7 +944,7 @@ def _run(
     warnings: list[StoreWarning],
 ) -> IndexReport:
     root = layout.root
-    found = discover(root, settings.index)
+    found = discover(root, settings.index, deny=settings.edits.deny)
     plan = _plan(conn, root, found.candidates)
     known_paths = {r[0] for r in conn.execute("SELECT path FROM files")}
     bulk = not known_paths  # an empty index: load without secondary indexes, resolve from memory

@@ -8,12 +8,15 @@ document. All behaviour lives in ``engine.edits``; this module only presents it.
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from typing import Any
 
 from engine.config import load_settings
 from engine.edits import EditBlockError, EditSession, FileChange, recover, undo
-from engine.errors import UsageError
+from engine.edits.errors import CheckFailed
+from engine.errors import EXIT_PROBLEM, UsageError
+from engine.policy.errors import PathTooLong, SymlinkLoop
 from engine.store.layout import RepoLayout
 from semfora_tui.cli.output import print_json, warn
 
@@ -52,10 +55,16 @@ def _read_stage_input(target: str | None) -> str:
         raise UsageError("edits stage needs FILE (or - for stdin)")
     if target == "-":
         return sys.stdin.read()
+    if "\x00" in target:
+        raise UsageError("the file name holds a NUL byte", code="PATH_INVALID")
     try:
         with open(target, encoding="utf-8", newline="") as fh:
             return fh.read()
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SymlinkLoop(f"{target} goes round a loop of symbolic links") from exc
+        if exc.errno == errno.ENAMETOOLONG:
+            raise PathTooLong(f"{target} is too long for the file system") from exc
         raise UsageError(f"cannot read {target}: {exc.strerror}", code="PATH_NOT_FOUND") from exc
     except UnicodeDecodeError as exc:
         raise UsageError(f"{target} is not UTF-8 text") from exc
@@ -138,7 +147,18 @@ def run(args: argparse.Namespace) -> int:
             )
             if not check.ok and check.output.strip():
                 lines.append(check.output.rstrip())
-        _emit(args, result.to_json(), "\n".join(lines))
+        payload = result.to_json()
+        failed = [c for c in result.checks if not c.ok]
+        if failed:
+            # The commit landed and stays; the run still failed, like `make` after a broken test.
+            problem = CheckFailed(
+                "; ".join(f"{c.name} ({c.command}) failed with exit {c.exit_code}" for c in failed)
+                + " after the commit (which stays; `semfora edits undo` reverts it)"
+            )
+            payload.update(problem.to_json())
+        _emit(args, payload, "\n".join(lines))
+        if failed:
+            return EXIT_PROBLEM
     elif action == "rollback":
         n = session.rollback()
         _emit(args, {"ok": True, "discarded": n}, f"discarded {n} staged hunk(s)" if n else "no staged edits")

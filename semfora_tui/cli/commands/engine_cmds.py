@@ -17,6 +17,9 @@ from engine.errors import NotFoundError, UsageError
 from engine.store.db import MAX_GRAPH_DEPTH, StoreWarning
 from semfora_tui.cli.output import is_tty, print_json, warn
 
+# Lists in the index report that `index --json` prints only with --paths.
+PATH_LISTS = ("changed_paths", "deleted_paths", "skipped_files")
+
 
 def _warn(w: StoreWarning) -> None:
     warn(f"[{w.code}] {w.message}")
@@ -86,6 +89,10 @@ def _index(args: argparse.Namespace) -> int:
                 vectors = VectorIndexer(engine.layout, engine.settings).run(progress=progress)
     if args.json:
         payload = report.to_json()
+        if not args.paths:
+            # Counts only: on a big repository the lists are megabytes on one line.
+            for key in PATH_LISTS:
+                payload.pop(key, None)
         payload["vectors"] = (
             {"enabled": False, "reason": "--no-vectors"}
             if vectors is None
