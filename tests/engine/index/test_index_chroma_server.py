@@ -13,7 +13,8 @@ import pytest
 
 from engine.config import load_settings
 from engine.index.hybrid import search
-from engine.index.vectors import VectorIndexer, _client, collection_name
+from engine.index.chroma import chroma_client, chroma_store, collection_name
+from engine.index.vectors import VectorIndexer
 from engine.store.indexer import index_repository
 
 CHROMA = str(Path(sys.executable).with_name("chroma"))
@@ -68,7 +69,7 @@ def test_index_and_search_through_a_chroma_server(
     report = VectorIndexer(layout, settings).run()
     assert report.enabled and report.embedded > 0 and report.pending == 0
     assert not layout.chroma_dir.exists()  # nothing embedded locally
-    client = _client(layout, settings)
+    client = chroma_client(chroma_store(layout, settings))
     assert type(client).__name__ != "PersistentClient"
     col = client.get_collection(collection_name(layout, "ollama:nomic-embed-text"))
     assert col.count() == report.embedded
@@ -93,13 +94,13 @@ def test_an_unreachable_chroma_server_turns_vectors_off(fake_ollama, monkeypatch
 
 
 def test_a_chroma_server_that_never_answers_does_not_hang(fake_ollama, monkeypatch, indexed_repo) -> None:
-    from engine.index import vectors
+    from engine.index import chroma
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)  # accepts connections (kernel backlog) but never replies
     try:
-        monkeypatch.setattr(vectors, "CHROMA_CONNECT_TIMEOUT", 0.5)
+        monkeypatch.setattr(chroma, "CHROMA_CONNECT_TIMEOUT", 0.5)
         monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
         monkeypatch.setenv("SEMFORA_CHROMA_URL", f"http://127.0.0.1:{listener.getsockname()[1]}")
         layout, _ = indexed_repo()

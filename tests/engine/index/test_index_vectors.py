@@ -13,7 +13,8 @@ from engine.config import load_settings
 from engine.index import embeddings
 from engine.index.embeddings import choose_embedder, cpu_has_native_bf16
 from engine.index.hybrid import search
-from engine.index.vectors import VectorIndexer, _client, collection_name
+from engine.index.chroma import chroma_client, chroma_store, collection_name
+from engine.index.vectors import VectorIndexer
 from engine.store.indexer import index_repository
 from tests.conftest import git
 
@@ -25,7 +26,7 @@ def _use(monkeypatch: pytest.MonkeyPatch, spec: str, **env: str) -> None:
 
 
 def _chroma_ids(layout, settings, spec: str) -> set[str]:
-    col = _client(layout, settings).get_collection(collection_name(layout, spec))
+    col = chroma_client(chroma_store(layout, settings)).get_collection(collection_name(layout, spec))
     return set(col.get(include=[])["ids"])
 
 
@@ -40,7 +41,7 @@ def _chunk_ids(layout) -> set[str]:
 def test_none_turns_vectors_off_and_search_still_works(indexed_repo) -> None:
     layout, settings = indexed_repo()
     report = VectorIndexer(layout, settings).run()
-    assert not report.enabled and "off" in report.reason
+    assert not report.enabled and report.reason == "search.embedding = none"
     hits = search(layout, settings, "strip authorization header", mode="hybrid")
     assert hits and all(h.sources["vector"] is None for h in hits)
 
@@ -83,10 +84,11 @@ def test_chroma_default_is_never_downloaded(monkeypatch, tmp_path) -> None:
     assert not (tmp_path / ".cache" / "chroma").exists()  # nothing was fetched
 
 
-def test_sentence_transformers_with_a_missing_path_is_off(monkeypatch, tmp_path) -> None:
+def test_sentence_transformers_with_a_missing_path_is_a_configuration_error(monkeypatch, tmp_path) -> None:
     _use(monkeypatch, f"sentence-transformers:{tmp_path / 'no-such-model'}")
-    choice = choose_embedder(load_settings(None).settings)
-    assert not choice.enabled and "local directory" in choice.reason
+    with pytest.raises(embeddings.EmbeddingUnavailable, match="local directory") as caught:
+        choose_embedder(load_settings(None).settings)
+    assert caught.value.exit_code == 2
 
 
 def test_vectors_follow_edits_deletes_and_renames(fake_ollama, monkeypatch, indexed_repo) -> None:
