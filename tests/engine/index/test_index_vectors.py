@@ -11,9 +11,9 @@ import pytest
 
 from engine.config import load_settings
 from engine.index import embeddings
+from engine.index.chroma import chroma_client, chroma_store, collection_name
 from engine.index.embeddings import choose_embedder, cpu_has_native_bf16
 from engine.index.hybrid import search
-from engine.index.chroma import chroma_client, chroma_store, collection_name
 from engine.index.vectors import VectorIndexer
 from engine.store.indexer import index_repository
 from tests.conftest import git
