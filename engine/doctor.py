@@ -483,7 +483,7 @@ def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Chec
         status = vector_status(layout, settings, choice=choice, check_store=True)
     except ChromaUnavailable as exc:
         return Check("vectors", "skip", f"{exc.message} (see chroma)")
-    data = {
+    data: dict[str, object] = {
         "embedded": status.embedded,
         "total": status.total,
         "missing": status.missing,
