@@ -401,7 +401,7 @@ def choose_embedder(settings: Settings) -> EmbedderChoice:
         if chroma_default_cached():
             return EmbedderChoice(ChromaDefaultEmbedder(chroma_onnx_dir()), spec, "")
         reasons.append("chroma's default model is not cached")
-        return EmbedderChoice(None, spec, "vectors are off: " + "; ".join(reasons))
+        return EmbedderChoice(None, spec, "; ".join(reasons))
     raise ConfigError(
         f"unknown embedding provider {spec!r}",
         hint="use auto, none, ollama:MODEL, chroma-default or sentence-transformers:NAME_OR_PATH",

@@ -433,7 +433,8 @@ class VectorSearcher:
 
     @property
     def status(self) -> str:
-        return f"vectors on ({self.choice.embedder.spec})" if self.choice.embedder else self.choice.reason
+        embedder = self.choice.embedder
+        return f"vectors on ({embedder.spec})" if embedder else f"vectors are off ({self.choice.reason})"
 
     def _record(self) -> tuple[str | None, str | None, str | None, int]:
         conn = fts.connect(self.layout.index_db)

@@ -289,3 +289,19 @@ def test_vectors_nobody_recorded_are_removed_and_lost_ones_reembedded(
     report = VectorIndexer(layout, settings).run()
     assert report.missing == 2 and report.embedded == 2
     assert _chroma_ids(layout, settings, spec) == _chunk_ids(layout)
+
+
+def test_collection_names_are_per_working_tree_whole_and_valid(make_repo) -> None:
+    import re
+
+    from engine.store.layout import RepoLayout
+
+    first, second = make_repo({"a.py": "x = 1\n"}), make_repo({"a.py": "x = 1\n"})
+    for root in (first, second):
+        git(root, "remote", "add", "origin", "https://example.invalid/team/app.git")
+    model = "sentence-transformers:/opt/models/multilingual-e5-small-finetuned-for-code-search"
+    names = [collection_name(RepoLayout.for_path(r), model) for r in (first, second)]
+    assert names[0] != names[1]  # same remote, two trees
+    assert "opt-models-multilingual-e5-small-finetuned-for-code-search" in names[0]  # not cut short
+    for name in names:
+        assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]", name) and ".." not in name
