@@ -133,6 +133,12 @@ class SearchSettings(_Section):
         description="URL of a Chroma server (chroma run). Unset: embedded under the cache dir. The code "
         "index and turn memory both use it, one collection per working tree and model. Env: SEMFORA_CHROMA_URL.",
     )
+    vector_service: Literal["auto", "off"] = Field(
+        "auto",
+        description="auto: one-shot commands (search, context) ask a shared local process for vector "
+        "results, started on demand and stopped after 10 idle minutes, so they need not import chromadb "
+        "or load a model; off: every process searches vectors itself.",
+    )
     expansion: bool = Field(False, description="Expand queries with 2 rewrites from a local LLM.")
     rerank: bool = Field(False, description="Rerank the top 20 candidates with a local LLM.")
     llm_model: str = Field("qwen2.5-coder:1.5b", description="Ollama model for expansion and rerank.")

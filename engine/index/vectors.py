@@ -389,7 +389,20 @@ class VectorIndexer:
             done += len(present)
             if progress is not None:
                 progress(f"embedding chunks with {embedder.spec}", done, total)
+        if done or orphans or missing or reembed:
+            # Long-lived readers (the vector query service) reopen an embedded store when this changes.
+            _set_meta(conn, "vector_generation", str(time.time_ns()))
+            conn.commit()
         return report(cancelled=cancelled)
+
+
+_service_role = [False]
+
+
+def use_query_service(enabled: bool = True) -> None:
+    """Called by one-shot commands (`semfora search`, `context`): ask the shared query service
+    (``engine.index.query_service``) instead of importing chromadb and loading a model here."""
+    _service_role[0] = enabled
 
 
 class VectorSearcher:
@@ -413,6 +426,11 @@ class VectorSearcher:
 
     @classmethod
     def for_repo(cls, layout: RepoLayout, settings: Settings) -> VectorSearcher:
+        if _service_role[0]:
+            from engine.index.query_service import service_enabled
+
+            if service_enabled(settings):
+                return RemoteVectorSearcher.for_repo(layout, settings)  # type: ignore[return-value]
         store = chroma_store(layout, settings)
         key = (str(layout.root), f"{settings.search.embedding}|{store.key}")
         with cls._cache_lock:
@@ -582,3 +600,81 @@ def vector_status(
             collection = _existing_collection(chroma_client(store), name or "")
             missing = max(0, embedded - (int(collection.count()) if collection is not None else 0))
     return VectorStatus(True, picked.embedder.spec, "", embedded, total, missing, store.key)
+
+
+class RemoteVectorSearcher:
+    """A VectorSearcher whose work runs in the shared query service; in-process when it cannot.
+
+    The embedding choice is made here (so a bad model path is still an exit-2 error of this command),
+    but the model is loaded and Chroma opened only in the service.
+    """
+
+    _cache: dict[tuple[str, str], RemoteVectorSearcher] = {}
+    _cache_lock = threading.Lock()
+
+    def __init__(self, layout: RepoLayout, settings: Settings, choice: EmbedderChoice) -> None:
+        self.layout = layout
+        self.settings = settings
+        self.choice = choice
+        self.notice = ""
+        self._local: VectorSearcher | None = None
+
+    @classmethod
+    def for_repo(cls, layout: RepoLayout, settings: Settings) -> RemoteVectorSearcher:
+        key = (str(layout.root), f"{settings.search.embedding}|{chroma_store(layout, settings).key}")
+        with cls._cache_lock:
+            found = cls._cache.get(key)
+            if found is None:
+                found = cls(layout, settings, choose_embedder(settings))
+                cls._cache[key] = found
+            return found
+
+    @property
+    def enabled(self) -> bool:
+        return self.choice.enabled
+
+    @property
+    def status(self) -> str:
+        embedder = self.choice.embedder
+        return f"vectors on ({embedder.spec})" if embedder else f"vectors are off ({self.choice.reason})"
+
+    def _fallback(self, why: str) -> VectorSearcher:
+        if self._local is None:
+            log.info("vector query service unavailable (%s); searching in-process", why)
+            self._local = VectorSearcher(self.layout, self.settings, self.choice)
+        return self._local
+
+    def _call(self, op: str, **extra: Any) -> dict[str, Any] | None:
+        from engine.index.query_service import ServiceFailed, call, describe
+
+        if self._local is not None:
+            return None
+        try:
+            reply = call({"op": op, **describe(self.layout, self.settings), **extra})
+        except ServiceFailed as exc:
+            self._fallback(str(exc))
+            return None
+        if not reply.get("ok") and reply.get("code") not in (ChromaUnavailable.code,):
+            self._fallback(str(reply.get("message")))
+            return None
+        return reply
+
+    def unavailable(self) -> str:
+        reply = self._call("status")
+        if reply is None:
+            return self._fallback("").unavailable()
+        if not reply.get("ok"):
+            return str(reply.get("message"))
+        self.notice = str(reply.get("notice") or "")
+        return str(reply.get("problem") or "")
+
+    def ready(self) -> bool:
+        return not self.unavailable()
+
+    def query(self, text: str, limit: int = DEFAULT_VECTOR_CANDIDATES) -> list[tuple[str, float]]:
+        reply = self._call("query", text=text, limit=limit)
+        if reply is None:
+            return self._fallback("").query(text, limit)
+        if not reply.get("ok"):
+            raise ChromaUnavailable(str(reply.get("message")))
+        return list(zip(reply["ids"], (float(d) for d in reply["distances"]), strict=False))
