@@ -47,7 +47,6 @@ def _ensure_index(layout: RepoLayout, settings: Settings, *, quiet: bool) -> Non
 
 def run_search(args: argparse.Namespace) -> int:
     from engine.index.hybrid import search, validate_request
-
     from engine.index.vectors import use_query_service
 
     validate_request(args.mode, args.limit)
