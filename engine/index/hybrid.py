@@ -256,10 +256,10 @@ def _composed_name_symbols(conn: sqlite3.Connection, query: str) -> list[Symbol]
     by_name: dict[str, list[Symbol]] = {}
     for i in range(0, len(wanted), SQL_PARAMS_PER_QUERY):
         part = wanted[i : i + SQL_PARAMS_PER_QUERY]
-        sql = f"SELECT {SYMBOL_COLUMNS} FROM symbols WHERE name_lower IN ({','.join('?' * len(part))})"
+        sql = f"SELECT {SYMBOL_COLUMNS}, name_lower FROM symbols WHERE name_lower IN ({','.join('?' * len(part))})"
         for r in conn.execute(sql, part):
-            sym = row_to_symbol(r)
-            by_name.setdefault(sym.name.lower(), []).append(sym)
+            # Keyed by the column matched: `res.sendfile` is found under `sendfile`, its bare name.
+            by_name.setdefault(r[-1], []).append(row_to_symbol(r[:-1]))
     ordered = sorted(
         (n for n, syms in by_name.items() if len(syms) <= COMPOSED_NAME_MAX),
         key=lambda n: (len(by_name[n]), names[n], n),

@@ -96,7 +96,7 @@ def missing_gold(index_db: Path, tasks: list[Task]) -> list[str]:
 def prepare_corpus(name: str) -> Path:
     from tests.bench import corpora
 
-    source = corpora.flask() if name == "flask" else corpora.django()
+    source = corpora.corpus(name)
     dest = WORK / "corpora" / name
     marker = dest / ".semfora-bench-source"
     if not (marker.exists() and marker.read_text() == str(source)):

@@ -146,3 +146,12 @@ def test_any_query_composes_names_without_error(indexed_repo, query) -> None:
     layout, settings_ = indexed_repo({"auth/hashers.py": HASHERS})
     hits = search(layout, settings_, query, mode="symbols", limit=10, record_metrics=False)
     assert len(hits) <= 10
+
+
+def test_a_composed_name_matching_an_assigned_js_function_does_not_crash(indexed_repo) -> None:
+    """`res.sendfile = function (...)` is indexed with bare name `sendfile`: the words "send" and
+    "file" compose that name, and the lookup must find it rather than fail on its dotted name."""
+    js = "var res = module.exports = {};\nres.sendfile = function (path, options) {\n  return path;\n};\n"
+    layout, settings_ = indexed_repo({"lib/response.js": js})
+    hits = search(layout, settings_, "sending a file must refuse a relative path", mode="symbols", limit=5)
+    assert hits and hits[0].symbol == "res.sendfile"
