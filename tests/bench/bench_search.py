@@ -12,6 +12,8 @@ Writes the ``search`` section of docs/benchmarks.md:
    the shared query service, cold and warm, and in-process) and off, and the parts of an in-process
    one (importing chromadb, loading the light model); warm in-process hybrid and vector search.
 5. The same quality and latency figures for Flask indexed into a real `chroma run` server.
+6. The context benchmark's task set (``tests/bench/queries/context``, 12 corpora): recall@10 and code
+   coverage of the context pack with and without vectors, public and held-out apart.
 
 Run: ``.venv/bin/python -m tests.bench.bench_search`` (needs CPU torch and the ``[local-embed]``
 extra; ``--no-vectors``, ``--vector-budget S``, ``--no-server`` and ``--no-rerank`` trim it).
@@ -88,6 +90,74 @@ def what_vectors_add(corpora: dict[str, tuple[Any, Any]]) -> dict[str, dict[str,
                 for k in ev.KS:
                     merged.found[k] += part.found[k]
         out[label] = scores
+    return out
+
+
+# Token budget of the context packs judged for code coverage (the context benchmark's middle budget).
+PACK_BUDGET = 8000
+
+
+def context_set(vector_budget: float | None) -> dict[str, dict[str, list[float]]]:
+    """The context benchmark's task set (many corpora and languages): recall@10 of hybrid search and
+    code coverage of the 8,000-token context pack, with and without vectors, public and held-out apart.
+
+    Code coverage is bench_context's primary rule (``pack_metrics.code_covered``): the gold symbol's
+    definition line is among the lines of an item of its file. Per configuration and set, the lists hold
+    one 0/1 per task (recall) and one 0/1 per gold symbol (coverage).
+    """
+    import threading
+
+    from engine.config import load_settings
+    from engine.index.hybrid import search
+    from engine.index.vectors import VectorIndexer
+    from engine.orchestrator.core import Orchestrator
+    from engine.store.db import SymbolStore
+    from engine.store.indexer import index_repository
+    from engine.store.layout import RepoLayout
+    from tests.bench import pack_metrics as pm
+    from tests.bench.tasksets import SETS, resolve_gold
+
+    tasks = SETS["newset"].load()
+    out: dict[str, dict[str, list[float]]] = {}
+    for corpus in sorted({t.corpus for t in tasks}):
+        mine = [t for t in tasks if t.corpus == corpus]
+        root = ev.prepare_corpus(corpus)
+        layout = RepoLayout(root)
+        settings = load_settings(root).settings
+        index_repository(layout, settings)
+        cancel = threading.Event()
+        timer = threading.Timer(vector_budget, cancel.set) if vector_budget else None
+        if timer is not None:
+            timer.start()
+        try:
+            report = VectorIndexer(layout, settings).run(cancel=cancel)
+        finally:
+            if timer is not None:
+                timer.cancel()
+        log(f"{corpus}: {report.embedded} chunks embedded ({report.pending} pending), {len(mine)} tasks")
+        store = SymbolStore(layout)
+        try:
+            found = resolve_gold(mine, store)
+        finally:
+            store.close()
+        for task in mine:
+            text = {g.file: (root / g.file).read_bytes().decode("utf-8", errors="replace") for g in task.gold}
+            golds = [
+                pm.gold_span(g.file, g.symbol, found[g].start_line, found[g].end_line, text[g.file])
+                for g in task.gold
+            ]
+            part = "held-out" if task.heldout else "public"
+            for label, conf in (("with vectors", settings), ("without vectors", _without_vectors(settings))):
+                hits = search(layout, conf, task.query, mode="hybrid", limit=10, record_metrics=False)
+                wanted = {(g.file, g.symbol) for g in task.gold}
+                bucket = out.setdefault(f"{part}|{label}", {"recall": [], "code": []})
+                bucket["recall"].append(float(any((h.file, h.symbol) in wanted for h in hits)))
+                orch = Orchestrator(layout, conf)
+                try:
+                    items = list(orch.build_context(task.query, budget=PACK_BUDGET).to_json()["items"])
+                finally:
+                    orch.close()
+                bucket["code"] += [float(pm.code_covered(g, items)) for g in golds]
     return out
 
 
@@ -295,6 +365,32 @@ def render_vectors(extra: dict[str, Any]) -> str:
                 f"{label}: vectors add {delta:+.2f} recall@10 to hybrid"
                 + (" (target on the held-out part: +0.08)." if label == "held-out" else ".")
             )
+    ctx: dict[str, dict[str, list[float]]] = extra.get("context_set", {})
+    if ctx:
+        out += [
+            "",
+            "The context set (`tests/bench/queries/context/`, many corpora and languages; held-out part apart): "
+            "recall@10 of hybrid search, and code coverage of the 8,000-token `context` pack (share of gold "
+            "symbols whose definition line the pack shows, bench_context's rule), with and without vectors.",
+            "",
+            "| set | configuration | tasks | recall@10 | gold symbols | code coverage |",
+            "|---|---|---|---|---|---|",
+        ]
+        for key, v in sorted(ctx.items()):
+            part, label = key.split("|")
+            out.append(
+                f"| {part} | {label} | {len(v['recall'])} | {statistics.mean(v['recall']):.3f} | "
+                f"{len(v['code'])} | {statistics.mean(v['code']):.3f} |"
+            )
+        for part in ("public", "held-out"):
+            on, off = ctx.get(f"{part}|with vectors"), ctx.get(f"{part}|without vectors")
+            if on and off:
+                out.append("")
+                out.append(
+                    f"{part}: vectors add {statistics.mean(on['recall']) - statistics.mean(off['recall']):+.3f} "
+                    f"recall@10 and {statistics.mean(on['code']) - statistics.mean(off['code']):+.3f} code coverage"
+                    + (" (target on the held-out part: +0.08 recall@10)." if part == "held-out" else ".")
+                )
     tp: dict[str, float] = extra.get("throughput", {})
     if tp:
         out += [
@@ -378,6 +474,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-rerank", action="store_true")
     parser.add_argument("--no-server", action="store_true", help="skip the `chroma run` part")
     parser.add_argument("--vector-budget", type=float, default=None)
+    parser.add_argument("--no-context-set", action="store_true", help="skip the context task set part")
     args = parser.parse_args(argv)
     eval_args = [
         a for a in ("--no-vectors" if args.no_vectors else "", "--no-rerank" if args.no_rerank else "") if a
@@ -397,6 +494,8 @@ def main(argv: list[str] | None = None) -> int:
             root = ev.prepare_corpus(name)
             corpora[name] = (RepoLayout(root), load_settings(root).settings)
         extra["added"] = what_vectors_add(corpora)
+        if not args.no_context_set:
+            extra["context_set"] = context_set(args.vector_budget)
         django_layout, django_settings = corpora["django"]
         extra["throughput"] = throughput(django_layout.index_db)
         root = django_layout.root
