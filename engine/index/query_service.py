@@ -57,7 +57,11 @@ def socket_path() -> Path:
 
 
 def service_enabled(settings: Settings) -> bool:
-    return settings.search.vector_service == "auto" and len(str(socket_path())) <= MAX_SOCKET_PATH
+    return (
+        settings.search.vector_service == "auto"
+        and hasattr(socket, "AF_UNIX")  # no Unix sockets (Windows): every process searches itself
+        and len(str(socket_path())) <= MAX_SOCKET_PATH
+    )
 
 
 # --- client -------------------------------------------------------------------------------------
