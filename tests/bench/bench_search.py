@@ -330,9 +330,12 @@ def on_a_server(queries: list[str]) -> dict[str, Any]:
         return result
     finally:
         os.environ.pop("SEMFORA_CHROMA_URL", None)
-        from engine.index.vectors import VectorSearcher
+        from engine.index.vectors import VectorIndexer, VectorSearcher
 
         VectorSearcher.forget_all()
+        # Back to the embedded store: its collection is intact, so this only re-verifies the record.
+        root = ev.prepare_corpus("flask")
+        VectorIndexer(RepoLayout(root), load_settings(root).settings).run()
         proc.terminate()
         try:
             proc.wait(timeout=10)
