@@ -305,3 +305,38 @@ def test_collection_names_are_per_working_tree_whole_and_valid(make_repo) -> Non
     assert "opt-models-multilingual-e5-small-finetuned-for-code-search" in names[0]  # not cut short
     for name in names:
         assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]", name) and ".." not in name
+
+
+def test_mcp_search_answers_and_warns_when_the_vector_store_is_unreachable(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    import socket
+
+    from engine.mcp_server import build_tools
+    from engine.tools import Engine
+
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    layout, settings = indexed_repo()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    # Built on the server, which then went away.
+    monkeypatch.setenv("SEMFORA_CHROMA_URL", f"http://127.0.0.1:{closed}")
+    conn = sqlite3.connect(layout.index_db)
+    conn.execute("INSERT OR REPLACE INTO text_meta VALUES ('vector_spec', 'ollama:nomic-embed-text')")
+    conn.execute(
+        "INSERT OR REPLACE INTO text_meta VALUES ('vector_collection', 'sf-chunks-x-y-0123456789abcdef')"
+    )
+    conn.execute(
+        "INSERT OR REPLACE INTO text_meta VALUES ('vector_store', ?)", (f"server:http://127.0.0.1:{closed}",)
+    )
+    conn.execute("INSERT INTO vector_state SELECT chunk_id, content_hash FROM text_chunks")
+    conn.commit()
+    conn.close()
+    engine = Engine.open(layout.root)
+    try:
+        data, _text = build_tools(engine)["search"].call({"query": "strip authorization header"})
+    finally:
+        engine.close()
+    assert data["results"] and data["results"][0]["file"] == "app/auth.py"
+    assert len(data["warnings"]) == 1 and "not reachable" in data["warnings"][0]
