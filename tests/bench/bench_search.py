@@ -97,7 +97,11 @@ def what_vectors_add(corpora: dict[str, tuple[Any, Any]]) -> dict[str, dict[str,
 PACK_BUDGET = 8000
 
 
-def context_set(vector_budget: float | None) -> dict[str, dict[str, list[float]]]:
+def context_set(
+    vector_budget: float | None,
+    corpora: list[str] | None = None,
+    on_corpus: Any = None,
+) -> dict[str, dict[str, list[float]]]:
     """The context benchmark's task set (many corpora and languages): recall@10 of hybrid search and
     code coverage of the 8,000-token context pack, with and without vectors, public and held-out apart.
 
@@ -119,7 +123,7 @@ def context_set(vector_budget: float | None) -> dict[str, dict[str, list[float]]
 
     tasks = SETS["newset"].load()
     out: dict[str, dict[str, list[float]]] = {}
-    for corpus in sorted({t.corpus for t in tasks}):
+    for corpus in corpora or sorted({t.corpus for t in tasks}):
         mine = [t for t in tasks if t.corpus == corpus]
         root = ev.prepare_corpus(corpus)
         layout = RepoLayout(root)
@@ -158,6 +162,8 @@ def context_set(vector_budget: float | None) -> dict[str, dict[str, list[float]]
                 finally:
                     orch.close()
                 bucket["code"] += [float(pm.code_covered(g, items)) for g in golds]
+        if on_corpus is not None:
+            on_corpus(corpus, out)  # progress for long runs: the figures so far
     return out
 
 
