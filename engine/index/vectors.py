@@ -84,13 +84,18 @@ def _open_collection(client: Any, name: str) -> Any:
 
 def _existing_collection(client: Any, name: str) -> Any | None:
     """The collection called ``name``, or None when the store has none by that name."""
+    from chromadb.errors import NotFoundError
+
     try:
-        names = {c if isinstance(c, str) else c.name for c in client.list_collections()}
+        return client.get_collection(name, embedding_function=None)
+    except NotFoundError:
+        return None
+    except ValueError as exc:  # some chromadb 1.x releases say "does not exist" with a ValueError
+        if "does not exist" in str(exc):
+            return None
+        raise ChromaUnavailable(f"the Chroma store failed: {exc}") from exc
     except Exception as exc:  # connection failures surface as assorted chromadb/httpx types
         raise ChromaUnavailable(f"the Chroma store stopped answering: {exc}") from exc
-    if name not in names:
-        return None
-    return client.get_collection(name, embedding_function=None)
 
 
 def _all_ids(collection: Any) -> dict[str, str | None]:
