@@ -137,7 +137,7 @@ class SentenceTransformerEmbedder:
     """A local sentence-transformers model, loaded from disk with the hub switched off.
 
     Two runtimes compute the same vectors (cosine >= 0.999, tested): the light one
-    (``engine.index.minilm``: numpy + tokenizers, loads in ~0.1 s) for BERT encoders with mean
+    (``engine.index.minilm``: numpy + tokenizers, loads in ~0.5 s) for BERT encoders with mean
     pooling, and torch (sentence-transformers, loads in seconds, bfloat16 on CPUs that have it) for
     the rest and for bulk builds, where its speed pays for its start. Queries always take the light
     runtime when the model allows it, so a fresh process answers without importing torch.

@@ -2,8 +2,8 @@
 
 Owns reading a sentence-transformers model directory (config, tokenizer.json, model.safetensors,
 pooling) and turning texts into mean-pooled, L2-normalised vectors with numpy and the
-``tokenizers`` library only, so a query is embedded without importing torch (tens of milliseconds
-to load instead of seconds). It never downloads anything and never talks to Chroma.
+``tokenizers`` library only, so a query is embedded without importing torch (about half a second
+to load instead of several). It never downloads anything and never talks to Chroma.
 """
 
 from __future__ import annotations
