@@ -6,6 +6,8 @@ STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 STAMP_BENCH := $(VENV)/.installed-bench
 REPO   ?= $(CURDIR)
+# Single-quote a value for the shell (a path with spaces or quotes stays one argument).
+shquote = '$(subst ','\'',$(1))'
 
 .PHONY: run test lint bench install dev clean typecheck
 
@@ -32,7 +34,7 @@ install: $(STAMP_RUN)
 dev: $(STAMP_DEV)
 
 run: $(STAMP_RUN)
-	$(VENV)/bin/semfora $(REPO)
+	$(VENV)/bin/semfora $(call shquote,$(REPO))
 
 lint: $(STAMP_DEV)
 	$(VENV)/bin/ruff check .

@@ -3,20 +3,34 @@
 Defaults live in the pydantic models below; they are overlaid, in order, by the
 user file ``$XDG_CONFIG_HOME/semfora/config.toml``, the repository file
 ``.semfora.toml`` and ``SEMFORA_*`` (plus a few well-known) environment variables.
+A repository file the user has not trusted (``semfora trust``) cannot run commands or widen
+what is read: ``engine.policy.trust`` filters it here, and what it ignored is reported once.
 ``docs/configuration.md`` is checked against these models by a test.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import sys
+import threading
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from engine.errors import ConfigError
+from engine.policy.names import DEFAULT_DENY
+from engine.policy.trust import (
+    TRUST_FILE,
+    IgnoredSetting,
+    RepoTrust,
+    TrustStore,
+    filter_untrusted,
+    needs_trust,
+)
 from engine.store.layout import config_home
 
 # A current Sonnet; claude-sonnet-4-5 reaches end-of-life on 2026-11-30.
@@ -60,9 +74,20 @@ class LLMSettings(_Section):
         10.0, gt=0, description="Seconds to wait for a connection to the model API."
     )
     read_timeout: float = Field(
-        120.0, gt=0, description="Seconds to wait between streamed chunks of a reply."
+        60.0,
+        gt=0,
+        description="Seconds to wait for the first byte of a reply, and between its streamed chunks.",
     )
-    max_retries: int = Field(4, ge=0, le=10, description="Retries on 429, 5xx and overloaded answers.")
+    max_retries: int = Field(
+        4, ge=0, le=10, description="Retries on 429, 5xx, overloaded answers, timeouts and lost connections."
+    )
+    turn_timeout: float = Field(
+        300.0,
+        gt=0,
+        le=3600,
+        description="Seconds one turn may wait for the model in all (every call, retry and pause); "
+        "then it fails with MODEL_TIMEOUT (exit 3). Each retry is shown as it happens.",
+    )
     edit_retries: int = Field(
         2, ge=0, le=5, description="Times a failed edit block is sent back to the model."
     )
@@ -145,6 +170,17 @@ class SearchSettings(_Section):
     provider_timeout: float = Field(
         5.0, gt=0, description="Seconds before an embedding or LLM call is abandoned."
     )
+
+    @field_validator("embedding")
+    @classmethod
+    def _known_embedding(cls, value: str) -> str:
+        return check_embedding_spec(value)
+
+    @field_validator("chroma_url")
+    @classmethod
+    def _chroma_address(cls, value: str | None) -> str | None:
+        return check_chroma_url(value)
+
     local_embed_precision: Literal["auto", "float32", "bfloat16"] = Field(
         "auto",
         description="Arithmetic of a local sentence-transformers model on the torch runtime (bulk builds). "
@@ -152,6 +188,47 @@ class SearchSettings(_Section):
         "within 1e-4 cosine of float32), else float32. Queries and small updates of a BERT model such as "
         "MiniLM use the light numpy runtime (float32), which needs no torch.",
     )
+
+
+# What search.embedding may name: provider kinds, and whether each needs ":MODEL".
+EMBEDDING_KINDS = {"auto": False, "none": False, "off": False, "chroma-default": False}
+EMBEDDING_KINDS_WITH_MODEL = ("ollama", "sentence-transformers")
+# A Chroma server address: http(s)://host[:port][/path], or host:port (http assumed).
+_CHROMA_URL = re.compile(r"^(https?://)?[A-Za-z0-9._\-\[\]:]+(:\d{1,5})?(/\S*)?$")
+
+
+def check_embedding_spec(value: str) -> str:
+    """``value`` if it names a known embedding provider; ValueError says what is accepted."""
+    spec = value.strip()
+    kind, sep, model = spec.partition(":")
+    if kind.lower() in EMBEDDING_KINDS and not sep:
+        return spec
+    if kind.lower() == "ollama" or (kind.lower() == "sentence-transformers" and model.strip()):
+        return spec
+    raise ValueError(
+        f"unknown embedding provider {value!r}: use auto, none, ollama:MODEL, chroma-default "
+        "or sentence-transformers:NAME_OR_PATH"
+    )
+
+
+def check_chroma_url(value: str | None) -> str | None:
+    """``value`` if it looks like a Chroma server address (or is unset); ValueError otherwise."""
+    if value is None or not value.strip():
+        return None
+    url = value.strip()
+    host_part = url.split("://", 1)[-1].split("/", 1)[0]
+    port = host_part.rsplit(":", 1)[1] if ":" in host_part and not host_part.endswith("]") else None
+    scheme_ok = "://" not in url or url.startswith(("http://", "https://"))
+    if not (
+        scheme_ok
+        and _CHROMA_URL.match(url)
+        and host_part
+        and (port is None or (port.isdigit() and 0 < int(port) < 65536))
+    ):
+        raise ValueError(f"not a Chroma server address: {value!r} (expected http://HOST:PORT)")
+    if "://" not in url and port is None:
+        raise ValueError(f"not a Chroma server address: {value!r} (expected http://HOST:PORT or HOST:PORT)")
+    return url
 
 
 class CacheSettings(_Section):
@@ -165,31 +242,24 @@ class MetricsSettings(_Section):
     )
 
 
-# Files that are never written and never sent to a model (secrets and credentials).
-DEFAULT_DENY: tuple[str, ...] = (
-    ".env",
-    ".env.*",
-    "*.pem",
-    "*.key",
-    "id_*",
-    "*secret*",
-    "*credentials*",
-    ".netrc",
-    ".npmrc",
-    ".pypirc",
-    "*.p12",
-    "*.pfx",
-)
-
-
 class EditSettings(_Section):
     deny: list[str] = Field(
         default_factory=lambda: list(DEFAULT_DENY),
-        description="Glob patterns of files that are never written and never sent to a model.",
+        description="Glob patterns of secret files: never indexed, embedded, served, sent to a model or "
+        "written (the default list is in docs/security.md). A repository's .semfora.toml may add "
+        "patterns; removing one needs `semfora trust`.",
     )
     max_file_bytes: int = Field(2_000_000, ge=1024, description="Files above this size are not edited.")
-    lint_cmd: str | None = Field(None, description="Command run after a commit of edits (e.g. 'ruff check').")
-    test_cmd: str | None = Field(None, description="Command run after a commit of edits (e.g. 'pytest -q').")
+    lint_cmd: str | None = Field(
+        None,
+        description="Command run after a commit of edits (e.g. 'ruff check'). From .semfora.toml only "
+        "once the repository is trusted (`semfora trust`).",
+    )
+    test_cmd: str | None = Field(
+        None,
+        description="Command run after a commit of edits (e.g. 'pytest -q'). From .semfora.toml only "
+        "once the repository is trusted (`semfora trust`).",
+    )
     lock_timeout: float = Field(10.0, ge=0, description="Seconds a commit waits for another process's lock.")
 
 
@@ -233,19 +303,77 @@ ENV_PREFIX = "SEMFORA_"  # SEMFORA_SECTION__KEY sets section.key
 
 
 class LoadedSettings:
-    """Effective settings plus where each overridden key came from."""
+    """Effective settings plus where each overridden key came from, and what was not trusted."""
 
-    def __init__(self, settings: Settings, sources: dict[str, str], files: list[Path]) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        sources: dict[str, str],
+        files: list[Path],
+        *,
+        trust: RepoTrust | None = None,
+        ignored: tuple[IgnoredSetting, ...] = (),
+    ) -> None:
         self.settings = settings
         self.sources = sources
         self.files = files
+        self.trust = trust
+        self.ignored = ignored
 
     def source_of(self, dotted: str) -> str:
         return self.sources.get(dotted, "default")
 
+    @property
+    def untrusted_notice(self) -> str | None:
+        """One sentence naming every ignored setting of an untrusted repository file, or None."""
+        if not self.ignored or self.trust is None:
+            return None
+        why = "was edited since you trusted it" if self.trust.state == "changed" else "is not trusted"
+        keys = "; ".join(i.describe() for i in self.ignored)
+        return (
+            f"{self.trust.file} {why}, so these settings are ignored: {keys}. "
+            f"Review the file, then run `semfora trust --path {self.trust.root}` to apply them"
+        )
+
 
 def user_config_path() -> Path:
     return config_home() / "config.toml"
+
+
+def trust_store() -> TrustStore:
+    """The user's trusted repositories (``$XDG_CONFIG_HOME/semfora/trusted.json``)."""
+    return TrustStore(config_home() / TRUST_FILE)
+
+
+def repo_config_path(repo_root: Path) -> Path:
+    return Path(repo_root) / ".semfora.toml"
+
+
+# (repository file, digest) pairs already reported in this process: one notice, not one per load.
+_REPORTED: set[tuple[str, str]] = set()
+_REPORTED_LOCK = threading.Lock()
+
+
+def _stderr_notice(message: str) -> None:
+    sys.stderr.write(f"semfora: warning[UNTRUSTED_CONFIG]: {message}\n")
+
+
+# Where the untrusted-config notice goes; the app may point it at a toast.
+notice_sink = _stderr_notice
+
+
+def report_untrusted_once(loaded: LoadedSettings) -> bool:
+    """Send ``loaded``'s untrusted notice to ``notice_sink`` once per file version and process."""
+    notice = loaded.untrusted_notice
+    if notice is None or loaded.trust is None:
+        return False
+    key = (loaded.trust.file or "", loaded.trust.digest or "")
+    with _REPORTED_LOCK:
+        if key in _REPORTED:
+            return False
+        _REPORTED.add(key)
+    notice_sink(notice)
+    return True
 
 
 def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -301,15 +429,25 @@ def load_settings(
     sources: dict[str, str] = {}
     files: list[Path] = []
     layers: list[tuple[str, dict[str, Any]]] = []
+    trust: RepoTrust | None = None
+    ignored: list[IgnoredSetting] = []
     user_file = user_config_path()
+    user_flat: dict[str, Any] = {}
     if user_file.is_file():
         files.append(user_file)
-        layers.append((str(user_file), _flatten(_read_toml(user_file))))
+        user_flat = _flatten(_read_toml(user_file))
+        layers.append((str(user_file), user_flat))
     if repo_root is not None:
-        repo_file = Path(repo_root) / ".semfora.toml"
+        repo_file = repo_config_path(Path(repo_root))
         if repo_file.is_file():
             files.append(repo_file)
-            layers.append((str(repo_file), _flatten(_read_toml(repo_file))))
+            repo_flat = _flatten(_read_toml(repo_file))
+            trust = trust_store().check(Path(repo_root), repo_file)
+            if not trust.trusted:
+                repo_flat, ignored = filter_untrusted(
+                    repo_flat, lambda key: user_flat[key] if key in user_flat else _default_of(key)
+                )
+            layers.append((str(repo_file), repo_flat))
     layers.append(("env", dict(_env_overrides(env))))
     if overrides:
         layers.append(("flag", {k: v for k, v in overrides.items() if v is not None}))
@@ -323,8 +461,68 @@ def load_settings(
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         origin = sources.get(where, "configuration")
-        raise ConfigError(f"{where}: {first['msg']} (from {origin})") from exc
-    return LoadedSettings(settings, sources, files)
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"{where}: {message} (from {origin})") from exc
+    loaded = LoadedSettings(settings, sources, files, trust=trust, ignored=tuple(ignored))
+    report_untrusted_once(loaded)
+    return loaded
+
+
+def settings_needing_trust(repo_file: Path) -> list[tuple[str, Any, str]]:
+    """``(key, value, reason)`` for every setting of ``repo_file`` that applies only once trusted."""
+    return [
+        (key, value, reason)
+        for key, value in _flatten(_read_toml(repo_file)).items()
+        if (reason := needs_trust(key, value)) is not None
+    ]
+
+
+def _default_of(dotted: str) -> Any:
+    node: Any = Settings()
+    for part in dotted.split("."):
+        node = getattr(node, part, None)
+    return node
+
+
+def theme_names() -> set[str]:
+    """Names of the built-in themes and of the user's theme files (their ``name:`` line, else the stem)."""
+    from importlib import resources
+
+    names: set[str] = set()
+    sources: list[tuple[str, str]] = []
+    try:
+        for entry in resources.files("themes").iterdir():
+            if entry.name.endswith((".yaml", ".yml")):
+                sources.append((entry.name, entry.read_text(encoding="utf-8")))
+    except (ModuleNotFoundError, OSError):
+        pass
+    user_dir = config_home() / "themes"
+    if user_dir.is_dir():
+        for path in user_dir.iterdir():
+            if path.suffix in (".yaml", ".yml") and path.is_file():
+                try:
+                    sources.append((path.name, path.read_text(encoding="utf-8")))
+                except (OSError, UnicodeDecodeError):
+                    continue
+    for filename, text in sources:
+        found = re.search(r"^name:\s*['\"]?([^'\"\s#]+)", text, re.M)
+        names.add(found.group(1) if found else filename.rsplit(".", 1)[0])
+    return names
+
+
+def check_settings(loaded: LoadedSettings) -> None:
+    """What a field cannot check alone (an installed theme); raises ConfigError (exit 2).
+
+    `semfora config` and `doctor` call it; the app itself falls back to the default theme.
+    """
+    theme = loaded.settings.ui.theme
+    known = theme_names()
+    if known and theme not in known:
+        raise ConfigError(
+            f"ui.theme: unknown theme {theme!r} (from {loaded.source_of('ui.theme')}); "
+            f"known: {', '.join(sorted(known))}",
+            hint=f"add a theme file under {config_home() / 'themes'} or pick a known name",
+        )
 
 
 def iter_keys(model: type[BaseModel] = Settings, prefix: str = "") -> list[tuple[str, Any, str]]:
@@ -391,7 +589,12 @@ def render_configuration_doc() -> str:
         "",
         "1. the defaults below;",
         "2. the user file `$XDG_CONFIG_HOME/semfora/config.toml` (default `~/.config/semfora/config.toml`);",
-        "3. the repository file `.semfora.toml` at the repository root;",
+        "3. the repository file `.semfora.toml` at the repository root. Until you run `semfora trust`,",
+        "   it cannot set what runs commands (`edits.test_cmd`, `edits.lint_cmd`, `git.auto_commit`, any",
+        "   `*_cmd` or hook), remove entries from `edits.deny` or `index.exclude_dirs` (adding is fine), or",
+        "   send code elsewhere (`ollama.host`, `search.chroma_url`, a non-Claude `llm.model`, a",
+        "   `sentence-transformers:` path); those keys are ignored and reported once per run",
+        "   (see [security.md](security.md));",
         "4. environment variables: the well-known ones in the table at the end, and",
         "   `SEMFORA_<SECTION>__<KEY>` for any key (for example `SEMFORA_UI__THEME=semfora-light`);",
         "5. command-line flags such as `--model` and `--budget`.",

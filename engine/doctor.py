@@ -16,12 +16,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from engine.config import LoadedSettings, Settings, load_settings
+from engine.config import LoadedSettings, Settings, check_settings, load_settings
 from engine.errors import ConfigError, SemforaError
 from engine.store.layout import RepoLayout
 
@@ -186,8 +186,39 @@ def check_config(root: Path) -> tuple[Check, LoadedSettings | None]:
             "DOCTOR_CONFIG",
             "fix or remove the file named above, then run `semfora config` to see the effective values",
         ), None
+    try:
+        check_settings(loaded)
+    except ConfigError as exc:  # the rest of doctor still runs on these settings
+        return Check(
+            "config",
+            "fail",
+            exc.message,
+            "DOCTOR_CONFIG",
+            exc.hint or "run `semfora config` to see the values",
+        ), loaded
     files = ", ".join(str(f) for f in loaded.files) or "defaults only (no config file)"
     return Check("config", "ok", files), loaded
+
+
+def check_trust(loaded: LoadedSettings | None) -> Check:
+    """Whether the repository's .semfora.toml is trusted, and what it may not do until it is."""
+    trust = loaded.trust if loaded else None
+    if trust is None or trust.state == "none":
+        return Check("repo config", "ok", "no .semfora.toml")
+    if trust.state == "trusted":
+        return Check("repo config", "ok", f"{trust.file} is trusted", data=trust.to_json())
+    assert loaded is not None
+    ignored = "; ".join(i.describe() for i in loaded.ignored)
+    detail = f"{trust.file} is {'edited since it was trusted' if trust.state == 'changed' else 'not trusted'}"
+    detail += f": ignored {ignored}" if ignored else " (it sets nothing that needs trust)"
+    return Check(
+        "repo config",
+        "warn" if loaded.ignored else "ok",
+        detail,
+        "DOCTOR_UNTRUSTED_CONFIG" if loaded.ignored else None,
+        f"review the file, then `semfora trust --path {trust.root}`",
+        {**trust.to_json(), "ignored": [i.key for i in loaded.ignored]},
+    )
 
 
 def check_cache_dir(layout: RepoLayout) -> Check:
@@ -234,8 +265,11 @@ def _tracked_files(root: Path) -> list[str]:
     return [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts]
 
 
-def check_index(layout: RepoLayout) -> Check:
-    """Compare every indexed file's size and mtime with the disk, read-only (the store would repair)."""
+def check_index(layout: RepoLayout, deny: Sequence[str] | None = None) -> Check:
+    """Compare every indexed file's size and mtime with the disk, read-only (the store would repair).
+
+    Secret files (``deny``) are never indexed, so they are never "new" either."""
+    from engine.policy.names import is_secret_name
     from engine.semantic.languages import language_for_path
     from engine.store.db import FileRecord, header_problem
 
@@ -270,7 +304,11 @@ def check_index(layout: RepoLayout) -> Check:
         if st.st_mtime_ns != rec.mtime_ns or st.st_size != rec.size:
             changed.append(rec.path)
     known = {rec.path for rec in records}
-    new = [p for p in _tracked_files(layout.root) if p not in known and language_for_path(p)]
+    new = [
+        p
+        for p in _tracked_files(layout.root)
+        if p not in known and language_for_path(p) and not is_secret_name(p, deny)
+    ]
     built = max(rec.indexed_at for rec in records)
     age = _age(time.time() - built)
     data: dict[str, object] = {
@@ -623,10 +661,11 @@ def run_doctor(path: str | os.PathLike[str] | None = None, *, network: bool = Tr
     ]
     config_check, loaded = check_config(layout.root)
     checks.append(config_check)
+    checks.append(_guard("repo config", lambda: check_trust(loaded)))
     settings = loaded.settings if loaded else Settings()
     checks.append(_guard("cache dir", lambda: check_cache_dir(layout)))
     checks.append(_guard("sqlite fts5", check_fts5))
-    checks.append(_guard("index", lambda: check_index(layout)))
+    checks.append(_guard("index", lambda: check_index(layout, settings.edits.deny)))
     checks.append(_guard("chroma", lambda: check_chroma(settings, layout, network)))
     checks.append(_guard("embeddings", lambda: check_embeddings(settings, network)))
     checks.append(_guard("vectors", lambda: check_vectors(settings, layout, network)))

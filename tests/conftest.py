@@ -16,6 +16,60 @@ SEMFORA = str(Path(sys.executable).with_name("semfora"))
 pytest_plugins = ["tests.fakes.fixtures"]
 
 
+# The caches a careless test could write to, fixed before any test moves XDG_CACHE_HOME.
+REAL_CACHES = tuple(
+    dict.fromkeys(
+        Path(base) / "semfora"
+        for base in (os.environ.get("XDG_CACHE_HOME") or "", str(Path.home() / ".cache"))
+        if base
+    )
+)
+
+
+def _entries(caches: tuple[Path, ...]) -> set[tuple[Path, str]]:
+    found: set[tuple[Path, str]] = set()
+    for cache in caches:
+        try:
+            found |= {(cache, name) for name in os.listdir(cache)}
+        except OSError:
+            continue
+    return found
+
+
+def _our_repo_ids(temp_root: Path, names: set[str]) -> set[str]:
+    """Cache-directory names of this session's repositories among ``names`` (their slug matches a dir)."""
+    from engine.store.layout import RepoLayout
+
+    slugs = {name.rsplit("-", 1)[0] for name in names}
+    ids: set[str] = set()
+    for dirpath, dirnames, _files in os.walk(temp_root):
+        for d in list(dirnames):
+            if d in slugs:
+                ids.add(RepoLayout(Path(dirpath) / d).repo_id)
+        dirnames[:] = [d for d in dirnames if d not in (".git", "node_modules")]
+    return ids & names
+
+
+@pytest.fixture(autouse=True)
+def _no_writes_to_the_real_cache(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Fail any test after which one of this session's repositories has state in the real
+    ~/.cache/semfora (a subprocess that lost XDG_CACHE_HOME). Other processes on the machine
+    writing there are not blamed: only directories of repositories under this session's temp
+    root count."""
+    before = _entries(REAL_CACHES)
+    yield
+    new = _entries(REAL_CACHES) - before
+    if not new:
+        return
+    temp_root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        temp_root = temp_root.parent  # every worker's repositories
+    ours = _our_repo_ids(temp_root, {name for _cache, name in new})
+    if ours:
+        where = ", ".join(sorted(str(cache / name) for cache, name in new if name in ours))
+        pytest.fail(f"{request.node.nodeid} wrote to the real cache: {where}")
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test gets its own cache/config home and no real credentials or services."""

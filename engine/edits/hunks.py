@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NewType
 
@@ -54,20 +54,28 @@ class Hunk:
     after: tuple[str, ...] = ()
     conflict: bool = False
     syntax_error: str | None = None
+    # The old (new) side of this hunk's window ends the file, and that file has no final newline.
+    old_no_newline: bool = False
+    new_no_newline: bool = False
 
     @property
     def header(self) -> str:
+        """A short label of where the change is (changed lines only; ``unified_diff`` makes patches)."""
         return f"@@ -{self.old_start},{self.old_count} +{self.new_start},{self.new_count} @@"
 
     @property
     def lines(self) -> tuple[str, ...]:
-        """Unified-diff body lines: context, removals and additions."""
-        return (
-            tuple(" " + x for x in self.before)
-            + tuple("-" + x for x in self.old_lines)
-            + tuple("+" + x for x in self.new_lines)
-            + tuple(" " + x for x in self.after)
+        """Unified-diff body lines: context, removals and additions, with the
+        ``\\ No newline at end of file`` markers `git apply` needs."""
+        rows = (
+            [(" ", x) for x in self.before]
+            + [("-", x) for x in self.old_lines]
+            + [("+", x) for x in self.new_lines]
+            + [(" ", x) for x in self.after]
         )
+        if self.old_no_newline or self.new_no_newline:
+            rows = _mark_missing_newlines(rows, self.old_no_newline, self.new_no_newline)
+        return tuple(tag + text for tag, text in rows)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -83,6 +91,43 @@ class Hunk:
             "syntax_error": self.syntax_error,
             "lines": list(self.lines),
         }
+
+
+NO_NEWLINE = "\\ No newline at end of file"
+
+
+def _last(rows: list[tuple[str, str]], tags: str) -> int | None:
+    return max((i for i, (tag, _) in enumerate(rows) if tag in tags), default=None)
+
+
+def _mark_missing_newlines(
+    rows: list[tuple[str, str]], old_missing: bool, new_missing: bool
+) -> list[tuple[str, str]]:
+    """Add the no-final-newline markers after the last line of the old and of the new side.
+
+    A context line stands for both sides, so when it ends one side without a newline but not
+    the other the same way, it is shown removed and added instead.
+    """
+    out = list(rows)
+    for missing, mine, other_missing, other in (
+        (old_missing, " -", new_missing, " +"),
+        (new_missing, " +", old_missing, " -"),
+    ):
+        at = _last(out, mine)
+        if not missing or at is None or out[at][0] != " ":
+            continue
+        if _last(out, other) == at and other_missing:
+            continue  # ends both sides, both without a newline: one marker serves both
+        text = out[at][1]
+        out[at : at + 1] = [("-", text), ("+", text)]
+    marks = {
+        i
+        for i, missing, tags in ((_last(out, " -"), old_missing, ""), (_last(out, " +"), new_missing, ""))
+        if missing and i is not None
+    }
+    for at in sorted(marks, reverse=True):
+        out.insert(at + 1, ("\\", NO_NEWLINE[1:]))
+    return out
 
 
 def hunk_id(path: str, old: Sequence[str], new: Sequence[str], occurrence: int) -> HunkId:
@@ -146,10 +191,19 @@ def view(
     *,
     conflict: bool = False,
     syntax_error: str | None = None,
+    target: str | None = None,
 ) -> Hunk:
-    """The display form of a raw hunk, with unified-diff numbering and context."""
-    a, _ = split_lines(original)
+    """The display form of a raw hunk, with unified-diff numbering and context.
+
+    ``target`` (the staged text) tells whether the new side lacks a final newline.
+    """
+    a, final_a = split_lines(original)
     old_count, new_count = raw.i2 - raw.i1, raw.j2 - raw.j1
+    after = tuple(a[raw.i2 : raw.i2 + CONTEXT_LINES])
+    new_no_newline = False
+    if target is not None:
+        b, final_b = split_lines(target)
+        new_no_newline = raw.j2 + len(after) == len(b) and bool(b) and not final_b
     return Hunk(
         id=raw.id,
         path=path,
@@ -161,7 +215,76 @@ def view(
         old_lines=raw.old_lines,
         new_lines=raw.new_lines,
         before=tuple(a[max(0, raw.i1 - CONTEXT_LINES) : raw.i1]),
-        after=tuple(a[raw.i2 : raw.i2 + CONTEXT_LINES]),
+        after=after,
         conflict=conflict,
         syntax_error=syntax_error,
+        old_no_newline=raw.i2 + len(after) == len(a) and bool(a) and not final_a,
+        new_no_newline=new_no_newline,
     )
+
+
+def file_views(
+    path: str,
+    original: str,
+    target: str,
+    raws: Sequence[RawHunk],
+    states: Mapping[str, str],
+    *,
+    syntax_error: str | None = None,
+) -> list[Hunk]:
+    """Every hunk of one file for review, each with its own context."""
+    return [
+        view(
+            path,
+            original,
+            raw,
+            states.get(raw.id, "pending"),  # type: ignore[arg-type]
+            syntax_error=syntax_error,
+            target=target,
+        )
+        for raw in raws
+    ]
+
+
+def unified_diff(
+    original: str, target: str, raws: Sequence[RawHunk], label: Callable[[RawHunk], str]
+) -> list[str]:
+    """The hunks ``raws`` (in file order) as unified-diff hunks that `git apply` accepts.
+
+    Hunks closer than twice the context are one unified hunk (as `diff -U3` prints them),
+    since overlapping context would make a corrupt patch; ``label`` annotates each header
+    after the closing ``@@`` (ids and states), where patch tools allow free text.
+    """
+    a, final_a = split_lines(original)
+    b, final_b = split_lines(target)
+    groups: list[list[RawHunk]] = []
+    for raw in raws:
+        if groups and raw.i1 - groups[-1][-1].i2 <= 2 * CONTEXT_LINES:
+            groups[-1].append(raw)
+        else:
+            groups.append([raw])
+    out: list[str] = []
+    for group in groups:
+        first, last = group[0], group[-1]
+        lead = min(CONTEXT_LINES, first.i1)
+        old_start, new_start = first.i1 - lead, first.j1 - lead
+        old_end = min(len(a), last.i2 + CONTEXT_LINES)
+        new_end = last.j2 + (old_end - last.i2)
+        rows = [(" ", x) for x in a[old_start : first.i1]]
+        for k, raw in enumerate(group):
+            rows += [("-", x) for x in a[raw.i1 : raw.i2]] + [("+", x) for x in b[raw.j1 : raw.j2]]
+            if k + 1 < len(group):
+                rows += [(" ", x) for x in a[raw.i2 : group[k + 1].i1]]
+        rows += [(" ", x) for x in a[last.i2 : old_end]]
+        rows = _mark_missing_newlines(
+            rows,
+            old_end == len(a) and bool(a) and not final_a,
+            new_end == len(b) and bool(b) and not final_b,
+        )
+        old_n, new_n = old_end - old_start, new_end - new_start
+        out.append(
+            f"@@ -{old_start + 1 if old_n else old_start},{old_n} +{new_start + 1 if new_n else new_start},{new_n} @@ "
+            + " ".join(label(raw) for raw in group)
+        )
+        out.extend(tag + text for tag, text in rows)
+    return out

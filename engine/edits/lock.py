@@ -28,10 +28,7 @@ _registry_guard = threading.Lock()
 
 
 def _holder(path: Path) -> str:
-    try:
-        pid = path.read_text(encoding="ascii").strip()
-    except OSError:
-        return "another process"
+    pid = flock.holder_pid(path)
     return f"pid {pid}" if pid else "another process"
 
 

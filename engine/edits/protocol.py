@@ -9,6 +9,7 @@ prompt. Nothing here writes to disk; staging is the session's job.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -19,11 +20,20 @@ from engine.edits.errors import FileRefused, PathDenied, SecretPathDenied
 from engine.edits.sandbox import normalize_rel, resolve_in_repo
 from engine.errors import SemforaError
 
-_OPEN_SEARCH = re.compile(r"^\s*<{5,9} ?SEARCH\s*$")
-_OPEN_SYMBOL = re.compile(r"^\s*<{5,9} ?SYMBOL\s+(\S.*?)\s*$")
-_DIVIDER = re.compile(r"^\s*={5,9}\s*$")
-_CLOSE = re.compile(r"^\s*>{5,9} ?REPLACE\s*$")
+# The markers, exactly: seven characters, alone on the line (surrounding blanks aside). Anything
+# else is content; a Markdown/RST underline of 5-9 "=" must never end a SEARCH section.
+OPEN_SEARCH = "<<<<<<< SEARCH"
+_OPEN_SYMBOL = re.compile(r"^<{7} SYMBOL[ \t]+(\S.*?)$")
+DIVIDER = "======="
+CLOSE = ">>>>>>> REPLACE"
+# A line that looks like a marker but is not one (10 "<", no space, lower case): the reply is
+# malformed, and guessing what was meant could write garbage, so the whole reply fails.
+_NEAR_MARKER = re.compile(r"^(<{2,}\s*(SEARCH|SYMBOL)|>{2,}\s*REPLACE)\b", re.IGNORECASE)
+# Failures found while reading the reply itself: their ``nearest`` lines are the reply's.
+PARSE_REASONS = frozenset({"malformed_marker", "ambiguous_divider", "truncated", "missing_path"})
 _FENCE = re.compile(r"^\s*(```|~~~)")
+# A reply may start with a byte-order mark (some clients add one); it is never content.
+BOM = "\ufeff"
 # How many numbered lines of the real file a failure shows the model at most.
 NEAREST_MAX_LINES = 12
 # Candidate windows scored with difflib when looking for the nearest real lines.
@@ -84,7 +94,9 @@ class EditBlockError(SemforaError):
         parts = ["None of your edit blocks were applied because these failed:"]
         for f in self.failures:
             parts.append(f"\nBlock {f.index} for {f.path or '(no path)'}: {f.message}")
-            if f.nearest:
+            if f.nearest and f.reason in PARSE_REASONS:
+                parts.append("Your reply around there (numbered lines of the reply):\n" + f.nearest)
+            elif f.nearest:
                 parts.append("The nearest real lines of the file are:\n" + f.nearest)
         parts.append("\nSend corrected blocks for every change (SEARCH must copy the file's lines exactly).")
         return "\n".join(parts)
@@ -110,9 +122,36 @@ def _body(lines: list[str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+def _opener(line: str) -> tuple[str, str | None] | None:
+    """``("search", None)`` or ``("symbol", name)`` when ``line`` is exactly an opening marker."""
+    text = line.strip()
+    if text == OPEN_SEARCH:
+        return "search", None
+    symbol = _OPEN_SYMBOL.match(text)
+    if symbol:
+        return "symbol", symbol.group(1)
+    return None
+
+
+def _near_marker(line: str) -> bool:
+    text = line.strip()
+    return (
+        text not in (OPEN_SEARCH, CLOSE) and not _OPEN_SYMBOL.match(text) and bool(_NEAR_MARKER.match(text))
+    )
+
+
+def _reply_lines(lines: list[str], at: int) -> str:
+    """The reply's own lines around line ``at`` (0-based), numbered, for a parse failure."""
+    return numbered(lines, at - 3, at - 3 + NEAREST_MAX_LINES)
+
+
 def parse_blocks(text: str) -> list[EditBlock]:
-    """Every block in ``text`` (fenced or not, LF or CRLF); raises EditBlockError if any is malformed."""
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    """Every block in ``text`` (fenced or not, LF or CRLF, with or without a leading BOM).
+
+    Only exact markers count. A malformed marker, a doubled divider or a truncated block
+    raises EditBlockError for the whole reply, with the reply's nearest lines.
+    """
+    lines = text.lstrip(BOM).replace("\r\n", "\n").replace("\r", "\n").split("\n")
     blocks: list[EditBlock] = []
     failures: list[BlockFailure] = []
     last_path = ""
@@ -120,12 +159,24 @@ def parse_blocks(text: str) -> list[EditBlock]:
     i = 0
     ordinal = 0
     while i < len(lines):
-        line = lines[i]
-        search_open = _OPEN_SEARCH.match(line)
-        symbol_open = _OPEN_SYMBOL.match(line)
-        if not (search_open or symbol_open):
+        opened = _opener(lines[i])
+        if opened is None:
+            if _near_marker(lines[i]):
+                ordinal += 1
+                failures.append(
+                    BlockFailure(
+                        ordinal,
+                        last_path,
+                        "malformed_marker",
+                        f"line {i + 1} of the reply, {lines[i].strip()!r}, is not a marker: markers are "
+                        f"exactly {OPEN_SEARCH!r}, {DIVIDER!r}, {CLOSE!r} or '<<<<<<< SYMBOL name', "
+                        "alone on their line",
+                        nearest=_reply_lines(lines, i),
+                    )
+                )
             i += 1
             continue
+        kind, symbol = opened
         ordinal += 1
         start_line = i + 1
         path = None
@@ -140,20 +191,38 @@ def parse_blocks(text: str) -> list[EditBlock]:
         second: list[str] = []
         section = first
         closed = False
-        divided = False
+        dividers = 0
+        problem: tuple[str, str, int] | None = None
         while i < len(lines):
             cur = lines[i]
-            if _OPEN_SEARCH.match(cur) or _OPEN_SYMBOL.match(cur):
+            if _opener(cur) is not None:
                 break
-            if _CLOSE.match(cur):
+            stripped = cur.strip()
+            if stripped == CLOSE:
                 closed = True
                 i += 1
                 break
-            if search_open and not divided and _DIVIDER.match(cur):
-                divided = True
-                section = second
-                i += 1
-                continue
+            if problem is None and _near_marker(cur):
+                problem = (
+                    "malformed_marker",
+                    f"line {i + 1} of the reply, {stripped!r}, is not a marker (markers are exactly "
+                    f"{DIVIDER!r}, {CLOSE!r} and the openers, alone on their line)",
+                    i,
+                )
+            if kind == "search" and stripped == DIVIDER:
+                dividers += 1
+                if dividers == 1:
+                    section = second
+                    i += 1
+                    continue
+                if problem is None:
+                    problem = (
+                        "ambiguous_divider",
+                        f"the block has more than one {DIVIDER!r} divider (line {i + 1} of the reply); "
+                        "a SEARCH block has exactly one; if the file really has such a line, "
+                        "let SEARCH stop before it",
+                        i,
+                    )
             section.append(cur)
             i += 1
         prose_start = i
@@ -164,21 +233,34 @@ def parse_blocks(text: str) -> list[EditBlock]:
                     "",
                     "missing_path",
                     "no file path before the block (put the path on the line above it)",
+                    nearest=_reply_lines(lines, start_line - 1),
                 )
             )
             continue
         last_path = path
-        if not closed or (search_open and not divided):
-            missing = "'=======' divider" if search_open and not divided else "'>>>>>>> REPLACE' line"
-            failures.append(BlockFailure(ordinal, path, "truncated", f"block is truncated: no {missing}"))
+        if problem is not None:
+            reason, message, at = problem
+            failures.append(BlockFailure(ordinal, path, reason, message, nearest=_reply_lines(lines, at)))
             continue
-        if symbol_open:
+        if not closed or (kind == "search" and not dividers):
+            missing = f"{DIVIDER!r} divider" if kind == "search" and not dividers else f"{CLOSE!r} line"
+            failures.append(
+                BlockFailure(
+                    ordinal,
+                    path,
+                    "truncated",
+                    f"block is truncated: no {missing}",
+                    nearest=_reply_lines(lines, start_line - 1),
+                )
+            )
+            continue
+        if kind == "symbol":
             blocks.append(
                 EditBlock(
                     path=path,
                     kind="symbol",
                     replace=_body(first),
-                    symbol=symbol_open.group(1),
+                    symbol=symbol,
                     index=ordinal,
                     line=start_line,
                 )
@@ -353,6 +435,11 @@ def _apply_search(path: str, current: str | None, block: EditBlock) -> str | Blo
 AnalyzeFn = Callable[[str, bytes], Any]
 
 
+def real_rel(root: str | Path, resolved: Path) -> str:
+    """The repository-relative POSIX path of ``resolved`` (a path ``resolve_in_repo`` returned)."""
+    return Path(os.path.relpath(resolved, os.path.realpath(root))).as_posix()
+
+
 def _default_analyze() -> AnalyzeFn | None:
     try:
         from engine.semantic.extract import analyze_source
@@ -437,7 +524,7 @@ def apply_blocks(
     for block in blocks:
         try:
             rel = normalize_rel(Path(root), block.path)
-            resolve_in_repo(root, rel, deny=deny)
+            rel = real_rel(root, resolve_in_repo(root, rel, deny=deny))
             current = working[rel] if rel in working else read_file(rel)
         except SecretPathDenied as exc:
             failures.append(BlockFailure(block.index, block.path, "secret_path", exc.message))

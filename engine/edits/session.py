@@ -9,19 +9,30 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
 import json
 import secrets
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from engine.config import Settings
 from engine.edits.aftercommit import CheckResult, GitCommitResult, git_commit_paths, run_check
 from engine.edits.errors import EditConflict, FileRefused, HunkNotFound, NoEditBlocks, SessionCorrupt
-from engine.edits.hunks import Hunk, HunkId, HunkState, RawHunk, apply_selected, diff_hunks, hunk_id, view
+from engine.edits.hunks import (
+    Hunk,
+    HunkId,
+    HunkState,
+    RawHunk,
+    apply_selected,
+    diff_hunks,
+    file_views,
+    hunk_id,
+    unified_diff,
+)
 from engine.edits.lock import edit_lock
 from engine.edits.protocol import (
     AnalyzeFn,
@@ -30,12 +41,14 @@ from engine.edits.protocol import (
     find_lines,
     join_lines,
     parse_blocks,
+    real_rel,
     split_lines,
 )
 from engine.edits.sandbox import check_editable, normalize_rel, resolve_in_repo
 from engine.edits.textformat import TextFormat, conform, decode, encode, sha256_bytes
 from engine.edits.writer import FileWrite, apply_change_set, read_bytes_or_none, write_json_atomic
 from engine.errors import NotFoundError, SandboxError
+from engine.policy.redaction import redact
 from engine.store.layout import RepoLayout
 
 SESSION_VERSION = 1
@@ -264,6 +277,32 @@ def _relocate(
     return join_lines(out, final or not hay), placed, conflicted, already
 
 
+def _hunk_label(states: Mapping[str, str], raw: RawHunk) -> str:
+    return f"[{raw.id}] {states[raw.id]}"
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _exclusive(method: Callable[Concatenate[EditSession, P], R]) -> Callable[Concatenate[EditSession, P], R]:
+    """Run a change to the session under the edit lock, on the session as last saved.
+
+    Two processes staging the same file at once used to load, change and save the session
+    side by side, and the second save dropped the first one's hunk: now the second waits, then
+    starts from the first one's result (its blocks apply to the text already staged).
+    """
+
+    @functools.wraps(method)
+    def exclusive(self: EditSession, *args: P.args, **kwargs: P.kwargs) -> R:
+        self.layout.edits_dir.mkdir(parents=True, exist_ok=True)
+        with edit_lock(self.layout.edits_dir, timeout=self.settings.edits.lock_timeout):
+            self._reload()
+            return method(self, *args, **kwargs)
+
+    return exclusive
+
+
 class EditSession:
     """The pending change set of one repository. Load it with ``load_or_create``."""
 
@@ -380,16 +419,9 @@ class EditSession:
         return not self._records
 
     def _hunk_views(self, rec: _Record) -> list[Hunk]:
-        views = [
-            view(
-                rec.path,
-                rec.original,
-                r,
-                rec.states.get(r.id, "pending"),  # type: ignore[arg-type]
-                syntax_error=rec.syntax_error,
-            )
-            for r in _raw_hunks(rec)
-        ]
+        views = file_views(
+            rec.path, rec.original, rec.target, _raw_hunks(rec), rec.states, syntax_error=rec.syntax_error
+        )
         for c in rec.conflicts:
             views.append(
                 Hunk(
@@ -410,18 +442,18 @@ class EditSession:
     def _disk_hash(self, rel: str) -> str | None:
         return sha256_bytes(read_bytes_or_none(self.layout.root / rel))
 
+    def _change(self, rec: _Record) -> FileChange:
+        return FileChange(
+            rec.path,
+            rec.kind,
+            tuple(self._hunk_views(rec)),
+            stale=self._disk_hash(rec.path) != rec.base_hash,
+            syntax_error=rec.syntax_error,
+        )
+
     def files(self) -> list[FileChange]:
         """Every staged file with its hunks, in staging order."""
-        return [
-            FileChange(
-                rec.path,
-                rec.kind,
-                tuple(self._hunk_views(rec)),
-                stale=self._disk_hash(rec.path) != rec.base_hash,
-                syntax_error=rec.syntax_error,
-            )
-            for rec in self._records.values()
-        ]
+        return [self._change(rec) for rec in self._records.values()]
 
     def hunks(self) -> list[Hunk]:
         return [h for f in self.files() for h in f.hunks]
@@ -462,9 +494,19 @@ class EditSession:
         )
 
     def _rel(self, path: str) -> str:
+        """The real (symlinks resolved) repository-relative path: one file, one record, whatever
+        name it was staged under (``sub/m.py`` and ``lnk/m.py`` through a directory link)."""
         rel = normalize_rel(self.layout.root, path)
-        resolve_in_repo(self.layout.root, rel, deny=self.settings.edits.deny)
-        return rel
+        return real_rel(
+            self.layout.root, resolve_in_repo(self.layout.root, rel, deny=self.settings.edits.deny)
+        )
+
+    def _key(self, path: str) -> str:
+        """``_rel`` for lookups: a path that cannot be resolved is looked up as written."""
+        try:
+            return self._rel(path)
+        except SandboxError:
+            return normalize_rel(self.layout.root, path)
 
     def _refresh(self, rec: _Record) -> None:
         raws = _raw_hunks(rec)
@@ -519,6 +561,7 @@ class EditSession:
     def _transaction(self) -> dict[str, _Record]:
         return copy.deepcopy(self._records)
 
+    @_exclusive
     def stage_content(self, path: str, new_text: str) -> FileChange | None:
         """Stage a whole new content for ``path`` (created if missing); None when it changes nothing."""
         rel = self._rel(path)
@@ -526,6 +569,7 @@ class EditSession:
         self.save()
         return self._file(rel)
 
+    @_exclusive
     def stage_blocks(self, blocks: str | Sequence[EditBlock], *, task: str | None = None) -> list[FileChange]:
         """Stage a model reply (text) or parsed blocks: all of them, or none (EditBlockError)."""
         parsed = parse_blocks(blocks) if isinstance(blocks, str) else list(blocks)
@@ -550,20 +594,22 @@ class EditSession:
             self._records = before
             raise
         if task:
-            self.task = task
+            self.task = redact(task)  # saved in session.json and used as the commit message
         self.save()
         return [f for f in (self._file(rel) for rel in results) if f is not None]
 
+    @_exclusive
     def stage_delete(self, path: str) -> FileChange | None:
         """Stage the deletion of ``path``; dropping a file that was only staged for creation."""
-        rel = self._rel(path)
-        if (self.layout.root / rel).is_symlink():
+        lexical = normalize_rel(self.layout.root, path)
+        if (self.layout.root / lexical).is_symlink():
             # The writer works on resolved targets, so deleting "the link" would delete the file
             # it points to: refuse rather than surprise.
             raise FileRefused(
-                f"cannot delete {rel}: it is a symbolic link; remove the link itself with rm",
+                f"cannot delete {lexical}: it is a symbolic link; remove the link itself with rm",
                 code="SYMLINK_DELETE_REFUSED",
             )
+        rel = self._rel(path)
         rec = self._records.get(rel) or self._new_record(rel)
         if rec.base_hash is None:
             if rel in self._records:
@@ -579,7 +625,9 @@ class EditSession:
         return self._file(rel)
 
     def _file(self, rel: str) -> FileChange | None:
-        return next((f for f in self.files() if f.path == rel), None)
+        # Only this file's diff: building every file's here made staging n files quadratic.
+        rec = self._records.get(rel)
+        return None if rec is None else self._change(rec)
 
     # ------------------------------------------------------------------ review
 
@@ -600,6 +648,7 @@ class EditSession:
             raise HunkNotFound(f"hunk id {hunk!r} is ambiguous ({len(matches)} hunks); type more characters")
         raise HunkNotFound(f"no staged hunk with id {hunk!r}", hint="`semfora edits list` shows the ids")
 
+    @_exclusive
     def _set(self, hunk: str, state: HunkState | None) -> HunkState:
         rec, hid, conflict = self._find(hunk)
         current = rec.states.get(hid, "pending")
@@ -624,8 +673,9 @@ class EditSession:
         """pending/rejected → accepted, accepted → rejected; returns the new state."""
         return self._set(hunk, None)
 
+    @_exclusive
     def _set_file(self, path: str, state: HunkState) -> int:
-        rel = normalize_rel(self.layout.root, path)
+        rel = self._key(path)
         rec = self._records.get(rel)
         if rec is None:
             raise HunkNotFound(f"{rel} has no staged change")
@@ -648,10 +698,11 @@ class EditSession:
 
     def has_file(self, path: str) -> bool:
         try:
-            return normalize_rel(self.layout.root, path) in self._records
+            return self._key(path) in self._records
         except SandboxError:  # a malformed or outside path is simply not a staged file
             return False
 
+    @_exclusive
     def _set_all(self, state: HunkState, *, only_pending: bool = False) -> int:
         n = 0
         for rec in self._records.values():
@@ -701,20 +752,34 @@ class EditSession:
         return "".join(out)
 
     def show(self) -> str:
-        """Every staged hunk with its id and state, as a unified diff."""
+        """Every staged hunk as a unified diff that `git apply` accepts.
+
+        Each hunk header carries its id and state after the closing ``@@`` (where git allows a
+        section name); notes, warnings and conflicting hunks (which no longer fit the file) are
+        ``#`` lines before the file's ``---`` header, which patch tools skip.
+        """
         out: list[str] = []
         for f in self.files():
             rec = self._records[f.path]
+            if f.stale:
+                out.append(f"# {f.path}: changed on disk since it was staged; run `semfora edits rebase`\n")
+            if f.syntax_error:
+                out.append(f"# warning: {f.path}: {f.syntax_error}\n")
+            for h in f.hunks:
+                if h.conflict:
+                    out.append(f"# {f.path}: hunk [{h.id}] {h.state} CONFLICT (no longer fits the file):\n")
+                    out.extend(f"#   {line}\n" for line in h.lines)
+            live = [h for h in f.hunks if not h.conflict]
+            if not live:
+                continue
             old_name = f"a/{f.path}" if rec.base_hash is not None else "/dev/null"
             new_name = "/dev/null" if f.kind == "delete" else f"b/{f.path}"
-            flags = " (changed on disk: run `semfora edits rebase`)" if f.stale else ""
-            out.append(f"--- {old_name}\n+++ {new_name}{flags}\n")
-            if f.syntax_error:
-                out.append(f"# warning: {f.syntax_error}\n")
-            for h in f.hunks:
-                mark = " CONFLICT" if h.conflict else ""
-                out.append(f"{h.header} [{h.id}] {h.state}{mark}\n")
-                out.extend(line + "\n" for line in h.lines)
+            out.append(f"--- {old_name}\n+++ {new_name}\n")
+            states: dict[str, str] = {h.id: h.state for h in live}
+            raws = [r for r in _raw_hunks(rec) if r.id in states]
+            target = "" if rec.kind == "delete" else rec.target
+            body = unified_diff(rec.original, target, raws, functools.partial(_hunk_label, states))
+            out.extend(line + "\n" for line in body)
         return "".join(out)
 
     # ------------------------------------------------------------------ commit, rollback, rebase
@@ -730,7 +795,8 @@ class EditSession:
 
     def _reload(self) -> None:
         fresh = EditSession.load_or_create(self.layout, self.settings, analyze=self._analyze)
-        self.id, self.task, self._records = fresh.id, fresh.task, fresh._records
+        # A task set on this instance but not saved yet (the caller's label) survives the reload.
+        self.id, self.task, self._records = fresh.id, fresh.task or self.task, fresh._records
         self._base, self._revision = fresh._base, fresh._revision
 
     def _commit_locked(self, *, all: bool, message: str | None, run_checks: bool) -> CommitResult:
@@ -801,13 +867,17 @@ class EditSession:
         )
 
     def rollback(self) -> int:
-        """Discard the whole pending session; returns how many hunks were dropped."""
+        """Discard the pending session as this instance knows it; returns how many hunks were dropped.
+
+        Not reloaded first: hunks another process staged since this instance last looked
+        were never shown to this user, so they stay (``save`` keeps them)."""
         n = sum(len(f.hunks) for f in self.files())
         self._records = {}
         self.task = None
         self.save()
         return n
 
+    @_exclusive
     def rebase(self) -> RebaseReport:
         """Re-apply staged hunks onto files that changed on disk; mark the ones that no longer fit."""
         files: list[str] = []

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.edits.errors import NothingToUndo, UndoRefused
+from engine.edits.errors import HistoryCorrupt, NothingToUndo, UndoRefused
 from engine.edits.lock import edit_lock
 from engine.edits.textformat import sha256_bytes
 from engine.edits.writer import (
@@ -54,6 +54,14 @@ def undo(
         if not records:
             raise NothingToUndo("nothing to undo: no committed change set in the history")
         record = records[-1]
+        if "_corrupt" in record:
+            path = record["_path"]
+            raise HistoryCorrupt(
+                f"the undo record of the last commit, {path}, cannot be read ({record['_corrupt']}); "
+                "that change set cannot be undone automatically",
+                hint=f"restore its files with git if needed, then move the record aside (mv '{path}' '{path}.bad') "
+                "to undo older change sets",
+            )
         entries = [JournalEntry(**raw) for raw in record["entries"]]
         changed: list[str] = []
         writes: list[FileWrite] = []

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.edits.errors import EditConflict, EditWriteFailed
+from engine.edits.errors import EditConflict, EditWriteFailed, JournalCorrupt
 from engine.edits.faults import fault_point
 from engine.edits.lock import edit_lock
 from engine.edits.sandbox import resolve_in_repo
@@ -408,7 +408,64 @@ def _finish(layout: RepoLayout, journal: dict[str, Any], journal_path: Path) -> 
 # ---------------------------------------------------------------------------- recovery
 
 
-def _recover_locked(layout: RepoLayout) -> RecoveryReport | None:
+# ---------------------------------------------------------------------------- reading records
+
+_ENTRY_TYPES: dict[str, tuple[type, ...]] = {
+    "rel": (str,),
+    "target": (str,),
+    "tmp": (str, type(None)),
+    "backup": (str, type(None)),
+    "old_hash": (str, type(None)),
+    "new_hash": (str, type(None)),
+    "existed": (bool,),
+    "old_mode": (int, type(None)),
+    "new_mode": (int, type(None)),
+}
+
+
+def parse_record(path: Path) -> dict[str, Any]:
+    """A journal or undo record, checked field by field; ValueError says what is wrong.
+
+    Valid JSON of the wrong shape (``null``, a string where a list belongs) must be caught
+    here: recovery runs before every `edits` command, and a crash there blocks them all.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 text (byte {exc.start})") from exc
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"a {type(data).__name__} where an object belongs")
+    if not isinstance(data.get("txid"), str) or not data["txid"]:
+        raise ValueError("no transaction id ('txid')")
+    entries = data.get("entries")
+    if not isinstance(entries, list):
+        raise ValueError("'entries' is not a list")
+    for n, entry in enumerate(entries):
+        if not isinstance(entry, dict) or set(entry) != set(_ENTRY_TYPES):
+            raise ValueError(f"entry {n} does not have the fields of a file write")
+        for key, types in _ENTRY_TYPES.items():
+            if not isinstance(entry[key], types) or (bool in types) != isinstance(entry[key], bool):
+                raise ValueError(f"entry {n}: '{key}' has the wrong type")
+    for key in ("created_dirs",):
+        if key in data and not (isinstance(data[key], list) and all(isinstance(d, str) for d in data[key])):
+            raise ValueError(f"'{key}' is not a list of paths")
+    return data
+
+
+def _journal_problem(path: Path, why: str) -> JournalCorrupt:
+    return JournalCorrupt(
+        f"the journal of an interrupted commit, {path}, cannot be read ({why}): semfora cannot tell which "
+        "files it half-wrote, so it writes nothing until it is dealt with",
+        hint=f"check the files it names with `git status`/`git diff` (backups are in {path.parent.parent / 'backups'}), "
+        f"then move it aside: mv '{path}' '{path}.bad'",
+    )
+
+
+def _recover_locked(layout: RepoLayout, *, strict: bool = True) -> RecoveryReport | None:
+    """Roll back or finish interrupted commits. An unreadable journal raises JournalCorrupt when
+    ``strict`` (before a write), and is reported as a problem otherwise (reads go on)."""
     journal_dir, _, _ = _dirs(layout)
     rolled: list[str] = []
     restored: list[str] = []
@@ -419,10 +476,12 @@ def _recover_locked(layout: RepoLayout) -> RecoveryReport | None:
         if name.endswith((".intent.json", ".failed.json")):
             continue
         try:
-            journal = json.loads(path.read_text(encoding="utf-8"))
+            journal = parse_record(path)
         except (OSError, ValueError) as exc:
-            problems.append(f"unreadable journal {name} ({exc}); set aside")
-            os.replace(path, path.with_name(name.replace(".json", ".failed.json")))
+            problem = _journal_problem(path, str(exc))
+            if strict:
+                raise problem from exc
+            problems.append(f"{problem.message}; {problem.hint}")
             continue
         if journal.get("state") == "complete":
             _finish(layout, journal, path)
@@ -439,7 +498,20 @@ def _recover_locked(layout: RepoLayout) -> RecoveryReport | None:
         try:
             data = json.loads(intent.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            data = {"tmps": [], "created_dirs": []}
+            data = None
+        if not (
+            isinstance(data, dict)
+            and all(
+                isinstance(data.get(key, []), list) and all(isinstance(x, str) for x in data.get(key, []))
+                for key in ("tmps", "created_dirs")
+            )
+        ):
+            # It only lists temp files to remove: nothing is lost by setting it aside.
+            problems.append(
+                f"unreadable commit intent {intent.name}; set aside (stray temp files may remain)"
+            )
+            os.replace(intent, intent.with_name(intent.name.replace(".json", ".failed.json")))
+            continue
         for tmp in data.get("tmps", []):
             if Path(tmp).exists():
                 Path(tmp).unlink()
@@ -462,17 +534,24 @@ def recover(layout: RepoLayout, *, lock_timeout: float = 2.0) -> RecoveryReport 
     """
     try:
         with edit_lock(layout.edits_dir, timeout=lock_timeout):
-            return _recover_locked(layout)
+            return _recover_locked(layout, strict=False)
     except LockBusy:
         return None
 
 
 def history_records(layout: RepoLayout) -> list[dict[str, Any]]:
-    """Completed change sets that can be undone, oldest first."""
+    """Completed change sets that can be undone, oldest first.
+
+    An unreadable record is listed as ``{"_path": ..., "_corrupt": why}``: undo refuses at it
+    (HistoryCorrupt) rather than skip to an older change set the user did not mean.
+    """
     _, _, history_dir = _dirs(layout)
-    out = []
+    out: list[dict[str, Any]] = []
     for path in sorted(history_dir.glob("*.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            data = parse_record(path)
+        except (OSError, ValueError) as exc:
+            data = {"_corrupt": str(exc)}
         data["_path"] = str(path)
         out.append(data)
     return out

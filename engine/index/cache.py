@@ -2,7 +2,8 @@
 
 Entries are keyed by ``(namespace, key)`` and tied to the content hash they were
 computed from, so a change or deletion of that content invalidates them. Expiry
-is by age (TTL in days) and size (LRU eviction above a cap in MB).
+is by age (TTL in days) and size (LRU eviction above a cap in MB). A damaged file is
+set aside and the cache starts empty (``engine.quarantine``): it only holds recomputable work.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from engine.quarantine import RebuildableDB
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -50,80 +53,92 @@ class ResultCache:
         self._lock = threading.Lock()
         self._hits = 0
         self._misses = 0
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(str(path), check_same_thread=False, timeout=10)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.executescript(SCHEMA)
+        self._db = RebuildableDB(path, SCHEMA, "the result cache", "it starts empty (cached work is redone)")
+        with self._lock:
+            self._db.connect()
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            self._db.close()
 
     def get(self, namespace: str, key: str) -> str | None:
         now = time.time()
-        with self._lock:
-            row = self._conn.execute(
+
+        def read(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute(
                 "SELECT value, created FROM entries WHERE namespace=? AND key=?", (namespace, key)
             ).fetchone()
             if row is None or now - row[1] > self.ttl_seconds:
                 self._misses += 1
                 if row is not None:
-                    self._conn.execute("DELETE FROM entries WHERE namespace=? AND key=?", (namespace, key))
-                    self._conn.commit()
+                    conn.execute("DELETE FROM entries WHERE namespace=? AND key=?", (namespace, key))
+                    conn.commit()
                 return None
-            self._conn.execute(
-                "UPDATE entries SET accessed=? WHERE namespace=? AND key=?", (now, namespace, key)
-            )
-            self._conn.commit()
+            conn.execute("UPDATE entries SET accessed=? WHERE namespace=? AND key=?", (now, namespace, key))
+            conn.commit()
             self._hits += 1
             return str(row[0])
+
+        with self._lock:
+            return self._db.run(read)
 
     def put(self, namespace: str, key: str, value: str, *, content_hash: str | None = None) -> None:
         now = time.time()
         size = len(value.encode("utf-8")) + len(key)
-        with self._lock:
-            self._conn.execute(
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute(
                 "INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?)",
                 (namespace, key, value, content_hash, now, now, size),
             )
-            self._conn.commit()
-            self._evict_locked()
+            conn.commit()
+            self._evict(conn)
+
+        with self._lock:
+            self._db.run(write)
 
     def invalidate_content(self, content_hashes: list[str]) -> int:
         """Drop every entry computed from content that changed or was deleted."""
         if not content_hashes:
             return 0
-        with self._lock:
+
+        def drop(conn: sqlite3.Connection) -> int:
             total = 0
             for i in range(0, len(content_hashes), 500):
                 part = content_hashes[i : i + 500]
                 marks = ",".join("?" * len(part))
-                cur = self._conn.execute(f"DELETE FROM entries WHERE content_hash IN ({marks})", part)
+                cur = conn.execute(f"DELETE FROM entries WHERE content_hash IN ({marks})", part)
                 total += cur.rowcount
-            self._conn.commit()
+            conn.commit()
             return total
 
-    def _evict_locked(self) -> None:
+        with self._lock:
+            return self._db.run(drop)
+
+    def _evict(self, conn: sqlite3.Connection) -> None:
         cutoff = time.time() - self.ttl_seconds
-        self._conn.execute("DELETE FROM entries WHERE created < ?", (cutoff,))
-        total = self._conn.execute("SELECT COALESCE(SUM(size),0) FROM entries").fetchone()[0]
+        conn.execute("DELETE FROM entries WHERE created < ?", (cutoff,))
+        total = conn.execute("SELECT COALESCE(SUM(size),0) FROM entries").fetchone()[0]
         if total <= self.max_bytes:
-            self._conn.commit()  # end the DELETE's transaction, or other writers see a locked file
+            conn.commit()  # end the DELETE's transaction, or other writers see a locked file
             return
         excess = total - self.max_bytes
-        rows = self._conn.execute("SELECT namespace, key, size FROM entries ORDER BY accessed ASC").fetchall()
+        rows = conn.execute("SELECT namespace, key, size FROM entries ORDER BY accessed ASC").fetchall()
         for namespace, key, size in rows:
             if excess <= 0:
                 break
-            self._conn.execute("DELETE FROM entries WHERE namespace=? AND key=?", (namespace, key))
+            conn.execute("DELETE FROM entries WHERE namespace=? AND key=?", (namespace, key))
             excess -= size
-        self._conn.commit()
+        conn.commit()
 
     def stats(self) -> CacheStats:
-        with self._lock:
-            rows = self._conn.execute(
+        def count(conn: sqlite3.Connection) -> list[tuple[str, int, int]]:
+            return conn.execute(
                 "SELECT namespace, COUNT(*), COALESCE(SUM(size),0) FROM entries GROUP BY namespace"
             ).fetchall()
+
+        with self._lock:
+            rows = self._db.run(count)
         return CacheStats(
             entries=sum(r[1] for r in rows),
             bytes=sum(r[2] for r in rows),
@@ -133,10 +148,13 @@ class ResultCache:
         )
 
     def clear(self, namespace: str | None = None) -> int:
-        with self._lock:
+        def drop(conn: sqlite3.Connection) -> int:
             if namespace is None:
-                cur = self._conn.execute("DELETE FROM entries")
+                cur = conn.execute("DELETE FROM entries")
             else:
-                cur = self._conn.execute("DELETE FROM entries WHERE namespace=?", (namespace,))
-            self._conn.commit()
+                cur = conn.execute("DELETE FROM entries WHERE namespace=?", (namespace,))
+            conn.commit()
             return cur.rowcount
+
+        with self._lock:
+            return self._db.run(drop)

@@ -16,7 +16,7 @@ import os
 import re
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -56,6 +56,8 @@ class ChromaStore:
 
     url: str | None
     path: Path | None
+    # The repository an embedded store belongs to (for the damaged-store check); not part of its identity.
+    layout: RepoLayout | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property
     def is_server(self) -> bool:
@@ -76,7 +78,7 @@ def chroma_store(layout: RepoLayout, settings: Settings | None) -> ChromaStore:
     url = os.environ.get("SEMFORA_CHROMA_URL") or (settings.search.chroma_url if settings else None)
     if url:
         return ChromaStore(url.rstrip("/"), None)
-    return ChromaStore(None, layout.chroma_dir)
+    return ChromaStore(None, layout.chroma_dir, layout)
 
 
 def label_of(key: str | None) -> str:
@@ -102,7 +104,7 @@ def chroma_client(store: ChromaStore) -> Any:
         if failed is not None and time.monotonic() - failed[0] < SERVER_RETRY_SECONDS:
             raise ChromaUnavailable(failed[1])
         try:
-            client = _open_server(store.url) if store.url else _open_embedded(store.path)  # type: ignore[arg-type]
+            client = _open_server(store.url) if store.url else _open_embedded(store)
         except ChromaUnavailable as exc:
             _failures[store.key] = (time.monotonic(), exc.message)
             raise
@@ -125,10 +127,16 @@ def _chroma_settings() -> Any:
     return ChromaSettings(anonymized_telemetry=False)
 
 
-def _open_embedded(path: Path) -> Any:
-    """The one place an embedded PersistentClient is opened (and where a damaged store is checked)."""
+def _open_embedded(store: ChromaStore) -> Any:
+    """The one place an embedded PersistentClient is opened, and where a damaged store is checked."""
     import chromadb
 
+    path = store.path
+    assert path is not None
+    if store.layout is not None:
+        from engine.index.chroma_health import ensure_chroma_usable
+
+        ensure_chroma_usable(store.layout)  # a damaged chroma.sqlite3 is set aside, and rebuilt by `index`
     path.mkdir(parents=True, exist_ok=True)
     try:
         return chromadb.PersistentClient(path=str(path), settings=_chroma_settings())

@@ -3,6 +3,7 @@
 Owns what is recorded at each level (off | errors | metrics | debug | full). Below
 ``full`` nothing identifying is stored: the query becomes a keyed hash (the key lives
 outside metrics.db) and results only as counts and scores, never paths or names.
+A damaged metrics.db is set aside and started anew (``engine.quarantine``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from engine.policy.redaction import redact, redact_json
+from engine.quarantine import RebuildableDB, set_aside
 
 LEVELS = ("off", "errors", "metrics", "debug", "full")
 
@@ -88,24 +92,24 @@ class MetricsRecorder:
         self.path = path
         self.level = level
         self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
+        self._db = RebuildableDB(path, SCHEMA, "the search metrics", "recording starts anew")
         self._key: bytes | None = None
-
-    def _open(self) -> sqlite3.Connection:
-        if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(str(self.path), timeout=10, check_same_thread=False)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.executescript(SCHEMA)
-        return self._conn
 
     def _hash(self, query: str) -> str:
         """A keyed hash: repeats of a query group together, but the hash cannot be looked up."""
         if self._key is None:
             key_file = _key_path(self.path)
             if key_file.is_file():
-                self._key = bytes.fromhex(key_file.read_text().strip())
-            else:
+                try:
+                    self._key = bytes.fromhex(key_file.read_text(encoding="ascii").strip())
+                except (ValueError, UnicodeDecodeError) as exc:
+                    set_aside(
+                        key_file,
+                        "the metrics key",
+                        str(exc),
+                        "a new key is made (older hashes stop grouping)",
+                    )
+            if self._key is None:
                 self._key = secrets.token_bytes(32)
                 key_file.parent.mkdir(parents=True, exist_ok=True)
                 key_file.write_text(self._key.hex())
@@ -118,15 +122,16 @@ class MetricsRecorder:
             return False
         now = time.time()
         timings = json.dumps(event.timings) if self.level in ("debug", "full") and event.timings else None
-        with self._lock:
-            conn = self._open()
+        query_hash = self._hash(event.query)
+
+        def write(conn: sqlite3.Connection) -> None:
             cur = conn.execute(
                 "INSERT INTO search_events(ts, day, query_hash, mode, latency_ms, result_count, top_score, "
                 "used_expansion, used_rerank, cache_hits, error, timings) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     now,
                     time.strftime("%Y-%m-%d", time.gmtime(now)),
-                    self._hash(event.query),
+                    query_hash,
                     event.mode,
                     round(event.latency_ms, 2),
                     event.result_count,
@@ -143,25 +148,31 @@ class MetricsRecorder:
                     "INSERT INTO query_log VALUES (?,?,?,?)",
                     (
                         cur.lastrowid,
-                        event.query,
-                        json.dumps(list(event.expansions)),
+                        redact(event.query),  # a key pasted into a query is never stored
+                        json.dumps(redact_json(list(event.expansions))),
                         json.dumps(list(event.results)),
                     ),
                 )
             conn.commit()
+
+        with self._lock:
+            self._db.run(write)
         return True
 
     def daily(self, days: int = 14) -> list[DailyAggregate]:
         if not self.path.exists():
             return []
         cutoff = time.strftime("%Y-%m-%d", time.gmtime(time.time() - days * 86_400))
-        with self._lock:
-            conn = self._open()
-            rows = conn.execute(
+
+        def read(conn: sqlite3.Connection) -> list[tuple]:
+            return conn.execute(
                 "SELECT day, latency_ms, result_count, top_score, cache_hits, used_expansion, used_rerank, "
                 "error FROM search_events WHERE day > ? ORDER BY day, latency_ms",
                 (cutoff,),
             ).fetchall()
+
+        with self._lock:
+            rows = self._db.run(read)
         by_day: dict[str, list[tuple]] = {}
         for row in rows:
             by_day.setdefault(row[0], []).append(row)
@@ -188,6 +199,4 @@ class MetricsRecorder:
 
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            self._db.close()

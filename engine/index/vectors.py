@@ -29,8 +29,8 @@ from engine.index.chroma import (
     forget_client,
     label_of,
 )
-from engine.index.chunking import is_test_path
 from engine.index.embeddings import Embedder, EmbedderChoice, choose_embedder, model_identity
+from engine.policy.paths import is_test_path
 from engine.store.layout import RepoLayout
 
 __all__ = ["ChromaUnavailable", "VectorIndexer", "VectorReport", "VectorSearcher", "vector_status"]

@@ -22,6 +22,7 @@ from engine.llm.base import (
     ModelStreamInterrupted,
     ModelUnavailable,
     PromptBlock,
+    StatusFn,
     StreamDone,
     StreamEvent,
     StreamingReasoner,
@@ -31,12 +32,16 @@ from engine.llm.base import (
     as_blocks,
     compute_cost,
     price_for,
+    retry_status,
+    timeout_error,
 )
-from engine.llm.cancel import iterate_cancellable
+from engine.llm.cancel import TurnStop, call_cancellable, iterate_cancellable
 from engine.llm.retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
 
 log = logging.getLogger("semfora.llm.anthropic")
 
+# How a retried HTTP status is named to the user ("retrying 2/4 in 3 s: overloaded (529)").
+STATUS_WORDS = {408: "timed out", 409: "conflict", 429: "rate limited", 529: "overloaded"}
 # Error event types that mean "try again later" when they arrive inside a 200 stream.
 RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "rate_limit_error", "api_error"})
 
@@ -96,7 +101,12 @@ class AnthropicReasoner(StreamingReasoner):
         *,
         max_tokens: int | None = None,
         cancel: threading.Event | None = None,
+        deadline: float | None = None,
+        on_status: StatusFn | None = None,
     ) -> Iterator[StreamEvent]:
+        from engine.policy.redaction import redact_request
+
+        system, messages = redact_request(system, messages)  # the last check before the network
         request: dict[str, Any] = {
             "model": self.model,
             "max_tokens": max_tokens or self.settings.llm.max_output_tokens,
@@ -105,42 +115,54 @@ class AnthropicReasoner(StreamingReasoner):
         system_blocks = cached_system(as_blocks(system))
         if system_blocks:
             request["system"] = system_blocks
+        budget = self.settings.llm.turn_timeout
+        stop = TurnStop(cancel, deadline if deadline is not None else time.monotonic() + budget)
         attempt = 0
+        last_problem = ""
+        parts: list[str] = []
         while True:
             emitted = False
             try:
-                for event in self._one_attempt(request, cancel, attempt):
+                for event in self._one_attempt(request, stop, attempt):
                     emitted = True
+                    if isinstance(event, TextDelta):
+                        parts.append(event.text)
                     yield event
                 return
+            except ModelCancelled as exc:
+                if stop.cancelled or not stop.expired():
+                    raise
+                raise timeout_error(self.model, budget, last_problem, "".join(parts)) from exc
             except _Retryable as exc:
+                last_problem = exc.reason
                 if emitted or attempt >= self.retry.max_retries:
                     raise exc.final(attempt + 1) from exc.cause
                 wait = self.retry.delay(attempt, exc.retry_after)
-                log.info(
-                    "model %s: %s; retry %d/%d in %.2fs",
-                    self.model,
-                    exc.reason,
-                    attempt + 1,
-                    self.retry.max_retries,
-                    wait,
-                )
-                if cancel is not None and cancel.wait(wait):
-                    raise ModelCancelled() from exc.cause
-                if cancel is None:
-                    time.sleep(wait)
+                left = stop.remaining()
+                if left is not None and wait >= left:
+                    raise timeout_error(self.model, budget, last_problem) from exc.cause
+                message = retry_status(attempt + 1, self.retry.max_retries, wait, exc.reason)
+                log.info("model %s: %s", self.model, message)
+                if on_status is not None:
+                    on_status(message)
+                if stop.wait(wait):
+                    if stop.cancelled:
+                        raise ModelCancelled() from exc.cause
+                    raise timeout_error(self.model, budget, last_problem) from exc.cause
                 attempt += 1
 
-    def _one_attempt(
-        self, request: dict[str, Any], cancel: threading.Event | None, attempt: int
-    ) -> Iterator[StreamEvent]:
+    def _one_attempt(self, request: dict[str, Any], cancel: TurnStop, attempt: int) -> Iterator[StreamEvent]:
         anthropic = self._anthropic
         import httpx2  # the transport the SDK is built on; its errors surface mid-stream
 
-        if cancel is not None and cancel.is_set():
+        if cancel.is_set():
             raise ModelCancelled()
         try:
-            stream = self._client.messages.create(**request, stream=True)
+            # Waiting for the response headers blocks; in a helper thread, the deadline and a
+            # cancel still end the wait (an endpoint that accepts and never answers).
+            stream = call_cancellable(
+                lambda: self._client.messages.create(**request, stream=True), cancel, _close_quietly
+            )
         except (anthropic.AuthenticationError, anthropic.PermissionDeniedError) as exc:
             raise ModelUnavailable(
                 f"the Anthropic API rejected the API key (HTTP {exc.status_code})",
@@ -152,7 +174,7 @@ class AnthropicReasoner(StreamingReasoner):
         except anthropic.APIConnectionError as exc:
             reason = "timed out" if isinstance(exc, anthropic.APITimeoutError) else "could not connect"
             raise _Retryable(
-                reason,
+                "timed out" if reason == "timed out" else "could not connect",
                 None,
                 exc,
                 lambda n: ModelUnavailable(
@@ -236,7 +258,7 @@ class AnthropicReasoner(StreamingReasoner):
         if status in RETRYABLE_STATUS:
             headers = dict(exc.response.headers) if getattr(exc, "response", None) is not None else {}
             return _Retryable(
-                f"HTTP {status}",
+                f"{STATUS_WORDS.get(status, 'server error')} ({status})",
                 parse_retry_after(headers),
                 exc,
                 lambda n: ModelError(

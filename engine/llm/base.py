@@ -8,7 +8,7 @@ accumulator and the typed model errors. It must not talk to any network itself.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -56,6 +56,16 @@ class ModelStreamInterrupted(ModelError):
     """The reply stream broke after text had already been shown (not retried: it would repeat)."""
 
     code = "MODEL_STREAM_INTERRUPTED"
+
+
+class ModelTimeout(ServiceUnavailable):
+    """The model gave no complete answer before the turn's deadline (``llm.turn_timeout``) (exit 3)."""
+
+    code = "MODEL_TIMEOUT"
+
+    def __init__(self, message: str, *, hint: str | None = None, partial_text: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.partial_text = partial_text
 
 
 class ModelCancelled(SemforaError):
@@ -145,14 +155,18 @@ class Reply:
 
 SystemPrompt = list[PromptBlock] | str
 Messages = list[dict[str, str]]
+# Receives one line for the user while a call waits ("retrying 2/4 in 3 s: overloaded (529)").
+StatusFn = Callable[[str], None]
 
 
 @runtime_checkable
 class Reasoner(Protocol):
     """A model client. ``stream`` yields ``TextDelta``s then exactly one ``StreamDone``.
 
-    Errors: ``ModelUnavailable`` (exit 3), ``ModelError``/``ModelStreamInterrupted`` (exit 1),
-    ``ModelCancelled`` when ``cancel`` is set.
+    ``deadline`` (a ``time.monotonic()`` instant) bounds the whole call, retries and their
+    pauses included (default: ``llm.turn_timeout`` from now); ``on_status`` hears each retry.
+    Errors: ``ModelUnavailable``/``ModelTimeout`` (exit 3), ``ModelError``/``ModelStreamInterrupted``
+    (exit 1), ``ModelCancelled`` when ``cancel`` is set.
     """
 
     model: str
@@ -164,6 +178,8 @@ class Reasoner(Protocol):
         *,
         max_tokens: int | None = None,
         cancel: threading.Event | None = None,
+        deadline: float | None = None,
+        on_status: StatusFn | None = None,
     ) -> Iterator[StreamEvent]: ...
 
     def complete(
@@ -173,6 +189,8 @@ class Reasoner(Protocol):
         *,
         max_tokens: int | None = None,
         cancel: threading.Event | None = None,
+        deadline: float | None = None,
+        on_status: StatusFn | None = None,
     ) -> Reply: ...
 
 
@@ -201,6 +219,8 @@ class StreamingReasoner:
         *,
         max_tokens: int | None = None,
         cancel: threading.Event | None = None,
+        deadline: float | None = None,
+        on_status: StatusFn | None = None,
     ) -> Iterator[StreamEvent]:
         raise NotImplementedError
 
@@ -211,8 +231,30 @@ class StreamingReasoner:
         *,
         max_tokens: int | None = None,
         cancel: threading.Event | None = None,
+        deadline: float | None = None,
+        on_status: StatusFn | None = None,
     ) -> Reply:
-        return collect_reply(self.stream(system, messages, max_tokens=max_tokens, cancel=cancel))
+        return collect_reply(
+            self.stream(
+                system, messages, max_tokens=max_tokens, cancel=cancel, deadline=deadline, on_status=on_status
+            )
+        )
+
+
+def retry_status(attempt: int, max_retries: int, wait: float, reason: str) -> str:
+    """The line the user sees while a call pauses before its next attempt (``attempt`` from 1)."""
+    shown = f"{wait:.0f} s" if wait >= 1 else f"{wait:.1f} s"
+    return f"retrying {attempt}/{max_retries} in {shown}: {reason}"
+
+
+def timeout_error(model: str, seconds: float, last_problem: str, partial_text: str = "") -> ModelTimeout:
+    """The error for a call that reached its deadline (``llm.turn_timeout`` seconds)."""
+    tail = f"; last problem: {last_problem}" if last_problem else ""
+    return ModelTimeout(
+        f"{model} gave no complete answer within the turn's {seconds:g} s (llm.turn_timeout){tail}",
+        hint="check the network and the model endpoint, or raise llm.turn_timeout",
+        partial_text=partial_text,
+    )
 
 
 def as_blocks(system: SystemPrompt) -> list[PromptBlock]:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -20,6 +22,7 @@ from engine.llm.base import (
     ModelError,
     ModelStreamInterrupted,
     ModelUnavailable,
+    StatusFn,
     StreamDone,
     StreamEvent,
     StreamingReasoner,
@@ -29,14 +32,19 @@ from engine.llm.base import (
     as_blocks,
     compute_cost,
     price_for,
+    retry_status,
+    timeout_error,
 )
-from engine.llm.cancel import iterate_cancellable
+from engine.llm.cancel import TurnStop, call_cancellable, iterate_cancellable
 from engine.llm.ollama_client import normalise_host
+from engine.llm.retry import RetryPolicy
 from engine.llm.tokens import estimate_tokens
 
 log = logging.getLogger("semfora.llm.litellm")
 
 OLLAMA_PREFIXES = ("ollama/", "ollama_chat/")
+# Environment variable names quoted in a provider's "missing credentials" message.
+_KEY_VARIABLE = re.compile(r"\b[A-Z][A-Z0-9_]*_(?:API_KEY|API_BASE|KEY)\b")
 
 
 class LiteLLMReasoner(StreamingReasoner):
@@ -50,6 +58,7 @@ class LiteLLMReasoner(StreamingReasoner):
         if model.startswith(OLLAMA_PREFIXES):
             self.api_base = normalise_host(env.get("OLLAMA_HOST") or settings.ollama.host)
         self._price = price_for(settings.llm.prices, model)
+        self.retry = RetryPolicy(max_retries=settings.llm.max_retries)
 
     def __repr__(self) -> str:
         return f"LiteLLMReasoner(model={self.model!r})"
@@ -61,12 +70,17 @@ class LiteLLMReasoner(StreamingReasoner):
         *,
         max_tokens: int | None = None,
         cancel: threading.Event | None = None,
+        deadline: float | None = None,
+        on_status: StatusFn | None = None,
     ) -> Iterator[StreamEvent]:
         # Offline-first: use LiteLLM's bundled price map instead of fetching it at import.
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         import litellm  # slow to import; only when a non-Claude model is really used
 
         litellm.suppress_debug_info = True  # its "Give Feedback" banner would land in our stdout
+        from engine.policy.redaction import redact_request
+
+        system, messages = redact_request(system, messages)  # the last check before the network
 
         system_text = "\n\n".join(b.text for b in as_blocks(system) if b.text)
         full: list[dict[str, str]] = (
@@ -78,23 +92,49 @@ class LiteLLMReasoner(StreamingReasoner):
             "stream": True,
             "max_tokens": max_tokens or self.settings.llm.max_output_tokens,
             "timeout": self.settings.llm.read_timeout,
-            "num_retries": self.settings.llm.max_retries,
+            "num_retries": 0,  # retries are ours: bounded by the deadline and shown to the user
             "stream_options": {"include_usage": True},
         }
         if self.api_base:
             kwargs["api_base"] = self.api_base
-        if cancel is not None and cancel.is_set():
-            raise ModelCancelled()
-        try:
-            response = litellm.completion(**kwargs)
-        except Exception as exc:
-            raise _map_error(litellm, self.model, exc) from exc
+        budget = self.settings.llm.turn_timeout
+        stop = TurnStop(cancel, deadline if deadline is not None else time.monotonic() + budget)
+        attempt = 0
+        last_problem = ""
+        while True:
+            try:
+                response = call_cancellable(lambda: litellm.completion(**kwargs), stop, _close)
+                break
+            except ModelCancelled:
+                if stop.cancelled or not stop.expired():
+                    raise
+                raise timeout_error(self.model, budget, last_problem) from None
+            except Exception as exc:
+                mapped = _map_error(litellm, self.model, exc)
+                auth = getattr(mapped, "code", "") == "MODEL_AUTH"
+                reason = None if auth else _retry_reason(litellm, exc)
+                if reason is None or attempt >= self.retry.max_retries:
+                    raise mapped from exc
+                last_problem = reason
+                wait = self.retry.delay(attempt)
+                left = stop.remaining()
+                if left is not None and wait >= left:
+                    raise timeout_error(self.model, budget, last_problem) from exc
+                message = retry_status(attempt + 1, self.retry.max_retries, wait, reason)
+                log.info("model %s: %s", self.model, message)
+                if on_status is not None:
+                    on_status(message)
+                if stop.wait(wait):
+                    if stop.cancelled:
+                        raise ModelCancelled() from exc
+                    raise timeout_error(self.model, budget, last_problem) from exc
+                attempt += 1
 
         parts: list[str] = []
         usage: Usage | None = None
         stop_reason: str | None = None
         try:
-            for chunk in iterate_cancellable(response, cancel):
+            for chunk in iterate_cancellable(response, stop):
                 for choice in getattr(chunk, "choices", None) or []:
                     delta = getattr(choice, "delta", None)
                     text = getattr(delta, "content", None) if delta is not None else None
@@ -108,6 +148,8 @@ class LiteLLMReasoner(StreamingReasoner):
                     usage = _usage_from_openai(raw_usage)
         except ModelCancelled as exc:
             _close(response)
+            if stop.expired() and not stop.cancelled:
+                raise timeout_error(self.model, budget, "the reply stalled", "".join(parts)) from exc
             raise ModelCancelled(partial_text="".join(parts)) from exc
         except Exception as exc:
             if not isinstance(exc, _stream_errors(litellm)):
@@ -123,7 +165,44 @@ class LiteLLMReasoner(StreamingReasoner):
             usage = Usage(input_tokens=estimate_tokens(prompt), output_tokens=estimate_tokens(text))
         cost = compute_cost(usage, self._price)
         log.info("model %s: %d in, %d out, $%.5f", self.model, usage.input_tokens, usage.output_tokens, cost)
-        yield StreamDone(usage, cost, self.model, _stop_reason(stop_reason))
+        yield StreamDone(usage, cost, self.model, _stop_reason(stop_reason), attempts=attempt + 1)
+
+
+def _retry_reason(litellm: Any, exc: Exception) -> str | None:
+    """Why another attempt is worth it (shown to the user), or None when it is not."""
+    errors = litellm.exceptions
+    if isinstance(exc, errors.RateLimitError):
+        return "rate limited (429)"
+    if isinstance(exc, errors.Timeout):
+        return "timed out"
+    if isinstance(exc, errors.APIConnectionError):
+        return "could not connect"
+    if isinstance(exc, errors.ServiceUnavailableError):
+        return "unavailable (503)"
+    if isinstance(exc, errors.InternalServerError):
+        return "server error (500)"
+    return None
+
+
+def _missing_credentials(litellm: Any, model: str, exc: Exception) -> list[str] | None:
+    """The variables a provider asked for when ``exc`` says its credentials are missing, else None."""
+    errors = litellm.exceptions
+    text = str(exc)
+    if not (
+        isinstance(exc, errors.AuthenticationError | errors.PermissionDeniedError)
+        or "missing credentials" in text.lower()
+        or "api_key client option must be set" in text.lower()
+    ):
+        return None
+    named = list(dict.fromkeys(_KEY_VARIABLE.findall(text)))
+    if not model.startswith(OLLAMA_PREFIXES):
+        try:
+            missing = list(litellm.validate_environment(model=model).get("missing_keys") or [])
+        except Exception as check_exc:  # an unknown provider: keep what the message named
+            log.debug("validate_environment(%s): %s", model, type(check_exc).__name__)
+            missing = []
+        named = missing or named  # the provider's own list is exact; a message may name extras
+    return named
 
 
 def _stream_errors(litellm: Any) -> tuple[type[BaseException], ...]:
@@ -137,11 +216,16 @@ def _stream_errors(litellm: Any) -> tuple[type[BaseException], ...]:
 def _map_error(litellm: Any, model: str, exc: Exception) -> Exception:
     """LiteLLM's exception for a failed call as our typed error (unknown exceptions pass through)."""
     errors = litellm.exceptions
-    if isinstance(exc, errors.AuthenticationError | errors.PermissionDeniedError):
+    missing = _missing_credentials(litellm, model, exc)
+    if missing is not None:
+        wanted = " or ".join(missing) if missing else "the provider's API key variable"
+        rejected = isinstance(exc, errors.AuthenticationError | errors.PermissionDeniedError)
         return ModelUnavailable(
-            f"{model}: credentials rejected",
+            f"{model}: credentials rejected; check {wanted}"
+            if rejected and "missing" not in str(exc).lower()
+            else f"{model}: no credentials: set {wanted}",
             code="MODEL_AUTH",
-            hint="check the provider's API key variable, or use --model ollama/qwen2.5-coder:7b",
+            hint="or use a local model with --model ollama/qwen2.5-coder:7b",
         )
     if isinstance(exc, errors.NotFoundError):
         return ModelUnavailable(

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config import Settings
-from engine.errors import SemforaError
+from engine.errors import SemforaError, UsageError
 from engine.llm.base import (
     Messages,
     ModelCancelled,
@@ -28,7 +28,7 @@ from engine.llm.base import (
     Usage,
 )
 from engine.orchestrator.budget import ContextBudget, ContextItem
-from engine.orchestrator.gather import ContextGatherer, ContextPack
+from engine.orchestrator.context import ContextGatherer, ContextPack
 from engine.orchestrator.intent import classify_intent
 from engine.orchestrator.memory import Episode, SemforaMemory, SessionStore, TurnRecall
 from engine.orchestrator.prompts import (
@@ -40,12 +40,17 @@ from engine.orchestrator.prompts import (
     task_message,
 )
 from engine.orchestrator.runlog import RunRecord, item_record, new_run_id, write_run
+from engine.policy.redaction import redact
 from engine.store.layout import RepoLayout
 
 log = logging.getLogger(__name__)
 
 # Rounds of NEED follow-up per turn (issue 5): enough to fill a gap, too few to explore.
 MAX_NEED_ROUNDS = 2
+# Each NEED round may add this share of the request budget: the first pack spends the budget
+# on code, so a round gets its own allowance (a turn's context stays within
+# budget x (1 + MAX_NEED_ROUNDS x NEED_ROUND_SHARE)), enough for a few whole definitions.
+NEED_ROUND_SHARE = 0.5
 # cache.db namespace of overview texts, keyed by size cap and index.db state.
 OVERVIEW_NAMESPACE = "overview"
 # Highest fan-in symbols pre-summarized once per session when ollama.presummarize is on.
@@ -78,10 +83,22 @@ class TurnResult:
     hunks: int = 0
     commit: Any = None
     extra_items: tuple[ContextItem, ...] = field(default=())
+    error_code: str | None = None  # set when the turn failed or a check after --apply failed
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome not in ("edit_failed", "error", "cancelled") and self.error_code is None
 
     def to_json(self) -> dict[str, Any]:
+        failure: dict[str, Any] = {}
+        if not self.ok:
+            failure = {
+                "error_code": self.error_code or "MODEL_ERROR",
+                "error_message": "; ".join(self.errors) or self.outcome,
+            }
         return {
-            "ok": self.outcome not in ("edit_failed", "error", "cancelled"),
+            "ok": self.ok,
+            **failure,
             "run_id": self.run_id,
             "outcome": self.outcome,
             "model": self.model,
@@ -239,6 +256,32 @@ class Orchestrator:
         lines = self.session.summary_lines(SESSION_MEMORY_TURNS)
         return self.gatherer.build(task, budget, session_lines=lines, recalled=recalled)
 
+    def resolve_need(
+        self, pack: ContextPack, names: list[str], budget: int | None = None, round_no: int = 1
+    ) -> list[ContextItem]:
+        """The items one NEED round adds to ``pack`` for ``names``, as ``run_turn`` would send them.
+
+        ``names`` are what a model writes in a NEED block: symbol names (``Session.send``,
+        ``send``) or repository paths (``src/app.py``), at most ``MAX_NEED_TARGETS`` served.
+        ``budget`` is the round's allowance in tokens (default: ``NEED_ROUND_SHARE`` of the
+        pack's budget). Code the pack showed whole is not sent again; a symbol the pack showed
+        as an excerpt comes whole. Never calls a model.
+        """
+        from engine.orchestrator.anchors import looks_like_path
+        from engine.orchestrator.prompts import MAX_NEED_TARGETS
+
+        wanted = list(dict.fromkeys(n for n in names if n.strip()))[:MAX_NEED_TARGETS]
+        allowance = self.new_budget(budget if budget is not None else int(NEED_ROUND_SHARE * pack.budget))
+        with self._lock:
+            answer = self.gatherer.resolve_need(
+                pack,
+                [n for n in wanted if not looks_like_path(n)],
+                [n for n in wanted if looks_like_path(n)],
+                allowance,
+                round_no,
+            )
+        return list(answer.items)
+
     def render(self, pack: ContextPack) -> str:
         """The request exactly as ``run_turn`` would send it first, as text."""
         return render_pack(
@@ -265,6 +308,8 @@ class Orchestrator:
         block means nothing of that reply is staged; the failure (with the nearest real
         lines) goes back to the model at most ``llm.edit_retries`` times.
         """
+        if not task.strip():
+            raise UsageError("the task is empty: say what you want done", hint='e.g. semfora ask "explain X"')
         if self.reasoner is None:
             from engine.llm.select import describe_model_status
 
@@ -303,10 +348,13 @@ class Orchestrator:
         outcome = "answered"
         commit: Any = None
         reply = ""
+        error_code: str | None = None
+        # One deadline for every model call of this turn (NEED rounds and edit retries included).
+        deadline = time.monotonic() + self.settings.llm.turn_timeout
         try:
             while True:
                 t_call = time.perf_counter()
-                reply, done = self._call(system, messages, on_text, cancel)
+                reply, done = self._call(system, messages, on_text, cancel, deadline, status)
                 record.timings[f"model_{len(record.raw_replies) + 1}"] = time.perf_counter() - t_call
                 record.raw_replies.append(reply)
                 usage, cost = usage + done.usage, cost + done.cost_usd
@@ -316,7 +364,11 @@ class Orchestrator:
                         errors.append(f"the model asked for more context after {MAX_NEED_ROUNDS} rounds")
                         break
                     need_rounds += 1
-                    items, missing = self.gatherer.resolve_need(need.symbols, need.files, budget, need_rounds)
+                    round_budget = self.new_budget(int(NEED_ROUND_SHARE * budget.limit))
+                    answer = self.gatherer.resolve_need(
+                        pack, need.symbols, need.files, round_budget, need_rounds, sent=extra
+                    )
+                    items, missing = list(answer.items), list(answer.missing)
                     extra.extend(items)
                     record.need_rounds.append(
                         {
@@ -334,6 +386,12 @@ class Orchestrator:
                     ]
                     continue
                 if EDIT_MARKER not in reply:
+                    if retries:
+                        # The model answered a failed edit without new blocks: it gave up.
+                        errors.append(
+                            f"the model sent no corrected edit blocks after {retries} failed attempt(s)"
+                        )
+                        outcome, error_code = "edit_failed", "EDIT_BLOCK_FAILED"
                     break
                 try:
                     staged, hunks = self._edits(task, reply, stage)
@@ -343,7 +401,7 @@ class Orchestrator:
                     prompt = getattr(exc, "retry_prompt", None)
                     if prompt is None or retries >= self.settings.llm.edit_retries:
                         errors.append(exc.message)
-                        outcome = "edit_failed"
+                        outcome, error_code = "edit_failed", exc.code
                         break
                     retries += 1
                     status(f"edit blocks failed ({exc.message}); asking the model again ({retries})")
@@ -359,11 +417,19 @@ class Orchestrator:
                     outcome = "applied" if commit.committed else "staged"
                     if not commit.committed:
                         errors.append(f"the staged edits were not applied: {commit.message}")
+                    failed = [c for c in commit.checks if not c.ok]
+                    if failed:
+                        errors.extend(
+                            f"{c.name} ({c.command}) failed with exit {c.exit_code}" for c in failed
+                        )
+                        error_code = "CHECK_FAILED"
                 except SemforaError as exc:  # e.g. a file changed on disk: the edits stay staged
                     errors.append(f"could not apply the staged edits: {exc.message}")
+                    error_code = exc.code
         except ModelCancelled as exc:
             reply, outcome = exc.partial_text, "cancelled"
             errors.append(exc.message)
+            error_code = exc.code
         except SemforaError as exc:  # model errors, a lost key mid-session: logged, then raised
             reply, outcome = getattr(exc, "partial_text", "") or reply, "error"
             errors.append(exc.message)
@@ -381,7 +447,7 @@ class Orchestrator:
             usage=usage,
             cost=cost,
             edits_staged=staged,
-            errors=tuple(errors),
+            errors=tuple(redact(e) for e in errors),  # printed by the CLI and the app
             run_id=record.run_id,
             outcome=outcome,
             model=self.reasoner.model,
@@ -390,14 +456,24 @@ class Orchestrator:
             hunks=hunks,
             commit=commit,
             extra_items=tuple(extra),
+            error_code=error_code,
         )
 
     def _call(
-        self, system: Any, messages: Messages, on_text: TextCallback | None, cancel: threading.Event | None
+        self,
+        system: Any,
+        messages: Messages,
+        on_text: TextCallback | None,
+        cancel: threading.Event | None,
+        deadline: float,
+        on_status: StatusCallback,
     ) -> tuple[str, StreamDone]:
         assert self.reasoner is not None
         parts: list[str] = []
-        for event in self.reasoner.stream(system, list(messages), cancel=cancel):
+        events = self.reasoner.stream(
+            system, list(messages), cancel=cancel, deadline=deadline, on_status=on_status
+        )
+        for event in events:
             if isinstance(event, TextDelta):
                 parts.append(event.text)
                 if on_text is not None:

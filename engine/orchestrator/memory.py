@@ -26,7 +26,8 @@ from typing import Any
 from engine.config import Settings
 from engine.errors import NotFoundError
 from engine.orchestrator.intent import is_debugging
-from engine.orchestrator.redaction import redact
+from engine.policy.redaction import redact, redact_json
+from engine.quarantine import set_aside
 from engine.store.layout import RepoLayout
 
 log = logging.getLogger(__name__)
@@ -226,6 +227,10 @@ class Session:
         return lines
 
 
+class SessionUnreadable(NotFoundError):
+    """A saved chat session that could not be read; it was set aside (exit 1 if raised)."""
+
+
 class SessionStore:
     """Sessions as ``sessions/<id>.json`` plus a ``LAST`` pointer for ``--resume``."""
 
@@ -247,36 +252,46 @@ class SessionStore:
         return self.dir / f"{session_id}.json"
 
     def save(self, session: Session) -> None:
+        """Write the session atomically; its text (requests typed by the user) is redacted."""
         with self._lock:
             path = self.path_of(session.id)
             tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(asdict(session), ensure_ascii=False), encoding="utf-8")
+            tmp.write_text(json.dumps(redact_json(asdict(session)), ensure_ascii=False), encoding="utf-8")
             os.replace(tmp, path)
             (self.dir / LAST_POINTER).write_text(session.id, encoding="utf-8")
 
     def load(self, session_id: str) -> Session:
+        """The saved session; a damaged file is set aside (said once) and reported as not found."""
         path = self.path_of(session_id)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            raw = path.read_bytes()
         except FileNotFoundError as exc:
             raise NotFoundError(f"no session {session_id!r}", code="SESSION_NOT_FOUND") from exc
-        except json.JSONDecodeError as exc:
-            raise NotFoundError(
-                f"session {session_id!r} is unreadable: {exc}", code="SESSION_NOT_FOUND"
+        try:
+            data = json.loads(raw.decode("utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            return Session(
+                id=str(data["id"]),
+                created=float(data.get("created", 0.0)),
+                # Redacted again on the way in: a file written before redaction shows no secret either.
+                turns=[redact_json(t) for t in list(data.get("turns", [])) if isinstance(t, dict)],
+                viewed_symbols=[str(x) for x in list(data.get("viewed_symbols", []))],
+            )
+        except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+            set_aside(path, "the chat session", str(exc)[:120], "a new session starts")
+            raise SessionUnreadable(
+                f"session {session_id!r} was unreadable and was set aside", code="SESSION_NOT_FOUND"
             ) from exc
-        return Session(
-            id=data["id"],
-            created=data.get("created", 0.0),
-            turns=list(data.get("turns", [])),
-            viewed_symbols=list(data.get("viewed_symbols", [])),
-        )
 
     def last(self) -> Session | None:
         pointer = self.dir / LAST_POINTER
         if not pointer.is_file():
             return None
         try:
-            return self.load(pointer.read_text(encoding="utf-8").strip())
+            return self.load(pointer.read_text(encoding="utf-8", errors="replace").strip())
+        except SessionUnreadable:
+            return None  # already said, when it was set aside
         except NotFoundError as exc:
             log.warning("cannot resume the last session: %s", exc)
             return None

@@ -13,7 +13,9 @@ from typing import Literal
 Severity = Literal["low", "medium", "high"]
 Status = Literal["approved", "changes_requested", "blocked"]
 SEVERITY_ORDER: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
-# Finding types that block a change whatever the gate: a leaked credential must never be merged.
+# Finding types that block a change whatever the gate when the model reports them: a leaked
+# credential must never be merged. Rule findings say themselves whether they block (``blocking``):
+# a secret-looking example in documentation or a test fixture is reported without blocking.
 BLOCKING_TYPES = frozenset({"secrets"})
 
 
@@ -29,6 +31,10 @@ class Finding:
     symbol: str | None = None
     source: str = "rule"
     rule: str | None = None
+    # True for a finding that blocks the merge whatever the gate (a real-looking secret).
+    blocking: bool = False
+    # How many changes one finding stands for (a mass change collapsed into one finding).
+    count: int = 1
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -49,7 +55,7 @@ def risk_score(findings: Iterable[Finding]) -> Severity:
 def decide(findings: Iterable[Finding], fail_on: str) -> Status:
     """blocked on a secret; changes_requested when a finding reaches the gate; else approved."""
     items = list(findings)
-    if any(f.type in BLOCKING_TYPES for f in items):
+    if any(f.blocking or (f.source != "rule" and f.type in BLOCKING_TYPES) for f in items):
         return "blocked"
     if any(at_least(f.severity, fail_on) for f in items):
         return "changes_requested"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.llm.base import Reasoner, Usage
-from engine.orchestrator.redaction import redact
+from engine.policy.redaction import redact
 from engine.review.findings import SEVERITY_ORDER, Finding
 from engine.review.secrets import is_secret_file
 from engine.semantic.diff import SemanticDiff

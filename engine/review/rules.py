@@ -1,20 +1,25 @@
 """The deterministic review rules: what any reviewer would flag in a semantic diff.
 
 Each rule reads the SemanticDiff and returns findings; together they always run, with or
-without a model. Thresholds are named below with the reason for their value.
+without a model. Thresholds are named below with the reason for their value. Changes that only
+touch comments, docstrings, annotations, layout or names (``SymbolChange.logic_changed``) give
+no findings: a reviewer reads them in seconds.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import PurePosixPath
 
+from engine.policy.paths import is_test_path
 from engine.review.findings import Finding, Severity
 from engine.review.secrets import scan_files
+from engine.review.security import moved_lines, rule_security_logic
 from engine.semantic.diff import FileChange, SemanticDiff, SymbolChange
+from engine.semantic.surface import SOURCE_ROOTS, is_private_name
 
-# A new function longer than this no longer fits on one screen; reviewers skim such code.
+# A function longer than this no longer fits on one screen; reviewers skim such code.
 LARGE_FUNCTION_LINES = 80
 # Nesting at this depth hides paths from review (engine.semantic.risk calls 6 high; 5 is a warning).
 DEEP_NESTING = 5
@@ -28,51 +33,56 @@ EXTERNAL_SEVERITY: dict[str, Severity] = {
 }
 CONTAINER_KINDS = frozenset({"class", "struct", "interface", "trait", "enum", "module", "namespace"})
 FUNCTION_KINDS = frozenset({"function", "method"})
-_TEST_PATH = re.compile(
-    r"(^|/)(tests?|__tests__|spec|specs)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$"
-)
 DOC_SUFFIXES = (".md", ".rst", ".txt", ".json", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".lock")
+# More API findings than this in one change is a mass change (a package move, a rewrite, a
+# deprecation sweep): one finding with the counts says it better than a list nobody reads.
+MASS_API_FINDINGS = 10
+# A function must grow by more than this many lines to count as made long by the change: a few
+# lines more on a function at the limit is not news.
+LARGE_FUNCTION_GROWTH = 20
+# Untested changes in more files than this are one mass change (a refactor, a typing sweep):
+# one finding names the files.
+MASS_UNTESTED_FILES = 3
+# Methods whose change is presentation, not behaviour a test would pin down.
+PRESENTATION_METHODS = frozenset({"__repr__", "__str__", "__rich_repr__", "__dir__", "__format__"})
+# Names shorter than this are too common to prove that a test refers to a change (``run`` still
+# counts: ``test_run`` names it).
+MIN_REFERENCE_NAME = 3
+
+__all__ = ["RULES", "is_test_path", "run_rules"]
 
 
-def is_test_path(path: str) -> bool:
-    return bool(_TEST_PATH.search(path))
-
-
-def _is_public(s: SymbolChange) -> bool:
-    simple = s.qualified_name.rsplit(".", 1)[-1]
-    old = (s.old_qualified_name or s.qualified_name).rsplit(".", 1)[-1]
-    private = (
-        simple.startswith("_")
-        and not simple.startswith("__")
-        or old.startswith("_")
-        and not old.startswith("__")
-    )
-    return s.exported and not private and not is_test_path(s.file)
+def _reviewable(diff: SemanticDiff, path: str) -> bool:
+    """Code a reviewer reviews as code: not tests, docs, examples, generated or build scripts."""
+    return diff.in_library(path) and not path.endswith(DOC_SUFFIXES)
 
 
 def rule_risk_raised(diff: SemanticDiff) -> list[Finding]:
+    """A symbol gained an effect (not merely branches: size and nesting have their own rule)."""
     out = []
     for s in diff.symbols:
-        if s.risk_raised and s.change != "added":
-            reasons = "; ".join(s.risk_reasons_added) or "complexity"
+        if is_test_path(s.file) or not s.logic_changed:
+            continue
+        effects = [r for r in s.risk_reasons_added if not r.startswith("complexity")]
+        if s.risk_raised and s.change != "added" and effects:
             severity: Severity = "high" if s.risk_after == "high" else "medium"
             out.append(
                 Finding(
                     severity,
                     "risk",
-                    f"risk of {s.qualified_name} rose from {s.risk_before} to {s.risk_after}: {reasons}",
+                    f"risk of {s.qualified_name} rose from {s.risk_before} to {s.risk_after}: {'; '.join(effects)}",
                     s.file,
                     s.start_line,
                     s.qualified_name,
                     rule="risk-raised",
                 )
             )
-        elif s.change == "added" and s.risk_after == "high" and not s.new_external_calls:
+        elif s.change == "added" and s.risk_after == "high" and effects and not s.new_external_calls:
             out.append(
                 Finding(
                     "medium",
                     "risk",
-                    f"new high-risk {s.kind} {s.qualified_name}: {'; '.join(s.risk_reasons_added)}",
+                    f"new high-risk {s.kind} {s.qualified_name}: {'; '.join(effects)}",
                     s.file,
                     s.start_line,
                     s.qualified_name,
@@ -83,15 +93,16 @@ def rule_risk_raised(diff: SemanticDiff) -> list[Finding]:
 
 
 def rule_external_calls(diff: SemanticDiff) -> list[Finding]:
+    """New effects on the outside world in the project's own code (calls into the project itself
+    and test code that opens sockets or writes files are not external effects worth a finding)."""
     out = []
     for s in diff.symbols:
+        if not _reviewable(diff, s.file):
+            continue
         for call in s.new_external_calls:
-            severity = EXTERNAL_SEVERITY.get(call.category, "medium")
-            if is_test_path(s.file):
-                severity = "low"
             out.append(
                 Finding(
-                    severity,
+                    EXTERNAL_SEVERITY.get(call.category, "medium"),
                     "security",
                     f"new {call.category} use in {s.qualified_name}: {call.call}",
                     s.file,
@@ -103,129 +114,330 @@ def rule_external_calls(diff: SemanticDiff) -> list[Finding]:
     return out
 
 
+# --------------------------------------------------------------------------- public API
+
+
+def _strip_root(path: str) -> str:
+    for root in SOURCE_ROOTS:
+        if path.startswith(root):
+            return path[len(root) :]
+    return path
+
+
+def _api_message(s: SymbolChange) -> str | None:
+    """What breaks for users of a public symbol, or None when nothing does."""
+    if s.language == "python":
+        return _python_api_message(s)
+    if not s.exported or any(is_private_name(p) for p in s.qualified_name.split(".")):
+        return None
+    if s.kind in ("variable", "constant"):
+        return None
+    if s.change == "removed":
+        return f"public {s.kind} {s.qualified_name} was removed"
+    if s.change == "renamed":
+        return f"public {s.kind} {s.old_qualified_name} was renamed to {s.qualified_name}"
+    if s.change == "moved" and s.old_file and _strip_root(s.old_file) != _strip_root(s.file):
+        return f"public {s.kind} {s.qualified_name} moved from {s.old_file} to {s.file}"
+    if s.change == "modified" and s.parameter_changes and s.kind not in CONTAINER_KINDS:
+        return f"signature of public {s.kind} {s.qualified_name} changed: {'; '.join(s.parameter_changes)}"
+    return None
+
+
+def _python_api_message(s: SymbolChange) -> str | None:
+    """Python: judged by the import surface, not by text (``src/`` moves and re-exports keep paths)."""
+    if s.import_path is None or s.kind in ("variable", "constant"):
+        return None
+    if s.change in ("removed", "moved", "renamed"):
+        if s.still_importable:
+            return None
+        if s.change == "removed":
+            return f"public {s.kind} {s.import_path} was removed"
+        where = f"{s.old_qualified_name} is now {s.qualified_name}" if s.change == "renamed" else ""
+        where = where or f"it moved to {s.file}"
+        return f"public {s.kind} {s.old_qualified_name or s.qualified_name} no longer imports from its old path ({where})"
+    if s.change == "modified" and s.parameter_changes and s.kind not in CONTAINER_KINDS:
+        return f"signature of public {s.kind} {s.import_path} changed: {'; '.join(s.parameter_changes)}"
+    return None
+
+
 def rule_public_api(diff: SemanticDiff) -> list[Finding]:
     out = []
-    for s in diff.symbols:
-        if not _is_public(s) or s.kind in ("variable", "constant"):
+    for f in diff.files:
+        if not _reviewable(diff, f.path) and not (f.old_path and _reviewable(diff, f.old_path)):
             continue
-        where = s.file
-        if s.change == "removed":
-            msg = f"public {s.kind} {s.qualified_name} was removed"
-        elif s.change == "renamed":
-            msg = f"public {s.kind} {s.old_qualified_name} was renamed to {s.qualified_name}"
-        elif s.change == "moved" and s.old_file and s.old_file != s.file:
-            msg = f"public {s.kind} {s.qualified_name} moved from {s.old_file} to {s.file}"
-        elif s.signature_changed and s.kind not in CONTAINER_KINDS:
-            msg = f"signature of public {s.kind} {s.qualified_name} changed: {s.signature_before} -> {s.signature_after}"
-        else:
+        for s in f.symbols:
+            if not _reviewable(diff, s.old_file or s.file):
+                continue
+            message = _api_message(s)
+            if message is None:
+                continue
+            if s.callers_total:
+                message += f" ({s.callers_total} call site(s) to check)"
+            out.append(
+                Finding(
+                    "medium",
+                    "api",
+                    message,
+                    f.path,
+                    s.start_line if s.change != "removed" else None,
+                    s.qualified_name,
+                    rule="public-api",
+                )
+            )
+        if f.lost_exports and f.module:
+            package = f.module
+            names = ", ".join(f.lost_exports[:8]) + (" ..." if len(f.lost_exports) > 8 else "")
+            out.append(
+                Finding(
+                    "medium",
+                    "api",
+                    f"{len(f.lost_exports)} name(s) no longer importable from {package}: {names}",
+                    f.path,
+                    None,
+                    None,
+                    rule="public-api",
+                    count=len(f.lost_exports),
+                )
+            )
+    if len(out) > MASS_API_FINDINGS:
+        return [_collapse(out)]
+    return out
+
+
+def _collapse(findings: list[Finding]) -> Finding:
+    kinds: dict[str, int] = {}
+    for f in findings:
+        key = (
+            "removed"
+            if " was removed" in f.message
+            else "moved or renamed"
+            if "no longer imports" in f.message or "renamed" in f.message or "moved" in f.message
+            else "signature changes"
+            if f.message.startswith("signature")
+            else "exports lost"
+        )
+        kinds[key] = kinds.get(key, 0) + f.count
+    files = sorted({f.file for f in findings if f.file})
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+    total = sum(kinds.values())
+    first = "; ".join(f.message for f in findings[:3])
+    return Finding(
+        "medium",
+        "api",
+        f"public API changed in bulk: {counts} across {len(files)} file(s); first: {first}",
+        None,
+        None,
+        None,
+        rule="public-api",
+        count=total,
+    )
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def _removed_test_lines(f: FileChange, s: SymbolChange) -> str:
+    return "\n".join(t for n, t in f.removed_lines if s.start_line <= n <= s.end_line)
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
+
+
+def rule_tests_removed(diff: SemanticDiff) -> list[Finding]:
+    """Tests deleted without replacement, other than tests of code the same change removes."""
+    removed_code = {
+        (s.old_qualified_name or s.qualified_name).rsplit(".", 1)[-1]
+        for s in diff.symbols
+        if s.change in ("removed", "renamed") and not is_test_path(s.old_file or s.file)
+    }
+    removed_code = {n for n in removed_code if len(n) >= MIN_REFERENCE_NAME}
+    out = []
+    for f in diff.files:
+        if not is_test_path(f.path):
             continue
-        if s.callers_total:
-            msg += f" ({s.callers_total} call site(s) to check)"
+        if f.status == "deleted":
+            if removed_code & _words("\n".join(t for _, t in f.removed_lines)):
+                continue  # the tests of code this change removes
+            out.append(
+                Finding("medium", "testing", f"test file deleted: {f.path}", f.path, rule="tests-removed")
+            )
+            continue
+        tests = [s for s in f.symbols if s.kind in FUNCTION_KINDS | CONTAINER_KINDS]
+        removed = [
+            s
+            for s in tests
+            if s.change == "removed" and not (removed_code & _words(_removed_test_lines(f, s)))
+        ]
+        added = [s for s in tests if s.change == "added" and s.kind in FUNCTION_KINDS]
+        removed_functions = [s for s in removed if s.kind in FUNCTION_KINDS]
+        if not removed or len(added) >= len(removed_functions) and removed_functions:
+            continue  # replaced: as many tests written as deleted
+        if not removed_functions and all(s.kind in CONTAINER_KINDS for s in removed):
+            removed_functions = removed
+        names = ", ".join(s.qualified_name for s in removed_functions[:5])
+        more = f" and {len(removed_functions) - 5} more" if len(removed_functions) > 5 else ""
         out.append(
             Finding(
                 "medium",
-                "api",
-                msg,
-                where,
-                s.start_line if s.change != "removed" else None,
-                s.qualified_name,
-                rule="public-api",
+                "testing",
+                f"{len(removed_functions)} test(s) removed without replacement: {names}{more}",
+                f.path,
+                None,
+                removed_functions[0].qualified_name,
+                rule="tests-removed",
+                count=len(removed_functions),
             )
         )
     return out
 
 
-def _related_stems(path: str) -> set[str]:
-    p = PurePosixPath(path)
-    stem = p.stem
-    for prefix in ("test_",):
-        stem = stem.removeprefix(prefix)
-    for suffix in ("_test", ".test", ".spec", "_spec", "Test", "Tests"):
-        stem = stem.removesuffix(suffix)
-    return {stem.lower()}
+def _call_names(s: SymbolChange) -> list[str]:
+    return [c.rsplit(".", 1)[-1] for c in s.calls]
 
 
-def rule_tests(diff: SemanticDiff) -> list[Finding]:
+def _references(
+    test: FileChange, f: FileChange, changes: list[SymbolChange], own_module: bool = True
+) -> bool:
+    """A changed test refers to the changed module or to one of the changed symbols
+    (``own_module=False``: to the symbols only)."""
+    identifiers = test.test_identifiers or _words("\n".join(t for _, t in test.added_lines))
+    test_stem = PurePosixPath(test.path).stem
+    identifiers = identifiers | {test_stem.removeprefix("test_").removesuffix("_test").removesuffix("_tests")}
+    words = identifiers | {part for word in identifiers for part in word.split("_") if part}
+    stem = PurePosixPath(f.path).stem
+    module_words = {stem} if stem != "__init__" else {PurePosixPath(f.path).parent.name}
+    if f.module:
+        module_words.add(f.module.rsplit(".", 1)[-1])
+    if own_module and module_words & words:
+        return True
+    for s in changes:
+        parts = s.qualified_name.split(".")
+        if any(len(p) >= MIN_REFERENCE_NAME and p in words and not p.startswith("__") for p in parts):
+            return True
+    return False
+
+
+def _changes_code(f: FileChange, s: SymbolChange, moved: frozenset[str]) -> bool:
+    """The symbol has a changed line that is code (not prose) and was not merely moved here."""
+
+    def real(
+        lines: tuple[tuple[int, str], ...], first: int | None, last: int | None, prose: frozenset[int]
+    ) -> bool:
+        if first is None or last is None:
+            return False
+        return any(
+            first <= n <= last and n not in prose and text.strip() and " ".join(text.split()) not in moved
+            for n, text in lines
+        )
+
+    return real(f.added_lines, s.start_line, s.end_line, f.prose_added) or real(
+        f.removed_lines, s.old_start_line, s.old_end_line, f.prose_removed
+    )
+
+
+def rule_untested(diff: SemanticDiff) -> list[Finding]:
+    """Behaviour changed and no changed test refers to it, wherever the tests live."""
+    tests = [f for f in diff.files if is_test_path(f.path) and f.status != "deleted"]
+    moved = moved_lines(diff)
+    tested_helpers = {
+        s.qualified_name.rsplit(".", 1)[-1]
+        for f in diff.files
+        if not is_test_path(f.path)
+        for s in f.symbols
+        if s.kind in FUNCTION_KINDS
+        and s.logic_changed
+        and any(_references(t, f, [s], own_module=False) for t in tests)
+    }
     out = []
-    test_files = [f for f in diff.files if is_test_path(f.path)]
-    for f in test_files:
-        if f.status == "deleted":
-            out.append(
-                Finding("medium", "testing", f"test file deleted: {f.path}", f.path, rule="tests-removed")
-            )
-            continue
-        for s in f.symbols:
-            if s.change == "removed" and s.kind in FUNCTION_KINDS | CONTAINER_KINDS:
-                out.append(
-                    Finding(
-                        "medium",
-                        "testing",
-                        f"test {s.qualified_name} removed",
-                        f.path,
-                        None,
-                        s.qualified_name,
-                        rule="tests-removed",
-                    )
-                )
-    touched_tests = set().union(*(_related_stems(f.path) for f in test_files)) if test_files else set()
     for f in diff.files:
-        if is_test_path(f.path) or f.status == "deleted" or f.path.endswith(DOC_SUFFIXES):
+        if f.status == "deleted" or not _reviewable(diff, f.path):
             continue
-        code_changes = [
-            s for s in f.symbols if s.change in ("added", "modified") and s.kind in FUNCTION_KINDS
+        changes = [
+            s
+            for s in f.symbols
+            if s.kind in FUNCTION_KINDS
+            and s.logic_changed
+            and s.qualified_name.rsplit(".", 1)[-1] not in PRESENTATION_METHODS
+            and _changes_code(f, s, moved)
         ]
-        if not code_changes:
+        if not changes:
             continue
-        nearby = bool(_related_stems(f.path) & touched_tests) or _shares_dir(f, test_files)
-        if not nearby:
-            names = ", ".join(s.qualified_name for s in code_changes[:3]) + (
-                " ..." if len(code_changes) > 3 else ""
+        if any(_references(t, f, changes) for t in tests):
+            continue
+        # A change that routes through a changed helper the tests do exercise is covered by them.
+        changes = [s for s in changes if not (set(_call_names(s)) & tested_helpers)]
+        if not changes:
+            continue
+        names = ", ".join(s.qualified_name for s in changes[:3]) + (" ..." if len(changes) > 3 else "")
+        where = "no test changed" if not tests else "the changed tests do not refer to it"
+        out.append(
+            Finding(
+                "low",
+                "testing",
+                f"behaviour changed without a test ({where}): {names}",
+                f.path,
+                changes[0].start_line,
+                None,
+                rule="untested-change",
             )
-            out.append(
-                Finding(
-                    "low",
-                    "testing",
-                    f"code changed without a test change nearby ({names})",
-                    f.path,
-                    code_changes[0].start_line,
-                    None,
-                    rule="untested-change",
-                )
+        )
+    if len(out) > MASS_UNTESTED_FILES:
+        files = ", ".join(f.file or "" for f in out[:5]) + (" ..." if len(out) > 5 else "")
+        return [
+            Finding(
+                "low",
+                "testing",
+                f"behaviour changed without a test in {len(out)} files: {files}",
+                None,
+                None,
+                None,
+                rule="untested-change",
+                count=len(out),
             )
+        ]
     return out
 
 
-def _shares_dir(f: FileChange, tests: list[FileChange]) -> bool:
-    """A test in the same package directory counts as nearby."""
-    parent = PurePosixPath(f.path).parent
-    return any(PurePosixPath(t.path).parent in (parent, parent / "tests", parent / "test") for t in tests)
+def rule_tests(diff: SemanticDiff) -> list[Finding]:
+    return rule_tests_removed(diff) + rule_untested(diff)
+
+
+# --------------------------------------------------------------------------- size
 
 
 def rule_size(diff: SemanticDiff) -> list[Finding]:
+    """Long or deep functions, only when this change made them so (not when they already were)."""
     out = []
     for s in diff.symbols:
-        if s.kind not in FUNCTION_KINDS or s.change not in ("added", "modified"):
+        if s.kind not in FUNCTION_KINDS or s.change not in ("added", "modified") or not s.logic_changed:
             continue
-        if s.lines > LARGE_FUNCTION_LINES:
+        if is_test_path(s.file):
+            continue
+        added = s.change == "added"
+        grew = s.lines_before <= LARGE_FUNCTION_LINES and s.lines - s.lines_before > LARGE_FUNCTION_GROWTH
+        if s.lines > LARGE_FUNCTION_LINES and (added or grew):
             out.append(
                 Finding(
-                    "medium" if s.change == "added" else "low",
+                    "medium" if added else "low",
                     "complexity",
                     f"{s.change} {s.kind} {s.qualified_name} is {s.lines} lines long "
-                    f"(over {LARGE_FUNCTION_LINES}); split it",
+                    + (f"(was {s.lines_before}; " if not added else "(")
+                    + f"over {LARGE_FUNCTION_LINES}); split it",
                     s.file,
                     s.start_line,
                     s.qualified_name,
                     rule="large-function",
                 )
             )
-        if s.max_nesting >= DEEP_NESTING:
+        if s.max_nesting >= DEEP_NESTING and (added or s.max_nesting_before < DEEP_NESTING):
             out.append(
                 Finding(
                     "medium",
                     "complexity",
                     f"{s.qualified_name} nests {s.max_nesting} levels deep "
-                    f"(limit {DEEP_NESTING - 1}); flatten it with early returns or helpers",
+                    + (f"(was {s.max_nesting_before}; " if not added else "(")
+                    + f"limit {DEEP_NESTING - 1}); flatten it with early returns or helpers",
                     s.file,
                     s.start_line,
                     s.qualified_name,
@@ -242,6 +454,7 @@ def rule_secrets(diff: SemanticDiff) -> list[Finding]:
 RULES: dict[str, Callable[[SemanticDiff], list[Finding]]] = {
     "risk-raised": rule_risk_raised,
     "external-calls": rule_external_calls,
+    "security-logic": rule_security_logic,
     "public-api": rule_public_api,
     "tests": rule_tests,
     "size": rule_size,
@@ -249,9 +462,10 @@ RULES: dict[str, Callable[[SemanticDiff], list[Finding]]] = {
 }
 
 
-def run_rules(diff: SemanticDiff) -> list[Finding]:
-    """Every deterministic rule, in a stable order."""
+def run_rules(diff: SemanticDiff, rules: Iterable[str] | None = None) -> list[Finding]:
+    """Every deterministic rule (or the named ones), in a stable order."""
     findings: list[Finding] = []
-    for rule in RULES.values():
-        findings.extend(rule(diff))
+    for name, rule in RULES.items():
+        if rules is None or name in rules:
+            findings.extend(rule(diff))
     return findings

@@ -8,6 +8,7 @@ It never judges a change (that is engine.review) and never writes to the reposit
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 import re
 import subprocess
@@ -19,6 +20,8 @@ from typing import Any, Literal
 
 from engine.errors import SemforaError, UsageError
 from engine.semantic.model import CallSite, FileAnalysis, Symbol
+
+_log = logging.getLogger(__name__)
 
 WORKING = "WORKING"
 # The index (what `git commit` would record now): the target a pre-commit hook reviews.
@@ -148,7 +151,9 @@ class CallerRef:
     line: int
     symbol: str | None
     text: str
-    via: str = "text search"  # or "call graph" when the index resolved the edge
+    # "text search", "call graph" when the index resolved the edge, or "documentation" for a
+    # mention in the docs (listed after every code caller).
+    via: str = "text search"
 
 
 @dataclass(frozen=True)
@@ -178,6 +183,26 @@ class SymbolChange:
     exported: bool = True
     callers: tuple[CallerRef, ...] = ()
     callers_total: int = 0
+    # Where the symbol was on the base side (modified, moved, renamed and removed symbols).
+    old_start_line: int | None = None
+    old_end_line: int | None = None
+    lines_before: int = 0
+    max_nesting_before: int = 0
+    # Only comments, docstrings, annotations, exception chaining or layout changed.
+    cosmetic: bool = False
+    # Only identifiers were renamed, consistently with other symbols of the change or its parameters.
+    rename_only: bool = False
+    # What breaks for existing callers (parameters compared by name, kind and default).
+    parameter_changes: tuple[str, ...] = ()
+    # The dotted import path users reach the symbol by (Python library code), None when it is not
+    # part of the import surface; for removed, moved and renamed symbols, whether the old path
+    # still resolves on the target side (a re-export, a module ``__getattr__``, the same module).
+    import_path: str | None = None
+    still_importable: bool | None = None
+    # Dotted names of the calls the symbol makes (import aliases resolved), for rules that read
+    # the call graph; not part of the JSON.
+    calls: tuple[str, ...] = field(default=(), repr=False)
+    rename_pairs: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     @property
     def signature_changed(self) -> bool:
@@ -190,6 +215,13 @@ class SymbolChange:
     @property
     def lines(self) -> int:
         return self.end_line - self.start_line + 1 if self.change != "removed" else 0
+
+    @property
+    def logic_changed(self) -> bool:
+        """Added code, or a modification beyond comments, annotations, layout and renames."""
+        return self.change == "added" or (
+            self.change in ("modified", "moved", "renamed") and not self.cosmetic and not self.rename_only
+        )
 
     @property
     def risk_raised(self) -> bool:
@@ -228,6 +260,15 @@ class SymbolChange:
                 {"file": c.file, "line": c.line, "symbol": c.symbol, "via": c.via} for c in self.callers
             ],
             "callers_total": self.callers_total,
+            "old_start_line": self.old_start_line,
+            "old_end_line": self.old_end_line,
+            "lines_before": self.lines_before,
+            "max_nesting_before": self.max_nesting_before,
+            "cosmetic": self.cosmetic,
+            "rename_only": self.rename_only,
+            "parameter_changes": list(self.parameter_changes),
+            "import_path": self.import_path,
+            "still_importable": self.still_importable,
         }
 
 
@@ -246,6 +287,16 @@ class FileChange:
     symbols: tuple[SymbolChange, ...] = ()
     added_lines: tuple[tuple[int, str], ...] = field(default=(), repr=False)
     removed_lines: tuple[tuple[int, str], ...] = field(default=(), repr=False)
+    # Python: the module's dotted import path, and public names it re-exported (``__all__`` or a
+    # package ``__init__``) that no longer resolve on the target side.
+    module: str | None = None
+    lost_exports: tuple[str, ...] = ()
+    # Line numbers (target side, base side) of changed lines that are prose: comments and
+    # docstrings; rules that read changed code skip them.
+    prose_added: frozenset[int] = field(default=frozenset(), repr=False)
+    prose_removed: frozenset[int] = field(default=frozenset(), repr=False)
+    # Identifiers in the target-side text of a changed test file (what the tests refer to).
+    test_identifiers: frozenset[str] = field(default=frozenset(), repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -257,6 +308,8 @@ class FileChange:
             "lines_added": self.lines_added,
             "lines_removed": self.lines_removed,
             "note": self.note,
+            "module": self.module,
+            "lost_exports": list(self.lost_exports),
             "symbols": [s.to_json() for s in self.symbols],
         }
 
@@ -269,6 +322,16 @@ class SemanticDiff:
     target_commit: str | None
     files: tuple[FileChange, ...] = ()
     notes: tuple[str, ...] = ()
+    # Top-level packages of the project itself (calls into them are not external effects).
+    packages: tuple[str, ...] = ()
+    # Where the library lives when the layout says so (``("src/",)``); empty: anywhere.
+    library_roots: tuple[str, ...] = ()
+
+    def in_library(self, path: str) -> bool:
+        """Code the project ships (not tests, docs, examples, tooling, or helpers outside ``src/``)."""
+        from engine.semantic.surface import is_library_path
+
+        return is_library_path(path, self.library_roots)
 
     @property
     def symbols(self) -> list[SymbolChange]:
@@ -525,6 +588,9 @@ class _Side:
     own_text: dict[int, str]  # index in symbols -> dedented text minus nested symbols
     full_text: dict[int, str]
     aliases: dict[str, str]
+    # Local names bound by relative imports (``from .x import y``): the project's own code.
+    relative: frozenset[str] = frozenset()
+    text: str = ""
 
 
 def _split_lines(data: bytes) -> list[str]:
@@ -553,19 +619,133 @@ def _build_side(path: str, data: bytes, analysis: FileAnalysis) -> _Side:
         own[i] = textwrap.dedent("\n".join(kept)).strip()
     from engine.semantic.risk import import_aliases
 
-    return _Side(path, lines, symbols, own, full, import_aliases(analysis.imports))
+    relative: set[str] = set()
+    for ref in analysis.imports:
+        if ref.module.startswith("."):
+            relative.update(ref.names if ref.names else (ref.alias or ref.module.strip("."),))
+            if ref.alias:
+                relative.add(ref.alias)
+    return _Side(
+        path,
+        lines,
+        symbols,
+        own,
+        full,
+        import_aliases(analysis.imports),
+        frozenset(relative),
+        text="\n".join(lines) if path.endswith(PY_SOURCE_SUFFIXES) else "",
+    )
 
 
-def _external_calls(sym: Symbol, aliases: Mapping[str, str]) -> dict[tuple[str, str], ExternalCall]:
+PY_SOURCE_SUFFIXES = (".py", ".pyi")
+
+
+def _internal_call(call: CallSite, side: _Side | None, packages: frozenset[str]) -> bool:
+    """A call into the project's own code: on self, through a relative import or an own package."""
+    root = call.receiver.split(".", 1)[0] if call.receiver else call.name
+    if root in ("self", "cls", "this", "super()", "super"):
+        return True
+    if side is None:
+        return False
+    if root in side.relative:
+        return True
+    dotted = side.aliases.get(root, "")
+    return bool(dotted) and dotted.split(".", 1)[0] in packages
+
+
+def _external_calls(
+    sym: Symbol, side: _Side | None, packages: frozenset[str]
+) -> dict[tuple[str, str], ExternalCall]:
+    aliases = side.aliases if side is not None else {}
     found: dict[tuple[str, str], ExternalCall] = {}
     for call in sym.calls:
         if call.receiver and "(" in call.receiver:
             continue  # a method on a call's result (`requests.get(u).json()`): the inner call is the effect
+        if _internal_call(call, side, packages):
+            continue  # the project's own helpers (`parse_url`, `self.urlopen`) are not external effects
         category = classify_call(call, sym.language, aliases)
         if category:
             name = f"{call.receiver}.{call.name}" if call.receiver else call.name
             found.setdefault((category, name), ExternalCall(category, name, call.line))
     return found
+
+
+def _dotted_calls(sym: Symbol, side: _Side | None) -> tuple[str, ...]:
+    aliases = side.aliases if side is not None else {}
+    out: dict[str, None] = {}
+    for call in sym.calls:
+        if call.receiver:
+            root, dot, rest = call.receiver.partition(".")
+            out[f"{aliases.get(root, root)}{dot}{rest}.{call.name}"] = None
+        else:
+            out[aliases.get(call.name, call.name)] = None
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class _Texts:
+    """What ``_describe`` compares beyond the symbols: each side's file and index."""
+
+    new_side: _Side | None = None
+    new_index: int | None = None
+    old_side: _Side | None = None
+    old_index: int | None = None
+
+
+def _compare_code(
+    new: Symbol, old: Symbol, texts: _Texts
+) -> tuple[bool, tuple[tuple[str, str], ...], tuple[str, ...], bool]:
+    """(cosmetic, rename pairs, parameter changes, only locals renamed) of a symbol on both sides.
+
+    Never fails a review: source the comparison cannot read counts as a change of logic."""
+    try:
+        return _compare_code_unguarded(new, old, texts)
+    except (ValueError, TypeError, AttributeError, RecursionError, MemoryError) as exc:
+        _log.warning("%s: could not compare %s beyond its text: %s", new.file, new.qualified_name, exc)
+        return False, (), (), False
+
+
+def _compare_code_unguarded(
+    new: Symbol, old: Symbol, texts: _Texts
+) -> tuple[bool, tuple[tuple[str, str], ...], tuple[str, ...], bool]:
+    from engine.semantic import surface
+
+    if texts.new_side is None or texts.old_side is None or texts.new_index is None or texts.old_index is None:
+        return False, (), (), False
+    new_text = texts.new_side.full_text[texts.new_index]
+    old_text = texts.old_side.full_text[texts.old_index]
+    masked_new = _masked(new_text, new.name) if new.name != old.name else new_text
+    masked_old = _masked(old_text, old.name) if new.name != old.name else old_text
+    language = new.language
+    if masked_old == masked_new:
+        return True, (), (), False
+    before = surface.fingerprint(masked_old, language)
+    after = surface.fingerprint(masked_new, language)
+    cosmetic = before is not None and before == after
+    pairs: tuple[tuple[str, str], ...] = ()
+    local_rename = False
+    if not cosmetic and language == "python":
+        found = surface.python_rename_pairs(masked_old, masked_new)
+        if found is not None:
+            pairs = tuple(sorted(found.pairs))
+            local_rename = found.local
+    params: tuple[str, ...] = ()
+    if new.kind in ("function", "method") and not cosmetic:
+        if language == "python":
+            pb, pa = surface.python_params(old_text), surface.python_params(new_text)
+        else:
+            pb, pa = surface.generic_params(old.signature), surface.generic_params(new.signature)
+        if pb is not None and pa is not None:
+            if (
+                new.kind == "method"
+                and pb
+                and pa
+                and pb[0].name in ("self", "cls")
+                and pa[0].name == pb[0].name
+            ):
+                pb, pa = pb[1:], pa[1:]
+            params = surface.parameter_changes(pb, pa)
+    return cosmetic, pairs, params, local_rename
 
 
 def _describe(
@@ -574,17 +754,32 @@ def _describe(
     old: Symbol | None,
     similarity: float | None = None,
     *,
-    new_aliases: Mapping[str, str] | None = None,
-    old_aliases: Mapping[str, str] | None = None,
+    texts: _Texts = _Texts(),
+    packages: frozenset[str] = frozenset(),
 ) -> SymbolChange:
     sym = new or old
     assert sym is not None
     new_calls: tuple[ExternalCall, ...] = ()
     if new is not None:
-        before = _external_calls(old, old_aliases or {}) if old is not None else {}
-        new_calls = tuple(c for k, c in _external_calls(new, new_aliases or {}).items() if k not in before)
+        # Compared by effect and called name: ``Popen(...)`` becoming ``subprocess.Popen(...)``
+        # is the same call spelled through its module.
+        before = (
+            {(cat, name.rsplit(".", 1)[-1]) for cat, name in _external_calls(old, texts.old_side, packages)}
+            if old is not None
+            else set()
+        )
+        new_calls = tuple(
+            c
+            for (cat, name), c in _external_calls(new, texts.new_side, packages).items()
+            if (cat, name.rsplit(".", 1)[-1]) not in before
+        )
     reasons_new = set(new.risk.reasons) if new else set()
     reasons_old = set(old.risk.reasons) if old else set()
+    cosmetic = local_rename = False
+    pairs: tuple[tuple[str, str], ...] = ()
+    params: tuple[str, ...] = ()
+    if new is not None and old is not None:
+        cosmetic, pairs, params, local_rename = _compare_code(new, old, texts)
     return SymbolChange(
         change=change,
         kind=sym.kind,
@@ -607,7 +802,21 @@ def _describe(
         similarity=similarity,
         max_nesting=sym.max_nesting,
         exported=sym.exported,
+        old_start_line=old.start_line if old is not None else None,
+        old_end_line=old.end_line if old is not None else None,
+        lines_before=old.end_line - old.start_line + 1 if old is not None else 0,
+        max_nesting_before=old.max_nesting if old is not None else 0,
+        cosmetic=cosmetic,
+        rename_only=local_rename,
+        parameter_changes=params,
+        calls=_dotted_calls(sym, texts.new_side if new is not None else texts.old_side),
+        rename_pairs=pairs,
     )
+
+
+def _is_overload(sym: Symbol) -> bool:
+    """A ``typing.overload`` declaration (Python): a type signature, not a definition."""
+    return any(d.rsplit(".", 1)[-1] == "overload" for d in sym.decorators)
 
 
 def _masked(text: str, name: str) -> str:
@@ -615,7 +824,9 @@ def _masked(text: str, name: str) -> str:
     return re.sub(rf"\b{re.escape(simple)}\b", "\x00", text) if simple else text
 
 
-def _pair_file(old: _Side | None, new: _Side | None) -> tuple[list[SymbolChange], list, list]:
+def _pair_file(
+    old: _Side | None, new: _Side | None, packages: frozenset[str] = frozenset()
+) -> tuple[list[SymbolChange], list, list]:
     """Match symbols of one file pair by (qualified name, kind, occurrence). Returns changes and leftovers."""
     changes: list[SymbolChange] = []
 
@@ -625,6 +836,8 @@ def _pair_file(old: _Side | None, new: _Side | None) -> tuple[list[SymbolChange]
             return out
         seen: dict[tuple[str, str], int] = {}
         for i, s in enumerate(side.symbols):
+            if _is_overload(s):
+                continue  # a typing declaration, not code: paired and reported never
             n = seen.get((s.qualified_name, s.kind), 0)
             seen[(s.qualified_name, s.kind)] = n + 1
             out[(s.qualified_name, s.kind, n)] = i
@@ -637,35 +850,41 @@ def _pair_file(old: _Side | None, new: _Side | None) -> tuple[list[SymbolChange]
             continue
         o, n = old.symbols[oi], new.symbols[ni]
         differs = old.own_text[oi] != new.own_text[ni] or o.signature != n.signature
+        texts = _Texts(new, ni, old, oi)
         if differs:
-            changes.append(_describe("modified", n, o, new_aliases=new.aliases, old_aliases=old.aliases))
+            changes.append(_describe("modified", n, o, texts=texts, packages=packages))
         elif old.path != new.path:
-            changes.append(
-                _describe("moved", n, o, similarity=1.0, new_aliases=new.aliases, old_aliases=old.aliases)
-            )
+            changes.append(_describe("moved", n, o, similarity=1.0, texts=texts, packages=packages))
     left_old = [(old, i) for k, i in old_keys.items() if k not in new_keys] if old else []
     left_new = [(new, i) for k, i in new_keys.items() if k not in old_keys] if new else []
     return changes, left_old, left_new
 
 
-def _match_moves(left_old: list[tuple[_Side, int]], left_new: list[tuple[_Side, int]]) -> list[SymbolChange]:
+def _match_moves(
+    left_old: list[tuple[_Side, int]],
+    left_new: list[tuple[_Side, int]],
+    packages: frozenset[str] = frozenset(),
+) -> list[SymbolChange]:
     """Pair leftover removed and added symbols by body similarity: these are moves and renames."""
     changes: list[SymbolChange] = []
     exhaustive = len(left_old) * len(left_new) <= MAX_SIMILARITY_PAIRS
     candidates: list[tuple[float, int, int]] = []
+    masked_old = [_masked(oside.full_text[oi], oside.symbols[oi].name) for oside, oi in left_old]
+    exact: dict[tuple[str, str], list[int]] = {}
+    for b, (oside, oi) in enumerate(left_old):
+        exact.setdefault((oside.symbols[oi].kind, masked_old[b]), []).append(b)
     for a, (nside, ni) in enumerate(left_new):
         nsym = nside.symbols[ni]
         ntext = _masked(nside.full_text[ni], nsym.name)
+        same = exact.get((nsym.kind, ntext), [])
+        candidates.extend((1.0, a, b) for b in same)
+        if not exhaustive:
+            continue
         for b, (oside, oi) in enumerate(left_old):
             osym = oside.symbols[oi]
-            if osym.kind != nsym.kind:
+            if osym.kind != nsym.kind or b in same:
                 continue
-            otext = _masked(oside.full_text[oi], osym.name)
-            if otext == ntext:
-                candidates.append((1.0, a, b))
-                continue
-            if not exhaustive:
-                continue
+            otext = masked_old[b]
             matcher = difflib.SequenceMatcher(None, otext.splitlines(), ntext.splitlines(), autojunk=False)
             if matcher.real_quick_ratio() < RENAME_SIMILARITY or matcher.quick_ratio() < RENAME_SIMILARITY:
                 continue
@@ -684,14 +903,20 @@ def _match_moves(left_old: list[tuple[_Side, int]], left_new: list[tuple[_Side, 
         nsym, osym = nside.symbols[ni], oside.symbols[oi]
         kind: ChangeKind = "moved" if nsym.qualified_name == osym.qualified_name else "renamed"
         changes.append(
-            _describe(kind, nsym, osym, round(ratio, 3), new_aliases=nside.aliases, old_aliases=oside.aliases)
+            _describe(
+                kind, nsym, osym, round(ratio, 3), texts=_Texts(nside, ni, oside, oi), packages=packages
+            )
         )
     for a, (nside, ni) in enumerate(left_new):
         if a not in used_new:
-            changes.append(_describe("added", nside.symbols[ni], None, new_aliases=nside.aliases))
+            changes.append(
+                _describe("added", nside.symbols[ni], None, texts=_Texts(nside, ni), packages=packages)
+            )
     for b, (oside, oi) in enumerate(left_old):
         if b not in used_old:
-            changes.append(_describe("removed", None, oside.symbols[oi]))
+            changes.append(
+                _describe("removed", None, oside.symbols[oi], texts=_Texts(old_side=oside, old_index=oi))
+            )
     return changes
 
 
@@ -734,6 +959,133 @@ def _line_delta(old: bytes | None, new: bytes | None) -> tuple[Lines, Lines]:
     return tuple(added), tuple(removed)
 
 
+_COMMENT_ONLY = re.compile(r"^\s*(?://|/\*|\*|#|--|;)")
+# Node types that hold a whole statement; a string that is one of these on its own is a docstring.
+_STATEMENT_PARENTS = frozenset({"block", "module", "expression_statement"})
+
+
+def _prose_lines(data: bytes | None, language: str | None, wanted: Iterable[int]) -> frozenset[int]:
+    """Of the ``wanted`` lines, those that hold only prose for a program: comments, docstrings,
+    and in Python annotations without a value and ``if TYPE_CHECKING:`` blocks."""
+    wanted = sorted(set(wanted))
+    if not data or not wanted or language is None:
+        return frozenset()
+    from engine.semantic.extract import is_full_language
+
+    text_lines = data.split(b"\n")
+    if not is_full_language(language):
+        return frozenset(
+            n
+            for n in wanted
+            if n <= len(text_lines) and _COMMENT_ONLY.match(text_lines[n - 1].decode("utf-8", "replace"))
+        )
+    from engine.semantic.extract import _parser
+
+    root = _parser(language).parse(data).root_node
+    prose: set[int] = set()
+    for n in wanted:
+        if n > len(text_lines):
+            continue
+        line = text_lines[n - 1]
+        stripped = line.lstrip()
+        if not stripped.strip():
+            continue
+        col = len(line) - len(stripped)
+        node = root.descendant_for_point_range((n - 1, col), (n - 1, col))
+        if node is not None and _is_prose(node, language, data):
+            prose.add(n)
+    return frozenset(prose)
+
+
+def _is_prose(node: Any, language: str, data: bytes) -> bool:
+    cur = node
+    while cur is not None:
+        kind = cur.type
+        if "comment" in kind:
+            return True
+        parent = cur.parent
+        if language == "python":
+            docstring = kind == "string" and parent is not None and parent.type in _STATEMENT_PARENTS
+            if docstring and (parent.type != "expression_statement" or parent.named_child_count == 1):
+                return True
+            if kind == "assignment" and cur.child_by_field_name("right") is None:
+                return cur.child_by_field_name("type") is not None
+            if kind == "if_statement":
+                condition = cur.child_by_field_name("condition")
+                if condition is not None and data[condition.start_byte : condition.end_byte].endswith(
+                    b"TYPE_CHECKING"
+                ):
+                    return True
+        cur = parent
+    return False
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+
+
+def _git_line_deltas(
+    root: Path, base: str, target: str | None, *, staged: bool = False, paths: Sequence[str] | None = None
+) -> dict[str, tuple[Lines, Lines]]:
+    """Added and removed lines of every changed file from one `git diff -U0` (git's diff is in C:
+    aligning a large file with difflib takes a second)."""
+    args = ["-c", "core.quotePath=false", "diff", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "-M"]
+    if staged:
+        args.append("--cached")
+    args.append(base)
+    if target is not None:
+        args.append(target)
+    if paths:
+        args.extend(["--", *paths])
+    raw = _git(root, *args, check=False).stdout
+    out: dict[str, tuple[list[tuple[int, str]], list[tuple[int, str]]]] = {}
+    path: str | None = None
+    old_path: str | None = None
+    old_n = new_n = 0
+    in_hunk = False
+    for line in raw.decode("utf-8", "replace").split("\n"):
+        if line.startswith("diff --git "):
+            path = old_path = None
+            in_hunk = False
+        elif not in_hunk and line.startswith("--- "):
+            old_path = _diff_path(line[4:], "a/")
+        elif not in_hunk and line.startswith("+++ "):
+            path = _diff_path(line[4:], "b/") or old_path
+            if path is not None:
+                out.setdefault(path, ([], []))
+        elif line.startswith("@@"):
+            m = _HUNK.match(line)
+            if m is None or path is None:
+                continue
+            in_hunk = True
+            old_n, new_n = int(m.group(1)), int(m.group(2))
+        elif in_hunk and path is not None:
+            if line.startswith("+"):
+                out[path][0].append((new_n, line[1:]))
+                new_n += 1
+            elif line.startswith("-"):
+                out[path][1].append((old_n, line[1:]))
+                old_n += 1
+    return {p: (tuple(a), tuple(r)) for p, (a, r) in out.items()}
+
+
+def _diff_path(raw: str, prefix: str) -> str | None:
+    raw = raw.rstrip("\t")
+    if raw == "/dev/null":
+        return None
+    if raw.startswith('"') and raw.endswith('"'):
+        raw = (
+            raw[1:-1]
+            .encode("latin-1", "backslashreplace")
+            .decode("unicode_escape")
+            .encode("latin-1")
+            .decode("utf-8", "replace")
+        )
+    return raw[len(prefix) :] if raw.startswith(prefix) else raw
+
+
 def _is_binary(data: bytes | None) -> bool:
     return data is not None and b"\0" in data[:BINARY_SNIFF_BYTES]
 
@@ -744,15 +1096,24 @@ def _is_binary(data: bytes | None) -> bool:
 _DEFINITION = re.compile(r"\b(def|function|class|fn|func|sub|interface|struct|trait|type)\s+\w+\s*$")
 
 
-def _find_callers(
-    root: Path, tree: str | None, changes: Sequence[SymbolChange], *, staged: bool = False
-) -> dict[str, tuple[int, list[tuple[str, int, str]]]]:
-    """One `git grep` for every changed name; returns name -> (total, refs) of call sites on the target side.
+@dataclass(frozen=True)
+class _CallerSpec:
+    """How a reader recognises a call to one changed symbol in plain text."""
 
-    A text search, so it is filtered the way a reader would: a method is called through a
-    receiver (`x.name(`), a function bare (`name(`) or through its module (`module.name(`).
-    """
-    how: dict[str, set[str]] = {}  # name -> receivers that count ("" = bare call, "*" = any receiver)
+    id: str
+    name: str
+    file: str
+    owner: str | None  # the class of a method; None for a function
+    receivers: frozenset[str]  # a function's accepted receivers ("" = a bare call)
+    distinctive: bool  # a method name rare enough to trust on any receiver
+    implicit_this: bool  # the language calls sibling methods without a receiver
+
+
+def _caller_specs(changes: Sequence[SymbolChange]) -> list[_CallerSpec]:
+    from engine.semantic.graph import COMMON_METHOD_NAMES, NO_IMPLICIT_RECEIVER, family
+    from engine.semantic.surface import module_name
+
+    specs = []
     for s in changes:
         if s.change not in ("modified", "removed", "renamed", "moved") or s.kind in ("variable", "constant"):
             continue
@@ -760,21 +1121,104 @@ def _find_callers(
         name = qualified.rsplit(".", 1)[-1]
         if len(name) < MIN_CALLER_NAME or (name.startswith("__") and name.endswith("__")):
             continue
-        allowed = how.setdefault(name, set())
+        file = s.old_file or s.file
         if s.kind == "method" or "." in qualified:
-            allowed.add("*")
+            owner = qualified.rsplit(".", 1)[0].rsplit(".", 1)[-1]
+            specs.append(
+                _CallerSpec(
+                    s.old_id or s.id,
+                    name,
+                    file,
+                    owner,
+                    frozenset(),
+                    name not in COMMON_METHOD_NAMES,
+                    family(s.language) not in NO_IMPLICIT_RECEIVER,
+                )
+            )
         else:
-            allowed.update({"", PurePosixPath(s.old_file or s.file).stem})
-    if not how:
+            # A function is called bare, through its module, or through a package that re-exports it.
+            module = module_name(file) if s.language == "python" else None
+            receivers = {"", PurePosixPath(file).stem}
+            if module:
+                receivers.update(module.split("."))
+            specs.append(_CallerSpec(s.old_id or s.id, name, file, None, frozenset(receivers), True, False))
+    return specs
+
+
+def _names_type(word: str, owner: str) -> bool:
+    """``session`` names a ``Session``, ``self.pool`` an ``HTTPConnectionPool``."""
+    w, o = word.lower().replace("_", ""), owner.lower().replace("_", "")
+    return len(w) >= 3 and (w == o or o.endswith(w))
+
+
+def _receiver_matches(
+    spec: _CallerSpec, receiver: str, file: str, packages: frozenset[str] = frozenset()
+) -> bool:
+    if spec.owner is None:
+        return receiver in spec.receivers or receiver.rsplit(".", 1)[-1] in spec.receivers - {""}
+    if not receiver:
+        return spec.implicit_this and file == spec.file
+    if receiver.split(".", 1)[0] in packages:
+        return False  # ``flask.url_for()`` is the package's function, not a method
+    last = receiver.rsplit(".", 1)[-1]
+    if last in ("self", "cls", "this", "super()", "super", "$this", "@"):
+        return spec.distinctive or file == spec.file
+    return _names_type(last, spec.owner) or spec.distinctive
+
+
+_PROSE_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".adoc")
+
+
+def _path_rank(path: str) -> int:
+    """Code first, then tests, examples, and documentation mentions last."""
+    from engine.policy.paths import PathKind, classify_path
+
+    if path.lower().endswith(_PROSE_SUFFIXES):
+        return 4
+    order = {
+        PathKind.SOURCE: 0,
+        PathKind.TEST: 1,
+        PathKind.EXAMPLE: 2,
+        PathKind.GENERATED: 3,
+        PathKind.DOCS: 4,
+    }
+    return order.get(classify_path(path), 0)
+
+
+def _find_callers(
+    root: Path,
+    tree: str | None,
+    changes: Sequence[SymbolChange],
+    *,
+    staged: bool = False,
+    packages: frozenset[str] = frozenset(),
+) -> dict[str, tuple[int, list[tuple[str, int, str]]]]:
+    """One `git grep` for every changed name; returns symbol id -> (total, refs) of call sites on the
+    target side, code before tests before documentation mentions.
+
+    A text search, so it is filtered the way a reader would: a function is called bare, through
+    its module or through the package that re-exports it (``flask.send_file``); a method through
+    ``self`` in its own file, through a receiver named like its class (``session.send``), or through
+    any receiver only when its name is rare (``send``, ``get``, ``update`` are everybody's methods).
+    """
+    specs = _caller_specs(changes)
+    if not specs:
         return {}
-    names = sorted(how)
+    by_name: dict[str, list[_CallerSpec]] = {}
+    for spec in specs:
+        by_name.setdefault(spec.name, []).append(spec)
+    names = sorted(by_name)
     pattern = r"\b(" + "|".join(re.escape(n) for n in names) + r")\s*\("
     args = ["grep", "-n", "-I", "-E", "--no-color", *(["--cached"] if staged else []), "-e", pattern]
     if tree is not None:
         args.append(tree)
     proc = _git(root, *args, check=False)
-    found: dict[str, tuple[int, list[tuple[str, int, str]]]] = {n: (0, []) for n in names}
-    regex = re.compile(r"(?:(\w+)\s*\.\s*)?\b(" + "|".join(re.escape(n) for n in names) + r")\s*\(")
+    hits: dict[str, list[tuple[str, int, str]]] = {spec.id: [] for spec in specs}
+    regex = re.compile(
+        r"(?:([\w$@]+(?:\(\))?(?:\s*\.\s*[\w$]+)*)\s*(?:\.|->|::)\s*)?\b("
+        + "|".join(re.escape(n) for n in names)
+        + r")\s*\("
+    )
     for raw in proc.stdout.decode("utf-8", "replace").splitlines():
         if tree is not None and raw.startswith(tree + ":"):
             raw = raw[len(tree) + 1 :]
@@ -782,19 +1226,53 @@ def _find_callers(
         if len(parts) < 3 or not parts[1].isdigit():
             continue
         file, line, text = parts[0], int(parts[1]), parts[2]
+        matched: set[str] = set()
         for match in regex.finditer(text):
-            receiver, name = match.group(1) or "", match.group(2)
+            receiver, name = re.sub(r"\s+", "", match.group(1) or ""), match.group(2)
             if _DEFINITION.search(text[: match.start(2)] + name):
                 continue
-            allowed = how[name]
-            if not (receiver in allowed or (receiver and "*" in allowed)):
-                continue
-            total, refs = found[name]
-            if len(refs) < MAX_CALLERS_PER_SYMBOL:
-                refs.append((file, line, text.strip()[:160]))
-            found[name] = (total + 1, refs)
-            break
-    return found
+            for spec in by_name[name]:
+                if spec.id not in matched and _receiver_matches(spec, receiver, file, packages):
+                    matched.add(spec.id)
+                    hits[spec.id].append((file, line, text.strip()[:160]))
+    prose = _prose_hits(root, tree, staged, {(f, ln) for refs in hits.values() for f, ln, _ in refs})
+    out: dict[str, tuple[int, list[tuple[str, int, str]]]] = {}
+    for sid, refs in hits.items():
+        refs = [r for r in refs if (r[0], r[1]) not in prose]
+        refs.sort(key=lambda r: (_path_rank(r[0]), r[0], r[1]))
+        out[sid] = (len(refs), refs[:MAX_CALLERS_PER_SYMBOL])
+    return out
+
+
+# Files read to drop matches inside comments and docstrings; past this many a text search is
+# about a common name anyway, and the rest is left as found.
+MAX_PROSE_CHECK_FILES = 60
+
+
+def _prose_hits(
+    root: Path, tree: str | None, staged: bool, hits: set[tuple[str, int]]
+) -> set[tuple[str, int]]:
+    """Matches that sit in a comment or a docstring of a code file (an example, not a call)."""
+    by_file: dict[str, set[int]] = {}
+    for f, ln in hits:
+        language = _language(f)
+        if language is not None and _path_rank(f) < 4:
+            by_file.setdefault(f, set()).add(ln)
+    if not by_file or len(by_file) > MAX_PROSE_CHECK_FILES:
+        return set()
+    out: set[tuple[str, int]] = set()
+    reader = _BlobReader(root) if tree is not None or staged else None
+    try:
+        for f, lines in by_file.items():
+            if reader is not None:
+                data = reader.read("" if staged else tree or "", f)
+            else:
+                data = _read_working(root, f)
+            out.update((f, n) for n in _prose_lines(data, _language(f), lines))
+    finally:
+        if reader is not None:
+            reader.close()
+    return out
 
 
 def _graph_callers(
@@ -889,10 +1367,17 @@ def _resolve_range(repo: Path, base: str | None, target: str | None) -> _Range:
 class _Collector:
     """Accumulates file changes and per-file symbol pairings while the blobs stream in."""
 
-    def __init__(self, max_file_bytes: int) -> None:
+    def __init__(
+        self, max_file_bytes: int, packages: frozenset[str] = frozenset(), roots: tuple[str, ...] = ()
+    ) -> None:
         self.max_file_bytes = max_file_bytes
+        self.packages = packages
+        self.roots = roots
+        # path -> (added, removed) lines from one `git diff`, when the target is a commit.
+        self.deltas: dict[str, tuple[Lines, Lines]] | None = None
         self.files: list[FileChange] = []
         self.new_sides: dict[str, _Side] = {}
+        self.old_sides: dict[str, _Side] = {}
         self.per_file: dict[str, list[SymbolChange]] = {}
         self.left_old: list[tuple[_Side, int]] = []
         self.left_new: list[tuple[_Side, int]] = []
@@ -909,10 +1394,23 @@ class _Collector:
         return None
 
     def add(self, entry: _Entry, old: bytes | None, new: bytes | None) -> None:
+        from engine.policy.paths import is_test_path
+        from engine.semantic.surface import is_library_path, module_name
+
         language = _language(entry.path)
         binary = _is_binary(old) or _is_binary(new)
         note = self._note(entry, old, new, language)
-        added, removed = ((), ()) if binary else _line_delta(old, new)
+        known = self.deltas.get(entry.path) if self.deltas is not None else None
+        added: Lines
+        removed: Lines
+        if binary:
+            added, removed = (), ()
+        elif known is not None:
+            added, removed = known
+        elif self.deltas is not None and entry.status in ("modified", "renamed") and old == new:
+            added, removed = (), ()  # a pure rename or mode change: git shows no hunk
+        else:
+            added, removed = _line_delta(old, new)
         self.files.append(
             FileChange(
                 path=entry.path,
@@ -925,6 +1423,16 @@ class _Collector:
                 note=note,
                 added_lines=added,
                 removed_lines=removed,
+                module=module_name(entry.path) if is_library_path(entry.path, self.roots) else None,
+                prose_added=_prose_lines(new, language, (n for n, _ in added))
+                if note is None and is_library_path(entry.path, self.roots)
+                else frozenset(),
+                prose_removed=_prose_lines(old, language, (n for n, _ in removed))
+                if note is None and is_library_path(entry.old_path or entry.path, self.roots)
+                else frozenset(),
+                test_identifiers=frozenset(_IDENTIFIER.findall(new.decode("utf-8", "replace")))
+                if new is not None and not binary and is_test_path(entry.path)
+                else frozenset(),
             )
         )
         if note is not None or language is None:
@@ -939,19 +1447,79 @@ class _Collector:
         )
         if new_side:
             self.new_sides[new_side.path] = new_side
-        changes, left_old, left_new = _pair_file(old_side, new_side)
+        if old_side:
+            self.old_sides[old_side.path] = old_side
+        changes, left_old, left_new = _pair_file(old_side, new_side, self.packages)
         self.per_file.setdefault(entry.path, []).extend(changes)
         self.left_old.extend(left_old)
         self.left_new.extend(left_new)
 
     def match_moves(self) -> None:
-        for change in _match_moves(self.left_old, self.left_new):
+        for change in _match_moves(self.left_old, self.left_new, self.packages):
             key = change.file if change.change != "removed" else _file_of_removed(self.files, change)
             self.per_file.setdefault(key, []).append(change)
 
+    def mark_renames(self) -> None:
+        """A change that only renames identifiers counts as a rename when the same rename recurs in
+        another symbol of the change, or renames one of the symbol's own parameters; a lone
+        identifier swapped in one place is a change of logic."""
+        from collections import Counter
+
+        counts = Counter(pair for cs in self.per_file.values() for c in cs for pair in set(c.rename_pairs))
+        for key, changes in self.per_file.items():
+            out = []
+            for c in changes:
+                if c.rename_pairs and all(
+                    counts[pair] > 1
+                    or any(pc.startswith(f"parameter {pair[0]!r} ") for pc in c.parameter_changes)
+                    for pair in c.rename_pairs
+                ):
+                    c = replace(c, rename_only=True)
+                out.append(c)
+            self.per_file[key] = out
+
+    def attach_surface(self, repo: Path, rng: _Range) -> None:
+        """Import paths of Python library symbols, and whether removed or moved ones still resolve."""
+        surfaces = _TargetSurfaces(repo, rng, self.new_sides)
+        parsed: dict[tuple[str, str], object] = {}
+        for key, changes in self.per_file.items():
+            self.per_file[key] = [
+                _with_import_path(c, self.old_sides, self.new_sides, surfaces, parsed, self.roots)
+                for c in changes
+            ]
+        self.files = [self._with_lost_exports(f, surfaces) for f in self.files]
+
+    def _with_lost_exports(self, f: FileChange, surfaces: _TargetSurfaces) -> FileChange:
+        from engine.semantic.surface import is_private_name, module_surface
+
+        if f.module is None or f.status == "added":
+            return f
+        old_side = self.old_sides.get(f.old_path or f.path)
+        if old_side is None or not old_side.text:
+            return f
+        before = module_surface(old_side.text)
+        if before is None:
+            return f
+        if before.all_names is not None:
+            offered = set(before.all_names)
+        elif f.path.endswith("__init__.py"):
+            offered = _reexported_names(old_side.text)
+        else:
+            return f
+        offered = {n for n in offered if not is_private_name(n)}
+        if not offered:
+            return f
+        after = surfaces.surface_of_module(f.module)
+        lost = sorted(n for n in offered if after is None or not after.binds(n))
+        removed_defs = {
+            c.qualified_name for c in self.per_file.get(f.path, []) if c.change == "removed"
+        }  # reported as removed symbols already
+        lost = [n for n in lost if n not in removed_defs]
+        return replace(f, lost_exports=tuple(lost)) if lost else f
+
     def attach_callers(self, repo: Path, rng: _Range) -> None:
         all_changes = [c for cs in self.per_file.values() for c in cs]
-        found = _find_callers(repo, rng.target_sha, all_changes, staged=rng.staged)
+        found = _find_callers(repo, rng.target_sha, all_changes, staged=rng.staged, packages=self.packages)
         # The index describes the work tree, so its call graph answers only for WORKING/STAGED.
         graph = _graph_callers(repo, all_changes) if rng.working or rng.staged else {}
         for key, changes in self.per_file.items():
@@ -967,10 +1535,19 @@ class _Collector:
             return c
         if c.id in graph:
             return replace(c, callers=graph[c.id][1], callers_total=graph[c.id][0])
-        total, refs = found.get((c.old_qualified_name or c.qualified_name).rsplit(".", 1)[-1], (0, []))
+        total, refs = found.get(c.old_id or c.id, (0, []))
         if not total:
             return c
-        listed = tuple(CallerRef(f, ln, _enclosing(self.new_sides, f, ln), t) for f, ln, t in refs)
+        listed = tuple(
+            CallerRef(
+                f,
+                ln,
+                _enclosing(self.new_sides, f, ln),
+                t,
+                "documentation" if _path_rank(f) == 4 else "text search",
+            )
+            for f, ln, t in refs
+        )
         return replace(c, callers=listed, callers_total=total)
 
     def result(self) -> tuple[FileChange, ...]:
@@ -984,6 +1561,217 @@ class _Collector:
             )
             for f in self.files
         )
+
+
+def _reexported_names(source: str) -> set[str]:
+    """Names a package ``__init__`` binds by importing them from its own modules (``from .x import y``)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return set()
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level > 0:
+            out.update(a.asname or a.name for a in node.names if a.name != "*")
+    return out
+
+
+class _TargetSurfaces:
+    """Module surfaces of the target side, read lazily: changed files from the diff, others from git."""
+
+    def __init__(self, repo: Path, rng: _Range, new_sides: dict[str, _Side]) -> None:
+        self.repo = repo
+        self.rng = rng
+        self.new_sides = new_sides
+        self._paths: dict[str, str] | None = None
+        self._cache: dict[str, object] = {}
+
+    def _module_paths(self) -> dict[str, str]:
+        from engine.semantic.surface import module_name
+
+        if self._paths is None:
+            if self.rng.target_sha is not None:
+                out = _git(self.repo, "ls-tree", "-r", "--name-only", self.rng.target_sha).stdout
+            else:
+                out = _git(self.repo, "ls-files", *(["--cached"] if self.rng.staged else [])).stdout
+            paths: dict[str, str] = {}
+            for raw in out.decode("utf-8", "surrogateescape").splitlines():
+                module = module_name(raw)
+                if module is not None:
+                    paths.setdefault(module, raw)
+            for path in self.new_sides:
+                module = module_name(path)
+                if module is not None:
+                    paths.setdefault(module, path)
+            self._paths = paths
+        return self._paths
+
+    def path_of_module(self, module: str) -> str | None:
+        return self._module_paths().get(module)
+
+    def surface_of_module(self, module: str):  # -> ModuleSurface | None
+        from engine.semantic.surface import module_surface
+
+        if module in self._cache:
+            return self._cache[module]
+        path = self.path_of_module(module)
+        surface = None
+        if path is not None:
+            side = self.new_sides.get(path)
+            if side is not None and side.text:
+                surface = module_surface(side.text)
+            else:
+                data = self._read(path)
+                surface = module_surface(data.decode("utf-8", "replace")) if data is not None else None
+        self._cache[module] = surface
+        return surface
+
+    def _read(self, path: str) -> bytes | None:
+        if self.rng.working:
+            return _read_working(self.repo, path)
+        rev = "" if self.rng.staged else (self.rng.target_sha or "")
+        proc = _git(self.repo, "cat-file", "blob", f"{rev}:{path}", check=False)
+        return proc.stdout if proc.returncode == 0 else None
+
+
+def _with_import_path(
+    c: SymbolChange,
+    old_sides: dict[str, _Side],
+    new_sides: dict[str, _Side],
+    surfaces: _TargetSurfaces,
+    parsed: dict[tuple[str, str], object],
+    roots: tuple[str, ...] = (),
+) -> SymbolChange:
+    """The dotted path users import the symbol by, and whether a removed or moved one still resolves.
+
+    Only computed where a rule needs it: removed, moved and renamed symbols, and modified ones
+    whose parameters changed; ``parsed`` caches each side's module surface.
+    """
+    from engine.semantic.surface import (
+        is_exported,
+        is_library_path,
+        is_private_name,
+        is_public_module,
+        module_name,
+        module_surface,
+    )
+
+    if c.language != "python" or not c.exported or c.change == "added":
+        return c
+    if c.change == "modified" and not c.parameter_changes:
+        return c
+    old_file = c.old_file or c.file
+    old_qualified = c.old_qualified_name or c.qualified_name
+    removed = c.change == "removed"
+    path_file, qualified = (old_file, old_qualified) if removed else (c.file, c.qualified_name)
+    if not is_library_path(path_file, roots):
+        return c
+    module = module_name(path_file)
+    if (
+        module is None
+        or not is_public_module(module)
+        or any(is_private_name(p) for p in qualified.split("."))
+    ):
+        return c
+    import_path = f"{module}.{qualified}"
+    old_module = module_name(old_file) if is_library_path(old_file, roots) else None
+    if c.change in ("moved", "renamed") and old_module == module and old_qualified == c.qualified_name:
+        return replace(c, import_path=import_path, still_importable=True)
+    key = ("old" if removed else "new", path_file)
+    if key not in parsed:
+        side = (old_sides if removed else new_sides).get(path_file)
+        parsed[key] = module_surface(side.text) if side is not None and side.text else None
+    if not is_exported(parsed[key], qualified.split(".", 1)[0]):  # type: ignore[arg-type]
+        return c
+    if c.change == "modified":
+        return replace(c, import_path=import_path)
+    if old_module is None or not is_public_module(old_module):
+        return replace(c, import_path=import_path, still_importable=True)
+    target = surfaces.surface_of_module(old_module)
+    if old_file.endswith(".pyi"):
+        # A stub only describes its module: dropping it (annotations moved inline) removes nothing.
+        return replace(c, import_path=import_path, still_importable=target is not None)
+    top, _, rest = old_qualified.partition(".")
+    still = target is not None and target.binds(top)
+    if still and rest:
+        # A method or nested name: it must still be defined under the same qualified name, or be
+        # assigned in its class (``base_uri = csp_property(...)``).
+        old_path = surfaces.path_of_module(old_module)
+        target_side = new_sides.get(old_path or "")
+        if target_side is not None:
+            owner, _, leaf = old_qualified.rpartition(".")
+            assigned = re.compile(rf"^\s*{re.escape(leaf)}\s*(:[^=]*)?=", re.M)
+            still = (
+                any(s.qualified_name == old_qualified for s in target_side.symbols)
+                or any(
+                    s.qualified_name == owner and assigned.search(target_side.own_text[i])
+                    for i, s in enumerate(target_side.symbols)
+                )
+                or _inherited(owner, leaf, new_sides)
+            )
+    return replace(
+        c, import_path=f"{old_module}.{old_qualified}" if removed else import_path, still_importable=still
+    )
+
+
+@dataclass(frozen=True)
+class _Layout:
+    packages: frozenset[str]
+    library_roots: tuple[str, ...]
+
+
+_BASES = re.compile(r"^class\s+\w+\s*\((.*)\)")
+
+
+def _inherited(owner: str, method: str, sides: dict[str, _Side]) -> bool:
+    """``owner`` still has ``method`` through a base class defined in the changed files."""
+    seen: set[str] = set()
+    todo = [owner]
+    by_name = {s.qualified_name: s for side in sides.values() for s in side.symbols}
+    while todo:
+        cls = todo.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        sym = by_name.get(cls)
+        if sym is None:
+            continue
+        if cls != owner and f"{cls}.{method}" in by_name:
+            return True
+        m = _BASES.match(sym.signature)
+        if m:
+            todo.extend(
+                b.strip().split("[", 1)[0].rsplit(".", 1)[-1] for b in m.group(1).split(",") if b.strip()
+            )
+    return False
+
+
+def _project_layout(repo: Path, rng: _Range) -> _Layout:
+    """Top-level package names of the project (``pkg/``, ``src/pkg/``, ``pkg.py``) on the target
+    side, and ``src/`` as the library root when the project keeps its packages there."""
+    names: list[str] = []
+    if rng.target_sha is None:
+        for base, prefix in ((repo, ""), (repo / "src", "src/"), (repo / "lib", "lib/")):
+            try:
+                names.extend(prefix + p.name for p in base.iterdir() if not p.name.startswith("."))
+            except OSError:
+                continue
+    else:
+        proc = _git(repo, "ls-tree", "--name-only", rng.target_sha, "--", ".", "src/", "lib/", check=False)
+        if proc.returncode == 0:
+            names.extend(proc.stdout.decode("utf-8", "replace").splitlines())
+    out = set()
+    src_packages = False
+    for name in names:
+        prefix, _, leaf = name.rpartition("/")
+        stem = leaf[:-3] if leaf.endswith(".py") else leaf
+        if not stem.isidentifier() or stem in ("src", "lib", "tests", "test", "docs"):
+            continue
+        out.add(stem)
+        src_packages = src_packages or prefix == "src"
+    return _Layout(frozenset(out), ("src/",) if src_packages else ())
 
 
 def analyze_diff(
@@ -1010,7 +1798,12 @@ def analyze_diff(
     if wanted:
         entries = [e for e in entries if any(e.path == w or e.path.startswith(w + "/") for w in wanted)]
 
-    collector = _Collector(max_file_bytes)
+    layout = _project_layout(repo, rng)
+    collector = _Collector(max_file_bytes, layout.packages, layout.library_roots)
+    if rng.target_sha is not None or rng.staged:
+        collector.deltas = _git_line_deltas(
+            repo, rng.base_sha, rng.target_sha, staged=rng.staged, paths=wanted
+        )
     reader = _BlobReader(repo)
     try:
         for entry in sorted(entries, key=lambda e: e.path):
@@ -1027,6 +1820,8 @@ def analyze_diff(
     finally:
         reader.close()
     collector.match_moves()
+    collector.mark_renames()
+    collector.attach_surface(repo, rng)
     if callers:
         collector.attach_callers(repo, rng)
     return SemanticDiff(
@@ -1036,6 +1831,8 @@ def analyze_diff(
         target_commit=rng.target_sha,
         files=collector.result(),
         notes=rng.notes,
+        packages=tuple(sorted(collector.packages)),
+        library_roots=layout.library_roots,
     )
 
 

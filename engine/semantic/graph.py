@@ -42,6 +42,28 @@ LANGUAGE_FAMILY = {
 # and shell need self/this/Self::/$this for that (Java, C#, C++, Kotlin, Swift, Ruby do not).
 NO_IMPLICIT_RECEIVER = frozenset({"python", "js", "go", "rust", "php", "bash"})
 PY_BUILTINS = frozenset(dir(builtins))
+# Method names every codebase has on its own objects and on the standard containers, strings,
+# files and sockets: a call ``x.send()`` on a receiver of unknown type says nothing about which
+# ``send`` it reaches, so such calls resolve only through a known receiver (self, a class, a module).
+COMMON_METHOD_NAMES = frozenset(
+    {
+        name
+        for kind in (dict, list, str, bytes, set, int, float, tuple)
+        for name in dir(kind)
+        if not name.startswith("_")
+    }
+    | {
+        *("send", "recv", "read", "write", "close", "open", "flush", "seek", "tell", "readline", "readlines"),
+        *("get", "post", "put", "patch", "delete", "head", "options", "request", "fetch", "query"),
+        *("run", "start", "stop", "call", "execute", "handle", "process", "apply", "dispatch", "emit"),
+        *("connect", "accept", "bind", "listen", "shutdown", "wait", "notify", "acquire", "release"),
+        *("load", "loads", "dump", "dumps", "save", "render", "parse", "validate", "check", "match"),
+        *("set", "has", "reset", "next", "submit", "result", "cancel", "done", "on", "off", "then"),
+        *("filter", "map", "reduce", "push", "shift", "unshift", "slice", "splice", "forEach", "some"),
+        *("every", "includes", "toString", "valueOf", "init", "setup", "teardown", "build", "create"),
+        *("make", "new", "free", "lock", "unlock", "log", "debug", "info", "warning", "error"),
+    }
+)
 JS_SUFFIXES = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".d.ts")
 PY_SUFFIXES = (".py", ".pyi")
 SOURCE_ROOTS = ("src/", "lib/", "python/", "pkg/")
@@ -260,13 +282,83 @@ class _Pool:
     by_file: dict[str, list[Definition]]
 
 
-class CallResolver:
-    """Turns call rows into edges; ``candidates(name)`` supplies definitions by name."""
+def names_type(word: str, owner: str) -> bool:
+    """A receiver named ``session`` holds a ``Session``, ``self.pool`` an ``HTTPConnectionPool``."""
+    w, o = word.lower().replace("_", ""), owner.lower().replace("_", "")
+    return len(w) >= 3 and (w == o or o.endswith(w))
 
-    def __init__(self, candidates: Callable[[str], Sequence[Definition]]) -> None:
+
+# Re-exports followed from a package to the module that defines a name (``flask`` binds
+# ``send_file`` from ``flask.helpers``); two hops cover ``pkg/__init__`` -> ``pkg/sub/__init__``.
+MAX_REEXPORT_HOPS = 2
+
+
+class CallResolver:
+    """Turns call rows into edges; ``candidates(name)`` supplies definitions by name.
+
+    ``module_context(path)``, when given, is the FileContext of a module file: it lets a call
+    through a package (``flask.send_file``) follow the package's re-export to the definition.
+    """
+
+    def __init__(
+        self,
+        candidates: Callable[[str], Sequence[Definition]],
+        module_context: Callable[[str], FileContext | None] | None = None,
+    ) -> None:
         self._candidates = candidates
+        self.module_context = module_context
         self._pools: dict[tuple[str, str, bool], _Pool] = {}
         self._ranked: dict[tuple[str, str, str, str], Definition | None] = {}
+
+    def _follow(
+        self, files: Sequence[str], original: str, fam: str, bare: bool, hops: int
+    ) -> list[Definition]:
+        """Definitions of ``original`` in ``files``, or where those files re-export it from."""
+        pool = self._pool(original, fam, bare)
+        found = [d for f in files for d in pool.by_file.get(f, ())]
+        if found or hops <= 0 or self.module_context is None:
+            return found
+        for f in files:
+            ctx = self.module_context(f)
+            if ctx is None or original not in ctx.bound:
+                continue
+            targets, name = ctx.bound[original]
+            found = self._follow([t for t in targets if t != f], name, fam, bare, hops - 1)
+            if found:
+                return found
+        return []
+
+    def _names_module_or_class(self, ctx: FileContext, local: str) -> bool:
+        """``from . import helpers`` binds a module, ``from .app import Flask`` a class;
+        ``from .globals import current_app`` binds an object, whose methods need its type."""
+        files, original = ctx.bound[local]
+        for f in files:
+            stem = posixpath.basename(f).split(".", 1)[0]
+            if stem == original or (
+                stem == "__init__" and posixpath.basename(posixpath.dirname(f)) == original
+            ):
+                return True
+        return any(d.kind in ("class", "struct") and d.file in files for d in self._candidates(original))
+
+    def _object_call(self, pool: _Pool, name: str, file: str, fam: str, receiver: str) -> Definition | None:
+        """A method called on an object of unknown type (``d.update()``, ``current_app.url_for()``):
+        never a free function; a class named like the receiver when there is one; otherwise only
+        a method name rare enough to be unambiguous (not ``get``, ``send`` or ``update``)."""
+        owner_word = receiver.rsplit(".", 1)[-1].split("(")[0]
+        key = (name, fam, file.rpartition("/")[0], "?" + owner_word)
+        if key in self._ranked:
+            return self._ranked[key]
+        methods = [d for d in pool.all if d.parent is not None]
+        typed = [d for d in methods if names_type(owner_word, d.parent.rsplit(".", 1)[-1])]  # type: ignore[union-attr]
+        best: Definition | None = None
+        if typed:
+            best = min(typed, key=lambda d: (d.file != file, -_common_dirs(d.file, file), d.file))
+        elif methods and name not in COMMON_METHOD_NAMES:
+            owners = {d.parent for d in methods}
+            if len(owners) == 1:
+                best = min(methods, key=lambda d: (d.file != file, -_common_dirs(d.file, file), d.file))
+        self._ranked[key] = best
+        return best
 
     def _pool(self, name: str, fam: str, bare: bool = False) -> _Pool:
         """Callable definitions of ``name``; ``bare`` leaves out methods (a receiverless call's view)."""
@@ -342,10 +434,27 @@ class CallResolver:
         recv_root = receiver.split(".")[0].split("(")[0] if receiver else None
         is_self = receiver in SELF_RECEIVERS
         external_recv = recv_root is not None and not is_self and recv_root in ctx.packages
+        module_recv = recv_root is not None and (
+            recv_root in ctx.module_alias
+            or (recv_root in ctx.bound and self._names_module_or_class(ctx, recv_root))
+        )
+        # A receiver that is neither self, an import of a module or class, nor a package: an
+        # object of unknown type (a local variable, an attribute, an imported instance).
+        object_recv = receiver is not None and not is_self and not module_recv and not external_recv
+        if object_recv and receiver is not None and recv_root in SELF_RECEIVERS and "." not in receiver:
+            object_recv = False  # super().x(), this.x() spelled with a call
 
-        if cands:
+        if cands and object_recv and receiver is not None:
+            # Same file first: a class defined here named like the receiver, or a rare method name.
+            hit = self._object_call(pool, name, file, fam, receiver)
+            if hit is not None:
+                kind = (
+                    SAME_FILE if hit.file == file else (IMPORT if hit.file in ctx.imported_files else RANKED)
+                )
+                return hit.id, kind, None
+        elif cands:
             same_file = pool.by_file.get(file)
-            if same_file and (receiver is None or is_self or not external_recv):
+            if same_file and (receiver is None or is_self):
                 if is_self:
                     best = min(same_file, key=lambda d: (d.parent != caller_parent, d.parent is None))
                 else:
@@ -353,29 +462,37 @@ class CallResolver:
                 return best.id, SAME_FILE, None
             if receiver is None and name in ctx.bound:
                 files, original = ctx.bound[name]
-                bound = [d for f in files for d in self._pool(original, fam, bare).by_file.get(f, ())]
+                bound = self._follow(files, original, fam, bare, MAX_REEXPORT_HOPS)
                 if bound:
                     return bound[0].id, IMPORT, None
             if recv_root and recv_root in ctx.module_alias:
-                hit = [d for f in ctx.module_alias[recv_root] for d in pool.by_file.get(f, ())]
-                if hit:
-                    return hit[0].id, IMPORT, None
+                through = self._follow(ctx.module_alias[recv_root], name, fam, False, MAX_REEXPORT_HOPS)
+                if through:
+                    return through[0].id, IMPORT, None
             if recv_root and recv_root in ctx.bound:
-                hit = [d for f in ctx.bound[recv_root][0] for d in pool.by_file.get(f, ())]
-                if hit:
-                    return hit[0].id, IMPORT, None
-            if not external_recv:
+                files, original = ctx.bound[recv_root]
+                in_files = [d for f in files for d in pool.by_file.get(f, ())]
+                # ``Flask.url_for``: a method of the bound class; ``helpers.x``: a module's function.
+                owned = [d for d in in_files if d.parent and d.parent.rsplit(".", 1)[-1] == original]
+                found = owned or in_files or self._follow(files, name, fam, False, MAX_REEXPORT_HOPS)
+                if found:
+                    return found[0].id, IMPORT, None
+            if not external_recv and not module_recv:
                 if len(ctx.imported_files) < len(pool.by_file):
                     imported = [d for f in ctx.imported_files for d in pool.by_file.get(f, ())]
                 else:
                     imported = [d for d in cands if d.file in ctx.imported_files]
+                if is_self:
+                    # ``self.update()`` in a dict subclass is an inherited method, never a function.
+                    imported = [d for d in imported if d.parent is not None]
+                    cands = tuple(d for d in cands if d.parent is not None)
                 if imported:
                     imported.sort(key=lambda d: ((d.parent is not None) == (receiver is None), d.file))
                     return imported[0].id, IMPORT, None
                 if len(cands) == 1:
                     return cands[0].id, UNIQUE, None
-                ranked = self._rank_for(pool, name, file, fam, receiver, is_self)
-                if ranked is not None:
+                ranked = self._rank_for(pool, name, file, fam, receiver, is_self) if cands else None
+                if ranked is not None and (not is_self or ranked.parent is not None):
                     return ranked.id, RANKED, None
         package = None
         if recv_root and recv_root in ctx.packages:

@@ -125,12 +125,35 @@ class LangRules:
         return first
 
     def signature(self, node: Node, src: bytes) -> str:
+        """The definition's header up to its body, without comments: a comment on the ``def``
+        line or just inside the body is not part of the signature."""
         body = node.child_by_field_name(self.body_field)
-        end = body.start_byte if body is not None else node.end_byte
         start = node.start_byte
+        end = body.start_byte if body is not None else node.end_byte
+        comments: list[tuple[int, int]] = []
+        if body is not None:
+            # The header ends with its last non-comment part (Python: the ``:``).
+            for child in node.children:
+                if child.start_byte >= body.start_byte:
+                    break
+                if child.type in self.comment_types:
+                    comments.append((child.start_byte, child.end_byte))
+                else:
+                    end = child.end_byte
+                    params = child if child.type in ("parameters", "formal_parameters") else None
+                    if params is not None:
+                        comments.extend(
+                            (c.start_byte, c.end_byte)
+                            for c in params.children
+                            if c.type in self.comment_types
+                        )
         if end - start > SIGNATURE_MAX_CHARS * 4:
             end = start + SIGNATURE_MAX_CHARS * 4
-        raw = src[start:end].decode("utf-8", "replace")
+        raw_bytes = src[start:end]
+        for c_start, c_end in sorted(comments, reverse=True):
+            if start <= c_start and c_end <= end:
+                raw_bytes = raw_bytes[: c_start - start] + b" " + raw_bytes[c_end - start :]
+        raw = raw_bytes.decode("utf-8", "replace")
         if body is None:
             raw = raw.split("\n", 1)[0]
         return collapse(raw.rstrip().rstrip("{:;").rstrip())

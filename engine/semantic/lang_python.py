@@ -57,7 +57,7 @@ class PythonRules(LangRules):
         out = []
         for child in parent.named_children:
             if child.type == "decorator":
-                raw = text(child, src).lstrip("@").strip()
+                raw = text(child, src).lstrip("@").split("#", 1)[0].strip()
                 out.append(raw.split("(", 1)[0].strip())
         return tuple(out)
 

@@ -28,6 +28,8 @@ from pathlib import Path
 from engine import flock
 from engine.config import Settings
 from engine.errors import LockBusy
+from engine.lifetime import die_with_parent
+from engine.policy.redaction import redact
 from engine.semantic.graph import (
     CALLABLE_KINDS,
     SELF_RECEIVERS,
@@ -175,8 +177,8 @@ def _rows(path: str, fa: FileAnalysis, size: int, mtime_ns: int, sha: str) -> Fi
                 s.language,
                 s.start_line,
                 s.end_line,
-                s.signature,
-                s.doc,
+                redact(s.signature),  # index.db never stores a secret a signature or doc holds
+                redact(s.doc),
                 s.parent,
                 s.exported,
                 _json_list(s.decorators),
@@ -332,7 +334,11 @@ def _parse_all(
             analyze_source(f"warm-up.{language}", b"", language)
     size = max(BATCH_MIN, min(BATCH_MAX, total // (workers * 8) or BATCH_MIN))
     batches = [items[i : i + size] for i in range(0, total, size)]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    # Workers die with semfora (a killed `index` must leave no orphan holding index.lock).
+    parent = os.getpid() if context.get_start_method() == "fork" else None
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=die_with_parent, initargs=(parent,)
+    ) as pool:
         pending: set[Future[bytes]] = set()
         queue = iter(batches)
         limit = workers * TASKS_IN_FLIGHT_PER_WORKER
@@ -610,6 +616,10 @@ def _resolve_graphs(
         known=preloaded.definitions if preloaded is not None else None,
     )
     resolving = _FileResolver(CallResolver(definitions), modules, languages, imports)
+    if preloaded is None:
+        # Incremental: a re-exporting package may be outside this round's files.
+        resolving.loader = lambda path: _imports_by_file(conn, [path]).get(path, [])
+    resolving.resolver.module_context = resolving.context_for
     total = len(todo)
     batch: list[tuple[object, ...]] = []
     if preloaded is not None:
@@ -653,6 +663,22 @@ class _FileResolver:
         self.contexts: dict[str, FileContext] = {}
         self.memo: dict[tuple[object, ...], Resolution] = {}
         self.memo_file: object = None
+        # Reads a file's imports when they were not loaded up front (incremental rounds).
+        self.loader: Callable[[str], list[ImportRef]] | None = None
+
+    def context_for(self, path: str) -> FileContext | None:
+        """The import context of any indexed file (to follow a package's re-exports)."""
+        ctx = self.contexts.get(path)
+        if ctx is not None:
+            return ctx
+        language = self.languages.get(path)
+        if language is None:
+            return None
+        refs = self.imports.get(path)
+        if refs is None and self.loader is not None:
+            refs = self.imports[path] = self.loader(path)
+        ctx = self.contexts[path] = file_context(path, language, refs or (), self.modules)
+        return ctx
 
     def forget_contexts(self) -> None:
         self.contexts.clear()
@@ -790,7 +816,9 @@ def _resolve_bulk(
     _FORKED = (resolving, calls)
     try:
         ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),)
+        ) as pool:
             done = pool.map(_resolve_to_shard, jobs)
             if while_waiting is not None:
                 while_waiting()
@@ -916,7 +944,7 @@ def _run(
     warnings: list[StoreWarning],
 ) -> IndexReport:
     root = layout.root
-    found = discover(root, settings.index)
+    found = discover(root, settings.index, deny=settings.edits.deny)
     plan = _plan(conn, root, found.candidates)
     known_paths = {r[0] for r in conn.execute("SELECT path FROM files")}
     bulk = not known_paths  # an empty index: load without secondary indexes, resolve from memory

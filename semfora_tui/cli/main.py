@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from engine.errors import EXIT_USAGE, SemforaError, UsageError
 
@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "mcp": "mcp_cmd",
     "doctor": "doctor_cmd",
     "config": "config_cmd",
+    "trust": "trust_cmd",
 }
 
 
@@ -44,6 +45,37 @@ class _Parser(argparse.ArgumentParser):
 
         report_error(UsageError(f"{self.prog}: {message}"), as_json=as_json)
         raise SystemExit(EXIT_USAGE)
+
+
+def _int_in(low: int, high: int | None, what: str) -> Callable[[str], int]:
+    """An argparse type: an integer in [low, high], else a usage error naming the range."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be a whole number, not {text!r}") from None
+        if value < low or (high is not None and value > high):
+            allowed = f"between {low} and {high}" if high is not None else f"at least {low}"
+            raise argparse.ArgumentTypeError(f"{what} must be {allowed}, not {value}")
+        return value
+
+    return parse
+
+
+def _budget(p: argparse.ArgumentParser) -> None:
+    """``--budget``: the range is budget.context_tokens's own, so a flag and a config agree."""
+    from engine.config import BudgetSettings
+
+    field = BudgetSettings.model_fields["context_tokens"]
+    low = int(next(m.ge for m in field.metadata if hasattr(m, "ge")))
+    high = int(next(m.le for m in field.metadata if hasattr(m, "le")))
+    p.add_argument(
+        "--budget",
+        type=_int_in(low, high, "--budget"),
+        default=None,
+        help=f"context budget in tokens, {low}-{high} (default: budget.context_tokens)",
+    )
 
 
 def _path(p: argparse.ArgumentParser) -> None:
@@ -68,6 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
     _path(p)
     p.add_argument("--rebuild", action="store_true", help="discard the index and build it anew")
     p.add_argument("--no-vectors", action="store_true", help="skip the vector index")
+    p.add_argument(
+        "--paths",
+        action="store_true",
+        help="with --json: also list every changed, deleted and skipped path (by default only counts)",
+    )
     _json(p)
 
     p = sub.add_parser("overview", help="print the bounded repository overview")
@@ -101,14 +138,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("context", help="print the context pack for a task (never calls an LLM)")
     p.add_argument("task")
     _path(p)
-    p.add_argument("--budget", type=int, default=None)
+    _budget(p)
     _json(p)
 
     p = sub.add_parser("ask", help="ask the model; stream the answer and stage its edits")
     p.add_argument("task")
     _path(p)
     p.add_argument("--model", default=None)
-    p.add_argument("--budget", type=int, default=None)
+    _budget(p)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--stage", action="store_true", help="stage proposed edits (default)")
     g.add_argument("--apply", action="store_true", help="stage, accept and commit proposed edits")
@@ -191,6 +228,11 @@ def build_parser() -> argparse.ArgumentParser:
     _path(p)
     _json(p)
 
+    p = sub.add_parser("trust", help="trust this repository's .semfora.toml (commands, wider reads)")
+    _path(p)
+    p.add_argument("--revoke", action="store_true", help="stop trusting it")
+    _json(p)
+
     p = sub.add_parser("cache", help="inspect or clear cache.db")
     p.add_argument("action", choices=["stats", "clear"])
     _path(p)
@@ -198,7 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("metrics", help="print daily aggregates of search metrics")
     _path(p)
-    p.add_argument("--days", type=int, default=14)
+    p.add_argument(
+        "--days", type=_int_in(1, None, "--days"), default=14, help="how many days back (at least 1)"
+    )
     _json(p)
 
     return parser
@@ -208,12 +252,49 @@ def _tui_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="semfora", description="Open the semfora app on a repository.")
     p.add_argument("path", nargs="?", default=None)
     p.add_argument("--model", default=None)
-    p.add_argument("--budget", type=int, default=None)
+    _budget(p)
     p.add_argument("--resume", action="store_true")
     return p
 
 
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (``semfora search ... | head``)."""
+    import select
+
+    try:
+        fd = sys.__stdout__.fileno() if sys.__stdout__ is not None else 1
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(events & select.POLLERR for _fd, events in poller.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ is not None else 1)
+    except (OSError, ValueError):
+        return
+    finally:
+        os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; a reader that closed our stdout ends it quietly with exit 0, like `cat`."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        if not _stdout_reader_gone():
+            raise  # a broken pipe to something else (a child process) is a real error
+        _quiet_stdout()
+        return 0
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     first = args_list[0] if args_list else None
     if first is None or (first not in COMMANDS and not first.startswith("-")):
@@ -226,6 +307,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    from engine.quarantine import add_listener
+    from semfora_tui.cli.output import warn
+
+    add_listener(warn)  # a damaged state file set aside is said once, as a warning line
     module = importlib.import_module(f"semfora_tui.cli.commands.{COMMANDS[args.command]}")
     as_json = bool(getattr(args, "json", False)) or getattr(args, "output", None) == "json"
     try:

@@ -1,11 +1,15 @@
-"""`semfora config`: the effective settings and the source of each value."""
+"""`semfora config`: the effective settings and the source of each value.
+
+Invalid settings are a ConfigError (exit 2), including what no single field can check
+(an installed theme), so `semfora config` is the place to validate a configuration.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from engine.config import iter_keys, load_settings
+from engine.config import check_settings, iter_keys, load_settings
 from engine.store.layout import find_repo_root
 from semfora_tui.cli.output import print_json
 
@@ -24,13 +28,18 @@ def _lookup(settings: object, dotted: str) -> object:
 def run(args: argparse.Namespace) -> int:
     root = find_repo_root(args.path)
     loaded = load_settings(root)
+    check_settings(loaded)
     rows = []
     for dotted, _default, _doc in iter_keys():
         rows.append(
             {"key": dotted, "value": _lookup(loaded.settings, dotted), "source": loaded.source_of(dotted)}
         )
+    trust = loaded.trust.to_json() if loaded.trust else {"state": "none", "file": None}
+    ignored = [{"key": i.key, "reason": i.reason, "detail": i.detail} for i in loaded.ignored]
     if args.json:
-        print_json({"files": [str(f) for f in loaded.files], "settings": rows})
+        print_json(
+            {"files": [str(f) for f in loaded.files], "settings": rows, "trust": trust, "ignored": ignored}
+        )
         return 0
     width = max(len(r["key"]) for r in rows)
     for r in rows:
@@ -38,4 +47,8 @@ def run(args: argparse.Namespace) -> int:
         if len(value) > 70:
             value = value[:67] + "..."
         print(f"{r['key']:<{width}}  {value}  [{r['source']}]")
+    if loaded.trust is not None:
+        print(f"trust  .semfora.toml is {loaded.trust.state} ({loaded.trust.file})")
+        for i in loaded.ignored:
+            print(f"ignored  {i.describe()}  (until `semfora trust`)")
     return 0

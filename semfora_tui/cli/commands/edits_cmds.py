@@ -13,7 +13,8 @@ from typing import Any
 
 from engine.config import load_settings
 from engine.edits import EditBlockError, EditSession, FileChange, recover, undo
-from engine.errors import UsageError
+from engine.edits.errors import CheckFailed
+from engine.errors import EXIT_PROBLEM, UsageError
 from engine.store.layout import RepoLayout
 from semfora_tui.cli.output import print_json, warn
 
@@ -138,7 +139,18 @@ def run(args: argparse.Namespace) -> int:
             )
             if not check.ok and check.output.strip():
                 lines.append(check.output.rstrip())
-        _emit(args, result.to_json(), "\n".join(lines))
+        payload = result.to_json()
+        failed = [c for c in result.checks if not c.ok]
+        if failed:
+            # The commit landed and stays; the run still failed, like `make` after a broken test.
+            problem = CheckFailed(
+                "; ".join(f"{c.name} ({c.command}) failed with exit {c.exit_code}" for c in failed)
+                + " after the commit (which stays; `semfora edits undo` reverts it)"
+            )
+            payload.update(problem.to_json())
+        _emit(args, payload, "\n".join(lines))
+        if failed:
+            return EXIT_PROBLEM
     elif action == "rollback":
         n = session.rollback()
         _emit(args, {"ok": True, "discarded": n}, f"discarded {n} staged hunk(s)" if n else "no staged edits")

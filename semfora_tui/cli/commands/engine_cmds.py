@@ -17,6 +17,9 @@ from engine.errors import NotFoundError, UsageError
 from engine.store.db import MAX_GRAPH_DEPTH, StoreWarning
 from semfora_tui.cli.output import is_tty, print_json, warn
 
+# Lists in the index report that `index --json` prints only with --paths.
+PATH_LISTS = ("changed_paths", "deleted_paths", "skipped_files")
+
 
 def _warn(w: StoreWarning) -> None:
     warn(f"[{w.code}] {w.message}")
@@ -86,6 +89,10 @@ def _index(args: argparse.Namespace) -> int:
                 vectors = VectorIndexer(engine.layout, engine.settings).run(progress=progress)
     if args.json:
         payload = report.to_json()
+        if not args.paths:
+            # Counts only: on a big repository the lists are megabytes on one line.
+            for key in PATH_LISTS:
+                payload.pop(key, None)
         payload["vectors"] = (
             {"enabled": False, "reason": "--no-vectors"}
             if vectors is None
@@ -174,8 +181,19 @@ def _callers(args: argparse.Namespace) -> int:
         store = engine.store()
         sym = store.resolve_one(args.symbol)
         nodes = store.callers(sym.id, args.depth)
+    names = {n.symbol_id: n.name for n in nodes if n.symbol_id}
     rows = [
-        {"id": n.symbol_id, "name": n.name, "file": n.file, "line": n.line, "depth": n.depth, "via": n.via}
+        {
+            "id": n.symbol_id,
+            "name": n.name,
+            "file": n.file,
+            "line": n.line,
+            "depth": n.depth,
+            "via": n.via,
+            # Which caller one level up this one calls (depth 2 and deeper).
+            "parent_id": n.parent_id,
+            "parent": names.get(n.parent_id) if n.parent_id else None,
+        }
         for n in nodes
     ]
     if args.json:
@@ -184,8 +202,18 @@ def _callers(args: argparse.Namespace) -> int:
     print(f"{sym.qualified_name}  {sym.file}:{sym.start_line}")
     if not rows:
         print("  (no callers found)")
+    children: dict[str | None, list[dict[str, Any]]] = {}
     for r in rows:
-        print(f"{'  ' * r['depth']}{r['name']}  {r['file']}:{r['line']}  [{r['via']}]")
+        children.setdefault(r["parent_id"], []).append(r)
+
+    def show(parent: str | None) -> None:
+        # Each deeper caller is printed under the caller it calls, indented by depth.
+        for r in children.get(parent, []):
+            print(f"{'  ' * r['depth']}{r['name']}  {r['file']}:{r['line']}  [{r['via']}]")
+            if r["id"]:
+                show(r["id"])
+
+    show(None)
     return 0
 
 

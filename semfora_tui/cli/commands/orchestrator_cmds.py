@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from engine.config import Settings, load_settings
-from engine.errors import EXIT_OK, EXIT_PROBLEM
+from engine.errors import EXIT_OK, EXIT_PROBLEM, UsageError
 from engine.store.layout import RepoLayout
 from semfora_tui.cli.output import print_json, warn
 
@@ -54,6 +54,11 @@ def _ensure_index(layout: RepoLayout, settings: Settings, quiet: bool, *, refres
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.task.strip():
+        # Before anything that costs: an empty task would still be sent (and billed).
+        raise UsageError(
+            f"{args.command} needs a task: say what you want done", hint='e.g. semfora ask "explain X"'
+        )
     if args.command == "context":
         return run_context(args)
     return run_ask(args)
@@ -125,9 +130,10 @@ def run_ask(args: argparse.Namespace) -> int:
             sys.stdout.flush()
 
     def on_status(message: str) -> None:
-        if not args.json:
-            sys.stdout.write(f"\n\n-- semfora: {message}\n\n")
-            sys.stdout.flush()
+        # On stderr, so retries and progress show with --json and in a pipe, and never mix
+        # into the reply on stdout.
+        sys.stderr.write(f"semfora: {message}\n")
+        sys.stderr.flush()
 
     def work() -> None:
         try:
@@ -168,9 +174,12 @@ def run_ask(args: argparse.Namespace) -> int:
             )
         for error in result.errors:
             sys.stdout.write(f"-- problem: {error}\n")
+        for check in getattr(result.commit, "checks", ()):
+            if not check.ok and check.output.strip():
+                sys.stdout.write(f"-- {check.name} ({check.command}) output:\n{check.output.rstrip()}\n")
         sys.stdout.write(_usage_line(result) + "\n")
     if result.outcome == "cancelled":
         return EXIT_INTERRUPTED
-    if result.outcome in ("edit_failed", "error"):
+    if not result.ok:
         return EXIT_PROBLEM
     return EXIT_OK

@@ -135,7 +135,9 @@ def test_two_concurrent_committers_are_serialised(staged: Path) -> None:
     )
     lock = RepoLayout.for_path(staged).edits_dir / "commit.lock"
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not (lock.exists() and lock.read_text().strip() == str(first.pid)):
+    while time.monotonic() < deadline and not (
+        lock.exists() and lock.read_text().split()[:1] == [str(first.pid)]
+    ):
         time.sleep(0.02)
     impatient = run_semfora("edits", "commit", cwd=staged, env={"SEMFORA_EDITS__LOCK_TIMEOUT": "0.2"})
     patient = run_semfora("edits", "commit", "--json", cwd=staged)

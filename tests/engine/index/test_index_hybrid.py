@@ -127,3 +127,31 @@ def test_slow_llm_is_abandoned_within_the_timeout(fake_ollama, monkeypatch, inde
     started = time.monotonic()
     hits = search(layout, settings, "redirect", rerank=True, expand=True, on_warning=lambda m: None)
     assert hits and time.monotonic() - started < 3
+
+
+EXPRESS_LIKE_JS = """'use strict';
+var res = Object.create(null);
+
+res.clearCookie = function clearCookie(name, options) {
+  return this.cookie(name, '', options);
+};
+
+res.sendFile = function sendFile(path, options, callback) {
+  return send(path, options, callback);
+};
+
+res.sendStatus = function sendStatus(statusCode) {
+  return this.status(statusCode).send(String(statusCode));
+};
+
+module.exports = res;
+"""
+
+
+@pytest.mark.parametrize("query", ["clear cookie", "send file", "send status code"])
+def test_composed_names_of_javascript_assignments_are_found(indexed_repo, query: str) -> None:
+    """Express writes methods as `res.clearCookie = function ...`: "clear cookie" finds it (it crashed)."""
+    layout, settings = indexed_repo({"lib/response.js": EXPRESS_LIKE_JS})
+    hits = search(layout, settings, query, mode="symbols", limit=5)
+    wanted = "res." + "".join(w if i == 0 else w.capitalize() for i, w in enumerate(query.split()[:2]))
+    assert hits and hits[0].symbol == wanted, [h.symbol for h in hits]

@@ -294,3 +294,54 @@ def test_huge_file_lists_lines_and_still_finds_a_secret(make_repo) -> None:
     assert "lines only" in (f.note or "") and f.symbols == ()
     assert (f.lines_added, f.lines_removed) == (1, 1)
     assert [x.line for x in scan_files(diff.files)] == [30001]
+
+
+_TEMPLATES = st.sampled_from(
+    [
+        "x = 1",
+        "return {n}",
+        "def inner(a):\n    return a",
+        "class Inner:\n    pass",
+        "for k, {n} in x:\n    y = {n}",
+        "try:\n    pass\nexcept IOError as e:\n    raise ValueError() from e",
+        "s = '%s' % x",
+        "s = '{}'.format(x)",
+        "s = f'{x!r}'",
+        "super(A, self).f()",
+        "with open(p, 'r') as fh:\n    data = fh.read()",
+        "global g",
+        "lambda q: q",
+        "@overload\ndef f(a: int) -> int: ...",
+        "z: int",
+        "{n} = x.{n}",
+    ]
+)
+_NAMES = st.sampled_from(["v", "w"])
+
+
+@given(st.lists(_TEMPLATES, min_size=1, max_size=5), _NAMES, _NAMES, st.lists(_TEMPLATES, max_size=2))
+def test_code_comparison_is_total(
+    templates: list[str], old_name: str, new_name: str, extra: list[str]
+) -> None:
+    """Fingerprints, renames and parameters never raise, whatever two definitions hold
+    (the same statements with a name swapped, and with statements added)."""
+    import textwrap
+
+    before = [t.replace("{n}", old_name) for t in templates]
+    after = [t.replace("{n}", new_name) for t in templates + extra]
+
+    from engine.semantic import surface
+
+    def wrap(lines: list[str]) -> str:
+        return "def f(self, x, *a, p=1, **k):\n" + textwrap.indent("\n".join(lines), "    ") + "\n"
+
+    old, new = wrap(before), wrap(after)
+    cls_old = "class A(object):\n" + textwrap.indent(old, "    ")
+    cls_new = "class A:\n" + textwrap.indent(new, "    ")
+    assert (surface.python_fingerprint(cls_old) == surface.python_fingerprint(cls_new)) in (True, False)
+    assert (surface.python_fingerprint(old) == surface.python_fingerprint(new)) in (True, False)
+    renames = surface.python_rename_pairs(old, new)
+    assert renames is None or all(a != b for a, b in renames.pairs)
+    params = surface.python_params(old)
+    assert params is not None and [p.name for p in params][:2] == ["self", "x"]
+    assert surface.parameter_changes(params, params) == ()

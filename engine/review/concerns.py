@@ -1,0 +1,526 @@
+"""The catalogue of security concerns a reviewer wants told about, whatever the project.
+
+Owns the concerns (authentication headers, cookies and sessions, TLS verification, credentials,
+path joining and traversal, escaping and templating, signing and keys, deserialisation, subprocess
+and SQL construction, redirects and origins, HTTP message framing, limits on untrusted input) and
+how each is recognised: words in a symbol's name, terms in the changed code, and calls the symbol
+makes, per language where the spelling differs. Data and matching only: no git, no findings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+
+ALL = ""  # key of the calls every language shares
+
+
+@dataclass(frozen=True)
+class Concern:
+    """One kind of security-sensitive logic.
+
+    ``strong`` terms in changed code are enough on their own; ``weak`` terms count only with
+    support (a name word, a strong call, or a second weak term); ``names`` are words of a
+    symbol's qualified name that place any change of its logic in the concern; ``calls`` are
+    dotted call names (or their last parts) that mark a symbol as doing this work.
+    ``context`` words, when set, must appear in the symbol's qualified name for the concern to
+    apply at all (a ``max_`` limit matters in a parser, not in a retry policy).
+    """
+
+    id: str
+    title: str
+    strong: tuple[str, ...] = ()
+    weak: tuple[str, ...] = ()
+    names: frozenset[str] = frozenset()
+    name_patterns: tuple[str, ...] = ()
+    calls: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    context: frozenset[str] = frozenset()
+
+
+CONCERNS: tuple[Concern, ...] = (
+    Concern(
+        "auth-headers",
+        "authentication headers",
+        strong=(
+            r"\bproxy[-_]authorization\b",
+            r"\bauthorization\b",
+            r"\bwww[-_]authenticate\b",
+            r"\bbearer\b",
+            r"\bremove_headers_on_redirect\b",
+            r"\bauth_(?:username|password|header|mode)\b",
+        ),
+        weak=(r"\bauth\b", r"\bbasic\b", r"\bdigest\b"),
+        names=frozenset({"auth", "authorization", "authenticate", "authentication", "authorize", "login"}),
+    ),
+    Concern(
+        "cookies",
+        "cookies and session flags",
+        strong=(
+            r"\bset[-_]cookie\b",
+            r"\bsamesite\b",
+            r"\bhttponly\b",
+            r"\bcsrf\w*",
+            r"\bxsrf\w*",
+            r"\bsession_?(?:cookie|id|key)\w*",
+            r"__host-|__secure-",
+        ),
+        weak=(r"\bcookies?\b", r"\bsecure\b", r"\bmax_age\b", r"\bexpires\b", r"\bdomain\b"),
+        names=frozenset({"cookie", "cookies", "csrf", "xsrf"}),
+    ),
+    Concern(
+        "tls",
+        "TLS verification",
+        strong=(
+            r"\bcheck_hostname\b",
+            r"\bcert_reqs\b",
+            r"\bcert_(?:none|required|optional)\b",
+            r"\bverify_mode\b",
+            r"\bassert_(?:hostname|fingerprint)\b",
+            r"\bca_certs?\b",
+            r"\bcafile\b",
+            r"\bcapath\b",
+            r"\bssl_context\b",
+            r"\bsslcontext\b",
+            r"\binsecureskipverify\b",
+            r"\brejectunauthorized\b",
+            r"\bverify_ssl\b",
+            r"\bmatch_hostname\b",
+        ),
+        weak=(r"\bssl\b", r"\btls\b", r"\bcert\w*", r"\bverify\b", r"\bfingerprint\b", r"\bhostname\b"),
+        names=frozenset({"ssl", "tls", "cert", "certs", "certificate", "hostname", "https"}),
+        calls={
+            "python": (
+                "ssl.create_default_context",
+                "ssl.SSLContext",
+                "wrap_socket",
+                "load_verify_locations",
+            ),
+            "js": ("tls.connect", "tls.createSecureContext"),
+            "go": ("tls.Dial", "tls.Config"),
+        },
+    ),
+    Concern(
+        "credentials",
+        "credentials and netrc",
+        strong=(
+            r"\bnetrc\b",
+            r"\bpasswd\b",
+            r"\bpassword\w*",
+            r"\bcredentials?\b",
+            r"\bapi_?key\b",
+            r"\baccess_?token\b",
+            r"\bauth_?token\b",
+            r"\bgetpass\b",
+            r"\bkeyring\b",
+            r"\buserinfo\b",
+        ),
+        weak=(r"\busername\b", r"\bsecret\b", r"\btoken\b", r"\bauth\b", r"@"),
+        names=frozenset({"netrc", "password", "passwords", "credential", "credentials", "passwd"}),
+        calls={"python": ("netrc.netrc", "getpass.getpass")},
+    ),
+    Concern(
+        "paths",
+        "path joining and traversal",
+        strong=(
+            r"\bnormpath\b",
+            r"\brealpath\b",
+            r"\babspath\b",
+            r"\bisabs\b",
+            r"\bcommonpath\b",
+            r"\brelative_to\b",
+            r"\bsafe_join\b",
+            r"\bsecure_filename\b",
+            r"\bsymlinks?\b",
+            r"\bfollow_symlinks\b",
+            r"\bislink\b",
+            r"\blstat\b",
+            r"\bs_isreg\b",
+            r"\baltsep\b",
+            r"\btraversal\b",
+            r"\.\.[/\\]|['\"]\.\.['\"]",
+        ),
+        weak=(
+            r"\bos\.path\b",
+            r"\bfilename\b",
+            r"\bfilepath\b",
+            r"\bdirectory\b",
+            r"\bresolve\b",
+            r"\bsep\b",
+        ),
+        names=frozenset({"traversal", "symlink", "symlinks"}),
+        name_patterns=(
+            r"(safe|secure|sanitiz)\w*_?(join|path|filename|name)",
+            r"(validate|check|resolve)\w*_?(absolute_)?path",
+            r"static\w*\.(\w*path\w*|_?handle)",
+        ),
+        calls={
+            ALL: ("os.path.normpath", "os.path.realpath", "os.path.abspath", "relative_to", "safe_join"),
+            "js": ("path.normalize", "path.resolve"),
+            "go": ("filepath.Clean", "filepath.Rel"),
+        },
+    ),
+    Concern(
+        "escaping",
+        "escaping and templating",
+        strong=(
+            r"\bx?html_?escape\b",
+            r"(?<!re\.)\bescape\w*",
+            r"\bautoescape\b",
+            r"\bmarkup\b",
+            r"\bsandbox\w*",
+            r"\bunsafe\w*",
+            r"\bis_safe_\w+",
+            r"\bsanitiz\w*",
+            r"\bxss\b",
+            r"\b__html__\b",
+            r"\bformat_map\b",
+            r"\binnerhtml\b",
+            r"\bdangerouslysetinnerhtml\b",
+        ),
+        weak=(r"\bhtml\b", r"\bquote\w*", r"\bsafe\b", r"\battr\w*", r"<"),
+        names=frozenset(
+            {"escape", "autoescape", "sandbox", "sandboxed", "sanitize", "xss", "markup", "xmlattr"}
+        ),
+        calls={
+            ALL: ("escape", "html.escape", "markupsafe.escape", "xhtml_escape", "html_escape", "Markup"),
+            "js": ("escapeHtml", "encodeURIComponent", "DOMPurify.sanitize"),
+            "go": ("html.EscapeString", "template.HTMLEscapeString"),
+        },
+    ),
+    Concern(
+        "signing",
+        "signing and keys",
+        strong=(
+            r"\bhmac\b",
+            r"\bcompare_digest\b",
+            r"\bconstant_time\w*",
+            r"\btimingsafeequal\b",
+            r"\bsignature\w*",
+            r"\bsecret_?key\w*",
+            r"\bprivate_?key\b",
+            r"\bpublic_?key\b",
+            r"\bpbkdf2\w*",
+            r"\bbcrypt\b",
+            r"\bscrypt\b",
+            r"\bargon2\b",
+            r"\bsalt\b",
+            r"\bnonce\b",
+            r"\bjwt\b|\bjws\b|\bjwk\b",
+            r"\balgorithms?\b",
+            r"\bverify_signature\b",
+            r"\bpem\b",
+        ),
+        weak=(
+            r"\bsign\w*",
+            r"\bdigest\b",
+            r"\bkey\b",
+            r"\bsecret\b",
+            r"\biterations\b",
+            r"\biss\b",
+            r"\baud\b",
+        ),
+        names=frozenset({"sign", "signer", "signature", "hmac", "jwt", "jws", "jwk", "encrypt", "decrypt"}),
+        name_patterns=(
+            r"(prepare|load|verify|rotate|derive|generate|get)_?(private_|public_|secret_|signing_)?key",
+            r"_?validate_(iss|aud|exp|nbf|iat|claims?)",
+            r"verify\w*",
+        ),
+        calls={
+            "python": ("hmac.new", "hmac.compare_digest", "secrets.compare_digest", "hashlib.pbkdf2_hmac"),
+            "js": ("crypto.createHmac", "crypto.timingSafeEqual", "jwt.verify", "jwt.sign"),
+            "go": ("hmac.New", "hmac.Equal", "subtle.ConstantTimeCompare"),
+        },
+    ),
+    Concern(
+        "deserialisation",
+        "deserialisation",
+        strong=(
+            r"\bpickle\b",
+            r"\bunpickl\w*",
+            r"\bmarshal\b",
+            r"\byaml\.(?:unsafe_)?load\b",
+            r"\bfullloader\b|\bunsafeloader\b",
+            r"\bjsonpickle\b",
+            r"\bshelve\b",
+            r"\bdeserializ\w*",
+            r"\bunserializ\w*",
+            r"\b__reduce(?:_ex)?__\b",
+        ),
+        names=frozenset({"pickle", "unpickle", "deserialize", "unserialize", "deserialise"}),
+        calls={
+            "python": ("pickle.loads", "pickle.load", "marshal.loads", "yaml.load", "yaml.unsafe_load"),
+            "js": ("unserialize", "node-serialize.unserialize"),
+        },
+    ),
+    Concern(
+        "subprocess",
+        "subprocess and shell commands",
+        strong=(
+            r"\bsubprocess\b",
+            r"\bshell\s*=\s*true\b",
+            r"\bos\.system\b",
+            r"\bpopen\b",
+            r"\bshlex\.(?:quote|split|join)\b",
+            r"\bchild_process\b",
+            r"\bexecv?p?e?\b\s*\(",
+        ),
+        names=frozenset({"subprocess", "shell", "popen"}),
+        calls={
+            "python": (
+                "subprocess.run",
+                "subprocess.Popen",
+                "subprocess.call",
+                "subprocess.check_output",
+                "os.system",
+            ),
+            "js": ("child_process.exec", "child_process.spawn", "child_process.execSync"),
+            "go": ("exec.Command",),
+        },
+    ),
+    Concern(
+        "sql",
+        "SQL construction",
+        strong=(
+            r"\bexecute(?:many)?\s*\(\s*f?[\"'].*(?:%s|\{|\+)",
+            r"\bquote_name\b",
+            r"\braw_?sql\b",
+            r"\bescape_string\b",
+            r"\bselect\b.*\bfrom\b.*(?:%|\{|\+)",
+            r"\binsert\s+into\b",
+            r"\bwhere\b.*(?:%s|\{\w*\}|\+\s*\w)",
+        ),
+        weak=(r"\bsql\b", r"\bcursor\b", r"\bexecute\b", r"\braw\b", r"\bparams\b"),
+        names=frozenset({"sql", "rawsql", "quote_name"}),
+    ),
+    Concern(
+        "redirects",
+        "redirects and origins",
+        strong=(
+            r"\bredirect\w*",
+            r"\bis_same_host\b",
+            r"\bsame_?origin\b",
+            r"\bcross[-_]?origin\b",
+            r"\btrusted_hosts?\b",
+            r"\ballowed_hosts\b",
+            r"\bcheck_origin\b",
+            r"\baccess-control-allow-\w+",
+            r"\bopen redirect\b",
+        ),
+        weak=(r"\blocation\b", r"\bnetloc\b", r"\borigin\b", r"\bhost\b", r"\bretries\b", r"[\"']//"),
+        names=frozenset({"redirect", "redirects", "origin", "cors"}),
+    ),
+    Concern(
+        "framing",
+        "HTTP message framing and header injection",
+        strong=(
+            r"\bcontent[-_]length\b",
+            r"\btransfer[-_]encoding\b",
+            r"\bchunk[-_ ]?(?:size|extensions?|len)\b",
+            r"\bcrlf\b",
+            r"\\r\\n|\\r|b[\"']\\n[\"']",
+            r"\bcontrol[_ ]char\w*",
+            r"\bnon-token\b",
+            r"\bsmuggl\w*",
+            r"\bheader injection\b",
+            r"\bbadhttpmessage\b",
+            r"\bhttpinputerror\b",
+            r"\breason_phrase\b",
+        ),
+        weak=(r"\bchunked\b", r"\bheaders?\b", r"\bmethod\b", r"\bstatus_?line\b", r"\bnewline\b"),
+        names=frozenset({"chunked", "crlf", "framing"}),
+        name_patterns=(
+            r"(parse|read|write|feed)_?(headers|chunk\w*|body|request_line|status_line|message)\b",
+        ),
+    ),
+    Concern(
+        "limits",
+        "limits on untrusted input",
+        strong=(
+            r"\bmax_\w+",
+            r"\b\w+_max\b",
+            r"\b\w*limit\w*",
+            r"\btoo_?large\b|\btoolarge\b|\btoo many\b|\bexceed\w*",
+            r"\bentitytoolarge\w*|\brequestentitytoolarge\b|\b413\b",
+            r"\bdecompression bomb\b|\bzip bomb\b",
+        ),
+        names=frozenset(),
+        context=frozenset(
+            {
+                "parse",
+                "parser",
+                "decode",
+                "decoder",
+                "multipart",
+                "form",
+                "formparser",
+                "feed",
+                "body",
+                "chunk",
+                "chunked",
+                "unquote",
+                "stream",
+                "decompress",
+                "inflate",
+                "read",
+                "receive",
+                "recv",
+                "headers",
+                "header",
+                "cookie",
+                "upload",
+            }
+        ),
+    ),
+)
+
+_SPLIT = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+@lru_cache(maxsize=65536)
+def name_words(qualified: str) -> frozenset[str]:
+    """Lower-case words of a qualified name: ``MultipartDecoder.next_event`` -> multipart, decoder, ..."""
+    words: set[str] = set()
+    for part in re.split(r"[._\-$:]+", qualified):
+        if not part:
+            continue
+        words.add(part.lower())
+        words.update(w.lower() for w in _SPLIT.findall(part))
+    return frozenset(words)
+
+
+@dataclass(frozen=True)
+class Match:
+    """Why a change touches one concern; ``evidence`` says what, for the reviewer."""
+
+    concern: Concern
+    evidence: tuple[str, ...]
+    strength: int
+
+
+@cache
+def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p, re.IGNORECASE) for p in patterns)
+
+
+def _hits(patterns: tuple[str, ...], text: str) -> list[str]:
+    out: list[str] = []
+    for pattern in _compiled(patterns):
+        m = pattern.search(text)
+        if m is not None:
+            out.append(m.group(0).strip()[:40])
+    return out
+
+
+def _call_hits(concern: Concern, family: str, calls: Iterable[str]) -> list[str]:
+    wanted = (*concern.calls.get(ALL, ()), *concern.calls.get(family, ()))
+    if not wanted:
+        return []
+    out = []
+    for call in calls:
+        last = call.rsplit(".", 1)[-1]
+        for w in wanted:
+            if call == w or call.endswith("." + w) or ("." not in w and last == w):
+                out.append(call)
+                break
+    return out
+
+
+def match(
+    qualified: str,
+    changed_code: str,
+    calls: Iterable[str],
+    family: str,
+    *,
+    removed_code: str = "",
+) -> list[Match]:
+    """The concerns a logic change of ``qualified`` touches, strongest first.
+
+    ``changed_code`` is the text of the lines the change adds (comments and docstrings removed),
+    ``removed_code`` the text of the lines it removes; ``calls`` the symbol's calls after the
+    change, dotted and alias-resolved.
+    """
+    words = name_words(qualified)
+    lowered = qualified.lower()
+    code = f"{changed_code}\n{removed_code}"
+    calls = tuple(calls)
+    out: list[Match] = []
+    for concern in CONCERNS:
+        if concern.context and not (words & concern.context):
+            continue
+        strong = _hits(concern.strong, code)
+        weak = _hits(concern.weak, code) if concern.weak else []
+        named = (
+            sorted(words & concern.names)
+            + [p for p in concern.name_patterns if re.search(p, lowered) is not None][:1]
+        )
+        called = _call_hits(concern, family, calls)
+        strength = 3 * len(strong) + 2 * bool(named) + bool(called) + (len(weak) >= 2)
+        supported = bool(strong) or (bool(named) and bool(code.strip())) or (bool(called) and bool(weak))
+        if not supported:
+            continue
+        evidence = [f"`{t}`" for t in dict.fromkeys(strong)]
+        if named:
+            evidence.append("its name")
+        evidence.extend(f"calls `{c}`" for c in dict.fromkeys(called))
+        if not strong:
+            evidence.extend(f"`{t}`" for t in dict.fromkeys(weak))
+        out.append(Match(concern, tuple(evidence[:4]), strength))
+    out.sort(key=lambda m: -m.strength)
+    return out
+
+
+def _readable(pattern: str) -> str:
+    """A regex as a reader would say it: ``\\bcheck_hostname\\b`` is ``check_hostname``."""
+    text = pattern.replace("\\b", "").replace("(?:", "(").replace("\\w*", "…").replace("\\w+", "…")
+    text = text.replace("\\.", ".").replace("\\s*", " ").replace("\\s+", " ")
+    return text.replace("`", "'")
+
+
+def render_catalogue() -> str:
+    """The security-logic catalogue as Markdown (the second part of docs/risk.md)."""
+    parts = [
+        "## Security-sensitive logic (`semfora ci`)",
+        "",
+        "Besides new effects, `semfora ci` raises **security-sensitive logic changed** (`security`,",
+        "medium, rule `security-logic`) when a change to a symbol's own logic touches one of these",
+        "concerns. The evidence is read from the lines the change adds or removes inside the symbol",
+        "(comments, docstrings, annotation-only lines, lines that only changed letter case and lines",
+        "merely moved from elsewhere in the change are left out), from words of the symbol's",
+        "qualified name, and from the calls it makes. A **strong** term in the changed code is enough;",
+        "a **supporting** term counts only together with a name word, a call or a second supporting",
+        "term; a **name** word (or name pattern) counts for any change of the symbol's logic. Changes",
+        "that only rename locals, re-annotate, re-format or move code raise nothing, and neither do",
+        "tests, documentation and examples. This page part is generated from",
+        "`engine/review/concerns.py` (`render_catalogue()`).",
+        "",
+    ]
+    for c in CONCERNS:
+        parts.append(f"### {c.title[0].upper()}{c.title[1:]} (`{c.id}`)")
+        parts.append("")
+        if c.strong:
+            parts.append("- strong: " + ", ".join(f"`{_readable(p)}`" for p in c.strong))
+        if c.weak:
+            parts.append("- supporting: " + ", ".join(f"`{_readable(p)}`" for p in c.weak))
+        if c.names:
+            parts.append("- name words: " + ", ".join(f"`{n}`" for n in sorted(c.names)))
+        if c.name_patterns:
+            parts.append("- name patterns: " + ", ".join(f"`{_readable(p)}`" for p in c.name_patterns))
+        for language, calls in c.calls.items():
+            label = "any language" if language == ALL else language
+            parts.append(f"- calls ({label}): " + ", ".join(f"`{x}`" for x in calls))
+        if c.context:
+            parts.append(
+                "- applies only to symbols whose name has one of: "
+                + ", ".join(f"`{w}`" for w in sorted(c.context))
+            )
+        parts.append("")
+    return "\n".join(parts)
+
+
+def render_risk_page() -> str:
+    """docs/risk.md: the per-language risk tables, then this catalogue."""
+    from engine.semantic.risk import render_risk_doc
+
+    return render_risk_doc().rstrip("\n") + "\n\n" + render_catalogue()

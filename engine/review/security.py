@@ -1,0 +1,168 @@
+"""The "security-sensitive logic changed" rule: a change to code that enforces a security concern.
+
+Reads each changed symbol's changed lines (comments and docstrings left out), its name and the
+calls it makes, and matches them against the concern catalogue (engine.review.concerns). A fix
+to ``safe_join``, to the headers stripped on redirect or to a sandbox check is raised with what
+it touched, so the reviewer looks at it. Test, documentation and example code is left out;
+changes that only rename, re-annotate or re-format are left out too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from engine.review.concerns import Match, match
+from engine.review.findings import Finding
+from engine.semantic.diff import FileChange, SemanticDiff, SymbolChange
+from engine.semantic.graph import family
+
+# Findings per file: past this many, the rest are named in the last finding's message, so a
+# large refactor of a security module reads as one story rather than a wall.
+MAX_PER_FILE = 3
+# Kinds whose own lines carry logic (a class's own lines hold its attributes: a header list,
+# a default, a flag).
+CODE_KINDS = frozenset({"function", "method", "class", "struct", "impl", "module"})
+# An added symbol is judged only on strong evidence: new code that merely sits in a security
+# module is what the rest of the change calls.
+ADDED_MIN_STRENGTH = 3
+_TRAILING_COMMENT = re.compile(r"\s+(#|//).*$")
+# Lines shorter than this (``return x``, ``else:``, ``)``) recur everywhere; they say nothing
+# about whether code moved.
+MIN_MOVED_LINE = 12
+
+
+def _code(
+    lines: Iterable[tuple[int, str]],
+    first: int | None,
+    last: int | None,
+    prose: frozenset[int],
+    moved: frozenset[str] = frozenset(),
+) -> str:
+    if first is None or last is None:
+        return ""
+    out = []
+    for n, text in lines:
+        if first <= n <= last and n not in prose and " ".join(text.split()) not in moved:
+            out.append(_TRAILING_COMMENT.sub("", text))
+    return "\n".join(out)
+
+
+def _drop_case_only(
+    added: tuple[tuple[int, str], ...], removed: tuple[tuple[int, str], ...]
+) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]:
+    """Lines that changed only in letter case or layout (``"content-length"`` spelled
+    ``"Content-Length"``) say nothing about what the code does; both sides are dropped."""
+    removed_keys: dict[str, int] = {}
+    for _, text in removed:
+        key = " ".join(text.lower().split())
+        removed_keys[key] = removed_keys.get(key, 0) + 1
+    same: set[str] = set()
+    for _, text in added:
+        key = " ".join(text.lower().split())
+        if removed_keys.get(key):
+            same.add(key)
+    if not same:
+        return added, removed
+    return (
+        tuple(x for x in added if " ".join(x[1].lower().split()) not in same),
+        tuple(x for x in removed if " ".join(x[1].lower().split()) not in same),
+    )
+
+
+def moved_lines(diff: SemanticDiff) -> frozenset[str]:
+    """Lines the change only moved: added somewhere and removed elsewhere, same text (layout aside).
+
+    A refactor that moves a parser into a class method changes where code lives, not what it does.
+    """
+    added: set[str] = set()
+    removed: set[str] = set()
+    for f in diff.files:
+        added.update(k for _, t in f.added_lines if len(k := " ".join(t.split())) > MIN_MOVED_LINE)
+        removed.update(k for _, t in f.removed_lines if len(k := " ".join(t.split())) > MIN_MOVED_LINE)
+    return frozenset(added & removed)
+
+
+def _inner_ranges(symbols: Iterable[SymbolChange], outer: SymbolChange, old: bool) -> list[tuple[int, int]]:
+    """Line ranges of other changed symbols nested in ``outer``: their lines are theirs."""
+    out = []
+    for s in symbols:
+        if s is outer:
+            continue
+        start, end = (s.old_start_line, s.old_end_line) if old else (s.start_line, s.end_line)
+        o_start, o_end = (
+            (outer.old_start_line, outer.old_end_line) if old else (outer.start_line, outer.end_line)
+        )
+        if start is None or end is None or o_start is None or o_end is None:
+            continue
+        if o_start <= start and end <= o_end and (start, end) != (o_start, o_end):
+            out.append((start, end))
+    return out
+
+
+def _own(lines: tuple[tuple[int, str], ...], inner: list[tuple[int, int]]) -> tuple[tuple[int, str], ...]:
+    if not inner:
+        return lines
+    return tuple((n, t) for n, t in lines if not any(a <= n <= b for a, b in inner))
+
+
+def _symbol_matches(f: FileChange, s: SymbolChange, moved: frozenset[str] = frozenset()) -> list[Match]:
+    if s.kind not in CODE_KINDS or not s.logic_changed:
+        return []
+    changed = [c for c in f.symbols if c.change != "removed"]
+    added_lines = _own(f.added_lines, _inner_ranges(changed, s, old=False)) if s.change != "removed" else ()
+    removed_lines = (
+        _own(f.removed_lines, _inner_ranges([c for c in f.symbols if c.old_start_line], s, old=True))
+        if s.old_start_line is not None
+        else ()
+    )
+    added_lines, removed_lines = _drop_case_only(added_lines, removed_lines)
+    added = _code(added_lines, s.start_line, s.end_line, f.prose_added, moved)
+    removed = _code(removed_lines, s.old_start_line, s.old_end_line, f.prose_removed, moved)
+    if not added.strip() and not removed.strip():
+        return []
+    found = match(s.qualified_name, added, s.calls, family(s.language), removed_code=removed)
+    if s.change == "added":
+        found = [m for m in found if m.strength >= ADDED_MIN_STRENGTH]
+    return found
+
+
+def _message(s: SymbolChange, matches: list[Match]) -> str:
+    concerns = ", ".join(m.concern.title for m in matches[:2])
+    evidence = "; ".join(", ".join(m.evidence) for m in matches[:2] if m.evidence)
+    verb = "added" if s.change == "added" else "changed"
+    return f"security-sensitive logic {verb} in {s.qualified_name} ({concerns}): {evidence}"
+
+
+def rule_security_logic(diff: SemanticDiff) -> list[Finding]:
+    out: list[Finding] = []
+    moved = moved_lines(diff)
+    for f in diff.files:
+        if f.status == "deleted" or not diff.in_library(f.path):
+            continue
+        scored: list[tuple[int, SymbolChange, list[Match]]] = []
+        for s in f.symbols:
+            matches = _symbol_matches(f, s, moved)
+            if matches:
+                scored.append((sum(m.strength for m in matches), s, matches))
+        if not scored:
+            continue
+        scored.sort(key=lambda item: (-item[0], item[1].start_line))
+        kept, rest = scored[:MAX_PER_FILE], scored[MAX_PER_FILE:]
+        for i, (_score, s, matches) in enumerate(sorted(kept, key=lambda item: item[1].start_line)):
+            message = _message(s, matches)
+            if rest and i == len(kept) - 1:
+                message += "; also " + ", ".join(r[1].qualified_name for r in rest[:6])
+            out.append(
+                Finding(
+                    "medium",
+                    "security",
+                    message,
+                    f.path,
+                    s.start_line,
+                    s.qualified_name,
+                    rule="security-logic",
+                    count=1 + (len(rest) if rest and i == len(kept) - 1 else 0),
+                )
+            )
+    return out

@@ -1,0 +1,108 @@
+"""`semfora ask` and `edits commit` say what went wrong, with the right exit status (issue 13, items 4, 14).
+
+No credentials for a LiteLLM model is MODEL_AUTH naming the variable (exit 3); an empty task is
+a usage error that never reaches the model (exit 2); a model that gives up after failed edits,
+and a lint/test command failing after a commit, exit 1; `--json` failures carry `error_code`;
+a black-holed endpoint ends at the turn's deadline with every retry shown on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from tests.conftest import run_semfora
+from tests.engine.orchestrator.conftest import SHOP_FILES
+from tests.engine.orchestrator.test_turn import GOOD_EDIT, MISMATCH
+from tests.fakes.black_hole import black_hole
+
+
+def test_litellm_model_without_credentials_is_model_auth_naming_the_variable(make_repo) -> None:
+    root = make_repo(SHOP_FILES)
+    proc = run_semfora(
+        "ask", "explain Cart", "--path", str(root), "--model", "gpt-4o", env={"OPENAI_API_KEY": ""}
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert "error[MODEL_AUTH]: gpt-4o: no credentials: set OPENAI_API_KEY" in proc.stderr
+    as_json = run_semfora(
+        "ask", "explain Cart", "--path", str(root), "--model", "gpt-4o", "--json", env={"OPENAI_API_KEY": ""}
+    )
+    body = json.loads(as_json.stdout)
+    assert (
+        as_json.returncode == 3
+        and body["error_code"] == "MODEL_AUTH"
+        and "OPENAI_API_KEY" in body["error_message"]
+    )
+
+
+def test_an_empty_task_is_a_usage_error_and_never_calls_the_model(make_repo, fake_anthropic) -> None:
+    root = make_repo(SHOP_FILES)
+    for task in ("", "   "):
+        proc = run_semfora("ask", task, "--path", str(root))
+        assert proc.returncode == 2 and proc.stderr.startswith("error[USAGE]:"), proc.stderr
+    assert run_semfora("context", "", "--path", str(root), "--json").returncode == 2
+    assert fake_anthropic.message_requests() == []
+
+
+def test_a_model_that_gives_up_after_failed_edits_exits_1_with_an_error_code(
+    make_repo, fake_anthropic
+) -> None:
+    root = make_repo(SHOP_FILES)
+    fake_anthropic.reply(MISMATCH).reply("I cannot find that code, sorry.")
+    proc = run_semfora("ask", "Fix Cart.total", "--path", str(root), "--stage", "--json")
+    assert proc.returncode == 1, proc.stdout
+    data = json.loads(proc.stdout)
+    assert data["ok"] is False and data["outcome"] == "edit_failed"
+    assert data["error_code"] == "EDIT_BLOCK_FAILED" and "no corrected edit blocks" in data["error_message"]
+    text = run_semfora("ask", "Fix Cart.total", "--path", str(root))  # default reply: "OK", no blocks
+    assert text.returncode == 0
+
+
+def test_every_failed_ask_json_carries_an_error_code(make_repo, fake_anthropic) -> None:
+    root = make_repo(SHOP_FILES)
+    for _ in range(3):
+        fake_anthropic.reply(MISMATCH)
+    proc = run_semfora("ask", "Fix Cart.total", "--path", str(root), "--json")
+    data = json.loads(proc.stdout)
+    assert proc.returncode == 1 and data["ok"] is False and data["error_code"] == "EDIT_BLOCK_FAILED"
+    assert data["error_message"]
+
+
+def test_a_failing_test_command_after_commit_exits_1_with_its_output(make_repo, fake_anthropic) -> None:
+    root = make_repo(SHOP_FILES)
+    env = {"SEMFORA_EDITS__TEST_CMD": "sh -c 'echo 3 tests failed; exit 4'"}
+    fake_anthropic.reply(GOOD_EDIT)
+    applied = run_semfora("ask", "Fix Cart.total", "--path", str(root), "--apply", env=env)
+    assert applied.returncode == 1, applied.stdout + applied.stderr
+    assert "3 tests failed" in applied.stdout
+    assert "apply_discount(sub + tax_for(sub), code)" in (root / "src/shop/cart.py").read_text()  # it stays
+
+    (root / "src/shop/extra.py").write_text("x = 1\n")
+    reply = root.parent / "reply.txt"
+    reply.write_text("src/shop/extra.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n")
+    assert run_semfora("edits", "stage", str(reply), "--path", str(root)).returncode == 0
+    commit = run_semfora("edits", "commit", "--all", "--path", str(root), env=env)
+    assert commit.returncode == 1 and "3 tests failed" in commit.stdout
+    assert (root / "src/shop/extra.py").read_text() == "x = 2\n"
+    assert run_semfora("edits", "undo", "--path", str(root)).returncode == 0
+    as_json = run_semfora("ask", "Fix it", "--path", str(root), "--apply", "--json", env=env)
+    assert as_json.returncode in (0, 1)  # the default reply has no edits: nothing committed, nothing run
+
+
+def test_a_black_holed_model_endpoint_ends_at_the_turn_deadline_with_retries_on_stderr(make_repo) -> None:
+    root = make_repo(SHOP_FILES)
+    assert run_semfora("context", "x y", "--path", str(root), "--json").returncode == 0  # index first
+    with black_hole() as url:
+        env = {
+            "ANTHROPIC_BASE_URL": url,
+            "ANTHROPIC_API_KEY": "sk-ant-test-black-hole",
+            "SEMFORA_LLM__READ_TIMEOUT": "1",
+            "SEMFORA_LLM__TURN_TIMEOUT": "4",
+        }
+        started = time.monotonic()
+        proc = run_semfora("ask", "explain Cart", "--path", str(root), "--json", env=env, timeout=60)
+        elapsed = time.monotonic() - started
+    assert proc.returncode == 3, proc.stderr
+    assert json.loads(proc.stdout)["error_code"] == "MODEL_TIMEOUT"
+    assert "semfora: retrying 1/4 in " in proc.stderr and ": timed out" in proc.stderr
+    assert elapsed < 20, elapsed
