@@ -154,7 +154,15 @@ class SearchSettings(_Section):
         "sentence-transformers:NAME_OR_PATH. Env: SEMFORA_EMBEDDING.",
     )
     chroma_url: str | None = Field(
-        None, description="URL of a Chroma server (chroma run). Unset: embedded. Env: SEMFORA_CHROMA_URL."
+        None,
+        description="URL of a Chroma server (chroma run). Unset: embedded under the cache dir. The code "
+        "index and turn memory both use it, one collection per working tree and model. Env: SEMFORA_CHROMA_URL.",
+    )
+    vector_service: Literal["auto", "off"] = Field(
+        "auto",
+        description="auto: one-shot commands (search, context) ask a shared local process for vector "
+        "results, started on demand and stopped after 10 idle minutes, so they need not import chromadb "
+        "or load a model; off: every process searches vectors itself.",
     )
     expansion: bool = Field(False, description="Expand queries with 2 rewrites from a local LLM.")
     rerank: bool = Field(False, description="Rerank the top 20 candidates with a local LLM.")
@@ -175,9 +183,10 @@ class SearchSettings(_Section):
 
     local_embed_precision: Literal["auto", "float32", "bfloat16"] = Field(
         "auto",
-        description="Arithmetic of a local sentence-transformers embedder on CPU. auto: bfloat16 when the "
-        "CPU has native bfloat16 (AMX or AVX512-BF16; about 3x faster, vectors within 1e-4 cosine of "
-        "float32), else float32.",
+        description="Arithmetic of a local sentence-transformers model on the torch runtime (bulk builds). "
+        "auto: bfloat16 when the CPU has native bfloat16 (AMX or AVX512-BF16; about 3x faster, vectors "
+        "within 1e-4 cosine of float32), else float32. Queries and small updates of a BERT model such as "
+        "MiniLM use the light numpy runtime (float32), which needs no torch.",
     )
 
 

@@ -493,6 +493,62 @@ def check_embeddings(settings: Settings, network: bool) -> Check:
     return Check("embeddings", "fail", f"{spec}: {choice.reason}", "DOCTOR_EMBEDDINGS", fixes.get(kind))
 
 
+def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Check:
+    """How much of the index is embedded, and whether the store still holds it (wiped or switched)."""
+    from engine.index.chroma import chroma_store
+    from engine.index.embeddings import choose_embedder
+    from engine.index.vectors import vector_status
+
+    spec = (settings.search.embedding or "auto").strip()
+    if spec.partition(":")[0].lower() in ("none", "off", ""):
+        return Check("vectors", "ok", "off (search.embedding = none)")
+    if not layout.index_db.exists():
+        return Check("vectors", "skip", "no index yet (run `semfora index`)")
+    store = chroma_store(layout, settings)
+    if store.is_server and not network:
+        return Check("vectors", "skip", f"{store.label} not probed (--no-network)")
+    if not network and spec.partition(":")[0].lower() in ("ollama", "auto"):
+        return Check("vectors", "skip", f"{spec}: Ollama not probed (--no-network)")
+    try:
+        choice = choose_embedder(settings)
+    except ConfigError as exc:
+        return Check("vectors", "skip", f"embedding provider unusable: {exc.message} (see embeddings)")
+    if not choice.enabled:
+        return Check("vectors", "skip", f"vectors off: {choice.reason} (see embeddings)")
+    from engine.index.chroma import ChromaUnavailable
+
+    try:
+        status = vector_status(layout, settings, choice=choice, check_store=True)
+    except ChromaUnavailable as exc:
+        return Check("vectors", "skip", f"{exc.message} (see chroma)")
+    data: dict[str, object] = {
+        "embedded": status.embedded,
+        "total": status.total,
+        "missing": status.missing,
+        "store": status.store,
+    }
+    detail = f"{status.embedded} of {status.total} chunks embedded with {status.provider} in {store.label}"
+    if status.missing:
+        return Check(
+            "vectors",
+            "warn",
+            f"{detail}; {status.missing} of them are missing from the store (wiped, replaced or switched)",
+            "DOCTOR_VECTORS",
+            "run `semfora index`: it re-embeds what the store lost",
+            data,
+        )
+    if status.embedded < status.total:
+        return Check(
+            "vectors",
+            "warn",
+            f"{detail}; {status.total - status.embedded} not embedded yet",
+            "DOCTOR_VECTORS",
+            "run `semfora index` (embedding resumes where it stopped)",
+            data,
+        )
+    return Check("vectors", "ok", detail, data=data)
+
+
 def check_anthropic(settings: Settings, network: bool) -> Check:
     model = settings.llm.model
     if not model.startswith("claude"):
@@ -612,6 +668,7 @@ def run_doctor(path: str | os.PathLike[str] | None = None, *, network: bool = Tr
     checks.append(_guard("index", lambda: check_index(layout, settings.edits.deny)))
     checks.append(_guard("chroma", lambda: check_chroma(settings, layout, network)))
     checks.append(_guard("embeddings", lambda: check_embeddings(settings, network)))
+    checks.append(_guard("vectors", lambda: check_vectors(settings, layout, network)))
     checks.append(_guard("ollama", lambda: check_ollama(settings, network)))
     checks.append(_guard("anthropic key", lambda: check_anthropic(settings, network)))
     checks.append(_guard("edit journal", lambda: check_journal(layout)))

@@ -54,15 +54,20 @@ def _search_tool(engine: Any) -> McpTool:
     def call(args: dict[str, Any]) -> tuple[Any, str]:
         from engine.index.hybrid import search
 
+        warnings: list[str] = []
         hits = search(
             engine.layout,
             engine.settings,
             args["query"],
             mode=args.get("mode", "hybrid"),
             limit=args.get("limit", 10),
+            on_warning=warnings.append,  # e.g. vectors unavailable: full-text and symbols answered
         )
         rows = [h.to_json() for h in hits]
-        return {"results": rows}, _toon({"results": rows})
+        data: dict[str, Any] = {"results": rows}
+        if warnings:
+            data["warnings"] = warnings
+        return data, _toon(data)
 
     schema = {
         "type": "object",

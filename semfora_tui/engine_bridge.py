@@ -126,9 +126,17 @@ class EngineBridge:
 
     # -- read-only tools ------------------------------------------------------------------------
 
-    def search(self, query: str, *, mode: str = "hybrid", limit: int = 20) -> list[Any]:
+    def search(
+        self,
+        query: str,
+        *,
+        mode: str = "hybrid",
+        limit: int = 20,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> list[Any]:
+        """Hits; ``on_warning`` hears once per process when a part is off (e.g. vectors unavailable)."""
         hybrid = engine_module("engine.index.hybrid", "search")
-        return list(hybrid.search(self.layout, self.settings, query, mode, limit))
+        return list(hybrid.search(self.layout, self.settings, query, mode, limit, on_warning=on_warning))
 
     def _tool(self, name: str, *args: Any) -> Any:
         """Run one ``engine.tools`` tool on a fresh Engine: its SQLite store belongs to this thread."""
