@@ -158,10 +158,18 @@ class EngineBridge:
 
     # -- read-only tools ------------------------------------------------------------------------
 
-    def search(self, query: str, *, mode: str = "hybrid", limit: int = 20) -> list[SearchHit]:
+    def search(
+        self,
+        query: str,
+        *,
+        mode: str = "hybrid",
+        limit: int = 20,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> list[SearchHit]:
+        """Hits; ``on_warning`` hears once per process when a part is off (e.g. vectors unavailable)."""
         with engine_part("search"):
             from engine.index.hybrid import search
-        return list(search(self.layout, self.settings, query, mode, limit))
+        return list(search(self.layout, self.settings, query, mode, limit, on_warning=on_warning))
 
     def symbols(self, name: str) -> list[dict[str, Any]]:
         with engine_part("the engine tools"):

@@ -49,6 +49,7 @@ from engine.edits.sandbox import check_editable, normalize_rel, resolve_in_repo
 from engine.edits.textformat import TextFormat, conform, decode, encode, sha256_bytes
 from engine.edits.writer import FileWrite, apply_change_set, read_bytes_or_none, write_json_atomic
 from engine.errors import NotFoundError, SandboxError
+from engine.policy.redaction import redact
 from engine.store.layout import RepoLayout
 
 SESSION_VERSION = 1
@@ -619,7 +620,7 @@ class EditSession:
             self._records = before
             raise
         if task:
-            self.task = task
+            self.task = redact(task)  # saved in session.json and used as the commit message
         self.save()
         return [f for f in (self._file(rel) for rel in results) if f is not None]
 

@@ -25,10 +25,10 @@ from engine.config import Settings
 from engine.errors import SemforaError, UsageError
 from engine.index import fts
 from engine.index.cache import ResultCache
-from engine.index.chunking import is_test_path
 from engine.index.metrics import MetricsRecorder, SearchEvent
 from engine.index.rerank import BlendMode, OllamaReranker, RerankCandidate, Reranker, rerank
 from engine.index.terms import TaskTerms, lexical_score, task_terms, term_counts, tokens
+from engine.policy.paths import is_test_path
 from engine.semantic.model import Symbol
 from engine.store.layout import RepoLayout
 
@@ -595,7 +595,7 @@ def _search(
         timings["expand_ms"] = round((time.perf_counter() - t) * 1000, 2)
     queries = [(query, 1.0)] + [(r, EXPANSION_WEIGHT) for r in rewrites]
 
-    from engine.index.vectors import VectorSearcher
+    from engine.index.vectors import NOT_BUILT, VectorSearcher
 
     vectors = VectorSearcher.for_repo(layout, settings) if mode in ("hybrid", "vector") else None
     if vectors is not None and not vectors.enabled:
@@ -603,11 +603,20 @@ def _search(
             warn_once("vectors", f"{vectors.status}; showing full-text and symbol results instead", sink)
             mode = "hybrid"
         vectors = None
-    elif vectors is not None and not vectors.ready():
-        warn_once("vectors-not-built", "the vector index is not built yet (run `semfora index`)", sink)
-        if mode == "vector":
-            mode = "hybrid"
-        vectors = None
+    elif vectors is not None:
+        # Vectors configured but unusable now (not built, server down, store wiped): answer from
+        # full text and symbols, and say so once per process.
+        problem = vectors.unavailable()
+        if problem:
+            if problem == NOT_BUILT:
+                warn_once("vectors-not-built", problem, sink)
+            else:
+                warn_once("vectors-query", f"vector search is off for now: {problem}", sink)
+            if mode == "vector":
+                mode = "hybrid"
+            vectors = None
+        elif vectors.notice:
+            warn_once("vectors-partial", vectors.notice, sink)
 
     # The vector lookups (embed the query, ask Chroma) run beside FTS and symbols: both sides
     # spend their time outside the GIL (torch/HTTP, SQLite), so the wall time is the longer one.

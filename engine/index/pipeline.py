@@ -23,6 +23,7 @@ from engine.config import Settings
 from engine.index import fts
 from engine.index.cache import ResultCache
 from engine.index.chunking import PROSE_EXTENSIONS, Chunk, chunk_file, content_hash, is_prose
+from engine.policy.names import is_secret_name
 from engine.semantic.model import Symbol
 from engine.store.layout import RepoLayout
 
@@ -112,8 +113,8 @@ def _prose_candidates(root: Path, settings: Settings) -> dict[str, _Candidate]:
         if Path(rel).suffix.lower() not in PROSE_EXTENSIONS:
             continue
         parts = rel.split("/")
-        if any(p in exclude for p in parts[:-1]):
-            continue
+        if any(p in exclude for p in parts[:-1]) or is_secret_name(rel, settings.edits.deny):
+            continue  # a secret file is never chunked, indexed or embedded
         full = root / rel
         try:
             if full.is_symlink() or not full.is_file():

@@ -40,6 +40,7 @@ from engine.orchestrator.prompts import (
     task_message,
 )
 from engine.orchestrator.runlog import RunRecord, item_record, new_run_id, write_run
+from engine.policy.redaction import redact
 from engine.store.layout import RepoLayout
 
 log = logging.getLogger(__name__)
@@ -126,23 +127,33 @@ def _need_wanted(symbols: tuple[str, ...], files: tuple[str, ...]) -> str:
     return " and ".join(parts) or "the context"
 
 
-def _turn_embedder(settings: Settings) -> Callable[[list[str]], list[list[float]]] | None:
-    """Embeddings for turn memory through the index's provider, chosen on first use; None when off."""
-    if (settings.search.embedding or "").strip().lower() in ("none", "off", ""):
-        return None
-    chosen: dict[str, Any] = {}
+class _TurnEmbedder:
+    """Turn memory's embeddings through the index's provider, chosen on first use (the same loaded model)."""
 
-    def embed(texts: list[str]) -> list[list[float]]:
-        if "embedder" not in chosen:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._embedder: Any = None
+
+    @property
+    def spec(self) -> str:
+        return str(self._embedder.spec) if self._embedder is not None else ""
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        if self._embedder is None:
             from engine.index.embeddings import choose_embedder
 
-            choice = choose_embedder(settings)
+            choice = choose_embedder(self.settings)
             if choice.embedder is None:
                 raise ModelUnavailable(f"no embedding provider: {choice.reason}", hint=None)
-            chosen["embedder"] = choice.embedder
-        return [list(v) for v in chosen["embedder"].embed_documents(texts)]
+            self._embedder = choice.embedder
+        return [list(v) for v in self._embedder.embed_documents(texts)]
 
-    return embed
+
+def _turn_embedder(settings: Settings) -> Callable[[list[str]], list[list[float]]] | None:
+    """Embeddings for turn memory through the index's provider; None when vectors are off."""
+    if (settings.search.embedding or "").strip().lower() in ("none", "off", ""):
+        return None
+    return _TurnEmbedder(settings)
 
 
 class Orchestrator:
@@ -168,7 +179,9 @@ class Orchestrator:
         self.sessions = SessionStore(layout)
         self.session = self.sessions.open(resume)
         self.memory.mark_viewed(list(self.session.viewed_symbols))
-        self.recall = TurnRecall(layout, self.sessions.episodes, embed=_turn_embedder(settings))
+        self.recall = TurnRecall(
+            layout, self.sessions.episodes, embed=_turn_embedder(settings), settings=settings
+        )
         count = None
         if settings.llm.exact_token_count:
             from engine.llm.tokens import TokenCounter
@@ -451,7 +464,7 @@ class Orchestrator:
             usage=usage,
             cost=cost,
             edits_staged=staged,
-            errors=tuple(errors),
+            errors=tuple(redact(e) for e in errors),  # printed by the CLI and the app
             run_id=record.run_id,
             outcome=outcome,
             model=self.reasoner.model,

@@ -2,8 +2,9 @@
 
 Lists files with ``git ls-files`` in a git work tree and walks the tree with
 ``.gitignore`` semantics elsewhere. Only cheap checks happen here (stat, names,
-symlinks); content checks (binary, minified) run when the file is read, via
-``content_problem``. It never follows a symlink out of the repository.
+symlinks, the secret deny-list of ``engine.policy``); content checks (binary, minified) run
+when the file is read, via ``content_problem``. It never follows a symlink, and a secret file
+is listed as skipped (its existence, never its content).
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.config import IndexSettings
+from engine.policy.names import DEFAULT_DENY, is_git_component, is_secret_name
 
 # Bytes inspected for a NUL to call a file binary (git's own heuristic uses 8000).
 BINARY_SNIFF_BYTES = 8192
@@ -152,12 +154,16 @@ def discover(
     use_git: bool = True,
     language_of: Callable[[str], str | None] | None = None,
     languages_only: bool = True,
+    deny: Sequence[str] | None = None,
 ) -> Discovery:
     """List indexable files under ``root`` with their stat, and the skipped ones with reasons.
 
     With ``languages_only`` (the indexer's case) files of no known language are passed
     over before any system call; otherwise they are candidates with ``language=None``.
+    Files on ``deny`` (default: the policy's deny-list; pass ``edits.deny``) are never
+    candidates: they are skipped as secret, so nothing reads, chunks or embeds them.
     """
+    patterns = tuple(DEFAULT_DENY if deny is None else deny)
     if language_of is None:
         from engine.semantic.languages import language_for_path
 
@@ -175,7 +181,7 @@ def discover(
     for rel in names:
         if result.used_git and "/" in rel and _in_excluded_dir(rel, exclude):  # the walk prunes them itself
             continue
-        if rel.startswith(".git/"):
+        if rel.startswith(".git/") or any(is_git_component(p) for p in rel.split("/")[:-1]):
             continue
         if not rel.isascii():
             try:
@@ -186,6 +192,9 @@ def discover(
                 )
                 continue
         name = rel.rpartition("/")[2]
+        if is_secret_name(rel, patterns):
+            result.skipped.append(Skipped(rel, "secret (on the deny-list, edits.deny): never read"))
+            continue
         if name not in by_name:
             by_name[name] = language_of(name)
         language = by_name[name]

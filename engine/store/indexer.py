@@ -29,6 +29,7 @@ from engine import flock
 from engine.config import Settings
 from engine.errors import LockBusy
 from engine.lifetime import die_with_parent
+from engine.policy.redaction import redact
 from engine.semantic.graph import (
     CALLABLE_KINDS,
     SELF_RECEIVERS,
@@ -176,8 +177,8 @@ def _rows(path: str, fa: FileAnalysis, size: int, mtime_ns: int, sha: str) -> Fi
                 s.language,
                 s.start_line,
                 s.end_line,
-                s.signature,
-                s.doc,
+                redact(s.signature),  # index.db never stores a secret a signature or doc holds
+                redact(s.doc),
                 s.parent,
                 s.exported,
                 _json_list(s.decorators),
@@ -943,7 +944,7 @@ def _run(
     warnings: list[StoreWarning],
 ) -> IndexReport:
     root = layout.root
-    found = discover(root, settings.index)
+    found = discover(root, settings.index, deny=settings.edits.deny)
     plan = _plan(conn, root, found.candidates)
     known_paths = {r[0] for r in conn.execute("SELECT path FROM files")}
     bulk = not known_paths  # an empty index: load without secondary indexes, resolve from memory

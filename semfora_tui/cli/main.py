@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "mcp": "mcp_cmd",
     "doctor": "doctor_cmd",
     "config": "config_cmd",
+    "trust": "trust_cmd",
 }
 
 
@@ -225,6 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("config", help="print the effective configuration and where each value came from")
     _path(p)
+    _json(p)
+
+    p = sub.add_parser("trust", help="trust this repository's .semfora.toml (commands, wider reads)")
+    _path(p)
+    p.add_argument("--revoke", action="store_true", help="stop trusting it")
     _json(p)
 
     p = sub.add_parser("cache", help="inspect or clear cache.db")

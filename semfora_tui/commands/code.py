@@ -35,10 +35,17 @@ async def search(screen: MainScreen, cmd: ParsedCommand) -> None:
         raise UsageError("/search needs a query, e.g. /search parse config")
     query = cmd.rest
 
-    async def show(hits: list[SearchHit]) -> None:
-        await _show_search(screen, query, hits)
+    def job() -> tuple[list[SearchHit], list[str]]:
+        warnings: list[str] = []  # e.g. vectors unavailable: said once, under the results
+        return screen.bridge.search(query, limit=SEARCH_LIMIT, on_warning=warnings.append), warnings
 
-    screen.run_job(lambda: screen.bridge.search(query, limit=SEARCH_LIMIT), show)
+    async def show(found: tuple[list[SearchHit], list[str]]) -> None:
+        hits, warnings = found
+        await _show_search(screen, query, hits)
+        for warning in warnings:
+            await screen.note(f"_{warning}_")
+
+    screen.run_job(job, show)
 
 
 async def _show_search(screen: MainScreen, query: str, hits: list[SearchHit]) -> None:

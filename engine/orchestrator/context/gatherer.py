@@ -29,7 +29,7 @@ from engine.orchestrator.context.reads import RepoReader
 from engine.orchestrator.intent import classify_intent
 from engine.orchestrator.memory import RecalledTurn, SemforaMemory
 from engine.orchestrator.prompts import OVERVIEW_ID, SESSION_MEMORY_ID, item_text
-from engine.orchestrator.redaction import redact
+from engine.policy.redaction import redact
 from engine.semantic.model import Symbol
 from engine.store.layout import RepoLayout
 
@@ -258,6 +258,8 @@ class ContextGatherer:
         t0 = time.perf_counter()
         self.warnings = []
         self.reader.refresh()
+        # A key typed into the task is masked before it becomes anchors, terms, queries or output.
+        task = redact(task)
         classification = classify_intent(task)
         anchors = extract_anchors(task)
         notes: list[str] = []

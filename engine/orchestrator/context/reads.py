@@ -1,9 +1,9 @@
 """The one door through which the context gatherer reads repository files.
 
-Owns path checks for the pack (inside the root, not on the secret deny-list, an existing
-file) and a small cache of decoded file text. Every file read of ``engine.orchestrator.context``
-goes through ``RepoReader.text``, so moving reads into a stricter sandbox is a one-line change.
-It never writes and never decides relevance.
+Owns the pack's use of the policy sandbox (``engine.policy.sandbox``: inside the root through
+every symlink, never ``.git``, never the deny-list, no loops, FIFOs or over-long names) and a
+small cache of decoded file text. Every file read of ``engine.orchestrator.context`` goes
+through ``RepoReader.text``. It never writes and never decides relevance.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from engine.errors import SemforaError
+from engine.policy.names import is_secret_name
+from engine.policy.sandbox import ResolvedPath, read_bytes, resolve
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +44,7 @@ class RepoReader:
         self.root = root
         self.deny = tuple(deny)
         self._lock = threading.Lock()
-        self._resolved: dict[str, Path | None] = {}
+        self._resolved: dict[str, ResolvedPath | None] = {}
         self._loaded: dict[str, tuple[str, list[str]] | None] = {}
 
     def refresh(self) -> None:
@@ -55,22 +57,19 @@ class RepoReader:
         key = (self.deny, rel)
         found = self._secret.get(key)
         if found is None:
-            from engine.edits.sandbox import is_secret_path
-
-            found = self._secret[key] = is_secret_path(rel, self.deny)
+            found = self._secret[key] = is_secret_name(rel, self.deny)
             if len(self._secret) > 100_000:  # a bound, not a policy: the cache only saves time
                 self._secret.clear()
         return found
 
-    def _resolve(self, rel: str) -> Path | None:
-        """``rel`` resolved inside the root (symlinks followed, never a secret), memoised per pack."""
+    def _resolve(self, rel: str) -> ResolvedPath | None:
+        """``rel`` through the sandbox (symlinks followed, never outside, .git or a secret), memoised
+        per pack."""
         with self._lock:
             if rel in self._resolved:
                 return self._resolved[rel]
-        from engine.edits.sandbox import resolve_in_repo
-
         try:
-            real: Path | None = resolve_in_repo(self.root, rel, deny=self.deny)
+            real: ResolvedPath | None = resolve(self.root, rel, deny=self.deny)
         except SemforaError as exc:
             log.info("not reading %s for the pack: %s", rel, exc)
             real = None
@@ -79,16 +78,10 @@ class RepoReader:
         return real
 
     def safe_rel(self, path: str) -> str | None:
-        """``path`` as a repository-relative file the pack may show, or None (outside, secret, missing)."""
-        from engine.edits.sandbox import normalize_rel
-
-        try:
-            rel = normalize_rel(self.root, path)
-        except SemforaError:
-            return None
-        if self.is_secret(rel) or not (self.root / rel).is_file():
-            return None
-        return rel
+        """The real repository-relative path of ``path`` if the pack may show it, else None
+        (outside the root or inside .git through any symlink, secret, a loop, missing)."""
+        resolved = self._resolve(path)
+        return resolved.rel if resolved is not None else None
 
     def text(self, rel: str) -> str | None:
         """The decoded text of ``rel``, or None when it may not or cannot be read."""
@@ -112,9 +105,10 @@ class RepoReader:
 
     def _read(self, rel: str) -> tuple[str, list[str]] | None:
         """THE read: resolve ``rel`` inside the root (never a secret), then decode it, cached."""
-        real = self._resolve(rel)
-        if real is None:
+        resolved = self._resolve(rel)
+        if resolved is None:
             return None
+        real = resolved.path
         try:
             stat = real.stat()
         except OSError as exc:
@@ -129,9 +123,10 @@ class RepoReader:
         if stat.st_size > MAX_READ_BYTES:
             return None
         try:
-            text = real.read_bytes().decode("utf-8", errors="replace")
-        except OSError as exc:
-            log.info("cannot read %s: %s", rel, exc.strerror)
+            # Opened without following a link: a file swapped for one since ``resolve`` is refused.
+            text = read_bytes(resolved, max_bytes=MAX_READ_BYTES).decode("utf-8", errors="replace")
+        except SemforaError as exc:
+            log.info("cannot read %s: %s", rel, exc.message)
             return None
         lines = split_lines(text)
         with self._cache_lock:
