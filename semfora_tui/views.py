@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from engine.edits.session import FileChange
+    from engine.orchestrator.context import ContextPack
     from engine.orchestrator.core import TurnResult
-    from engine.orchestrator.gather import ContextPack
 
 PRIORITIES: tuple[str, ...] = ("critical", "high", "medium", "low")
 
