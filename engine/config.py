@@ -3,6 +3,8 @@
 Defaults live in the pydantic models below; they are overlaid, in order, by the
 user file ``$XDG_CONFIG_HOME/semfora/config.toml``, the repository file
 ``.semfora.toml`` and ``SEMFORA_*`` (plus a few well-known) environment variables.
+A repository file the user has not trusted (``semfora trust``) cannot run commands or widen
+what is read: ``engine.policy.trust`` filters it here, and what it ignored is reported once.
 ``docs/configuration.md`` is checked against these models by a test.
 """
 
@@ -10,6 +12,8 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+import threading
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,6 +22,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from engine.errors import ConfigError
+from engine.policy.names import DEFAULT_DENY
+from engine.policy.trust import (
+    TRUST_FILE,
+    IgnoredSetting,
+    RepoTrust,
+    TrustStore,
+    filter_untrusted,
+    needs_trust,
+)
 from engine.store.layout import config_home
 
 # A current Sonnet; claude-sonnet-4-5 reaches end-of-life on 2026-11-30.
@@ -141,7 +154,15 @@ class SearchSettings(_Section):
         "sentence-transformers:NAME_OR_PATH. Env: SEMFORA_EMBEDDING.",
     )
     chroma_url: str | None = Field(
-        None, description="URL of a Chroma server (chroma run). Unset: embedded. Env: SEMFORA_CHROMA_URL."
+        None,
+        description="URL of a Chroma server (chroma run). Unset: embedded under the cache dir. The code "
+        "index and turn memory both use it, one collection per working tree and model. Env: SEMFORA_CHROMA_URL.",
+    )
+    vector_service: Literal["auto", "off"] = Field(
+        "auto",
+        description="auto: one-shot commands (search, context) ask a shared local process for vector "
+        "results, started on demand and stopped after 10 idle minutes, so they need not import chromadb "
+        "or load a model; off: every process searches vectors itself.",
     )
     expansion: bool = Field(False, description="Expand queries with 2 rewrites from a local LLM.")
     rerank: bool = Field(False, description="Rerank the top 20 candidates with a local LLM.")
@@ -162,9 +183,10 @@ class SearchSettings(_Section):
 
     local_embed_precision: Literal["auto", "float32", "bfloat16"] = Field(
         "auto",
-        description="Arithmetic of a local sentence-transformers embedder on CPU. auto: bfloat16 when the "
-        "CPU has native bfloat16 (AMX or AVX512-BF16; about 3x faster, vectors within 1e-4 cosine of "
-        "float32), else float32.",
+        description="Arithmetic of a local sentence-transformers model on the torch runtime (bulk builds). "
+        "auto: bfloat16 when the CPU has native bfloat16 (AMX or AVX512-BF16; about 3x faster, vectors "
+        "within 1e-4 cosine of float32), else float32. Queries and small updates of a BERT model such as "
+        "MiniLM use the light numpy runtime (float32), which needs no torch.",
     )
 
 
@@ -220,31 +242,24 @@ class MetricsSettings(_Section):
     )
 
 
-# Files that are never written and never sent to a model (secrets and credentials).
-DEFAULT_DENY: tuple[str, ...] = (
-    ".env",
-    ".env.*",
-    "*.pem",
-    "*.key",
-    "id_*",
-    "*secret*",
-    "*credentials*",
-    ".netrc",
-    ".npmrc",
-    ".pypirc",
-    "*.p12",
-    "*.pfx",
-)
-
-
 class EditSettings(_Section):
     deny: list[str] = Field(
         default_factory=lambda: list(DEFAULT_DENY),
-        description="Glob patterns of files that are never written and never sent to a model.",
+        description="Glob patterns of secret files: never indexed, embedded, served, sent to a model or "
+        "written (the default list is in docs/security.md). A repository's .semfora.toml may add "
+        "patterns; removing one needs `semfora trust`.",
     )
     max_file_bytes: int = Field(2_000_000, ge=1024, description="Files above this size are not edited.")
-    lint_cmd: str | None = Field(None, description="Command run after a commit of edits (e.g. 'ruff check').")
-    test_cmd: str | None = Field(None, description="Command run after a commit of edits (e.g. 'pytest -q').")
+    lint_cmd: str | None = Field(
+        None,
+        description="Command run after a commit of edits (e.g. 'ruff check'). From .semfora.toml only "
+        "once the repository is trusted (`semfora trust`).",
+    )
+    test_cmd: str | None = Field(
+        None,
+        description="Command run after a commit of edits (e.g. 'pytest -q'). From .semfora.toml only "
+        "once the repository is trusted (`semfora trust`).",
+    )
     lock_timeout: float = Field(10.0, ge=0, description="Seconds a commit waits for another process's lock.")
 
 
@@ -288,19 +303,77 @@ ENV_PREFIX = "SEMFORA_"  # SEMFORA_SECTION__KEY sets section.key
 
 
 class LoadedSettings:
-    """Effective settings plus where each overridden key came from."""
+    """Effective settings plus where each overridden key came from, and what was not trusted."""
 
-    def __init__(self, settings: Settings, sources: dict[str, str], files: list[Path]) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        sources: dict[str, str],
+        files: list[Path],
+        *,
+        trust: RepoTrust | None = None,
+        ignored: tuple[IgnoredSetting, ...] = (),
+    ) -> None:
         self.settings = settings
         self.sources = sources
         self.files = files
+        self.trust = trust
+        self.ignored = ignored
 
     def source_of(self, dotted: str) -> str:
         return self.sources.get(dotted, "default")
 
+    @property
+    def untrusted_notice(self) -> str | None:
+        """One sentence naming every ignored setting of an untrusted repository file, or None."""
+        if not self.ignored or self.trust is None:
+            return None
+        why = "was edited since you trusted it" if self.trust.state == "changed" else "is not trusted"
+        keys = "; ".join(i.describe() for i in self.ignored)
+        return (
+            f"{self.trust.file} {why}, so these settings are ignored: {keys}. "
+            f"Review the file, then run `semfora trust --path {self.trust.root}` to apply them"
+        )
+
 
 def user_config_path() -> Path:
     return config_home() / "config.toml"
+
+
+def trust_store() -> TrustStore:
+    """The user's trusted repositories (``$XDG_CONFIG_HOME/semfora/trusted.json``)."""
+    return TrustStore(config_home() / TRUST_FILE)
+
+
+def repo_config_path(repo_root: Path) -> Path:
+    return Path(repo_root) / ".semfora.toml"
+
+
+# (repository file, digest) pairs already reported in this process: one notice, not one per load.
+_REPORTED: set[tuple[str, str]] = set()
+_REPORTED_LOCK = threading.Lock()
+
+
+def _stderr_notice(message: str) -> None:
+    sys.stderr.write(f"semfora: warning[UNTRUSTED_CONFIG]: {message}\n")
+
+
+# Where the untrusted-config notice goes; the app may point it at a toast.
+notice_sink = _stderr_notice
+
+
+def report_untrusted_once(loaded: LoadedSettings) -> bool:
+    """Send ``loaded``'s untrusted notice to ``notice_sink`` once per file version and process."""
+    notice = loaded.untrusted_notice
+    if notice is None or loaded.trust is None:
+        return False
+    key = (loaded.trust.file or "", loaded.trust.digest or "")
+    with _REPORTED_LOCK:
+        if key in _REPORTED:
+            return False
+        _REPORTED.add(key)
+    notice_sink(notice)
+    return True
 
 
 def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -356,15 +429,25 @@ def load_settings(
     sources: dict[str, str] = {}
     files: list[Path] = []
     layers: list[tuple[str, dict[str, Any]]] = []
+    trust: RepoTrust | None = None
+    ignored: list[IgnoredSetting] = []
     user_file = user_config_path()
+    user_flat: dict[str, Any] = {}
     if user_file.is_file():
         files.append(user_file)
-        layers.append((str(user_file), _flatten(_read_toml(user_file))))
+        user_flat = _flatten(_read_toml(user_file))
+        layers.append((str(user_file), user_flat))
     if repo_root is not None:
-        repo_file = Path(repo_root) / ".semfora.toml"
+        repo_file = repo_config_path(Path(repo_root))
         if repo_file.is_file():
             files.append(repo_file)
-            layers.append((str(repo_file), _flatten(_read_toml(repo_file))))
+            repo_flat = _flatten(_read_toml(repo_file))
+            trust = trust_store().check(Path(repo_root), repo_file)
+            if not trust.trusted:
+                repo_flat, ignored = filter_untrusted(
+                    repo_flat, lambda key: user_flat[key] if key in user_flat else _default_of(key)
+                )
+            layers.append((str(repo_file), repo_flat))
     layers.append(("env", dict(_env_overrides(env))))
     if overrides:
         layers.append(("flag", {k: v for k, v in overrides.items() if v is not None}))
@@ -380,7 +463,25 @@ def load_settings(
         origin = sources.get(where, "configuration")
         message = str(first["msg"]).removeprefix("Value error, ")
         raise ConfigError(f"{where}: {message} (from {origin})") from exc
-    return LoadedSettings(settings, sources, files)
+    loaded = LoadedSettings(settings, sources, files, trust=trust, ignored=tuple(ignored))
+    report_untrusted_once(loaded)
+    return loaded
+
+
+def settings_needing_trust(repo_file: Path) -> list[tuple[str, Any, str]]:
+    """``(key, value, reason)`` for every setting of ``repo_file`` that applies only once trusted."""
+    return [
+        (key, value, reason)
+        for key, value in _flatten(_read_toml(repo_file)).items()
+        if (reason := needs_trust(key, value)) is not None
+    ]
+
+
+def _default_of(dotted: str) -> Any:
+    node: Any = Settings()
+    for part in dotted.split("."):
+        node = getattr(node, part, None)
+    return node
 
 
 def theme_names() -> set[str]:
@@ -488,7 +589,12 @@ def render_configuration_doc() -> str:
         "",
         "1. the defaults below;",
         "2. the user file `$XDG_CONFIG_HOME/semfora/config.toml` (default `~/.config/semfora/config.toml`);",
-        "3. the repository file `.semfora.toml` at the repository root;",
+        "3. the repository file `.semfora.toml` at the repository root. Until you run `semfora trust`,",
+        "   it cannot set what runs commands (`edits.test_cmd`, `edits.lint_cmd`, `git.auto_commit`, any",
+        "   `*_cmd` or hook), remove entries from `edits.deny` or `index.exclude_dirs` (adding is fine), or",
+        "   send code elsewhere (`ollama.host`, `search.chroma_url`, a non-Claude `llm.model`, a",
+        "   `sentence-transformers:` path); those keys are ignored and reported once per run",
+        "   (see [security.md](security.md));",
         "4. environment variables: the well-known ones in the table at the end, and",
         "   `SEMFORA_<SECTION>__<KEY>` for any key (for example `SEMFORA_UI__THEME=semfora-light`);",
         "5. command-line flags such as `--model` and `--budget`.",

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -200,6 +200,27 @@ def check_config(root: Path) -> tuple[Check, LoadedSettings | None]:
     return Check("config", "ok", files), loaded
 
 
+def check_trust(loaded: LoadedSettings | None) -> Check:
+    """Whether the repository's .semfora.toml is trusted, and what it may not do until it is."""
+    trust = loaded.trust if loaded else None
+    if trust is None or trust.state == "none":
+        return Check("repo config", "ok", "no .semfora.toml")
+    if trust.state == "trusted":
+        return Check("repo config", "ok", f"{trust.file} is trusted", data=trust.to_json())
+    assert loaded is not None
+    ignored = "; ".join(i.describe() for i in loaded.ignored)
+    detail = f"{trust.file} is {'edited since it was trusted' if trust.state == 'changed' else 'not trusted'}"
+    detail += f": ignored {ignored}" if ignored else " (it sets nothing that needs trust)"
+    return Check(
+        "repo config",
+        "warn" if loaded.ignored else "ok",
+        detail,
+        "DOCTOR_UNTRUSTED_CONFIG" if loaded.ignored else None,
+        f"review the file, then `semfora trust --path {trust.root}`",
+        {**trust.to_json(), "ignored": [i.key for i in loaded.ignored]},
+    )
+
+
 def check_cache_dir(layout: RepoLayout) -> Check:
     try:
         directory = layout.cache_dir
@@ -244,8 +265,11 @@ def _tracked_files(root: Path) -> list[str]:
     return [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts]
 
 
-def check_index(layout: RepoLayout) -> Check:
-    """Compare every indexed file's size and mtime with the disk, read-only (the store would repair)."""
+def check_index(layout: RepoLayout, deny: Sequence[str] | None = None) -> Check:
+    """Compare every indexed file's size and mtime with the disk, read-only (the store would repair).
+
+    Secret files (``deny``) are never indexed, so they are never "new" either."""
+    from engine.policy.names import is_secret_name
     from engine.semantic.languages import language_for_path
     from engine.store.db import FileRecord, header_problem
 
@@ -280,7 +304,11 @@ def check_index(layout: RepoLayout) -> Check:
         if st.st_mtime_ns != rec.mtime_ns or st.st_size != rec.size:
             changed.append(rec.path)
     known = {rec.path for rec in records}
-    new = [p for p in _tracked_files(layout.root) if p not in known and language_for_path(p)]
+    new = [
+        p
+        for p in _tracked_files(layout.root)
+        if p not in known and language_for_path(p) and not is_secret_name(p, deny)
+    ]
     built = max(rec.indexed_at for rec in records)
     age = _age(time.time() - built)
     data: dict[str, object] = {
@@ -465,6 +493,62 @@ def check_embeddings(settings: Settings, network: bool) -> Check:
     return Check("embeddings", "fail", f"{spec}: {choice.reason}", "DOCTOR_EMBEDDINGS", fixes.get(kind))
 
 
+def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Check:
+    """How much of the index is embedded, and whether the store still holds it (wiped or switched)."""
+    from engine.index.chroma import chroma_store
+    from engine.index.embeddings import choose_embedder
+    from engine.index.vectors import vector_status
+
+    spec = (settings.search.embedding or "auto").strip()
+    if spec.partition(":")[0].lower() in ("none", "off", ""):
+        return Check("vectors", "ok", "off (search.embedding = none)")
+    if not layout.index_db.exists():
+        return Check("vectors", "skip", "no index yet (run `semfora index`)")
+    store = chroma_store(layout, settings)
+    if store.is_server and not network:
+        return Check("vectors", "skip", f"{store.label} not probed (--no-network)")
+    if not network and spec.partition(":")[0].lower() in ("ollama", "auto"):
+        return Check("vectors", "skip", f"{spec}: Ollama not probed (--no-network)")
+    try:
+        choice = choose_embedder(settings)
+    except ConfigError as exc:
+        return Check("vectors", "skip", f"embedding provider unusable: {exc.message} (see embeddings)")
+    if not choice.enabled:
+        return Check("vectors", "skip", f"vectors off: {choice.reason} (see embeddings)")
+    from engine.index.chroma import ChromaUnavailable
+
+    try:
+        status = vector_status(layout, settings, choice=choice, check_store=True)
+    except ChromaUnavailable as exc:
+        return Check("vectors", "skip", f"{exc.message} (see chroma)")
+    data: dict[str, object] = {
+        "embedded": status.embedded,
+        "total": status.total,
+        "missing": status.missing,
+        "store": status.store,
+    }
+    detail = f"{status.embedded} of {status.total} chunks embedded with {status.provider} in {store.label}"
+    if status.missing:
+        return Check(
+            "vectors",
+            "warn",
+            f"{detail}; {status.missing} of them are missing from the store (wiped, replaced or switched)",
+            "DOCTOR_VECTORS",
+            "run `semfora index`: it re-embeds what the store lost",
+            data,
+        )
+    if status.embedded < status.total:
+        return Check(
+            "vectors",
+            "warn",
+            f"{detail}; {status.total - status.embedded} not embedded yet",
+            "DOCTOR_VECTORS",
+            "run `semfora index` (embedding resumes where it stopped)",
+            data,
+        )
+    return Check("vectors", "ok", detail, data=data)
+
+
 def check_anthropic(settings: Settings, network: bool) -> Check:
     model = settings.llm.model
     if not model.startswith("claude"):
@@ -577,12 +661,14 @@ def run_doctor(path: str | os.PathLike[str] | None = None, *, network: bool = Tr
     ]
     config_check, loaded = check_config(layout.root)
     checks.append(config_check)
+    checks.append(_guard("repo config", lambda: check_trust(loaded)))
     settings = loaded.settings if loaded else Settings()
     checks.append(_guard("cache dir", lambda: check_cache_dir(layout)))
     checks.append(_guard("sqlite fts5", check_fts5))
-    checks.append(_guard("index", lambda: check_index(layout)))
+    checks.append(_guard("index", lambda: check_index(layout, settings.edits.deny)))
     checks.append(_guard("chroma", lambda: check_chroma(settings, layout, network)))
     checks.append(_guard("embeddings", lambda: check_embeddings(settings, network)))
+    checks.append(_guard("vectors", lambda: check_vectors(settings, layout, network)))
     checks.append(_guard("ollama", lambda: check_ollama(settings, network)))
     checks.append(_guard("anthropic key", lambda: check_anthropic(settings, network)))
     checks.append(_guard("edit journal", lambda: check_journal(layout)))

@@ -1,8 +1,9 @@
 """`semfora mcp`: the engine tool surface (engine.tools) served over MCP on stdio.
 
 Owns the MCP mapping: tool listings with token costs, argument validation against each
-tool's schema, limits on what one reply may carry, and typed errors as MCP errors whose
-``data.error_code`` is the semfora code. The ``mcp`` SDK is imported lazily (not by
+tool's schema, limits on what one reply may carry, redaction of every reply (the client is
+another program: a secret in a signature or a snippet must not reach it), and typed errors as
+MCP errors whose ``data.error_code`` is the semfora code. The ``mcp`` SDK is imported lazily (not by
 ``semfora --help``), and stdout belongs to the protocol: nothing else may print there.
 """
 
@@ -31,8 +32,10 @@ RPC_NOT_FOUND = -32002
 RPC_UNAVAILABLE = -32001
 RPC_INTERNAL = -32603
 INSTRUCTIONS = (
-    "semfora's semantic engine for one repository. Start with get_repo_overview (bounded, ~2.5k tokens), "
-    "then search_symbols or search, then get_symbol / get_symbol_source for just what you need. "
+    "semfora's semantic engine for one repository. For a task (a bug report, a change, a question), "
+    "call get_context first: it returns the code to read or change, budgeted (default 8k tokens). "
+    "Otherwise start with get_repo_overview (bounded, ~2.5k tokens), then search_symbols or search, "
+    "then get_symbol / get_symbol_source for just what you need. "
     "Prefer list_symbols + get_symbol over get_module (8-12k tokens)."
 )
 
@@ -51,15 +54,20 @@ def _search_tool(engine: Any) -> McpTool:
     def call(args: dict[str, Any]) -> tuple[Any, str]:
         from engine.index.hybrid import search
 
+        warnings: list[str] = []
         hits = search(
             engine.layout,
             engine.settings,
             args["query"],
             mode=args.get("mode", "hybrid"),
             limit=args.get("limit", 10),
+            on_warning=warnings.append,  # e.g. vectors unavailable: full-text and symbols answered
         )
         rows = [h.to_json() for h in hits]
-        return {"results": rows}, _toon({"results": rows})
+        data: dict[str, Any] = {"results": rows}
+        if warnings:
+            data["warnings"] = warnings
+        return data, _toon(data)
 
     schema = {
         "type": "object",
@@ -200,6 +208,22 @@ def cap_reply(text: str) -> str:
     )
 
 
+def answer(tool: McpTool, arguments: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
+    """Exactly what a client receives for one call: (structured content, text).
+
+    Arguments are validated, the tool runs, and both parts are redacted (a secret in a
+    signature, a docstring or a snippet never reaches the client) and the text is capped.
+    Typed errors propagate; the server turns them into MCP errors.
+    """
+    from engine.policy.redaction import redact, redact_json
+
+    data, text = tool.call(validate_arguments(tool, arguments))
+    # Round-trip through JSON: dataclass leftovers and paths become plain JSON values.
+    plain = json.loads(json.dumps(data, default=str))
+    structured = plain if isinstance(plain, dict) else {"result": plain}
+    return redact_json(structured), cap_reply(redact(text))
+
+
 def build_server(path: str | os.PathLike[str] | None = None) -> Any:
     """The MCP server for the repository at ``path`` (a low-level ``mcp`` Server)."""
     import anyio
@@ -217,9 +241,9 @@ def build_server(path: str | os.PathLike[str] | None = None) -> Any:
     # The store holds one SQLite connection: calls run one at a time, off the event loop.
     engine_lock = threading.Lock()
 
-    def run_tool(tool: McpTool, args: dict[str, Any]) -> tuple[Any, str]:
+    def run_tool(tool: McpTool, args: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
         with engine_lock:
-            return tool.call(args)
+            return answer(tool, args)
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(
@@ -236,16 +260,12 @@ def build_server(path: str | os.PathLike[str] | None = None) -> Any:
                 raise UsageError(
                     f"unknown tool '{params.name}'", hint=f"known tools: {', '.join(sorted(tools))}"
                 )
-            args = validate_arguments(tool, params.arguments)
-            data, text = await anyio.to_thread.run_sync(run_tool, tool, args)
+            structured, text = await anyio.to_thread.run_sync(run_tool, tool, params.arguments)
         except SemforaError as err:
             rpc, message, payload = error_payload(err)
             raise MCPError(rpc, message, data=payload) from err
-        structured = data if isinstance(data, dict) else {"result": data}
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=cap_reply(text))],
-            # Round-trip through JSON: dataclass leftovers and paths become plain JSON values.
-            structured_content=json.loads(json.dumps(structured, default=str)),
+            content=[types.TextContent(type="text", text=text)], structured_content=structured
         )
 
     server = Server(

@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from engine.config import Settings, load_settings
-from engine.errors import NotFoundError, SandboxError, UsageError
+from engine.errors import NotFoundError, UsageError
+from engine.policy.sandbox import ResolvedPath
 from engine.semantic.model import Symbol
 from engine.store.db import MAX_GRAPH_DEPTH, StoreWarning, SymbolStore, WarningSink, symbol_source
 from engine.store.layout import RepoLayout
@@ -33,6 +33,11 @@ MAX_MODULE_SYMBOLS = 500
 MAX_DIRECTORY_FILES = 300
 # Calls shown inside one get_symbol reply.
 MAX_SYMBOL_CALLS = 40
+# get_context budgets: the app's default; at most what one MCP reply carries (its cap is
+# 100,000 characters, ~25,000 tokens at chars/4); below the minimum a pack holds no code.
+DEFAULT_CONTEXT_BUDGET = 8_000
+MAX_CONTEXT_BUDGET = 24_000
+MIN_CONTEXT_BUDGET = 500
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,7 @@ class Engine:
         self.settings = settings if settings is not None else load_settings(layout.root).settings
         self.on_warning = on_warning
         self._store: SymbolStore | None = None
+        self._orchestrator: Any = None
         self.last_report: Any = None
 
     @classmethod
@@ -91,7 +97,19 @@ class Engine:
         )
         return self.last_report
 
+    def orchestrator(self) -> Any:
+        """The Model-B orchestrator of this repository (no reasoner: it builds packs only)."""
+        if self._orchestrator is None:
+            from engine.orchestrator.core import Orchestrator
+
+            self.store()  # the first pack needs an index
+            self._orchestrator = Orchestrator(self.layout, self.settings)
+        return self._orchestrator
+
     def close(self) -> None:
+        if self._orchestrator is not None:
+            self._orchestrator.close()
+            self._orchestrator = None
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -169,6 +187,26 @@ def _symbol_detail(store: SymbolStore, sym: Symbol) -> dict[str, Any]:
 
 
 # --- the tools ---------------------------------------------------------------------------------
+
+
+def get_context(engine: Engine, task: str, budget: int = DEFAULT_CONTEXT_BUDGET) -> ToolResult:
+    """semfora's Model-B context pack for a task (a bug report, a change to make, a question): the
+    code most likely to be read or changed, as whole definitions or excerpts with marked gaps, then
+    a map of what it calls and is called by, chosen and budgeted by the engine (no model call).
+    Use it instead of exploring; ask get_symbol_source for a definition shown as an excerpt.
+
+    Token cost: about ``budget`` (default 8,000; 500 to 24,000).
+    """
+    if not task.strip():
+        raise UsageError("get_context: the task is empty")
+    if not MIN_CONTEXT_BUDGET <= budget <= MAX_CONTEXT_BUDGET:
+        raise UsageError(
+            f"get_context: budget must be between {MIN_CONTEXT_BUDGET} and {MAX_CONTEXT_BUDGET}, not {budget}"
+        )
+    pack = engine.orchestrator().build_context(task, budget)
+    text = "\n".join(item.rendered for item in pack.items)
+    footer = f"\n-- {len(pack.items)} items, {pack.total_tokens}/{pack.budget} tokens, intent {pack.intent}\n"
+    return ToolResult(pack.to_json(), text + footer)
 
 
 def get_repo_overview(engine: Engine) -> ToolResult:
@@ -289,8 +327,8 @@ def get_symbol_source(engine: Engine, symbol: str, context: int = 0) -> ToolResu
         raise UsageError(f"context must be between 0 and {MAX_SOURCE_CONTEXT}, not {context}")
     store = engine.store()
     sym = store.resolve_one(symbol)
-    _inside(engine, sym.file, readable_by_model=True)  # secrets never reach a model
-    text, first, last = symbol_source(engine.layout, sym, context)
+    # Through the sandbox: a secret, a .git file or a link out of the root is refused, typed.
+    text, first, last = symbol_source(engine.layout, sym, context, deny=engine.settings.edits.deny)
     lines = text.splitlines()
     truncated = len(lines) > MAX_SOURCE_LINES
     if truncated:
@@ -351,18 +389,13 @@ def get_callers(engine: Engine, symbol: str, depth: int = 1) -> ToolResult:
     return get_call_graph(engine, symbol, depth, "callers")
 
 
-def _inside(engine: Engine, path: str, *, readable_by_model: bool = False) -> Path:
-    """``path`` resolved inside the repository; with ``readable_by_model`` also off the secret
-    deny-list (``edits.deny``), since the answer goes into a model's context."""
-    root = engine.layout.root.resolve()
-    if readable_by_model:
-        from engine.edits.sandbox import resolve_in_repo
+def _inside(engine: Engine, path: str, *, directory: bool = False) -> ResolvedPath:
+    """``path`` through the policy sandbox: inside the root through every link, not in ``.git``,
+    not on the secret deny-list (``edits.deny``); loops, NUL bytes and over-long names are
+    typed errors (exit 2), never a traceback."""
+    from engine.policy.sandbox import resolve
 
-        return Path(resolve_in_repo(root, path, deny=engine.settings.edits.deny)).resolve()
-    target = (root / path).resolve()
-    if not target.is_relative_to(root):
-        raise SandboxError(f"{path} is outside the repository")
-    return target
+    return resolve(engine.layout.root, path, deny=engine.settings.edits.deny, allow_dir=directory)
 
 
 def analyze_file(engine: Engine, path: str) -> ToolResult:
@@ -370,16 +403,16 @@ def analyze_file(engine: Engine, path: str) -> ToolResult:
 
     Token cost: ~500 for a typical file.
     """
+    from engine.policy.sandbox import read_bytes
     from engine.semantic.extract import analyze_source
     from engine.semantic.languages import language_for_path
 
-    target = _inside(engine, path, readable_by_model=True)
-    if not target.is_file():
-        raise NotFoundError(f"no such file: {path}", code="FILE_NOT_FOUND")
-    rel = target.relative_to(engine.layout.root.resolve()).as_posix()
-    if target.stat().st_size > engine.settings.index.max_file_bytes:
+    target = _inside(engine, path)
+    rel = target.rel
+    limit = engine.settings.index.max_file_bytes
+    data_bytes = read_bytes(target, max_bytes=limit + 1)
+    if len(data_bytes) > limit:
         raise UsageError(f"{rel} is larger than index.max_file_bytes")
-    data_bytes = target.read_bytes()
     language = language_for_path(rel, data_bytes[:128].split(b"\n", 1)[0])
     if language is None:
         raise UsageError(f"{rel}: no supported language for this file")
@@ -405,10 +438,13 @@ def analyze_directory(engine: Engine, path: str = ".", summary_only: bool = True
 
     Token cost: ~200 summarised; large (~20 per file) otherwise.
     """
-    target = _inside(engine, path)
-    if not target.is_dir():
+    try:
+        target = _inside(engine, path, directory=True)
+    except NotFoundError as exc:
+        raise NotFoundError(f"no such directory: {path}", code="DIR_NOT_FOUND") from exc
+    if not target.is_dir:
         raise NotFoundError(f"no such directory: {path}", code="DIR_NOT_FOUND")
-    rel = target.relative_to(engine.layout.root.resolve()).as_posix()
+    rel = target.rel
     conn = engine.store().connection()
     where, params = (
         ("1=1", [])
@@ -473,7 +509,7 @@ def check_index(engine: Engine, integrity: bool = False) -> ToolResult:
     store = engine.store(ensure_index=False)
     conn = store.connection()
     known = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT path, size, mtime_ns FROM files")}
-    found = discover(engine.layout.root, engine.settings.index)
+    found = discover(engine.layout.root, engine.settings.index, deny=engine.settings.edits.deny)
     present = {c.path: c for c in found.candidates if c.language}
     skipped = {r[0] for r in conn.execute("SELECT path FROM skipped_files")}
     stale = [p for p, c in present.items() if p in known and known[p] != (c.size, c.mtime_ns)]
@@ -581,6 +617,22 @@ _SYMBOL = Param("symbol", "string", "symbol id, qualified name (Class.method) or
 TOOLS: dict[str, ToolSpec] = {
     spec.name: spec
     for spec in (
+        _spec(
+            get_context,
+            Param(
+                "task",
+                "string",
+                "the task in the user's words: a bug report, a change, a question",
+                required=True,
+            ),
+            Param(
+                "budget",
+                "integer",
+                f"tokens the pack may use ({MIN_CONTEXT_BUDGET}-{MAX_CONTEXT_BUDGET})",
+                default=DEFAULT_CONTEXT_BUDGET,
+                maximum=MAX_CONTEXT_BUDGET,
+            ),
+        ),
         _spec(get_repo_overview),
         _spec(list_modules),
         _spec(get_module, Param("module", "string", "module (directory) path", required=True)),

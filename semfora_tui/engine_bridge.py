@@ -1,29 +1,40 @@
 """The app's only door into ``engine``: blocking calls, run from thread workers.
 
-Each method imports its engine module lazily (so the first frame never waits for
-tree-sitter, chromadb or anthropic) and returns plain view data. When a part of
-the engine is missing from this build it raises ``EngineUnavailable``; it never
-fakes a result. It must not import textual.
+Engine modules are imported inside each method (so the first frame never waits for
+tree-sitter, chromadb or anthropic) and typed under ``TYPE_CHECKING``, so the app reads
+the engine's own types instead of ``Any``. A part of the engine missing from this build
+raises ``EngineUnavailable``; it never fakes a result. It must not import textual.
 """
 
 from __future__ import annotations
 
-import importlib
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.config import Settings, load_settings
 from engine.errors import ServiceUnavailable, UsageError
 from engine.store.layout import RepoLayout
 from semfora_tui.history import HISTORY_FILE, PromptHistory
-from semfora_tui.views import FileView, PackView, files_from_session, pack_from_engine
+from semfora_tui.views import FileView, PackView, PastTurn, files_from_session, pack_from_engine
 
-# (message, done, total): the progress shape of the indexer and the vector indexer.
+if TYPE_CHECKING:
+    from engine.edits.session import CommitResult, EditSession, RebaseReport
+    from engine.edits.undo import UndoResult
+    from engine.edits.writer import RecoveryReport
+    from engine.index.hybrid import SearchHit
+    from engine.index.vectors import VectorReport
+    from engine.orchestrator.core import Orchestrator, TurnResult
+    from engine.semantic.diff import SemanticDiff
+    from engine.store.indexer import IndexReport
+
+# (phase, done, total): the progress shape of the indexer and the vector indexer (COMMON contract 3).
 Progress = Callable[[str, int, int], None]
+# Directory under the repository's cache dir where `e` writes the proposed version of a file.
+PROPOSED_DIR = "proposed"
 
 
 class EngineUnavailable(ServiceUnavailable):
@@ -32,13 +43,17 @@ class EngineUnavailable(ServiceUnavailable):
     code = "ENGINE_UNAVAILABLE"
 
 
-def engine_module(name: str, what: str) -> ModuleType:
-    """Import ``name`` or explain which feature is missing; other import errors propagate."""
+@contextmanager
+def engine_part(what: str) -> Iterator[None]:
+    """Wrap the lazy import of an engine module: a missing ``engine.*`` module becomes
+    ``EngineUnavailable`` naming the feature; any other import error propagates."""
     try:
-        return importlib.import_module(name)
+        yield
     except ModuleNotFoundError as exc:
-        if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
-            raise EngineUnavailable(f"{what} is not available: {name} is missing from this build") from exc
+        if exc.name and (exc.name == "engine" or exc.name.startswith("engine.")):
+            raise EngineUnavailable(
+                f"{what} is not available: {exc.name} is missing from this build"
+            ) from exc
         raise
 
 
@@ -51,7 +66,7 @@ class EngineBridge:
         self.settings: Settings = loaded.settings
         self.model = (model or self.settings.llm.model).strip()
         self.budget = self.settings.budget.context_tokens
-        self._orchestrator: Any = None
+        self._orchestrator: Orchestrator | None = None
         self._lock = threading.Lock()
         self.history = PromptHistory(
             self.layout.cache_dir / HISTORY_FILE, enabled=self.settings.ui.prompt_history
@@ -77,7 +92,7 @@ class EngineBridge:
         return proc.stdout.strip() if proc.returncode == 0 else ""
 
     def list_files(self) -> list[str]:
-        """Tracked and untracked-but-not-ignored files, for the `@` picker."""
+        """Tracked and untracked-but-not-ignored files, for `@` mentions."""
         try:
             proc = subprocess.run(
                 ["git", "-C", str(self.root), "ls-files", "--cached", "--others", "--exclude-standard"],
@@ -94,13 +109,14 @@ class EngineBridge:
 
     def reasoning_status(self) -> tuple[bool, str]:
         """(usable, one-line description). Never shows a key."""
-        select = engine_module("engine.llm.select", "reasoning")
-        base = engine_module("engine.llm.base", "reasoning")
+        with engine_part("reasoning"):
+            from engine.llm.base import ModelUnavailable
+            from engine.llm.select import describe_model_status, make_reasoner
         try:
-            select.make_reasoner(self.settings, self.model)
-        except base.ModelUnavailable as exc:
+            make_reasoner(self.settings, self.model)
+        except ModelUnavailable as exc:
             return False, str(exc)
-        return True, select.describe_model_status(self.settings, self.model)
+        return True, describe_model_status(self.settings, self.model)
 
     def set_model(self, model: str) -> tuple[bool, str]:
         self.model = model.strip()
@@ -116,55 +132,85 @@ class EngineBridge:
 
     # -- index ----------------------------------------------------------------------------------
 
-    def index(self, *, rebuild: bool = False, progress: Progress | None = None) -> Any:
-        indexer = engine_module("engine.store.indexer", "indexing")
-        return indexer.index_repository(self.layout, self.settings, rebuild=rebuild, progress=progress)
+    def index_exists(self) -> bool:
+        """An index from an earlier run is on disk (questions can use it while it refreshes)."""
+        return self.layout.index_db.is_file()
 
-    def build_vectors(self, progress: Progress | None, cancel: threading.Event) -> Any:
-        vectors = engine_module("engine.index.vectors", "the vector index")
-        return vectors.VectorIndexer(self.layout, self.settings).run(progress=progress, cancel=cancel)
+    def index(self, *, rebuild: bool = False, progress: Progress | None = None) -> IndexReport:
+        with engine_part("indexing"):
+            from engine.store.indexer import index_repository
+        return index_repository(self.layout, self.settings, rebuild=rebuild, progress=progress)
+
+    def vectors_enabled(self) -> bool:
+        return (self.settings.search.embedding or "").strip().lower() not in ("none", "off", "")
+
+    def vectors_off_reason(self) -> str:
+        """Why the vector index is not built when the configuration turns it off."""
+        return (
+            f"search.embedding is {self.settings.search.embedding!r} (config.toml or SEMFORA_EMBEDDING); "
+            "search uses the text index and symbols only. Set it to `auto` to turn vectors on."
+        )
+
+    def build_vectors(self, progress: Progress | None, cancel: threading.Event) -> VectorReport:
+        with engine_part("the vector index"):
+            from engine.index.vectors import VectorIndexer
+        return VectorIndexer(self.layout, self.settings).run(progress=progress, cancel=cancel)
 
     # -- read-only tools ------------------------------------------------------------------------
 
-    def search(self, query: str, *, mode: str = "hybrid", limit: int = 20) -> list[Any]:
-        hybrid = engine_module("engine.index.hybrid", "search")
-        return list(hybrid.search(self.layout, self.settings, query, mode, limit))
-
-    def _tool(self, name: str, *args: Any) -> Any:
-        """Run one ``engine.tools`` tool on a fresh Engine: its SQLite store belongs to this thread."""
-        tools = engine_module("engine.tools", "the engine tools")
-        with tools.Engine(self.layout, self.settings) as engine:
-            return getattr(tools, name)(engine, *args).data
+    def search(
+        self,
+        query: str,
+        *,
+        mode: str = "hybrid",
+        limit: int = 20,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> list[SearchHit]:
+        """Hits; ``on_warning`` hears once per process when a part is off (e.g. vectors unavailable)."""
+        with engine_part("search"):
+            from engine.index.hybrid import search
+        return list(search(self.layout, self.settings, query, mode, limit, on_warning=on_warning))
 
     def symbols(self, name: str) -> list[dict[str, Any]]:
-        return [self._tool("get_symbol", name)]
+        with engine_part("the engine tools"):
+            from engine.tools import Engine, get_symbol
+        with Engine(self.layout, self.settings) as engine:  # its SQLite store belongs to this thread
+            return [dict(get_symbol(engine, name).data)]
 
     def symbol_source(self, name: str) -> dict[str, Any]:
-        return dict(self._tool("get_symbol_source", name))
+        with engine_part("the engine tools"):
+            from engine.tools import Engine, get_symbol_source
+        with Engine(self.layout, self.settings) as engine:
+            return dict(get_symbol_source(engine, name).data)
 
     def overview(self) -> str:
-        tools = engine_module("engine.tools", "the repository overview")
-        with tools.Engine(self.layout, self.settings) as engine:
-            return str(tools.get_repo_overview(engine).toon)
+        with engine_part("the repository overview"):
+            from engine.tools import Engine, get_repo_overview
+        with Engine(self.layout, self.settings) as engine:
+            return get_repo_overview(engine).toon
 
-    def semantic_diff(self, base: str | None, target: str | None) -> Any:
-        diff = engine_module("engine.semantic.diff", "semantic diff")
-        return diff.analyze_diff(self.root, base, target)
+    def semantic_diff(self, base: str | None, target: str | None) -> SemanticDiff:
+        with engine_part("semantic diff"):
+            from engine.semantic.diff import analyze_diff
+        return analyze_diff(self.root, base, target)
 
     # -- orchestrator ---------------------------------------------------------------------------
 
-    def orchestrator(self, *, need_reasoner: bool, resume: bool = False) -> Any:
+    def orchestrator(self, *, need_reasoner: bool, resume: bool = False) -> Orchestrator:
         """The one orchestrator of this app; a reasoner is attached the first time a turn needs it."""
         with self._lock:
             if self._orchestrator is None or resume:
-                module = engine_module("engine.orchestrator.core", "the orchestrator")
+                with engine_part("the orchestrator"):
+                    from engine.orchestrator.core import Orchestrator
                 if self._orchestrator is not None:
                     self._orchestrator.close()
-                self._orchestrator = module.Orchestrator(self.layout, self.settings, resume=resume)
-            if need_reasoner and self._orchestrator.reasoner is None:
-                select = engine_module("engine.llm.select", "reasoning")
-                self._orchestrator.reasoner = select.make_reasoner(self.settings, self.model)
-            return self._orchestrator
+                self._orchestrator = Orchestrator(self.layout, self.settings, resume=resume)
+            orchestrator = self._orchestrator
+            if need_reasoner and orchestrator.reasoner is None:
+                with engine_part("reasoning"):
+                    from engine.llm.select import make_reasoner
+                orchestrator.reasoner = make_reasoner(self.settings, self.model)
+            return orchestrator
 
     def close(self) -> None:
         with self._lock:
@@ -182,26 +228,53 @@ class EngineBridge:
         on_text: Callable[[str], None],
         cancel: threading.Event,
         on_status: Callable[[str], None] | None = None,
-    ) -> Any:
+    ) -> TurnResult:
         orchestrator = self.orchestrator(need_reasoner=True)
         return orchestrator.run_turn(
             task, on_text=on_text, cancel=cancel, stage=True, budget=self.budget, on_status=on_status
         )
 
-    def resume(self) -> list[str]:
-        """Reopen the last conversation (its memory feeds the next pack); returns its summary lines."""
+    def resume(self) -> tuple[PastTurn, ...]:
+        """Reopen the last conversation (its memory feeds the next pack); returns its turns in order.
+
+        Each turn's reply and errors come from its run log (the full text); a turn whose log is
+        gone still shows its question and outcome.
+        """
         orchestrator = self.orchestrator(need_reasoner=False, resume=True)
-        return list(orchestrator.session.summary_lines())
+        with engine_part("the run log"):
+            from engine.errors import NotFoundError
+            from engine.orchestrator.runlog import load_run
+        turns: list[PastTurn] = []
+        for turn in orchestrator.session.turns:
+            run_id = str(turn.get("run_id", ""))
+            reply = ""
+            errors: tuple[str, ...] = ()
+            try:
+                run = load_run(self.layout, run_id)
+                reply = str(run.get("reply") or "")
+                errors = tuple(str(e) for e in run.get("errors") or ())
+                request = str(run.get("task") or turn.get("request", ""))
+            except (NotFoundError, OSError, ValueError):
+                request = str(turn.get("request", ""))
+            turns.append(
+                PastTurn(
+                    request=request,
+                    reply=reply,
+                    outcome=str(turn.get("outcome", "")),
+                    errors=errors,
+                    edits=tuple(str(e) for e in turn.get("edits") or ()),
+                )
+            )
+        return tuple(turns)
 
     # -- edits ----------------------------------------------------------------------------------
 
-    def _session_module(self) -> ModuleType:
-        return engine_module("engine.edits.session", "edit review")
+    def session(self) -> EditSession:
+        with engine_part("edit review"):
+            from engine.edits.session import EditSession
+        return EditSession.load_or_create(self.layout, self.settings)
 
-    def session(self) -> Any:
-        return self._session_module().EditSession.load_or_create(self.layout, self.settings)
-
-    def open_session(self) -> tuple[Any, tuple[FileView, ...]]:
+    def open_session(self) -> tuple[RecoveryReport | None, tuple[FileView, ...]]:
         """Start-up: finish or roll back an interrupted commit, then load the staged session."""
         return self.recover(), self.staged_files()
 
@@ -210,12 +283,17 @@ class EngineBridge:
 
     def hunk_action(self, hunk_id: str, action: str) -> tuple[FileView, ...]:
         session = self.session()
-        {"accept": session.accept, "reject": session.reject, "toggle": session.toggle}[action](hunk_id)
+        if action == "accept":
+            session.accept(hunk_id)
+        elif action == "reject":
+            session.reject(hunk_id)
+        else:
+            session.toggle(hunk_id)
         return files_from_session(session.files())
 
     def file_action(self, path: str, action: str) -> tuple[FileView, ...]:
         session = self.session()
-        {"accept": session.accept_file, "reject": session.reject_file}[action](path)
+        session.accept_file(path) if action == "accept" else session.reject_file(path)
         return files_from_session(session.files())
 
     def accept_all(self, accept: bool) -> tuple[FileView, ...]:
@@ -223,31 +301,43 @@ class EngineBridge:
         session.accept_all() if accept else session.reject_all()
         return files_from_session(session.files())
 
-    def commit(self) -> Any:
+    def commit(self) -> CommitResult:
         return self.session().commit()
 
-    def rollback(self) -> Any:
+    def rollback(self) -> int:
         return self.session().rollback()
 
-    def undo(self) -> Any:
-        undo = engine_module("engine.edits.undo", "undo")
+    def last_commit(self) -> tuple[str, ...] | None:
+        """The files of the newest commit that `/undo` would revert, or None when there is none."""
+        with engine_part("undo"):
+            from engine.edits.writer import history_records
+        records = history_records(self.layout)
+        if not records:
+            return None
+        return tuple(str(e.get("rel", "")) for e in records[-1].get("entries", ()))
+
+    def undo(self, *, force: bool = False) -> UndoResult:
+        with engine_part("undo"):
+            from engine.edits.undo import undo
         edits = self.settings.edits
-        return undo.undo(self.layout, deny=edits.deny, lock_timeout=edits.lock_timeout)
+        return undo(self.layout, force=force, deny=edits.deny, lock_timeout=edits.lock_timeout)
 
-    def recover(self) -> Any:
+    def recover(self) -> RecoveryReport | None:
         """Roll back a commit that a killed process left half-done (start-up)."""
-        writer = engine_module("engine.edits.writer", "edit recovery")
-        return writer.recover(self.layout)
+        with engine_part("edit recovery"):
+            from engine.edits.writer import recover
+        return recover(self.layout)
 
-    def rebase(self) -> tuple[FileView, ...]:
+    def rebase(self) -> tuple[RebaseReport, tuple[FileView, ...]]:
         session = self.session()
-        session.rebase()
-        return files_from_session(session.files())
+        report = session.rebase()
+        return report, files_from_session(session.files())
 
     def stage_from_file(self, path: str) -> tuple[FileView, ...]:
         """Stage the SEARCH/REPLACE or SYMBOL blocks written in ``path`` (inside the repository)."""
-        sandbox = engine_module("engine.edits.sandbox", "edit staging")
-        source = Path(sandbox.resolve_in_repo(self.root, path))
+        with engine_part("edit staging"):
+            from engine.edits.sandbox import resolve_in_repo
+        source = Path(resolve_in_repo(self.root, path))
         try:
             text = source.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -255,3 +345,34 @@ class EngineBridge:
         session = self.session()
         session.stage_blocks(text, task=f"edits from {path}")
         return files_from_session(session.files())
+
+    def write_proposed(self, path: str) -> Path:
+        """Write the staged (proposed) version of ``path`` to a scratch file for the editor.
+
+        The scratch file keeps the file's name, so the editor picks the right syntax; it lives
+        in the repository's cache dir, never in the working tree.
+        """
+        text = self.session().proposed_text(path)
+        scratch = (self.layout.cache_dir / PROPOSED_DIR / path).resolve()
+        if not scratch.is_relative_to(self.layout.cache_dir.resolve()):
+            raise UsageError(f"{path} is outside the repository")
+        scratch.parent.mkdir(parents=True, exist_ok=True)
+        scratch.write_text(text, encoding="utf-8")
+        return scratch
+
+    def restage_edited(self, path: str, scratch: Path) -> tuple[bool, tuple[FileView, ...]]:
+        """Stage what the user saved in the scratch file as the new proposal for ``path``.
+
+        Returns (changed, files); the scratch file is removed either way.
+        """
+        try:
+            edited = scratch.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read the edited copy of {path}: {exc}") from exc
+        finally:
+            scratch.unlink(missing_ok=True)
+        session = self.session()
+        if edited == session.proposed_text(path):
+            return False, files_from_session(session.files())
+        session.stage_content(path, edited)
+        return True, files_from_session(session.files())

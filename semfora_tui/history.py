@@ -56,7 +56,7 @@ class PromptHistory:
         """Remember ``text``; returns False when it was not written (disabled, secret, I/O error)."""
         if not self.enabled or not text.strip() or text == self._last:
             return False
-        from engine.orchestrator.redaction import contains_secret
+        from engine.policy.redaction import contains_secret
 
         if contains_secret(text):
             return False

@@ -1,7 +1,8 @@
 """The command palette provider: every slash command, searchable with ctrl+p.
 
 Commands that need an argument put `/name ` into the prompt for the user to
-finish; the others run at once. It asks the app to act and does nothing itself.
+finish; the others run at once. Usage lines are escaped: `[BASE]` is an argument,
+not Rich markup. It asks the main screen to act and does nothing itself.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, cast
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from semfora_tui import slash
+from semfora_tui.chat_text import literal
 
 if TYPE_CHECKING:
     from semfora_tui.app import SemforaApp
@@ -29,13 +31,16 @@ class SlashCommandProvider(Provider):
         return cast("SemforaApp", self.app)
 
     def _callback(self, command: slash.SlashCommand) -> Callable[[], object]:
+        main = self.semfora.main
         if command.name in NEEDS_ARGUMENT:
-            return partial(self.semfora.prefill_prompt, f"/{command.name} ")
-        return partial(self.semfora.run_slash_from_palette, f"/{command.name}")
+            return partial(main.prefill_prompt, f"/{command.name} ")
+        return partial(main.run_slash, f"/{command.name}")
 
     async def discover(self) -> Hits:
         for command in slash.COMMANDS:
-            yield DiscoveryHit(f"/{command.name}", self._callback(command), help=command.help)
+            yield DiscoveryHit(
+                f"/{command.name}", self._callback(command), help=literal(f"{command.usage} — {command.help}")
+            )
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
@@ -47,5 +52,5 @@ class SlashCommandProvider(Provider):
                     score,
                     matcher.highlight(label),
                     self._callback(command),
-                    help=command.usage + " — " + command.help,
+                    help=literal(f"{command.usage} — {command.help}"),
                 )

@@ -1,7 +1,8 @@
 """The slash commands of the app: their names, usage lines and parsing.
 
 Owns the one table of commands shared by the prompt's completion, the command
-palette and `/help`. It parses text into a command; it must not run anything.
+palette and `/help`. It parses text into a command; it must not run anything
+(``semfora_tui.commands`` holds what each command does).
 """
 
 from __future__ import annotations
@@ -42,12 +43,16 @@ COMMANDS: tuple[SlashCommand, ...] = (
         "/edit TASK | /edit --from FILE",
         "ask for edits and stage them, or stage edit blocks from a file",
     ),
-    SlashCommand("preview", "/preview", "show the staged changes"),
-    SlashCommand("accept", "/accept [HUNK|all]", "accept the selected hunk, one by id, or all"),
+    SlashCommand("preview", "/preview", "list the staged changes"),
+    SlashCommand("review", "/review", "review the staged changes from the keyboard (esc returns)"),
+    SlashCommand("accept", "/accept [HUNK|all]", "accept the selected hunk, one by id, or all (asks first)"),
     SlashCommand("reject", "/reject [HUNK|all]", "reject the selected hunk, one by id, or all"),
     SlashCommand("commit", "/commit", "commit the accepted hunks of the staged session"),
     SlashCommand("rollback", "/rollback", "discard the pending session"),
-    SlashCommand("undo", "/undo", "revert the last commit"),
+    SlashCommand(
+        "undo", "/undo [--force]", "revert the last commit (--force: even if its files changed since)"
+    ),
+    SlashCommand("rebase", "/rebase", "re-apply the staged hunks onto files changed on disk"),
     SlashCommand("status", "/status", "memory, index and budget state"),
     SlashCommand("context", "/context [TASK]", "the last context pack in full (or build one for TASK)"),
     SlashCommand("budget", "/budget N", "set the context budget in tokens"),

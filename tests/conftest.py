@@ -87,6 +87,8 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     # Nothing listens here: services are "down" unless a test starts a fake one.
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
     monkeypatch.setenv("SEMFORA_EMBEDDING", "none")
+    # No background vector query service outliving a test; its own tests switch it on.
+    monkeypatch.setenv("SEMFORA_SEARCH__VECTOR_SERVICE", "off")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("ANONYMIZED_TELEMETRY", "False")
 

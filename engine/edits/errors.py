@@ -6,19 +6,13 @@ CLI and the TUI only turn them into messages. No I/O happens here.
 
 from __future__ import annotations
 
-from engine.errors import EXIT_USAGE, NotFoundError, SandboxError, SemforaError
+from engine.errors import EXIT_USAGE, NotFoundError, SemforaError
 
-
-class PathDenied(SandboxError):
-    """A path outside the root, through a symlink escape, inside .git, or malformed (exit 2)."""
-
-    code = "PATH_OUTSIDE_REPO"
-
-
-class SecretPathDenied(SandboxError):
-    """A path on the deny-list (.env, keys, credentials): never written, never sent to a model."""
-
-    code = "SECRET_PATH_DENIED"
+# The path refusals belong to the one path policy (reads and writes share them).
+from engine.policy.errors import PathDenied as PathDenied
+from engine.policy.errors import PathTooLong as PathTooLong
+from engine.policy.errors import SecretPathDenied as SecretPathDenied
+from engine.policy.errors import SymlinkLoop as SymlinkLoop
 
 
 class FileRefused(SemforaError):

@@ -37,6 +37,7 @@ from engine.edits.lock import edit_lock
 from engine.edits.protocol import (
     AnalyzeFn,
     EditBlock,
+    EditBlockError,
     apply_blocks,
     find_lines,
     join_lines,
@@ -48,6 +49,7 @@ from engine.edits.sandbox import check_editable, normalize_rel, resolve_in_repo
 from engine.edits.textformat import TextFormat, conform, decode, encode, sha256_bytes
 from engine.edits.writer import FileWrite, apply_change_set, read_bytes_or_none, write_json_atomic
 from engine.errors import NotFoundError, SandboxError
+from engine.policy.redaction import redact
 from engine.store.layout import RepoLayout
 
 SESSION_VERSION = 1
@@ -575,16 +577,41 @@ class EditSession:
         if not parsed:
             raise NoEditBlocks("no edit blocks found (expected SEARCH/REPLACE or SYMBOL blocks)")
 
-        def read_file(rel: str) -> str | None:
-            rec = self._records.get(rel)
-            if rec is not None:
-                return None if rec.kind == "delete" else rec.target
-            data, _ = self._read_disk(rel)
-            return None if data is None else decode(data)[0]
+        def reader(without_rejected: bool) -> Callable[[str], str | None]:
+            def read_file(rel: str) -> str | None:
+                rec = self._records.get(rel)
+                if rec is not None:
+                    if without_rejected:
+                        return self._kept_text(rec)
+                    return None if rec.kind == "delete" else rec.target
+                data, _ = self._read_disk(rel)
+                return None if data is None else decode(data)[0]
 
-        results = apply_blocks(
-            self.layout.root, parsed, read_file, deny=self.settings.edits.deny, analyze=self._analyze
-        )
+            return read_file
+
+        def apply(without_rejected: bool) -> dict[str, str]:
+            return apply_blocks(
+                self.layout.root,
+                parsed,
+                reader(without_rejected),
+                deny=self.settings.edits.deny,
+                analyze=self._analyze,
+            )
+
+        try:
+            results = apply(without_rejected=False)
+        except EditBlockError as first:
+            # A rejected hunk must not stand in the way of a new edit of the same lines: try
+            # again against the staged text minus its rejected hunks (issue 12, item 3).
+            if "rejected" not in {state for rec in self._records.values() for state in rec.states.values()}:
+                raise
+            try:
+                results = apply(without_rejected=True)
+            except EditBlockError:
+                raise first from None  # it fails either way: report it against the staged text
+        return self._stage_results(results, task)
+
+    def _stage_results(self, results: dict[str, str], task: str | None) -> list[FileChange]:
         before = self._transaction()
         try:
             for rel, text in results.items():
@@ -593,9 +620,33 @@ class EditSession:
             self._records = before
             raise
         if task:
-            self.task = task
+            self.task = redact(task)  # saved in session.json and used as the commit message
         self.save()
         return [f for f in (self._file(rel) for rel in results) if f is not None]
+
+    def _kept_text(self, rec: _Record) -> str | None:
+        """The staged text minus its rejected hunks: what new blocks for this file apply to.
+
+        A rejected hunk is a change the user said no to; a new edit of the same lines must
+        match the file as it is, not the refused proposal (issue 12, item 3).
+        """
+        raws = _raw_hunks(rec)
+        kept = {r.id for r in raws if rec.states.get(r.id) != "rejected"}
+        if rec.kind == "delete":
+            return None if kept else rec.original
+        if len(kept) == len(raws):
+            return rec.target
+        if rec.kind == "create" and not kept:
+            return None  # the whole new file was refused: it does not exist for new blocks
+        return apply_selected(rec.original, rec.target, raws, kept)
+
+    def proposed_text(self, path: str) -> str:
+        """The whole proposed (staged) text of ``path``: what its hunks would make it."""
+        rel = self._rel(path)
+        rec = self._records.get(rel)
+        if rec is None:
+            raise HunkNotFound(f"{rel} has no staged change")
+        return rec.target
 
     @_exclusive
     def stage_delete(self, path: str) -> FileChange | None:

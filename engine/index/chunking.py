@@ -1,7 +1,9 @@
 """Cut files into retrieval chunks: symbol-boundary chunks for code, line windows for prose.
 
 Owns the chunk model (stable ids, line ranges, content hashes) and identifier
-splitting. It reads no files and opens no databases: callers pass text and symbols.
+splitting. It reads no files and opens no databases: callers pass text and symbols. Text is
+redacted (``engine.policy.redaction``, line breaks kept) before it is cut, so no chunk, FTS
+row or embedding request ever carries a secret.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from functools import lru_cache
 from itertools import accumulate
 from pathlib import PurePosixPath
 
+from engine.policy.redaction import redact
 from engine.semantic.model import Symbol
 
 # Symbols longer than this are split so one chunk stays within an embedding model's reach.
@@ -174,16 +177,6 @@ def chunk_id(file: str, anchor: str, part: int) -> str:
     """Stable id: path + symbol id (or line window) + part. Never the content."""
     raw = f"{file}\x00{anchor}\x00{part}".encode("utf-8", "surrogatepass")
     return hashlib.sha256(raw).hexdigest()[:24]
-
-
-_TEST_PATH = re.compile(
-    r"(^|/)(tests|__tests__)/|^(test|spec)/|(^|/)(test_[^/]*|[^/]*_tests?\.[a-z]+|tests\.py|[^/]*\.(spec|test)\.[jt]sx?)$"
-)
-
-
-def is_test_path(path: str) -> bool:
-    """Test code by the usual conventions: tests/ dirs, test_*.py, *_test.go, *.spec.ts, tests.py."""
-    return _TEST_PATH.search(path) is not None
 
 
 def is_prose(path: str) -> bool:
@@ -369,6 +362,7 @@ def _unique_ids(chunks: list[Chunk]) -> list[Chunk]:
 
 def chunk_file(path: str, text: str, symbols: Iterable[Symbol] = (), language: str = "text") -> list[Chunk]:
     """Chunk one file: prose/config by windows, anything else by symbols and leftovers."""
+    text = redact(text)
     if is_prose(path):
         return chunk_prose(path, text, language if language != "text" else _prose_language(path))
     return chunk_code(path, text, symbols, language)

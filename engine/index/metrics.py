@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.policy.redaction import redact, redact_json
 from engine.quarantine import RebuildableDB, set_aside
 
 LEVELS = ("off", "errors", "metrics", "debug", "full")
@@ -147,8 +148,8 @@ class MetricsRecorder:
                     "INSERT INTO query_log VALUES (?,?,?,?)",
                     (
                         cur.lastrowid,
-                        event.query,
-                        json.dumps(list(event.expansions)),
+                        redact(event.query),  # a key pasted into a query is never stored
+                        json.dumps(redact_json(list(event.expansions))),
                         json.dumps(list(event.results)),
                     ),
                 )

@@ -30,6 +30,7 @@ from engine.index import fts
 from engine.index.cache import ResultCache
 from engine.index.chunk_source import read_source
 from engine.index.chunking import PROSE_EXTENSIONS, chunk_file, content_hash, is_prose
+from engine.policy.names import is_secret_name
 from engine.semantic.model import Symbol
 from engine.store.layout import RepoLayout
 
@@ -146,8 +147,8 @@ def _prose_candidates(
         if os.path.splitext(rel)[1].lower() not in PROSE_EXTENSIONS:
             continue
         parts = rel.split("/")
-        if any(p in exclude for p in parts[:-1]):
-            continue
+        if any(p in exclude for p in parts[:-1]) or is_secret_name(rel, settings.edits.deny):
+            continue  # a secret file is never chunked, indexed or embedded
         try:
             st = os.lstat(os.path.join(root, rel))  # one system call: a symlink is not followed
         except OSError:

@@ -1,32 +1,40 @@
-"""The vector index: chunk embeddings in ChromaDB, built in the background and resumable.
+"""The vector index: chunk embeddings in ChromaDB, built in the background, resumable and verified.
 
-Owns the Chroma client choice (embedded ``PersistentClient`` or ``HttpClient`` for a
-server), one collection per repository and embedding model, and the ``vector_state``
-table in index.db recording which chunk versions are embedded with which model.
-It never chunks files (pipeline does) and never blocks FTS or symbols.
+Owns the ``vector_state`` table in index.db (which chunk versions are embedded, with which model,
+in which store and collection), keeping that record true to the collection (counts and a sample of
+ids checked on every run, what is missing re-embedded and reported), and nearest-chunk queries.
+The Chroma client and collection names come from ``engine.index.chroma``. It never chunks files
+(pipeline does) and never blocks FTS or symbols; search degrades without it (hybrid.py).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
-import re
 import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlparse
 
 from engine.config import Settings
 from engine.errors import ServiceUnavailable
 from engine.index import fts
+from engine.index.chroma import (
+    ChromaStore,
+    ChromaUnavailable,
+    chroma_client,
+    chroma_store,
+    collection_name,
+    forget_client,
+    label_of,
+)
 from engine.index.chunk_source import chunk_texts
-from engine.index.chunking import is_test_path
-from engine.index.embeddings import Embedder, EmbedderChoice, choose_embedder
+from engine.index.embeddings import Embedder, EmbedderChoice, choose_embedder, model_identity
+from engine.policy.paths import is_test_path
 from engine.store.layout import RepoLayout
+
+__all__ = ["ChromaUnavailable", "VectorIndexer", "VectorReport", "VectorSearcher", "vector_status"]
 
 log = logging.getLogger("semfora.index.vectors")
 
@@ -34,16 +42,15 @@ ProgressFn = Callable[[str, int, int], None]
 
 # Candidates fetched from the vector index per query before fusion.
 DEFAULT_VECTOR_CANDIDATES = 50
-# Seconds a Chroma server gets to answer the first heartbeat before vectors are declared off.
-CHROMA_CONNECT_TIMEOUT = 5.0
-# Seconds any later Chroma server call may take (an upsert of a full batch included).
-CHROMA_HTTP_TIMEOUT = 60.0
-
-
-class ChromaUnavailable(ServiceUnavailable):
-    """The configured Chroma server does not answer (exit 3)."""
-
-    code = "CHROMA_UNAVAILABLE"
+# Recorded ids checked against the collection on every run when the counts agree: enough that a
+# store replaced under us (same count, other vectors) is caught, cheap on a 50,000-chunk index.
+VERIFY_SAMPLE = 64
+# Ids (with metadata) fetched per page when the record and the collection must be reconciled.
+RECONCILE_PAGE = 5000
+# What search says, once, when vectors are configured but this repository has none yet.
+NOT_BUILT = "the vector index is not built yet (run `semfora index`)"
+# Distance metric of every collection semfora creates.
+COLLECTION_METADATA = {"hnsw:space": "cosine"}
 
 
 @dataclass(frozen=True)
@@ -59,59 +66,8 @@ class VectorReport:
     cancelled: bool = False
     seconds: float = 0.0
     message: str = ""
-
-
-def _client(layout: RepoLayout, settings: Settings) -> Any:
-    """Embedded PersistentClient under the cache dir, or HttpClient when a server URL is set."""
-    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    import chromadb
-    from chromadb.config import Settings as ChromaSettings
-
-    chroma_settings = ChromaSettings(anonymized_telemetry=False)
-    url = settings.search.chroma_url or os.environ.get("SEMFORA_CHROMA_URL")
-    if url:
-        parsed = urlparse(url if "://" in url else f"http://{url}")
-        host = parsed.hostname or "127.0.0.1"
-        port = parsed.port or (443 if parsed.scheme == "https" else 8000)
-        return _http_client(chromadb, url, host, port, parsed.scheme == "https", chroma_settings)
-    from engine.index.chroma_health import ensure_chroma_usable
-
-    ensure_chroma_usable(layout)  # a damaged chroma.sqlite3 is set aside, and rebuilt by `index`
-    layout.chroma_dir.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(layout.chroma_dir), settings=chroma_settings)
-
-
-def _http_client(chromadb: Any, url: str, host: str, port: int, ssl: bool, chroma_settings: Any) -> Any:
-    """An HttpClient whose construction and calls are bounded in time (chroma's own client waits forever)."""
-    import httpx
-
-    box: dict[str, Any] = {}
-
-    def connect() -> None:
-        try:
-            client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=chroma_settings)
-            session = getattr(getattr(client, "_server", None), "_session", None)
-            if isinstance(session, httpx.Client):
-                session.timeout = httpx.Timeout(CHROMA_HTTP_TIMEOUT, connect=CHROMA_CONNECT_TIMEOUT)
-            client.heartbeat()
-            box["client"] = client
-        except Exception as exc:  # chromadb raises bare exceptions for connection problems
-            box["error"] = exc
-
-    worker = threading.Thread(target=connect, name="chroma-connect", daemon=True)
-    worker.start()
-    worker.join(CHROMA_CONNECT_TIMEOUT)
-    if "client" in box:
-        return box["client"]
-    reason = box.get("error") or f"no answer within {CHROMA_CONNECT_TIMEOUT:.0f}s"
-    raise ChromaUnavailable(f"Chroma server at {url} is not reachable: {reason}")
-
-
-def collection_name(layout: RepoLayout, spec: str) -> str:
-    """One collection per repository and embedding model, within Chroma's name rules."""
-    digest = hashlib.sha256(f"{layout.repo_id}\x00{spec}".encode()).hexdigest()[:12]
-    model = re.sub(r"[^A-Za-z0-9_-]+", "-", spec).strip("-")[:40]
-    return f"sf-{model}-{digest}"
+    missing: int = 0  # recorded as embedded but absent from the store: re-embedded this run
+    store: str = ""  # where the vectors live (server URL or embedded path)
 
 
 def embed_text(row: fts.ChunkRow, body: str) -> str:
@@ -130,8 +86,102 @@ def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
     conn.execute("INSERT OR REPLACE INTO text_meta VALUES (?, ?)", (key, value))
 
 
+def _open_collection(client: Any, name: str) -> Any:
+    return client.get_or_create_collection(name, metadata=COLLECTION_METADATA, embedding_function=None)
+
+
+def _existing_collection(client: Any, name: str) -> Any | None:
+    """The collection called ``name``, or None when the store has none by that name."""
+    from chromadb.errors import NotFoundError
+
+    try:
+        return client.get_collection(name, embedding_function=None)
+    except NotFoundError:
+        return None
+    except ValueError as exc:  # some chromadb 1.x releases say "does not exist" with a ValueError
+        if "does not exist" in str(exc):
+            return None
+        raise ChromaUnavailable(f"the Chroma store failed: {exc}") from exc
+    except Exception as exc:  # connection failures surface as assorted chromadb/httpx types
+        raise ChromaUnavailable(f"the Chroma store stopped answering: {exc}") from exc
+
+
+def _all_ids(collection: Any) -> dict[str, str | None]:
+    """Every id in ``collection`` with the content hash stored beside it (None for older vectors)."""
+    have: dict[str, str | None] = {}
+    offset = 0
+    while True:
+        page = collection.get(include=["metadatas"], limit=RECONCILE_PAGE, offset=offset)
+        ids = page["ids"]
+        metas = page.get("metadatas") or [None] * len(ids)
+        for cid, meta in zip(ids, metas, strict=False):
+            have[cid] = (meta or {}).get("hash")
+        if len(ids) < RECONCILE_PAGE:
+            return have
+        offset += len(ids)
+
+
+def verify_record(conn: sqlite3.Connection, collection: Any) -> tuple[int, int]:
+    """Make ``vector_state`` true to ``collection``: ``(missing, extra)`` ids found and fixed.
+
+    Cheap when they agree (a count and a sample of ids with their content hashes). Otherwise every
+    id is listed: recorded chunks the collection lacks (or holds in another version) leave the
+    record, so the run re-embeds them; vectors nobody recorded leave the collection.
+    """
+    recorded = int(conn.execute("SELECT COUNT(*) FROM vector_state").fetchone()[0])
+    actual = int(collection.count())
+    if recorded == 0 and actual == 0:
+        return 0, 0
+    if recorded and actual == recorded:
+        sample = conn.execute(
+            "SELECT chunk_id, content_hash FROM vector_state ORDER BY random() LIMIT ?", (VERIFY_SAMPLE,)
+        ).fetchall()
+        got = collection.get(ids=[c for c, _ in sample], include=["metadatas"])
+        present = {
+            cid: (meta or {}).get("hash")
+            for cid, meta in zip(got["ids"], got.get("metadatas") or [None] * len(got["ids"]), strict=False)
+        }
+        if all(cid in present and present[cid] in (None, h) for cid, h in sample):
+            return 0, 0
+    have = _all_ids(collection)
+    record = dict(conn.execute("SELECT chunk_id, content_hash FROM vector_state").fetchall())
+    missing = [cid for cid, h in record.items() if cid not in have or have[cid] not in (None, h)]
+    extra = [cid for cid in have if cid not in record]
+    conn.executemany("DELETE FROM vector_state WHERE chunk_id=?", [(c,) for c in missing])
+    conn.commit()
+    for i in range(0, len(extra), RECONCILE_PAGE):
+        collection.delete(ids=extra[i : i + RECONCILE_PAGE])
+    return len(missing), len(extra)
+
+
+def _move_collection(client: Any, old: str, new: str) -> int:
+    """Copy the vectors of collection ``old`` into ``new`` and drop ``old`` (same model, new name)."""
+    source = _existing_collection(client, old)
+    if source is None:
+        return 0
+    target = _open_collection(client, new)
+    moved = 0
+    offset = 0
+    batch = max(1, min(RECONCILE_PAGE, int(client.get_max_batch_size())))
+    while True:
+        page = source.get(include=["embeddings", "metadatas"], limit=batch, offset=offset)
+        ids = page["ids"]
+        if len(ids):
+            target.upsert(ids=ids, embeddings=page["embeddings"], metadatas=page["metadatas"])
+            moved += len(ids)
+        if len(ids) < batch:
+            break
+        offset += len(ids)
+    client.delete_collection(old)
+    return moved
+
+
 class VectorIndexer:
-    """Embeds the chunks not yet embedded with the current model; safe to stop and rerun."""
+    """Embeds the chunks not yet embedded with the current model; safe to stop and rerun.
+
+    Every run first checks the record against the collection, so vectors lost with a wiped or
+    replaced store (or a switch between embedded and a server) are re-embedded, never trusted.
+    """
 
     def __init__(
         self, layout: RepoLayout, settings: Settings, *, choice: EmbedderChoice | None = None
@@ -146,19 +196,56 @@ class VectorIndexer:
         if choice.embedder is None:
             return VectorReport(False, choice.requested, choice.reason, message=choice.reason)
         embedder = choice.embedder
+        store = chroma_store(self.layout, self.settings)
         try:
-            client = _client(self.layout, self.settings)
+            client = chroma_client(store)
         except ChromaUnavailable as exc:
-            return VectorReport(False, embedder.spec, exc.message, message=exc.message)
+            return VectorReport(False, embedder.spec, exc.message, message=exc.message, store=store.key)
         conn = fts.connect(self.layout.index_db)
         try:
-            return self._run(conn, client, embedder, progress, cancel, started)
+            return self._run(conn, store, client, embedder, progress, cancel, started)
+        except ChromaUnavailable as exc:
+            forget_client(store, exc.message)
+            return VectorReport(False, embedder.spec, exc.message, message=exc.message, store=store.key)
         finally:
             conn.close()
+
+    def _adopt(
+        self, conn: sqlite3.Connection, store: ChromaStore, client: Any, embedder: Embedder, name: str
+    ) -> tuple[bool, list[str]]:
+        """Bring the record to the current model, store and collection name: ``(reembed_all, messages)``."""
+        previous = _meta(conn, "vector_spec")
+        previous_collection = _meta(conn, "vector_collection")
+        previous_store = _meta(conn, "vector_store") or store.key  # older records named no store
+        messages: list[str] = []
+        if previous is not None and model_identity(previous) != embedder.spec:
+            messages.append(
+                f"embedding model changed from {previous} to {embedder.spec}: re-embedding every chunk"
+            )
+            conn.execute("DELETE FROM vector_state")
+            if previous_collection and previous_collection != name and previous_store == store.key:
+                try:
+                    client.delete_collection(previous_collection)
+                except Exception as exc:  # a missing collection is not worth failing for
+                    log.info("old collection %s not removed: %s", previous_collection, exc)
+            return True, messages
+        if previous is None and conn.execute("SELECT 1 FROM vector_state LIMIT 1").fetchone():
+            conn.execute("DELETE FROM vector_state")
+        if previous_store != store.key:
+            messages.append(
+                f"vector store changed from {label_of(previous_store)} to {store.label}: "
+                "checking which chunks it holds"
+            )
+        elif previous_collection and previous_collection != name:
+            # Same model under another name (an alias, or the per-working-tree naming): keep the vectors.
+            moved = _move_collection(client, previous_collection, name)
+            log.info("moved %d vectors from collection %s to %s", moved, previous_collection, name)
+        return False, messages
 
     def _run(
         self,
         conn: sqlite3.Connection,
+        store: ChromaStore,
         client: Any,
         embedder: Embedder,
         progress: ProgressFn | None,
@@ -166,36 +253,70 @@ class VectorIndexer:
         started: float,
     ) -> VectorReport:
         name = collection_name(self.layout, embedder.spec)
-        previous = _meta(conn, "vector_spec")
-        previous_collection = _meta(conn, "vector_collection")
-        reembed = previous is not None and previous != embedder.spec
-        message = ""
-        if reembed:
-            message = f"embedding model changed from {previous} to {embedder.spec}: re-embedding every chunk"
+        try:
+            reembed, messages = self._adopt(conn, store, client, embedder, name)
+            collection = _open_collection(client, name)
+            if (
+                conn.execute("SELECT 1 FROM vector_state LIMIT 1").fetchone() is None
+                and collection.count() > 0
+            ):
+                # index.db was rebuilt: we no longer know which vectors are current, so start clean.
+                client.delete_collection(name)
+                collection = _open_collection(client, name)
+            recorded = int(conn.execute("SELECT COUNT(*) FROM vector_state").fetchone()[0])
+            missing, extra = verify_record(conn, collection)
+        except ChromaUnavailable:
+            raise
+        except Exception as exc:  # a server that dies mid-run: assorted chromadb/httpx errors
+            raise ChromaUnavailable(f"{store.label} stopped answering: {exc}") from exc
+        if missing:
+            messages.append(
+                f"{missing} of {recorded} embedded chunks were missing from {store.label} "
+                "(wiped, replaced or switched): re-embedding them"
+            )
+        if extra:
+            log.info("removed %d vectors of %s that the index did not record", extra, name)
+        for message in messages:
             log.warning(message)
             if progress is not None:
                 progress(message, 0, 0)
-            conn.execute("DELETE FROM vector_state")
-            if previous_collection and previous_collection != name:
-                try:
-                    client.delete_collection(previous_collection)
-                except Exception as exc:  # a missing collection is not worth failing for
-                    log.info("old collection %s not removed: %s", previous_collection, exc)
-        elif previous is None and conn.execute("SELECT 1 FROM vector_state LIMIT 1").fetchone():
-            conn.execute("DELETE FROM vector_state")
-        collection = client.get_or_create_collection(
-            name, metadata={"hnsw:space": "cosine"}, embedding_function=None
-        )
-        if conn.execute("SELECT 1 FROM vector_state LIMIT 1").fetchone() is None and collection.count() > 0:
-            # index.db was rebuilt: we no longer know which vectors are current, so start clean.
-            client.delete_collection(name)
-            collection = client.get_or_create_collection(
-                name, metadata={"hnsw:space": "cosine"}, embedding_function=None
-            )
         _set_meta(conn, "vector_spec", embedder.spec)
         _set_meta(conn, "vector_collection", name)
+        _set_meta(conn, "vector_store", store.key)
         conn.commit()
+        try:
+            return self._embed(
+                conn,
+                store,
+                client,
+                collection,
+                embedder,
+                progress,
+                cancel,
+                started,
+                reembed,
+                missing,
+                messages,
+            )
+        except (ChromaUnavailable, ServiceUnavailable):
+            raise
+        except Exception as exc:  # a server that dies mid-run: assorted chromadb/httpx errors
+            raise ChromaUnavailable(f"{store.label} stopped answering: {exc}") from exc
 
+    def _embed(
+        self,
+        conn: sqlite3.Connection,
+        store: ChromaStore,
+        client: Any,
+        collection: Any,
+        embedder: Embedder,
+        progress: ProgressFn | None,
+        cancel: threading.Event | None,
+        started: float,
+        reembed: bool,
+        missing: int,
+        messages: list[str],
+    ) -> VectorReport:
         orphans = [
             r[0]
             for r in conn.execute(
@@ -219,8 +340,30 @@ class VectorIndexer:
         rows.sort(key=lambda r: (is_test_path(r[1]), r[2] == "prose"))
         pending = [r[0] for r in rows]
         total = len(pending)
+        expect = getattr(embedder, "expect", None)
+        if expect is not None:
+            expect(total)
         done = 0
         cancelled = False
+        message = "; ".join(messages)
+
+        def report(reason: str = "", **extra: Any) -> VectorReport:
+            return VectorReport(
+                True,
+                embedder.spec,
+                reason,
+                embedded=done,
+                deleted=len(orphans),
+                pending=total - done,
+                total=fts.chunk_count(conn),
+                reembedded_all=reembed,
+                seconds=round(time.perf_counter() - started, 3),
+                message=reason or message,
+                missing=missing,
+                store=store.key,
+                **extra,
+            )
+
         if progress is not None:
             progress(f"embedding {total} chunks with {embedder.spec}", 0, total)
         for i in range(0, total, batch_limit):
@@ -240,22 +383,13 @@ class VectorIndexer:
             except ServiceUnavailable as exc:
                 reason = f"embedding stopped: {exc.message}"
                 log.warning(reason)
-                return VectorReport(
-                    True,
-                    embedder.spec,
-                    reason,
-                    embedded=done,
-                    deleted=len(orphans),
-                    pending=total - done,
-                    total=fts.chunk_count(conn),
-                    reembedded_all=reembed,
-                    seconds=round(time.perf_counter() - started, 3),
-                    message=reason,
-                )
+                return report(reason)
             collection.upsert(
                 ids=[r.chunk_id for r in present],
                 embeddings=vectors,
-                metadatas=[{"file": r.file, "start_line": r.start_line} for r in present],
+                metadatas=[
+                    {"file": r.file, "start_line": r.start_line, "hash": r.content_hash} for r in present
+                ],
             )
             conn.executemany(
                 "INSERT OR REPLACE INTO vector_state VALUES (?, ?)",
@@ -265,23 +399,28 @@ class VectorIndexer:
             done += len(present)
             if progress is not None:
                 progress(f"embedding chunks with {embedder.spec}", done, total)
-        return VectorReport(
-            True,
-            embedder.spec,
-            "",
-            embedded=done,
-            deleted=len(orphans),
-            pending=total - done,
-            total=fts.chunk_count(conn),
-            reembedded_all=reembed,
-            cancelled=cancelled,
-            seconds=round(time.perf_counter() - started, 3),
-            message=message,
-        )
+        if done or orphans or missing or reembed:
+            # Long-lived readers (the vector query service) reopen an embedded store when this changes.
+            _set_meta(conn, "vector_generation", str(time.time_ns()))
+            conn.commit()
+        return report(cancelled=cancelled)
+
+
+_service_role = [False]
+
+
+def use_query_service(enabled: bool = True) -> None:
+    """Called by one-shot commands (`semfora search`, `context`): ask the shared query service
+    (``engine.index.query_service``) instead of importing chromadb and loading a model here."""
+    _service_role[0] = enabled
 
 
 class VectorSearcher:
-    """Nearest chunks for a query; keeps the client, collection and embedder warm per process."""
+    """Nearest chunks for a query; keeps the collection and embedder warm per process.
+
+    ``unavailable()`` says, without raising, why vectors cannot serve this query (not built, store
+    unreachable, collection wiped): search then answers from full text and symbols with one warning.
+    """
 
     _cache: dict[tuple[str, str], VectorSearcher] = {}
     _cache_lock = threading.Lock()
@@ -290,12 +429,20 @@ class VectorSearcher:
         self.layout = layout
         self.settings = settings
         self.choice = choice
+        self.store = chroma_store(layout, settings)
         self._collection: Any = None
         self._lock = threading.Lock()
+        self.notice = ""  # a partial index: usable, but the user should know
 
     @classmethod
     def for_repo(cls, layout: RepoLayout, settings: Settings) -> VectorSearcher:
-        key = (str(layout.root), f"{settings.search.embedding}|{settings.search.chroma_url}")
+        if _service_role[0]:
+            from engine.index.query_service import service_enabled
+
+            if service_enabled(settings):
+                return RemoteVectorSearcher.for_repo(layout, settings)  # type: ignore[return-value]
+        store = chroma_store(layout, settings)
+        key = (str(layout.root), f"{settings.search.embedding}|{store.key}")
         with cls._cache_lock:
             found = cls._cache.get(key)
             if found is None:
@@ -303,50 +450,103 @@ class VectorSearcher:
                 cls._cache[key] = found
             return found
 
+    @classmethod
+    def forget_all(cls) -> None:
+        with cls._cache_lock:
+            cls._cache.clear()
+
     @property
     def enabled(self) -> bool:
         return self.choice.enabled
 
     @property
     def status(self) -> str:
-        return f"vectors on ({self.choice.embedder.spec})" if self.choice.embedder else self.choice.reason
+        embedder = self.choice.embedder
+        return f"vectors on ({embedder.spec})" if embedder else f"vectors are off ({self.choice.reason})"
 
-    def _open(self) -> Any:
+    def _record(self) -> tuple[str | None, str | None, str | None, int]:
+        conn = fts.connect(self.layout.index_db)
+        try:
+            count = int(conn.execute("SELECT COUNT(*) FROM vector_state").fetchone()[0])
+            return (
+                _meta(conn, "vector_spec"),
+                _meta(conn, "vector_collection"),
+                _meta(conn, "vector_store"),
+                count,
+            )
+        finally:
+            conn.close()
+
+    def _open(self) -> tuple[Any, str]:
+        """The collection to query, or None with the reason it cannot be used. May raise ChromaUnavailable."""
         with self._lock:
-            if self._collection is None and self.choice.embedder is not None:
-                conn = fts.connect(self.layout.index_db)
-                try:
-                    spec = _meta(conn, "vector_spec")
-                    name = _meta(conn, "vector_collection")
-                finally:
-                    conn.close()
-                if spec != self.choice.embedder.spec or not name:
-                    return None  # not built yet with this model
-                client = _client(self.layout, self.settings)
-                self._collection = client.get_or_create_collection(
-                    name, metadata={"hnsw:space": "cosine"}, embedding_function=None
+            if self._collection is not None:
+                return self._collection, ""
+            embedder = self.choice.embedder
+            if embedder is None:
+                return None, self.choice.reason
+            spec, name, store_key, recorded = self._record()
+            if spec is None or not name or model_identity(spec) != embedder.spec or recorded == 0:
+                return None, NOT_BUILT
+            if store_key and store_key != self.store.key:
+                return None, (
+                    f"the vector index was built in {label_of(store_key)}, not {self.store.label}; "
+                    "run `semfora index` to embed into it"
                 )
-            return self._collection
+            client = chroma_client(self.store)
+            try:
+                collection = _existing_collection(client, name)
+                count = int(collection.count()) if collection is not None else 0
+            except ChromaUnavailable:
+                forget_client(self.store)
+                raise
+            except Exception as exc:  # connection failures surface as assorted chromadb/httpx types
+                forget_client(self.store, str(exc))
+                raise ChromaUnavailable(f"{self.store.label} stopped answering: {exc}") from exc
+            if collection is None or count == 0:
+                return None, (
+                    f"the vector collection is missing from {self.store.label} ({recorded} chunks were "
+                    "embedded; the store was wiped or replaced); run `semfora index` to re-embed them"
+                )
+            if count < recorded:
+                self.notice = (
+                    f"only {count} of {recorded} embedded chunks are in {self.store.label}; "
+                    "run `semfora index` to re-embed the rest"
+                )
+            self._collection = collection
+            return collection, ""
+
+    def unavailable(self) -> str:
+        """Why vector search cannot run now ("" when it can). Never raises."""
+        try:
+            _collection, reason = self._open()
+        except ChromaUnavailable as exc:
+            return exc.message
+        return reason
 
     def ready(self) -> bool:
-        """Whether a vector index built with the current model exists for this repository."""
-        return self.choice.embedder is not None and self._open() is not None
+        """Whether a vector index built with the current model is there to query."""
+        return not self.unavailable()
 
     def query(self, text: str, limit: int = DEFAULT_VECTOR_CANDIDATES) -> list[tuple[str, float]]:
-        """``(chunk_id, distance)`` nearest first; empty when vectors are off or not built."""
+        """``(chunk_id, distance)`` nearest first; empty when vectors are off or not built.
+
+        Raises ChromaUnavailable when the store stops answering (the caller degrades).
+        """
         embedder = self.choice.embedder
         if embedder is None:
             return []
-        collection = self._open()
+        collection, _reason = self._open()
         if collection is None:
             return []
         vector = embedder.embed_query(text)
-        count = collection.count()
-        if count == 0:
-            return []
-        found = collection.query(
-            query_embeddings=[vector], n_results=min(limit, count), include=["distances"]
-        )
+        try:
+            found = collection.query(query_embeddings=[vector], n_results=limit, include=["distances"])
+        except Exception as exc:  # a stopped server or a collection deleted under us
+            with self._lock:
+                self._collection = None
+            forget_client(self.store, str(exc))
+            raise ChromaUnavailable(f"{self.store.label} stopped answering: {exc}") from exc
         ids = found["ids"][0]
         distances = found["distances"][0] if found.get("distances") else [0.0] * len(ids)
         return list(zip(ids, (float(d) for d in distances), strict=False))
@@ -361,25 +561,37 @@ class VectorStatus:
     reason: str
     embedded: int
     total: int
+    missing: int | None = None  # recorded but absent from the store; None when not checked
+    store: str = ""
 
     @property
     def text(self) -> str:
         if not self.enabled:
             return f"vectors off: {self.reason}"
-        return f"vectors {self.provider}: {self.embedded}/{self.total} chunks embedded"
+        text = f"vectors {self.provider}: {self.embedded}/{self.total} chunks embedded"
+        if self.missing:
+            text += f", {self.missing} missing from {label_of(self.store)}"
+        return text
 
 
 def vector_status(
-    layout: RepoLayout, settings: Settings, *, choice: EmbedderChoice | None = None
+    layout: RepoLayout, settings: Settings, *, choice: EmbedderChoice | None = None, check_store: bool = False
 ) -> VectorStatus:
-    """Provider in use (or why vectors are off) and how much of the index is embedded. Never raises."""
+    """Provider in use (or why vectors are off) and how much of the index is embedded.
+
+    With ``check_store`` the record is compared with the collection (counts only; nothing is changed),
+    so ``doctor`` can show what a wiped or switched store lost. Raises only for a bad configuration.
+    """
     picked = choice or choose_embedder(settings)
+    store = chroma_store(layout, settings)
     conn = fts.connect(layout.index_db)
     try:
         total = fts.chunk_count(conn)
         spec = _meta(conn, "vector_spec")
+        name = _meta(conn, "vector_collection")
+        recorded_store = _meta(conn, "vector_store") or store.key
         embedded = 0
-        if picked.embedder is not None and spec == picked.embedder.spec:
+        if picked.embedder is not None and spec is not None and model_identity(spec) == picked.embedder.spec:
             embedded = int(
                 conn.execute(
                     "SELECT COUNT(*) FROM text_chunks c JOIN vector_state v ON v.chunk_id = c.chunk_id "
@@ -389,5 +601,90 @@ def vector_status(
     finally:
         conn.close()
     if picked.embedder is None:
-        return VectorStatus(False, picked.requested, picked.reason, 0, total)
-    return VectorStatus(True, picked.embedder.spec, "", embedded, total)
+        return VectorStatus(False, picked.requested, picked.reason, 0, total, store=store.key)
+    missing: int | None = None
+    if check_store and embedded:
+        if recorded_store != store.key:
+            missing = embedded
+        else:
+            collection = _existing_collection(chroma_client(store), name or "")
+            missing = max(0, embedded - (int(collection.count()) if collection is not None else 0))
+    return VectorStatus(True, picked.embedder.spec, "", embedded, total, missing, store.key)
+
+
+class RemoteVectorSearcher:
+    """A VectorSearcher whose work runs in the shared query service; in-process when it cannot.
+
+    The embedding choice is made here (so a bad model path is still an exit-2 error of this command),
+    but the model is loaded and Chroma opened only in the service.
+    """
+
+    _cache: dict[tuple[str, str], RemoteVectorSearcher] = {}
+    _cache_lock = threading.Lock()
+
+    def __init__(self, layout: RepoLayout, settings: Settings, choice: EmbedderChoice) -> None:
+        self.layout = layout
+        self.settings = settings
+        self.choice = choice
+        self.notice = ""
+        self._local: VectorSearcher | None = None
+
+    @classmethod
+    def for_repo(cls, layout: RepoLayout, settings: Settings) -> RemoteVectorSearcher:
+        key = (str(layout.root), f"{settings.search.embedding}|{chroma_store(layout, settings).key}")
+        with cls._cache_lock:
+            found = cls._cache.get(key)
+            if found is None:
+                found = cls(layout, settings, choose_embedder(settings))
+                cls._cache[key] = found
+            return found
+
+    @property
+    def enabled(self) -> bool:
+        return self.choice.enabled
+
+    @property
+    def status(self) -> str:
+        embedder = self.choice.embedder
+        return f"vectors on ({embedder.spec})" if embedder else f"vectors are off ({self.choice.reason})"
+
+    def _fallback(self, why: str) -> VectorSearcher:
+        if self._local is None:
+            log.info("vector query service unavailable (%s); searching in-process", why)
+            self._local = VectorSearcher(self.layout, self.settings, self.choice)
+        return self._local
+
+    def _call(self, op: str, **extra: Any) -> dict[str, Any] | None:
+        from engine.index.query_service import ServiceFailed, call, describe
+
+        if self._local is not None:
+            return None
+        try:
+            reply = call({"op": op, **describe(self.layout, self.settings), **extra})
+        except ServiceFailed as exc:
+            self._fallback(str(exc))
+            return None
+        if not reply.get("ok") and reply.get("code") not in (ChromaUnavailable.code,):
+            self._fallback(str(reply.get("message")))
+            return None
+        return reply
+
+    def unavailable(self) -> str:
+        reply = self._call("status")
+        if reply is None:
+            return self._fallback("").unavailable()
+        if not reply.get("ok"):
+            return str(reply.get("message"))
+        self.notice = str(reply.get("notice") or "")
+        return str(reply.get("problem") or "")
+
+    def ready(self) -> bool:
+        return not self.unavailable()
+
+    def query(self, text: str, limit: int = DEFAULT_VECTOR_CANDIDATES) -> list[tuple[str, float]]:
+        reply = self._call("query", text=text, limit=limit)
+        if reply is None:
+            return self._fallback("").query(text, limit)
+        if not reply.get("ok"):
+            raise ChromaUnavailable(str(reply.get("message")))
+        return list(zip(reply["ids"], (float(d) for d in reply["distances"]), strict=False))

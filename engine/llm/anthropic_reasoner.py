@@ -104,6 +104,9 @@ class AnthropicReasoner(StreamingReasoner):
         deadline: float | None = None,
         on_status: StatusFn | None = None,
     ) -> Iterator[StreamEvent]:
+        from engine.policy.redaction import redact_request
+
+        system, messages = redact_request(system, messages)  # the last check before the network
         request: dict[str, Any] = {
             "model": self.model,
             "max_tokens": max_tokens or self.settings.llm.max_output_tokens,

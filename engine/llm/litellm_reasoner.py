@@ -78,6 +78,9 @@ class LiteLLMReasoner(StreamingReasoner):
         import litellm  # slow to import; only when a non-Claude model is really used
 
         litellm.suppress_debug_info = True  # its "Give Feedback" banner would land in our stdout
+        from engine.policy.redaction import redact_request
+
+        system, messages = redact_request(system, messages)  # the last check before the network
 
         system_text = "\n\n".join(b.text for b in as_blocks(system) if b.text)
         full: list[dict[str, str]] = (

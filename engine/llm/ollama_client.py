@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import httpx
 
 from engine.errors import SemforaError, ServiceUnavailable
+from engine.policy.redaction import redact_json
 
 log = logging.getLogger("semfora.llm.ollama")
 
@@ -166,7 +167,7 @@ class OllamaClient:
             response = self._http.request(
                 method,
                 path,
-                json=payload,
+                json=redact_json(payload),  # summaries, embeddings, rerank: never a secret
                 timeout=self._timeout(timeout) if timeout else httpx.USE_CLIENT_DEFAULT,
             )
         except httpx.TimeoutException as exc:

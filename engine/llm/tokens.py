@@ -17,6 +17,7 @@ from collections import OrderedDict
 from typing import Any
 
 from engine.config import Settings
+from engine.policy.redaction import redact
 
 log = logging.getLogger("semfora.llm.tokens")
 
@@ -88,7 +89,7 @@ class TokenCounter:
                 )
             model = self.settings.llm.model.removeprefix("anthropic/")
             result = self._client.messages.count_tokens(
-                model=model, messages=[{"role": "user", "content": text}]
+                model=model, messages=[{"role": "user", "content": redact(text)}]
             )
         except anthropic.APIError as exc:
             log.warning(

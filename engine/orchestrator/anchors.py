@@ -166,6 +166,13 @@ PATH_EXTENSIONS = (
     "txt",
 )
 
+# A fenced code block (```...```) or an indented block of four spaces: code the user pasted.
+FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?^[ \t]*\1[ \t]*$", re.M | re.S)
+INDENTED = re.compile(r"(?:^(?: {4}|\t)[^\n]*\n?)+", re.M)
+# Stack frames: Python (`File "pkg/mod.py", line 12, in name`) and JavaScript
+# (`at name (path/file.js:12:5)`). A frame names the code the failure went through.
+PY_FRAME = re.compile(r'File "([^"\n]+)", line (\d+), in ([\w<>.]+)')
+JS_FRAME = re.compile(r"\bat (?:async )?([\w$.<>]+) \(([^\s()]+?):(\d+):\d+\)")
 MENTION = re.compile(r"(?<![\w@])@([\w./\\-]+[\w])")
 QUOTED = re.compile(r"`([^`\n]{1,200})`|\"([^\"\n]{1,200})\"|(?<!\w)'([^'\n]{1,200})'(?!\w)")
 CALL = re.compile(r"\b([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\(\s*\)?")
@@ -182,11 +189,14 @@ WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 class Anchor:
     text: str
     # file_mention | symbol_mention | path | call | dotted | camel | snake | name | quoted | word
+    # | frame (a stack frame: ``path`` and ``line`` say where) | snippet (an identifier in pasted code)
     kind: str
+    path: str = ""
+    line: int = 0
 
     @property
     def is_symbolish(self) -> bool:
-        return self.kind in {"symbol_mention", "call", "dotted", "camel", "snake", "name"}
+        return self.kind in {"symbol_mention", "call", "dotted", "camel", "snake", "name", "snippet"}
 
 
 @dataclass(frozen=True)
@@ -212,6 +222,11 @@ class Anchors:
         return self.of("word")
 
     @property
+    def frames(self) -> list[Anchor]:
+        """Stack frames of a pasted traceback, innermost last (as Python prints them)."""
+        return [a for a in self.items if a.kind == "frame"]
+
+    @property
     def explicit(self) -> list[Anchor]:
         """Anchors the user named on purpose: @mentions, calls, paths, backticked names."""
         return [a for a in self.items if a.kind in {"file_mention", "symbol_mention", "path", "call", "name"}]
@@ -223,6 +238,32 @@ class Anchors:
             if text not in parts:
                 parts.append(text)
         return " ".join(parts[:12])
+
+
+_TRACEBACK_HEAD = re.compile(r"Traceback \(most recent call last\):")
+_PY_FRAME_PREFIX = re.compile(r'File "[^"\n]+", line \d+, in ')
+_JS_FRAME_PLACE = re.compile(r"\(([^\s()]+?):\d+:\d+\)")
+
+
+def split_pasted(task: str) -> tuple[str, list[str]]:
+    """(the task's prose, the blocks the user pasted: fenced or indented code, logs, output)."""
+    code = [m.group(0) for m in FENCED.finditer(task)]
+    prose = FENCED.sub("\n", task)
+    code += [m.group(0) for m in INDENTED.finditer(prose)]
+    return INDENTED.sub("\n", prose), code
+
+
+def search_text(task: str) -> str:
+    """The task without a traceback's boilerplate, for weighing words and searching.
+
+    ``Traceback (most recent call last):`` and each frame's ``File "/usr/lib/...", line 12, in``
+    (or a JavaScript frame's ``(/path/file.js:12:5)``) would lend their words (``usr``, ``site``,
+    ``packages``, ``recent``) a weight they do not deserve; the frames' function names and the
+    code lines they quote stay.
+    """
+    text = _TRACEBACK_HEAD.sub(" ", task)
+    text = _PY_FRAME_PREFIX.sub(" ", text)
+    return _JS_FRAME_PLACE.sub(" ", text)
 
 
 def looks_like_path(text: str) -> bool:
@@ -255,6 +296,36 @@ def extract_anchors(task: str) -> Anchors:
         seen.add(text)
         found.append(Anchor(text, kind))
 
+    # Pasted code and tracebacks first: a frame points at code the failure went through; an
+    # identifier in pasted code is how the user calls the library, evidence but not a pointer.
+    # The rest of the task is read without them, so ``print(x)`` in a snippet is not a name the
+    # user meant.
+    prose, code = split_pasted(task)
+    found_frames: list[tuple[int, Anchor]] = []
+    for m in PY_FRAME.finditer(task):
+        found_frames.append(
+            (m.start(), Anchor(m.group(3), "frame", m.group(1).replace("\\", "/"), int(m.group(2))))
+        )
+    for m in JS_FRAME.finditer(task):
+        found_frames.append(
+            (m.start(), Anchor(m.group(1), "frame", m.group(2).replace("\\", "/"), int(m.group(3))))
+        )
+    # One anchor per distinct frame: a recursion or a loop repeats the same frame many times.
+    frames = list(dict.fromkeys(a for _pos, a in sorted(found_frames, key=lambda f: f[0])))
+    snippet_names: list[str] = []
+    for block in code:
+        cleaned = PY_FRAME.sub(" ", JS_FRAME.sub(" ", block))
+        for m in re.finditer(r"([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)(\s*\()?", cleaned):
+            word = m.group(1)
+            called = m.group(2) is not None
+            if (
+                (called or "_" in word.strip("_") or "." in word or CAMEL.fullmatch(word))
+                and len(word) > 2
+                and word.lower() not in STOPWORDS
+                and word not in snippet_names
+            ):
+                snippet_names.append(word)
+    task = prose
     rest = task
     for m in MENTION.finditer(task):
         target = m.group(1).replace("\\", "/")
@@ -290,4 +361,8 @@ def extract_anchors(task: str) -> Anchors:
         word = m.group(0)
         if word.lower() not in STOPWORDS and word not in seen:
             add(word, "word")
+    for frame in frames:
+        found.append(frame)
+    for name in snippet_names:
+        add(name, "snippet")
     return Anchors(tuple(found))

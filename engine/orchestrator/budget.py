@@ -65,9 +65,18 @@ class ContextItem:
     start_line: int | None = None
     end_line: int | None = None
     symbol_id: str | None = None
+    elided: bool = False  # a source excerpt: some lines of start..end are replaced by a gap mark
+
+    @property
+    def rendered(self) -> str:
+        """Exactly what the model receives for this item: its header (kind, symbol, file and
+        lines, how it relates to the task) and its text, as ``prompts`` sends it."""
+        from engine.orchestrator.prompts import item_text
+
+        return item_text(self)
 
     def to_json(self) -> dict[str, Any]:
-        """The item as `semfora context --json` prints it, with the text the model is given."""
+        """The item as `semfora context --json` prints it; ``text`` is what the model receives."""
         return {
             "id": self.id,
             "kind": self.kind,
@@ -78,7 +87,8 @@ class ContextItem:
             "tokens": self.tokens,
             "priority": self.priority.label,
             "reason": self.reason,
-            "text": self.text,
+            "elided": self.elided,
+            "text": self.rendered,
         }
 
 

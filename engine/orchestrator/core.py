@@ -28,7 +28,7 @@ from engine.llm.base import (
     Usage,
 )
 from engine.orchestrator.budget import ContextBudget, ContextItem
-from engine.orchestrator.gather import ContextGatherer, ContextPack
+from engine.orchestrator.context import ContextGatherer, ContextPack
 from engine.orchestrator.intent import classify_intent
 from engine.orchestrator.memory import Episode, SemforaMemory, SessionStore, TurnRecall
 from engine.orchestrator.prompts import (
@@ -40,12 +40,17 @@ from engine.orchestrator.prompts import (
     task_message,
 )
 from engine.orchestrator.runlog import RunRecord, item_record, new_run_id, write_run
+from engine.policy.redaction import redact
 from engine.store.layout import RepoLayout
 
 log = logging.getLogger(__name__)
 
 # Rounds of NEED follow-up per turn (issue 5): enough to fill a gap, too few to explore.
 MAX_NEED_ROUNDS = 2
+# Each NEED round may add this share of the request budget: the first pack spends the budget
+# on code, so a round gets its own allowance (a turn's context stays within
+# budget x (1 + MAX_NEED_ROUNDS x NEED_ROUND_SHARE)), enough for a few whole definitions.
+NEED_ROUND_SHARE = 0.5
 # Highest fan-in symbols pre-summarized once per session when ollama.presummarize is on.
 PRESUMMARY_HUBS = 200
 # Turns of this session shown in the cached session-memory block.
@@ -110,23 +115,43 @@ class TurnResult:
         }
 
 
-def _turn_embedder(settings: Settings) -> Callable[[list[str]], list[list[float]]] | None:
-    """Embeddings for turn memory through the index's provider, chosen on first use; None when off."""
-    if (settings.search.embedding or "").strip().lower() in ("none", "off", ""):
-        return None
-    chosen: dict[str, Any] = {}
+def _need_wanted(symbols: tuple[str, ...], files: tuple[str, ...]) -> str:
+    """What a NEED request asks for, for the status line ("3 more symbols and 1 file")."""
+    parts = []
+    if symbols:
+        parts.append(f"{len(symbols)} more symbol{'s' if len(symbols) > 1 else ''}")
+    if files:
+        parts.append(f"{len(files)} file{'s' if len(files) > 1 else ''}")
+    return " and ".join(parts) or "the context"
 
-    def embed(texts: list[str]) -> list[list[float]]:
-        if "embedder" not in chosen:
+
+class _TurnEmbedder:
+    """Turn memory's embeddings through the index's provider, chosen on first use (the same loaded model)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._embedder: Any = None
+
+    @property
+    def spec(self) -> str:
+        return str(self._embedder.spec) if self._embedder is not None else ""
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        if self._embedder is None:
             from engine.index.embeddings import choose_embedder
 
-            choice = choose_embedder(settings)
+            choice = choose_embedder(self.settings)
             if choice.embedder is None:
                 raise ModelUnavailable(f"no embedding provider: {choice.reason}", hint=None)
-            chosen["embedder"] = choice.embedder
-        return [list(v) for v in chosen["embedder"].embed_documents(texts)]
+            self._embedder = choice.embedder
+        return [list(v) for v in self._embedder.embed_documents(texts)]
 
-    return embed
+
+def _turn_embedder(settings: Settings) -> Callable[[list[str]], list[list[float]]] | None:
+    """Embeddings for turn memory through the index's provider; None when vectors are off."""
+    if (settings.search.embedding or "").strip().lower() in ("none", "off", ""):
+        return None
+    return _TurnEmbedder(settings)
 
 
 class Orchestrator:
@@ -152,7 +177,9 @@ class Orchestrator:
         self.sessions = SessionStore(layout)
         self.session = self.sessions.open(resume)
         self.memory.mark_viewed(list(self.session.viewed_symbols))
-        self.recall = TurnRecall(layout, self.sessions.episodes, embed=_turn_embedder(settings))
+        self.recall = TurnRecall(
+            layout, self.sessions.episodes, embed=_turn_embedder(settings), settings=settings
+        )
         count = None
         if settings.llm.exact_token_count:
             from engine.llm.tokens import TokenCounter
@@ -220,6 +247,32 @@ class Orchestrator:
         recalled = self.recall.recall(task)
         lines = self.session.summary_lines(SESSION_MEMORY_TURNS)
         return self.gatherer.build(task, budget, session_lines=lines, recalled=recalled)
+
+    def resolve_need(
+        self, pack: ContextPack, names: list[str], budget: int | None = None, round_no: int = 1
+    ) -> list[ContextItem]:
+        """The items one NEED round adds to ``pack`` for ``names``, as ``run_turn`` would send them.
+
+        ``names`` are what a model writes in a NEED block: symbol names (``Session.send``,
+        ``send``) or repository paths (``src/app.py``), at most ``MAX_NEED_TARGETS`` served.
+        ``budget`` is the round's allowance in tokens (default: ``NEED_ROUND_SHARE`` of the
+        pack's budget). Code the pack showed whole is not sent again; a symbol the pack showed
+        as an excerpt comes whole. Never calls a model.
+        """
+        from engine.orchestrator.anchors import looks_like_path
+        from engine.orchestrator.prompts import MAX_NEED_TARGETS
+
+        wanted = list(dict.fromkeys(n for n in names if n.strip()))[:MAX_NEED_TARGETS]
+        allowance = self.new_budget(budget if budget is not None else int(NEED_ROUND_SHARE * pack.budget))
+        with self._lock:
+            answer = self.gatherer.resolve_need(
+                pack,
+                [n for n in wanted if not looks_like_path(n)],
+                [n for n in wanted if looks_like_path(n)],
+                allowance,
+                round_no,
+            )
+        return list(answer.items)
 
     def render(self, pack: ContextPack) -> str:
         """The request exactly as ``run_turn`` would send it first, as text."""
@@ -303,7 +356,15 @@ class Orchestrator:
                         errors.append(f"the model asked for more context after {MAX_NEED_ROUNDS} rounds")
                         break
                     need_rounds += 1
-                    items, missing = self.gatherer.resolve_need(need.symbols, need.files, budget, need_rounds)
+                    status(
+                        f"the model asked for {_need_wanted(need.symbols, need.files)}; fetching them and "
+                        f"asking again (round {need_rounds}/{MAX_NEED_ROUNDS})"
+                    )
+                    round_budget = self.new_budget(int(NEED_ROUND_SHARE * budget.limit))
+                    answer = self.gatherer.resolve_need(
+                        pack, need.symbols, need.files, round_budget, need_rounds, sent=extra
+                    )
+                    items, missing = list(answer.items), list(answer.missing)
                     extra.extend(items)
                     record.need_rounds.append(
                         {
@@ -314,7 +375,6 @@ class Orchestrator:
                             "missing": missing,
                         }
                     )
-                    status(f"fetched {len(items)} item(s) the model asked for")
                     messages += [
                         {"role": "assistant", "content": reply},
                         {"role": "user", "content": need_followup(items, missing)},
@@ -339,7 +399,11 @@ class Orchestrator:
                         outcome, error_code = "edit_failed", exc.code
                         break
                     retries += 1
-                    status(f"edit blocks failed ({exc.message}); asking the model again ({retries})")
+                    first_line = exc.message.partition("\n")[0]
+                    status(
+                        f"an edit block did not apply; asking the model again "
+                        f"({retries}/{self.settings.llm.edit_retries}): {first_line}"
+                    )
                     messages += [
                         {"role": "assistant", "content": reply},
                         {"role": "user", "content": edit_failure_followup(prompt())},
@@ -382,7 +446,7 @@ class Orchestrator:
             usage=usage,
             cost=cost,
             edits_staged=staged,
-            errors=tuple(errors),
+            errors=tuple(redact(e) for e in errors),  # printed by the CLI and the app
             run_id=record.run_id,
             outcome=outcome,
             model=self.reasoner.model,

@@ -102,7 +102,13 @@ PHRASES: tuple[tuple[Intent, str], ...] = (
         r"^(?:how|why|what)\b|\bhow (?:does|do|is|are)\b|\bwhat (?:does|is|are)\b|\bexplain\b"
         r"|\bunderstand\b|\bpurpose of\b",
     ),
-    (Intent.EDIT, r"\bfix\b|\bimplement\b|\badd\b|\bchange\b|\bshould\b|\bbug\b|\bbroken\b|\bfails?\b"),
+    # A report of something going wrong asks for a fix even when it never says "fix".
+    (
+        Intent.EDIT,
+        r"\bfix\b|\bimplement\b|\badd\b|\bchange\b|\bshould\b|\bbug\b|\bbroken\b|\bfails?\b"
+        r"|\bwrong\b|\bincorrect(?:ly)?\b|\binstead of\b|\bregression\b|\bcrash\w*|\bhangs?\b"
+        r"|\bdoes(?:n't| not) work\b|\btraceback\b",
+    ),
 )
 
 DEBUG_WORDS = re.compile(

@@ -23,9 +23,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.config import Settings
 from engine.errors import NotFoundError
 from engine.orchestrator.intent import is_debugging
-from engine.orchestrator.redaction import redact
+from engine.policy.redaction import redact, redact_json
 from engine.quarantine import set_aside
 from engine.store.layout import RepoLayout
 
@@ -45,7 +46,6 @@ LEXICAL_RECALL_THRESHOLD = 0.3
 FAILED_OUTCOMES = frozenset({"failed", "error", "edit_failed", "cancelled"})
 EPISODES_FILE = "episodes.jsonl"
 LAST_POINTER = "LAST"
-TURN_COLLECTION = "semfora_turns"
 
 
 class SemforaMemory:
@@ -252,10 +252,11 @@ class SessionStore:
         return self.dir / f"{session_id}.json"
 
     def save(self, session: Session) -> None:
+        """Write the session atomically; its text (requests typed by the user) is redacted."""
         with self._lock:
             path = self.path_of(session.id)
             tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(asdict(session), ensure_ascii=False), encoding="utf-8")
+            tmp.write_text(json.dumps(redact_json(asdict(session)), ensure_ascii=False), encoding="utf-8")
             os.replace(tmp, path)
             (self.dir / LAST_POINTER).write_text(session.id, encoding="utf-8")
 
@@ -273,7 +274,8 @@ class SessionStore:
             return Session(
                 id=str(data["id"]),
                 created=float(data.get("created", 0.0)),
-                turns=[t for t in list(data.get("turns", [])) if isinstance(t, dict)],
+                # Redacted again on the way in: a file written before redaction shows no secret either.
+                turns=[redact_json(t) for t in list(data.get("turns", [])) if isinstance(t, dict)],
                 viewed_symbols=[str(x) for x in list(data.get("viewed_symbols", []))],
             )
         except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
@@ -332,11 +334,13 @@ def lexical_score(query: str, text: str) -> float:
 
 
 class TurnRecall:
-    """Recall of past turns: Chroma collection when vectors are on, lexical over JSONL otherwise.
+    """Recall of past turns: a Chroma collection when vectors are on, lexical over JSONL otherwise.
 
-    ``embed`` maps texts to vectors (helper E's embedding provider); ``None`` means
-    vectors are off and recall is lexical. Any vector failure degrades to lexical for
-    the rest of the process, with one warning.
+    ``embed`` maps texts to vectors (the index's embedding provider; its ``spec`` attribute, when
+    it has one, names the model); ``None`` means vectors are off and recall is lexical. The
+    collection lives in the same store as the code vectors (embedded, or the configured server),
+    opened through the process's one Chroma client, one per working tree and model. Any vector
+    failure degrades to lexical for the rest of the process, with one warning.
     """
 
     def __init__(
@@ -344,23 +348,28 @@ class TurnRecall:
         layout: RepoLayout,
         log_: EpisodicLog,
         embed: Callable[[list[str]], list[list[float]]] | None = None,
+        *,
+        settings: Settings | None = None,
     ) -> None:
         self.layout = layout
         self.log = log_
         self.embed = embed
+        self.settings = settings
         self._collection: Any = None
         self.mode = "vector" if embed is not None else "lexical"
 
     def _vector_collection(self) -> Any:
         if self._collection is None:
-            import chromadb  # heavy: imported only when vectors are on
+            from engine.index.chroma import TURNS, chroma_client, chroma_store, collection_name
 
-            from engine.index.chroma_health import ensure_chroma_usable
-
-            ensure_chroma_usable(self.layout)
-            client = chromadb.PersistentClient(path=str(self.layout.chroma_dir))
+            model = str(getattr(self.embed, "spec", "") or "embeddings")
+            client = chroma_client(chroma_store(self.layout, self.settings))
+            # No embedding function: vectors always come from semfora's provider, so Chroma never
+            # reaches for its default model (which it would try to download).
             self._collection = client.get_or_create_collection(
-                TURN_COLLECTION, metadata={"hnsw:space": "cosine"}
+                collection_name(self.layout, model, TURNS),
+                metadata={"hnsw:space": "cosine"},
+                embedding_function=None,
             )
         return self._collection
 
@@ -374,7 +383,9 @@ class TurnRecall:
         if self.embed is None:
             return
         try:
-            vector = self.embed([redact(episode.text)])[0]
+            vector = self.embed([redact(episode.text)])[
+                0
+            ]  # first: it settles which model names the collection
             self._vector_collection().upsert(
                 ids=[episode.run_id or f"{episode.session_id}-{episode.ts}"],
                 embeddings=[vector],
@@ -404,14 +415,14 @@ class TurnRecall:
         self, task: str, episodes: list[Episode], limit: int, include_failed: bool
     ) -> list[RecalledTurn]:
         assert self.embed is not None
+        query = self.embed([task])
         collection = self._vector_collection()
-        if collection.count() == 0:
+        count = collection.count()
+        if count == 0:
             return []
         by_run = {e.run_id: e for e in episodes}
         where = None if include_failed else {"failed": False}
-        result = collection.query(
-            query_embeddings=self.embed([task]), n_results=min(limit * 3, collection.count()), where=where
-        )
+        result = collection.query(query_embeddings=query, n_results=min(limit * 3, count), where=where)
         hits = []
         for run_id, distance in zip(result["ids"][0], result["distances"][0], strict=False):
             score = 1.0 - float(distance)

@@ -112,7 +112,7 @@ def parse_need(reply: str) -> NeedRequest | None:
 # Parts of an item's reason worth the model's tokens: how it relates to the task's code.
 # Search ranks ("fts rank 2 for ...") matter to the user reading the budget pane, not the model.
 _MODEL_REASON = re.compile(
-    r"(?:edit target|under review|top match|best match|target \(summary\)|"
+    r"(?:edit target|under review|top match|best match|relevant code|excerpt: gaps marked[^;]*|"
     r"(?:callee|caller) of `[^`]+`|named in the task `[^`]+`|exact name match `[^`]+`|"
     r"requested by the model[^;]*|similar past turn[^;]*|viewed earlier in this session)"
 )
@@ -132,22 +132,36 @@ def render_item(item: ContextItem) -> str:
     return f"### {label}" + (f" ({why})" if why else "") + f"\n{item.text.rstrip()}\n"
 
 
+# Headings of the prefix items in their cached system blocks.
+PREFIX_HEADINGS = {OVERVIEW_ID: "## Repository overview\n", SESSION_MEMORY_ID: "## Earlier in this session\n"}
+
+
+def item_text(item: ContextItem) -> str:
+    """Exactly what the model receives for ``item``: a prefix block, or the rendered item.
+
+    ``stable_prefix``, ``task_message`` and ``need_followup`` all send this string, so
+    `semfora context --json` can show each item's ``text`` as the model reads it.
+    """
+    heading = PREFIX_HEADINGS.get(item.id)
+    if heading is not None:
+        return heading + item.text.rstrip() + "\n"
+    return render_item(item)
+
+
 def stable_prefix(items: list[ContextItem]) -> list[PromptBlock]:
     """System prompt, overview and session memory: the cached part of every request."""
     blocks = [PromptBlock(SYSTEM_PROMPT, cache=True)]
     by_id = {i.id: i for i in items}
-    overview = by_id.get(OVERVIEW_ID)
-    if overview is not None:
-        blocks.append(PromptBlock("## Repository overview\n" + overview.text.rstrip() + "\n", cache=True))
-    memory = by_id.get(SESSION_MEMORY_ID)
-    if memory is not None:
-        blocks.append(PromptBlock("## Earlier in this session\n" + memory.text.rstrip() + "\n", cache=True))
+    for item_id in PREFIX_IDS:
+        item = by_id.get(item_id)
+        if item is not None:
+            blocks.append(PromptBlock(item_text(item), cache=True))
     return blocks
 
 
 def task_message(task: str, items: list[ContextItem], intent: str) -> str:
     """The first user message: the curated context (outside the prefix), then the task."""
-    body = [render_item(i) for i in items if i.id not in PREFIX_IDS]
+    body = [item_text(i) for i in items if i.id not in PREFIX_IDS]
     context = "\n".join(body) if body else "(no further context was found for this task)\n"
     return f"## Context ({intent})\n\n{context}\n## Task\n{task.strip()}\n"
 
@@ -155,7 +169,7 @@ def task_message(task: str, items: list[ContextItem], intent: str) -> str:
 def need_followup(items: list[ContextItem], missing: list[str]) -> str:
     """The user message answering a NEED request."""
     parts = ["Here is what you asked for."]
-    parts.extend(render_item(i) for i in items)
+    parts.extend(item_text(i) for i in items)
     if missing:
         parts.append("Not found (or not allowed): " + ", ".join(missing))
     parts.append("Now answer the original task. Do not ask for more unless it is essential.")

@@ -19,6 +19,16 @@ class PathKind(enum.StrEnum):
     DOCS = "docs"
     EXAMPLE = "example"
     GENERATED = "generated"
+    # Resolved kinds: only ``engine.policy.sandbox.classify`` (which follows the real path)
+    # returns these; ``classify_path`` below judges names only and never does.
+    SECRET = "secret"
+    OUTSIDE = "outside"
+    GIT_INTERNAL = "git-internal"
+
+
+# What rankers count as the project's own code; tests, docs and examples match many words of a
+# task and are weighed down unless the task asks for them.
+NON_SOURCE_KINDS = frozenset({PathKind.TEST, PathKind.DOCS, PathKind.EXAMPLE})
 
 
 # Directories that hold tests wherever they sit. ``test/`` is not among them: inside a package it
@@ -65,3 +75,8 @@ def classify_path(rel: str) -> PathKind:
 def is_test_path(rel: str) -> bool:
     """Test code by the usual conventions of its language (see ``classify_path``)."""
     return classify_path(rel) is PathKind.TEST
+
+
+def is_non_source(rel: str) -> bool:
+    """Tests, docs and examples (see ``NON_SOURCE_KINDS``)."""
+    return classify_path(rel) in NON_SOURCE_KINDS

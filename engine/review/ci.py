@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from engine.config import Settings, load_settings
 from engine.errors import UsageError
-from engine.review.findings import Finding, decide, risk_score, sort_findings
+from engine.review.findings import Finding, decide, risk_score, sort_findings, split_remarks
 from engine.review.rules import run_rules
 from engine.semantic.diff import (
     MAX_ANALYZED_BYTES,
@@ -47,6 +47,9 @@ class ReviewReport:
     cost_usd: float = 0.0
     fail_on: str = "high"
     files: tuple[dict[str, Any], ...] = field(default=())
+    # Observations the rules make on weak evidence (a sample secret in a fixture, a function that
+    # grew long, a change whose tests do not name it): listed apart, never findings, never gating.
+    remarks: tuple[Finding, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -63,6 +66,7 @@ class ReviewReport:
             "fail_on": self.fail_on,
             "notes": list(self.notes),
             "files": list(self.files),
+            "remarks": [f.to_json() for f in self.remarks],
         }
 
     def to_text(self) -> str:
@@ -77,6 +81,12 @@ class ReviewReport:
             where = f"{f.file}:{f.line}" if f.file and f.line else (f.file or "-")
             sym = f" [{f.symbol}]" if f.symbol else ""
             lines.append(f"  {f.severity.upper():<6} {f.type:<11} {where}{sym}  {f.message}")
+        if self.remarks:
+            lines.append("remarks (not findings; they never gate):")
+        for f in self.remarks:
+            where = f"{f.file}:{f.line}" if f.file and f.line else (f.file or "-")
+            sym = f" [{f.symbol}]" if f.symbol else ""
+            lines.append(f"  {'INFO':<6} {f.type:<11} {where}{sym}  {f.message}")
         if self.changed_symbols:
             lines.append(f"changed symbols ({len(self.changed_symbols)}):")
             for s in self.changed_symbols[:50]:
@@ -183,7 +193,7 @@ def review(
     diff = semantic_diff_for(
         root, mode, base=base, head=head, commit=commit, max_file_bytes=settings.index.max_file_bytes
     )
-    findings = run_rules(diff)
+    findings, remarks = split_remarks(run_rules(diff))
     how, result = _maybe_model_review(diff, findings, settings, model, use_model, env, intent)
     notes = list(diff.notes)
     if result is not None:
@@ -194,7 +204,9 @@ def review(
     by_sev = {s: sum(1 for f in findings if f.severity == s) for s in ("high", "medium", "low")}
     summary = (
         f"{len(diff.files)} file(s), {len(diff.symbols)} symbol change(s); {len(findings)} finding(s) "
-        f"({by_sev['high']} high, {by_sev['medium']} medium, {by_sev['low']} low). {how}."
+        f"({by_sev['high']} high, {by_sev['medium']} medium, {by_sev['low']} low)"
+        + (f", {len(remarks)} remark(s)" if remarks else "")
+        + f". {how}."
     )
     if result is not None and result.summary:
         summary += f" Model: {result.summary}"
@@ -211,6 +223,7 @@ def review(
         notes=tuple(notes),
         cost_usd=result.cost_usd if result is not None else 0.0,
         fail_on=fail_on,
+        remarks=tuple(sort_findings(remarks)),
         files=tuple(
             {
                 "path": f.path,

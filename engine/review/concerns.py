@@ -244,11 +244,13 @@ CONCERNS: tuple[Concern, ...] = (
             r"\bfullloader\b|\bunsafeloader\b",
             r"\bjsonpickle\b",
             r"\bshelve\b",
-            r"\bdeserializ\w*",
             r"\bunserializ\w*",
             r"\b__reduce(?:_ex)?__\b",
         ),
-        names=frozenset({"pickle", "unpickle", "deserialize", "unserialize", "deserialise"}),
+        # ``deserialize`` alone is what every schema and JSON library does; the danger is in the
+        # loaders that build arbitrary objects (pickle, marshal, unsafe YAML), named above.
+        weak=(r"\bdeserializ\w*", r"\bloads?\b"),
+        names=frozenset({"pickle", "unpickle", "unserialize"}),
         calls={
             "python": ("pickle.loads", "pickle.load", "marshal.loads", "yaml.load", "yaml.unsafe_load"),
             "js": ("unserialize", "node-serialize.unserialize"),
@@ -404,11 +406,11 @@ def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
     return tuple(re.compile(p, re.IGNORECASE) for p in patterns)
 
 
-def _hits(patterns: tuple[str, ...], text: str) -> list[str]:
+def _hits(patterns: tuple[str, ...], text: str, confirm: str | None = None) -> list[str]:
     out: list[str] = []
     for pattern in _compiled(patterns):
         m = pattern.search(text)
-        if m is not None:
+        if m is not None and (confirm is None or pattern.search(confirm) is not None):
             out.append(m.group(0).strip()[:40])
     return out
 
@@ -434,23 +436,31 @@ def match(
     family: str,
     *,
     removed_code: str = "",
+    confirm: str | None = None,
+    strong_only: bool = False,
 ) -> list[Match]:
     """The concerns a logic change of ``qualified`` touches, strongest first.
 
     ``changed_code`` is the text of the lines the change adds (comments and docstrings removed),
     ``removed_code`` the text of the lines it removes; ``calls`` the symbol's calls after the
-    change, dotted and alias-resolved.
+    change, dotted and alias-resolved. ``confirm``, when given, is the change as normalized
+    statements (annotations, layout and import spelling gone): a term counts only if it is there
+    too, so a line that was merely re-annotated or re-wrapped is no evidence. ``strong_only``:
+    only a strong term will do (a change to a signature alone says nothing about the body that
+    enforces the concern).
     """
     words = name_words(qualified)
     lowered = qualified.lower()
     code = f"{changed_code}\n{removed_code}"
+    if confirm is not None and not confirm.strip():
+        return []
     calls = tuple(calls)
     out: list[Match] = []
     for concern in CONCERNS:
         if concern.context and not (words & concern.context):
             continue
-        strong = _hits(concern.strong, code)
-        weak = _hits(concern.weak, code) if concern.weak else []
+        strong = _hits(concern.strong, code, confirm)
+        weak = _hits(concern.weak, code, confirm) if concern.weak else []
         named = (
             sorted(words & concern.names)
             + [p for p in concern.name_patterns if re.search(p, lowered) is not None][:1]
@@ -458,7 +468,7 @@ def match(
         called = _call_hits(concern, family, calls)
         strength = 3 * len(strong) + 2 * bool(named) + bool(called) + (len(weak) >= 2)
         supported = bool(strong) or (bool(named) and bool(code.strip())) or (bool(called) and bool(weak))
-        if not supported:
+        if not supported or (strong_only and not strong):
             continue
         evidence = [f"`{t}`" for t in dict.fromkeys(strong)]
         if named:

@@ -7,12 +7,14 @@ and ci.py turns them into a status. Nothing here reads git or calls a model.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
-Severity = Literal["low", "medium", "high"]
+Severity = Literal["info", "low", "medium", "high"]
 Status = Literal["approved", "changes_requested", "blocked"]
-SEVERITY_ORDER: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
+# ``info`` is a remark: worth a glance, never a finding, never part of the gate (``--fail-on``
+# accepts low, medium and high only).
+SEVERITY_ORDER: dict[str, int] = {"info": -1, "low": 0, "medium": 1, "high": 2}
 # Finding types that block a change whatever the gate when the model reports them: a leaked
 # credential must never be merged. Rule findings say themselves whether they block (``blocking``):
 # a secret-looking example in documentation or a test fixture is reported without blocking.
@@ -35,9 +37,31 @@ class Finding:
     blocking: bool = False
     # How many changes one finding stands for (a mass change collapsed into one finding).
     count: int = 1
+    # Rules whose finding on the same symbol was folded into this one (one finding a symbol).
+    also: tuple[str, ...] = ()
+
+    @property
+    def is_remark(self) -> bool:
+        return self.severity == "info"
 
     def to_json(self) -> dict[str, object]:
-        return asdict(self)
+        data = asdict(self)
+        data["also"] = list(self.also)
+        return data
+
+
+def remark(finding: Finding) -> Finding:
+    """The same observation as an informational remark: listed apart, never counted, never gating."""
+    return replace(finding, severity="info", blocking=False)
+
+
+def split_remarks(items: Iterable[Finding]) -> tuple[list[Finding], list[Finding]]:
+    """(findings, remarks)."""
+    findings: list[Finding] = []
+    remarks: list[Finding] = []
+    for f in items:
+        (remarks if f.is_remark else findings).append(f)
+    return findings, remarks
 
 
 def at_least(severity: str, gate: str) -> bool:
@@ -45,7 +69,7 @@ def at_least(severity: str, gate: str) -> bool:
 
 
 def risk_score(findings: Iterable[Finding]) -> Severity:
-    """The highest severity found; ``low`` when there is nothing to say."""
+    """The highest severity found; ``low`` when there is nothing to say (remarks do not count)."""
     best = 0
     for f in findings:
         best = max(best, SEVERITY_ORDER.get(f.severity, 0))
@@ -54,7 +78,7 @@ def risk_score(findings: Iterable[Finding]) -> Severity:
 
 def decide(findings: Iterable[Finding], fail_on: str) -> Status:
     """blocked on a secret; changes_requested when a finding reaches the gate; else approved."""
-    items = list(findings)
+    items = [f for f in findings if not f.is_remark]
     if any(f.blocking or (f.source != "rule" and f.type in BLOCKING_TYPES) for f in items):
         return "blocked"
     if any(at_least(f.severity, fail_on) for f in items):

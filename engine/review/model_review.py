@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.llm.base import Reasoner, Usage
-from engine.orchestrator.redaction import redact
+from engine.policy.redaction import redact
 from engine.review.findings import SEVERITY_ORDER, Finding
 from engine.review.secrets import is_secret_file
 from engine.semantic.diff import SemanticDiff
@@ -110,7 +110,7 @@ def parse_reply(text: str) -> tuple[str, list[Finding], str | None]:
         line = item.get("line")
         findings.append(
             Finding(
-                severity if severity in SEVERITY_ORDER else "low",  # type: ignore[arg-type]
+                severity if SEVERITY_ORDER.get(severity, -1) >= 0 else "low",  # type: ignore[arg-type]
                 kind if kind in FINDING_TYPES else "correctness",
                 item["message"].strip()[:500],
                 item.get("file") if isinstance(item.get("file"), str) else None,

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import PurePosixPath
 
 from engine.policy.paths import is_test_path
-from engine.review.findings import Finding, Severity
+from engine.review.findings import SEVERITY_ORDER, Finding, Severity
 from engine.review.secrets import scan_files
 from engine.review.security import moved_lines, rule_security_logic
 from engine.semantic.diff import FileChange, SemanticDiff, SymbolChange
+from engine.semantic.graph import family
 from engine.semantic.surface import SOURCE_ROOTS, is_private_name
 
 # A function longer than this no longer fits on one screen; reviewers skim such code.
@@ -65,7 +67,9 @@ def rule_risk_raised(diff: SemanticDiff) -> list[Finding]:
             continue
         effects = [r for r in s.risk_reasons_added if not r.startswith("complexity")]
         if s.risk_raised and s.change != "added" and effects:
-            severity: Severity = "high" if s.risk_after == "high" else "medium"
+            # A rise to high is worth a finding; a rise to medium is a remark: the new effect
+            # itself, when it is external, has its own finding (new-network, new-filesystem...).
+            severity: Severity = "high" if s.risk_after == "high" else "info"
             out.append(
                 Finding(
                     severity,
@@ -80,7 +84,7 @@ def rule_risk_raised(diff: SemanticDiff) -> list[Finding]:
         elif s.change == "added" and s.risk_after == "high" and effects and not s.new_external_calls:
             out.append(
                 Finding(
-                    "medium",
+                    "info",
                     "risk",
                     f"new high-risk {s.kind} {s.qualified_name}: {'; '.join(effects)}",
                     s.file,
@@ -124,11 +128,13 @@ def _strip_root(path: str) -> str:
     return path
 
 
-def _api_message(s: SymbolChange) -> str | None:
+def _api_message(s: SymbolChange, removed_code: frozenset[str] = frozenset()) -> str | None:
     """What breaks for users of a public symbol, or None when nothing does."""
     if s.language == "python":
-        return _python_api_message(s)
+        return _python_api_message(s, removed_code)
     if not s.exported or any(is_private_name(p) for p in s.qualified_name.split(".")):
+        return None
+    if _protocol_method(s) and s.change != "removed":
         return None
     if s.kind in ("variable", "constant"):
         return None
@@ -143,9 +149,25 @@ def _api_message(s: SymbolChange) -> str | None:
     return None
 
 
-def _python_api_message(s: SymbolChange) -> str | None:
+# Dunder methods users call by name; the others are called by the language (``==``, ``len()``,
+# ``with``), positionally, so their parameter names and their presence are no import surface.
+CALLED_DUNDERS = frozenset({"__init__", "__new__", "__call__", "__init_subclass__", "__class_getitem__"})
+_DEFAULT_FROM_NONE = re.compile(r"^default of '(\w+)' changed from None to (.+)$")
+
+
+def _protocol_method(s: SymbolChange) -> bool:
+    leaf = (s.old_qualified_name or s.qualified_name).rsplit(".", 1)[-1]
+    return (
+        "." in s.qualified_name
+        and leaf.startswith("__")
+        and leaf.endswith("__")
+        and leaf not in CALLED_DUNDERS
+    )
+
+
+def _python_api_message(s: SymbolChange, removed_code: frozenset[str] = frozenset()) -> str | None:
     """Python: judged by the import surface, not by text (``src/`` moves and re-exports keep paths)."""
-    if s.import_path is None or s.kind in ("variable", "constant"):
+    if s.import_path is None or s.kind in ("variable", "constant") or _protocol_method(s):
         return None
     if s.change in ("removed", "moved", "renamed"):
         if s.still_importable:
@@ -155,20 +177,48 @@ def _python_api_message(s: SymbolChange) -> str | None:
         where = f"{s.old_qualified_name} is now {s.qualified_name}" if s.change == "renamed" else ""
         where = where or f"it moved to {s.file}"
         return f"public {s.kind} {s.old_qualified_name or s.qualified_name} no longer imports from its old path ({where})"
-    if s.change == "modified" and s.parameter_changes and s.kind not in CONTAINER_KINDS:
-        return f"signature of public {s.kind} {s.import_path} changed: {'; '.join(s.parameter_changes)}"
+    if s.change == "modified" and s.kind not in CONTAINER_KINDS:
+        changes = [c for c in s.parameter_changes if not _fallback_moved_to_default(c, removed_code)]
+        if changes:
+            return f"signature of public {s.kind} {s.import_path} changed: {'; '.join(changes)}"
     return None
+
+
+def _fallback_moved_to_default(change: str, removed_code: frozenset[str]) -> bool:
+    """``default of 'x' changed from None to V`` where the change removed code that used V: the
+    fallback the body applied for None moved into the signature, so a caller that leaves ``x``
+    out gets what it got before (``algorithm=None`` -> ``algorithm="HS256"`` with
+    ``algorithm_ = "HS256"`` gone from the body)."""
+    m = _DEFAULT_FROM_NONE.match(change)
+    if m is None:
+        return False
+    value = m.group(2).strip()
+    variants = {value}
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        variants |= {f'"{value[1:-1]}"', f"'{value[1:-1]}'"}
+    return any(v in line for v in variants for line in removed_code)
+
+
+def _removed_code(diff: SemanticDiff) -> frozenset[str]:
+    return frozenset(
+        t.strip()
+        for f in diff.files
+        if _reviewable(diff, f.old_path or f.path)
+        for n, t in f.removed_lines
+        if n not in f.prose_removed and t.strip()
+    )
 
 
 def rule_public_api(diff: SemanticDiff) -> list[Finding]:
     out = []
+    removed_code = _removed_code(diff) if any(s.parameter_changes for s in diff.symbols) else frozenset()
     for f in diff.files:
         if not _reviewable(diff, f.path) and not (f.old_path and _reviewable(diff, f.old_path)):
             continue
         for s in f.symbols:
             if not _reviewable(diff, s.old_file or s.file):
                 continue
-            message = _api_message(s)
+            message = _api_message(s, removed_code)
             if message is None:
                 continue
             if s.callers_total:
@@ -244,12 +294,23 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
 
 
+_REMOVED_PARAMETER = re.compile(r"^parameter '(\w+)' removed$")
+
+
 def rule_tests_removed(diff: SemanticDiff) -> list[Finding]:
     """Tests deleted without replacement, other than tests of code the same change removes."""
     removed_code = {
         (s.old_qualified_name or s.qualified_name).rsplit(".", 1)[-1]
         for s in diff.symbols
         if s.change in ("removed", "renamed") and not is_test_path(s.old_file or s.file)
+    }
+    # Parameters the change removes: tests that pass them (``localtime=True``) go with them.
+    removed_code |= {
+        m.group(1)
+        for s in diff.symbols
+        if not is_test_path(s.file)
+        for change in s.parameter_changes
+        if (m := _REMOVED_PARAMETER.match(change)) is not None
     }
     removed_code = {n for n in removed_code if len(n) >= MIN_REFERENCE_NAME}
     out = []
@@ -336,8 +397,20 @@ def _changes_code(f: FileChange, s: SymbolChange, moved: frozenset[str]) -> bool
     )
 
 
-def rule_untested(diff: SemanticDiff) -> list[Finding]:
-    """Behaviour changed and no changed test refers to it, wherever the tests live."""
+_DEPRECATION = re.compile(r"Deprecat\w*|RemovedIn\w*Warning|\bdeprecated\b")
+
+
+def _added_code(f: FileChange, s: SymbolChange) -> str:
+    if s.code_delta is not None:
+        return "\n".join(s.code_delta[0])
+    return "\n".join(
+        t for n, t in f.added_lines if s.start_line <= n <= s.end_line and n not in f.prose_added
+    )
+
+
+def _untested_changes(diff: SemanticDiff) -> tuple[list[tuple[FileChange, list[SymbolChange]]], bool]:
+    """Per library file, the changed functions no changed test refers to; and whether the change
+    touched any test at all."""
     tests = [f for f in diff.files if is_test_path(f.path) and f.status != "deleted"]
     moved = moved_lines(diff)
     tested_helpers = {
@@ -367,36 +440,86 @@ def rule_untested(diff: SemanticDiff) -> list[Finding]:
             continue
         # A change that routes through a changed helper the tests do exercise is covered by them.
         changes = [s for s in changes if not (set(_call_names(s)) & tested_helpers)]
-        if not changes:
-            continue
-        names = ", ".join(s.qualified_name for s in changes[:3]) + (" ..." if len(changes) > 3 else "")
-        where = "no test changed" if not tests else "the changed tests do not refer to it"
-        out.append(
-            Finding(
-                "low",
-                "testing",
-                f"behaviour changed without a test ({where}): {names}",
-                f.path,
-                changes[0].start_line,
-                None,
-                rule="untested-change",
-            )
-        )
-    if len(out) > MASS_UNTESTED_FILES:
-        files = ", ".join(f.file or "" for f in out[:5]) + (" ..." if len(out) > 5 else "")
-        return [
-            Finding(
-                "low",
-                "testing",
-                f"behaviour changed without a test in {len(out)} files: {files}",
-                None,
-                None,
-                None,
-                rule="untested-change",
-                count=len(out),
-            )
+        if changes:
+            out.append((f, changes))
+    return out, bool(tests)
+
+
+def _names(changes: list[SymbolChange]) -> str:
+    return ", ".join(s.qualified_name for s in changes[:3]) + (" ..." if len(changes) > 3 else "")
+
+
+def rule_untested(diff: SemanticDiff) -> list[Finding]:
+    """Behaviour changed and the change brings no test for it, wherever the tests live.
+
+    A finding only when the evidence is plain: no test changed at all, the project has tests in
+    the file's language, and the change is more than a deprecation path or a signature that
+    forwards to another untested change. The rest are remarks: tests that came with the change but
+    do not name it usually exercise it through the public entry points.
+    """
+    candidates, tests_changed = _untested_changes(diff)
+    flagged = {
+        s.qualified_name.rsplit(".", 1)[-1]: f.path
+        for f, changes in candidates
+        for s in changes
+        if not s.signature_only
+    }
+    findings: list[Finding] = []
+    remarks: list[Finding] = []
+    for f, changes in candidates:
+        deprecations = [s for s in changes if _DEPRECATION.search(_added_code(f, s))]
+        forwards = [
+            s
+            for s in changes
+            if s.signature_only and any(flagged.get(name, f.path) != f.path for name in _call_names(s))
         ]
-    return out
+        real = [s for s in changes if s not in deprecations and s not in forwards]
+        line = (real or changes)[0].start_line
+        family_tested = diff.test_families is None or family(f.language or "") in diff.test_families
+        if not real:
+            why = (
+                "a deprecation path"
+                if deprecations and not forwards
+                else "forwards to a change flagged above"
+            )
+            message = f"behaviour changed without a test ({why}): {_names(changes)}"
+        elif tests_changed:
+            message = f"the tests changed with this change do not name it: {_names(real)}"
+        elif not family_tested:
+            message = (
+                f"behaviour changed without a test (the repository has no {f.language} tests): {_names(real)}"
+            )
+        else:
+            findings.append(
+                Finding(
+                    "low",
+                    "testing",
+                    f"behaviour changed without a test (no test changed): {_names(real)}",
+                    f.path,
+                    line,
+                    None,
+                    rule="untested-change",
+                )
+            )
+            continue
+        remarks.append(Finding("info", "testing", message, f.path, line, None, rule="untested-change"))
+    if len(findings) > MASS_UNTESTED_FILES:
+        # A sweep across many files (a refactor, a typing pass) is not a missing regression test.
+        files = ", ".join(f.file or "" for f in findings[:5]) + (" ..." if len(findings) > 5 else "")
+        return [
+            *remarks,
+            Finding(
+                "info",
+                "testing",
+                f"behaviour changed without a test in {len(findings)} files: {files}",
+                None,
+                None,
+                None,
+                rule="untested-change",
+                count=len(findings),
+            ),
+        ]
+    return findings + remarks
 
 
 def rule_tests(diff: SemanticDiff) -> list[Finding]:
@@ -407,7 +530,10 @@ def rule_tests(diff: SemanticDiff) -> list[Finding]:
 
 
 def rule_size(diff: SemanticDiff) -> list[Finding]:
-    """Long or deep functions, only when this change made them so (not when they already were)."""
+    """Long or deep functions, only when this change made them so (not when they already were).
+
+    Remarks, not findings: how long a function may grow is the project's taste, and a fix that
+    had to add lines is not wrong for it."""
     out = []
     for s in diff.symbols:
         if s.kind not in FUNCTION_KINDS or s.change not in ("added", "modified") or not s.logic_changed:
@@ -419,7 +545,7 @@ def rule_size(diff: SemanticDiff) -> list[Finding]:
         if s.lines > LARGE_FUNCTION_LINES and (added or grew):
             out.append(
                 Finding(
-                    "medium" if added else "low",
+                    "info",
                     "complexity",
                     f"{s.change} {s.kind} {s.qualified_name} is {s.lines} lines long "
                     + (f"(was {s.lines_before}; " if not added else "(")
@@ -433,7 +559,7 @@ def rule_size(diff: SemanticDiff) -> list[Finding]:
         if s.max_nesting >= DEEP_NESTING and (added or s.max_nesting_before < DEEP_NESTING):
             out.append(
                 Finding(
-                    "medium",
+                    "info",
                     "complexity",
                     f"{s.qualified_name} nests {s.max_nesting} levels deep "
                     + (f"(was {s.max_nesting_before}; " if not added else "(")
@@ -462,10 +588,42 @@ RULES: dict[str, Callable[[SemanticDiff], list[Finding]]] = {
 }
 
 
+# When two rules find something on one symbol, the first of these leads and the other is folded
+# into its message: a reviewer reads one finding a symbol (the security concern first).
+FOLD_ORDER = ("security-logic", "public-api")
+
+
+def fold_same_symbol(findings: list[Finding]) -> list[Finding]:
+    """One finding a symbol: a ``public-api`` finding on a symbol that also has a
+    ``security-logic`` finding becomes part of it (``also`` names the folded rule)."""
+    lead: dict[tuple[str | None, str], int] = {}
+    for i, f in enumerate(findings):
+        if f.rule == FOLD_ORDER[0] and f.symbol and not f.is_remark:
+            lead.setdefault((f.file, f.symbol), i)
+    out = list(findings)
+    dropped: set[int] = set()
+    for i, f in enumerate(findings):
+        if f.rule not in FOLD_ORDER[1:] or not f.symbol or f.is_remark:
+            continue
+        j = lead.get((f.file, f.symbol))
+        if j is None:
+            continue
+        head = out[j]
+        out[j] = replace(
+            head,
+            message=f"{head.message}; also {f.message}",
+            severity=max(head.severity, f.severity, key=lambda x: SEVERITY_ORDER[x]),
+            also=(*head.also, f.rule or ""),
+        )
+        dropped.add(i)
+    return [f for i, f in enumerate(out) if i not in dropped]
+
+
 def run_rules(diff: SemanticDiff, rules: Iterable[str] | None = None) -> list[Finding]:
-    """Every deterministic rule (or the named ones), in a stable order."""
+    """Every deterministic rule (or the named ones), in a stable order; findings and remarks
+    (``severity == "info"``) together, one finding a symbol."""
     findings: list[Finding] = []
     for name, rule in RULES.items():
         if rules is None or name in rules:
             findings.extend(rule(diff))
-    return findings
+    return fold_same_symbol(findings)

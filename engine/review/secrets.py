@@ -1,63 +1,45 @@
 """Secret scanning of the lines a change adds, and of secret-looking files it adds.
 
-Owns the named credential patterns and when a match blocks a merge. A match is reported by kind,
-file and line, with the value masked: the finding itself must never carry the secret into a CI log.
-In documentation, examples and test fixtures a match is reported without blocking, unless it
-looks real: a provider's own key format (``AKIA…``, ``ghp_…``, ``sk-ant-…``) with a random body.
+Owns when a secret blocks a merge. A match is reported by kind, file and line, with the value
+masked: the finding itself must never carry the secret into a CI log. In documentation, examples
+and test fixtures a match is a remark (listed, never a finding, never blocking), unless it looks
+real: a provider's own key format (``AKIA…``, ``ghp_…``, ``sk-ant-…``) with a random body. The
+patterns and the file deny-list are the one policy's (``engine.policy.content``, ``engine.policy.names``).
 """
 
 from __future__ import annotations
 
-import fnmatch
 import math
 import re
 from collections import Counter
 from collections.abc import Iterable
 
+from engine.policy.content import find_secrets
+from engine.policy.names import DEFAULT_DENY, SUGGESTIVE_PATTERNS, is_secret_name, secret_patterns_matching
 from engine.review.findings import Finding
 from engine.semantic.diff import FileChange
 
-# kind -> pattern; each pattern matches the secret value itself.
-SECRET_PATTERNS: dict[str, re.Pattern[str]] = {
-    "private key": re.compile(r"-----BEGIN (?:[A-Z]+ )*PRIVATE KEY-----"),
-    "Anthropic API key": re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"),
-    "OpenAI API key": re.compile(r"\bsk-(?:proj-)?[A-Za-z0-9]{32,}"),
-    "AWS access key id": re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    "GitHub token": re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})\b"),
-    "Slack token": re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"),
-    "Google API key": re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"),
-    "Hugging Face token": re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"),
-    "Stripe secret key": re.compile(r"\b[sr]k_live_[A-Za-z0-9]{20,}\b"),
-    "credentials in a URL": re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:[^\s:/@]{6,}@[\w.-]+"),
-}
-# A quoted literal assigned to a secret-named key (a password or token written into the code).
-SECRET_ASSIGNMENT = re.compile(
-    r"(?i)\b[\w.-]*(?:api[_-]?key|secret|token|passwd|password|private[_-]?key|access[_-]?key)[\w.-]*"
-    r"[\"']?\s*[:=]\s*([\"'])([^\s\"']{8,})\1"
+# Assigned values that are deliberate fakes in tests and docs: CI does not report them (the
+# redactor still masks them; masking a fake costs nothing).
+FIXTURE_VALUE = re.compile(r"(?i)^(?:test.*|fake.*|sample.*|mock.*)$")
+# An assigned literal with this few distinct characters (``aaaa``, ``1234``) is not a credential.
+MIN_DISTINCT_CHARS = 5
+# Source files named like ``secrets.py`` are often code about secrets: a medium finding, not high.
+CODE_SUFFIXES = (
+    ".py",
+    ".js",
+    ".mjs",
+    ".ts",
+    ".tsx",
+    ".jsx",
+    ".go",
+    ".rb",
+    ".java",
+    ".kt",
+    ".rs",
+    ".php",
+    ".cs",
 )
-# Values that are obviously not secrets: placeholders, env lookups, test fixtures.
-PLACEHOLDER = re.compile(
-    r"(?i)^(x+|\*+|<[^>]*>|\$\{?[\w.]+\}?|change[-_]?me|your[-_].*|dummy.*|example.*|test.*|fake.*)$"
-)
-# Files whose very presence in a change is a leak, whatever their content.
-SECRET_FILES = (
-    ".env",
-    ".env.*",
-    "*.pem",
-    "*.key",
-    "id_rsa",
-    "id_dsa",
-    "id_ecdsa",
-    "id_ed25519",
-    "*.p12",
-    "*.pfx",
-    ".netrc",
-    ".pypirc",
-    "credentials.json",
-    "*.keystore",
-)
-# Example files that are meant to be committed.
-SAFE_SUFFIXES = (".example", ".sample", ".template", ".dist")
 
 
 def mask(value: str) -> str:
@@ -66,10 +48,8 @@ def mask(value: str) -> str:
 
 
 def is_secret_file(path: str) -> bool:
-    name = path.rsplit("/", 1)[-1]
-    if name.endswith(SAFE_SUFFIXES):
-        return False
-    return any(fnmatch.fnmatch(name, pattern) for pattern in SECRET_FILES)
+    """A file whose presence in a change is a leak whatever its content (the default deny-list)."""
+    return is_secret_name(path, DEFAULT_DENY)
 
 
 # A line carrying one of these markers is a deliberate fake (a test fixture): not reported.
@@ -85,10 +65,13 @@ PROVIDER_FORMATS = frozenset(
         "OpenAI API key",
         "AWS access key id",
         "GitHub token",
+        "GitLab token",
         "Slack token",
         "Google API key",
         "Hugging Face token",
-        "Stripe secret key",
+        "Stripe key",
+        "npm token",
+        "PyPI token",
     }
 )
 # Below this many bits of entropy per character a provider-formatted value is a placeholder
@@ -101,19 +84,21 @@ FIXTURE_DIRS = re.compile(r"(^|/)(fixtures?|testdata|test_data|certs?|keys|casse
 
 
 def scan_matches(text: str) -> list[tuple[str, str]]:
-    """(kind, raw value) for every secret on one line (none on a line marked as a fixture)."""
-    hits: list[tuple[str, str]] = []
+    """(kind, raw value) for every secret on one line (none on a line marked as a fixture).
+
+    Format matches always count; a literal assigned to a secret-named key only when no format
+    matched and it does not look like a fixture (``test…``, ``aaaa``)."""
     if any(marker in text for marker in ALLOW_MARKERS):
-        return hits
-    for kind, pattern in SECRET_PATTERNS.items():
-        for match in pattern.finditer(text):
-            hits.append((kind, match.group(0)))
-    if not hits:
-        for match in SECRET_ASSIGNMENT.finditer(text):
-            value = match.group(2)
-            if not PLACEHOLDER.match(value) and len(set(value)) > 4:
-                hits.append(("secret assigned to a literal", value))
-    return hits
+        return []
+    hits = find_secrets(text)
+    formats = [(h.kind, h.value) for h in hits if not h.is_assignment]
+    if formats:
+        return formats
+    return [
+        (h.kind, h.value)
+        for h in hits
+        if len(set(h.value)) >= MIN_DISTINCT_CHARS and not FIXTURE_VALUE.match(h.value)
+    ]
 
 
 def scan_line(text: str) -> list[tuple[str, str]]:
@@ -153,27 +138,33 @@ def scan_files(files: Iterable[FileChange]) -> list[Finding]:
         if f.status == "deleted":
             continue
         fixture = is_fixture_path(f.path)
-        if is_secret_file(f.path):
+        matched = secret_patterns_matching(f.path, DEFAULT_DENY)
+        if matched:
+            # ``app/secrets.py`` matches by a word in its name only: code about secrets, probably.
+            by_word_only = all(p in SUGGESTIVE_PATTERNS for p in matched) and f.path.endswith(CODE_SUFFIXES)
+            blocking = not fixture and not by_word_only
             findings.append(
                 Finding(
-                    "low" if fixture else "high",
+                    "high" if blocking else ("info" if fixture else "medium"),
                     "secrets",
                     f"a secret-bearing file is added to the repository: {f.path}"
-                    + (" (a fixture: reported, not blocking)" if fixture else ""),
+                    + (" (a fixture: reported, not blocking)" if fixture else "")
+                    + (" (named like one: check it holds no secret)" if by_word_only and not fixture else ""),
                     f.path,
                     None,
                     None,
                     rule="secret-in-fixture" if fixture else "secret-file",
-                    blocking=not fixture,
+                    blocking=blocking,
                 )
             )
-            continue
+            if not by_word_only:
+                continue
         for line, text in f.added_lines:
             for kind, value in scan_matches(text):
                 blocking = not fixture or looks_real(kind, value)
                 findings.append(
                     Finding(
-                        "high" if blocking else "low",
+                        "high" if blocking else "info",
                         "secrets",
                         f"{kind} added ({mask(value)}); remove it and rotate it"
                         if blocking

@@ -48,6 +48,14 @@ def _code(
     return "\n".join(out)
 
 
+def _without_own_name(text: str, name: str) -> str:
+    """The definition's own name in its header (``def redirect(``) is name evidence, counted as
+    such; as a term of the changed code it would make any edit of the header look like one."""
+    if not name:
+        return text
+    return re.sub(rf"\b(def|class|function|fn|func)(\s+){re.escape(name)}\b", r"\1\2_", text)
+
+
 def _drop_case_only(
     added: tuple[tuple[int, str], ...], removed: tuple[tuple[int, str], ...]
 ) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]:
@@ -106,6 +114,27 @@ def _own(lines: tuple[tuple[int, str], ...], inner: list[tuple[int, int]]) -> tu
     return tuple((n, t) for n, t in lines if not any(a <= n <= b for a, b in inner))
 
 
+# Normalized statements that keep house rather than decide anything: imports, ``pass``, logging
+# and warnings. A symbol whose change is only these is in a security concern by its name alone,
+# which is not evidence that its logic changed. (Which exceptions a handler catches is logic: a
+# containment check that lets an error through is a fix.)
+_HOUSEKEEPING = re.compile(
+    r"^(import |from \S+ import |pass$|(\w+\.)*(warn|warning|debug|info|error|exception|critical|log)\()"
+    r"|^(\w+\.)*(log|logger|_log|_logger|logging|warnings)\.\w+\("
+)
+_STRING = re.compile(r"""(?:[rbuf]{0,2})('(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""", re.I)
+
+
+def housekeeping_only(delta: tuple[tuple[str, ...], tuple[str, ...]]) -> bool:
+    """The change touches imports, logging, warnings or the texts of messages only."""
+    added = [x for x in delta[0] if _HOUSEKEEPING.match(x) is None]
+    removed = [x for x in delta[1] if _HOUSEKEEPING.match(x) is None]
+    if not added and not removed:
+        return True
+    # Only the text of messages changed: the same statements with their strings masked.
+    return sorted(_STRING.sub("''", x) for x in added) == sorted(_STRING.sub("''", x) for x in removed)
+
+
 def _symbol_matches(f: FileChange, s: SymbolChange, moved: frozenset[str] = frozenset()) -> list[Match]:
     if s.kind not in CODE_KINDS or not s.logic_changed:
         return []
@@ -117,11 +146,22 @@ def _symbol_matches(f: FileChange, s: SymbolChange, moved: frozenset[str] = froz
         else ()
     )
     added_lines, removed_lines = _drop_case_only(added_lines, removed_lines)
-    added = _code(added_lines, s.start_line, s.end_line, f.prose_added, moved)
+    leaf = s.qualified_name.rsplit(".", 1)[-1]
+    added = _without_own_name(_code(added_lines, s.start_line, s.end_line, f.prose_added, moved), leaf)
     removed = _code(removed_lines, s.old_start_line, s.old_end_line, f.prose_removed, moved)
+    removed = _without_own_name(removed, (s.old_qualified_name or s.qualified_name).rsplit(".", 1)[-1])
     if not added.strip() and not removed.strip():
         return []
-    found = match(s.qualified_name, added, s.calls, family(s.language), removed_code=removed)
+    confirm = "\n".join((*s.code_delta[0], *s.code_delta[1])) if s.code_delta is not None else None
+    found = match(
+        s.qualified_name,
+        added,
+        s.calls,
+        family(s.language),
+        removed_code=removed,
+        confirm=confirm,
+        strong_only=s.signature_only or (s.code_delta is not None and housekeeping_only(s.code_delta)),
+    )
     if s.change == "added":
         found = [m for m in found if m.strength >= ADDED_MIN_STRENGTH]
     return found

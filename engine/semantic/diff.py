@@ -16,10 +16,13 @@ import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from engine.errors import SemforaError, UsageError
 from engine.semantic.model import CallSite, FileAnalysis, Symbol
+
+if TYPE_CHECKING:
+    from engine.semantic.surface import NormalizedCode
 
 _log = logging.getLogger(__name__)
 
@@ -203,6 +206,12 @@ class SymbolChange:
     # the call graph; not part of the JSON.
     calls: tuple[str, ...] = field(default=(), repr=False)
     rename_pairs: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    # Python: the statements that changed, normalized (comments, docstrings, annotations, layout
+    # and import spelling removed), as (added, removed); None when not computed. Rules that read
+    # changed code confirm their evidence against it.
+    code_delta: tuple[tuple[str, ...], tuple[str, ...]] | None = field(default=None, repr=False)
+    # Only the header changed (parameters, defaults, decorators): the body behaves as before.
+    signature_only: bool = False
 
     @property
     def signature_changed(self) -> bool:
@@ -269,6 +278,7 @@ class SymbolChange:
             "parameter_changes": list(self.parameter_changes),
             "import_path": self.import_path,
             "still_importable": self.still_importable,
+            "signature_only": self.signature_only,
         }
 
 
@@ -326,6 +336,9 @@ class SemanticDiff:
     packages: tuple[str, ...] = ()
     # Where the library lives when the layout says so (``("src/",)``); empty: anywhere.
     library_roots: tuple[str, ...] = ()
+    # Language families (``python``, ``js``...) the target tree has test files in; None when not
+    # looked up (the change touched tests itself, or no library code changed).
+    test_families: frozenset[str] | None = None
 
     def in_library(self, path: str) -> bool:
         """Code the project ships (not tests, docs, examples, tooling, or helpers outside ``src/``)."""
@@ -585,38 +598,63 @@ class _Side:
     path: str
     lines: list[str]
     symbols: list[Symbol]
-    own_text: dict[int, str]  # index in symbols -> dedented text minus nested symbols
-    full_text: dict[int, str]
+    own_text: _SymbolTexts  # index in symbols -> dedented text minus nested symbols
+    full_text: _SymbolTexts
     aliases: dict[str, str]
     # Local names bound by relative imports (``from .x import y``): the project's own code.
     relative: frozenset[str] = frozenset()
     text: str = ""
+    # Python: line ranges of ``if TYPE_CHECKING:`` blocks (declarations for type checkers only).
+    typing_blocks: tuple[tuple[int, int], ...] = ()
+
+    def typing_only(self, sym: Symbol) -> bool:
+        return any(a <= sym.start_line <= b for a, b in self.typing_blocks)
 
 
 def _split_lines(data: bytes) -> list[str]:
     return data.decode("utf-8", "replace").splitlines()
 
 
-def _build_side(path: str, data: bytes, analysis: FileAnalysis) -> _Side:
-    lines = _split_lines(data)
-    symbols = sorted(analysis.symbols, key=lambda s: (s.start_line, -s.end_line))
-    own: dict[int, str] = {}
-    full: dict[int, str] = {}
-    for i, sym in enumerate(symbols):
+class _SymbolTexts:
+    """Each symbol's text, dedented on first use: a package move lists thousands of symbols whose
+    text nobody reads (``own``: without the lines of nested symbols, stripped)."""
+
+    def __init__(self, lines: list[str], symbols: list[Symbol], *, own: bool) -> None:
+        self._lines = lines
+        self._symbols = symbols
+        self._own = own
+        self._cache: dict[int, str] = {}
+
+    def __getitem__(self, i: int) -> str:
+        text = self._cache.get(i)
+        if text is None:
+            text = self._cache[i] = self._text(i)
+        return text
+
+    def _text(self, i: int) -> str:
+        sym = self._symbols[i]
+        body = self._lines[max(sym.start_line - 1, 0) : sym.end_line]
+        if not self._own:
+            return textwrap.dedent("\n".join(body))
         covered: set[int] = set()
         j = i + 1
-        while j < len(symbols) and symbols[j].start_line <= sym.end_line:
-            inner = symbols[j]
+        while j < len(self._symbols) and self._symbols[j].start_line <= sym.end_line:
+            inner = self._symbols[j]
             if inner.end_line <= sym.end_line and (inner.start_line, inner.end_line) != (
                 sym.start_line,
                 sym.end_line,
             ):
                 covered.update(range(inner.start_line, inner.end_line + 1))
             j += 1
-        body = lines[max(sym.start_line - 1, 0) : sym.end_line]
-        full[i] = textwrap.dedent("\n".join(body))
         kept = [ln for n, ln in enumerate(body, start=sym.start_line) if n not in covered]
-        own[i] = textwrap.dedent("\n".join(kept)).strip()
+        return textwrap.dedent("\n".join(kept)).strip()
+
+
+def _build_side(path: str, data: bytes, analysis: FileAnalysis) -> _Side:
+    lines = _split_lines(data)
+    symbols = sorted(analysis.symbols, key=lambda s: (s.start_line, -s.end_line))
+    own = _SymbolTexts(lines, symbols, own=True)
+    full = _SymbolTexts(lines, symbols, own=False)
     from engine.semantic.risk import import_aliases
 
     relative: set[str] = set()
@@ -625,6 +663,7 @@ def _build_side(path: str, data: bytes, analysis: FileAnalysis) -> _Side:
             relative.update(ref.names if ref.names else (ref.alias or ref.module.strip("."),))
             if ref.alias:
                 relative.add(ref.alias)
+    python = path.endswith(PY_SOURCE_SUFFIXES)
     return _Side(
         path,
         lines,
@@ -633,11 +672,39 @@ def _build_side(path: str, data: bytes, analysis: FileAnalysis) -> _Side:
         full,
         import_aliases(analysis.imports),
         frozenset(relative),
-        text="\n".join(lines) if path.endswith(PY_SOURCE_SUFFIXES) else "",
+        text="\n".join(lines) if python else "",
+        typing_blocks=_typing_blocks(lines) if python else (),
     )
 
 
 PY_SOURCE_SUFFIXES = (".py", ".pyi")
+# ``if TYPE_CHECKING:``, ``if t.TYPE_CHECKING:``, ``if sys.version_info >= (3, 11) and TYPE_CHECKING:``
+_TYPING_IF = re.compile(r"^(\s*)if\s+(.*)\bTYPE_CHECKING\s*:\s*(#.*)?$")
+# What may stand before ``TYPE_CHECKING`` for the block to be checker-only: a module prefix, or
+# other conditions joined by ``and`` (no ``or``, no ``not``).
+_TYPING_CONJUNCT = re.compile(r"(?:(?:(?!\bor\b|\bnot\b).)*\band\s*)?(?:typing\.|t\.)?")
+
+
+def _typing_blocks(lines: list[str]) -> tuple[tuple[int, int], ...]:
+    """Line ranges (1-based, inclusive) of blocks that only run for a type checker."""
+    out: list[tuple[int, int]] = []
+    for i, line in enumerate(lines):
+        if "TYPE_CHECKING" not in line:
+            continue
+        m = _TYPING_IF.match(line)
+        if m is None:
+            continue
+        if _TYPING_CONJUNCT.fullmatch(m.group(2).strip()) is None:
+            continue  # ``not TYPE_CHECKING``, ``x or TYPE_CHECKING``: runs at run time too
+        indent = len(m.group(1))
+        end = i + 1
+        for j in range(i + 1, len(lines)):
+            text = lines[j]
+            if text.strip() and len(text) - len(text.lstrip()) <= indent:
+                break
+            end = j + 1
+        out.append((i + 2, end))
+    return tuple(out)
 
 
 def _internal_call(call: CallSite, side: _Side | None, packages: frozenset[str]) -> bool:
@@ -690,38 +757,85 @@ class _Texts:
     new_index: int | None = None
     old_side: _Side | None = None
     old_index: int | None = None
+    # Both sides are the same file content (a pure rename).
+    identical: bool = False
 
 
-def _compare_code(
-    new: Symbol, old: Symbol, texts: _Texts
-) -> tuple[bool, tuple[tuple[str, str], ...], tuple[str, ...], bool]:
-    """(cosmetic, rename pairs, parameter changes, only locals renamed) of a symbol on both sides.
+@dataclass(frozen=True)
+class _Comparison:
+    """What comparing a symbol's two versions beneath the text found."""
+
+    cosmetic: bool = False
+    rename_pairs: tuple[tuple[str, str], ...] = ()
+    parameter_changes: tuple[str, ...] = ()
+    local_rename: bool = False
+    code_delta: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    signature_only: bool = False
+
+
+def _compare_code(new: Symbol, old: Symbol, texts: _Texts) -> _Comparison:
+    """Cosmetic or not, rename pairs, parameter changes and the normalized code delta of a symbol
+    on both sides.
 
     Never fails a review: source the comparison cannot read counts as a change of logic."""
     try:
         return _compare_code_unguarded(new, old, texts)
     except (ValueError, TypeError, AttributeError, RecursionError, MemoryError) as exc:
         _log.warning("%s: could not compare %s beyond its text: %s", new.file, new.qualified_name, exc)
-        return False, (), (), False
+        return _Comparison()
 
 
-def _compare_code_unguarded(
-    new: Symbol, old: Symbol, texts: _Texts
-) -> tuple[bool, tuple[tuple[str, str], ...], tuple[str, ...], bool]:
+def _normalized_delta(
+    before: NormalizedCode, after: NormalizedCode
+) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], bool]:
+    """(added, removed) normalized statements, and whether only the header changed."""
+    added: list[str] = []
+    removed: list[str] = []
+    header_only = True
+    matcher = difflib.SequenceMatcher(None, before.lines, after.lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        removed.extend(before.lines[i1:i2])
+        added.extend(after.lines[j1:j2])
+        if i2 > before.header or j2 > after.header:
+            header_only = False
+    return (tuple(added), tuple(removed)), header_only and bool(added or removed)
+
+
+def _compare_code_unguarded(new: Symbol, old: Symbol, texts: _Texts) -> _Comparison:
     from engine.semantic import surface
 
     if texts.new_side is None or texts.old_side is None or texts.new_index is None or texts.old_index is None:
-        return False, (), (), False
+        return _Comparison()
+    if texts.identical and new.name == old.name:
+        return _Comparison(cosmetic=True)
     new_text = texts.new_side.full_text[texts.new_index]
     old_text = texts.old_side.full_text[texts.old_index]
     masked_new = _masked(new_text, new.name) if new.name != old.name else new_text
     masked_old = _masked(old_text, old.name) if new.name != old.name else old_text
     language = new.language
     if masked_old == masked_new:
-        return True, (), (), False
-    before = surface.fingerprint(masked_old, language)
-    after = surface.fingerprint(masked_new, language)
-    cosmetic = before is not None and before == after
+        return _Comparison(cosmetic=True)
+    delta: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    signature_only = False
+    if language == "python":
+        norm_before = surface.python_normalized(old_text, texts.old_side.aliases)
+        norm_after = surface.python_normalized(new_text, texts.new_side.aliases)
+        same_name = new.name == old.name
+        cosmetic = False
+        if norm_before is not None and norm_after is not None:
+            cosmetic = norm_before.fingerprint == norm_after.fingerprint
+            if not cosmetic:
+                delta, signature_only = _normalized_delta(norm_before, norm_after)
+                cosmetic = same_name and delta == ((), ())
+        if not cosmetic and not same_name:
+            before_fp = surface.fingerprint(masked_old, language)
+            cosmetic = before_fp is not None and before_fp == surface.fingerprint(masked_new, language)
+    else:
+        before_fp = surface.fingerprint(masked_old, language)
+        after_fp = surface.fingerprint(masked_new, language)
+        cosmetic = before_fp is not None and before_fp == after_fp
     pairs: tuple[tuple[str, str], ...] = ()
     local_rename = False
     if not cosmetic and language == "python":
@@ -745,7 +859,14 @@ def _compare_code_unguarded(
             ):
                 pb, pa = pb[1:], pa[1:]
             params = surface.parameter_changes(pb, pa)
-    return cosmetic, pairs, params, local_rename
+    return _Comparison(
+        cosmetic=cosmetic,
+        rename_pairs=pairs,
+        parameter_changes=params,
+        local_rename=local_rename,
+        code_delta=None if cosmetic else delta,
+        signature_only=signature_only and not cosmetic,
+    )
 
 
 def _describe(
@@ -775,11 +896,7 @@ def _describe(
         )
     reasons_new = set(new.risk.reasons) if new else set()
     reasons_old = set(old.risk.reasons) if old else set()
-    cosmetic = local_rename = False
-    pairs: tuple[tuple[str, str], ...] = ()
-    params: tuple[str, ...] = ()
-    if new is not None and old is not None:
-        cosmetic, pairs, params, local_rename = _compare_code(new, old, texts)
+    compared = _compare_code(new, old, texts) if new is not None and old is not None else _Comparison()
     return SymbolChange(
         change=change,
         kind=sym.kind,
@@ -806,11 +923,13 @@ def _describe(
         old_end_line=old.end_line if old is not None else None,
         lines_before=old.end_line - old.start_line + 1 if old is not None else 0,
         max_nesting_before=old.max_nesting if old is not None else 0,
-        cosmetic=cosmetic,
-        rename_only=local_rename,
-        parameter_changes=params,
+        cosmetic=compared.cosmetic,
+        rename_only=compared.local_rename,
+        parameter_changes=compared.parameter_changes,
         calls=_dotted_calls(sym, texts.new_side if new is not None else texts.old_side),
-        rename_pairs=pairs,
+        rename_pairs=compared.rename_pairs,
+        code_delta=compared.code_delta,
+        signature_only=compared.signature_only,
     )
 
 
@@ -836,7 +955,7 @@ def _pair_file(
             return out
         seen: dict[tuple[str, str], int] = {}
         for i, s in enumerate(side.symbols):
-            if _is_overload(s):
+            if _is_overload(s) or side.typing_only(s):
                 continue  # a typing declaration, not code: paired and reported never
             n = seen.get((s.qualified_name, s.kind), 0)
             seen[(s.qualified_name, s.kind)] = n + 1
@@ -844,13 +963,15 @@ def _pair_file(
         return out
 
     old_keys, new_keys = keyed(old), keyed(new)
+    # A file renamed without an edit: every symbol moved as it was, nothing to compare.
+    same = old is not None and new is not None and old.lines == new.lines
     for key, ni in new_keys.items():
         oi = old_keys.get(key)
         if oi is None or old is None or new is None:
             continue
         o, n = old.symbols[oi], new.symbols[ni]
-        differs = old.own_text[oi] != new.own_text[ni] or o.signature != n.signature
-        texts = _Texts(new, ni, old, oi)
+        differs = not same and (old.own_text[oi] != new.own_text[ni] or o.signature != n.signature)
+        texts = _Texts(new, ni, old, oi, identical=same)
         if differs:
             changes.append(_describe("modified", n, o, texts=texts, packages=packages))
         elif old.path != new.path:
@@ -1478,9 +1599,9 @@ class _Collector:
                 out.append(c)
             self.per_file[key] = out
 
-    def attach_surface(self, repo: Path, rng: _Range) -> None:
+    def attach_surface(self, repo: Path, rng: _Range, listing: _TreeListing) -> None:
         """Import paths of Python library symbols, and whether removed or moved ones still resolve."""
-        surfaces = _TargetSurfaces(repo, rng, self.new_sides)
+        surfaces = _TargetSurfaces(repo, rng, self.new_sides, listing)
         parsed: dict[tuple[str, str], object] = {}
         for key, changes in self.per_file.items():
             self.per_file[key] = [
@@ -1518,7 +1639,12 @@ class _Collector:
         return replace(f, lost_exports=tuple(lost)) if lost else f
 
     def attach_callers(self, repo: Path, rng: _Range) -> None:
-        all_changes = [c for cs in self.per_file.values() for c in cs]
+        # A symbol moved as it was with its whole file (a package moved under ``src/``) affects
+        # no call site: its callers call it by the same name (what may break is the file's
+        # import path, which the public-API rule judges); thousands of them would each cost a
+        # text search.
+        renamed = {(f.old_path, f.path) for f in self.files if f.status == "renamed"}
+        all_changes = [c for cs in self.per_file.values() for c in cs if not _moved_with_file(c, renamed)]
         found = _find_callers(repo, rng.target_sha, all_changes, staged=rng.staged, packages=self.packages)
         # The index describes the work tree, so its call graph answers only for WORKING/STAGED.
         graph = _graph_callers(repo, all_changes) if rng.working or rng.staged else {}
@@ -1578,26 +1704,67 @@ def _reexported_names(source: str) -> set[str]:
     return out
 
 
-class _TargetSurfaces:
-    """Module surfaces of the target side, read lazily: changed files from the diff, others from git."""
+def _moved_with_file(c: SymbolChange, renamed: set[tuple[str | None, str]]) -> bool:
+    return (
+        c.change == "moved"
+        and c.cosmetic
+        and c.old_qualified_name in (None, c.qualified_name)
+        and (c.old_file, c.file) in renamed
+    )
 
-    def __init__(self, repo: Path, rng: _Range, new_sides: dict[str, _Side]) -> None:
+
+class _TreeListing:
+    """Every path of the target side, listed once on first use (one `git ls-tree`)."""
+
+    def __init__(self, repo: Path, rng: _Range) -> None:
         self.repo = repo
         self.rng = rng
-        self.new_sides = new_sides
-        self._paths: dict[str, str] | None = None
-        self._cache: dict[str, object] = {}
+        self._paths: list[str] | None = None
 
-    def _module_paths(self) -> dict[str, str]:
-        from engine.semantic.surface import module_name
-
+    def paths(self) -> list[str]:
         if self._paths is None:
             if self.rng.target_sha is not None:
                 out = _git(self.repo, "ls-tree", "-r", "--name-only", self.rng.target_sha).stdout
             else:
                 out = _git(self.repo, "ls-files", *(["--cached"] if self.rng.staged else [])).stdout
+            self._paths = out.decode("utf-8", "surrogateescape").splitlines()
+        return self._paths
+
+
+def _test_families(listing: _TreeListing) -> frozenset[str]:
+    from engine.policy.paths import is_test_path
+    from engine.semantic.graph import family
+
+    out: set[str] = set()
+    for path in listing.paths():
+        if is_test_path(path):
+            language = _language(path)
+            if language is not None:
+                out.add(family(language))
+    return frozenset(out)
+
+
+class _TargetSurfaces:
+    """Module surfaces of the target side, read lazily: changed files from the diff, others from git."""
+
+    def __init__(
+        self, repo: Path, rng: _Range, new_sides: dict[str, _Side], listing: _TreeListing | None = None
+    ) -> None:
+        self.repo = repo
+        self.rng = rng
+        self.new_sides = new_sides
+        self.listing = listing or _TreeListing(repo, rng)
+        self._paths: dict[str, str] | None = None
+        self._cache: dict[str, object] = {}
+        self._sources: dict[str, str | None] = {}
+        self._imports: dict[tuple[bool, str, str], set[str] | None] = {}
+
+    def _module_paths(self) -> dict[str, str]:
+        from engine.semantic.surface import module_name
+
+        if self._paths is None:
             paths: dict[str, str] = {}
-            for raw in out.decode("utf-8", "surrogateescape").splitlines():
+            for raw in self.listing.paths():
                 module = module_name(raw)
                 if module is not None:
                     paths.setdefault(module, raw)
@@ -1628,6 +1795,35 @@ class _TargetSurfaces:
         self._cache[module] = surface
         return surface
 
+    def package_source(self, package: str, *, old: bool = False) -> str | None:
+        """The ``__init__`` source of a package, on the target side or (``old``) the base side."""
+        key = f"{'old' if old else 'new'}:{package}"
+        if key in self._sources:
+            return self._sources[key]
+        path = self.path_of_module(package)
+        source: str | None = None
+        if path is not None and path.endswith("__init__.py"):
+            side = None if old else self.new_sides.get(path)
+            if side is not None and side.text:
+                source = side.text
+            else:
+                data = self._read_base(path) if old else self._read(path)
+                source = data.decode("utf-8", "replace") if data is not None else None
+        self._sources[key] = source
+        return source
+
+    def imported_from(self, package: str, module: str, source: str, *, old: bool) -> set[str] | None:
+        from engine.semantic.surface import names_imported_from
+
+        key = (old, package, module)
+        if key not in self._imports:
+            self._imports[key] = names_imported_from(source, package, module)
+        return self._imports[key]
+
+    def _read_base(self, path: str) -> bytes | None:
+        proc = _git(self.repo, "cat-file", "blob", f"{self.rng.base_sha}:{path}", check=False)
+        return proc.stdout if proc.returncode == 0 else None
+
     def _read(self, path: str) -> bytes | None:
         if self.rng.working:
             return _read_working(self.repo, path)
@@ -1654,6 +1850,7 @@ def _with_import_path(
         is_library_path,
         is_private_name,
         is_public_module,
+        is_vendored_module,
         module_name,
         module_surface,
     )
@@ -1685,8 +1882,18 @@ def _with_import_path(
         parsed[key] = module_surface(side.text) if side is not None and side.text else None
     if not is_exported(parsed[key], qualified.split(".", 1)[0]):  # type: ignore[arg-type]
         return c
+    if is_vendored_module(module):
+        return c
+
+    def curated_out() -> bool:
+        # The package that re-exports most of this module's names leaves this one out.
+        side = (old_sides if removed else new_sides).get(path_file)
+        return side is not None and _curated_out(
+            module, qualified.split(".", 1)[0], side, surfaces, old=removed
+        )
+
     if c.change == "modified":
-        return replace(c, import_path=import_path)
+        return c if curated_out() else replace(c, import_path=import_path)
     if old_module is None or not is_public_module(old_module):
         return replace(c, import_path=import_path, still_importable=True)
     target = surfaces.surface_of_module(old_module)
@@ -1711,9 +1918,36 @@ def _with_import_path(
                 )
                 or _inherited(owner, leaf, new_sides)
             )
+    if not still and curated_out():
+        return c
     return replace(
         c, import_path=f"{old_module}.{old_qualified}" if removed else import_path, still_importable=still
     )
+
+
+def _curated_out(module: str, name: str, side: _Side, surfaces: _TargetSurfaces, *, old: bool) -> bool:
+    """A package above ``module`` re-exports most of its public names, but not ``name``."""
+    from engine.semantic.surface import curated_out, is_private_name
+
+    if side.path.endswith("__init__.py") or "." not in module:
+        return False
+    public = {
+        s.name
+        for s in side.symbols
+        if "." not in s.qualified_name and s.kind in ("function", "class") and not is_private_name(s.name)
+    }
+    parts = module.split(".")
+    for depth in range(len(parts) - 1, 0, -1):
+        package = ".".join(parts[:depth])
+        source = surfaces.package_source(package, old=old)
+        if source is None:
+            continue
+        names = surfaces.imported_from(package, module, source, old=old)
+        if names is None:
+            return False  # a star import re-exports everything
+        if curated_out(names, public, name):
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -1821,19 +2055,32 @@ def analyze_diff(
         reader.close()
     collector.match_moves()
     collector.mark_renames()
-    collector.attach_surface(repo, rng)
+    listing = _TreeListing(repo, rng)
+    collector.attach_surface(repo, rng, listing)
     if callers:
         collector.attach_callers(repo, rng)
+    files = collector.result()
     return SemanticDiff(
         base=rng.base_label,
         target=rng.target_label,
         base_commit=rng.base_sha,
         target_commit=rng.target_sha,
-        files=collector.result(),
+        files=files,
         notes=rng.notes,
         packages=tuple(sorted(collector.packages)),
         library_roots=layout.library_roots,
+        test_families=_test_families(listing) if _needs_test_families(files, layout.library_roots) else None,
     )
+
+
+def _needs_test_families(files: Sequence[FileChange], roots: tuple[str, ...]) -> bool:
+    """Only a change that touches library code and no test asks where the project keeps tests."""
+    from engine.policy.paths import is_test_path
+    from engine.semantic.surface import is_library_path
+
+    if any(is_test_path(f.path) for f in files):
+        return False
+    return any(f.symbols and is_library_path(f.path, roots) for f in files)
 
 
 def _file_of_removed(files: Sequence[FileChange], change: SymbolChange) -> str:

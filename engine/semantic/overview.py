@@ -218,10 +218,26 @@ def _first_line(text: str) -> str:
     return ""
 
 
+# Manifests larger than this are not parsed for the overview (a lock file is not a manifest).
+MANIFEST_MAX_BYTES = 1_000_000
+
+
+def _repo_file_text(path: Path, limit: int = MANIFEST_MAX_BYTES) -> str:
+    """A README, package file or manifest of the repository, never read through a symlink (a
+    ``README`` or ``requirements.txt`` linked to ``/etc`` or ``~/.ssh`` is refused) and never a
+    FIFO. OSError when refused or unreadable, like the reads it replaces."""
+    from engine.errors import SemforaError
+    from engine.policy.sandbox import open_checked
+
+    try:
+        return open_checked(path, max_bytes=limit).decode("utf-8", errors="replace")
+    except SemforaError as exc:
+        raise OSError(exc.message) from exc
+
+
 def _doc_of_package_file(path: Path) -> str:
     try:
-        with path.open("rb") as fh:
-            head = fh.read(4096).decode("utf-8", errors="replace")
+        head = _repo_file_text(path, 4096)
     except OSError:
         return ""
     m = re.match(r'\s*(?:#[^\n]*\n\s*)*[rRuU]?("""|\'\'\')(.*?)(?:\1|$)', head, re.S)
@@ -240,8 +256,7 @@ def infer_purpose(layout: RepoLayout, conn: sqlite3.Connection, module: Module) 
         p = base / name
         if p.is_file():
             try:
-                with p.open("rb") as fh:
-                    line = _first_line(fh.read(4096).decode("utf-8", errors="replace"))
+                line = _first_line(_repo_file_text(p, 4096))
             except OSError:
                 line = ""
             if line:
@@ -282,7 +297,7 @@ def _manifest_deps(root: Path) -> tuple[str | None, list[str], list[dict[str, st
     py = root / "pyproject.toml"
     if py.is_file():
         try:
-            data = tomllib.loads(py.read_text(encoding="utf-8", errors="replace"))
+            data = tomllib.loads(_repo_file_text(py))
         except (tomllib.TOMLDecodeError, OSError):
             data = {}
         project = data.get("project", {}) if isinstance(data.get("project"), dict) else {}
@@ -297,7 +312,7 @@ def _manifest_deps(root: Path) -> tuple[str | None, list[str], list[dict[str, st
             entries.append({"kind": "console_script", "name": str(script), "where": str(target)})
     for req in sorted(root.glob("requirements*.txt"))[:3]:
         try:
-            for line in req.read_text(encoding="utf-8", errors="replace").splitlines():
+            for line in _repo_file_text(req).splitlines():
                 line = line.strip()
                 if line and not line.startswith(("#", "-")):
                     deps.append(re.split(r"[\s<>=!~\[;(]", line, maxsplit=1)[0])
@@ -306,7 +321,7 @@ def _manifest_deps(root: Path) -> tuple[str | None, list[str], list[dict[str, st
     pkg = root / "package.json"
     if pkg.is_file():
         try:
-            data = json.loads(pkg.read_text(encoding="utf-8", errors="replace"))
+            data = json.loads(_repo_file_text(pkg))
         except (json.JSONDecodeError, OSError):
             data = {}
         if isinstance(data, dict):
@@ -326,7 +341,7 @@ def _manifest_deps(root: Path) -> tuple[str | None, list[str], list[dict[str, st
     gomod = root / "go.mod"
     if gomod.is_file():
         try:
-            text = gomod.read_text(encoding="utf-8", errors="replace")
+            text = _repo_file_text(gomod)
         except OSError:
             text = ""
         m = re.search(r"^module\s+(\S+)", text, re.M)
@@ -335,7 +350,7 @@ def _manifest_deps(root: Path) -> tuple[str | None, list[str], list[dict[str, st
     cargo = root / "Cargo.toml"
     if cargo.is_file():
         try:
-            data = tomllib.loads(cargo.read_text(encoding="utf-8", errors="replace"))
+            data = tomllib.loads(_repo_file_text(cargo))
         except (tomllib.TOMLDecodeError, OSError):
             data = {}
         name = name or data.get("package", {}).get("name")
@@ -344,7 +359,7 @@ def _manifest_deps(root: Path) -> tuple[str | None, list[str], list[dict[str, st
     pom = root / "pom.xml"
     if pom.is_file():
         try:
-            text = pom.read_text(encoding="utf-8", errors="replace")
+            text = _repo_file_text(pom)
         except OSError:
             text = ""
         deps.extend(re.findall(r"<artifactId>\s*([\w.\-]+)\s*</artifactId>", text))

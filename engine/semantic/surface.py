@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -155,6 +156,63 @@ def is_exported(surface: ModuleSurface | None, name: str) -> bool:
     if surface is None or surface.all_names is None:
         return True
     return name in surface.all_names
+
+
+# A package that re-exports at least this share of a submodule's public functions and classes is
+# that submodule's public face (``werkzeug.datastructures`` re-exports its ``mixins`` classes): what
+# it leaves out is the submodule's own business. Below it (``werkzeug`` re-exports ``run_simple``
+# of ``serving``'s many names) the package merely offers a shortcut and the submodule stays public.
+CURATED_SHARE = 0.5
+# Directories of vendored third-party code inside a package: not the project's own import surface.
+VENDORED_DIRS = frozenset(
+    {"_vendor", "vendor", "vendored", "_vendored", "extern", "_extern", "thirdparty", "packages"}
+)
+
+
+def is_vendored_module(module: str) -> bool:
+    """``pkg.packages.six``, ``pkg._vendor.x``: a vendored copy below the project's package."""
+    parts = module.split(".")
+    return any(p in VENDORED_DIRS for p in parts[1:-1])
+
+
+def names_imported_from(package_source: str, package: str, module: str) -> set[str] | None:
+    """Names the package ``__init__`` (``package_source`` of dotted ``package``) imports from its
+    submodule ``module``; None when it star-imports it or does not parse."""
+    tree = _parse(package_source)
+    if tree is None:
+        return None
+    out: set[str] = set()
+    pkg_parts = package.split(".")
+
+    def visit(body: list[ast.stmt]) -> bool:
+        for node in body:
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = pkg_parts[: len(pkg_parts) - (node.level - 1)] if node.level > 1 else pkg_parts
+                    resolved = ".".join([*base, *([node.module] if node.module else [])])
+                else:
+                    resolved = node.module or ""
+                if resolved == module:
+                    for alias in node.names:
+                        if alias.name == "*":
+                            return False
+                        out.add(alias.name)
+            elif isinstance(node, (ast.If, ast.Try)):
+                handlers = [h.body for h in getattr(node, "handlers", [])]
+                for block in (node.body, node.orelse, *handlers):
+                    if not visit(block):
+                        return False
+        return True
+
+    return out if visit(tree.body) else None
+
+
+def curated_out(reexported: set[str], public_names: set[str], name: str) -> bool:
+    """``name`` (a public top-level name of a submodule) is left out of a package that curates the
+    submodule: the package re-exports most of it, and not this."""
+    if not reexported or not public_names or name in reexported:
+        return False
+    return len(reexported & public_names) >= CURATED_SHARE * len(public_names)
 
 
 # --------------------------------------------------------------------------- parameters
@@ -353,9 +411,12 @@ class _Strip(ast.NodeTransformer):
     """Removes what does not change behaviour: annotations, docstrings, exception chaining, and
     (optionally) the bodies of nested definitions, which are fingerprinted on their own."""
 
-    def __init__(self, nested_bodies: bool) -> None:
+    def __init__(self, nested_bodies: bool, aliases: Mapping[str, str] | None = None) -> None:
         self.nested_bodies = nested_bodies
         self.depth = 0
+        # Local name -> dotted path it was imported as (``Popen`` -> ``subprocess.Popen``): with
+        # these, ``from m import n; n()`` and ``import m; m.n()`` are the same call.
+        self.aliases = dict(aliases) if aliases is not None else None
 
     def _strip_doc(self, body: list[ast.stmt]) -> list[ast.stmt]:
         first = body[0] if body else None
@@ -373,7 +434,7 @@ class _Strip(ast.NodeTransformer):
             return None  # a typing.overload declaration: a signature for type checkers only
         if self.depth > 0 and not self.nested_bodies:
             # A nested definition counts by its name only; its own change is reported on its own.
-            return ast.Name(id=f"<def {node.name}>", ctx=ast.Load())
+            return ast.Expr(value=ast.Name(id=f"<def {node.name}>", ctx=ast.Load()))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             node.returns = None
             node.type_comment = None
@@ -391,6 +452,39 @@ class _Strip(ast.NodeTransformer):
     visit_FunctionDef = _definition
     visit_AsyncFunctionDef = _definition
     visit_ClassDef = _definition
+
+    def _import(self, node: ast.AST) -> ast.AST | None:
+        # With aliases resolved, an import inside a definition only says where a name comes from
+        # (moving it to the top of the module changes no behaviour the review cares about). The
+        # names it binds are resolved in the statements that follow it.
+        if self.aliases is None or self.depth == 0:
+            return node
+        if isinstance(node, ast.ImportFrom) and node.module is not None:
+            for alias in node.names:
+                if alias.name != "*":
+                    self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    self.aliases[alias.asname] = alias.name
+        return None
+
+    visit_Import = _import
+    visit_ImportFrom = _import
+
+    def visit_If(self, node: ast.If) -> ast.AST | list[ast.stmt] | None:
+        # ``if TYPE_CHECKING: <declarations> else: <code>`` runs the code, and only the code.
+        if _type_checking_only(node.test):
+            out: list[ast.stmt] = []
+            for child in node.orelse:
+                kept = self.visit(child)
+                if isinstance(kept, list):
+                    out.extend(kept)
+                elif kept is not None:
+                    out.append(kept)
+            return out or None
+        self.generic_visit(node)
+        return node
 
     def visit_arg(self, node: ast.arg) -> ast.AST:
         node.annotation = None
@@ -460,6 +554,13 @@ class _Strip(ast.NodeTransformer):
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if node.id in _OSERROR_ALIASES:
             node.id = "OSError"  # IOError, EnvironmentError... are OSError (UP024)
+            return node
+        dotted = self.aliases.get(node.id) if self.aliases is not None else None
+        if dotted and "." in dotted and isinstance(node.ctx, ast.Load):
+            out: ast.expr = ast.Name(id=dotted.split(".")[0], ctx=ast.Load())
+            for part in dotted.split(".")[1:]:
+                out = ast.Attribute(value=out, attr=part, ctx=ast.Load())
+            return out
         return node
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
@@ -467,6 +568,17 @@ class _Strip(ast.NodeTransformer):
         if isinstance(node.value, ast.Name) and f"{node.value.id}.{node.attr}" in _OSERROR_ALIASES:
             return ast.Name(id="OSError", ctx=node.ctx)
         return node
+
+
+def _type_checking_only(test: ast.expr) -> bool:
+    """``TYPE_CHECKING``, ``typing.TYPE_CHECKING`` or a conjunction with one of them."""
+    if isinstance(test, ast.Name):
+        return test.id == "TYPE_CHECKING"
+    if isinstance(test, ast.Attribute):
+        return test.attr == "TYPE_CHECKING"
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_type_checking_only(v) for v in test.values)
+    return False
 
 
 # Exception names that are OSError since Python 3.3 (pyupgrade rewrites them).
@@ -552,6 +664,45 @@ def _decorator_name(node: ast.expr) -> str:
 
 
 _TYPING_GUARD = re.compile(r"^\s*if\s+(typing\.|t\.)?TYPE_CHECKING\s*:")
+
+
+class NormalizedCode:
+    """A definition's behaviour as a fingerprint, and (on first use) as normalized source lines:
+    one statement or compound-statement header a line, imports resolved to the dotted names
+    they bind."""
+
+    def __init__(self, tree: ast.AST) -> None:
+        self._tree = tree
+        self.fingerprint = ast.dump(tree, annotate_fields=False, include_attributes=False)
+        self._lines: tuple[str, ...] | None = None
+        self._header = 0
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        if self._lines is None:
+            ast.fix_missing_locations(self._tree)
+            source = ast.unparse(self._tree)
+            self._lines = tuple(line.strip() for line in source.splitlines() if line.strip())
+            for i, line in enumerate(self._lines):
+                if line.startswith(("def ", "async def ", "class ")):
+                    self._header = i + 1
+                    break
+        return self._lines
+
+    @property
+    def header(self) -> int:
+        """How many leading lines are the definition's header (decorators and the ``def`` line)."""
+        _ = self.lines
+        return self._header
+
+
+def python_normalized(text: str, aliases: Mapping[str, str] | None = None) -> NormalizedCode | None:
+    """``text`` (one definition) without comments, docstrings, annotations, layout, spelling of
+    string formatting and of imported names; None when it does not parse."""
+    tree = _parse(text)
+    if tree is None:
+        return None
+    return NormalizedCode(_Strip(nested_bodies=False, aliases=aliases or {}).visit(tree))
 
 
 def python_fingerprint(text: str) -> str | None:

@@ -12,7 +12,7 @@ import os
 import re
 import sqlite3
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -526,21 +526,22 @@ class SymbolStore:
         )
 
 
-def symbol_source(layout: RepoLayout, sym: Symbol, context: int = 0) -> tuple[str, int, int]:
+def symbol_source(
+    layout: RepoLayout, sym: Symbol, context: int = 0, *, deny: Sequence[str] | None = None
+) -> tuple[str, int, int]:
     """The text of a symbol plus ``context`` lines either side: (text, first_line, last_line).
 
-    The path is resolved and checked to stay inside the repository root.
+    The file is read through the policy sandbox (inside the root through every link, not in
+    .git, not on ``deny``), and the text is redacted.
     """
-    from engine.errors import SandboxError
+    from engine.policy.redaction import redact
+    from engine.policy.sandbox import read_bytes, resolve
 
-    root = layout.root.resolve()
-    target = (root / sym.file).resolve()
-    if not target.is_relative_to(root):
-        raise SandboxError(f"{sym.file} resolves outside the repository")
+    resolved = resolve(layout.root, sym.file, deny=deny)
     try:
-        lines = target.read_bytes().decode("utf-8", errors="replace").splitlines()
-    except OSError as exc:
-        raise NotFoundError(f"cannot read {sym.file}: {exc.strerror}", code="FILE_UNREADABLE") from exc
+        lines = redact(read_bytes(resolved).decode("utf-8", errors="replace")).splitlines()
+    except NotFoundError as exc:
+        raise NotFoundError(f"cannot read {sym.file}: {exc.message}", code="FILE_UNREADABLE") from exc
     first = max(1, sym.start_line - context)
     last = min(len(lines), sym.end_line + context)
     return "\n".join(lines[first - 1 : last]), first, last

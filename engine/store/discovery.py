@@ -2,8 +2,9 @@
 
 Lists files with ``git ls-files`` in a git work tree and walks the tree with
 ``.gitignore`` semantics elsewhere. Only cheap checks happen here (stat, names,
-symlinks); content checks (binary, minified) run when the file is read, via
-``content_problem``. It never follows a symlink out of the repository.
+symlinks, the secret deny-list of ``engine.policy``); content checks (binary, minified) run
+when the file is read, via ``content_problem``. It never follows a symlink, and a secret file
+is listed as skipped (its existence, never its content).
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.config import IndexSettings
+from engine.policy.names import DEFAULT_DENY, is_git_component, is_secret_name
 
 # Bytes inspected for a NUL to call a file binary (git's own heuristic uses 8000).
 BINARY_SNIFF_BYTES = 8192
@@ -152,12 +154,16 @@ def discover(
     use_git: bool = True,
     language_of: Callable[[str], str | None] | None = None,
     languages_only: bool = True,
+    deny: Sequence[str] | None = None,
 ) -> Discovery:
     """List indexable files under ``root`` with their stat, and the skipped ones with reasons.
 
     With ``languages_only`` (the indexer's case) files of no known language are passed
     over before any system call; otherwise they are candidates with ``language=None``.
+    Files on ``deny`` (default: the policy's deny-list; pass ``edits.deny``) are never
+    candidates: they are skipped as secret, so nothing reads, chunks or embeds them.
     """
+    patterns = tuple(DEFAULT_DENY if deny is None else deny)
     if language_of is None:
         from engine.semantic.languages import language_for_path
 
@@ -174,7 +180,9 @@ def discover(
     for rel in names:
         if result.used_git and "/" in rel and _in_excluded_dir(rel, exclude):  # the walk prunes them itself
             continue
-        _classify(root, base, rel, settings.max_file_bytes, languages_only, language_of, by_name, result)
+        _classify(
+            root, base, rel, settings.max_file_bytes, languages_only, language_of, by_name, result, patterns
+        )
     result.candidates.sort(key=lambda c: c.path)
     return result
 
@@ -186,6 +194,7 @@ def discover_paths(
     *,
     language_of: Callable[[str], str | None] | None = None,
     languages_only: bool = True,
+    deny: Sequence[str] | None = None,
 ) -> Discovery:
     """``discover`` restricted to ``paths`` (repository-relative, as git names them).
 
@@ -197,6 +206,7 @@ def discover_paths(
         from engine.semantic.languages import language_for_path
 
         language_of = language_for_path
+    patterns = tuple(DEFAULT_DENY if deny is None else deny)
     root = root.resolve()
     base = str(root)
     exclude = set(settings.exclude_dirs)
@@ -205,7 +215,9 @@ def discover_paths(
     for rel in sorted(set(paths)):
         if not rel or rel.startswith("/") or ".." in rel.split("/") or _in_excluded_dir(rel, exclude):
             continue
-        _classify(root, base, rel, settings.max_file_bytes, languages_only, language_of, by_name, result)
+        _classify(
+            root, base, rel, settings.max_file_bytes, languages_only, language_of, by_name, result, patterns
+        )
     result.candidates.sort(key=lambda c: c.path)
     return result
 
@@ -219,9 +231,10 @@ def _classify(
     language_of: Callable[[str], str | None],
     by_name: dict[str, str | None],
     result: Discovery,
+    patterns: Sequence[str] = DEFAULT_DENY,
 ) -> None:
     """Add ``rel`` to ``result`` as a candidate or a skipped file (or not at all: gone, no language)."""
-    if rel.startswith(".git/"):
+    if rel.startswith(".git/") or any(is_git_component(p) for p in rel.split("/")[:-1]):
         return
     if not rel.isascii():
         try:
@@ -232,6 +245,9 @@ def _classify(
             )
             return
     name = rel.rpartition("/")[2]
+    if is_secret_name(rel, patterns):
+        result.skipped.append(Skipped(rel, "secret (on the deny-list, edits.deny): never read"))
+        return
     if name not in by_name:
         by_name[name] = language_of(name)
     language = by_name[name]

@@ -33,6 +33,7 @@ from engine import flock
 from engine.config import Settings
 from engine.errors import LockBusy
 from engine.lifetime import die_with_parent
+from engine.policy.redaction import redact
 from engine.semantic.graph import (
     CALLABLE_KINDS,
     SELF_RECEIVERS,
@@ -209,8 +210,8 @@ def _rows(path: str, file_id: int, fa: FileAnalysis, size: int, mtime_ns: int, s
                 s.language,
                 s.start_line,
                 s.end_line,
-                s.signature,
-                s.doc,
+                redact(s.signature),  # index.db never stores a secret a signature or doc holds
+                redact(s.doc),
                 s.parent,
                 s.exported,
                 _json_list(s.decorators),
@@ -1289,16 +1290,19 @@ def _discover(
     root = layout.root
     if progress:
         progress(PHASE_DISCOVER, 0, 0)
-    key = changes.settings_key(settings.index, extra=f"schema{SCHEMA_VERSION}")
+    # the deny-list decides what is indexed: a change to it is a change to every file
+    key = changes.settings_key(
+        settings.index, extra=f"schema{SCHEMA_VERSION};deny={sorted(settings.edits.deny)}"
+    )
     before = None if rebuilt else changes.WorktreeState.from_json(_meta(conn, META_WORKTREE))
     now = changes.capture(root, key)
     indexed = conn.execute("SELECT 1 FROM files LIMIT 1").fetchone() is not None
     paths = changes.changed_since(root, before, now) if indexed else None
     if paths is None:
-        found = discover(root, settings.index)
+        found = discover(root, settings.index, deny=settings.edits.deny)
         scope = None
     else:
-        found = discover_paths(root, settings.index, paths)
+        found = discover_paths(root, settings.index, paths, deny=settings.edits.deny)
         scope = tuple(sorted(paths))
     if progress:
         n = len(found.candidates) if scope is None else len(scope)

@@ -7,6 +7,7 @@ It creates directories but never opens databases; that is the store's job.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -57,6 +58,12 @@ def find_repo_root(path: str | os.PathLike[str] | None = None) -> Path:
     try:
         start = start.expanduser().resolve(strict=True)
     except (OSError, RuntimeError) as exc:
+        from engine.policy.errors import PathTooLong, SymlinkLoop
+
+        if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP:
+            raise SymlinkLoop(f"{path} goes round a loop of symbolic links") from exc
+        if getattr(exc, "errno", None) == errno.ENAMETOOLONG:
+            raise PathTooLong(f"path is too long for the file system: {str(path)[:80]}...") from exc
         raise PathError(f"path does not exist: {path}") from exc
     if not start.is_dir():
         # Never the file's parent: `index --path ~/.bashrc` would index the home directory.
@@ -79,6 +86,18 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:40] or "repo"
 
 
+def working_tree_id(root: str | os.PathLike[str]) -> str:
+    """The cache identity of one working tree: its directory name and a hash of its real path.
+
+    Per working tree, not per name and remote: two clones of one remote (or two git worktrees)
+    are different trees with different files, and an edit staged in one must never be
+    committed into the other. Moving a clone to a new path starts a new cache.
+    """
+    real = os.path.realpath(os.fspath(root))
+    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return f"{_slug(Path(real).name)}-{digest}"
+
+
 @dataclass(frozen=True)
 class RepoLayout:
     """The repository root and every path semfora keeps for it."""
@@ -95,19 +114,14 @@ class RepoLayout:
 
     @cached_property
     def repo_id(self) -> str:
-        """Stable per repository: the git remote if any, else the canonical path."""
-        identity = None
-        if self.is_git:
-            identity = _git(self.root, "config", "--get", "remote.origin.url")
-        if not identity:
-            identity = str(self.root.resolve())
-        digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
-        return f"{_slug(self.root.name)}-{digest}"
+        """Stable per working tree (see ``working_tree_id``)."""
+        return working_tree_id(self.root)
 
     @cached_property
     def cache_dir(self) -> Path:
+        # Only the user may list or read a cache: it holds source excerpts, sessions and backups.
         path = cache_home() / self.repo_id
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
         return path
 
     @property
@@ -129,7 +143,7 @@ class RepoLayout:
     def subdir(self, name: str) -> Path:
         """``sessions``, ``runs`` or ``edits``: created on first use."""
         path = self.cache_dir / name
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
         return path
 
     @property

@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "mcp": "mcp_cmd",
     "doctor": "doctor_cmd",
     "config": "config_cmd",
+    "trust": "trust_cmd",
 }
 
 
@@ -227,6 +228,11 @@ def build_parser() -> argparse.ArgumentParser:
     _path(p)
     _json(p)
 
+    p = sub.add_parser("trust", help="trust this repository's .semfora.toml (commands, wider reads)")
+    _path(p)
+    p.add_argument("--revoke", action="store_true", help="stop trusting it")
+    _json(p)
+
     p = sub.add_parser("cache", help="inspect or clear cache.db")
     p.add_argument("action", choices=["stats", "clear"])
     _path(p)
@@ -291,7 +297,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     first = args_list[0] if args_list else None
-    if first is None or (first not in COMMANDS and not first.startswith("-")):
+    # Anything but a command name or the parser's own flags opens the app: `semfora --resume`
+    # and `semfora --model M` need no PATH (issue 12, item 10).
+    if first is None or (first not in COMMANDS and first not in ("-h", "--help", "--version")):
         args = _tui_parser().parse_args(args_list)
         from semfora_tui.launch import run_app
 

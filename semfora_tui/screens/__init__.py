@@ -1,1 +1,1 @@
-"""Modal screens: confirmation, the `@` picker and the search results list."""
+"""Screens: the main screen (layout, modes, workers), the confirmation and the search results list."""

@@ -1,4 +1,4 @@
-"""A filterable list in a modal: the `@` file/symbol picker and search results.
+"""A filterable list in a modal: the results of /search.
 
 The caller supplies a blocking ``source(query) -> list[PickItem]`` that runs in a
 thread worker on every keystroke (debounced), so lookups never block the UI.
@@ -15,6 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
+from textual.timer import Timer
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -49,7 +50,7 @@ class PickerScreen(ModalScreen[PickItem | None]):
         self.source = source
         self.initial_query = query
         self.items: list[PickItem] = list(items or [])
-        self._timer = None
+        self._timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker-box"):

@@ -1,33 +1,63 @@
 """The conversation column: user messages, notes from semfora, and model replies.
 
 It owns ordering and scrolling (anchored to the bottom while a reply streams). Reply
-and note widgets live in ``reply.py`` and are imported on first use.
+and note widgets live in ``reply.py`` and are imported on first use. A message the
+user sends while a reply streams (or while the index rebuilds) shows as queued until
+it is sent.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.console import RenderableType
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 if TYPE_CHECKING:
-    from semfora_tui.widgets.reply import Note, ReplyTurn
+    from semfora_tui.widgets.reply import Note, ReplyTurn, TableNote
 
 
 class UserMessage(Static):
-    """One message the user sent."""
+    """One message the user sent (or queued)."""
+
+    def __init__(self, text: str, *, queued: str | None = None) -> None:
+        super().__init__(classes="user")
+        self.text = text
+        self.queued = queued
+        self._draw()
+
+    def _draw(self) -> None:
+        line = Text("› " + self.text)
+        if self.queued:
+            line.append(f"  ⏳ queued: {self.queued}", style="italic dim")
+        self.set_class(bool(self.queued), "-queued")
+        self.update(line)
+
+    def mark_sent(self) -> None:
+        self.queued = None
+        self._draw()
+
+    @property
+    def plain(self) -> str:
+        return "› " + self.text + (f"  ⏳ queued: {self.queued}" if self.queued else "")
 
 
 class ChatPane(VerticalScroll):
-    """A scrolling column of messages, anchored to the bottom while streaming."""
+    """A scrolling column of messages, anchored to the bottom while streaming.
 
-    can_focus = True
+    It never takes the keyboard (a click on it must not swallow what the user types next);
+    the mouse wheel and ctrl+up / ctrl+down scroll it.
+    """
 
-    async def add_user(self, text: str) -> None:
-        await self.mount(UserMessage(Text("› " + text), classes="user"))
+    can_focus = False
+
+    async def add_user(self, text: str, *, queued: str | None = None) -> UserMessage:
+        message = UserMessage(text, queued=queued)
+        await self.mount(message)
         self.scroll_end(animate=False)
+        return message
 
     async def add_note(self, markdown: str, *, kind: str = "info") -> Note:
         from semfora_tui.widgets.reply import Note
@@ -37,10 +67,19 @@ class ChatPane(VerticalScroll):
         self.scroll_end(animate=False)
         return note
 
-    async def start_reply(self) -> ReplyTurn:
+    async def add_table(self, renderable: RenderableType, plain: str) -> TableNote:
+        """Output that is a wide table (a Rich renderable); ``plain`` is its text for the transcript."""
+        from semfora_tui.widgets.reply import TableNote
+
+        note = TableNote(renderable, plain, classes="note -table")
+        await self.mount(note)
+        self.scroll_end(animate=False)
+        return note
+
+    async def start_reply(self, *, live: bool = True) -> ReplyTurn:
         from semfora_tui.widgets.reply import ReplyTurn
 
-        turn = ReplyTurn()
+        turn = ReplyTurn(live=live)
         await self.mount(turn)
         self.anchor()
         return turn
@@ -50,12 +89,14 @@ class ChatPane(VerticalScroll):
 
     def transcript(self) -> str:
         """Plain text of the conversation, for tests and copying."""
-        from semfora_tui.widgets.reply import Note, ReplyTurn
+        from semfora_tui.widgets.reply import Note, ReplyTurn, TableNote
 
         parts: list[str] = []
         for child in self.children:
             if isinstance(child, UserMessage):
-                parts.append(str(child.render()))
-            elif isinstance(child, Note | ReplyTurn):
+                parts.append(child.plain)
+            elif isinstance(child, Note | TableNote):
                 parts.append(child.source)
+            elif isinstance(child, ReplyTurn):
+                parts.append(child.transcript())
         return "\n".join(parts)

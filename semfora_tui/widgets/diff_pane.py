@@ -1,8 +1,10 @@
 """The diff-preview pane: staged files with counts, then every hunk and its state.
 
-It renders ``FileView``s and turns review keys into messages (``HunkAction``,
-``CommitRequested``, ...). It never touches the edit session itself: the app
-applies the decision through the engine and hands back fresh views.
+Focusing it is review mode: its one-key bindings only work while the user has chosen to
+review (F2, a click, `/review`); escape (a binding of the screen) hands the keyboard back. It
+renders ``FileView``s (long lines scroll sideways) and turns review keys into messages
+(``HunkAction``, ``CommitRequested``, ...). It never touches the edit session itself:
+the screen applies the decision through the engine and hands back fresh views.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import ScrollableContainer
 from textual.message import Message
 from textual.widgets import Static
 
@@ -29,14 +31,43 @@ EMPTY_TEXT = "No staged changes. Ask for an edit, or stage blocks with /edit --f
 
 
 @dataclass(frozen=True)
+class ReviewHint:
+    """One entry of the review-mode footer: keys, a short label, and its rank when space is short."""
+
+    action: str
+    keys: str
+    label: str
+    rank: int  # 0 is shown first; higher ranks are dropped first on a narrow terminal
+
+
+# The footer of review mode, in display order. Ranks keep what changes files or history
+# (commit, undo, rollback, edit) and the way back to the prompt visible even at 80 columns.
+REVIEW_HINTS: tuple[ReviewHint, ...] = (
+    ReviewHint("next_hunk", "n/p", "hunk", 1),
+    ReviewHint("next_file", "N/P", "file", 7),
+    ReviewHint("accept", "a/r", "accept/reject", 0),
+    ReviewHint("toggle_hunk", "space", "toggle", 6),
+    ReviewHint("accept_file", "A/R", "whole file", 8),
+    ReviewHint("commit", "c", "commit", 0),
+    ReviewHint("undo", "u", "undo", 2),
+    ReviewHint("rollback", "x", "rollback", 3),
+    ReviewHint("edit", "e", "edit", 3),
+    ReviewHint("rebase", "b", "rebase", 5),
+    ReviewHint("maximize", "m", "maximize", 4),
+    ReviewHint("leave", "esc", "back", 0),
+)
+
+
+@dataclass(frozen=True)
 class _Position:
     file_index: int
     hunk: HunkView
 
 
-class DiffPane(VerticalScroll, can_focus=True):
-    """Keyboard review of a staged edit session."""
+class DiffPane(ScrollableContainer, can_focus=True):
+    """Keyboard review of a staged edit session (review mode is this pane having the focus)."""
 
+    ALLOW_MAXIMIZE = True
     BINDINGS = [
         Binding("n,j", "next_hunk", "Next hunk"),
         Binding("p,k", "prev_hunk", "Prev hunk"),
@@ -44,13 +75,17 @@ class DiffPane(VerticalScroll, can_focus=True):
         Binding("P,shift+p", "prev_file", "Prev file"),
         Binding("a", "accept", "Accept"),
         Binding("r", "reject", "Reject"),
-        Binding("space", "toggle", "Toggle"),
+        Binding("space", "toggle_hunk", "Toggle"),
         Binding("A,shift+a", "accept_file", "Accept file"),
         Binding("R,shift+r", "reject_file", "Reject file"),
         Binding("c", "commit", "Commit"),
         Binding("u", "undo", "Undo"),
         Binding("x", "rollback", "Rollback"),
-        Binding("e", "edit", "$EDITOR"),
+        Binding("e", "edit", "Edit proposal"),
+        Binding("b", "rebase", "Rebase"),
+        Binding("m", "maximize", "Maximize"),
+        Binding("h", "scroll_left", "Scroll left", show=False),
+        Binding("l", "scroll_right", "Scroll right", show=False),
     ]
 
     class HunkAction(Message):
@@ -78,8 +113,11 @@ class DiffPane(VerticalScroll, can_focus=True):
     class RollbackRequested(Message):
         """Discard the pending session (the app asks for confirmation first)."""
 
+    class RebaseRequested(Message):
+        """Re-apply the staged hunks onto files that changed on disk."""
+
     class EditRequested(Message):
-        """Open ``path`` at ``line`` in the user's editor."""
+        """Open the proposed version of ``path`` at ``line`` in the user's editor."""
 
         def __init__(self, path: str, line: int) -> None:
             super().__init__()
@@ -142,7 +180,7 @@ class DiffPane(VerticalScroll, can_focus=True):
         changed = Style(color=self._colour("semfora-changed"), bold=True)
         warn = Style(color=self._colour("semfora-priority-high"), bold=True)
         current = self.current
-        text = Text(no_wrap=True, overflow="ellipsis")
+        text = Text(no_wrap=True, overflow="ignore")  # long lines scroll sideways, never cut
         line_no = 0
 
         def add(line: str | Text, style: Style | str = "") -> None:
@@ -201,7 +239,7 @@ class DiffPane(VerticalScroll, can_focus=True):
 
     def _scroll_to_current(self) -> None:
         if 0 <= self.cursor < len(self._hunk_lines):
-            self.scroll_to(y=max(self._hunk_lines[self.cursor] - 1, 0), animate=False)
+            self.scroll_to(x=0, y=max(self._hunk_lines[self.cursor] - 1, 0), animate=False)
 
     def _move(self, cursor: int) -> None:
         count = len(self.positions)
@@ -214,12 +252,12 @@ class DiffPane(VerticalScroll, can_focus=True):
     # -- actions ------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("undo",):
-            return True
         if action == "commit":
             return self.totals()[1] > 0
         if action in ("next_file", "prev_file"):
             return len(self.files) > 1
+        if action == "rebase":
+            return any(f.conflict for f in self.files)
         return bool(self.positions) if action in _NEEDS_HUNKS else True
 
     def action_next_hunk(self) -> None:
@@ -254,7 +292,7 @@ class DiffPane(VerticalScroll, can_focus=True):
         self._hunk("reject")
         self._move(self.cursor + 1)
 
-    def action_toggle(self) -> None:
+    def action_toggle_hunk(self) -> None:
         self._hunk("toggle")
 
     def action_accept_file(self) -> None:
@@ -278,7 +316,27 @@ class DiffPane(VerticalScroll, can_focus=True):
         if self.current:
             self.post_message(self.EditRequested(self.current.hunk.path, self.current.hunk.start_line))
 
+    def action_rebase(self) -> None:
+        self.post_message(self.RebaseRequested())
+
+    def action_maximize(self) -> None:
+        if self.screen.maximized is self:
+            self.screen.minimize()
+        else:
+            self.screen.maximize(self, container=False)
+
 
 _NEEDS_HUNKS = frozenset(
-    {"next_hunk", "prev_hunk", "accept", "reject", "toggle", "accept_file", "reject_file", "rollback", "edit"}
+    {
+        "next_hunk",
+        "prev_hunk",
+        "accept",
+        "reject",
+        "toggle_hunk",
+        "accept_file",
+        "reject_file",
+        "rollback",
+        "edit",
+        "maximize",
+    }
 )

@@ -1,17 +1,19 @@
-"""A model reply in the chat: streamed Markdown segments and the turn's context summary.
+"""A model reply in the chat: streamed Markdown segments, the turn's steps and its context.
 
 Imported on first use (it pulls in the Markdown parser), so the first frame does not pay
-for it. Streaming goes through ``Markdown.get_stream`` so a chunk appends to the document
-instead of re-rendering all of it.
+for it. Streamed text is appended with ``Markdown.append`` (a chunk extends the document
+instead of re-rendering all of it); the screen batches chunks 20 times a second and never
+runs two appends at once, which is the batching ``Markdown.get_stream`` would add.
 """
 
 from __future__ import annotations
 
+from rich.console import RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
-from textual.widgets._markdown import MarkdownStream
 
 from semfora_tui.views import PackView
 
@@ -20,6 +22,10 @@ MAX_LISTED_ITEMS = 40
 # A streamed reply moves on to a new Markdown widget after about this many characters:
 # appending re-lays-out the widget it goes to, so bounded widgets keep appends cheap.
 SEGMENT_CHARS = 1500
+# The spinner of a running turn: braille frames, 8 a second (smooth, and cheap to redraw).
+SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+SPINNER_INTERVAL = 1 / 8
+WAITING_TEXT = "building the context pack and asking the model…"
 
 
 def pack_summary(pack: PackView) -> str:
@@ -44,46 +50,113 @@ class Note(Markdown):
     """A message from semfora itself (command output, errors, offline notice)."""
 
 
+class TableNote(Static):
+    """Command output that is a table too wide for Markdown (it would wrap each cell)."""
+
+    def __init__(self, renderable: RenderableType, plain: str, *, classes: str = "") -> None:
+        super().__init__(renderable, classes=classes)
+        self.source = plain
+
+
 class FrozenSegment(Static):
     """A finished part of a long reply, rendered once."""
 
     source = ""
 
 
+class ReplyLine(Static):
+    """A line semfora adds to a reply: a step (a retry, a NEED round) or how the turn ended."""
+
+    def __init__(self, text: str, *, classes: str) -> None:
+        super().__init__(Text(text), classes=classes)
+        self.plain = text
+
+
+class TurnSpinner(Static):
+    """The spinner line of a running turn: what it is doing now."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(classes="turn-working")
+        self.message = message
+        self._frame = 0
+
+    def on_mount(self) -> None:
+        self.set_interval(SPINNER_INTERVAL, self._tick)
+        self._show()
+
+    def say(self, message: str) -> None:
+        self.message = message
+        self.display = True
+        self._show()
+
+    def _tick(self) -> None:
+        if self.display:
+            self._frame += 1
+            self._show()
+
+    def _show(self) -> None:
+        self.update(Text(f"{SPINNER_FRAMES[self._frame % len(SPINNER_FRAMES)]} {self.message}"))
+
+
 class ReplyTurn(Vertical):
-    """One model reply: its streamed Markdown and, once known, its context summary.
+    """One model reply: its streamed Markdown, the steps of the turn and, once known, its context.
 
     A long reply is split into several Markdown widgets (see ``SEGMENT_CHARS``), so
-    appending the 5,000th token costs what appending the 50th did.
+    appending the 5,000th token costs what appending the 50th did. While the turn runs, a
+    spinner line at the bottom says what it is doing (building the pack, waiting for the
+    model, retrying, fetching what the model asked for).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, live: bool = True) -> None:
         super().__init__(classes="reply")
         self.segments: list[Markdown] = [Markdown("", classes="reply-body")]
         self.frozen: list[FrozenSegment] = []
         self.cancelled = False
-        self._stream: MarkdownStream | None = None
+        self.spinner: TurnSpinner | None = TurnSpinner(WAITING_TEXT) if live else None
+        self._streaming = False
         self._segment_text = ""
         self._fencer = EditBlockFencer()
 
     def compose(self) -> ComposeResult:
         yield self.segments[0]
+        if self.spinner is not None:
+            yield self.spinner
 
     @property
     def source(self) -> str:
+        """The model's text, every attempt of it, in order."""
         return "".join(part.source for part in self.frozen) + self.segments[-1].source
 
+    def transcript(self) -> str:
+        """Everything the reply shows as text, steps and outcome included (for tests and copying)."""
+        parts: list[str] = []
+        for child in self.children:
+            if isinstance(child, Markdown | FrozenSegment):
+                parts.append(child.source)
+            elif isinstance(child, ReplyLine):
+                parts.append(child.plain + "\n")
+        return "".join(parts)
+
+    async def _mount_in_flow(self, widget: Widget) -> None:
+        """Mount ``widget`` after the reply's content and above the spinner."""
+        if self.spinner is not None and self.spinner.parent is self:
+            await self.mount(widget, before=self.spinner)
+        else:
+            await self.mount(widget)
+
     def start_stream(self) -> None:
-        self._stream = Markdown.get_stream(self.segments[-1])
+        self._streaming = True
 
     async def write(self, text: str) -> None:
         """Append streamed text, opening a new segment at a paragraph break when this one is long."""
-        if self._stream is None:
+        if not self._streaming:
             return
+        if self.spinner is not None and text:
+            self.spinner.display = False  # the text itself now shows that the turn is alive
         await self._append(self._fencer.feed(text))
 
     async def _append(self, text: str) -> None:
-        if self._stream is None or not text:
+        if not self._streaming or not text:
             return
         base = len(self._segment_text)
         self._segment_text += text
@@ -92,18 +165,23 @@ class ReplyTurn(Vertical):
             if cut is not None:
                 head, tail = text[: cut - base], text[cut - base :]
                 if head:
-                    await self._stream.write(head)
-                await self._stream.stop()
-                await self._freeze(self.segments[-1])
-                segment = Markdown("", classes="reply-body")
-                await self.mount(segment, after=self.children[-1])
-                self.segments.append(segment)
-                self._stream = Markdown.get_stream(segment)
+                    await self.segments[-1].append(head)
+                await self._next_segment()
                 self._segment_text = tail
                 if tail:
-                    await self._stream.write(tail)
+                    await self.segments[-1].append(tail)
                 return
-        await self._stream.write(text)
+        await self.segments[-1].append(text)
+
+    async def _next_segment(self, between: Widget | None = None) -> None:
+        """Freeze the current segment and stream into a new one below it (``between`` them)."""
+        await self._freeze(self.segments[-1])
+        if between is not None:
+            await self._mount_in_flow(between)
+        segment = Markdown("", classes="reply-body")
+        await self._mount_in_flow(segment)
+        self.segments.append(segment)
+        self._segment_text = ""
 
     async def _freeze(self, segment: Markdown) -> None:
         """Swap a finished segment for one Static: a Markdown widget is a tree of blocks that
@@ -116,11 +194,28 @@ class ReplyTurn(Vertical):
         await segment.remove()
         self.frozen.append(frozen)
 
-    async def stop_stream(self) -> None:
-        if self._stream is not None:
+    async def step(self, message: str) -> None:
+        """A status line from the turn (a retry, a NEED round): kept in the reply where it
+        happened, and shown by the spinner until more text arrives."""
+        if self.spinner is not None:
+            self.spinner.say(message)
+        line = ReplyLine("↻ " + message, classes="turn-step")
+        if self._streaming and self._segment_text:
+            # A new attempt starts below the step, in fresh Markdown and a fresh fencer.
             await self._append(self._fencer.flush())
-            await self._stream.stop()
-            self._stream = None
+            self._fencer = EditBlockFencer()
+            await self._next_segment(between=line)
+        else:
+            # Nothing streamed since the last step: the text that follows goes below this line.
+            await self.mount(line, before=self.segments[-1])
+
+    async def stop_stream(self) -> None:
+        if self._streaming:
+            await self._append(self._fencer.flush())
+            self._streaming = False
+        if self.spinner is not None:
+            await self.spinner.remove()
+            self.spinner = None
 
     async def set_text(self, markdown: str) -> None:
         """Show a whole reply at once (when nothing was streamed)."""
@@ -135,7 +230,8 @@ class ReplyTurn(Vertical):
         )
 
     async def mark(self, status: str) -> None:
-        await self.mount(Static(status, classes="turn-status"))
+        """How the turn ended (cancelled, edit failed, staged...), as the reply's last line."""
+        await self._mount_in_flow(ReplyLine(status, classes="turn-status"))
 
 
 class EditBlockFencer:

@@ -18,7 +18,8 @@ extractive summaries) and its items, exactly as ``semfora context --json`` print
 - **two-round** code and body coverage: after one NEED round in which a simulated model asks
   for up to 6 gold symbols it can see named in the pack (``pack_metrics.need_request``: an
   oracle on which names, blind to names the pack never shows; nothing else is asked), served
-  by the orchestrator's real NEED resolver within what is left of the same budget;
+  by the orchestrator's real NEED resolver with the round's own allowance, as ``run_turn``
+  serves it (half the pack's budget);
 - same-run **baselines** at the same budget and token estimator: BM25 (SQLite FTS5, OR of the
   query's terms) over whole files, and over non-overlapping 40-line windows, filled in rank order.
 
@@ -82,16 +83,13 @@ def build_pack(orch: Any, task: str, budget: int) -> Any:
 
 
 def need_round(orch: Any, pack: Any, names: Sequence[str], budget: int) -> list[dict[str, Any]]:
-    """Serve one NEED round for ``names`` the way ``Orchestrator.run_turn`` does: the pack's items
-    stay in the same budget and the resolver may only use what is left. Returns the new items
-    as JSON. (The adapter to update when the NEED resolver moves.)"""
+    """Serve one NEED round for ``names`` the way ``Orchestrator.run_turn`` does: the round has
+    its own allowance (``core.NEED_ROUND_SHARE`` of the pack's budget; the first pack spends the
+    budget on code) and code the pack showed whole is not sent again. Returns the new items as
+    JSON. (The adapter to update when the NEED resolver moves.)"""
     if not names:
         return []
-    state = orch.new_budget(budget)
-    for item in pack.items:
-        state.add(item)
-    items, _missing = orch.gatherer.resolve_need(tuple(names), (), state, 1)
-    return [i.to_json() for i in items]
+    return [i.to_json() for i in orch.resolve_need(pack, list(names))]
 
 
 # --- baselines ----------------------------------------------------------------------------------
@@ -536,7 +534,7 @@ def render(results: dict[str, CorpusResult], tasks: list[BenchTask], args: argpa
         "**file recall** = share of gold files with any item; **2-round** = code/body after one NEED "
         "round in which a simulated model asks for the gold symbols (at most 6) that it can see named "
         "anywhere in the pack (qualified name if shown, else the bare name) and nothing else, served by "
-        "the orchestrator's NEED resolver within what is left of the same budget: an upper bound for "
+        "the orchestrator's NEED resolver with the round's own allowance (half the pack's budget, as run_turn serves it): an upper bound for "
         "one round, blind to what the pack never names. Tokens are the pack's `total_tokens` "
         "(overview included); 2-round median tokens adds what the NEED round sent; p50 ms is `build_context` in a warm process. Baselines, same run, same "
         "budget and estimator (chars/4 of a `### path:lines` header plus the text): SQLite FTS5 bm25 "

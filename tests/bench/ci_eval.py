@@ -5,7 +5,8 @@ was tuned: for every commit, the changed logic that *is* the security fix (``fix
 which a security finding is worth a reviewer's time (``security``), and the other findings worth
 reading (``worth``: ``rule=target``). A finding counts as worth reading only when it matches a label;
 everything else is noise or wrong. The held-out third (``split``: fixed by the commit hash) is never
-looked at while tuning and is reported apart.
+looked at while tuning and is reported apart; the third batch (``batch``: 3, other repositories)
+was labelled after the second tuning round and never tuned on.
 
 Repositories are not stored here: git history cannot come from a package registry, so the
 benchmark reads clones made by the ``fetch`` tool from ``SEMFORA_BENCH_MIRRORS`` (default
@@ -47,6 +48,9 @@ class LabelledCommit:
     security: tuple[str, ...]
     worth: tuple[tuple[str, str], ...]
     advisory: str | None = None
+    # 1: labelled before any tuning; 2: distractors labelled after the first tuning round;
+    # 3: other repositories, labelled after the second round and never tuned on.
+    batch: int = 1
 
     @property
     def is_security_fix(self) -> bool:
@@ -66,6 +70,7 @@ def load_commits(path: Path = COMMITS_FILE) -> list[LabelledCommit]:
                 security=tuple(raw["security"]),
                 worth=tuple((w["rule"], w["target"]) for w in raw["worth"]),
                 advisory=raw.get("advisory"),
+                batch=int(raw.get("batch") or (2 if "second batch" in raw.get("note", "") else 1)),
             )
         )
     return out
@@ -105,6 +110,9 @@ class CommitResult:
     seconds: float
     findings: list[dict[str, Any]]
     verdicts: list[bool] = field(default_factory=list)
+    # Remarks (informational, not findings) and whether a label would have counted each.
+    remarks: list[dict[str, Any]] = field(default_factory=list)
+    remark_verdicts: list[bool] = field(default_factory=list)
     recalled: bool = False
     blocked_by_fixture: bool = False
     status: str = ""
@@ -124,9 +132,10 @@ def judge(commit: LabelledCommit, finding: dict[str, Any]) -> bool:
     file, symbol, rule = finding.get("file"), finding.get("symbol"), finding.get("rule") or ""
     if finding.get("type") == "security" and any(_target_hit(t, file, symbol) for t in commit.security):
         return True
-    label = RULE_LABEL.get(rule, rule)
+    # A finding that folded another rule's finding on the same symbol (``also``) stands for both.
+    labels = {RULE_LABEL.get(r, r) for r in (rule, *(finding.get("also") or ()))}
     for wanted_rule, target in commit.worth:
-        if wanted_rule != label:
+        if wanted_rule not in labels:
             continue
         if _target_hit(target, file, symbol):
             return True
@@ -171,6 +180,8 @@ def run_commit(root: Path, commit: LabelledCommit) -> CommitResult:
         commit, seconds, findings, status=data["status"], cpu_seconds=cpu, git_seconds=git_seconds
     )
     result.verdicts = [judge(commit, f) for f in findings]
+    result.remarks = [f for f in data.get("remarks", []) if f.get("source") == "rule"]
+    result.remark_verdicts = [judge(commit, f) for f in result.remarks]
     result.recalled = recalled(commit, findings)
     blocking = [f for f in findings if f.get("type") == "secrets" and f.get("blocking", True)]
     result.blocked_by_fixture = data["status"] == "blocked" and all(
@@ -189,6 +200,8 @@ class Summary:
     blocked_by_fixture: int
     median_seconds: float
     per_rule: dict[str, tuple[int, int]]
+    # rule -> (remarks, remarks a label would have counted as worth reading)
+    remarks_per_rule: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def precision(self) -> float:
@@ -206,6 +219,12 @@ def summarise(results: list[CommitResult]) -> Summary:
             row = per_rule[f.get("rule") or f.get("type") or "?"]
             row[0] += 1
             row[1] += int(ok)
+    remarks: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in results:
+        for f, ok in zip(r.remarks, r.remark_verdicts, strict=True):
+            row = remarks[f.get("rule") or f.get("type") or "?"]
+            row[0] += 1
+            row[1] += int(ok)
     fixes = [r for r in results if r.commit.is_security_fix]
     return Summary(
         commits=len(results),
@@ -216,14 +235,36 @@ def summarise(results: list[CommitResult]) -> Summary:
         blocked_by_fixture=sum(r.blocked_by_fixture for r in results),
         median_seconds=statistics.median(r.seconds for r in results) if results else 0.0,
         per_rule={k: (v[0], v[1]) for k, v in sorted(per_rule.items())},
+        remarks_per_rule={k: (v[0], v[1]) for k, v in sorted(remarks.items())},
     )
 
 
-def evaluate(work: Path, commits: list[LabelledCommit] | None = None) -> tuple[list[CommitResult], list[str]]:
-    """Review every labelled commit whose repository is on this machine; (results, missing repos)."""
+@dataclass(frozen=True)
+class Skipped:
+    """A labelled commit that could not be reviewed on this machine, and why."""
+
+    commit: LabelledCommit
+    reason: str
+
+
+def has_commit(root: Path, sha: str) -> bool:
+    proc = subprocess.run(
+        ["git", "-C", str(root), "cat-file", "-e", f"{sha}^{{commit}}"], capture_output=True, check=False
+    )
+    return proc.returncode == 0
+
+
+def evaluate(
+    work: Path, commits: list[LabelledCommit] | None = None
+) -> tuple[list[CommitResult], list[Skipped]]:
+    """Review every labelled commit that is on this machine; (results, commits skipped and why).
+
+    A repository without a mirror, or a mirror fetched before the commit, skips the commit: the
+    report names each one, so figures from an incomplete run are never mistaken for the full set.
+    """
     commits = commits if commits is not None else load_commits()
     results: list[CommitResult] = []
-    missing: list[str] = []
+    skipped: list[Skipped] = []
     clones: dict[str, Path | None] = {}
     for c in commits:
         if c.repo not in clones:
@@ -231,12 +272,14 @@ def evaluate(work: Path, commits: list[LabelledCommit] | None = None) -> tuple[l
             clones[c.repo] = (
                 clone_for_review(mirror, work / c.repo.replace("/", "+")) if mirror is not None else None
             )
-            if mirror is None:
-                missing.append(c.repo)
         root = clones[c.repo]
-        if root is not None:
+        if root is None:
+            skipped.append(Skipped(c, f"no mirror of {c.repo}"))
+        elif not has_commit(root, c.commit):
+            skipped.append(Skipped(c, f"the mirror of {c.repo} lacks the commit"))
+        else:
             results.append(run_commit(root, c))
-    return results, missing
+    return results, skipped
 
 
 def kinds(results: list[CommitResult]) -> Counter[str]:

@@ -128,3 +128,13 @@ def test_usage_errors_exit_2(make_repo, tmp_path: Path) -> None:
     assert run_semfora("edits", "stage", cwd=root).returncode == 2
     missing = run_semfora("edits", "accept", "deadbeef", cwd=root)
     assert missing.returncode == 1 and "HUNK_NOT_FOUND" in missing.stderr
+
+
+def test_stage_input_through_a_link_loop_or_an_overlong_name_is_a_typed_usage_error(make_repo) -> None:
+    root = make_repo({"app.py": APP})
+    (root / "loop").symlink_to("loop")
+    looped = run_semfora("edits", "stage", "loop/reply.txt", cwd=root)
+    assert looped.returncode == 2 and "error[SYMLINK_LOOP]" in looped.stderr
+    overlong = run_semfora("edits", "stage", "r" * 300 + ".txt", cwd=root)
+    assert overlong.returncode == 2 and "error[PATH_TOO_LONG]" in overlong.stderr
+    assert "Traceback" not in looped.stderr + overlong.stderr

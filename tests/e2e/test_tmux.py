@@ -1,9 +1,9 @@
-"""End to end, as a user would: the real `semfora` command in a tmux pane, a fake Claude behind it.
+"""End to end, as a person would: the real `semfora` command in a tmux pane, a fake Claude behind it.
 
-The fake Anthropic server runs as its own process, scripted to answer with one
-SEARCH/REPLACE edit. The test types a request, waits for the hunk in the diff pane,
-accepts and commits it, checks the file on disk, then `/undo`s it. It polls
-``capture-pane`` and never sleeps blindly.
+The fake Anthropic server runs as its own process, scripted per test. Each test types
+the way a person does (a burst of keys, a bracketed paste, a key right after a mode
+switch) and then waits for the screen state it needs: it polls ``capture-pane`` and
+never sleeps for a fixed time. What the keys must not do is checked on disk.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,8 +28,9 @@ pytestmark = [
 ]
 
 ORIGINAL = "def parse_port(text):\n    return int(text)\n"
+EDITED = "def parse_port(text):\n    return int(text.strip())\n"
 EDIT_REPLY = (
-    "Strip the text first.\n\n"
+    "I will strip the text first.\n\n"
     "app/config.py\n"
     "<<<<<<< SEARCH\n"
     "    return int(text)\n"
@@ -36,28 +38,50 @@ EDIT_REPLY = (
     "    return int(text.strip())\n"
     ">>>>>>> REPLACE\n"
 )
+# What a person types after (or while) a reply stages a hunk; each key is a review key somewhere.
+TYPED = "/accept all now also update the docs"
+PASTED = "/accept all\n"
 # Seconds to wait for one expected screen; generous because the machine is shared.
-SCREEN_TIMEOUT = 45
+SCREEN_TIMEOUT = 60
+# Between two looks at the screen: polling, not waiting for time to pass.
+POLL = 0.05
+
+
+class FakeServer:
+    """The fake Anthropic API in its own process, answering a script of actions."""
+
+    def __init__(self, script: Path, actions: list[dict[str, Any]]) -> None:
+        script.write_text(json.dumps(actions))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.fakes.fake_anthropic", "--port", "0", "--script", str(script)],
+            cwd=Path(__file__).resolve().parents[2],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()
+        assert line.startswith("listening on "), line
+        self.url = line.removeprefix("listening on ")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
 
 
 @pytest.fixture
-def fake_server(tmp_path: Path) -> Iterator[str]:
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps([{"type": "text", "text": EDIT_REPLY}]))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.fake_anthropic", "--port", "0", "--script", str(script)],
-        cwd=Path(__file__).resolve().parents[2],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+def fake_server(tmp_path: Path) -> Iterator[Callable[[list[dict[str, Any]]], str]]:
+    servers: list[FakeServer] = []
+
+    def start(actions: list[dict[str, Any]]) -> str:
+        server = FakeServer(tmp_path / f"script{len(servers)}.json", actions)
+        servers.append(server)
+        return server.url
+
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline().strip()
-        assert line.startswith("listening on "), line
-        yield line.removeprefix("listening on ")
+        yield start
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        for server in servers:
+            server.stop()
 
 
 class Tmux:
@@ -87,7 +111,13 @@ class Tmux:
         self.run("send-keys", "-t", "e2e", *keys)
 
     def type(self, text: str) -> None:
+        """A burst of typing: every character reaches the terminal in one write."""
         self.run("send-keys", "-t", "e2e", "-l", text)
+
+    def paste(self, text: str) -> None:
+        """A bracketed paste, as a terminal sends one (the app asked for bracketed paste mode)."""
+        self.run("set-buffer", "-b", "e2e", text)
+        self.run("paste-buffer", "-p", "-d", "-b", "e2e", "-t", "e2e")
 
     def wait_for(self, predicate: Callable[[str], bool], what: str) -> str:
         deadline = time.monotonic() + SCREEN_TIMEOUT
@@ -96,60 +126,146 @@ class Tmux:
             assert self.alive(), f"the app exited while waiting for {what}; last screen:\n{screen}"
             screen = self.screen()
             if predicate(screen):
-                print(f"{what}: {SCREEN_TIMEOUT - (deadline - time.monotonic()):.1f}s", file=sys.stderr)
                 return screen
-            time.sleep(0.1)
+            time.sleep(POLL)
         raise AssertionError(f"timed out waiting for {what}; the screen was:\n{screen}")
+
+    def footer(self) -> str:
+        return self.screen().rstrip("\n").splitlines()[-1]
 
 
 def _wait_until(condition: Callable[[], bool], what: str) -> None:
     deadline = time.monotonic() + SCREEN_TIMEOUT
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
+        time.sleep(POLL)
 
 
-def test_request_review_commit_and_undo_in_tmux(make_repo, fake_server: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    root = make_repo({"app/config.py": ORIGINAL, "app/__init__.py": ""})
-    target = root / "app/config.py"
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(tmp_path),
-        "TERM": "xterm-256color",
-        "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"],
-        "XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"],
-        "ANTHROPIC_BASE_URL": fake_server,
-        "ANTHROPIC_API_KEY": "sk-ant-e2e-test-key",
-        "SEMFORA_EMBEDDING": "none",
-        "OLLAMA_HOST": "http://127.0.0.1:9",
-        "ANONYMIZED_TELEMETRY": "False",
-    }
-    tmux = Tmux(f"semfora-e2e-{os.getpid()}")
-    command = " ".join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), SEMFORA, str(root)])
-    tmux.run("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", command)
+def _history(xdg_cache: Path) -> list[Path]:
+    """Committed change sets (what undo reverts) of every repository under this cache."""
+    return sorted(xdg_cache.glob("semfora/*/edits/history/*.json"))
+
+
+@pytest.fixture
+def app_in_tmux(make_repo, tmp_path: Path) -> Iterator[Callable[[str], tuple[Tmux, Path]]]:  # type: ignore[no-untyped-def]
+    sessions: list[Tmux] = []
+
+    def launch(server_url: str) -> tuple[Tmux, Path]:
+        root = make_repo({"app/config.py": ORIGINAL, "app/__init__.py": ""})
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(tmp_path),
+            "TERM": "xterm-256color",
+            "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"],
+            "XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"],
+            "ANTHROPIC_BASE_URL": server_url,
+            "ANTHROPIC_API_KEY": "sk-ant-e2e-test-key",
+            "SEMFORA_EMBEDDING": "none",
+            "OLLAMA_HOST": "http://127.0.0.1:9",
+            "ANONYMIZED_TELEMETRY": "False",
+            "EDITOR": str(tmp_path / "no-editor-should-start"),
+        }
+        tmux = Tmux(f"semfora-e2e-{os.getpid()}-{len(sessions)}")
+        sessions.append(tmux)
+        command = " ".join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), SEMFORA, str(root)])
+        tmux.run("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", command)
+        tmux.wait_for(
+            lambda s: "FTS ready" in s and "offline" not in s and "claude" in s and " PROMPT " in s,
+            "the app to be ready",
+        )
+        return tmux, root
+
     try:
-        tmux.wait_for(
-            lambda s: "FTS ready" in s and "offline" not in s and "claude" in s, "the app to be ready"
-        )
-        tmux.type("make parse_port strip whitespace before converting")
-        tmux.keys("Enter")
-        tmux.wait_for(
-            lambda s: "[ ] pending" in s and "+    return int(text.strip())" in s, "the proposed hunk"
-        )
-        assert target.read_text() == ORIGINAL  # nothing is written before review
-        tmux.keys("a")
-        tmux.wait_for(lambda s: "[✓] accepted" in s, "the hunk to be accepted")
-        tmux.keys("c")
-        tmux.wait_for(lambda s: "Commit 1 accepted hunk(s) in 1 file(s)?" in s, "the commit confirmation")
-        tmux.keys("y")
-        _wait_until(lambda: target.read_text() != ORIGINAL, "the commit to reach the disk")
-        assert target.read_text() == "def parse_port(text):\n    return int(text.strip())\n"
-        tmux.keys("F3")
-        tmux.type("/undo")
-        tmux.keys("Enter")
-        tmux.wait_for(lambda s: "Undid the last commit" in s, "the undo")
-        assert target.read_text() == ORIGINAL
-        tmux.keys("C-q")
-        _wait_until(lambda: not tmux.alive(), "the app to exit on ctrl+q")
+        yield launch
     finally:
-        subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True, check=False)
+        for tmux in sessions:
+            subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True, check=False)
+
+
+def _clear_prompt(tmux: Tmux) -> None:
+    tmux.keys("F7", "BSpace")  # select all, delete
+    tmux.wait_for(lambda s: "update the docs" not in s, "the prompt to be empty")
+
+
+def test_keys_after_a_staged_reply_stay_text_then_review_commit_and_undo(
+    fake_server: Callable[[list[dict[str, Any]]], str],
+    app_in_tmux: Callable[[str], tuple[Tmux, Path]],
+    tmp_path: Path,
+) -> None:
+    tmux, root = app_in_tmux(fake_server([{"type": "text", "text": EDIT_REPLY}]))
+    target = root / "app/config.py"
+    cache = Path(os.environ["XDG_CACHE_HOME"])
+    tmux.type("make parse_port strip whitespace before converting")
+    tmux.keys("Enter")
+    tmux.wait_for(
+        lambda s: "✓ staged 1 hunk(s) in app/config.py" in s and "[ ] pending" in s, "the staged hunk"
+    )
+    assert " PROMPT " in tmux.footer()  # staging did not take the keyboard
+    # A person goes on typing, then pastes a command with its newline.
+    tmux.type(TYPED)
+    tmux.paste(PASTED)
+    tmux.wait_for(lambda s: "update the docs/accept all" in s, "the typing and the paste in the prompt")
+    screen = tmux.screen()
+    assert "[ ] pending" in screen and "[✓] accepted" not in screen and "Commit " not in screen
+    assert target.read_text() == ORIGINAL
+    assert _history(cache) == []
+    assert not (tmp_path / "no-editor-should-start").exists()
+    _clear_prompt(tmux)
+    # Review on purpose: F2, accept, commit (the dialog takes an answer once its buttons show).
+    tmux.keys("F2")
+    tmux.wait_for(lambda s: " REVIEW " in s.splitlines()[-1], "review mode")
+    tmux.keys("a")
+    tmux.wait_for(lambda s: "[✓] accepted" in s, "the hunk to be accepted")
+    tmux.keys("c")
+    tmux.wait_for(
+        lambda s: "Commit 1 accepted hunk(s) in 1 file(s)?" in s and "Commit (y)" in s, "the commit dialog"
+    )
+    tmux.keys("y")
+    _wait_until(lambda: target.read_text() != ORIGINAL, "the commit to reach the disk")
+    assert target.read_text() == EDITED
+    # Back to the prompt and straight into a command, without waiting: no key may be lost.
+    tmux.wait_for(lambda s: "Committed" in s or "committed" in s, "the commit note")
+    tmux.keys("F3")
+    tmux.type("/undo")
+    tmux.keys("Enter")
+    tmux.wait_for(lambda s: "Undo the last commit?" in s and "Undo (y)" in s, "the undo dialog")
+    tmux.keys("y")
+    tmux.wait_for(lambda s: "Undid the last commit" in s, "the undo")
+    assert target.read_text() == ORIGINAL
+    tmux.keys("C-q")
+    _wait_until(lambda: not tmux.alive(), "the app to exit on ctrl+q")
+
+
+def test_keys_while_a_reply_streams_go_to_the_prompt_and_a_sent_message_waits_its_turn(
+    fake_server: Callable[[list[dict[str, Any]]], str],
+    app_in_tmux: Callable[[str], tuple[Tmux, Path]],
+    tmp_path: Path,
+) -> None:
+    slow_edit = {"type": "text", "text": EDIT_REPLY, "chunk_chars": 2, "delay": 0.05}
+    tmux, root = app_in_tmux(fake_server([slow_edit, {"type": "text", "text": "Noted: the docs come next."}]))
+    target = root / "app/config.py"
+    cache = Path(os.environ["XDG_CACHE_HOME"])
+    tmux.type("make parse_port strip whitespace before converting")
+    tmux.keys("Enter")
+    tmux.wait_for(lambda s: "I will strip" in s and "✓ staged" not in s, "the reply to stream")
+    # While it streams: a message sent with Enter is queued...
+    tmux.type("then explain the change")
+    tmux.keys("Enter")
+    tmux.wait_for(lambda s: "⏳ queued" in s, "the queued message")
+    # ...and a burst plus a paste stay text in the prompt.
+    tmux.type(TYPED)
+    tmux.paste(PASTED)
+    tmux.wait_for(lambda s: "update the docs/accept all" in s, "the typing and the paste in the prompt")
+    tmux.wait_for(lambda s: "Noted: the docs come next." in s, "the answer to the queued message")
+    screen = tmux.screen()
+    assert "✓ staged 1 hunk(s) in app/config.py" in screen
+    assert "⏳ queued" not in screen  # sent after the reply, in order
+    assert screen.index("✓ staged") < screen.index("› then explain the change") < screen.index("Noted:")
+    assert "update the docs/accept all" in screen  # still in the prompt, never run
+    assert "[ ] pending" in screen and "[✓] accepted" not in screen
+    assert " PROMPT " in tmux.footer()
+    assert target.read_text() == ORIGINAL
+    assert _history(cache) == []
+    assert not (tmp_path / "no-editor-should-start").exists()
+    tmux.keys("C-q")
+    _wait_until(lambda: not tmux.alive(), "the app to exit on ctrl+q")

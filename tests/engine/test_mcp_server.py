@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,28 @@ def charge(customer, amount):
 class Ledger:
     def record(self, entry):
         return charge(entry.customer, entry.amount)
+'''
+
+REFUNDS = '''"""Refunds of earlier charges."""
+
+
+class RefundTooLarge(Exception):
+    """A refund may not exceed what was charged."""
+
+
+def refund(charge, amount):
+    """Give back part or all of a charge."""
+    if amount <= 0:
+        raise ValueError("refund amount must be positive")
+    if amount > charge.amount:
+        raise RefundTooLarge(f"{amount} exceeds the original charge of {charge.amount}")
+    charge.refunded += amount
+    return charge
+
+
+def list_refunds(ledger):
+    """Every refund in a ledger."""
+    return [e for e in ledger.entries if e.kind == "refund"]
 '''
 
 
@@ -88,6 +111,36 @@ async def test_tools_search_symbols_and_bad_arguments(make_repo) -> None:
         assert "python" in langs.content[0].text
 
     await _session(root, body)
+
+
+async def test_get_context_hands_an_agent_the_code_for_a_task(make_repo) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    root = make_repo({"pay/app.py": APP, "pay/refunds.py": REFUNDS, "README.md": "# pay\n"})
+    cache = os.environ["XDG_CACHE_HOME"]
+
+    async def body(session):
+        listed = {t.name: t for t in (await session.list_tools()).tools}
+        tool = listed["get_context"]
+        assert tool.input_schema["required"] == ["task"] and "Token cost" in tool.description
+        task = "a refund larger than the original charge should be refused, but it goes through"
+        result = await session.call_tool("get_context", {"task": task, "budget": 2000})
+        assert not result.is_error
+        data = result.structured_content
+        assert data["budget"] == 2000 and data["total_tokens"] <= 2000
+        code = [i for i in data["items"] if i["kind"] == "source"]
+        assert code[0]["symbol"] == "refund" and code[0]["file"] == "pay/refunds.py"
+        # The reply text is the items' texts: what the agent reads is what the pack holds.
+        text = result.content[0].text
+        assert all(i["text"] in text for i in data["items"])
+        assert "def refund(charge, amount):" in text and "raise RefundTooLarge" in text
+        with pytest.raises(MCPError) as too_big:
+            await session.call_tool("get_context", {"task": task, "budget": 10**6})
+        assert too_big.value.data["error_code"] == "USAGE"
+
+    await _session(root, body)
+    # The server wrote its index under the test's cache home, not ~/.cache.
+    assert list(Path(cache).rglob("index.db"))
 
 
 async def test_analyze_diff_over_mcp(make_repo) -> None:

@@ -62,6 +62,7 @@ def test_every_registered_tool_documents_its_token_cost() -> None:
         "generate_index",
         "check_index",
         "list_languages",
+        "get_context",
     }
     assert set(tools.TOOLS) == expected
     for spec in tools.TOOLS.values():
@@ -160,7 +161,7 @@ def test_module_tools_and_overview(engine) -> None:
     with pytest.raises(NotFoundError):
         tools.get_module(engine, "nope")
     ov = tools.get_repo_overview(engine)
-    assert ov.tokens <= 2500 and toon_format.loads(ov.toon)["totals"]["files"] == 4
+    assert ov.tokens <= 2500 and toon_format.loads(ov.toon)["totals"]["files"] == 3  # not the secret file
 
 
 def test_identifier_parts_split_camel_and_snake() -> None:
@@ -171,9 +172,13 @@ def test_identifier_parts_split_camel_and_snake() -> None:
 
 def test_source_of_files_on_the_secret_deny_list_is_never_returned(engine) -> None:
     from engine.edits.errors import SecretPathDenied
+    from engine.errors import NotFoundError
 
-    assert tools.search_symbols(engine, "load_api_token").data["symbols"]  # known to the index...
-    with pytest.raises(SecretPathDenied):
-        tools.get_symbol_source(engine, "load_api_token")  # ...but its text never goes to a model
+    # Never indexed: no symbol, no source, no snippet; only its existence (a skipped file).
+    assert tools.search_symbols(engine, "load_api_token").data["symbols"] == []
+    with pytest.raises(NotFoundError):
+        tools.get_symbol_source(engine, "load_api_token")
+    skipped = {s["path"]: s["reason"] for s in tools.generate_index(engine).data["skipped_files"]}
+    assert skipped["conf/secrets_loader.py"].startswith("secret")
     with pytest.raises(SecretPathDenied):
         tools.analyze_file(engine, "conf/secrets_loader.py")

@@ -10,7 +10,7 @@ from engine.config import DEFAULT_MODEL, load_settings
 from semfora_tui import slash
 from semfora_tui.screens.confirm import ConfirmScreen
 from semfora_tui.screens.picker import PickerScreen
-from tests.tui.conftest import EDIT_BLOCKS, SOURCE, AppFactory, settle
+from tests.tui.conftest import EDIT_BLOCKS, SOURCE, AppFactory, answer_confirmation, settle
 
 
 async def _run(pilot, app, text: str) -> str:  # type: ignore[no-untyped-def]
@@ -34,7 +34,7 @@ async def test_help_lists_every_command_and_unknown_suggests(make_app: AppFactor
     async with app.run_test(size=(120, 40)) as pilot:
         out = await _run(pilot, app, "/help")
         for command in slash.COMMANDS:
-            assert command.usage in out
+            assert command.usage.replace("|", "\\|") in out
         out = await _run(pilot, app, "/comit")
         assert "error[UNKNOWN_COMMAND]" in out and "did you mean /commit?" in out
 
@@ -94,6 +94,8 @@ async def test_preview_accept_reject_commit_undo_rollback(make_app: AppFactory, 
         await _run(pilot, app, f"/reject {hunk_ids[1]}")
         assert [h.state for f in app.diff.files for h in f.hunks] == ["accepted", "rejected"]
         await _run(pilot, app, "/accept all")
+        await answer_confirmation(pilot, app, "y")
+        await settle(pilot)
         assert {h.state for f in app.diff.files for h in f.hunks} == {"accepted"}
         await _run(pilot, app, "/reject all")
         assert {h.state for f in app.diff.files for h in f.hunks} == {"rejected"}
@@ -103,17 +105,21 @@ async def test_preview_accept_reject_commit_undo_rollback(make_app: AppFactory, 
         await _run(pilot, app, "/commit")
         assert isinstance(app.screen, ConfirmScreen)
         assert "Commit 1 accepted hunk(s) in 1 file(s)?" in app.screen.question
-        await pilot.press("y")
+        await answer_confirmation(pilot, app, "y")
         await settle(pilot)
         assert "int(text.strip())" in (demo_repo / "app/config.py").read_text()
-        out = await _run(pilot, app, "/undo")
+        before = app.chat.transcript()
+        await _run(pilot, app, "/undo")
+        await answer_confirmation(pilot, app, "y")
+        await settle(pilot)
+        out = app.chat.transcript()[len(before) :]
         assert "Undid the last commit" in out
         assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]
         out = await _run(pilot, app, "/undo")
         assert "error[" in out and "nothing to undo" in out
         await _run(pilot, app, "/rollback")
         assert isinstance(app.screen, ConfirmScreen)
-        await pilot.press("y")
+        await answer_confirmation(pilot, app, "y")
         await settle(pilot)
         assert app.diff.files == ()
         out = await _run(pilot, app, "/commit")
@@ -183,6 +189,8 @@ async def test_index_and_rebuild(make_app: AppFactory, demo_repo: Path) -> None:
         assert "Re-indexing" in out
         await settle(pilot)
         assert app.header.index_state.startswith("index: 3 files")
+        assert "**Index ready:** 3 files, " in app.chat.transcript()
+        assert "(0 changed, 1 added, 0 deleted)" in app.chat.transcript()
         out = await _run(pilot, app, "/index --rebuild")
         assert "Rebuilding" in out
         await settle(pilot)
@@ -200,6 +208,7 @@ async def test_resume_restores_the_staged_session(make_app: AppFactory, demo_rep
         assert [f.path for f in again.diff.files] == ["app/config.py", "app/server.py"]
         out = await _run(pilot, again, "/resume")
         assert "Staged: 2 file(s), 2 hunk(s)" in out
+        assert again.focused is again.prompt
 
 
 async def test_theme_lists_and_quit_exits(make_app: AppFactory, demo_repo: Path) -> None:
@@ -234,3 +243,165 @@ async def test_every_command_is_in_the_palette(make_app: AppFactory) -> None:
         await pilot.press("enter")
         await settle(pilot)
         assert app.prompt.text == "/budget "
+
+
+async def test_help_keeps_rows_with_a_bar_whole(make_app: AppFactory) -> None:
+    from textual.widgets import Markdown
+
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await _run(pilot, app, "/help")
+        note = app.chat.query(Markdown).last()
+        table = note.query("MarkdownTable").first()
+        rows = [[str(cell) for cell in row] for row in table._rows]  # type: ignore[attr-defined]
+        cells = {row[0]: row[1] for row in rows if len(row) == 2}
+        assert cells.get("/edit TASK | /edit --from FILE") == (
+            "ask for edits and stage them, or stage edit blocks from a file"
+        ), rows
+        assert cells.get("/accept [HUNK|all]", "").startswith("accept the selected hunk")
+        assert "Review mode" in app.chat.transcript()
+
+
+async def test_the_palette_shows_bracketed_arguments(make_app: AppFactory) -> None:
+    from textual.content import Content
+
+    from semfora_tui.palette import SlashCommandProvider
+
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        palette = app.screen
+        assert isinstance(palette, CommandPalette)
+        provider = SlashCommandProvider(palette)
+        helps = {}
+        async for hit in provider.search("diff"):
+            helps[str(hit.text)] = Content.from_markup(hit.help or "").plain
+        assert helps["/diff"].startswith("/diff [BASE] [TARGET] — semantic diff")
+        await pilot.press("escape")
+
+
+async def test_paths_with_underscores_are_not_read_as_markdown(make_app: AppFactory, make_repo) -> None:  # type: ignore[no-untyped-def]
+    root = make_repo({"pkg/__init__.py": "def default_value():\n    return 1\n", "README.md": "# x\n"})
+    (root / "edits.txt").write_text(
+        "pkg/__init__.py\n<<<<<<< SEARCH\n    return 1\n=======\n    return 2\n>>>>>>> REPLACE\n"
+    )
+    app = make_app(root, check_model=False)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settle(pilot)
+        await _run(pilot, app, "/context what does default_value return")
+        await _run(pilot, app, "/preview")
+        await _run(pilot, app, "/edit --from edits.txt")
+        await _run(pilot, app, "/preview")
+        await _run(pilot, app, "/search default_value")
+        await pilot.press("escape")
+        await settle(pilot)
+        screen = app.export_screenshot()
+        assert screen.count("__init__.py") >= 3, "a path lost its underscores on screen"
+        assert "init.py" not in screen.replace("__init__.py", "")
+
+
+async def test_context_rows_stay_one_line_each(make_app: AppFactory) -> None:
+    from semfora_tui.widgets.reply import TableNote
+
+    app = make_app(check_model=False)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settle(pilot)
+        await _run(pilot, app, "/context how is the port parsed and where is the config loaded")
+        pack = app.budget_pane.pack
+        assert pack is not None and pack.items
+        assert any(len(item.reason) > 40 for item in pack.items), [i.reason for i in pack.items]
+        note = app.chat.query(TableNote).last()
+        assert note.size.height == len(pack.items) + 1  # the header, then one line per item
+
+
+async def test_error_hints_point_to_the_app(make_app: AppFactory, demo_repo: Path) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _stage(pilot, app, demo_repo)
+        out = await _run(pilot, app, "/accept zzzz")
+        assert "error[HUNK_NOT_FOUND]" in out
+        assert "semfora edits" not in out and "`/preview` lists the staged hunks" in out
+
+
+async def test_undo_force_is_honoured(make_app: AppFactory, demo_repo: Path) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _stage(pilot, app, demo_repo)
+        await _run(pilot, app, "/accept all")
+        await answer_confirmation(pilot, app, "y")
+        await _run(pilot, app, "/commit")
+        await answer_confirmation(pilot, app, "y")
+        await settle(pilot)
+        changed_later = (demo_repo / "app/config.py").read_text() + "# my own change\n"
+        (demo_repo / "app/config.py").write_text(changed_later)
+        before = app.chat.transcript()
+        await _run(pilot, app, "/undo")
+        await answer_confirmation(pilot, app, "y")
+        await settle(pilot)
+        out = app.chat.transcript()[len(before) :]
+        assert "error[UNDO_REFUSED]" in out and "`/undo --force` reverts anyway" in out
+        assert (demo_repo / "app/config.py").read_text() == changed_later
+        await _run(pilot, app, "/undo --force")
+        assert "--force: changes made to them since the commit are overwritten" in app.screen.question
+        await answer_confirmation(pilot, app, "y")
+        await settle(pilot)
+        assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]
+        assert "overwrote later changes to `app/config.py`" in app.chat.transcript()
+
+
+async def test_a_rejected_hunk_does_not_block_a_new_edit_of_the_same_lines(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _stage(pilot, app, demo_repo)
+        await _run(pilot, app, "/reject all")
+        # A new block whose SEARCH is the file as it is on disk (the rejected proposal is not).
+        (demo_repo / "again.txt").write_text(
+            "app/config.py\n<<<<<<< SEARCH\n    return int(text)\n=======\n    return int(text, 10)\n>>>>>>> REPLACE\n"
+        )
+        out = await _run(pilot, app, "/edit --from again.txt")
+        assert "error[" not in out, out
+        config = next(f for f in app.diff.files if f.path == "app/config.py")
+        assert [h.state for h in config.hunks] == ["pending"]
+        assert "+    return int(text, 10)" in config.hunks[0].lines
+        assert not any("text.strip()" in line for line in config.hunks[0].lines)
+
+
+async def test_status_explains_vectors_off(make_app: AppFactory) -> None:
+    app = make_app(check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.header.vectors == "vectors off: embedding=none"
+        out = await _run(pilot, app, "/status")
+        assert "vectors off: embedding=none — search.embedding is 'none'" in out
+        assert "Set it to `auto`" in out
+
+
+async def test_resume_shows_the_whole_conversation_failed_turns_included(
+    make_app: AppFactory, fake_anthropic
+) -> None:  # type: ignore[no-untyped-def]
+    from tests.tui.conftest import submit, wait_for
+
+    fake_anthropic.error(400, "invalid_request_error")
+    fake_anthropic.reply("The port is parsed by `parse_port`.")
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await submit(pilot, app, "first: why does this fail?")
+        await wait_for(pilot, lambda: "✗ failed" in app.chat.transcript() and not app.main.streaming)
+        await submit(pilot, app, "second: where is the port parsed?")
+        await wait_for(pilot, lambda: "✓ answered" in app.chat.transcript() and not app.main.streaming)
+        await settle(pilot)
+    again = make_app(resume=True)
+    async with again.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: "Resumed the last session" in again.chat.transcript(), "the resume")
+        await settle(pilot)
+        transcript = again.chat.transcript()
+        first = transcript.index("› first: why does this fail?")
+        failed = transcript.index("✗ error: ")
+        second = transcript.index("› second: where is the port parsed?")
+        answer = transcript.index("The port is parsed by `parse_port`.")
+        assert first < failed < second < answer
+        assert "(2 earlier turn(s) above)" in transcript

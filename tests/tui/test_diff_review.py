@@ -1,4 +1,4 @@
-"""Reviewing a staged session from the keyboard: every diff-pane key against a real EditSession."""
+"""Reviewing a staged session from the keyboard: every review key against a real EditSession."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from engine.edits.session import EditSession
 from engine.store.layout import RepoLayout
 from semfora_tui.screens.confirm import ConfirmScreen
 from semfora_tui.widgets.diff_pane import DiffPane
-from tests.tui.conftest import EDIT_BLOCKS, SOURCE, AppFactory, settle
+from tests.tui.conftest import EDIT_BLOCKS, SOURCE, AppFactory, answer_confirmation, settle, wait_for
 
 
 def _states(root: Path) -> dict[str, list[str]]:
@@ -21,10 +21,12 @@ def _states(root: Path) -> dict[str, list[str]]:
 
 async def _staged(pilot, app, root: Path) -> DiffPane:  # type: ignore[no-untyped-def]
     (root / "edits.txt").write_text(EDIT_BLOCKS)
-    await app.run_slash("/edit --from edits.txt")
+    await app.main.run_slash("/edit --from edits.txt")
     await settle(pilot)
     pane = app.diff
     assert [f.path for f in pane.files] == ["app/config.py", "app/server.py"]
+    assert app.focused is app.prompt  # staging never takes the keyboard
+    await pilot.press("f2")  # review mode, on purpose
     assert pane.has_focus
     return pane
 
@@ -85,13 +87,14 @@ async def test_commit_confirms_with_counts_then_undo_restores(make_app: AppFacto
         assert isinstance(app.screen, ConfirmScreen)
         assert "Commit 1 accepted hunk(s) in 1 file(s)?" in app.screen.question
         assert "1 pending hunk(s) stay staged" in app.screen.question
-        await pilot.press("y")
+        await answer_confirmation(pilot, app, "y")
         await settle(pilot)
         assert "return int(text.strip())" in (demo_repo / "app/config.py").read_text()
         assert (demo_repo / "app/server.py").read_text() == SOURCE["app/server.py"]
         assert [f.path for f in app.diff.files] == ["app/server.py"]
-        app.diff.focus()
+        assert app.diff.has_focus  # the confirmation hands the keyboard back to review mode
         await pilot.press("u")
+        await answer_confirmation(pilot, app, "y")
         await settle(pilot)
         assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]
         assert "Undid the last commit" in app.chat.transcript()
@@ -102,8 +105,7 @@ async def test_declining_the_commit_changes_nothing(make_app: AppFactory, demo_r
     async with app.run_test(size=(120, 40)) as pilot:
         await _staged(pilot, app, demo_repo)
         await pilot.press("A", "c")
-        await settle(pilot)
-        await pilot.press("n")
+        await answer_confirmation(pilot, app, "n")
         await settle(pilot)
         assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]
         assert _states(demo_repo)["app/config.py"] == ["accepted"]
@@ -119,30 +121,60 @@ async def test_rollback_key_discards_the_session_after_confirmation(
         await settle(pilot)
         assert isinstance(app.screen, ConfirmScreen)
         assert "2 hunk(s)" in app.screen.question
-        await pilot.press("y")
+        await answer_confirmation(pilot, app, "y")
         await settle(pilot)
         assert _states(demo_repo) == {}
         assert app.diff.files == ()
         assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]
 
 
-async def test_e_opens_the_editor_at_the_hunk(
+async def test_e_opens_the_proposed_version_and_what_is_saved_is_staged(
     make_app: AppFactory, demo_repo: Path, tmp_path: Path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
     log = tmp_path / "editor.log"
     editor = tmp_path / "fake-editor"
-    editor.write_text(f'#!/bin/sh\necho "$@" > {log}\n')
+    # The "user" sees the proposed line and improves it: `.strip()` becomes `.strip() or 80`.
+    editor.write_text(
+        f'#!/bin/sh\nprintf "%s\\n" "$*" > {log}\ncat "$2" >> {log}\n'
+        "sed -i 's/port = parse_port(cfg)/port = parse_port(cfg) or 80/' \"$2\"\n"
+    )
     editor.chmod(editor.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("EDITOR", str(editor))
-    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", f"{editor} -n")  # a wrapper with a flag: no +LINE for unknown editors
+    monkeypatch.setenv("VISUAL", "")
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await _staged(pilot, app, demo_repo)
         await pilot.press("n", "e")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the editor confirmation")
+        assert "Open the proposed version of app/server.py at line 6" in app.screen.question
+        await answer_confirmation(pilot, app, "y")
+        await wait_for(
+            pilot, lambda: "Staged your edit of" in app.chat.transcript(), "the re-staged proposal"
+        )
         await settle(pilot)
-    args = log.read_text().split()
-    assert args[0] == "+6"  # the changed line of server.py's hunk
-    assert args[1] == str(demo_repo / "app/server.py")
+        server = next(f for f in app.diff.files if f.path == "app/server.py")
+    args, *shown = log.read_text().splitlines()
+    assert args.split()[0] == "-n"
+    assert args.split()[1].endswith("proposed/app/server.py")  # a scratch copy, never the working tree
+    assert "    port = parse_port(cfg)" in shown  # the editor saw the PROPOSED text, not the original
+    assert (demo_repo / "app/server.py").read_text() == SOURCE["app/server.py"]
+    assert "+    port = parse_port(cfg) or 80" in server.hunks[0].lines
+    assert server.hunks[0].state == "pending"
+
+
+async def test_e_without_an_editor_says_how_to_set_one(
+    make_app: AppFactory, demo_repo: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("EDITOR", raising=False)
+    monkeypatch.delenv("VISUAL", raising=False)
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        await pilot.press("e")
+        await settle(pilot)
+        out = app.chat.transcript()
+        assert "error[NO_EDITOR]" in out and "export EDITOR=" in out
+        assert not isinstance(app.screen, ConfirmScreen)
 
 
 async def test_a_file_changed_on_disk_shows_a_conflict_in_place(
@@ -151,24 +183,35 @@ async def test_a_file_changed_on_disk_shows_a_conflict_in_place(
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await _staged(pilot, app, demo_repo)
-        (demo_repo / "app/config.py").write_text("def parse_port(text):\n    return float(text)\n")
-        await app.run_slash("/preview")
+        (demo_repo / "app/config.py").write_text(
+            "import os\n\n\n" + SOURCE["app/config.py"].replace("def load_config", "def read_config")
+        )
+        await app.main.run_slash("/preview")
         await settle(pilot)
         body = str(app.diff.query_one("#diff-body").render())
-        assert "⚠ conflict" in body
+        assert "⚠ conflict" in body and "/rebase re-applies" in body
         assert "app/config.py" in app.chat.transcript()
+        # `b` in review mode re-applies the hunk onto the file as it is now.
+        app.main.enter_review()
+        await pilot.press("b")
+        await settle(pilot)
+        assert "Rebased `app/config.py` onto the files on disk: re-applied 1 hunk(s)" in app.chat.transcript()
+        body = str(app.diff.query_one("#diff-body").render())
+        assert "⚠ conflict" not in body
+        assert (demo_repo / "app/config.py").read_text().startswith("import os")
 
 
 async def test_footer_hides_review_keys_that_do_not_apply(make_app: AppFactory, demo_repo: Path) -> None:
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        app.diff.focus()
+        await pilot.press("f2")
         await settle(pilot)
         keys = set(app.active_bindings)
         assert {"a", "r", "space", "c", "x", "e"}.isdisjoint(keys)  # nothing staged
         assert "u" in keys and "f2" in keys
-        assert "escape" not in keys  # no reply is streaming
+        assert app.main.keybar.plain == "REVIEW u undo esc back"
+        await pilot.press("escape")
         await _staged(pilot, app, demo_repo)
         keys = set(app.active_bindings)
         assert {"a", "r", "space", "x", "e", "N"} <= keys
@@ -176,3 +219,17 @@ async def test_footer_hides_review_keys_that_do_not_apply(make_app: AppFactory, 
         await pilot.press("a")
         await settle(pilot)
         assert "c" in app.active_bindings
+
+
+async def test_the_diff_pane_can_be_maximized_from_review_mode(make_app: AppFactory, demo_repo: Path) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        offered = [command.title for command in app.get_system_commands(app.main)]
+        assert "Maximize" in offered  # the palette offers it while the diff pane has the keys
+        await pilot.press("m")
+        assert app.main.maximized is app.diff
+        await pilot.press("escape")  # escape first restores the layout...
+        assert app.main.maximized is None and app.diff.has_focus
+        await pilot.press("escape")  # ...then goes back to the prompt
+        assert app.focused is app.prompt

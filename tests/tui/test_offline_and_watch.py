@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -14,7 +15,7 @@ async def test_offline_app_opens_says_what_works_and_keeps_working(
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        assert app.offline is True
+        assert app.main.offline is True
         assert app.header.offline
         text = app.chat.transcript()
         assert "Offline: no model can be used" in text
@@ -26,7 +27,7 @@ async def test_offline_app_opens_says_what_works_and_keeps_working(
         await pilot.press("enter")
         await settle(pilot)
         assert "No model is available, so this was not sent" in app.chat.transcript()
-        assert not app.streaming
+        assert not app.main.streaming
         # What works offline really works.
         for command in ("/search parse_port", "/context how is the port parsed", "/symbol parse_port"):
             app.prompt.load_text(command)
@@ -55,7 +56,7 @@ async def test_index_follows_disk_changes_and_staged_files_turn_into_conflicts(
             assert time.monotonic() < deadline
             await pilot.pause(0.05)
         (demo_repo / "edits.txt").write_text(EDIT_BLOCKS)
-        await app.run_slash("/edit --from edits.txt")
+        await app.main.run_slash("/edit --from edits.txt")
         while len(app.diff.files) != 2:
             assert time.monotonic() < deadline
             await pilot.pause(0.05)
@@ -107,11 +108,16 @@ async def test_a_repository_big_enough_for_worker_processes_indexes_inside_the_a
     }
     root = make_repo(files)
     app = make_app(root, check_model=False)
+    states: list[str] = []
     async with app.run_test(size=(120, 40)) as pilot:
         deadline = time.monotonic() + 60
         while not app.header.index_state.startswith(f"index: {count} files"):
             assert time.monotonic() < deadline, app.header.index_state
-            await pilot.pause(0.05)
+            if not states or states[-1] != app.header.index_state:
+                states.append(app.header.index_state)
+            await pilot.pause(0.01)
+        # While it ran, the header named the phase and counted (COMMON contract 3).
+        assert any(re.fullmatch(r"index: [a-z ]+ [\d,]+/[\d,]+", s) for s in states), states
         await settle(pilot)
         assert "error[" not in app.chat.transcript()
         hits = app.bridge.search(f"helper_{count - 1}", mode="symbols", limit=3)

@@ -1,13 +1,15 @@
-"""The prompt: history, multi-line entry, slash completion and the `@` picker."""
+"""The prompt: history, multi-line entry, slash completion and `@` mentions."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
 from textual.widgets import OptionList
 
-from semfora_tui.screens.picker import PickerScreen
-from tests.tui.conftest import AppFactory, settle
+from semfora_tui.widgets.prompt import mention_query
+from tests.tui.conftest import AppFactory, settle, type_fast, wait_for
 
 
 async def test_history_walks_back_and_forward(make_app: AppFactory) -> None:
@@ -75,42 +77,75 @@ async def test_slash_completion_shows_matches_and_tab_completes(make_app: AppFac
         await pilot.press(*"/re")
         assert completions.display
         names = [completions.get_option_at_index(i).id for i in range(completions.option_count)]
-        assert names == ["reject", "resume"]
+        assert names == ["cmd:review", "cmd:reject", "cmd:rebase", "cmd:resume"]
         await pilot.press("down", "tab")
-        assert app.prompt.text == f"/{names[1]} "
+        assert app.prompt.text == "/reject "
         assert not completions.display
         app.prompt.clear()
         await pilot.press(*"/the", "tab")
         assert app.prompt.text == "/theme "
 
 
-async def test_at_opens_the_picker_and_inserts_the_choice(make_app: AppFactory, demo_repo: Path) -> None:
+async def test_an_at_mention_suggests_files_and_symbols_and_tab_takes_one(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
     app = make_app(check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        await pilot.press(*"explain ", "@")
+        suggestions = app.query_one("#completions", OptionList)
+        await pilot.press(*"explain ", "@", *"parse_po")
+        await wait_for(pilot, lambda: suggestions.display and suggestions.option_count, "the suggestions")
         await settle(pilot)
-        assert isinstance(app.screen, PickerScreen)
-        await pilot.press(*"parse_po")
-        await pilot.pause(0.3)
-        await settle(pilot)
-        labels = [item.label for item in app.screen.items]
-        assert any(label.startswith("symbol parse_port") for label in labels), labels
-        index = next(i for i, label in enumerate(labels) if label.startswith("symbol parse_port"))
-        for _ in range(index):
+        ids = [suggestions.get_option_at_index(i).id for i in range(suggestions.option_count)]
+        assert "at:parse_port" in ids, ids
+        while suggestions.get_option_at_index(suggestions.highlighted or 0).id != "at:parse_port":
             await pilot.press("down")
-        await pilot.press("enter")
-        await settle(pilot)
+        await pilot.press("tab")
         assert app.prompt.text == "explain @parse_port "
-        await pilot.press("@")
+        assert not suggestions.display
+        await pilot.press("@", *"server")
+        await wait_for(pilot, lambda: suggestions.display and suggestions.option_count, "the file suggestion")
         await settle(pilot)
-        await pilot.press(*"server")
-        await pilot.pause(0.3)
-        await settle(pilot)
-        assert app.screen.items[0].value == "app/server.py"
-        await pilot.press("enter")
-        await settle(pilot)
+        assert suggestions.get_option_at_index(0).id == "at:app/server.py"
+        await pilot.press("tab")
         assert app.prompt.text == "explain @parse_port @app/server.py "
-        await pilot.press("@", "escape")
+        # Escape closes the list and keeps every character typed.
+        await pilot.press("@", *"ser")
+        await wait_for(pilot, lambda: suggestions.display, "the suggestions")
+        await pilot.press("escape")
+        assert not suggestions.display
+        assert app.prompt.text == "explain @parse_port @app/server.py @ser"
+
+
+async def test_ordinary_typing_with_at_signs_is_never_captured(make_app: AppFactory, demo_repo: Path) -> None:
+    sentence = "why does @app.route need methods? mail bob@example.com about @property\n"
+    app = make_app(check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        assert app.prompt.text == "explain @parse_port @app/server.py @"
+        type_fast(app, sentence[:-1])
+        await wait_for(pilot, lambda: app.prompt.text == sentence[:-1], "the sentence in the prompt")
+        await settle(pilot)
+        assert app.prompt.text == sentence[:-1]  # every character landed in the prompt, in order
+        assert app.screen is app.main  # no picker or dialog took any of it
+        await pilot.press("enter")  # enter sends the sentence; it never takes a suggestion
+        await settle(pilot)
+        assert "› " + sentence[:-1] in app.chat.transcript()
+
+
+@given(st.text(alphabet="ab .@_/-(", max_size=30))
+def test_a_mention_starts_only_at_a_word_start(line: str) -> None:
+    query = mention_query(line)
+    if query is None:
+        return
+    at = len(line) - len(query) - 1
+    assert line[at] == "@"
+    assert at == 0 or line[at - 1].isspace()
+    assert all(c.isalnum() or c in "_./-" for c in query)
+
+
+def test_mention_examples() -> None:
+    assert mention_query("explain @conf") == "conf"
+    assert mention_query("@") == ""
+    assert mention_query("mail bob@example.com") is None
+    assert mention_query("why does @app.route(") is None
+    assert mention_query("see @app/config.py and") is None

@@ -15,11 +15,13 @@ ISSUE_COMMANDS = {
     "diff",
     "edit",
     "preview",
+    "review",
     "accept",
     "reject",
     "commit",
     "rollback",
     "undo",
+    "rebase",
     "status",
     "context",
     "budget",
@@ -36,6 +38,12 @@ ISSUE_COMMANDS = {
 
 def test_every_command_of_the_issue_is_in_the_table() -> None:
     assert {c.name for c in slash.COMMANDS} == ISSUE_COMMANDS
+
+
+def test_every_command_has_a_handler_and_every_handler_a_command() -> None:
+    from semfora_tui.commands import registered
+
+    assert registered() == {c.name for c in slash.COMMANDS}
 
 
 def test_parse_keeps_arguments_and_raw_rest() -> None:

@@ -55,3 +55,21 @@ def test_a_missing_path_is_exit_2(tmp_path: Path) -> None:
     proc = run_semfora(str(tmp_path / "nope"), timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.startswith("error[PATH_NOT_FOUND]")
+
+
+def test_app_flags_work_without_a_path(demo_repo: Path) -> None:
+    """`semfora --resume`, `--model M` and `--budget N` open the app on the current directory."""
+    # A bad repository config fails in the settings, after parsing: proof the flags parsed.
+    (demo_repo / ".semfora.toml").write_text("[ui]\nno_such_key = 1\n")
+    for args in (
+        ["--resume"],
+        ["--model", "ollama/x"],
+        ["--budget", "4000"],
+        ["--resume", "--budget", "4000"],
+    ):
+        proc = run_semfora(*args, cwd=demo_repo, timeout=60)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stderr.startswith("error[CONFIG_INVALID]"), (args, proc.stderr)
+    assert "COMMAND" in run_semfora("--help", timeout=60).stdout
+    proc = run_semfora("--no-such-flag", cwd=demo_repo, timeout=60)
+    assert proc.returncode == 2 and "unrecognized arguments" in proc.stderr

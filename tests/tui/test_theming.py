@@ -71,7 +71,7 @@ async def test_invalid_user_theme_gives_one_notification_and_the_app_runs(make_a
         assert len(errors) == 1
         assert "bad.yaml" in errors[0].message
         assert "midnight" in app.available_themes
-        await app.run_slash("/theme midnight")
+        await app.main.run_slash("/theme midnight")
         await settle(pilot)
         assert app.theme == "midnight"
 
@@ -81,11 +81,11 @@ async def test_theme_command_switches_and_persists(make_app: AppFactory, demo_re
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         assert app.theme == "semfora-dark"
-        await app.run_slash("/theme semfora-high-contrast")
+        await app.main.run_slash("/theme semfora-high-contrast")
         await settle(pilot)
         assert app.theme == "semfora-high-contrast"
         assert app.theme_variables["semfora-added"] == "#00FF00"
-        await app.run_slash("/theme nope-theme")
+        await app.main.run_slash("/theme nope-theme")
         await settle(pilot)
         assert "unknown theme" in app.chat.transcript()
     assert load_settings(demo_repo).settings.ui.theme == "semfora-high-contrast"

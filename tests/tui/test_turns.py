@@ -1,8 +1,10 @@
-"""Turns against the fake Anthropic server: streaming, the budget pane, staging, cancellation."""
+"""Turns against the fake Anthropic server: streaming, the budget pane, staging, cancellation, and
+every failure path of a turn (edit retries, NEED rounds, model errors) shown as a state."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from pathlib import Path
 
@@ -11,7 +13,7 @@ from textual import events
 from textual.widgets import Collapsible
 
 from tests.fakes.fake_anthropic import FakeAnthropic
-from tests.tui.conftest import AppFactory, settle
+from tests.tui.conftest import SOURCE, STATE_TIMEOUT, AppFactory, settle
 
 ANSWER = "The settings are read by `load_config` in **app/config.py**."
 EDIT_REPLY = (
@@ -33,7 +35,7 @@ async def _submit(pilot, app, text: str) -> None:  # type: ignore[no-untyped-def
     await pilot.press("enter")
 
 
-async def _wait_for(pilot, predicate, timeout: float = 15.0) -> None:  # type: ignore[no-untyped-def]
+async def _wait_for(pilot, predicate, timeout: float = STATE_TIMEOUT) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "timed out waiting for the app"
@@ -45,7 +47,7 @@ async def test_budget_pane_updates_after_a_turn(make_app: AppFactory, fake_anthr
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        assert app.offline is False
+        assert app.main.offline is False
         assert app.budget_pane.pack is None
         await _submit(pilot, app, "where is the config loaded?")
         await settle(pilot)
@@ -55,8 +57,8 @@ async def test_budget_pane_updates_after_a_turn(make_app: AppFactory, fake_anthr
         table = app.budget_pane.query_one("#budget-table")
         assert table.row_count == len(pack.items)
         assert app.budget_pane.turn.input_tokens > 0 and app.budget_pane.turn.output_tokens > 0
-        assert app.session_cost > 0
-        assert app.header.session_cost == app.session_cost
+        assert app.main.session_cost > 0
+        assert app.header.session_cost == app.main.session_cost
         bar = str(app.budget_pane.query_one("#budget-bar").render())
         assert f"{pack.total_tokens:,}/{app.bridge.budget:,}" in bar
         summary = app.chat.query_one(Collapsible)
@@ -76,7 +78,8 @@ async def test_an_edit_reply_is_staged_and_shown_for_review(
         await _submit(pilot, app, "make parse_port strip whitespace")
         await settle(pilot)
         assert [f.path for f in app.diff.files] == ["app/config.py"]
-        assert app.diff.has_focus
+        assert app.focused is app.prompt  # the user decides when to review
+        assert "✓ staged 1 hunk(s) in app/config.py" in app.chat.transcript()
         assert "int(text)" in (demo_repo / "app/config.py").read_text()  # nothing written before review
 
 
@@ -90,16 +93,16 @@ async def test_escape_or_ctrl_c_cancels_a_streaming_reply(
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await _submit(pilot, app, "explain everything")
-        await _wait_for(pilot, lambda: app._turn is not None and len(app._turn.source) > 20)
+        await _wait_for(pilot, lambda: app.main.turn is not None and len(app.main.turn.source) > 20)
         assert key in app.active_bindings
         await pilot.press(key)
         await pilot.pause()
-        assert not app.streaming
-        assert app._cancel.is_set()
+        assert not app.main.streaming
+        assert app.main._cancel.is_set()
         await settle(pilot)
-        shown = app._turn.source
+        shown = app.main.turn.source
         assert 0 < len(shown) < len(long_text.strip())
-        assert "cancelled" in [str(w.render()) for w in app._turn.query(".turn-status")]
+        assert "cancelled" in [str(w.render()) for w in app.main.turn.query(".turn-status")]
         # The prompt is usable again at once.
         await _submit(pilot, app, "/cost")
         await settle(pilot)
@@ -127,7 +130,7 @@ async def test_streaming_5000_tokens_keeps_the_prompt_responsive(
 
         task = asyncio.create_task(probe())
         await _submit(pilot, app, "list everything")
-        await _wait_for(pilot, lambda: app.streaming and len(app._turn.source) > 0)
+        await _wait_for(pilot, lambda: app.main.streaming and len(app.main.turn.source) > 0)
         app.prompt.focus()
         typed = ""
         key_latency: list[float] = []
@@ -140,19 +143,141 @@ async def test_streaming_5000_tokens_keeps_the_prompt_responsive(
                 await asyncio.sleep(0.005)
             key_latency.append(time.perf_counter() - started)
         # The keys landed while the reply was still arriving.
-        assert app.streaming, "the reply should still be streaming while the user types"
+        assert app.main.streaming, "the reply should still be streaming while the user types"
         # Only a gross stall fails here; latency figures belong to benchmarks, not tests.
         assert max(key_latency) < 5.0, key_latency
         await _wait_for(
-            pilot, lambda: not app.streaming, timeout=240
+            pilot, lambda: not app.main.streaming, timeout=240
         )  # ~10 s of CPU to render; busy shared cores
         stop.set()
         await task
         await settle(pilot)
         assert app.prompt.text == "next"
-        assert app._turn.source.rstrip() == text.rstrip()
+        assert app.main.turn.source.rstrip() == text.rstrip()
         lags.sort()
         # Generous bounds: the suite runs on 2 shared, busy cores. A renderer that redrew the whole
         # document per chunk would hold the UI thread for most of the stream and fail both.
         assert lags[len(lags) // 2] < 0.25, lags[-10:]  # typical delay before a key is handled
         assert lags[-1] < 5.0, lags[-10:]  # worst single stall
+
+
+MISQUOTED_REPLY = EDIT_REPLY.replace(
+    "def parse_port(text):\n    return int(text)\n=", "def parse_port(txt):\n    return int(txt)\n="
+)
+NEED_REPLY = "To answer I need the body of the loader.\n\nNEED: load_config\n"
+NEED_ANSWER = "`load_config` opens the path and returns the text it read."
+
+
+async def test_a_misquoted_edit_block_is_retried_and_the_fixed_reply_is_staged(
+    make_app: AppFactory, fake_anthropic: FakeAnthropic, demo_repo: Path
+) -> None:
+    assert MISQUOTED_REPLY != EDIT_REPLY
+    fake_anthropic.reply(MISQUOTED_REPLY)
+    fake_anthropic.reply(EDIT_REPLY)
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await _submit(pilot, app, "make parse_port strip whitespace")
+        await _wait_for(pilot, lambda: app.diff.files and not app.main.streaming)
+        await settle(pilot)
+        transcript = app.chat.transcript()
+        assert "error[" not in transcript, transcript
+        assert "↻ an edit block did not apply; asking the model again (1/" in transcript
+        assert "✓ staged 1 hunk(s) in app/config.py (1 edit retry)" in transcript
+        # Both attempts are in the reply, the retry notice between them.
+        assert (
+            transcript.index("def parse_port(txt)")
+            < transcript.index("↻ an edit block")
+            < transcript.rindex("int(text.strip())")
+        )
+        requests = fake_anthropic.message_requests()
+        assert len(requests) == 2
+        assert "could not be applied" in requests[1].all_text
+        assert [f.path for f in app.diff.files] == ["app/config.py"]
+        assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]  # staged, not written
+        assert app.focused is app.prompt
+
+
+async def test_a_need_reply_fetches_what_the_model_asked_for_then_shows_the_answer(
+    make_app: AppFactory, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.reply(NEED_REPLY)
+    fake_anthropic.reply(NEED_ANSWER)
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await _submit(pilot, app, "what does the loader return?")
+        await _wait_for(pilot, lambda: NEED_ANSWER in app.chat.transcript() and not app.main.streaming)
+        await settle(pilot)
+        transcript = app.chat.transcript()
+        assert "error[" not in transcript, transcript
+        assert "↻ the model asked for 1 more symbol; fetching them and asking again (round 1/2)" in transcript
+        assert "✓ answered (1 NEED round)" in transcript
+        requests = fake_anthropic.message_requests()
+        assert len(requests) == 2
+        assert "Here is what you asked for" in requests[1].all_text
+        assert "def load_config(path)" in requests[1].all_text
+
+
+async def test_the_reply_shows_a_spinner_while_the_model_is_retried(
+    make_app: AppFactory, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.error(529)
+    fake_anthropic.reply(ANSWER)
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await _submit(pilot, app, "where is the config loaded?")
+        # The first attempt was refused (529); until the retry answers, the reply shows it is waiting.
+        await _wait_for(
+            pilot, lambda: len(fake_anthropic.message_requests()) >= 1 or ANSWER in app.chat.transcript()
+        )
+        turn = app.main.turn
+        assert turn is not None
+        if not turn.source:
+            assert turn.spinner is not None and turn.spinner.display
+            assert "asking the model" in str(turn.spinner.render()) or "retry" in str(turn.spinner.render())
+        await _wait_for(pilot, lambda: ANSWER in app.chat.transcript() and not app.main.streaming)
+        await settle(pilot)
+        assert turn.spinner is None  # gone once the turn ended
+        transcript = app.chat.transcript()
+        assert "error[" not in transcript
+        # The reasoner's retry, reported through on_status, stays in the reply where it happened.
+        assert re.search(r"↻ retrying 1/\d+ in [\d.]+ s: ", transcript), transcript
+        assert transcript.index("↻ retrying") < transcript.index(ANSWER)
+        assert "✓ answered" in transcript
+        assert len(fake_anthropic.message_requests()) == 2
+
+
+async def test_a_model_error_ends_the_turn_as_failed_and_the_prompt_keeps_working(
+    make_app: AppFactory, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.error(400, "invalid_request_error")
+    fake_anthropic.reply(ANSWER)
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await _submit(pilot, app, "where is the config loaded?")
+        await _wait_for(pilot, lambda: "error[" in app.chat.transcript() and not app.main.streaming)
+        await settle(pilot)
+        transcript = app.chat.transcript()
+        assert "✗ failed: error[MODEL_ERROR]" in transcript
+        assert "INTERNAL" not in transcript
+        await _submit(pilot, app, "where is the config loaded?")
+        await _wait_for(pilot, lambda: ANSWER in app.chat.transcript() and not app.main.streaming)
+
+
+async def test_a_cancelled_question_is_marked_cancelled_not_an_edit_problem(
+    make_app: AppFactory, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.reply("word " * 400, chunk_chars=10, delay=0.02)
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await _submit(pilot, app, "explain everything")
+        await _wait_for(pilot, lambda: app.main.turn is not None and len(app.main.turn.source) > 20)
+        await pilot.press("escape")
+        await settle(pilot)
+        transcript = app.chat.transcript()
+        assert "cancelled" in transcript
+        assert "edit problem" not in transcript and "problem" not in transcript

@@ -73,7 +73,7 @@ def test_engine_flags_become_readable_text() -> None:
     )
     (view,) = files_from_session([FileChange(path="x.py", kind="modify", hunks=(hunk,), stale=True)])
     assert view.added == 2 and view.removed == 1
-    assert view.conflict == "changed on disk since it was staged"
+    assert view.conflict == "changed on disk since it was staged (/rebase re-applies its hunks)"
     assert view.hunks[0].conflict is not None and "changed on disk" in view.hunks[0].conflict
     assert view.hunks[0].syntax_error == "line 3: unexpected indent"
     assert view.hunks[0].start_line == 3

@@ -34,13 +34,21 @@ def run(args: argparse.Namespace) -> int:
         rows.append(
             {"key": dotted, "value": _lookup(loaded.settings, dotted), "source": loaded.source_of(dotted)}
         )
+    trust = loaded.trust.to_json() if loaded.trust else {"state": "none", "file": None}
+    ignored = [{"key": i.key, "reason": i.reason, "detail": i.detail} for i in loaded.ignored]
     if args.json:
-        print_json({"files": [str(f) for f in loaded.files], "settings": rows})
+        print_json(
+            {"files": [str(f) for f in loaded.files], "settings": rows, "trust": trust, "ignored": ignored}
+        )
         return 0
-    width = max(len(r["key"]) for r in rows)
+    width = max(len(str(r["key"])) for r in rows)
     for r in rows:
         value = json.dumps(r["value"]) if not isinstance(r["value"], str) else r["value"]
         if len(value) > 70:
             value = value[:67] + "..."
         print(f"{r['key']:<{width}}  {value}  [{r['source']}]")
+    if loaded.trust is not None:
+        print(f"trust  .semfora.toml is {loaded.trust.state} ({loaded.trust.file})")
+        for i in loaded.ignored:
+            print(f"ignored  {i.describe()}  (until `semfora trust`)")
     return 0

@@ -8,6 +8,7 @@ document. All behaviour lives in ``engine.edits``; this module only presents it.
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from typing import Any
 
@@ -15,6 +16,7 @@ from engine.config import load_settings
 from engine.edits import EditBlockError, EditSession, FileChange, recover, undo
 from engine.edits.errors import CheckFailed
 from engine.errors import EXIT_PROBLEM, UsageError
+from engine.policy.errors import PathTooLong, SymlinkLoop
 from engine.store.layout import RepoLayout
 from semfora_tui.cli.output import print_json, warn
 
@@ -53,10 +55,16 @@ def _read_stage_input(target: str | None) -> str:
         raise UsageError("edits stage needs FILE (or - for stdin)")
     if target == "-":
         return sys.stdin.read()
+    if "\x00" in target:
+        raise UsageError("the file name holds a NUL byte", code="PATH_INVALID")
     try:
         with open(target, encoding="utf-8", newline="") as fh:
             return fh.read()
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SymlinkLoop(f"{target} goes round a loop of symbolic links") from exc
+        if exc.errno == errno.ENAMETOOLONG:
+            raise PathTooLong(f"{target} is too long for the file system") from exc
         raise UsageError(f"cannot read {target}: {exc.strerror}", code="PATH_NOT_FOUND") from exc
     except UnicodeDecodeError as exc:
         raise UsageError(f"{target} is not UTF-8 text") from exc
@@ -87,15 +95,15 @@ def run(args: argparse.Namespace) -> int:
     if report is not None:
         warn(f"semfora {report.message}")
     if args.action == "undo":
-        result = undo(
+        undone = undo(
             layout, force=args.force, deny=settings.edits.deny, lock_timeout=settings.edits.lock_timeout
         )
-        forced = f" (forced over changes in {', '.join(result.forced)})" if result.forced else ""
+        forced = f" (forced over changes in {', '.join(undone.forced)})" if undone.forced else ""
         _emit(
             args,
-            result.to_json(),
-            f"undid change set {result.txid}: restored {len(result.files)} file(s){forced}; "
-            f"{result.remaining} more can be undone",
+            undone.to_json(),
+            f"undid change set {undone.txid}: restored {len(undone.files)} file(s){forced}; "
+            f"{undone.remaining} more can be undone",
         )
         return 0
     session = EditSession.load_or_create(layout, settings)

@@ -101,6 +101,10 @@ def _index(args: argparse.Namespace) -> int:
                 "provider": vectors.provider,
                 "reason": vectors.reason,
                 "embedded": vectors.embedded,
+                "missing": vectors.missing,
+                "pending": vectors.pending,
+                "store": vectors.store,
+                "message": vectors.message,
             }
         )
         print_json(payload)
@@ -117,6 +121,8 @@ def _index(args: argparse.Namespace) -> int:
             if vectors.enabled
             else f"; vectors off ({vectors.reason})"
         )
+        if vectors.enabled and vectors.message:
+            sys.stderr.write(f"vectors: {vectors.message}\n")
     print(
         f"indexed {report.files} files ({report.changed} changed, {report.added} added, {report.deleted} deleted, "
         f"{report.renamed} renamed, {report.skipped} skipped), {report.symbols} symbols, {report.edges} call "
@@ -176,7 +182,7 @@ def _callers(args: argparse.Namespace) -> int:
         sym = store.resolve_one(args.symbol)
         nodes = store.callers(sym.id, args.depth)
     names = {n.symbol_id: n.name for n in nodes if n.symbol_id}
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "id": n.symbol_id,
             "name": n.name,

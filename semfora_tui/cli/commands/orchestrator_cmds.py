@@ -65,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_context(args: argparse.Namespace) -> int:
+    from engine.index.vectors import use_query_service
+
+    use_query_service()  # one pack per process: the shared service holds chromadb and the model
     layout = RepoLayout.for_path(args.path)
     settings = _settings(layout, args)
     _ensure_index(layout, settings, quiet=args.json)

@@ -1,7 +1,8 @@
 """`semfora diff` and `semfora ci`: print a semantic diff or a CI review, and map the verdict to an exit code.
 
 The work happens in engine.semantic.diff and engine.review.ci; this module only picks the
-output format and the exit code (ci: 0 approved, 1 changes requested or blocked).
+output format and the exit code (ci: 0 approved, 1 changes requested or blocked). What it prints
+is redacted: a signature with a default password must not land in a CI log.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import argparse
 import sys
 
 from engine.errors import EXIT_OK, EXIT_PROBLEM
+from engine.policy.redaction import redact, redact_json
 from engine.store.layout import find_repo_root
 from semfora_tui.cli.output import print_json
 
@@ -23,11 +25,11 @@ def _run_diff(args: argparse.Namespace) -> int:
     diff = analyze_diff(root, args.base, args.target, max_file_bytes=settings.index.max_file_bytes)
     fmt = "json" if args.json else (args.format or ("text" if sys.stdout.isatty() else "toon"))
     if fmt == "json":
-        print_json(diff.to_json())
+        print_json(redact_json(diff.to_json()))
     elif fmt == "toon":
-        sys.stdout.write(diff.to_toon() + "\n")
+        sys.stdout.write(redact(diff.to_toon()) + "\n")
     else:
-        sys.stdout.write(diff.to_text() + "\n")
+        sys.stdout.write(redact(diff.to_text()) + "\n")
     return EXIT_OK
 
 
@@ -46,9 +48,9 @@ def _run_ci(args: argparse.Namespace) -> int:
         intent=getattr(args, "intent", None),
     )
     if args.output == "json":
-        print_json(report.to_json())
+        print_json(redact_json(report.to_json()))
     else:
-        sys.stdout.write(report.to_text() + "\n")
+        sys.stdout.write(redact(report.to_text()) + "\n")
     return EXIT_OK if report.status == "approved" else EXIT_PROBLEM
 
 

@@ -47,8 +47,10 @@ def _ensure_index(layout: RepoLayout, settings: Settings, *, quiet: bool) -> Non
 
 def run_search(args: argparse.Namespace) -> int:
     from engine.index.hybrid import search, validate_request
+    from engine.index.vectors import use_query_service
 
     validate_request(args.mode, args.limit)
+    use_query_service()  # one query per process: let the shared service hold chromadb and the model
     layout, settings = _setup(args)
     _ensure_index(layout, settings, quiet=args.json)
     warnings: list[str] = []

@@ -50,11 +50,18 @@ README = "# Demo\n\nThe middleware strips the authorization header of proxied re
 
 @pytest.fixture(autouse=True)
 def _fresh_warnings() -> Iterator[None]:
+    """Per-process state starts empty for each test: warn-once kinds, Chroma clients, searchers."""
+    from engine.index.chroma import reset_clients
     from engine.index.hybrid import reset_warnings
+    from engine.index.vectors import VectorSearcher
 
     reset_warnings()
+    reset_clients()
+    VectorSearcher.forget_all()
     yield
     reset_warnings()
+    reset_clients()
+    VectorSearcher.forget_all()
 
 
 IndexedRepo = Callable[..., tuple[RepoLayout, Settings]]

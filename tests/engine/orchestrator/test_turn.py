@@ -201,7 +201,7 @@ def test_without_a_reasoner_a_turn_is_refused(shop) -> None:
 
 def test_summary_key_matches_the_summarizer(shop) -> None:
     from engine.llm.summarizer import Summarizer
-    from engine.orchestrator.gather import summary_cache_key
+    from engine.orchestrator.context import summary_cache_key
 
     layout, cfg = shop
     assert summary_cache_key(cfg, "abc") == Summarizer(layout, cfg).cache_key("abc", "symbol")
@@ -217,12 +217,15 @@ def test_model_summaries_arrive_in_the_background_and_serve_later_packs(
     fake_ollama.responder = lambda _model, _prompt: "Model-written summary of this symbol."
     orch = _orch(layout, cfg)
     fake_anthropic.reply("answer")
-    before = orch.build_context("explain how the cart total is computed")
+    # A small budget: the code the task is about, and its callees in the map as summaries.
+    task, budget = "explain Cart.total", 300
+    before = orch.build_context(task, budget=budget)
+    assert any(i.kind == "summary" for i in before.items)
     assert not any("Model-written" in i.text for i in before.items)  # a pack never waits on Ollama
-    result = orch.run_turn("explain how the cart total is computed")
+    result = orch.run_turn(task, budget=budget)
     assert orch.presummary_thread is not None, [(i.kind, i.symbol) for i in result.pack.items]
     orch.presummary_thread.join(timeout=20)
-    after = Orchestrator(layout, cfg).build_context("explain how the cart total is computed")
+    after = Orchestrator(layout, cfg).build_context(task, budget=budget)
     assert any("Model-written summary" in i.text for i in after.items if i.kind == "summary")
 
 
@@ -271,4 +274,31 @@ def test_presummarize_queues_the_highest_fan_in_symbols(
     with SymbolStore(layout) as store:
         hub = store.symbols_by_name("tax_for")[0]
     assert "tax_for" not in {i.symbol for i in result.pack.items if i.kind == "summary"}
-    assert orch.gatherer._cached_model_summary(hub.body_hash or hub.id) == "A hub, summarized ahead of time."
+    assert (
+        orch.gatherer.digests.cached_model_summary(hub.body_hash or hub.id)
+        == "A hub, summarized ahead of time."
+    )
+
+
+def test_each_item_text_is_exactly_what_the_model_receives(shop, fake_anthropic) -> None:
+    layout, cfg = shop
+    fake_anthropic.reply("NEED:\n- payment_gateway_url").reply("done")
+    task = "Fix Cart.total so the discount applies after tax"
+    result = _orch(layout, cfg, resume=False).run_turn(task, budget=3000)
+    first, second = fake_anthropic.message_requests()
+    items = result.pack.to_json()["items"]
+    prefix = [i["text"] for i in items if i["id"] in ("overview", "session-memory")]
+    rest = [i["text"] for i in items if i["id"] not in ("overview", "session-memory")]
+    assert prefix and rest and all(t.startswith("### ") for t in rest)
+    # The system blocks after the system prompt are the prefix items' texts, verbatim.
+    assert [b["text"] for b in first.body["system"][1:]] == prefix
+    # The user message is the other items' texts, verbatim and in order, then the task.
+    context = "\n".join(rest)
+    assert (
+        first.body["messages"][0]["content"]
+        == f"## Context ({result.pack.intent})\n\n{context}\n## Task\n{task}\n"
+    )
+    # What a NEED round adds is sent the same way.
+    need = [i.to_json()["text"] for i in result.extra_items]
+    assert need and all(t in second.body["messages"][-1]["content"] for t in need)
+    assert "def payment_gateway_url" in need[0]

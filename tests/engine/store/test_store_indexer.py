@@ -171,8 +171,8 @@ DROP_DAC = [
     os.geteuid() == 0 and shutil.which("setpriv") is None, reason="cannot drop root's DAC override"
 )
 def test_permission_denied_file_is_skipped_and_the_run_continues(make_repo) -> None:
-    root = make_repo({"ok.py": "def ok():\n    pass\n", "secret.py": "def s():\n    pass\n"})
-    (root / "secret.py").chmod(0)
+    root = make_repo({"ok.py": "def ok():\n    pass\n", "private.py": "def s():\n    pass\n"})
+    (root / "private.py").chmod(0)
     prefix = DROP_DAC if os.geteuid() == 0 else []
     try:
         proc = subprocess.run(
@@ -184,11 +184,11 @@ def test_permission_denied_file_is_skipped_and_the_run_continues(make_repo) -> N
             check=False,
         )
     finally:
-        (root / "secret.py").chmod(0o644)
+        (root / "private.py").chmod(0o644)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     reasons = {s["path"]: s["reason"] for s in report["skipped_files"]}
-    assert reasons["secret.py"] == "unreadable: Permission denied"
+    assert reasons["private.py"] == "unreadable: Permission denied"
     assert report["files"] == 1
 
 

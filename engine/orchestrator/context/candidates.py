@@ -1,0 +1,331 @@
+"""Step 2 of the pack: candidates, from the names in the task, hybrid search and their files.
+
+Owns ``Candidate`` and the channels that propose them: the *anchor channel* (symbols the
+task names: ``@X``, ``X()``, backticks, identifiers, paths), the *search channel* (hybrid
+search, FTS + vectors + symbol names, on the whole task) and the *file neighbourhood* (every
+definition in the files the search ranks highest, so the function the fix goes into can
+compete even when its file's other functions took the search's top ranks). It proposes;
+``rank`` decides. It never reads file contents (``RepoReader`` does, for ``rank``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.errors import SemforaError
+from engine.orchestrator.anchors import Anchors
+from engine.semantic.model import Symbol
+
+log = logging.getLogger(__name__)
+
+# Identifier anchors looked up per task; more are usually words of prose mis-read as names.
+MAX_SYMBOL_ANCHORS = 8
+# A method a pasted snippet calls on a variable (``t.append(x)``) is looked up by its bare name
+# only when at most this many definitions have it: ``append`` in a text library, not ``get``.
+SNIPPET_NAME_MAX = 3
+# Symbols kept per anchor; the index ranks exact names and prefixes first.
+SYMBOL_RESULTS_PER_ANCHOR = 5
+# Hybrid search reads the task up to this length: the search focuses a long text on its rarest
+# words itself, and beyond a few paragraphs a report repeats itself (or pastes a log).
+MAX_QUERY_CHARS = 2000
+# Hybrid hits taken: the head of the list is the search's opinion, the tail is cheap to rescore.
+SEARCH_POOL = 40
+# Reciprocal-rank constant of the channels: small, so rank 1 clearly beats rank 5.
+RRF_K = 10
+# Something the user named on purpose (``@X``, ``X()``, backticks) is meant, whatever the rest says.
+EXPLICIT_BONUS = 0.5
+# An identifier of the task (``Cart.total``, ``get_user``) that names a symbol exactly is almost
+# certainly meant, even without @ or backticks.
+EXACT_NAME_BONUS = 0.25
+# Files whose definitions all compete (the neighbourhood): the best few files by search evidence.
+NEIGHBOURHOOD_FILES = 4
+# Definitions taken from one neighbourhood file at most (a 3,000-line module has hundreds).
+NEIGHBOURHOOD_PER_FILE = 120
+# Kinds that hold other definitions: they compete with their own lines (signature, docstring,
+# attributes), while their methods compete as candidates of their own.
+CONTAINER_KINDS = frozenset({"class", "struct", "interface", "trait", "enum", "namespace", "module", "impl"})
+
+
+@dataclass
+class Candidate:
+    """A definition (or a range of a file) competing for a place in the pack."""
+
+    key: str  # symbol id, or "file:line" for code outside any symbol
+    symbol: Symbol | None = None
+    file: str = ""
+    start_line: int | None = None
+    end_line: int | None = None
+    snippet: str = ""
+    chunk_kind: str = "symbol"  # symbol | header | module | prose (what search found)
+    retrieval: float = 0.0  # reciprocal ranks in the channels
+    lexical: float = 0.0  # BM25 of the whole task over the candidate's own lines
+    coverage: float = 0.0  # share of the task's term weight found in those lines
+    matched: tuple[str, ...] = ()  # task words found there, strongest first
+    graph: float = 0.0  # mass gained in the call-graph walk
+    locality: float = 0.0  # how strongly its file is implicated
+    recency: float = 0.0
+    bonus: float = 0.0
+    weight: float = 1.0  # tests, docs and examples count less unless asked for
+    explicit: bool = False
+    neighbour_of: str | None = None
+    score: float = 0.0
+    ranks: dict[str, int] = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.symbol.qualified_name if self.symbol else (self.file or self.key)
+
+    @property
+    def is_container(self) -> bool:
+        return self.symbol is not None and self.symbol.kind in CONTAINER_KINDS
+
+    @property
+    def is_code(self) -> bool:
+        """Code the model could read or edit (not a prose window of a README)."""
+        return self.chunk_kind != "prose" and self.start_line is not None
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(dict.fromkeys(self.reasons)) or "search hit"
+
+
+def of_symbol(sym: Symbol) -> Candidate:
+    return Candidate(sym.id, sym, sym.file, sym.start_line, sym.end_line)
+
+
+_FILE_SYMBOLS: OrderedDict[tuple[str, int, str], list[Symbol]] = OrderedDict()
+_FILE_SYMBOLS_LOCK = threading.Lock()
+# Files whose definitions are kept between packs (process-wide), keyed by the index's state:
+# the neighbourhood reads whole files' definitions, and consecutive tasks share files.
+MAX_CACHED_FILE_SYMBOLS = 512
+
+
+def file_symbols(store: Any, rel: str) -> list[Symbol]:
+    """Definitions of ``rel`` in line order, without their call lists (one query, not one per symbol)."""
+    from engine.store.db import SYMBOL_COLUMNS, row_to_symbol
+
+    db = store.layout.index_db
+    try:
+        key = (str(db), db.stat().st_mtime_ns, rel)
+    except OSError:
+        key = None
+    if key is not None:
+        with _FILE_SYMBOLS_LOCK:
+            found = _FILE_SYMBOLS.get(key)
+            if found is not None:
+                _FILE_SYMBOLS.move_to_end(key)
+                return found
+    rows = store.connection().execute(
+        f"SELECT {SYMBOL_COLUMNS} FROM symbols WHERE file=? ORDER BY start_line", (rel,)
+    )
+    symbols = [row_to_symbol(r) for r in rows]
+    if key is not None:
+        with _FILE_SYMBOLS_LOCK:
+            _FILE_SYMBOLS[key] = symbols
+            while len(_FILE_SYMBOLS) > MAX_CACHED_FILE_SYMBOLS:
+                _FILE_SYMBOLS.popitem(last=False)
+    return symbols
+
+
+def anchor_channel(
+    store: Any, anchors: Anchors, is_secret: Callable[[str], bool], safe_rel: Callable[[str], str | None]
+) -> list[tuple[Symbol, str, float]]:
+    """(symbol, reason, bonus) in channel order, from the names and paths the task mentions.
+
+    ``bonus`` is EXPLICIT_BONUS for what the user named on purpose, EXACT_NAME_BONUS for an
+    exact identifier match, 0 for ranked name-search results.
+    """
+    out: list[tuple[Symbol, str, float]] = []
+    seen: set[str] = set()
+    explicit_texts = {a.text for a in anchors.explicit}
+
+    def take(sym: Symbol, reason: str, bonus: float) -> None:
+        if sym.id not in seen and not is_secret(sym.file):
+            seen.add(sym.id)
+            out.append((sym, reason, bonus))
+
+    for frame in reversed(anchors.frames):  # innermost first: where the failure surfaced
+        for sym in frame_symbols(store, frame.text, frame.path, frame.line):
+            take(sym, f"in the task's traceback (`{sym.file}:{frame.line}`)", EXACT_NAME_BONUS)
+    snippets = {a.text for a in anchors.items if a.kind == "snippet"}
+    for name in anchors.symbols[:MAX_SYMBOL_ANCHORS]:
+        if name in snippets:
+            # pasted code shows how the library is called: evidence, but not a pointer; a
+            # method called on a variable (``t.append``) is looked up by its own name when few
+            # definitions share it
+            found = store.symbols_by_name(name, limit=SYMBOL_RESULTS_PER_ANCHOR)
+            if not found and "." in name:
+                found = store.symbols_by_name(name.rsplit(".", 1)[1], limit=SNIPPET_NAME_MAX + 1)
+                found = found if len(found) <= SNIPPET_NAME_MAX else []
+            for sym in found:
+                take(sym, f"used in the task's code `{name}`", 0.0)
+            continue
+        explicit = name in explicit_texts
+        exact = store.symbols_by_name(name, limit=SYMBOL_RESULTS_PER_ANCHOR)
+        if not exact and "." in name:
+            owner, last = name.rsplit(".", 1)
+            exact = [
+                s
+                for s in store.symbols_by_name(last, limit=20)
+                if s.qualified_name.endswith("." + name) or s.parent == owner
+            ]
+        label = "named in the task" if explicit else "exact name match"
+        for sym in exact:
+            take(sym, f"{label} `{name}`", EXPLICIT_BONUS if explicit else EXACT_NAME_BONUS)
+        if not exact:
+            for rank, sym in enumerate(store.search_symbols(name, limit=SYMBOL_RESULTS_PER_ANCHOR), 1):
+                take(sym, f"symbol search rank {rank} for '{name}'", 0.0)
+    for path in anchors.paths:
+        rel = safe_rel(path)
+        if rel is None:
+            continue
+        for sym in file_symbols(store, rel):
+            if sym.parent is None:
+                bonus = EXACT_NAME_BONUS if path in explicit_texts else 0.0
+                take(sym, f"defined in `{rel}` named in the task", bonus)
+    return out
+
+
+def frame_symbols(store: Any, name: str, path: str, line: int) -> list[Symbol]:
+    """The definition a stack frame names, in the repository file its path ends with.
+
+    A traceback's paths are the reporter's (``/usr/lib/python3/site-packages/pkg/mod.py``):
+    the file is the repository path sharing its last two components (or its file name, when
+    only one file has it). Among that file's definitions named ``name``, the one holding
+    ``line`` wins; line numbers from another release may be off, so the name decides.
+    """
+    parts = [p for p in path.replace("\\", "/").split("/") if p]
+    if not parts or not name.isidentifier() and "." not in name:
+        return []
+    conn = store.connection()
+    for depth in (2, 1):
+        if len(parts) < depth:
+            continue
+        tail = "/".join(parts[-depth:])
+        rows = conn.execute(
+            "SELECT path FROM files WHERE path = ? OR path LIKE ? ESCAPE '\\' LIMIT 3",
+            (tail, "%/" + tail.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")),
+        ).fetchall()
+        if len(rows) == 1 or (rows and depth == 2):
+            short = name.rsplit(".", 1)[-1]
+            found = [s for s in file_symbols(store, rows[0][0]) if s.name == short]
+            found.sort(key=lambda s: (not s.start_line <= line <= s.end_line, s.end_line - s.start_line))
+            return found[:1]
+    return []
+
+
+def search_channel(
+    layout: Any, settings: Any, memory: Any, query: str, on_warning: Callable[[str], None]
+) -> list[Any]:
+    """Hybrid search hits for ``query``, cached in session memory for five minutes."""
+    key = f"hybrid:{SEARCH_POOL}:{query}"
+    cached = memory.search(key)
+    if cached is not None:
+        return list(cached)
+    from engine.index.hybrid import search
+
+    try:
+        hits = list(
+            search(
+                layout,
+                settings,
+                query,
+                mode="hybrid",
+                limit=SEARCH_POOL,
+                on_warning=on_warning,
+                # the fusion's own order: ``rank`` scores every candidate on its text itself,
+                # and the lists' opinion is worth most as an independent signal
+                rescore=False,
+            )
+        )
+    except SemforaError as exc:
+        log.warning("hybrid search failed (%s); continuing with the named symbols only", exc)
+        return []
+    memory.remember_search(key, hits)
+    return hits
+
+
+def sources_label(hit: Any) -> str:
+    """'fts rank 2', 'fts rank 1, vector rank 4'... from a hit's per-source ranks."""
+    sources = getattr(hit, "sources", None)
+    if not isinstance(sources, dict):
+        return "search"
+    parts = [f"{name} rank {rank}" for name, rank in sorted(sources.items()) if rank]
+    return ", ".join(parts) or "search"
+
+
+def collect(
+    store: Any,
+    symbol_hits: list[tuple[Symbol, str, float]],
+    search_hits: list[Any],
+    query_label: str,
+    is_secret: Callable[[str], bool],
+) -> dict[str, Candidate]:
+    """Merge the channels: each candidate scores ``sum(1 / (RRF_K + rank))`` over the channels that found it."""
+    cands: dict[str, Candidate] = {}
+    for rank, (sym, reason, bonus) in enumerate(symbol_hits, 1):
+        c = cands.setdefault(sym.id, of_symbol(sym))
+        c.ranks["symbols"] = min(c.ranks.get("symbols", rank), rank)
+        c.retrieval += 1.0 / (RRF_K + rank)
+        c.bonus = max(c.bonus, bonus)
+        c.explicit = c.explicit or bonus >= EXPLICIT_BONUS
+        c.reasons.append(reason)
+    for rank, hit in enumerate(search_hits, 1):
+        file = getattr(hit, "file", "") or ""
+        if not file or is_secret(file):
+            continue
+        sid = getattr(hit, "symbol_id", None)
+        key = sid or f"{file}:{getattr(hit, 'start_line', 0)}"
+        found = cands.get(key)
+        if found is not None:
+            c = found
+        else:
+            hit_sym = _symbol(store, sid) if sid else None
+            if hit_sym is not None:
+                c = of_symbol(hit_sym)
+            else:
+                c = Candidate(
+                    key,
+                    None,
+                    file,
+                    getattr(hit, "start_line", None),
+                    getattr(hit, "end_line", None),
+                    snippet=getattr(hit, "snippet", "") or "",
+                    chunk_kind=getattr(hit, "kind", "module") or "module",
+                )
+            cands[key] = c
+        c.ranks["search"] = min(c.ranks.get("search", rank), rank)
+        c.retrieval += 1.0 / (RRF_K + rank)
+        c.reasons.append(f"{sources_label(hit)} for '{query_label}'")
+    return cands
+
+
+def neighbourhood(
+    store: Any, cands: dict[str, Candidate], files: list[str], is_secret: Callable[[str], bool]
+) -> int:
+    """Add every definition of ``files`` not yet a candidate; returns how many were added."""
+    added = 0
+    for rel in files:
+        if is_secret(rel):
+            continue
+        for sym in file_symbols(store, rel)[:NEIGHBOURHOOD_PER_FILE]:
+            if sym.id in cands:
+                continue
+            c = of_symbol(sym)
+            c.reasons.append(f"defined in `{rel}`, a file the search ranks high")
+            cands[sym.id] = c
+            added += 1
+    return added
+
+
+def _symbol(store: Any, symbol_id: str) -> Symbol | None:
+    try:
+        return store.symbol(symbol_id)  # type: ignore[no-any-return]
+    except SemforaError:
+        return None

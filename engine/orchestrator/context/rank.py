@@ -1,0 +1,306 @@
+"""Step 3 of the pack: how much each candidate is worth, from its own code, its file and the call graph.
+
+Owns the ranking constants and the score. For every candidate it measures, over the lines
+that are its own (a class: its signature, docstring, attributes and member names; a function:
+its whole body):
+
+- **lexical**: BM25 of the *whole* task over those lines, each term weighed by its rarity in
+  the repository (``terms``), plus the task terms in the definition's own name;
+- **retrieval**: its reciprocal ranks in the channels (hybrid search, named symbols);
+- **graph**: the mass it gains in a personalised PageRank from the strongest candidates;
+- **locality**: how strongly its file is implicated (the evidence of its file's best few).
+
+Each is scaled to [0, 1] within the task and weighed by the ``W_*`` constants below. Tests,
+docs and examples count ``NON_SOURCE_WEIGHT`` unless the task asks for them. It reads files
+only through ``RepoReader`` and never decides what enters the pack (``fill`` does).
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from engine.errors import SemforaError
+from engine.index.terms import TaskTerms, lexical_score, tokens
+from engine.orchestrator.context.candidates import (
+    NEIGHBOURHOOD_FILES,
+    Candidate,
+    file_symbols,
+    neighbourhood,
+    of_symbol,
+)
+from engine.orchestrator.context.graph import GRAPH_SEEDS, personalised_pagerank
+from engine.orchestrator.context.reads import RepoReader
+from engine.policy.paths import PathKind, classify_path
+
+# The parts of the final score. The candidate's own code against the whole task is the most
+# general signal (it does not depend on how the task is phrased), so it leads; the search's
+# fused ranks bring vectors and symbol names; the graph and the file carry evidence from
+# neighbours, which is weaker than a candidate's own.
+W_LEXICAL = 1.0
+W_RETRIEVAL = 0.7
+W_GRAPH = 0.25
+W_LOCALITY = 0.3
+# A symbol whose source the model read earlier in the session gains this much (a follow-up
+# task is usually about the same code).
+W_RECENCY = 0.15
+# Tests, examples, docs and generated code match a task's words as well as the implementation
+# does, but a task is about the implementation unless it says otherwise.
+NON_SOURCE_WEIGHT = 0.35
+# Code outside any definition (imports, a file's header, the docblocks between methods) matches
+# a task's words through comments and import lists; behaviour lives in definitions.
+MODULE_WEIGHT = 0.5
+# Words that make a task about tests, examples or docs: then those count fully.
+TEST_WORDS = frozenset(
+    {"test", "tests", "testing", "pytest", "unittest", "spec", "specs", "example", "examples", "docs"}
+)
+# The file's evidence: its best candidates' scores with these weights (the best, the second,
+# the third), so a file with several matching definitions outranks one lucky hit.
+LOCALITY_WEIGHTS = (1.0, 0.5, 0.25)
+# Decoded line terms kept for this many files (process-wide): consecutive tasks share files.
+MAX_LEXICON_FILES = 512
+
+
+class Lexicon:
+    """Stems of each line of a file, computed lazily per line and kept per file version."""
+
+    _shared: OrderedDict[str, tuple[list[str], list[tuple[str, ...] | None]]] = OrderedDict()
+    _lock = threading.Lock()
+
+    def __init__(self, reader: RepoReader) -> None:
+        self.reader = reader
+
+    def lines(self, rel: str) -> list[str]:
+        return self.reader.lines(rel)
+
+    def stems(self, rel: str, first: int, last: int) -> Iterable[tuple[int, tuple[str, ...]]]:
+        """(line number, stems) for ``first..last`` of ``rel``."""
+        lines = self.reader.lines(rel)
+        key = f"{self.reader.root}\0{rel}"
+        with self._lock:
+            cached = self._shared.get(key)
+            if cached is None or cached[0] is not lines:
+                cached = (lines, [None] * len(lines))
+                self._shared[key] = cached
+                while len(self._shared) > MAX_LEXICON_FILES:
+                    self._shared.popitem(last=False)
+            else:
+                self._shared.move_to_end(key)
+        per_line = cached[1]
+        for n in range(max(1, first), min(last, len(lines)) + 1):
+            found = per_line[n - 1]
+            if found is None:
+                found = per_line[n - 1] = tuple(tokens(lines[n - 1]))
+            yield n, found
+
+
+class Ranker:
+    """Scores the candidates of one task. One instance per pack; ``order`` is the whole step."""
+
+    def __init__(self, store: Any, reader: RepoReader, terms: TaskTerms, *, wants_tests: bool) -> None:
+        self.store = store
+        self.reader = reader
+        self.lexicon = Lexicon(reader)
+        self.terms = terms
+        self.wants_tests = wants_tests
+        self._file_symbols: dict[str, list[Any]] = {}
+        self._stats: dict[str, tuple[dict[str, int], int, set[str]]] = {}
+        self._avgdl = 0.0
+
+    def order(
+        self,
+        cands: dict[str, Candidate],
+        is_secret: Callable[[str], bool],
+        recency: Callable[[str], float],
+    ) -> list[Candidate]:
+        """The candidates best first, after adding the file neighbourhood and the call graph's.
+
+        1. each candidate's own evidence: its lines against the task, its channel ranks;
+        2. the file neighbourhood: every definition of the files with the most evidence;
+        3. the call graph around the strongest candidates (``walk``);
+        4. the final score: own evidence, graph, file, naming bonus, recency.
+        """
+        self.lexical(cands.values())
+        self.evidence(list(cands.values()))
+        self.locality(cands.values())
+        strength = {c.file: c.locality for c in cands.values() if c.is_code and c.file}
+        files = sorted(strength, key=lambda f: -strength[f])[:NEIGHBOURHOOD_FILES]
+        neighbourhood(self.store, cands, files, is_secret)
+        self.lexical(cands.values())
+        self.evidence(list(cands.values()))
+        added = self.walk(cands, is_secret)
+        if added:
+            self.lexical(added)
+        self.evidence(list(cands.values()))
+        self.locality(cands.values())
+        return self.final(cands.values(), recency)
+
+    # -- the candidate's own lines --------------------------------------------------------
+
+    def symbols_of(self, rel: str) -> list[Any]:
+        found = self._file_symbols.get(rel)
+        if found is None:
+            found = self._file_symbols[rel] = file_symbols(self.store, rel)
+        return found
+
+    def own_ranges(self, c: Candidate) -> list[tuple[int, int]]:
+        """The line ranges that are ``c``'s own: a container's lines outside its members' bodies."""
+        if c.start_line is None:
+            return []
+        start, end = c.start_line, c.end_line or c.start_line
+        if not c.is_container:
+            return [(start, end)]
+        ranges: list[tuple[int, int]] = []
+        cursor = start
+        for sym in self.symbols_of(c.file):
+            if sym.start_line <= start or sym.end_line > end or sym.start_line < cursor:
+                continue
+            # the member's first line (its name) stays; its body is its own candidate's
+            ranges.append((cursor, sym.start_line))
+            cursor = sym.end_line + 1
+        if cursor <= end:
+            ranges.append((cursor, end))
+        return ranges
+
+    def members(self, c: Candidate) -> list[tuple[int, int]]:
+        """The bodies of a container's members (hidden when the container is shown as code)."""
+        own = self.own_ranges(c)
+        hidden = []
+        for (_a, b), (a2, _b2) in zip(own, own[1:], strict=False):
+            if a2 > b + 1:
+                hidden.append((b + 1, a2 - 1))
+        return hidden
+
+    def line_weights(self, c: Candidate) -> dict[int, float]:
+        """Line -> summed weight of the task terms on it, over ``c``'s own lines."""
+        weights = self.terms.weights
+        out: dict[int, float] = {}
+        for a, b in self.own_ranges(c):
+            for n, stems in self.lexicon.stems(c.file, a, b):
+                w = sum(weights.get(s, 0.0) for s in set(stems))
+                if w > 0:
+                    out[n] = w
+        return out
+
+    # -- lexical evidence -----------------------------------------------------------------
+
+    def _collect(self, c: Candidate) -> tuple[dict[str, int], int, set[str]]:
+        found = self._stats.get(c.key)
+        if found is not None:
+            return found
+        weights = self.terms.weights
+        tf: dict[str, int] = {}
+        length = 0
+        for a, b in self.own_ranges(c):
+            for _n, stems in self.lexicon.stems(c.file, a, b):
+                length += len(stems)
+                for s in stems:
+                    if s in weights:
+                        tf[s] = tf.get(s, 0) + 1
+        name = set(tokens(c.symbol.name)) & set(weights) if c.symbol is not None else set()
+        found = self._stats[c.key] = (tf, length, name)
+        return found
+
+    def lexical(self, cands: Iterable[Candidate]) -> None:
+        """BM25 of the task over each candidate's own lines, its name's terms, and its coverage."""
+        pool = list(cands)
+        stats = [self._collect(c) for c in pool]
+        if not self._avgdl:
+            lengths = [length for _tf, length, _n in stats if length]
+            self._avgdl = max(10.0, statistics.median(lengths)) if lengths else 10.0
+        weights = self.terms.weights
+        for c, (tf, length, name) in zip(pool, stats, strict=True):
+            c.lexical, c.coverage = lexical_score(tf, length, self._avgdl, name, self.terms)
+            found = set(tf) | name
+            c.matched = tuple(self.terms.words[t] for t in sorted(found, key=lambda t: -weights[t]))
+
+    # -- the score ------------------------------------------------------------------------
+
+    def kind_weight(self, c: Candidate) -> float:
+        kind = classify_path(c.file) if c.file else PathKind.SOURCE
+        weight = 1.0
+        if kind is not PathKind.SOURCE and not (self.wants_tests and kind is not PathKind.GENERATED):
+            weight = NON_SOURCE_WEIGHT
+        if c.symbol is None and c.chunk_kind == "module":
+            weight *= MODULE_WEIGHT
+        return weight
+
+    def evidence(self, cands: list[Candidate]) -> None:
+        """The candidate's own evidence (retrieval and lexical), before neighbours lend theirs."""
+        best_r = max((c.retrieval for c in cands), default=0.0) or 1.0
+        best_l = max((c.lexical for c in cands), default=0.0) or 1.0
+        for c in cands:
+            c.weight = self.kind_weight(c)
+            own = W_LEXICAL * c.lexical / best_l + W_RETRIEVAL * c.retrieval / best_r
+            c.score = c.weight * own + c.bonus
+
+    def walk(self, cands: dict[str, Candidate], is_secret: Callable[[str], bool]) -> list[Candidate]:
+        """The call graph around the best candidates: mass to their callers and callees.
+
+        Returns the candidates the walk added (not seen by any channel before).
+        """
+        ordered = sorted((c for c in cands.values() if c.symbol is not None), key=lambda c: -c.score)
+        seeds = {c.key: c.score for c in ordered[:GRAPH_SEEDS] if c.score > 0}
+        names = {c.key: c.name for c in ordered[:GRAPH_SEEDS]}
+
+        def follow(file: str) -> bool:
+            return not is_secret(file) and (self.wants_tests or classify_path(file) is PathKind.SOURCE)
+
+        def callers_of(key: str) -> bool:
+            c = cands.get(key)
+            return c is None or not c.is_container
+
+        gained, links = personalised_pagerank(self.store, seeds, names, follow=follow, callers_of=callers_of)
+        if not gained:
+            return []
+        best = max(gained.values())
+        added = []
+        for node, mass in gained.items():
+            c = cands.get(node)
+            if c is None:
+                try:
+                    sym = self.store.symbol(node)
+                except SemforaError:  # an edge to a symbol deleted since: skipped
+                    continue
+                if is_secret(sym.file):
+                    continue
+                c = cands[node] = of_symbol(sym)
+                added.append(c)
+            c.graph = mass / best
+            link = links.get(node)
+            if link is not None and node not in seeds:
+                c.neighbour_of = link.seed
+                c.reasons.append(link.relation)
+        return added
+
+    def locality(self, cands: Iterable[Candidate]) -> None:
+        """Each candidate's file evidence: the weighted best few scores of its file, scaled to [0, 1]."""
+        by_file: dict[str, list[float]] = {}
+        pool = list(cands)
+        for c in pool:
+            if c.file and c.is_code:
+                by_file.setdefault(c.file, []).append(c.score)
+        strength = {
+            f: sum(w * s for w, s in zip(LOCALITY_WEIGHTS, sorted(scores, reverse=True), strict=False))
+            for f, scores in by_file.items()
+        }
+        best = max(strength.values(), default=0.0) or 1.0
+        for c in pool:
+            c.locality = strength.get(c.file, 0.0) / best
+
+    def final(self, cands: Iterable[Candidate], recency: Callable[[str], float]) -> list[Candidate]:
+        """The final score and order (best first): own evidence, graph, file, naming, recency."""
+        pool = list(cands)
+        best_r = max((c.retrieval for c in pool), default=0.0) or 1.0
+        best_l = max((c.lexical for c in pool), default=0.0) or 1.0
+        for c in pool:
+            c.weight = self.kind_weight(c)
+            own = W_LEXICAL * c.lexical / best_l + W_RETRIEVAL * c.retrieval / best_r
+            c.recency = W_RECENCY * recency(c.key)
+            if c.recency:
+                c.reasons.append("viewed earlier in this session")
+            c.score = c.weight * (own + W_GRAPH * c.graph + W_LOCALITY * c.locality) + c.bonus + c.recency
+        return sorted(pool, key=lambda c: (-c.score, c.key))

@@ -1,0 +1,286 @@
+"""Which pieces of a text are secrets: one detector for content, shared by redaction and CI review.
+
+Owns the named credential patterns (known token formats, private-key blocks, passwords in URLs,
+secret-named assignments) and ``find_secrets``, which returns each hit's kind and the exact span
+of the secret value. The redactor masks those spans; CI review reports them. It errs towards
+finding: a false positive costs a few characters of context, a false negative leaks a credential.
+
+Every pattern starts with a literal (``sk-ant-``, ``://``, ``token``...), so the regex engine
+scans for it at C speed; word boundaries and assignment names are checked around each hit. The
+indexer redacts every chunk, so this runs over whole repositories (tens of MB/s, see
+docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class _Format:
+    """A credential recognised by its format. ``lower``: matched on the lower-cased text."""
+
+    kind: str
+    pattern: re.Pattern[str]
+    lower: bool = False
+    word_start: bool = True  # the character before the match must not be [A-Za-z0-9_]
+    literal: str = ""  # every match contains it: a text without it is skipped (a fast substring test)
+
+
+def _f(kind: str, pattern: str, *, lower: bool = False, word_start: bool = True, flags: int = 0) -> _Format:
+    literal = re.match(r"(?:[A-Za-z0-9_:/-]|\\\.)*", pattern)
+    text = literal.group(0).replace("\\.", ".") if literal else ""
+    return _Format(kind, re.compile(pattern, flags), lower, word_start, text)
+
+
+# Group "v" (when present) is the secret value; otherwise the whole match is.
+FORMATS: tuple[_Format, ...] = (
+    _f(
+        "private key",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+        word_start=False,
+        flags=re.S,
+    ),
+    _f("Anthropic API key", r"sk-ant-[A-Za-z0-9_\-]{8,}"),
+    _f("OpenAI API key", r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
+    *(_f("AWS access key id", prefix + r"[0-9A-Z]{16}\b") for prefix in ("AKIA", "ASIA", "AGPA", "AROA")),
+    *(_f("GitHub token", prefix + r"_[A-Za-z0-9]{20,}") for prefix in ("ghp", "gho", "ghu", "ghs", "ghr")),
+    _f("GitHub token", r"github_pat_[A-Za-z0-9_]{20,}"),
+    _f("GitLab token", r"glpat-[A-Za-z0-9_\-]{20,}"),
+    _f("Slack token", r"xox[abposr]-[A-Za-z0-9-]{10,}"),
+    _f("Slack webhook", r"hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}", word_start=False),
+    _f("Google API key", r"AIza[0-9A-Za-z_\-]{30,}"),
+    _f("Hugging Face token", r"hf_[A-Za-z0-9]{20,}"),
+    *(
+        _f("Stripe key", p + r"_[A-Za-z0-9]{16,}")
+        for p in ("sk_live", "sk_test", "rk_live", "rk_test", "pk_live")
+    ),
+    _f("Stripe key", r"whsec_[A-Za-z0-9]{20,}"),
+    _f("npm token", r"npm_[A-Za-z0-9]{30,}"),
+    _f("PyPI token", r"pypi-[A-Za-z0-9_\-]{40,}"),
+    _f("SendGrid key", r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"),
+    _f("JSON web token", r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+    _f("bearer token", r"bearer\s+(?P<v>[A-Za-z0-9._~+/=\-]{8,})", lower=True),
+    _f("basic auth header", r"authorization:\s*basic\s+(?P<v>[A-Za-z0-9+/=]{8,})", lower=True),
+    # scheme://user:password@host (any password length: postgres://admin:pw@db is a leak too),
+    # and a long token used as the user part (https://<token>@github.com/...).
+    _f(
+        "credentials in a URL",
+        r"://(?:[^\s:/@\"'`]*:(?P<v>[^\s/@\"'`]+)|(?P<u>[A-Za-z0-9_\-]{20,}))@[\w.\-\[\]:]+",
+        word_start=False,
+    ),
+)
+# "scheme" before "://": a letter, then letters, digits, + . -
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+# --- assignments -------------------------------------------------------------------------------
+# The last word of a name that holds a secret, in any case: DB_PASSWORD, apiKey, client_secret,
+# GITHUB_TOKEN, PGPASSWORD, private_key, secret_key_base... The name must END with it, so
+# ``max_tokens`` and ``author`` are not secrets.
+_SECRET_SUFFIX = (
+    r"(?:passw(?:or)?d|passphrase|pwd|secrets?|token|credentials?|api[_\-]?key|"
+    r"(?:private|access|secret|signing|encryption|master|auth)[_\-]?key(?:[_\-]?base)?)"
+)
+# ``pass`` alone only after a separator or as the whole name (``DB_PASS``), never ``bypass``.
+SECRET_NAME = re.compile(
+    rf"(?:[A-Za-z0-9_.\-]*?{_SECRET_SUFFIX}|(?:[A-Za-z0-9_.\-]*[_.\-])?pass)", re.IGNORECASE
+)
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+# The keyword a secret name ends with, then an assignment operator (matched on lower-cased text).
+_OPERATOR = r"(?P<end>)[\"']?[ \t]*(?P<op>:=|=>|[:=])"
+_KEYWORDS: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(kw + _OPERATOR)
+    for kw in (
+        r"pass(?:w(?:or)?d|phrase)?",
+        r"pwd",
+        r"secrets?",
+        r"token",
+        r"credentials?",
+        r"key(?:[_\-]?base)?",
+    )
+)
+# After the operator: a quoted literal on the same line...
+_QUOTED_VALUE = re.compile(r"[ \t]*(?P<q>[\"'`])(?P<v>[^\"'`\n]+?)(?P=q)")
+# ...or (only for a name that starts its line: dotenv, shell, YAML, INI) a bare value to the
+# end of the line, an optional comment after it.
+_BARE_VALUE = re.compile(r"[ \t]*(?P<v>[^\s\"'`#=][^\s#]*)[ \t]*(?:#[^\n]*)?(?=\n|\r|$)")
+_LINE_LEAD = re.compile(r"[ \t]*(?:export[ \t]+|set[ \t]+|-[ \t]+)?[\"']?\Z")
+# An upper-case, env-style NAME=value anywhere in a line (a shell command, a sentence): the
+# value runs to a space or punctuation that ends a sentence.
+_INLINE_VALUE = re.compile(r"(?P<v>[^\s\"'`,;)]+)")
+
+# Values that are not secrets: placeholders, environment lookups, templates.
+PLACEHOLDER = re.compile(
+    r"(?i)^(?:x+|\*+|\.+|-+|<[^>]*>|\$\{?[\w.:\-]+\}?.*|%\(?[\w]+\)?s?|\{\{.*\}\}|"
+    r"change[-_]?me.*|your[-_].*|dummy.*|example.*|placeholder.*|redacted|\[redacted\]|null|none|nil|"
+    r"true|false|\d{1,3}|todo|tbd|env|required|optional|secret|password|passwd|pass|pwd|token|key)$"
+)
+# A bare value that is code, not a literal: a call, an index, a dotted name.
+_CODE_VALUE = re.compile(r"[(\[{$]|^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+# A bare identifier without digits assigned to a lower-case name is a variable in code
+# (``token = tok``), while ``DB_PASS=hunter`` (an upper-case, dotenv-style name) is a value.
+# After a colon it is a value (YAML ``password: letmein``) unless it is a type annotation.
+_PLAIN_WORD = re.compile(r"^[A-Za-z_]+$")
+_TYPE_WORDS = frozenset({"str", "int", "bytes", "bool", "float", "any", "object", "string", "number"})
+
+# Environment variables whose *values* are secrets wherever they appear verbatim.
+SECRET_ENV_VARS = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "MISTRAL_API_KEY",
+    "GROQ_API_KEY",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "HF_TOKEN",
+    "OPENROUTER_API_KEY",
+    "COHERE_API_KEY",
+)
+# Shorter values are too likely to be ordinary words to mask everywhere.
+MIN_ENV_SECRET_LEN = 8
+ASSIGNED_KIND = "secret assigned to a literal"
+
+
+@dataclass(frozen=True)
+class SecretHit:
+    """One secret in a text: its kind and the span of the value itself."""
+
+    kind: str
+    start: int
+    end: int
+    value: str
+
+    @property
+    def is_assignment(self) -> bool:
+        """Found by its name, not its format: CI review asks for more before reporting these."""
+        return self.kind == ASSIGNED_KIND
+
+
+def is_placeholder(value: str) -> bool:
+    return bool(PLACEHOLDER.match(value.strip()))
+
+
+_ENV_KEYS_BYTES = tuple(os.fsencode(v) for v in SECRET_ENV_VARS)
+
+
+def env_secret_values() -> list[str]:
+    """The current values of the well-known credential variables, longest first.
+
+    Read on every call (a key set after start-up is masked too), from the environment's
+    underlying mapping when it has one: ``os.environ.get`` encodes and decodes on each lookup,
+    and the indexer redacts two short texts per symbol.
+    """
+    data = getattr(os.environ, "_data", None)
+    if isinstance(data, dict) and os.name == "posix":
+        values = [os.fsdecode(v) for v in map(data.get, _ENV_KEYS_BYTES) if v]
+    else:
+        values = [os.environ.get(var, "") for var in SECRET_ENV_VARS]
+    if not values:
+        return []
+    return sorted({v for v in values if len(v) >= MIN_ENV_SECRET_LEN}, key=len, reverse=True)
+
+
+def _lowered(text: str) -> str | None:
+    """``text.lower()`` when it keeps every offset (a few characters lower-case to two)."""
+    low = text.lower()
+    return low if len(low) == len(text) else None
+
+
+def _format_hits(text: str, low: str | None) -> Iterator[SecretHit]:
+    for fmt in FORMATS:
+        if fmt.lower:
+            if low is None:
+                haystack, pattern = text, re.compile(fmt.pattern.pattern, fmt.pattern.flags | re.I)
+            else:
+                haystack, pattern = low, fmt.pattern
+        else:
+            haystack, pattern = text, fmt.pattern
+        if fmt.literal and (low is not None or not fmt.lower) and fmt.literal not in haystack:
+            continue
+        for match in pattern.finditer(haystack):
+            if fmt.word_start and match.start() > 0 and text[match.start() - 1] in _WORD_CHARS:
+                continue
+            if fmt.kind == "credentials in a URL":
+                start = match.start()
+                while start > 0 and text[start - 1] in _SCHEME_CHARS:
+                    start -= 1
+                if start == match.start() or not text[start].isalpha():
+                    continue  # "://" without a scheme before it
+            group = next((g for g in ("v", "u") if g in pattern.groupindex and match.group(g)), None)
+            start, end = match.span(group) if group else match.span()
+            value = text[start:end]
+            if group and is_placeholder(value):
+                continue
+            yield SecretHit(fmt.kind, start, end, value)
+
+
+def _is_code(name: str, op: str, value: str) -> bool:
+    """A bare assigned value that reads as code (a call, a variable, a type), not a literal."""
+    if _CODE_VALUE.search(value):
+        return True
+    if not _PLAIN_WORD.match(value) or name.isupper():
+        return False
+    if op == ":":
+        return value[0].isupper() or value.lower() in _TYPE_WORDS
+    return True
+
+
+def _assignment_hits(text: str, low: str | None) -> Iterator[SecretHit]:
+    haystack = low if low is not None else text
+    for keyword in _KEYWORDS:
+        pattern = keyword if low is not None else re.compile(keyword.pattern, re.I)
+        for match in pattern.finditer(haystack):
+            name_end = match.start("end")
+            start = match.start()
+            while start > 0 and text[start - 1] in _NAME_CHARS:
+                start -= 1
+            name = text[start:name_end]
+            if not SECRET_NAME.fullmatch(name):
+                continue
+            value_match = _QUOTED_VALUE.match(text, match.end())
+            if value_match is None:
+                line_start = text.rfind("\n", 0, start) + 1
+                if _LINE_LEAD.match(text, line_start, start):
+                    value_match = _BARE_VALUE.match(text, match.end())
+                elif name.isupper() and match.group("op") == "=" and match.end() == name_end + 1:
+                    value_match = _INLINE_VALUE.match(text, match.end())
+                if value_match is None or _is_code(name, match.group("op"), value_match.group("v")):
+                    continue
+            value = value_match.group("v")
+            if is_placeholder(value):
+                continue
+            yield SecretHit(ASSIGNED_KIND, value_match.start("v"), value_match.end("v"), value)
+
+
+def _iter_hits(text: str) -> Iterator[SecretHit]:
+    for value in env_secret_values():
+        start = text.find(value)
+        while start != -1:
+            yield SecretHit("credential from the environment", start, start + len(value), value)
+            start = text.find(value, start + len(value))
+    low = _lowered(text)
+    yield from _format_hits(text, low)
+    yield from _assignment_hits(text, low)
+
+
+def find_secrets(text: str) -> list[SecretHit]:
+    """Every secret in ``text``, sorted by position, overlapping hits merged into the first."""
+    if not text:
+        return []
+    hits = sorted(_iter_hits(text), key=lambda h: (h.start, -h.end))
+    merged: list[SecretHit] = []
+    for hit in hits:
+        if merged and hit.start < merged[-1].end:
+            last = merged[-1]
+            if hit.end > last.end:
+                merged[-1] = SecretHit(last.kind, last.start, hit.end, text[last.start : hit.end])
+            continue
+        merged.append(hit)
+    return merged

@@ -1,0 +1,198 @@
+"""Commands that read the code: /search, /symbol, /overview, /diff and /context.
+
+None of them calls a model or changes anything; each runs its engine call in a job and
+writes the answer in the chat (paths in code spans, wide tables as tables that do not wrap).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.table import Table
+
+from engine.errors import NotFoundError, UsageError
+from semfora_tui.chat_text import code, fence_language
+from semfora_tui.commands import command
+from semfora_tui.screens.picker import PickerScreen, PickItem
+from semfora_tui.slash import ParsedCommand
+from semfora_tui.views import PackView
+
+if TYPE_CHECKING:
+    from engine.index.hybrid import SearchHit
+    from engine.semantic.diff import SemanticDiff
+    from semfora_tui.screens.main import MainScreen
+
+# Results listed by /search.
+SEARCH_LIMIT = 30
+# Width of /context's reason column: longer reasons end in "…" (the budget pane has them whole).
+REASON_CELLS = 48
+
+
+@command("search")
+async def search(screen: MainScreen, cmd: ParsedCommand) -> None:
+    if not cmd.rest:
+        raise UsageError("/search needs a query, e.g. /search parse config")
+    query = cmd.rest
+
+    def job() -> tuple[list[SearchHit], list[str]]:
+        warnings: list[str] = []  # e.g. vectors unavailable: said once, under the results
+        return screen.bridge.search(query, limit=SEARCH_LIMIT, on_warning=warnings.append), warnings
+
+    async def show(found: tuple[list[SearchHit], list[str]]) -> None:
+        hits, warnings = found
+        await _show_search(screen, query, hits)
+        for warning in warnings:
+            await screen.note(f"_{warning}_")
+
+    screen.run_job(job, show)
+
+
+async def _show_search(screen: MainScreen, query: str, hits: list[SearchHit]) -> None:
+    if not hits:
+        await screen.note(f"No results for _{query}_.")
+        return
+    items: list[PickItem] = []
+    lines: list[str] = []
+    for hit in hits:
+        symbol = hit.symbol or ""
+        start = hit.start_line or 1
+        end = hit.end_line or start
+        items.append(
+            PickItem(
+                f"{hit.file}:{start}  {symbol}  ({hit.score:.3f})", f"{hit.file}\t{symbol}\t{start}\t{end}"
+            )
+        )
+        lines.append(f"- {code(f'{hit.file}:{start}')} {code(symbol) if symbol else ''}")
+    await screen.note(f"**{len(hits)} result(s)** for _{query}_:\n" + "\n".join(lines))
+
+    def chosen(item: PickItem | None) -> None:
+        if item is not None:
+            file, symbol, start, end = item.value.split("\t")
+            open_result(screen, file, symbol, int(start), int(end))
+
+    screen.app.push_screen(PickerScreen(f"/search {query}", lambda _q: items, items=items), chosen)
+
+
+def open_result(screen: MainScreen, file: str, symbol: str, start: int, end: int) -> None:
+    """Show the symbol's source (or the hit's lines) in the chat."""
+    bridge = screen.bridge
+
+    def job() -> str:
+        source: dict[str, Any] | None = None
+        if symbol:
+            try:
+                source = bridge.symbol_source(symbol)
+            except NotFoundError:
+                source = None  # the index moved on since the search; show the hit's own lines
+        return _source_markdown(source, file) if source else _file_lines(bridge.root, file, start, end)
+
+    screen.run_job(job, screen.note)
+
+
+def _file_lines(root: Path, file: str, start: int, end: int) -> str:
+    target = (root / file).resolve()
+    if not target.is_relative_to(root):
+        raise UsageError(f"{file} is outside the repository")
+    lines = target.read_text(encoding="utf-8", errors="replace").splitlines()
+    body = "\n".join(lines[start - 1 : max(end, start)])
+    return f"{code(f'{file}:{start}-{end}')}\n\n```{fence_language(file)}\n{body}\n```"
+
+
+def _source_markdown(source: dict[str, Any], file: str) -> str:
+    file = source.get("file") or file
+    where = f"{file}:{source.get('start_line', '?')}-{source.get('end_line', '?')}"
+    body = source.get("source", "")
+    return f"{code(str(source.get('symbol', '')))} — {code(where)}\n\n```{fence_language(file)}\n{body}\n```"
+
+
+@command("symbol")
+async def symbol(screen: MainScreen, cmd: ParsedCommand) -> None:
+    if not cmd.rest:
+        raise UsageError("/symbol needs a name or id, e.g. /symbol Config.load")
+    name = cmd.rest
+
+    async def show(found: list[dict[str, Any]]) -> None:
+        await screen.note(_symbols_markdown(name, found))
+
+    screen.run_job(lambda: screen.bridge.symbols(name), show)
+
+
+def _symbols_markdown(name: str, found: list[dict[str, Any]]) -> str:
+    blocks: list[str] = []
+    for sym in found:
+        qualified = sym.get("qualified_name") or sym.get("name") or name
+        where = f"{sym.get('file', '?')}:{sym.get('start_line', '?')}-{sym.get('end_line', '?')}"
+        lines = [
+            f"### {code(str(qualified))} ({sym.get('kind', '?')})",
+            f"{code(where)} · risk {sym.get('risk', '?')}",
+        ]
+        if sym.get("doc"):
+            lines.append(f"_{sym['doc']}_")
+        lines.append(f"```\n{sym.get('signature') or qualified}\n```")
+        calls = ", ".join(code(str(c["name"])) for c in sym.get("calls", [])[:12])
+        callers = ", ".join(
+            f"{code(str(c['name']))} ({code(str(c['file']) + ':' + str(c['line']))})"
+            for c in sym.get("callers", [])[:8]
+        )
+        if calls:
+            lines.append(f"**calls:** {calls}")
+        if callers:
+            lines.append(f"**called by:** {callers}")
+        blocks.append("\n\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+@command("overview")
+async def overview(screen: MainScreen, _cmd: ParsedCommand) -> None:
+    screen.run_job(
+        screen.bridge.overview, lambda text: screen.note(f"**Repository overview**\n\n```\n{text}\n```")
+    )
+
+
+@command("diff")
+async def diff(screen: MainScreen, cmd: ParsedCommand) -> None:
+    base = cmd.args[0] if cmd.args else None
+    target = cmd.args[1] if len(cmd.args) > 1 else None
+
+    async def show(result: SemanticDiff) -> None:
+        await screen.note(f"**Semantic diff**\n\n```\n{result.to_text()}\n```")
+
+    screen.run_job(lambda: screen.bridge.semantic_diff(base, target), show)
+
+
+@command("context")
+async def context(screen: MainScreen, cmd: ParsedCommand) -> None:
+    if cmd.rest:
+        task = cmd.rest
+
+        async def show(pack: PackView) -> None:
+            await show_context(screen, pack)
+
+        screen.run_job(lambda: screen.bridge.context(task), show)
+        return
+    if screen.last_pack is None:
+        await screen.note("No context pack yet. `/context TASK` builds one without calling a model.")
+        return
+    await show_context(screen, screen.last_pack)
+
+
+async def show_context(screen: MainScreen, pack: PackView) -> None:
+    """The pack as a table whose rows stay one line each (long reasons end in "…")."""
+    screen.last_pack = pack
+    screen.budget_pane.show_pack(pack)
+    await screen.note(
+        f"**Context pack** for _{pack.task}_ — intent `{pack.intent}`, {pack.total_tokens:,} of "
+        f"{pack.budget:,} tokens, {len(pack.items)} items"
+    )
+    table = Table(expand=True, box=None, padding=(0, 1), header_style="bold")
+    table.add_column("kind", no_wrap=True)
+    table.add_column("name", no_wrap=True, overflow="ellipsis", ratio=3)
+    table.add_column("tokens", justify="right", no_wrap=True)
+    table.add_column("priority", no_wrap=True)
+    table.add_column("reason", no_wrap=True, overflow="ellipsis", ratio=2, max_width=REASON_CELLS)
+    plain = ["kind | name | tokens | priority | reason"]
+    for item in pack.items:
+        table.add_row(item.kind, item.name, f"{item.tokens:,}", item.priority, item.reason)
+        plain.append(f"{item.kind} | {item.name} | {item.tokens:,} | {item.priority} | {item.reason}")
+    await screen.chat.add_table(table, "\n".join(plain))

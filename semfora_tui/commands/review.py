@@ -1,0 +1,255 @@
+"""Reviewing the staged session: /edit, /preview, /review, /accept, /reject, /commit,
+/rollback, /undo, /rebase, and the review-mode keys that do the same things.
+
+Everything that changes files or history (commit, undo, rollback, accept-all, the editor)
+asks first through ``MainScreen.confirm``; the engine call runs only on a real yes.
+Nothing here moves the focus: after a staging the user decides when to review.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual.app import SuspendNotSupported
+
+from engine.errors import SemforaError, UsageError
+from semfora_tui.chat_text import code
+from semfora_tui.commands import command
+from semfora_tui.editor import chosen_editor, editor_command
+from semfora_tui.slash import ParsedCommand
+from semfora_tui.views import FileView
+
+if TYPE_CHECKING:
+    from engine.edits.session import CommitResult, RebaseReport
+    from engine.edits.undo import UndoResult
+    from semfora_tui.screens.main import MainScreen
+
+REVIEW_HINT = "F2 or `/review` to review them"
+
+
+def _names(paths: tuple[str, ...] | list[str]) -> str:
+    return ", ".join(code(p) for p in paths)
+
+
+@command("edit")
+async def edit(screen: MainScreen, cmd: ParsedCommand) -> None:
+    if cmd.args[:1] == ("--from",):
+        if len(cmd.args) < 2:
+            raise UsageError("/edit --from needs a file of SEARCH/REPLACE blocks")
+        source = cmd.args[1]
+
+        async def staged(files: tuple[FileView, ...]) -> None:
+            hunks = sum(len(f.hunks) for f in files)
+            screen.show_staged(files)
+            await screen.note(f"Staged {hunks} hunk(s) in {len(files)} file(s). {REVIEW_HINT}.")
+
+        screen.run_job(lambda: screen.bridge.stage_from_file(source), staged)
+        return
+    if not cmd.rest:
+        raise UsageError("/edit needs a task, or --from FILE")
+    await screen.ask(cmd.rest)
+
+
+@command("preview")
+async def preview(screen: MainScreen, _cmd: ParsedCommand) -> None:
+    async def show(files: tuple[FileView, ...]) -> None:
+        screen.show_staged(files)
+        if not files:
+            await screen.note("Nothing is staged.")
+            return
+        lines = "\n".join(
+            f"- {code(f.path)} +{f.added} -{f.removed}: {f.count('accepted')} accepted, "
+            f"{f.count('rejected')} rejected, {f.count('pending')} pending"
+            + (f" — **conflict**: {f.conflict}" if f.conflict else "")
+            for f in files
+        )
+        await screen.note(f"**Staged changes** ({REVIEW_HINT})\n\n{lines}")
+
+    screen.run_job(screen.bridge.staged_files, show)
+
+
+@command("review")
+async def review(screen: MainScreen, _cmd: ParsedCommand) -> None:
+    screen.enter_review()
+    screen.refresh_staged()
+
+
+async def _decide(screen: MainScreen, cmd: ParsedCommand, action: str) -> None:
+    target = cmd.args[0] if cmd.args else None
+    bridge = screen.bridge
+    if target == "all":
+        if action == "reject":
+            screen.run_job(lambda: bridge.accept_all(False), screen.show_staged)
+            return
+        pending = sum(f.count("pending") + f.count("rejected") for f in screen.diff.files)
+        if not pending:
+            await screen.note(
+                "Nothing to accept: every staged hunk is accepted already (or nothing is staged)."
+            )
+            return
+        screen.confirm(
+            f"Accept all {pending} staged hunk(s) in {len(screen.diff.files)} file(s)?\n"
+            "Nothing is written until you commit.",
+            "Accept all",
+            lambda: screen.run_job(lambda: bridge.accept_all(True), screen.show_staged),
+        )
+        return
+    if target is None:
+        current = screen.diff.current
+        if current is None:
+            raise UsageError(f"nothing selected: /{action} HUNK_ID or /{action} all")
+        target = current.hunk.id
+    hunk_id = target
+    screen.run_job(lambda: bridge.hunk_action(hunk_id, action), screen.show_staged)
+
+
+@command("accept")
+async def accept(screen: MainScreen, cmd: ParsedCommand) -> None:
+    await _decide(screen, cmd, "accept")
+
+
+@command("reject")
+async def reject(screen: MainScreen, cmd: ParsedCommand) -> None:
+    await _decide(screen, cmd, "reject")
+
+
+@command("commit")
+async def commit(screen: MainScreen, _cmd: ParsedCommand) -> None:
+    request_commit(screen)
+
+
+@command("rollback")
+async def rollback(screen: MainScreen, _cmd: ParsedCommand) -> None:
+    request_rollback(screen)
+
+
+@command("undo")
+async def undo(screen: MainScreen, cmd: ParsedCommand) -> None:
+    request_undo(screen, force="--force" in cmd.args)
+
+
+@command("rebase")
+async def rebase_command(screen: MainScreen, _cmd: ParsedCommand) -> None:
+    rebase(screen)
+
+
+def request_commit(screen: MainScreen) -> None:
+    files, hunks = screen.diff.totals()
+    if not hunks:
+        screen.notify("No accepted hunks to commit: accept some with a, A or /accept.", severity="warning")
+        return
+    pending = sum(f.count("pending") for f in screen.diff.files)
+    question = f"Commit {hunks} accepted hunk(s) in {files} file(s)?"
+    if pending:
+        question += f"\n{pending} pending hunk(s) stay staged."
+
+    async def committed(result: CommitResult) -> None:
+        if not result.committed:
+            await screen.note(result.message)
+        else:
+            await screen.note(f"{result.message.capitalize()}: {_names(result.files)}. `/undo` reverts it.")
+        screen.refresh_staged()
+
+    screen.confirm(question, "Commit", lambda: screen.run_job(screen.bridge.commit, committed))
+
+
+def request_rollback(screen: MainScreen) -> None:
+    if not screen.diff.files:
+        screen.notify("Nothing is staged.", severity="warning")
+        return
+    hunks = sum(len(f.hunks) for f in screen.diff.files)
+
+    async def rolled_back(_dropped: int) -> None:
+        await screen.note("Staged session discarded.")
+        screen.refresh_staged()
+
+    screen.confirm(
+        f"Discard the staged session ({hunks} hunk(s))?",
+        "Discard",
+        lambda: screen.run_job(screen.bridge.rollback, rolled_back),
+    )
+
+
+def request_undo(screen: MainScreen, *, force: bool) -> None:
+    """Ask before reverting the newest commit; ``force`` also overwrites later changes to its files."""
+    bridge = screen.bridge
+
+    async def undone(result: UndoResult) -> None:
+        forced = f" (overwrote later changes to {_names(result.forced)})" if result.forced else ""
+        await screen.note(f"Undid the last commit: {_names(result.files)}{forced}.")
+        screen.refresh_staged()
+
+    async def ask(files: tuple[str, ...] | None) -> None:
+        if files is None:
+            from engine.edits.errors import NothingToUndo
+
+            await screen.show_error(NothingToUndo("nothing to undo: no committed change set in the history"))
+            return
+        question = f"Undo the last commit? It puts back {len(files)} file(s): {', '.join(files)}."
+        if force:
+            question += "\n--force: changes made to them since the commit are overwritten."
+        screen.confirm(question, "Undo", lambda: screen.run_job(lambda: bridge.undo(force=force), undone))
+
+    screen.run_job(bridge.last_commit, ask)
+
+
+def rebase(screen: MainScreen) -> None:
+    async def rebased(outcome: tuple[RebaseReport, tuple[FileView, ...]]) -> None:
+        report, files = outcome
+        screen.show_staged(files)
+        if not report.files:
+            await screen.note("Nothing to rebase: no staged file changed on disk.")
+            return
+        parts = [f"re-applied {len(report.reapplied)} hunk(s)"]
+        if report.already_applied:
+            parts.append(f"{len(report.already_applied)} already in the file")
+        if report.conflicts:
+            parts.append(f"**{len(report.conflicts)} conflict(s)**: reject them, or ask for the change again")
+        if report.dropped:
+            parts.append(f"dropped {_names(report.dropped)}")
+        await screen.note(f"Rebased {_names(report.files)} onto the files on disk: " + "; ".join(parts) + ".")
+
+    screen.run_job(screen.bridge.rebase, rebased)
+
+
+async def request_edit(screen: MainScreen, path: str, line: int) -> None:
+    """Open the proposed version of ``path`` in the user's editor; what they save is staged."""
+    try:
+        editor = chosen_editor()
+    except SemforaError as err:
+        await screen.show_error(err)
+        return
+    bridge = screen.bridge
+
+    async def restaged(outcome: tuple[bool, tuple[FileView, ...]]) -> None:
+        changed, files = outcome
+        screen.show_staged(files)
+        if changed:
+            await screen.note(
+                f"Staged your edit of {code(path)} as the new proposal: its changed hunks are pending again."
+            )
+        else:
+            await screen.note(f"{code(path)}: nothing changed in the editor; the proposal is as it was.")
+
+    def edited(scratch: Path) -> None:
+        command_line = editor_command(editor, scratch, line)
+        try:
+            with screen.app.suspend():
+                subprocess.run(command_line, check=False)
+        except SuspendNotSupported:
+            # Headless runs (tests, web) cannot hand over the terminal; run it detached from it.
+            subprocess.run(command_line, check=False, stdin=subprocess.DEVNULL, capture_output=True)
+        except OSError as exc:
+            scratch.unlink(missing_ok=True)
+            screen.notify(f"Cannot start {editor}: {exc.strerror}", severity="error")
+            return
+        screen.run_job(lambda: bridge.restage_edited(path, scratch), restaged)
+
+    screen.confirm(
+        f"Open the proposed version of {path} at line {line} in {editor}?\n"
+        "What you save there becomes the new proposal; the file itself is not touched.",
+        "Open",
+        lambda: screen.run_job(lambda: bridge.write_proposed(path), edited),
+    )

@@ -1,0 +1,878 @@
+"""The main screen: chat, diff review and context budget, and who gets the keyboard.
+
+Owns the keyboard model: the prompt keeps the focus unless the user moves it, review is a
+mode the user enters (F2, a click, `/review`) and leaves with escape, and the footer says
+which mode is on. Owns the order of events of a turn (queued messages, streaming, every
+failure path shown as a state) and of indexing. Every blocking engine call runs in a
+``@work`` thread that posts one typed message (``TurnFinished``, ``IndexFinished``,
+``JobFinished``...), handled once here. Slash commands live in ``semfora_tui.commands``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+
+from textual import events, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.timer import Timer
+
+from engine.errors import SemforaError
+from semfora_tui import slash
+from semfora_tui.chat_text import error_markdown
+from semfora_tui.engine_bridge import EngineBridge, EngineUnavailable
+from semfora_tui.screens.confirm import ConfirmScreen
+from semfora_tui.turn_feed import Status, TurnFeed
+from semfora_tui.views import FileView, PackView, TurnCost, cost_from_result, pack_from_engine
+from semfora_tui.widgets.budget_pane import BudgetPane
+from semfora_tui.widgets.chat import ChatPane, UserMessage
+from semfora_tui.widgets.diff_pane import REVIEW_HINTS, DiffPane
+from semfora_tui.widgets.header import StatusHeader
+from semfora_tui.widgets.keybar import KeyBar, KeyHint
+from semfora_tui.widgets.prompt import Mention, PromptBar, PromptInput
+
+if TYPE_CHECKING:
+    from engine.index.vectors import VectorReport
+    from engine.orchestrator.core import TurnResult
+    from engine.store.indexer import IndexReport
+    from semfora_tui.app import SemforaApp
+    from semfora_tui.widgets.reply import ReplyTurn
+
+T = TypeVar("T")
+
+# Seconds between two flushes of streamed text into the Markdown widget: often
+# enough to look live, rare enough that 5,000 tokens never starve the input.
+STREAM_FLUSH_INTERVAL = 1 / 20
+# watchfiles waits this long for a burst of saves to settle before re-indexing.
+WATCH_DEBOUNCE_MS = 300
+# Results offered for an `@` mention and shown by /search.
+PICKER_LIMIT = 30
+# Seconds of typing pause before an `@` query asks the symbol index.
+MENTION_DEBOUNCE = 0.15
+# Below this width the review mode gives the whole main area to the diff pane.
+NARROW_WIDTH = 120
+
+OFFLINE_NOTICE = """\
+**Offline: no model can be used.** {reason}
+
+What works without a model: `/search`, `/symbol`, `/overview`, `/diff`, reviewing staged edits \
+(`/review` or F2, then the review keys), `/context`, and staging edits from a file with `/edit --from FILE`.
+
+To enable reasoning, set `ANTHROPIC_API_KEY` for Claude, or choose a local model with \
+`/model ollama/qwen2.5-coder:7b` (or `llm.model` in config.toml) and start Ollama.
+"""
+
+
+def attempt(run: Callable[[], T]) -> tuple[T | None, SemforaError | None]:
+    """Run ``run`` at the worker boundary: its result, or the error to show (never raised)."""
+    try:
+        return run(), None
+    except SemforaError as err:
+        return None, err
+    except Exception as exc:  # noqa: BLE001 - the worker boundary: any failure is shown, not lost
+        return None, SemforaError(f"{exc.__class__.__name__}: {exc}", code="INTERNAL")
+
+
+async def _settle(value: Awaitable[None] | None) -> None:
+    if value is not None:
+        await value
+
+
+@dataclass
+class Job(Generic[T]):
+    """One blocking engine call and what to do with its result on the UI thread."""
+
+    run: Callable[[], T]
+    done: Callable[[T], Awaitable[None] | None]
+    quiet: bool = False  # start-up probes log their errors instead of writing them in the chat
+    failed: Callable[[SemforaError], Awaitable[None] | None] | None = None
+
+
+@dataclass
+class Queued:
+    """A message the user sent while it could not go out yet, and its line in the chat."""
+
+    task: str
+    line: UserMessage
+
+
+class MainScreen(Screen[None]):
+    """Chat, diff preview and context budget for one repository."""
+
+    CSS_PATH = Path(__file__).with_suffix(".tcss")
+    AUTO_FOCUS = "#prompt"
+    # Keys that move the keyboard between modes are priority bindings: Textual runs those the
+    # moment the key arrives, so the keys typed right after it already go to the new mode.
+    # (A plain binding runs only after the key has bubbled up from the focused widget, and by
+    # then the next keys were handed to the old one: "F3 /undo" lost its "/" that way.)
+    BINDINGS = [
+        Binding("escape", "escape", "Back / cancel", priority=True, show=False),
+        Binding("ctrl+c", "cancel_stream", "Cancel reply", priority=True, show=False),
+        Binding("f2", "review", "Review", priority=True),
+        Binding("f3", "prompt", "Prompt", priority=True),
+        Binding("slash", "command_from_review", "Command", priority=True, show=False),
+        Binding("ctrl+up", "scroll_chat(-1)", "Scroll chat up", show=False),
+        Binding("ctrl+down", "scroll_chat(1)", "Scroll chat down", show=False),
+    ]
+
+    # -- messages from the workers ------------------------------------------------------------
+
+    class TurnFinished(Message):
+        def __init__(self, turn: ReplyTurn, result: TurnResult | None, error: SemforaError | None) -> None:
+            super().__init__()
+            self.turn = turn
+            self.result = result
+            self.error = error
+
+    class IndexProgress(Message):
+        def __init__(self, phase: str, done: int, total: int) -> None:
+            super().__init__()
+            self.phase = phase
+            self.done = done
+            self.total = total
+
+    class IndexFinished(Message):
+        def __init__(
+            self,
+            report: IndexReport | None,
+            error: SemforaError | None,
+            *,
+            rebuild: bool,
+            announce: bool,
+            watched: bool = False,
+            changed_paths: tuple[str, ...] = (),
+        ) -> None:
+            super().__init__()
+            self.report = report
+            self.error = error
+            self.rebuild = rebuild
+            self.announce = announce
+            self.watched = watched  # a re-index after a change on disk, not one the app started
+            self.changed_paths = changed_paths
+
+    class VectorsProgress(Message):
+        def __init__(self, percent: int) -> None:
+            super().__init__()
+            self.percent = percent
+
+    class VectorsFinished(Message):
+        def __init__(self, report: VectorReport | None, error: SemforaError | None) -> None:
+            super().__init__()
+            self.report = report
+            self.error = error
+
+    class JobFinished(Message):
+        def __init__(self, job: Job[Any], result: object, error: SemforaError | None) -> None:
+            super().__init__()
+            self.job = job
+            self.result = result
+            self.error = error
+
+    class MentionsFound(Message):
+        def __init__(self, query: str, mentions: list[Mention]) -> None:
+            super().__init__()
+            self.query = query
+            self.mentions = mentions
+
+    # -- state ----------------------------------------------------------------------------------
+
+    def __init__(
+        self,
+        bridge: EngineBridge,
+        *,
+        resume: bool = False,
+        start_index: bool = True,
+        watch: bool = False,
+        check_model: bool = True,
+    ) -> None:
+        super().__init__()
+        self.bridge = bridge
+        self.resume = resume
+        self.start_index = start_index
+        self.watch_enabled = watch
+        self.check_model = check_model
+        self.mode = "prompt"
+        self.offline: bool | None = None
+        self.offline_reason = ""
+        self.streaming = False
+        self.turn: ReplyTurn | None = None
+        self.queue: deque[Queued] = deque()
+        self.session_cost = 0.0
+        self.session_usage = TurnCost()
+        self.turns = 0
+        self.last_pack: PackView | None = None
+        self.index_summary = "index: starting" if start_index else "index: not refreshed (/index)"
+        self.indexing = False  # an index job the app started is running (see _index_jobs)
+        self._index_jobs = 0
+        self.index_ready = True  # False while an index is built from nothing: questions wait for it
+        self.index_phase = ""
+        self.vectors_reason = ""
+        self._cancel = threading.Event()
+        self._stop = threading.Event()
+        self._feed = TurnFeed()
+        self._feed_lock = asyncio.Lock()  # one writer into the reply at a time (timer flush vs. end)
+        self._flush_timer: Timer | None = None
+        self._mention_timer: Timer | None = None
+        self._files: list[str] | None = None
+
+    @property
+    def semfora(self) -> SemforaApp:
+        from semfora_tui.app import SemforaApp
+
+        return cast(SemforaApp, self.app)
+
+    # -- layout ---------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield StatusHeader(id="header")
+        with Horizontal(id="main"):
+            yield ChatPane(id="chat")
+            with Vertical(id="side"):
+                yield DiffPane(id="diff")
+                yield BudgetPane(id="budget")
+        yield PromptBar(id="prompt-bar")
+        yield KeyBar(id="keybar")
+
+    @property
+    def chat(self) -> ChatPane:
+        return self.query_one(ChatPane)
+
+    @property
+    def diff(self) -> DiffPane:
+        return self.query_one(DiffPane)
+
+    @property
+    def budget_pane(self) -> BudgetPane:
+        return self.query_one(BudgetPane)
+
+    @property
+    def header(self) -> StatusHeader:
+        return self.query_one(StatusHeader)
+
+    @property
+    def prompt(self) -> PromptInput:
+        return self.query_one(PromptInput)
+
+    @property
+    def prompt_bar(self) -> PromptBar:
+        return self.query_one(PromptBar)
+
+    @property
+    def keybar(self) -> KeyBar:
+        return self.query_one(KeyBar)
+
+    def on_mount(self) -> None:
+        header = self.header
+        header.repo = self.bridge.root.name
+        header.model = self.bridge.model
+        header.index_state = self.index_summary
+        self.diff.border_title = "staged changes"
+        self.budget_pane.border_title = "context budget"
+        self.chat.border_title = "chat"
+        self.budget_pane.set_budget(self.bridge.budget)
+        self.prompt.past = self.bridge.history.load()
+        self.set_focus(self.prompt)
+        self.refresh_keys()
+        # Nothing heavy before the first frame: the workers import tree-sitter, anthropic and
+        # friends, and would compete with the first paint for the interpreter.
+        self.call_after_refresh(self._start_background_work)
+
+    def _start_background_work(self) -> None:
+        self.run_job(self.bridge.branch, self._set_branch, quiet=True)
+        if self.check_model:
+            self.run_job(self.bridge.reasoning_status, self._set_reasoning, quiet=True)
+        if self.start_index:
+            self.start_indexing(rebuild=False, announce=False)
+        if self.watch_enabled:
+            self._watch_worker()
+        self.run_job(self.bridge.open_session, self._session_opened, quiet=True)
+        if self.resume:
+            self.call_later(self.run_slash, "/resume")
+
+    def on_unmount(self) -> None:
+        self._stop.set()
+        self._cancel.set()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.width < NARROW_WIDTH, "-narrow")
+
+    # -- the keyboard model -----------------------------------------------------------------------
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        self._set_mode("review" if isinstance(event.widget, DiffPane) else "prompt")
+
+    def _set_mode(self, mode: str) -> None:
+        if mode != self.mode:
+            self.mode = mode
+            self.set_class(mode == "review", "-review")
+        self.refresh_keys()
+
+    def enter_review(self) -> None:
+        """Review mode: the diff pane takes the keys (set now, so the next key already goes there)."""
+        self.set_focus(self.diff)
+        self._set_mode("review")
+
+    def leave_review(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+        self.set_focus(self.prompt)
+        self._set_mode("prompt")
+
+    def action_review(self) -> None:
+        self.enter_review()
+
+    def action_prompt(self) -> None:
+        self.leave_review()
+
+    async def action_escape(self) -> None:
+        if self.mode == "review":
+            self.leave_review()
+        else:
+            await self.action_cancel_stream()
+
+    def action_command_from_review(self) -> None:
+        """`/` in review mode starts a command in the prompt (letters there are review keys)."""
+        self.leave_review()
+        self.prompt.insert("/")
+
+    def action_scroll_chat(self, direction: int) -> None:
+        chat = self.chat
+        chat.scroll_to(y=chat.scroll_y + direction * max(chat.size.height - 2, 1), animate=False)
+
+    def on_key(self, event: events.Key) -> None:
+        """A printable key that reaches the screen unhandled (the budget table had the focus)
+        was meant for the prompt."""
+        if self.mode == "review" or self.focused is self.prompt:
+            return
+        if event.is_printable and event.character:
+            event.stop()
+            event.prevent_default()
+            self.set_focus(self.prompt)
+            self.prompt.insert(event.character)
+
+    def refresh_keys(self) -> None:
+        """Tell the footer the mode and the keys that work in it now."""
+        if not self.is_mounted:
+            return
+        if self.mode == "review":
+            diff = self.diff
+            hints = [
+                KeyHint(h.keys, h.label, h.rank) for h in REVIEW_HINTS if diff.check_action(h.action, ())
+            ]
+            self.keybar.show("REVIEW", hints)
+            return
+        hints = []
+        if self.streaming:
+            hints.append(KeyHint("esc", "cancel reply", 0))
+            hints.append(KeyHint("enter", "queue message", 1))
+        else:
+            hints.append(KeyHint("enter", "send", 1))
+        hints.append(KeyHint("shift+enter", "new line", 4))
+        hints.append(KeyHint("/", "commands", 3))
+        hints.append(KeyHint("@", "files & symbols", 5))
+        staged = sum(len(f.hunks) for f in self.diff.files)
+        hints.append(KeyHint("F2", f"review ({staged} staged)" if staged else "review", 0))
+        if self.queue:
+            hints.append(KeyHint("⏳", f"{len(self.queue)} queued", 0))
+        hints.append(KeyHint("ctrl+p", "palette", 6))
+        hints.append(KeyHint("ctrl+q", "quit", 2))
+        self.keybar.show("PROMPT", hints)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_stream":
+            return self.streaming
+        if action == "escape":
+            # In the prompt, escape first closes the suggestion list, and only cancels a streaming reply.
+            return self.mode == "review" or (self.streaming and not self.prompt_bar.suggestions.display)
+        if action == "command_from_review":
+            return self.mode == "review"
+        return True
+
+    # -- confirmations ---------------------------------------------------------------------------
+
+    def confirm(self, question: str, yes: str, on_yes: Callable[[], None]) -> None:
+        """Ask before something that changes files or history; ``on_yes`` runs only on a real yes."""
+
+        def answered(answer: bool | None) -> None:
+            if answer:
+                on_yes()
+
+        self.app.push_screen(ConfirmScreen(question, yes=yes, on_early_key=self._early_key), answered)
+
+    def _early_key(self, event: events.Key) -> None:
+        """A key typed before a confirmation was on screen: text for the prompt, never an answer."""
+        if self.mode == "prompt" and event.is_printable and event.character:
+            self.prompt.insert(event.character)
+
+    # -- jobs -----------------------------------------------------------------------------------
+
+    def run_job(
+        self,
+        run: Callable[[], T],
+        done: Callable[[T], Awaitable[None] | None],
+        *,
+        quiet: bool = False,
+        failed: Callable[[SemforaError], Awaitable[None] | None] | None = None,
+    ) -> None:
+        """Run ``run`` in a thread; its result goes to ``done`` (its error to ``failed`` or the chat)."""
+        self._job_worker(Job(run, done, quiet, failed))
+
+    @work(thread=True, group="engine", exit_on_error=False)
+    def _job_worker(self, job: Job[Any]) -> None:
+        result, error = attempt(job.run)
+        self.post_message(self.JobFinished(job, result, error))
+
+    async def on_main_screen_job_finished(self, message: JobFinished) -> None:
+        job, error = message.job, message.error
+        if error is None:
+            await _settle(job.done(message.result))
+        elif job.failed is not None:
+            await _settle(job.failed(error))
+        elif job.quiet:
+            self.log.warning(f"error[{error.code}] {error.message}")
+        else:
+            await self.show_error(error)
+
+    async def show_error(self, err: SemforaError) -> None:
+        await self.chat.add_note(error_markdown(err), kind="error")
+
+    async def note(self, markdown: str) -> None:
+        await self.chat.add_note(markdown)
+
+    # -- start-up state -------------------------------------------------------------------------
+
+    def _set_branch(self, branch: str) -> None:
+        self.header.branch = branch
+
+    async def _set_reasoning(self, status: tuple[bool, str]) -> None:
+        usable, description = status
+        self.offline = not usable
+        self.offline_reason = description
+        self.header.offline = not usable
+        self.header.model = self.bridge.model
+        if not usable:
+            await self.chat.add_note(OFFLINE_NOTICE.format(reason=description), kind="offline")
+
+    async def _session_opened(self, opened: tuple[object | None, tuple[FileView, ...]]) -> None:
+        recovery, files = opened
+        if recovery is not None:
+            await self.note(f"An interrupted commit was rolled back at start-up: {recovery}")
+        self.show_staged(files)
+
+    # -- indexing -------------------------------------------------------------------------------
+
+    def start_indexing(self, *, rebuild: bool, announce: bool) -> None:
+        self._index_jobs += 1
+        self.indexing = True
+        if rebuild or not self.bridge.index_exists():
+            self.index_ready = False  # the pack would be empty: questions wait for the index
+        self.index_phase = "rebuilding" if rebuild else "indexing"
+        self.header.index_state = f"index: {self.index_phase}"
+        self._index_worker(rebuild, announce)
+
+    @work(thread=True, group="index", exit_on_error=False)
+    def _index_worker(self, rebuild: bool, announce: bool) -> None:
+        last: list[tuple[str, int]] = [("", -1)]
+
+        def progress(phase: str, done: int, total: int) -> None:
+            # One message per phase change or percent, not per file: a big repository has 100k files.
+            pct = int(done * 100 / total) if total else 100
+            if (phase, pct) != last[0]:
+                last[0] = (phase, pct)
+                self.post_message(self.IndexProgress(phase, done, total))
+
+        report, error = attempt(lambda: self.bridge.index(rebuild=rebuild, progress=progress))
+        self.post_message(self.IndexFinished(report, error, rebuild=rebuild, announce=announce))
+
+    def on_main_screen_index_progress(self, message: IndexProgress) -> None:
+        self.index_phase = f"{message.phase} {message.done:,}/{message.total:,}"
+        self.header.index_state = f"index: {self.index_phase}"
+        self.header.show_progress(message.done, message.total)
+
+    async def on_main_screen_index_finished(self, message: IndexFinished) -> None:
+        if not message.watched:
+            self._index_jobs = max(self._index_jobs - 1, 0)
+            self.indexing = self._index_jobs > 0
+        if not self.indexing:
+            self.header.hide_progress()
+        if message.error is not None:
+            err = message.error
+            if not self.indexing:
+                self.index_ready = True  # nothing better is coming; questions go with what there is
+            self.index_summary = f"index: unavailable ({err.code})"
+            self.header.index_state = self.index_summary
+            if not isinstance(err, EngineUnavailable):
+                self.notify(err.message, title="Indexing failed", severity="error")
+                await self.chat.add_note(
+                    f"**Indexing failed** — {error_markdown(err)}\n\n`/index --rebuild` tries again from scratch.",
+                    kind="error",
+                )
+        elif message.report is not None:
+            report = message.report
+            if not self.indexing:
+                self.index_ready = True
+            self.index_summary = f"index: {report.files:,} files · {report.symbols:,} symbols · FTS ready"
+            self.header.index_state = self.index_summary
+            if message.announce:
+                changes = (
+                    f"{report.changed} changed, {report.added} added, {report.deleted} deleted"
+                    if not message.rebuild
+                    else "rebuilt from scratch"
+                )
+                await self.note(
+                    f"**Index ready:** {report.files:,} files, {report.symbols:,} symbols, "
+                    f"{report.edges:,} call edges ({changes}) in {report.seconds:.1f} s."
+                )
+            self._files = None  # the `@` file list is read again on the next mention
+            self._maybe_start_vectors()
+        if message.changed_paths:
+            self._files_changed(message.changed_paths)
+        await self.pump_queue()
+
+    def _maybe_start_vectors(self) -> None:
+        if not self.bridge.vectors_enabled():
+            self.vectors_reason = self.bridge.vectors_off_reason()
+            self.header.vectors = "vectors off: embedding=none"
+            return
+        if not any(w.group == "vectors" and w.is_running for w in self.workers):
+            self.header.vectors = "vectors 0%"
+            self._vectors_worker()  # incremental: only changed chunks are embedded again
+
+    @work(thread=True, group="vectors", exit_on_error=False)
+    def _vectors_worker(self) -> None:
+        last = [-1]
+
+        def progress(_phase: str, done: int, total: int) -> None:
+            pct = int(done * 100 / total) if total else 100
+            if pct != last[0]:
+                last[0] = pct
+                self.post_message(self.VectorsProgress(pct))
+
+        report, error = attempt(lambda: self.bridge.build_vectors(progress, self._stop))
+        self.post_message(self.VectorsFinished(report, error))
+
+    def on_main_screen_vectors_progress(self, message: VectorsProgress) -> None:
+        self.header.vectors = f"vectors {message.percent}%"
+
+    def on_main_screen_vectors_finished(self, message: VectorsFinished) -> None:
+        if message.error is not None:
+            self.vectors_reason = f"error[{message.error.code}] {message.error.message}"
+            self.header.vectors = f"vectors off: {message.error.code}"
+        elif message.report is not None and not message.report.enabled:
+            self.vectors_reason = message.report.reason or "no embedding provider is available"
+            self.header.vectors = "vectors off: no embedder"
+        else:
+            self.vectors_reason = ""
+            self.header.vectors = "vectors ready"
+
+    @work(thread=True, group="watch", exit_on_error=False)
+    def _watch_worker(self) -> None:
+        """Follow the working tree; re-index incrementally after each debounced burst."""
+        import watchfiles
+
+        root = self.bridge.root
+        skip = set(self.bridge.settings.index.exclude_dirs) | {".git"}
+
+        def wanted(_change: watchfiles.Change, path: str) -> bool:
+            rel = Path(path).relative_to(root) if path.startswith(str(root)) else Path(path)
+            return not any(part in skip for part in rel.parts)
+
+        for changes in watchfiles.watch(
+            root,
+            watch_filter=wanted,
+            debounce=WATCH_DEBOUNCE_MS,
+            stop_event=self._stop,
+            raise_interrupt=False,
+        ):
+            paths = tuple(
+                sorted({str(Path(p).relative_to(root)) for _c, p in changes if p.startswith(str(root))})
+            )
+            report, error = attempt(lambda: self.bridge.index(rebuild=False))
+            self.post_message(
+                self.IndexFinished(
+                    report, error, rebuild=False, announce=False, watched=True, changed_paths=paths
+                )
+            )
+
+    def _files_changed(self, paths: tuple[str, ...]) -> None:
+        touched = {f.path for f in self.diff.files} & set(paths)
+        if touched:
+            self.refresh_staged()
+            self.notify(
+                "A staged file changed on disk: "
+                + ", ".join(sorted(touched))
+                + ". `/rebase` re-applies its hunks.",
+                severity="warning",
+            )
+
+    # -- the prompt -----------------------------------------------------------------------------
+
+    async def on_prompt_input_submitted(self, event: PromptInput.Submitted) -> None:
+        self.bridge.history.add(event.text)
+        if slash.is_command(event.text):
+            await self.run_slash(event.text)
+        else:
+            await self.ask(event.text)
+
+    def on_prompt_bar_mention_query(self, event: PromptBar.MentionQuery) -> None:
+        if self._mention_timer is not None:
+            self._mention_timer.stop()
+        query = event.query
+        self._mention_timer = self.set_timer(MENTION_DEBOUNCE, lambda: self._mention_worker(query))
+
+    @work(thread=True, group="mention", exclusive=True, exit_on_error=False)
+    def _mention_worker(self, query: str) -> None:
+        if self._files is None:
+            self._files = self.bridge.list_files()
+        needle = query.lower()
+        files = [f for f in self._files if needle in f.lower()]
+        files.sort(key=lambda f: (not Path(f).name.lower().startswith(needle), len(f)))
+        mentions = [Mention(f"file   {f}", f) for f in files[:PICKER_LIMIT]]
+        if len(query) >= 2:
+            hits, _error = attempt(lambda: self.bridge.search(query, mode="symbols", limit=PICKER_LIMIT))
+            for hit in hits or ():
+                if hit.symbol:
+                    mentions.append(Mention(f"symbol {hit.symbol}  ({hit.file})", hit.symbol))
+        self.post_message(self.MentionsFound(query, mentions))
+
+    def on_main_screen_mentions_found(self, message: MentionsFound) -> None:
+        self.prompt_bar.show_mentions(message.query, message.mentions)
+
+    def prefill_prompt(self, text: str) -> None:
+        self.prompt.load_text(text)
+        self.prompt.move_cursor(self.prompt.document.end)
+        self.leave_review()
+
+    async def run_slash(self, text: str) -> None:
+        from semfora_tui.commands import handler_for
+
+        try:
+            parsed = slash.parse(text)
+            await handler_for(parsed.name)(self, parsed)
+        except SemforaError as err:
+            await self.show_error(err)
+
+    # -- conversation ---------------------------------------------------------------------------
+
+    def _waiting_reason(self) -> str | None:
+        """Why a question cannot go out now (it is queued), or None when it can."""
+        if self.streaming:
+            return "sent when the current reply ends"
+        if self.indexing and not self.index_ready:
+            return f"waiting for the index ({self.index_phase or 'starting'})"
+        return None
+
+    async def ask(self, task: str) -> None:
+        if self.offline:
+            await self.chat.add_user(task)
+            await self.note(
+                "No model is available, so this was not sent. " + self.offline_reason + "\n\n"
+                "Try `/context " + task.replace("`", "'") + "` to see the context pack semfora would send."
+            )
+            return
+        reason = self._waiting_reason()
+        if reason is not None or self.queue:
+            line = await self.chat.add_user(task, queued=reason or "after the messages before it")
+            self.queue.append(Queued(task, line))
+            self.refresh_keys()
+            return
+        await self.chat.add_user(task)
+        await self._start_turn(task)
+
+    async def pump_queue(self) -> None:
+        """Send the oldest queued message once nothing holds it back."""
+        if not self.queue or self._waiting_reason() is not None:
+            return
+        queued = self.queue.popleft()
+        queued.line.mark_sent()
+        self.refresh_keys()
+        if self.offline:
+            await self.note(
+                "No model is available, so this queued message was not sent. " + self.offline_reason
+            )
+            return
+        await self._start_turn(queued.task)
+
+    async def _start_turn(self, task: str) -> None:
+        turn = await self.chat.start_reply()
+        self.turn = turn
+        turn.start_stream()
+        self._cancel = threading.Event()
+        self._feed = TurnFeed()
+        self.streaming = True
+        self.refresh_bindings()
+        self.refresh_keys()
+        self._flush_timer = self.set_interval(STREAM_FLUSH_INTERVAL, self._flush_feed)
+        self._turn_worker(turn, task, self._feed, self._cancel)
+
+    @work(thread=True, group="turn", exit_on_error=False)
+    def _turn_worker(self, turn: ReplyTurn, task: str, feed: TurnFeed, cancel: threading.Event) -> None:
+        result, error = attempt(lambda: self.bridge.run_turn(task, feed.text, cancel, feed.status))
+        self.post_message(self.TurnFinished(turn, result, error))
+
+    async def _flush_feed(self) -> None:
+        async with self._feed_lock:
+            await self._drain_feed()
+
+    async def _drain_feed(self) -> None:
+        turn = self.turn
+        items = self._feed.drain()
+        if turn is None or turn.cancelled:
+            return
+        for item in items:
+            if isinstance(item, Status):
+                await turn.step(item.message)
+            else:
+                await turn.write(item)
+
+    async def _end_stream(self) -> None:
+        # Take the lock first: stopping the timer cancels a flush it is running, and a flush
+        # cancelled between two mounts would leave the reply half rearranged.
+        async with self._feed_lock:
+            if self._flush_timer is not None:
+                self._flush_timer.stop()
+                self._flush_timer = None
+            await self._drain_feed()
+            if self.turn is not None:
+                await self.turn.stop_stream()
+        self.streaming = False
+        self.refresh_bindings()
+        self.refresh_keys()
+
+    async def on_main_screen_turn_finished(self, message: TurnFinished) -> None:
+        turn = message.turn
+        if turn is self.turn and self.streaming:
+            await self._end_stream()
+        if message.result is not None:
+            await self._turn_done(turn, message.result)
+        elif message.error is not None:
+            await self._turn_failed(turn, message.error)
+        await self.pump_queue()
+
+    async def _turn_done(self, turn: ReplyTurn, result: TurnResult) -> None:
+        cost = cost_from_result(result)
+        self.turns += 1
+        self.session_cost += cost.cost
+        self.session_usage = TurnCost(
+            self.session_usage.input_tokens + cost.input_tokens,
+            self.session_usage.output_tokens + cost.output_tokens,
+            self.session_cost,
+        )
+        self.header.session_cost = self.session_cost
+        view = pack_from_engine(result.pack)
+        self.last_pack = view
+        await turn.set_context(view)
+        self.budget_pane.show_pack(view)
+        self.budget_pane.show_cost(cost, self.session_cost)
+        if turn.cancelled:
+            return  # the user cancelled it; "cancelled" is already written under the reply
+        if not turn.source.strip() and result.reply:
+            await turn.set_text(result.reply)
+        await turn.mark(_outcome_line(result))
+        if result.outcome == "edit_failed":
+            problems = "\n".join(f"- {e}" for e in result.errors)
+            await self.chat.add_note(
+                f"**The edit could not be staged** after {result.edit_retries} retr"
+                f"{'y' if result.edit_retries == 1 else 'ies'}; nothing was changed.\n\n{problems}\n\n"
+                "Ask again with more detail, or stage blocks yourself with `/edit --from FILE`.",
+                kind="error",
+            )
+        elif result.outcome not in ("cancelled",) and result.errors:
+            await self.chat.add_note("\n".join(f"**problem**: {e}" for e in result.errors), kind="error")
+        if result.edits_staged:
+            self.refresh_staged()
+
+    async def _turn_failed(self, turn: ReplyTurn, err: SemforaError) -> None:
+        if turn.cancelled:
+            return
+        if err.code == "MODEL_CANCELLED":
+            turn.cancelled = True
+            await turn.mark("cancelled")
+            return
+        partial = str(getattr(err, "partial_text", "") or "")
+        if partial and not turn.source:
+            await turn.set_text(partial)
+        await turn.mark(f"✗ failed: error[{err.code}]")
+        await self.show_error(err)
+
+    async def action_cancel_stream(self) -> None:
+        turn = self.turn
+        if not self.streaming or turn is None:
+            return
+        self._cancel.set()
+        turn.cancelled = True
+        await self._end_stream()
+        await turn.mark("cancelled")
+        await self.pump_queue()
+
+    # -- the staged session ---------------------------------------------------------------------
+
+    def refresh_staged(self) -> None:
+        self.run_job(self.bridge.staged_files, self.show_staged)
+
+    def show_staged(self, files: tuple[FileView, ...]) -> None:
+        """Show a new state of the session. The focus stays where the user put it."""
+        self.diff.show(files)
+        self.refresh_keys()
+
+    def on_diff_pane_hunk_action(self, event: DiffPane.HunkAction) -> None:
+        hunk_id, action = event.hunk_id, event.action
+        self.run_job(lambda: self.bridge.hunk_action(hunk_id, action), self.show_staged)
+
+    def on_diff_pane_file_action(self, event: DiffPane.FileAction) -> None:
+        path, action = event.path, event.action
+        self.run_job(lambda: self.bridge.file_action(path, action), self.show_staged)
+
+    def on_diff_pane_commit_requested(self, _event: DiffPane.CommitRequested) -> None:
+        from semfora_tui.commands.review import request_commit
+
+        request_commit(self)
+
+    def on_diff_pane_undo_requested(self, _event: DiffPane.UndoRequested) -> None:
+        from semfora_tui.commands.review import request_undo
+
+        request_undo(self, force=False)
+
+    def on_diff_pane_rollback_requested(self, _event: DiffPane.RollbackRequested) -> None:
+        from semfora_tui.commands.review import request_rollback
+
+        request_rollback(self)
+
+    def on_diff_pane_rebase_requested(self, _event: DiffPane.RebaseRequested) -> None:
+        from semfora_tui.commands.review import rebase
+
+        rebase(self)
+
+    async def on_diff_pane_edit_requested(self, event: DiffPane.EditRequested) -> None:
+        from semfora_tui.commands.review import request_edit
+
+        await request_edit(self, event.path, event.line)
+
+
+def _outcome_line(result: TurnResult) -> str:
+    """The last line under a reply: how the turn ended, and the retries it took."""
+    extra = []
+    if result.need_rounds:
+        extra.append(f"{result.need_rounds} NEED round{'s' if result.need_rounds > 1 else ''}")
+    if result.edit_retries:
+        extra.append(f"{result.edit_retries} edit retr{'y' if result.edit_retries == 1 else 'ies'}")
+    tail = f" ({', '.join(extra)})" if extra else ""
+    if result.outcome == "staged":
+        files = ", ".join(result.edits_staged)
+        return f"✓ staged {result.hunks} hunk(s) in {files}{tail} — F2 or /review to review"
+    if result.outcome == "edit_failed":
+        return f"✗ edit failed{tail}"
+    if result.outcome == "cancelled":
+        return "cancelled"
+    if result.errors:
+        return f"⚠ answered with a problem{tail}"
+    return f"✓ answered{tail}"

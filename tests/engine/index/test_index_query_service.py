@@ -1,0 +1,92 @@
+"""The shared vector query service: started by a fresh `semfora search`, reused, kept current, never trusted blindly."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.index import query_service
+from tests.conftest import run_semfora
+from tests.engine.index.conftest import AUTH_PY, README, ROUTES_PY
+
+FILES = {"app/auth.py": AUTH_PY, "app/routes.py": ROUTES_PY, "README.md": README}
+ENV = {"SEMFORA_EMBEDDING": "ollama:nomic-embed-text", "SEMFORA_SEARCH__VECTOR_SERVICE": "auto"}
+
+
+@pytest.fixture
+def service(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The service of this test's cache home, stopped at the end whatever happened."""
+    monkeypatch.setenv("SEMFORA_SEARCH__VECTOR_SERVICE", "auto")
+    try:
+        yield
+    finally:
+        query_service.stop_service()
+
+
+def _vector_search(root: Path, query: str) -> list[dict]:
+    proc = run_semfora("search", query, "--path", str(root), "--mode", "vector", "--json", env=ENV)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["warnings"] == []
+    return [r for r in data["results"] if r["sources"]["vector"]]
+
+
+def _pid() -> int:
+    return int(query_service._request({"op": "ping"})["pid"])
+
+
+def test_a_fresh_search_starts_the_service_and_the_next_one_reuses_it(
+    service, fake_ollama, make_repo
+) -> None:
+    root = make_repo(FILES)
+    assert run_semfora("index", "--path", str(root), env=ENV).returncode == 0
+    first = _vector_search(root, "strip the credentials of a request")
+    assert first[0]["file"] == "app/auth.py"
+    pid = _pid()
+    assert query_service.socket_path().stat().st_mode & 0o077 == 0  # this user's only
+    again = _vector_search(root, "strip the credentials of a request")
+    assert again == first and _pid() == pid
+
+
+def test_the_service_sees_what_a_later_index_embedded(service, fake_ollama, make_repo) -> None:
+    """Another process's Chroma writes are invisible to an open embedded client: the service reopens."""
+    root = make_repo(FILES)
+    assert run_semfora("index", "--path", str(root), env=ENV).returncode == 0
+    assert "app/billing.py" not in {r["file"] for r in _vector_search(root, "charge the invoice total")}
+    (root / "app/billing.py").write_text(
+        'def charge_invoice(invoice):\n    """Charge the invoice total to the card on file."""\n'
+        "    return invoice.card.charge(invoice.total)\n",
+        encoding="utf-8",
+    )
+    assert run_semfora("index", "--path", str(root), env=ENV).returncode == 0
+    assert _vector_search(root, "charge the invoice total")[0]["file"] == "app/billing.py"
+
+
+def test_a_killed_service_costs_one_search_nothing(service, fake_ollama, make_repo) -> None:
+    root = make_repo(FILES)
+    assert run_semfora("index", "--path", str(root), env=ENV).returncode == 0
+    _vector_search(root, "strip the credentials of a request")
+    os.kill(_pid(), signal.SIGKILL)
+    assert _vector_search(root, "strip the credentials of a request")[0]["file"] == "app/auth.py"
+
+
+def test_the_service_serves_only_cache_dirs_under_its_own_home(make_repo, tmp_path) -> None:
+    root = make_repo(FILES)
+    served = query_service._Served()
+    request = {"root": str(root), "cache_dir": str(tmp_path), "embedding": "none"}
+    with pytest.raises(PermissionError):
+        served.searcher(request)
+
+
+def test_switched_off_no_service_is_started(fake_ollama, make_repo) -> None:
+    root = make_repo(FILES)
+    env = {**ENV, "SEMFORA_SEARCH__VECTOR_SERVICE": "off"}
+    assert run_semfora("index", "--path", str(root), env=env).returncode == 0
+    proc = run_semfora("search", "credentials", "--path", str(root), "--mode", "vector", "--json", env=env)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["results"]
+    assert not query_service.socket_path().exists()
