@@ -485,6 +485,26 @@ def term_statistics(layout: RepoLayout, settings: Settings, words: list[str]) ->
         return 0, {}
 
 
+def phrase_chunks(layout: RepoLayout, settings: Settings, phrase: str, limit: int) -> list[fts.ChunkRow]:
+    """Chunks whose signature, docstring or body hold the words of ``phrase`` in order (an FTS5
+    phrase query: the message a report quotes, found where the code spells it), at most ``limit``."""
+    words = re.findall(r"[A-Za-z0-9']+", phrase)
+    if not words:
+        return []
+    expr = "{sigdoc body} : " + fts.quote_term(" ".join(words))
+    sql = (
+        f"SELECT {fts.ROW_COLUMNS} FROM text_chunks WHERE rowid IN "
+        "(SELECT rowid FROM text_fts WHERE text_fts MATCH ? LIMIT ?)"
+    )
+    s = _Searcher.get(layout, settings)
+    try:
+        with s.lock:
+            return [fts.ChunkRow(*row) for row in s.conn.execute(sql, (expr, limit)).fetchall()]
+    except sqlite3.Error as exc:
+        log.warning("phrase lookup failed: %s", exc)
+        return []
+
+
 def validate_request(mode: str, limit: int) -> None:
     """Raise UsageError for a mode or limit search cannot serve."""
     if mode not in MODES:
