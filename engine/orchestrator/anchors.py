@@ -189,6 +189,14 @@ HTML_TAG = re.compile(
 MD_IMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)")
 MD_LINK = re.compile(r"\[([^\]\n]+)\]\([^)\n]*\)")
 CHECKLIST = re.compile(r"^[ \t]*[-*] \[[ xX]\] [^\n]*$", re.M)
+# The environment a report lists ("- Python version: 3.11.3", "OS: Ubuntu 22.04", "rich==13.7.1"):
+# where the reporter runs, not what goes wrong; "version" and "python" would otherwise find the
+# code that prints versions.
+ENVIRONMENT_LINE = re.compile(
+    r"^[ \t]*[-*]?[ \t]*(?:[A-Za-z][\w .()/-]{0,40}:[ \t]*v?\d+(?:\.\d+)+\b[^\n]*"
+    r"|[\w.-]+==\d[^\s]*|(?:Environment|Platform|System info(?:rmation)?)[ \t]*:?[ \t]*)$",
+    re.M | re.I,
+)
 MENTION = re.compile(r"(?<![\w@])@([\w./\\-]+[\w])")
 QUOTED = re.compile(r"`([^`\n]{1,200})`|\"([^\"\n]{1,200})\"|(?<!\w)'([^'\n]{1,200})'(?!\w)")
 CALL = re.compile(r"\b([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\(\s*\)?")
@@ -295,10 +303,19 @@ def clean_report(task: str) -> str:
 def _clean_prose(text: str) -> str:
     text = HTML_COMMENT.sub(" ", text)
     text = CHECKLIST.sub("", text)
+    text = ENVIRONMENT_LINE.sub("", text)
     text = MD_IMAGE.sub(" ", text)
     text = MD_LINK.sub(r"\1", text)
     text = HTML_TAG.sub(" ", text)
     return URL.sub(" ", text)
+
+
+def report_title(prose: str) -> str:
+    """A report's title: its first line, when more follows it (a one-line task has none)."""
+    lines = [line.strip() for line in prose.strip().splitlines()]
+    if len([line for line in lines if line]) < 2:
+        return ""
+    return lines[0]
 
 
 def split_pasted(task: str) -> tuple[str, list[str]]:

@@ -18,7 +18,13 @@ from typing import Any
 from engine.config import Settings
 from engine.errors import SemforaError
 from engine.index.terms import TaskTerms, task_terms
-from engine.orchestrator.anchors import extract_anchors, quoted_messages, search_text, split_pasted
+from engine.orchestrator.anchors import (
+    extract_anchors,
+    quoted_messages,
+    report_title,
+    search_text,
+    split_pasted,
+)
 from engine.orchestrator.budget import ContextBudget, ContextItem, Priority
 from engine.orchestrator.context import candidates as channels
 from engine.orchestrator.context.digest import Digests
@@ -155,17 +161,22 @@ class ContextGatherer:
 
     def terms(self, task: str) -> TaskTerms:
         """The task's informative terms, weighed by their rarity in this repository's index."""
-        from engine.index.hybrid import term_statistics
+        from engine.index.hybrid import name_frequencies, term_statistics
 
         def frequencies(words: Sequence[str]) -> tuple[int, dict[str, int]]:
             return term_statistics(self.layout, self.settings, list(words))
 
+        def names(words: Sequence[str]) -> dict[str, int]:
+            return name_frequencies(self.layout, self.settings, list(words))
+
         prose, pasted = split_pasted(search_text(task))
+        title = report_title(prose)
+        report = names if is_report(prose, len(pasted)) else None
         try:
-            return task_terms(prose, frequencies, "\n".join(pasted))
+            return task_terms(prose, frequencies, "\n".join(pasted), title, report)
         except SemforaError as exc:
             log.warning("no term statistics (%s); weighing the task's words equally", exc)
-            return task_terms(prose, None, "\n".join(pasted))
+            return task_terms(prose, None, "\n".join(pasted), title)
 
     # -- the pack ---------------------------------------------------------------------------
 

@@ -282,7 +282,9 @@ class Ranker:
         gained, links = personalised_pagerank(self.store, seeds, names, follow=follow, callers_of=callers_of)
         if not gained:
             return []
-        best = max(gained.values())
+        # Scaled by the best neighbour, not the best seed: the seeds' own evidence already
+        # ranks them, and the walk is what lifts the code around them.
+        best = max((m for n, m in gained.items() if n not in seeds), default=0.0) or max(gained.values())
         added = []
         for node, mass in gained.items():
             c = cands.get(node)
@@ -295,7 +297,7 @@ class Ranker:
                     continue
                 c = cands[node] = of_symbol(sym)
                 added.append(c)
-            c.graph = mass / best
+            c.graph = min(1.0, mass / best)
             link = links.get(node)
             if link is not None and node not in seeds:
                 c.neighbour_of = link.seed

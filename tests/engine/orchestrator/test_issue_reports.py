@@ -229,3 +229,11 @@ def test_a_report_asks_for_a_fix() -> None:
         assert classify_intent(report).intent == Intent.EDIT, report
     assert classify_intent("explain why this fails\n\n```\nValueError\n```").intent == Intent.EXPLAIN
     assert classify_intent("where is the help page built").intent == Intent.LOCATE
+
+
+def test_the_environment_a_report_lists_is_not_its_words() -> None:
+    text = clean_report(
+        "It breaks\n\nEnvironment:\n- Python version: 3.11.3\n- Click version: 8.0.3\nrich==13.7.1\n"
+    )
+    assert "version" not in text and "Environment" not in text and "rich" not in text
+    assert "Use version 2.0 of the API" in clean_report("Use version 2.0 of the API")
