@@ -226,3 +226,27 @@ def test_context_set_composition() -> None:
     for kind in ("real", "synthetic"):
         part = [t for t in tasks if t.kind == kind]
         assert abs(sum(t.heldout for t in part) / len(part) - 1 / 3) < 0.05
+
+
+def test_issue_report_set_composition() -> None:
+    """The issue-report set: >= 40 real tasks over >= 4 projects outside the hidden sets' projects, each
+    a GitHub issue's own text (long prose, not a changelog line), with commits, a recorded hash per gold,
+    a held-out third split by project, and no fix that the context set holds out."""
+    from tests.bench.corpora import CORPORA
+
+    tasks = SETS["issues"].load()
+    assert len(tasks) >= 40
+    assert all(t.corpus in CORPORA and t.kind == "real" for t in tasks)
+    projects = {t.source["repo"] for t in tasks}
+    assert len(projects) >= 4
+    for t in tasks:
+        assert not any(t.source["repo"].lower().endswith("/" + p) for p in EXCLUDED_PROJECTS), t.id
+        assert "/issues/" in t.source["text_from"], t.id
+        assert len(t.source["fix_commit"]) == 40 and len(t.source["parent_commit"]) == 40, t.id
+        assert all(g.sha256 and g.start_line for g in t.gold), t.id
+    # issue reports are long: the median task is several times a changelog line
+    assert sorted(len(t.query) for t in tasks)[len(tasks) // 2] >= 400
+    held = [t for t in tasks if t.heldout]
+    assert abs(len(held) / len(tasks) - 1 / 3) < 0.05
+    held_context = {t.source.get("fix_commit") for t in SETS["newset"].load() if t.heldout}
+    assert not {t.source["fix_commit"] for t in tasks} & held_context

@@ -410,17 +410,18 @@ class TermStats:
                 self._total = chunk_count(conn)
             return self._total
 
-    def df(self, conn: sqlite3.Connection, term: str) -> int:
+    def df(self, conn: sqlite3.Connection, term: str, column: str | None = None) -> int:
+        """Chunks holding ``term`` (in ``column`` only, when given: ``name``, ``body``...)."""
+        key = f"{column}:{term}" if column else term
         with self._lock:
-            if term in self._df:
-                return self._df[term]
+            if key in self._df:
+                return self._df[key]
+        expr = f"{column} : {quote_term(term)}" if column else quote_term(term)
         count = int(
-            conn.execute(
-                "SELECT COUNT(*) FROM text_fts WHERE text_fts MATCH ?", (quote_term(term),)
-            ).fetchone()[0]
+            conn.execute("SELECT COUNT(*) FROM text_fts WHERE text_fts MATCH ?", (expr,)).fetchone()[0]
         )
         with self._lock:
-            self._df[term] = count
+            self._df[key] = count
         return count
 
 

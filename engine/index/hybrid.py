@@ -468,7 +468,11 @@ def _focus(s: _Searcher, query: str) -> str:
         if df <= 0 or df > fts.COMMON_TERM_FRACTION * total:
             continue
         scored[term] = math.log(1.0 + (total - df + 0.5) / (df + 0.5)) * (1.0 + math.log(counts[term]))
-    keep = set(sorted(scored, key=lambda t: -scored[t])[: fts.MAX_QUERY_TERMS])
+    # The code's own vocabulary first: a word some definition is named with (``redirect``,
+    # ``help``) before a word only comments and docs use (``regression``, ``scenario``), which
+    # is rare in the index because it is prose, not because it is the point.
+    named = {t for t in scored if s.stats.df(s.conn, t, column="name") > 0}
+    keep = set(sorted(scored, key=lambda t: (t not in named, -scored[t]))[: fts.MAX_QUERY_TERMS])
     return " ".join(t for t in unique if t in keep) or query
 
 
@@ -487,6 +491,42 @@ def term_statistics(layout: RepoLayout, settings: Settings, words: list[str]) ->
     except sqlite3.Error as exc:
         log.warning("no term statistics: %s", exc)
         return 0, {}
+
+
+def name_frequencies(layout: RepoLayout, settings: Settings, words: list[str]) -> dict[str, int]:
+    """Per word, how many chunks have it in their definition's name (split into its parts):
+    the words the code uses as names, as opposed to those only its comments and docs use."""
+    s = _Searcher.get(layout, settings)
+    out: dict[str, int] = {}
+    try:
+        with s.lock:
+            s.refresh_stats()
+            for w in dict.fromkeys(words):
+                if w.strip():
+                    out[w] = s.stats.df(s.conn, w, column="name")
+    except sqlite3.Error as exc:
+        log.warning("no name statistics: %s", exc)
+    return out
+
+
+def phrase_chunks(layout: RepoLayout, settings: Settings, phrase: str, limit: int) -> list[fts.ChunkRow]:
+    """Chunks whose signature, docstring or body hold the words of ``phrase`` in order (an FTS5
+    phrase query: the message a report quotes, found where the code spells it), at most ``limit``."""
+    words = re.findall(r"[A-Za-z0-9']+", phrase)
+    if not words:
+        return []
+    expr = "{sigdoc body} : " + fts.quote_term(" ".join(words))
+    sql = (
+        f"SELECT {fts.ROW_COLUMNS} FROM text_chunks WHERE rowid IN "
+        "(SELECT rowid FROM text_fts WHERE text_fts MATCH ? LIMIT ?)"
+    )
+    s = _Searcher.get(layout, settings)
+    try:
+        with s.lock:
+            return [fts.ChunkRow(*row) for row in s.conn.execute(sql, (expr, limit)).fetchall()]
+    except sqlite3.Error as exc:
+        log.warning("phrase lookup failed: %s", exc)
+        return []
 
 
 def validate_request(mode: str, limit: int) -> None:
@@ -704,7 +744,12 @@ def _rescore(s: _Searcher, query: str, ranked: list[_Candidate]) -> list[_Candid
     def frequencies(words: Sequence[str]) -> tuple[int, Mapping[str, int]]:
         return s.stats.total(s.conn), {w: s.stats.df(s.conn, w) for w in words}
 
-    terms: TaskTerms = task_terms(query, frequencies)
+    def names(words: Sequence[str]) -> Mapping[str, int]:
+        return {w: s.stats.df(s.conn, w, column="name") for w in words}
+
+    # A long query is a report: its prose-only words do not weigh (``terms.PROSE_ONLY_WEIGHT``).
+    long = len(set(_content_terms(query))) > LONG_QUERY_TERMS
+    terms: TaskTerms = task_terms(query, frequencies, names=names if long else None)
     if not terms.weights:
         return ranked
     head, tail = ranked[:RESCORE_DEPTH], ranked[RESCORE_DEPTH:]

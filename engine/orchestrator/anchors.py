@@ -173,6 +173,30 @@ INDENTED = re.compile(r"(?:^(?: {4}|\t)[^\n]*\n?)+", re.M)
 # (`at name (path/file.js:12:5)`). A frame names the code the failure went through.
 PY_FRAME = re.compile(r'File "([^"\n]+)", line (\d+), in ([\w<>.]+)')
 JS_FRAME = re.compile(r"\bat (?:async )?([\w$.<>]+) \(([^\s()]+?):(\d+):\d+\)")
+# What an issue report's editor adds around the words: URLs (their words, ``https``, ``github``,
+# ``png``, weigh as the rarest of a report and point nowhere in the code), HTML (``<img width=..>``,
+# ``<details>``), template comments and checklists ("- [x] I've checked the docs"). A link to a
+# file of a repository (``.../blob/<ref>/src/pkg/mod.py#L218``) does point at code: it becomes a
+# ``link`` anchor before the URL goes.
+URL = re.compile(r"\b(?:https?://|www\.)[^\s<>()\[\]\"'`]+")
+BLOB_LINK = re.compile(r"/(?:blob|tree)/[^/\s]+/([^\s#?]+?\.\w+)(?:[?#]L(\d+)(?:-L\d+)?)?$")
+HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
+HTML_TAG = re.compile(
+    r"</?(?:img|details|summary|br|hr|p|a|b|i|em|strong|sub|sup|kbd|code|pre|div|span|ul|ol|li|"
+    r"table|thead|tbody|tr|td|th|h[1-6]|blockquote|video|picture|source)\b[^<>]*>",
+    re.I,
+)
+MD_IMAGE = re.compile(r"!\[[^\]\n]*\]\([^)\n]*\)")
+MD_LINK = re.compile(r"\[([^\]\n]+)\]\([^)\n]*\)")
+CHECKLIST = re.compile(r"^[ \t]*[-*] \[[ xX]\] [^\n]*$", re.M)
+# The environment a report lists ("- Python version: 3.11.3", "OS: Ubuntu 22.04", "rich==13.7.1"):
+# where the reporter runs, not what goes wrong; "version" and "python" would otherwise find the
+# code that prints versions.
+ENVIRONMENT_LINE = re.compile(
+    r"^[ \t]*[-*]?[ \t]*(?:[A-Za-z][\w .()/-]{0,40}:[ \t]*v?\d+(?:\.\d+)+\b[^\n]*"
+    r"|[\w.-]+==\d[^\s]*|(?:Environment|Platform|System info(?:rmation)?)[ \t]*:?[ \t]*)$",
+    re.M | re.I,
+)
 MENTION = re.compile(r"(?<![\w@])@([\w./\\-]+[\w])")
 QUOTED = re.compile(r"`([^`\n]{1,200})`|\"([^\"\n]{1,200})\"|(?<!\w)'([^'\n]{1,200})'(?!\w)")
 CALL = re.compile(r"\b([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\(\s*\)?")
@@ -190,6 +214,7 @@ class Anchor:
     text: str
     # file_mention | symbol_mention | path | call | dotted | camel | snake | name | quoted | word
     # | frame (a stack frame: ``path`` and ``line`` say where) | snippet (an identifier in pasted code)
+    # | link (a link to a repository file: ``path``, and ``line`` when the link names one)
     kind: str
     path: str = ""
     line: int = 0
@@ -227,6 +252,11 @@ class Anchors:
         return [a for a in self.items if a.kind == "frame"]
 
     @property
+    def links(self) -> list[Anchor]:
+        """Links to files of a repository, in task order."""
+        return [a for a in self.items if a.kind == "link"]
+
+    @property
     def explicit(self) -> list[Anchor]:
         """Anchors the user named on purpose: @mentions, calls, paths, backticked names."""
         return [a for a in self.items if a.kind in {"file_mention", "symbol_mention", "path", "call", "name"}]
@@ -245,6 +275,49 @@ _PY_FRAME_PREFIX = re.compile(r'File "[^"\n]+", line \d+, in ')
 _JS_FRAME_PLACE = re.compile(r"\(([^\s()]+?):\d+:\d+\)")
 
 
+def links(task: str) -> list[tuple[str, int]]:
+    """(repository path, line or 0) of each link to a file of a repository in ``task``, in order."""
+    out: list[tuple[str, int]] = []
+    for m in URL.finditer(task):
+        found = BLOB_LINK.search(m.group(0).rstrip(".,;:"))
+        if found:
+            out.append((found.group(1), int(found.group(2) or 0)))
+    return list(dict.fromkeys(out))
+
+
+def clean_report(task: str) -> str:
+    """``task`` without the markup an issue report carries: URLs, HTML, images, checklists.
+
+    A markdown link keeps its text; pasted code keeps its lines except URLs (a ``<module>`` in
+    a traceback is not HTML). What is left is what the reporter wrote about the code."""
+    parts: list[str] = []
+    last = 0
+    for m in FENCED.finditer(task):
+        parts.append(_clean_prose(task[last : m.start()]))
+        parts.append(URL.sub(" ", m.group(0)))
+        last = m.end()
+    parts.append(_clean_prose(task[last:]))
+    return "".join(parts)
+
+
+def _clean_prose(text: str) -> str:
+    text = HTML_COMMENT.sub(" ", text)
+    text = CHECKLIST.sub("", text)
+    text = ENVIRONMENT_LINE.sub("", text)
+    text = MD_IMAGE.sub(" ", text)
+    text = MD_LINK.sub(r"\1", text)
+    text = HTML_TAG.sub(" ", text)
+    return URL.sub(" ", text)
+
+
+def report_title(prose: str) -> str:
+    """A report's title: its first line, when more follows it (a one-line task has none)."""
+    lines = [line.strip() for line in prose.strip().splitlines()]
+    if len([line for line in lines if line]) < 2:
+        return ""
+    return lines[0]
+
+
 def split_pasted(task: str) -> tuple[str, list[str]]:
     """(the task's prose, the blocks the user pasted: fenced or indented code, logs, output)."""
     code = [m.group(0) for m in FENCED.finditer(task)]
@@ -254,16 +327,61 @@ def split_pasted(task: str) -> tuple[str, list[str]]:
 
 
 def search_text(task: str) -> str:
-    """The task without a traceback's boilerplate, for weighing words and searching.
+    """The task without markup (``clean_report``) and a traceback's boilerplate, for weighing
+    words and searching.
 
     ``Traceback (most recent call last):`` and each frame's ``File "/usr/lib/...", line 12, in``
     (or a JavaScript frame's ``(/path/file.js:12:5)``) would lend their words (``usr``, ``site``,
     ``packages``, ``recent``) a weight they do not deserve; the frames' function names and the
     code lines they quote stay.
     """
-    text = _TRACEBACK_HEAD.sub(" ", task)
+    text = _TRACEBACK_HEAD.sub(" ", clean_report(task))
     text = _PY_FRAME_PREFIX.sub(" ", text)
     return _JS_FRAME_PLACE.sub(" ", text)
+
+
+# Messages a report copies from what the program printed: an exception's text
+# (``TimeoutError: Operation timed out after None seconds``), a log line's message
+# (``tornado.application - ERROR - Uncaught exception``) and quoted strings. The code that emits a
+# message usually spells it out, so its words, in order, find that code.
+EXCEPTION_LINE = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Warning|Failure|Exit)\b:[ \t]*([^\n]+)")
+LOG_LINE = re.compile(
+    r"\b(?:CRITICAL|ERROR|WARNING|WARN|INFO|DEBUG)\b[ \t]*[-:|][ \t]*(?:[\w.]+[ \t]*[-:|][ \t]*)?([^\n]+)"
+)
+QUOTED_MESSAGE = re.compile(r"\"([^\"\n]{6,200})\"|'([^'\n]{6,200})'")
+MESSAGE_WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
+# A run of at least this many words is a phrase worth looking up (two-word runs only from an
+# exception's or a log line's text, where the whole message may be that short).
+MESSAGE_MIN_WORDS = 3
+# Words of a phrase looked up: long enough to be specific, short enough that a value the
+# program formatted into the message (a path, a number) rarely falls inside.
+MESSAGE_MAX_WORDS = 6
+# Phrases looked up per task at most: each is one indexed query.
+MAX_MESSAGES = 10
+
+
+def quoted_messages(task: str) -> list[str]:
+    """Phrases (lowercase words) of the messages ``task`` quotes, most specific first.
+
+    Each message is cut at what is not a word (a number, a path, punctuation): the program
+    formatted values there. Runs of words are kept whole up to ``MESSAGE_MAX_WORDS``; a longer
+    one yields its head (values are usually formatted in after the message's words)."""
+    text = clean_report(task)
+    found: list[tuple[str, int]] = []  # (message, least words a run needs)
+    for m in EXCEPTION_LINE.finditer(text):
+        found.append((m.group(1), 2))
+    for m in LOG_LINE.finditer(text):
+        found.append((m.group(1), 2))
+    for m in QUOTED_MESSAGE.finditer(text):
+        found.append((m.group(1) or m.group(2), MESSAGE_MIN_WORDS))
+    phrases: list[str] = []
+    for message, least in found:
+        for run in re.split(r"[^A-Za-z' ]+", message):
+            words = MESSAGE_WORD.findall(run)
+            if len(words) >= least:
+                phrases.append(" ".join(w.lower() for w in words[:MESSAGE_MAX_WORDS]))
+    unique = list(dict.fromkeys(phrases))
+    return sorted(unique, key=lambda ph: -len(ph.split()))[:MAX_MESSAGES]
 
 
 def looks_like_path(text: str) -> bool:
@@ -300,6 +418,8 @@ def extract_anchors(task: str) -> Anchors:
     # identifier in pasted code is how the user calls the library, evidence but not a pointer.
     # The rest of the task is read without them, so ``print(x)`` in a snippet is not a name the
     # user meant.
+    linked = [Anchor(path, "link", path, line) for path, line in links(task)]
+    task = clean_report(task)
     prose, code = split_pasted(task)
     found_frames: list[tuple[int, Anchor]] = []
     for m in PY_FRAME.finditer(task):
@@ -363,6 +483,7 @@ def extract_anchors(task: str) -> Anchors:
             add(word, "word")
     for frame in frames:
         found.append(frame)
+    found.extend(linked)
     for name in snippet_names:
         add(name, "snippet")
     return Anchors(tuple(found))

@@ -110,6 +110,10 @@ PHRASES: tuple[tuple[Intent, str], ...] = (
         r"|\bdoes(?:n't| not) work\b|\btraceback\b",
     ),
 )
+# A task of several paragraphs, or with pasted code or output, is an issue report: its "where",
+# "caller of" or "security" are the story's, not the question, and what it asks for is a fix
+# (unless it opens with a verb that says otherwise: "Explain why ...").
+REPORT_SHAPE = re.compile(r"\n[ \t]*\n\s*\S|```|~~~")
 
 DEBUG_WORDS = re.compile(
     r"\b(?:debug\w*|bug|bugs|error|errors|fail\w*|traceback|exception|crash\w*|broken|regression"
@@ -128,6 +132,8 @@ def classify_intent(task: str) -> Classification:
     for intent, verbs in LEADING_VERBS.items():
         if first in verbs:
             return Classification(intent, f"leading verb '{first}'")
+    if REPORT_SHAPE.search(text):
+        return Classification(Intent.EDIT, "a report (paragraphs or pasted code)")
     for intent, pattern in PHRASES:
         match = re.search(pattern, text)
         if match:

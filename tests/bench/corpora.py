@@ -50,7 +50,9 @@ def pypi_sdist(name: str, version: str) -> Path:
         ],
         check=True,
     )
-    archive = next(p for p in dl.iterdir() if p.name.lower().startswith(name.lower()) and version in p.name)
+    # ``<name>-<version>.``: so that ``tornado 6.4`` never picks a downloaded ``tornado-6.4.1``.
+    stem = f"{name}-{version}.".lower().replace("_", "-")
+    archive = next(p for p in dl.iterdir() if p.name.lower().replace("_", "-").startswith(stem))
     dest.mkdir(parents=True, exist_ok=True)
     return _unpack(archive, dest)
 
@@ -132,6 +134,14 @@ CORPORA: dict[str, Callable[[], Path]] = {
     "httpx-0.27.0": _pypi("httpx", "0.27.0"),
     "axios-1.7.4": _npm("axios", "1.7.4"),
     "commander-12.1.0": _npm("commander", "12.1.0"),
+    # The issue-report set's own pins (tests/bench/queries/issues/): releases published before
+    # the fixes whose issues the set quotes.
+    "click-8.1.3": _pypi("click", "8.1.3"),
+    "marshmallow-3.20.1": _pypi("marshmallow", "3.20.1"),
+    "pyjwt-2.9.0": _pypi("pyjwt", "2.9.0"),
+    "tornado-6.3.3": _pypi("tornado", "6.3.3"),
+    "tornado-6.4": _pypi("tornado", "6.4"),
+    "urllib3-2.0.7": _pypi("urllib3", "2.0.7"),
     "monolog-2.9.1": _debian("php-monolog", "2.9.1-1", "usr/share/php"),
     "mux-1.8.0": _debian(
         "golang-github-gorilla-mux-dev", "1.8.0-1", "usr/share/gocode/src/github.com/gorilla/mux"

@@ -11,12 +11,17 @@ This module owns that procedure:
 - ``candidates``: every commit in a range of a local git mirror (``fetch github:owner/name``) with
   the source functions it changed at its first parent, and whether each one is identical in a
   pinned corpus directory. It prints JSON lines for a person to pick tasks from.
+- ``task``: one task file row for a chosen fix: its gold at the parent, each located and
+  hash-checked in the pinned corpus, and the task text read from a file (a changelog line, or a
+  GitHub issue's title and body as its reporter wrote them). It refuses a fix whose gold is not
+  byte-identical in the corpus.
 - ``gold_hash``: the sha256 of a symbol's text, recorded per gold in the task file
   (``sha256``), so that ``verify_pinned`` can prove at bench time, without GitHub, that the
   pinned corpus holds exactly the parent's code (bench_context calls it for every real task).
 
 Run: ``python -m tests.bench.real_history candidates --git DIR --range A..B --corpus PATH
-[--map repo/prefix=corpus/prefix]``.
+[--map repo/prefix=corpus/prefix]``, or ``... task --git DIR --commit SHA --corpus PATH
+--corpus-name NAME --id ID --text FILE --repo owner/name --text-from URL``.
 """
 
 from __future__ import annotations
@@ -225,6 +230,54 @@ def candidates(
         )
 
 
+class NotPinnable(RuntimeError):
+    """A fix whose gold is missing from, or different in, the pinned corpus."""
+
+
+def task_row(
+    git_dir: Path,
+    commit: str,
+    corpus: Path,
+    mapping: list[tuple[str, str]],
+    *,
+    task_id: str,
+    corpus_name: str,
+    query: str,
+    repo: str,
+    text_from: str,
+) -> dict[str, Any]:
+    """One real task (the context set's format) for the fix ``commit``, pinned to ``corpus``."""
+    parent, changed, _notes = changed_symbols(git_dir, commit)
+    if not changed:
+        raise NotPinnable(f"{commit}: changes no function or method")
+    gold = []
+    for c in changed:
+        rel = _map(c.file, mapping)
+        found = find_in_corpus(corpus, rel, c.symbol, c.text)
+        if not found or not found["identical"]:
+            raise NotPinnable(f"{commit}: {rel} {c.symbol} is not identical in {corpus_name}")
+        entry = {"file": rel, "symbol": c.symbol, "start_line": found["start_line"], "sha256": c.sha256}
+        if entry not in gold:
+            gold.append(entry)
+    return {
+        "id": task_id,
+        "corpus": corpus_name,
+        "kind": "real",
+        "intent": "edit",
+        "query": query,
+        "gold": gold,
+        "source": {
+            "repo": repo,
+            "fix_commit": _git(git_dir, "rev-parse", commit).strip(),
+            "parent_commit": parent,
+            "text_from": text_from,
+            "pinned": corpus_name,
+            "check": "each gold's text at parent_commit is byte-identical to the pinned release's "
+            "(sha256 per gold; re-checked by bench_context)",
+        },
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -236,8 +289,32 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--corpus", type=Path, required=True, help="the unpacked pinned release")
     c.add_argument("--map", action="append", default=[], help="repo/prefix=corpus/prefix")
     c.add_argument("--first-parent", action="store_true", help="walk merges on the first-parent line")
+    t = sub.add_parser("task")
+    t.add_argument("--git", type=Path, required=True)
+    t.add_argument("--commit", required=True)
+    t.add_argument("--corpus", type=Path, required=True)
+    t.add_argument("--corpus-name", required=True, help="its name in tests.bench.corpora.CORPORA")
+    t.add_argument("--map", action="append", default=[])
+    t.add_argument("--id", required=True)
+    t.add_argument("--text", type=Path, required=True, help="a file holding the task text")
+    t.add_argument("--repo", required=True, help="owner/name")
+    t.add_argument("--text-from", required=True, help="where the text comes from (an issue's URL)")
     args = parser.parse_args(argv)
     mapping = [tuple(m.split("=", 1)) for m in args.map]
+    if args.cmd == "task":
+        row = task_row(
+            args.git,
+            args.commit,
+            args.corpus,
+            mapping,  # type: ignore[arg-type]
+            task_id=args.id,
+            corpus_name=args.corpus_name,
+            query=args.text.read_text(encoding="utf-8").strip(),
+            repo=args.repo,
+            text_from=args.text_from,
+        )
+        print(json.dumps(row))
+        return 0
     candidates(args.git, args.range, args.corpus, mapping, args.first_parent)  # type: ignore[arg-type]
     return 0
 

@@ -25,6 +25,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 QUERIES = HERE / "queries"
 NEWSET = QUERIES / "context"
+ISSUES = QUERIES / "issues"
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,12 @@ SETS: dict[str, TaskSet] = {
         "the context set (real-history and synthetic tasks, many repositories and languages)",
         tuple(sorted(NEWSET.glob("*public*.json"))) if NEWSET.is_dir() else (),
         tuple(sorted(NEWSET.glob("*heldout*.json"))) if NEWSET.is_dir() else (),
+    ),
+    "issues": TaskSet(
+        "issues",
+        "real issue reports (a GitHub issue's title and body as the task, the fix that closed it as gold)",
+        (ISSUES / "public.json",),
+        (ISSUES / "heldout.json",),
     ),
     "flask-django": TaskSet(
         "flask-django",

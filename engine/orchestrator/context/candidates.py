@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,12 @@ EXPLICIT_BONUS = 0.5
 # An identifier of the task (``Cart.total``, ``get_user``) that names a symbol exactly is almost
 # certainly meant, even without @ or backticks.
 EXACT_NAME_BONUS = 0.25
+# A quoted message found in more source chunks than this is an expression many places use
+# ("could not be", "is not a"), not the one that printed it.
+MESSAGE_MAX_CHUNKS = 4
+# A message of more words than this that is not found is looked up again by its first
+# MESSAGE_HEAD_WORDS: the program formatted a value into it after its opening words.
+MESSAGE_HEAD_WORDS = 4
 # Files whose definitions all compete (the neighbourhood): the best few files by search evidence.
 NEIGHBOURHOOD_FILES = 4
 # Definitions taken from one neighbourhood file at most (a 3,000-line module has hundreds).
@@ -153,6 +159,14 @@ def anchor_channel(
     for frame in reversed(anchors.frames):  # innermost first: where the failure surfaced
         for sym in frame_symbols(store, frame.text, frame.path, frame.line):
             take(sym, f"in the task's traceback (`{sym.file}:{frame.line}`)", EXACT_NAME_BONUS)
+    for link in anchors.links:
+        # a link to a line of the repository's code (at the reporter's commit: the line may
+        # have moved, the definition holding it rarely has)
+        rel = repository_file(store, link.path)
+        if rel is None or not link.line:
+            continue
+        for sym in linked_symbols(store, rel, link.line):
+            take(sym, f"linked in the task (`{rel}#L{link.line}`)", EXACT_NAME_BONUS)
     snippets = {a.text for a in anchors.items if a.kind == "snippet"}
     for name in anchors.symbols[:MAX_SYMBOL_ANCHORS]:
         if name in snippets:
@@ -181,7 +195,8 @@ def anchor_channel(
         if not exact:
             for rank, sym in enumerate(store.search_symbols(name, limit=SYMBOL_RESULTS_PER_ANCHOR), 1):
                 take(sym, f"symbol search rank {rank} for '{name}'", 0.0)
-    for path in anchors.paths:
+    linked_files = [repository_file(store, link.path) for link in anchors.links if not link.line]
+    for path in [*anchors.paths, *(f for f in linked_files if f)]:
         rel = safe_rel(path)
         if rel is None:
             continue
@@ -192,17 +207,13 @@ def anchor_channel(
     return out
 
 
-def frame_symbols(store: Any, name: str, path: str, line: int) -> list[Symbol]:
-    """The definition a stack frame names, in the repository file its path ends with.
+def repository_file(store: Any, path: str) -> str | None:
+    """The indexed file a path from outside the repository means, or None.
 
-    A traceback's paths are the reporter's (``/usr/lib/python3/site-packages/pkg/mod.py``):
-    the file is the repository path sharing its last two components (or its file name, when
-    only one file has it). Among that file's definitions named ``name``, the one holding
-    ``line`` wins; line numbers from another release may be off, so the name decides.
-    """
+    A traceback's or a link's paths are the reporter's (``/usr/lib/python3/site-packages/pkg/
+    mod.py``, ``src/pkg/mod.py`` at another commit): the file is the repository path sharing its
+    last two components (or its file name, when only one file has it)."""
     parts = [p for p in path.replace("\\", "/").split("/") if p]
-    if not parts or not name.isidentifier() and "." not in name:
-        return []
     conn = store.connection()
     for depth in (2, 1):
         if len(parts) < depth:
@@ -213,11 +224,68 @@ def frame_symbols(store: Any, name: str, path: str, line: int) -> list[Symbol]:
             (tail, "%/" + tail.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")),
         ).fetchall()
         if len(rows) == 1 or (rows and depth == 2):
-            short = name.rsplit(".", 1)[-1]
-            found = [s for s in file_symbols(store, rows[0][0]) if s.name == short]
-            found.sort(key=lambda s: (not s.start_line <= line <= s.end_line, s.end_line - s.start_line))
-            return found[:1]
-    return []
+            return str(rows[0][0])
+    return None
+
+
+def frame_symbols(store: Any, name: str, path: str, line: int) -> list[Symbol]:
+    """The definition a stack frame names, in the repository file its path ends with.
+
+    Among that file's definitions named ``name``, the one holding ``line`` wins; line numbers
+    from another release may be off, so the name decides.
+    """
+    if not name.isidentifier() and "." not in name:
+        return []
+    rel = repository_file(store, path)
+    if rel is None:
+        return []
+    short = name.rsplit(".", 1)[-1]
+    found = [s for s in file_symbols(store, rel) if s.name == short]
+    found.sort(key=lambda s: (not s.start_line <= line <= s.end_line, s.end_line - s.start_line))
+    return found[:1]
+
+
+def linked_symbols(store: Any, rel: str, line: int) -> list[Symbol]:
+    """The innermost definition of ``rel`` holding ``line`` (none when the line is outside all)."""
+    holders = [s for s in file_symbols(store, rel) if s.start_line <= line <= s.end_line]
+    return sorted(holders, key=lambda s: s.end_line - s.start_line)[:1]
+
+
+def message_channel(
+    layout: Any, settings: Any, store: Any, phrases: list[str], is_secret: Callable[[str], bool]
+) -> list[tuple[Symbol, str, float]]:
+    """(symbol, reason, bonus) of the source definitions that spell out a message the task quotes.
+
+    A report copies what the program printed (an exception's text, a log line); the code that
+    printed it is where the fix usually goes. Tests and docs that repeat a message are skipped
+    (they assert it), and so is a phrase too common to point anywhere."""
+    from engine.index.hybrid import phrase_chunks
+    from engine.policy.paths import PathKind, classify_path
+
+    out: list[tuple[Symbol, str, float]] = []
+    seen: set[str] = set()
+    for phrase in phrases:
+        words = phrase.split()
+        tries = [phrase] + ([" ".join(words[:MESSAGE_HEAD_WORDS])] if len(words) > MESSAGE_HEAD_WORDS else [])
+        for attempt in tries:
+            rows = [
+                r
+                for r in phrase_chunks(layout, settings, attempt, 4 * MESSAGE_MAX_CHUNKS)
+                if r.symbol_id and not is_secret(r.file) and classify_path(r.file) is PathKind.SOURCE
+            ]
+            if not rows:
+                continue
+            if len(rows) <= MESSAGE_MAX_CHUNKS:
+                for row in rows:
+                    sid = row.symbol_id or ""
+                    sym = _symbol(store, sid) if sid not in seen else None
+                    if sym is not None:
+                        seen.add(sym.id)
+                        out.append(
+                            (sym, f"spells the message the task quotes ('{attempt}')", EXACT_NAME_BONUS)
+                        )
+            break
+    return out
 
 
 def search_channel(
@@ -266,16 +334,18 @@ def collect(
     search_hits: list[Any],
     query_label: str,
     is_secret: Callable[[str], bool],
+    message_hits: Sequence[tuple[Symbol, str, float]] = (),
 ) -> dict[str, Candidate]:
     """Merge the channels: each candidate scores ``sum(1 / (RRF_K + rank))`` over the channels that found it."""
     cands: dict[str, Candidate] = {}
-    for rank, (sym, reason, bonus) in enumerate(symbol_hits, 1):
-        c = cands.setdefault(sym.id, of_symbol(sym))
-        c.ranks["symbols"] = min(c.ranks.get("symbols", rank), rank)
-        c.retrieval += 1.0 / (RRF_K + rank)
-        c.bonus = max(c.bonus, bonus)
-        c.explicit = c.explicit or bonus >= EXPLICIT_BONUS
-        c.reasons.append(reason)
+    for channel, hits in (("symbols", symbol_hits), ("messages", message_hits)):
+        for rank, (sym, reason, bonus) in enumerate(hits, 1):
+            c = cands.setdefault(sym.id, of_symbol(sym))
+            c.ranks[channel] = min(c.ranks.get(channel, rank), rank)
+            c.retrieval += 1.0 / (RRF_K + rank)
+            c.bonus = max(c.bonus, bonus)
+            c.explicit = c.explicit or bonus >= EXPLICIT_BONUS
+            c.reasons.append(reason)
     for rank, hit in enumerate(search_hits, 1):
         file = getattr(hit, "file", "") or ""
         if not file or is_secret(file):

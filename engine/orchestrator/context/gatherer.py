@@ -18,13 +18,19 @@ from typing import Any
 from engine.config import Settings
 from engine.errors import SemforaError
 from engine.index.terms import TaskTerms, task_terms
-from engine.orchestrator.anchors import extract_anchors, search_text, split_pasted
+from engine.orchestrator.anchors import (
+    extract_anchors,
+    quoted_messages,
+    report_title,
+    search_text,
+    split_pasted,
+)
 from engine.orchestrator.budget import ContextBudget, ContextItem, Priority
 from engine.orchestrator.context import candidates as channels
 from engine.orchestrator.context.digest import Digests
 from engine.orchestrator.context.fill import Filler
 from engine.orchestrator.context.need import NeedAnswer, answer_need
-from engine.orchestrator.context.rank import TEST_WORDS, Ranker
+from engine.orchestrator.context.rank import Ranker, asks_for_tests, is_report
 from engine.orchestrator.context.reads import RepoReader
 from engine.orchestrator.intent import classify_intent
 from engine.orchestrator.memory import RecalledTurn, SemforaMemory
@@ -155,17 +161,22 @@ class ContextGatherer:
 
     def terms(self, task: str) -> TaskTerms:
         """The task's informative terms, weighed by their rarity in this repository's index."""
-        from engine.index.hybrid import term_statistics
+        from engine.index.hybrid import name_frequencies, term_statistics
 
         def frequencies(words: Sequence[str]) -> tuple[int, dict[str, int]]:
             return term_statistics(self.layout, self.settings, list(words))
 
+        def names(words: Sequence[str]) -> dict[str, int]:
+            return name_frequencies(self.layout, self.settings, list(words))
+
         prose, pasted = split_pasted(search_text(task))
+        title = report_title(prose)
+        report = names if is_report(prose, len(pasted)) else None
         try:
-            return task_terms(prose, frequencies, "\n".join(pasted))
+            return task_terms(prose, frequencies, "\n".join(pasted), title, report)
         except SemforaError as exc:
             log.warning("no term statistics (%s); weighing the task's words equally", exc)
-            return task_terms(prose, None, "\n".join(pasted))
+            return task_terms(prose, None, "\n".join(pasted), title)
 
     # -- the pack ---------------------------------------------------------------------------
 
@@ -184,13 +195,21 @@ class ContextGatherer:
             finally:
                 timings[name] = time.perf_counter() - start
 
+        messages: list[tuple[Symbol, str, float]] = []
+
         def named() -> list[tuple[Symbol, str, float]]:
             with SymbolStore(self.layout) as own:  # its own connection: this runs in a thread
-                return channels.anchor_channel(own, anchors, self.reader.is_secret, self.reader.safe_rel)
+                found = channels.anchor_channel(own, anchors, self.reader.is_secret, self.reader.safe_rel)
+                messages.extend(
+                    channels.message_channel(
+                        self.layout, self.settings, own, quoted_messages(task), self.reader.is_secret
+                    )
+                )
+                return found
 
         # Search reads the prose and the names of the traceback's frames; what was pasted (code,
         # logs) reaches the pack through the anchor channel and the task's terms instead.
-        prose, _pasted = split_pasted(search_text(task))
+        prose, pasted = split_pasted(search_text(task))
         frames = " ".join(dict.fromkeys(a.text for a in anchors.frames if a.text.isidentifier()))
         query = " ".join(f"{prose} {frames}".split())[: channels.MAX_QUERY_CHARS]
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="semfora-gather") as pool:
@@ -211,10 +230,9 @@ class ContextGatherer:
         start = time.perf_counter()
         store = self.store()
         label = query if len(query) <= 28 else query[:27] + "…"
-        cands = channels.collect(store, symbol_hits, search_hits, label, self.reader.is_secret)
-        wants_tests = any(w in TEST_WORDS for w in (a.text.lower() for a in anchors.items)) or any(
-            "test" in p.lower() for p in anchors.paths
-        )
+        cands = channels.collect(store, symbol_hits, search_hits, label, self.reader.is_secret, messages)
+        report = is_report(prose, len(pasted))
+        wants_tests = asks_for_tests(prose, anchors.paths, report=report)
         ranker = Ranker(store, self.reader, terms, wants_tests=wants_tests)
         ordered = ranker.order(cands, self.reader.is_secret, self.memory.recency)
         timings["rank"] = time.perf_counter() - start

@@ -17,6 +17,7 @@ only through ``RepoReader`` and never decides what enters the pack (``fill`` doe
 
 from __future__ import annotations
 
+import re
 import statistics
 import threading
 from collections import OrderedDict
@@ -24,7 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from engine.errors import SemforaError
-from engine.index.terms import TaskTerms, lexical_score, tokens
+from engine.index.terms import STOPWORDS, TaskTerms, lexical_score, tokens
 from engine.orchestrator.context.candidates import (
     NEIGHBOURHOOD_FILES,
     Candidate,
@@ -57,11 +58,36 @@ MODULE_WEIGHT = 0.5
 TEST_WORDS = frozenset(
     {"test", "tests", "testing", "pytest", "unittest", "spec", "specs", "example", "examples", "docs"}
 )
+# A report of something going wrong (an issue: paragraphs, pasted code or output, or more content
+# words than this) is not a request about tests even when it says "example" or "test": those are
+# the reproduction's ("Reproducible example:", "Test CLI"), and what it asks is that the code
+# misbehaving change. Requests are a sentence or two (the context set's: 5 to 25 content words).
+REPORT_WORDS = 30
 # The file's evidence: its best candidates' scores with these weights (the best, the second,
 # the third), so a file with several matching definitions outranks one lucky hit.
 LOCALITY_WEIGHTS = (1.0, 0.5, 0.25)
 # Decoded line terms kept for this many files (process-wide): consecutive tasks share files.
 MAX_LEXICON_FILES = 512
+
+
+def is_report(prose: str, pasted: int) -> bool:
+    """Whether a task is a report (see ``REPORT_WORDS``): ``prose`` is its text without the
+    ``pasted`` blocks of code and output."""
+    if pasted:
+        return True
+    if sum(1 for part in re.split(r"\n\s*\n", prose) if part.strip()) > 1:
+        return True
+    words = [w.lower() for w in re.findall(r"[A-Za-z]+", prose)]
+    return sum(1 for w in words if len(w) > 2 and w not in STOPWORDS) > REPORT_WORDS
+
+
+def asks_for_tests(prose: str, paths: Iterable[str], *, report: bool) -> bool:
+    """Whether tests, examples and docs should count fully: a request (not a report) that says
+    so in its own words, or that names a test file."""
+    if report:
+        return False
+    words = [w.lower() for w in re.findall(r"[A-Za-z]+", prose)]
+    return any(w in TEST_WORDS for w in words) or any("test" in p.lower() for p in paths)
 
 
 class Lexicon:
@@ -256,7 +282,9 @@ class Ranker:
         gained, links = personalised_pagerank(self.store, seeds, names, follow=follow, callers_of=callers_of)
         if not gained:
             return []
-        best = max(gained.values())
+        # Scaled by the best neighbour, not the best seed: the seeds' own evidence already
+        # ranks them, and the walk is what lifts the code around them.
+        best = max((m for n, m in gained.items() if n not in seeds), default=0.0) or max(gained.values())
         added = []
         for node, mass in gained.items():
             c = cands.get(node)
@@ -269,7 +297,7 @@ class Ranker:
                     continue
                 c = cands[node] = of_symbol(sym)
                 added.append(c)
-            c.graph = mass / best
+            c.graph = min(1.0, mass / best)
             link = links.get(node)
             if link is not None and node not in seeds:
                 c.neighbour_of = link.seed

@@ -102,3 +102,47 @@ def test_pasted_output_lends_its_words_once_and_never_its_numbers() -> None:
     # fifty log lines say "get" fifty times; the prose's own words still weigh more
     assert terms.weights[stem("get")] < terms.weights[stem("slow")]
     assert terms.weights[stem("query")] > 0
+
+
+def test_a_reports_title_weighs_more_than_its_story() -> None:
+    def df(words):  # type: ignore[no-untyped-def]
+        return 1000, dict.fromkeys(words, 5)
+
+    text = (
+        "Empty defaults are not displayed\n\nThe help shows nothing; the help text and the default are lost."
+    )
+    plain = task_terms(text, df)
+    titled = task_terms(text, df, title="Empty defaults are not displayed")
+    ratio = titled.weights[stem("default")] / titled.weights[stem("help")]
+    assert ratio > plain.weights[stem("default")] / plain.weights[stem("help")]
+
+
+def test_in_a_report_words_no_definition_is_named_with_do_not_weigh() -> None:
+    def df(words):  # type: ignore[no-untyped-def]
+        return 1000, dict.fromkeys(words, 3)
+
+    named = {"redirect": 4, "body": 2}
+
+    def names(words):  # type: ignore[no-untyped-def]
+        return {w: named.get(w, 0) for w in words}
+
+    text = "After the upgrade a regression: the 307 redirect sends an empty body in our scenario"
+    terms = task_terms(text, df, names=names)
+    kept = set(terms.words.values())
+    assert {"redirect", "body", "307"} <= kept  # the code's names, and a number, stay
+    assert not kept & {"regression", "scenario", "upgrade"}  # prose only: rare, but not the point
+    # a report none of whose words names anything keeps its words
+    assert task_terms("regression in our scenario", df, names=lambda ws: dict.fromkeys(ws, 0)).weights
+
+
+def test_a_long_report_is_searched_by_the_codes_vocabulary_first(indexed_repo) -> None:
+    prose = (
+        "Somewhat bewildering regression noticed yesterday afternoon during quarterly "
+        "reconciliation spreadsheets rehearsal: apparently the unfortunate circumstance "
+        "persists intermittently whenever "
+    )
+    # the prose's rare words are in the index, but only in a comment
+    notes = f"def changelog_entry():\n    # {prose}\n    return None\n"
+    layout, settings = indexed_repo({"client/http.py": HTTP, "client/notes.py": notes, **FILLER})
+    hits = search(layout, settings, prose + REPORT, mode="hybrid", limit=5)
+    assert hits[0].symbol == "Session.follow_redirects", [h.symbol for h in hits]
