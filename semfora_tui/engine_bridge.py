@@ -25,15 +25,19 @@ from semfora_tui.history import HISTORY_FILE, PromptHistory
 from semfora_tui.views import FileView, PackView, PastTurn, files_from_session, pack_from_engine
 
 if TYPE_CHECKING:
-    from engine.api import SourceView, SymbolDetail
+    from engine.api import (
+        IndexReport,
+        Orchestrator,
+        SearchHit,
+        SourceView,
+        SymbolDetail,
+        TurnResult,
+        VectorReport,
+    )
     from engine.edits.session import CommitResult, EditSession, RebaseReport
     from engine.edits.undo import UndoResult
     from engine.edits.writer import RecoveryReport
-    from engine.index.hybrid import SearchHit
-    from engine.index.vectors import VectorReport
-    from engine.orchestrator.core import Orchestrator, TurnResult
     from engine.semantic.diff import SemanticDiff
-    from engine.store.indexer import IndexReport
 
 # (phase, done, total): the progress shape of the indexer and the vector indexer (COMMON contract 3).
 Progress = Callable[[str, int, int], None]
@@ -114,13 +118,13 @@ class EngineBridge:
     def reasoning_status(self) -> tuple[bool, str]:
         """(usable, one-line description). Never shows a key."""
         with engine_part("reasoning"):
-            from engine.api import describe_model, make_reasoner
-            from engine.llm.base import ModelUnavailable
-        try:
-            make_reasoner(self.settings, self.model)
-        except ModelUnavailable as exc:
-            return False, str(exc)
-        return True, describe_model(self.settings, self.model)
+            from engine.api import ModelUnavailable, describe_model, make_reasoner
+
+            try:
+                make_reasoner(self.settings, self.model)
+            except ModelUnavailable as exc:
+                return False, str(exc)
+            return True, describe_model(self.settings, self.model)
 
     def set_model(self, model: str) -> tuple[bool, str]:
         self.model = model.strip()
@@ -143,7 +147,8 @@ class EngineBridge:
     def index(self, *, rebuild: bool = False, progress: Progress | None = None) -> IndexReport:
         with engine_part("indexing"):
             from engine.api import index_repository
-        return index_repository(self.layout, self.settings, rebuild=rebuild, progress=progress)
+
+            return index_repository(self.layout, self.settings, rebuild=rebuild, progress=progress)
 
     def vectors_enabled(self) -> bool:
         return (self.settings.search.embedding or "").strip().lower() not in ("none", "off", "")
@@ -158,7 +163,8 @@ class EngineBridge:
     def build_vectors(self, progress: Progress | None, cancel: threading.Event) -> VectorReport:
         with engine_part("the vector index"):
             from engine.api import build_vectors
-        return build_vectors(self.layout, self.settings, progress=progress, cancel=cancel)
+
+            return build_vectors(self.layout, self.settings, progress=progress, cancel=cancel)
 
     # -- read-only tools ------------------------------------------------------------------------
 
@@ -173,26 +179,30 @@ class EngineBridge:
         """Hits; ``on_warning`` hears once per process when a part is off (e.g. vectors unavailable)."""
         with engine_part("search"):
             from engine.api import Engine, search
-        with Engine(self.layout, self.settings) as engine:
-            return list(search(engine, query, mode=mode, limit=limit, on_warning=on_warning).hits)
+
+            with Engine(self.layout, self.settings) as engine:
+                return list(search(engine, query, mode=mode, limit=limit, on_warning=on_warning).hits)
 
     def symbols(self, name: str) -> list[SymbolDetail]:
         with engine_part("the engine tools"):
             from engine.api import Engine, get_symbol
-        with Engine(self.layout, self.settings) as engine:  # its SQLite store belongs to this thread
-            return [get_symbol(engine, name).data]
+
+            with Engine(self.layout, self.settings) as engine:  # its SQLite store belongs to this thread
+                return [get_symbol(engine, name).data]
 
     def symbol_source(self, name: str) -> SourceView:
         with engine_part("the engine tools"):
             from engine.api import Engine, get_symbol_source
-        with Engine(self.layout, self.settings) as engine:
-            return get_symbol_source(engine, name).data
+
+            with Engine(self.layout, self.settings) as engine:
+                return get_symbol_source(engine, name).data
 
     def overview(self) -> str:
         with engine_part("the repository overview"):
             from engine.api import Engine, get_repo_overview
-        with Engine(self.layout, self.settings) as engine:
-            return get_repo_overview(engine).toon
+
+            with Engine(self.layout, self.settings) as engine:
+                return get_repo_overview(engine).toon
 
     def semantic_diff(self, base: str | None, target: str | None) -> SemanticDiff:
         with engine_part("semantic diff"):
@@ -205,16 +215,18 @@ class EngineBridge:
         """The one orchestrator of this app; a reasoner is attached the first time a turn needs it."""
         with self._lock:
             if self._orchestrator is None or resume:
-                with engine_part("the orchestrator"):
-                    from engine.api import open_orchestrator
                 if self._orchestrator is not None:
                     self._orchestrator.close()
-                self._orchestrator = open_orchestrator(self.layout, self.settings, resume=resume)
+                with engine_part("the orchestrator"):
+                    from engine.api import open_orchestrator
+
+                    self._orchestrator = open_orchestrator(self.layout, self.settings, resume=resume)
             orchestrator = self._orchestrator
             if need_reasoner and orchestrator.reasoner is None:
                 with engine_part("reasoning"):
                     from engine.api import make_reasoner
-                orchestrator.reasoner = make_reasoner(self.settings, self.model)
+
+                    orchestrator.reasoner = make_reasoner(self.settings, self.model)
             return orchestrator
 
     def close(self) -> None:

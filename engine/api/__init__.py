@@ -13,6 +13,9 @@ orchestrator) is imported inside the function that needs it.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from engine.api.search import (
     CacheReport,
     SearchDay,
@@ -94,6 +97,36 @@ from engine.api.values import (
     SymbolView,
 )
 
+if TYPE_CHECKING:
+    from engine.index.hybrid import SearchHit
+    from engine.index.vectors import VectorReport
+    from engine.llm.base import ModelUnavailable, Reasoner
+    from engine.orchestrator.context import ContextPack
+    from engine.orchestrator.core import Orchestrator, TurnResult
+    from engine.store.indexer import IndexReport
+
+# The engine's own frozen values and types a face names, re-exported here so faces import only
+# the door. Each is loaded on first use (PEP 562): `import engine.api` stays cheap, and a command
+# that never touches the orchestrator never imports it.
+_LAZY_EXPORTS: dict[str, str] = {
+    "SearchHit": "engine.index.hybrid",
+    "VectorReport": "engine.index.vectors",
+    "ModelUnavailable": "engine.llm.base",
+    "Reasoner": "engine.llm.base",
+    "ContextPack": "engine.orchestrator.context",
+    "Orchestrator": "engine.orchestrator.core",
+    "TurnResult": "engine.orchestrator.core",
+    "IndexReport": "engine.store.indexer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY_EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'engine.api' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
 __all__ = [
     "DEFAULT_CONTEXT_BUDGET",
     "MAX_CONTEXT_BUDGET",
@@ -101,6 +134,14 @@ __all__ = [
     "MIN_CONTEXT_BUDGET",
     "TOOLS",
     "CacheReport",
+    "ContextPack",
+    "IndexReport",
+    "ModelUnavailable",
+    "Orchestrator",
+    "Reasoner",
+    "SearchHit",
+    "TurnResult",
+    "VectorReport",
     "CallView",
     "CallerRef",
     "DirectoryFile",

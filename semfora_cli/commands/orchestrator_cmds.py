@@ -91,7 +91,7 @@ def run_context(args: argparse.Namespace) -> int:
         return EXIT_OK
 
 
-def _usage_line(result: Any) -> str:
+def _usage_line(result: api.TurnResult) -> str:
     u = result.usage
     return (
         f"-- {result.model}: input {u.input_tokens} (cache write {u.cache_creation_input_tokens}, "
