@@ -57,8 +57,6 @@ from engine.api.tools import (
     list_modules,
     list_symbols,
     search_symbols,
-    symbol_json,
-    symbol_row,
 )
 from engine.api.turns import (
     build_vectors,
@@ -204,8 +202,6 @@ __all__ = [
     "search",
     "search_metrics",
     "search_symbols",
-    "symbol_json",
-    "symbol_row",
     "text_index_missing",
     "validate_search",
 ]

@@ -170,19 +170,6 @@ class Engine:
         self.close()
 
 
-# --- row shapes --------------------------------------------------------------------------------
-
-
-def symbol_row(sym: Symbol) -> dict[str, Any]:
-    """The light entry used in lists and search results (``SymbolRow``'s JSON)."""
-    return SymbolRow.of(sym).to_json()
-
-
-def symbol_json(sym: Symbol) -> dict[str, Any]:
-    """The JSON shape of ``semfora symbol --json`` (BRIEF contract): ``SymbolView``'s JSON."""
-    return SymbolView.of(sym).to_json()
-
-
 def find_symbols(engine: Engine, name_or_id: str, *, with_source: bool = False) -> SymbolMatches:
     """Symbols named ``name_or_id`` (or with that id); failing that, the best name matches (at
     most ``FIND_FALLBACK_LIMIT``). ``with_source`` adds each one's source (deny-list applies)."""
