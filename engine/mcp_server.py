@@ -87,9 +87,9 @@ def _search_tool(engine: Engine) -> McpTool:
 
 def _diff_tool(engine: Engine) -> McpTool:
     def call(args: dict[str, Any]) -> tuple[dict[str, Any], str]:
-        from engine.semantic.diff import analyze_diff
+        from engine.api import semantic_diff
 
-        diff = analyze_diff(engine.layout.root, args.get("base"), args.get("target"))
+        diff = semantic_diff(engine.layout.root, args.get("base"), args.get("target"))
         return diff.to_json(), diff.to_toon()
 
     schema = {

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         IndexReport,
         Orchestrator,
         SearchHit,
+        SemanticDiff,
         SourceView,
         SymbolDetail,
         TurnResult,
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from engine.edits.session import CommitResult, EditSession, RebaseReport
     from engine.edits.undo import UndoResult
     from engine.edits.writer import RecoveryReport
-    from engine.semantic.diff import SemanticDiff
 
 # (phase, done, total): the progress shape of the indexer and the vector indexer (COMMON contract 3).
 Progress = Callable[[str, int, int], None]
@@ -206,8 +206,9 @@ class EngineBridge:
 
     def semantic_diff(self, base: str | None, target: str | None) -> SemanticDiff:
         with engine_part("semantic diff"):
-            from engine.semantic.diff import analyze_diff
-        return analyze_diff(self.root, base, target)
+            from engine.api import semantic_diff
+
+            return semantic_diff(self.root, base, target)
 
     # -- orchestrator ---------------------------------------------------------------------------
 

@@ -20,6 +20,8 @@ BEHIND_THE_DOOR = (
     "engine.index",
     "engine.orchestrator",
     "engine.llm",
+    "engine.semantic",
+    "engine.review",
 )
 FACES = (*sorted((ROOT / "semfora_cli").rglob("*.py")), *sorted((ROOT / "semfora_tui").rglob("*.py")))
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from engine.api.review import ci_review, semantic_diff
 from engine.api.search import (
     CacheReport,
     SearchDay,
@@ -101,6 +102,8 @@ if TYPE_CHECKING:
     from engine.llm.base import ModelUnavailable, Reasoner
     from engine.orchestrator.context import ContextPack
     from engine.orchestrator.core import Orchestrator, TurnResult
+    from engine.review.ci import ReviewReport
+    from engine.semantic.diff import SemanticDiff
     from engine.store.indexer import IndexReport
 
 # The engine's own frozen values and types a face names, re-exported here so faces import only
@@ -115,6 +118,8 @@ _LAZY_EXPORTS: dict[str, str] = {
     "Orchestrator": "engine.orchestrator.core",
     "TurnResult": "engine.orchestrator.core",
     "IndexReport": "engine.store.indexer",
+    "ReviewReport": "engine.review.ci",
+    "SemanticDiff": "engine.semantic.diff",
 }
 
 
@@ -137,7 +142,9 @@ __all__ = [
     "ModelUnavailable",
     "Orchestrator",
     "Reasoner",
+    "ReviewReport",
     "SearchHit",
+    "SemanticDiff",
     "TurnResult",
     "VectorReport",
     "CallView",
@@ -176,6 +183,7 @@ __all__ = [
     "build_vectors",
     "cache_stats",
     "check_index",
+    "ci_review",
     "clear_cache",
     "describe_model",
     "ensure_text_index",
@@ -202,6 +210,7 @@ __all__ = [
     "search",
     "search_metrics",
     "search_symbols",
+    "semantic_diff",
     "text_index_missing",
     "validate_search",
 ]

@@ -19,8 +19,7 @@ from semfora_tui.slash import ParsedCommand
 from semfora_tui.views import PackView
 
 if TYPE_CHECKING:
-    from engine.api import SearchHit, SourceView, SymbolDetail
-    from engine.semantic.diff import SemanticDiff
+    from engine.api import SearchHit, SemanticDiff, SourceView, SymbolDetail
     from semfora_tui.screens.main import MainScreen
 
 # Results listed by /search.
