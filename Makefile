@@ -41,7 +41,7 @@ run: $(STAMP_RUN)
 
 lint: $(STAMP_DEV)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check engine semfora_tui tests
+	$(VENV)/bin/ruff format --check engine semfora_cli semfora_tui tests
 
 typecheck: $(STAMP_DEV)
 	$(VENV)/bin/mypy

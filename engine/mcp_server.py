@@ -1,4 +1,4 @@
-"""`semfora mcp`: the engine tool surface (engine.tools) served over MCP on stdio.
+"""`semfora mcp`: the engine's front door (``engine.api``) served over MCP on stdio.
 
 Owns the MCP mapping: tool listings with token costs, argument validation against each
 tool's schema, limits on what one reply may carry, redaction of every reply (the client is
@@ -15,9 +15,12 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import NotFoundError, SemforaError, ServiceUnavailable, UsageError
+
+if TYPE_CHECKING:
+    from engine.api import Engine, ToolSpec
 
 SERVER_NAME = "semfora"
 SERVER_VERSION = "0.1.0"
@@ -47,26 +50,16 @@ class McpTool:
     name: str
     description: str
     input_schema: dict[str, Any]
-    call: Callable[[dict[str, Any]], tuple[Any, str]]  # arguments -> (structured data, TOON text)
+    call: Callable[[dict[str, Any]], tuple[dict[str, Any], str]]  # arguments -> (structured JSON, TOON text)
 
 
-def _search_tool(engine: Any) -> McpTool:
-    def call(args: dict[str, Any]) -> tuple[Any, str]:
-        from engine.index.hybrid import search
+def _search_tool(engine: Engine) -> McpTool:
+    def call(args: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        from engine.api import search
 
-        warnings: list[str] = []
-        hits = search(
-            engine.layout,
-            engine.settings,
-            args["query"],
-            mode=args.get("mode", "hybrid"),
-            limit=args.get("limit", 10),
-            on_warning=warnings.append,  # e.g. vectors unavailable: full-text and symbols answered
-        )
-        rows = [h.to_json() for h in hits]
-        data: dict[str, Any] = {"results": rows}
-        if warnings:
-            data["warnings"] = warnings
+        # Warnings (e.g. vectors unavailable: full-text and symbols answered) ride in the reply.
+        found = search(engine, args["query"], mode=args.get("mode", "hybrid"), limit=args.get("limit", 10))
+        data = found.to_json(always_warnings=False)
         return data, _toon(data)
 
     schema = {
@@ -92,11 +85,11 @@ def _search_tool(engine: Any) -> McpTool:
     )
 
 
-def _diff_tool(engine: Any) -> McpTool:
-    def call(args: dict[str, Any]) -> tuple[Any, str]:
-        from engine.semantic.diff import analyze_diff
+def _diff_tool(engine: Engine) -> McpTool:
+    def call(args: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        from engine.api import semantic_diff
 
-        diff = analyze_diff(engine.layout.root, args.get("base"), args.get("target"))
+        diff = semantic_diff(engine.layout.root, args.get("base"), args.get("target"))
         return diff.to_json(), diff.to_toon()
 
     schema = {
@@ -123,16 +116,16 @@ def _toon(payload: Any) -> str:
     return toon_format.dumps(payload)
 
 
-def build_tools(engine: Any) -> dict[str, McpTool]:
-    """Every tool of engine.tools.TOOLS, plus hybrid search and the semantic diff."""
-    from engine.tools import TOOLS
+def build_tools(engine: Engine) -> dict[str, McpTool]:
+    """Every tool of engine.api.TOOLS, plus hybrid search and the semantic diff."""
+    from engine.api import TOOLS
 
     tools: dict[str, McpTool] = {}
     for name, spec in TOOLS.items():
 
-        def call(args: dict[str, Any], spec: Any = spec) -> tuple[Any, str]:
+        def call(args: dict[str, Any], spec: ToolSpec = spec) -> tuple[dict[str, Any], str]:
             result = spec(engine if spec.needs_engine else None, **args)
-            return result.data, result.toon
+            return result.to_json(), result.toon
 
         description = spec.description
         if spec.token_cost:
@@ -231,7 +224,7 @@ def build_server(path: str | os.PathLike[str] | None = None) -> Any:
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
 
-    from engine.tools import Engine
+    from engine.api import Engine
 
     def on_warning(warning: Any) -> None:
         sys.stderr.write(f"semfora: warning[{warning.code}]: {warning.message}\n")

@@ -1,6 +1,9 @@
 """The app's only door into ``engine``: blocking calls, run from thread workers.
 
-Engine modules are imported inside each method (so the first frame never waits for
+What the app asks of the engine (search, symbols, sources, the overview, the index, vectors,
+context packs, turns, run logs) goes through the engine's front door, ``engine.api``, and comes
+back as its frozen, typed values. The edit session (``engine.edits``) and the semantic diff are
+their own APIs and are called directly. Engine modules are imported inside each method (so the first frame never waits for
 tree-sitter, chromadb or anthropic) and typed under ``TYPE_CHECKING``, so the app reads
 the engine's own types instead of ``Any``. A part of the engine missing from this build
 raises ``EngineUnavailable``; it never fakes a result. It must not import textual.
@@ -13,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engine.config import Settings, load_settings
 from engine.errors import ServiceUnavailable, UsageError
@@ -22,14 +25,19 @@ from semfora_tui.history import HISTORY_FILE, PromptHistory
 from semfora_tui.views import FileView, PackView, PastTurn, files_from_session, pack_from_engine
 
 if TYPE_CHECKING:
+    from engine.api import (
+        IndexReport,
+        Orchestrator,
+        SearchHit,
+        SemanticDiff,
+        SourceView,
+        SymbolDetail,
+        TurnResult,
+        VectorReport,
+    )
     from engine.edits.session import CommitResult, EditSession, RebaseReport
     from engine.edits.undo import UndoResult
     from engine.edits.writer import RecoveryReport
-    from engine.index.hybrid import SearchHit
-    from engine.index.vectors import VectorReport
-    from engine.orchestrator.core import Orchestrator, TurnResult
-    from engine.semantic.diff import SemanticDiff
-    from engine.store.indexer import IndexReport
 
 # (phase, done, total): the progress shape of the indexer and the vector indexer (COMMON contract 3).
 Progress = Callable[[str, int, int], None]
@@ -110,13 +118,13 @@ class EngineBridge:
     def reasoning_status(self) -> tuple[bool, str]:
         """(usable, one-line description). Never shows a key."""
         with engine_part("reasoning"):
-            from engine.llm.base import ModelUnavailable
-            from engine.llm.select import describe_model_status, make_reasoner
-        try:
-            make_reasoner(self.settings, self.model)
-        except ModelUnavailable as exc:
-            return False, str(exc)
-        return True, describe_model_status(self.settings, self.model)
+            from engine.api import ModelUnavailable, describe_model, make_reasoner
+
+            try:
+                make_reasoner(self.settings, self.model)
+            except ModelUnavailable as exc:
+                return False, str(exc)
+            return True, describe_model(self.settings, self.model)
 
     def set_model(self, model: str) -> tuple[bool, str]:
         self.model = model.strip()
@@ -138,8 +146,9 @@ class EngineBridge:
 
     def index(self, *, rebuild: bool = False, progress: Progress | None = None) -> IndexReport:
         with engine_part("indexing"):
-            from engine.store.indexer import index_repository
-        return index_repository(self.layout, self.settings, rebuild=rebuild, progress=progress)
+            from engine.api import index_repository
+
+            return index_repository(self.layout, self.settings, rebuild=rebuild, progress=progress)
 
     def vectors_enabled(self) -> bool:
         return (self.settings.search.embedding or "").strip().lower() not in ("none", "off", "")
@@ -153,8 +162,9 @@ class EngineBridge:
 
     def build_vectors(self, progress: Progress | None, cancel: threading.Event) -> VectorReport:
         with engine_part("the vector index"):
-            from engine.index.vectors import VectorIndexer
-        return VectorIndexer(self.layout, self.settings).run(progress=progress, cancel=cancel)
+            from engine.api import build_vectors
+
+            return build_vectors(self.layout, self.settings, progress=progress, cancel=cancel)
 
     # -- read-only tools ------------------------------------------------------------------------
 
@@ -168,31 +178,37 @@ class EngineBridge:
     ) -> list[SearchHit]:
         """Hits; ``on_warning`` hears once per process when a part is off (e.g. vectors unavailable)."""
         with engine_part("search"):
-            from engine.index.hybrid import search
-        return list(search(self.layout, self.settings, query, mode, limit, on_warning=on_warning))
+            from engine.api import Engine, search
 
-    def symbols(self, name: str) -> list[dict[str, Any]]:
-        with engine_part("the engine tools"):
-            from engine.tools import Engine, get_symbol
-        with Engine(self.layout, self.settings) as engine:  # its SQLite store belongs to this thread
-            return [dict(get_symbol(engine, name).data)]
+            with Engine(self.layout, self.settings) as engine:
+                return list(search(engine, query, mode=mode, limit=limit, on_warning=on_warning).hits)
 
-    def symbol_source(self, name: str) -> dict[str, Any]:
+    def symbols(self, name: str) -> list[SymbolDetail]:
         with engine_part("the engine tools"):
-            from engine.tools import Engine, get_symbol_source
-        with Engine(self.layout, self.settings) as engine:
-            return dict(get_symbol_source(engine, name).data)
+            from engine.api import Engine, get_symbol
+
+            with Engine(self.layout, self.settings) as engine:  # its SQLite store belongs to this thread
+                return [get_symbol(engine, name).data]
+
+    def symbol_source(self, name: str) -> SourceView:
+        with engine_part("the engine tools"):
+            from engine.api import Engine, get_symbol_source
+
+            with Engine(self.layout, self.settings) as engine:
+                return get_symbol_source(engine, name).data
 
     def overview(self) -> str:
         with engine_part("the repository overview"):
-            from engine.tools import Engine, get_repo_overview
-        with Engine(self.layout, self.settings) as engine:
-            return get_repo_overview(engine).toon
+            from engine.api import Engine, get_repo_overview
+
+            with Engine(self.layout, self.settings) as engine:
+                return get_repo_overview(engine).toon
 
     def semantic_diff(self, base: str | None, target: str | None) -> SemanticDiff:
         with engine_part("semantic diff"):
-            from engine.semantic.diff import analyze_diff
-        return analyze_diff(self.root, base, target)
+            from engine.api import semantic_diff
+
+            return semantic_diff(self.root, base, target)
 
     # -- orchestrator ---------------------------------------------------------------------------
 
@@ -200,16 +216,18 @@ class EngineBridge:
         """The one orchestrator of this app; a reasoner is attached the first time a turn needs it."""
         with self._lock:
             if self._orchestrator is None or resume:
-                with engine_part("the orchestrator"):
-                    from engine.orchestrator.core import Orchestrator
                 if self._orchestrator is not None:
                     self._orchestrator.close()
-                self._orchestrator = Orchestrator(self.layout, self.settings, resume=resume)
+                with engine_part("the orchestrator"):
+                    from engine.api import open_orchestrator
+
+                    self._orchestrator = open_orchestrator(self.layout, self.settings, resume=resume)
             orchestrator = self._orchestrator
             if need_reasoner and orchestrator.reasoner is None:
                 with engine_part("reasoning"):
-                    from engine.llm.select import make_reasoner
-                orchestrator.reasoner = make_reasoner(self.settings, self.model)
+                    from engine.api import make_reasoner
+
+                    orchestrator.reasoner = make_reasoner(self.settings, self.model)
             return orchestrator
 
     def close(self) -> None:
@@ -242,8 +260,8 @@ class EngineBridge:
         """
         orchestrator = self.orchestrator(need_reasoner=False, resume=True)
         with engine_part("the run log"):
+            from engine.api import load_run
             from engine.errors import NotFoundError
-            from engine.orchestrator.runlog import load_run
         turns: list[PastTurn] = []
         for turn in orchestrator.session.turns:
             run_id = str(turn.get("run_id", ""))

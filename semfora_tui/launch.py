@@ -1,16 +1,28 @@
-"""Start the Textual app. Imported only when `semfora [PATH]` opens the UI."""
+"""Start the Textual app. Imported only when `semfora [PATH]` opens the UI.
+
+The command line (``semfora_cli``) imports this module lazily; the app never imports the
+command line back, so the one error it can meet before the screen opens is printed here, in
+the same one-line ``error[CODE]: message`` form the CLI uses.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from engine.errors import SemforaError
 from engine.store.layout import find_repo_root
 
 
-def run_app(args: argparse.Namespace) -> int:
-    from semfora_tui.cli.output import report_error
+def _report_error(err: SemforaError) -> int:
+    line = f"error[{err.code}]: {err.message}"
+    if err.hint:
+        line += f" ({err.hint})"
+    sys.stderr.write(line.replace("\n", " ") + "\n")
+    return err.exit_code
 
+
+def run_app(args: argparse.Namespace) -> int:
     try:
         root = find_repo_root(args.path)
         from semfora_tui.app import SemforaApp
@@ -18,6 +30,6 @@ def run_app(args: argparse.Namespace) -> int:
         # Settings are read here: a bad config.toml is reported before the screen switches.
         app = SemforaApp(root, model=args.model, budget=args.budget, resume=args.resume)
     except SemforaError as err:
-        return report_error(err, as_json=False)
+        return _report_error(err)
     app.run()
     return int(app.return_code or 0)

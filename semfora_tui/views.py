@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from engine.api import ContextPack, TurnResult
     from engine.edits.session import FileChange
-    from engine.orchestrator.context import ContextPack
-    from engine.orchestrator.core import TurnResult
 
 PRIORITIES: tuple[str, ...] = ("critical", "high", "medium", "low")
 

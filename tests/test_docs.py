@@ -1,7 +1,7 @@
 """The user docs stay true: every error code is documented, and the command reference matches the parser.
 
 The CLI and slash-command reference in docs/commands.md is generated from
-`semfora_tui.cli.main.build_parser()` and `semfora_tui.slash.COMMANDS`; regenerate it with
+`semfora_cli.main.build_parser()` and `semfora_tui.slash.COMMANDS`; regenerate it with
 ``python -m tests.test_docs``.
 """
 
@@ -73,7 +73,7 @@ def _option_line(action: argparse.Action) -> str:
 
 
 def render_cli() -> str:
-    from semfora_tui.cli.main import build_parser
+    from semfora_cli.main import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

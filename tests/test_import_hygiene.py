@@ -28,10 +28,12 @@ def test_engine_never_imports_textual() -> None:
 
 def test_help_imports_no_heavy_client() -> None:
     modules = _loaded_after(
-        "import sys\nfrom semfora_tui.cli.main import main\nsys.argv=['semfora','--help']\n"
+        "import sys\nfrom semfora_cli.main import main\nsys.argv=['semfora','--help']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
     )
-    assert "semfora_tui" in modules
+    assert "semfora_cli" in modules
+    # The command line is its own package: its help never loads the app.
+    assert "semfora_tui" not in modules
     for heavy in HEAVY:
         assert heavy not in modules, heavy
 

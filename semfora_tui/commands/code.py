@@ -7,7 +7,7 @@ writes the answer in the chat (paths in code spans, wide tables as tables that d
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
@@ -19,8 +19,7 @@ from semfora_tui.slash import ParsedCommand
 from semfora_tui.views import PackView
 
 if TYPE_CHECKING:
-    from engine.index.hybrid import SearchHit
-    from engine.semantic.diff import SemanticDiff
+    from engine.api import SearchHit, SemanticDiff, SourceView, SymbolDetail
     from semfora_tui.screens.main import MainScreen
 
 # Results listed by /search.
@@ -79,7 +78,7 @@ def open_result(screen: MainScreen, file: str, symbol: str, start: int, end: int
     bridge = screen.bridge
 
     def job() -> str:
-        source: dict[str, Any] | None = None
+        source: SourceView | None = None
         if symbol:
             try:
                 source = bridge.symbol_source(symbol)
@@ -99,11 +98,10 @@ def _file_lines(root: Path, file: str, start: int, end: int) -> str:
     return f"{code(f'{file}:{start}-{end}')}\n\n```{fence_language(file)}\n{body}\n```"
 
 
-def _source_markdown(source: dict[str, Any], file: str) -> str:
-    file = source.get("file") or file
-    where = f"{file}:{source.get('start_line', '?')}-{source.get('end_line', '?')}"
-    body = source.get("source", "")
-    return f"{code(str(source.get('symbol', '')))} — {code(where)}\n\n```{fence_language(file)}\n{body}\n```"
+def _source_markdown(source: SourceView, file: str) -> str:
+    file = source.file or file
+    where = f"{file}:{source.start_line}-{source.end_line}"
+    return f"{code(source.symbol)} — {code(where)}\n\n```{fence_language(file)}\n{source.source}\n```"
 
 
 @command("symbol")
@@ -112,28 +110,28 @@ async def symbol(screen: MainScreen, cmd: ParsedCommand) -> None:
         raise UsageError("/symbol needs a name or id, e.g. /symbol Config.load")
     name = cmd.rest
 
-    async def show(found: list[dict[str, Any]]) -> None:
+    async def show(found: list[SymbolDetail]) -> None:
         await screen.note(_symbols_markdown(name, found))
 
     screen.run_job(lambda: screen.bridge.symbols(name), show)
 
 
-def _symbols_markdown(name: str, found: list[dict[str, Any]]) -> str:
+def _symbols_markdown(name: str, found: list[SymbolDetail]) -> str:
     blocks: list[str] = []
-    for sym in found:
-        qualified = sym.get("qualified_name") or sym.get("name") or name
-        where = f"{sym.get('file', '?')}:{sym.get('start_line', '?')}-{sym.get('end_line', '?')}"
+    for detail in found:
+        sym = detail.symbol
+        qualified = sym.qualified_name or sym.name or name
+        where = f"{sym.file}:{sym.start_line}-{sym.end_line}"
         lines = [
-            f"### {code(str(qualified))} ({sym.get('kind', '?')})",
-            f"{code(where)} · risk {sym.get('risk', '?')}",
+            f"### {code(qualified)} ({sym.kind})",
+            f"{code(where)} · risk {sym.risk}",
         ]
-        if sym.get("doc"):
-            lines.append(f"_{sym['doc']}_")
-        lines.append(f"```\n{sym.get('signature') or qualified}\n```")
-        calls = ", ".join(code(str(c["name"])) for c in sym.get("calls", [])[:12])
+        if sym.doc:
+            lines.append(f"_{sym.doc}_")
+        lines.append(f"```\n{sym.signature or qualified}\n```")
+        calls = ", ".join(code(c.name) for c in detail.calls[:12])
         callers = ", ".join(
-            f"{code(str(c['name']))} ({code(str(c['file']) + ':' + str(c['line']))})"
-            for c in sym.get("callers", [])[:8]
+            f"{code(c.name)} ({code(c.file + ':' + str(c.line))})" for c in detail.callers[:8]
         )
         if calls:
             lines.append(f"**calls:** {calls}")

@@ -209,7 +209,7 @@ def _recall(theirs: Counter[tuple[str, str, str]], db: Path) -> tuple[float, int
 
 def _search_latency(layout_root: Path, cache: Path, names: list[str]) -> tuple[float, float]:
     os.environ["XDG_CACHE_HOME"] = str(cache)
-    from engine import tools
+    from engine import api as tools
 
     with tools.Engine.open(layout_root) as engine:
         tools.search_symbols(engine, names[0])  # open the connection, warm SQLite's page cache

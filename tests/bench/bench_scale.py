@@ -174,7 +174,7 @@ print(json.dumps({"seconds": time.perf_counter() - t, "files": r.files, "symbols
 
 _WARM = """
 import json, statistics, sys, time
-from engine import tools
+from engine import api as tools
 from engine.config import load_settings
 from engine.index.hybrid import search
 from engine.orchestrator.core import Orchestrator

@@ -140,6 +140,7 @@ def _attempt(tally: Tally, surface: str, fn: Any, leaked: Any) -> None:
 
 
 def _attack_world(work: Path, counts: dict[str, int], rng: random.Random, tally: Tally) -> None:
+    from engine.api import Engine
     from engine.config import load_settings
     from engine.index.pipeline import refresh_text_index
     from engine.mcp_server import answer, build_tools
@@ -150,7 +151,6 @@ def _attack_world(work: Path, counts: dict[str, int], rng: random.Random, tally:
     from engine.policy.names import is_git_component, is_secret_name
     from engine.policy.sandbox import read_text, resolve
     from engine.store.layout import RepoLayout
-    from engine.tools import Engine
     from tests.engine.policy.hostile import build_hostile_repo, hostile_paths, random_path
 
     repo = build_hostile_repo(work)

@@ -165,7 +165,7 @@ def test_help_does_not_import_mcp() -> None:
     import sys
 
     code = (
-        "import sys\nfrom semfora_tui.cli.main import main\nsys.argv=['semfora','mcp','--help']\n"
+        "import sys\nfrom semfora_cli.main import main\nsys.argv=['semfora','mcp','--help']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\nprint('mcp' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

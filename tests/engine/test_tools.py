@@ -7,7 +7,7 @@ import json
 import pytest
 import toon_format
 
-from engine import tools
+from engine import api as tools
 from engine.errors import NotFoundError, SandboxError, UsageError
 from engine.store.db import identifier_parts
 
@@ -42,7 +42,7 @@ def engine(make_repo):
 
 
 def _names(result: tools.ToolResult) -> list[str]:
-    return [row["name"] for row in result.data["symbols"]]
+    return [row["name"] for row in result.to_json()["symbols"]]
 
 
 def test_every_registered_tool_documents_its_token_cost() -> None:
@@ -101,7 +101,7 @@ def test_limits_are_enforced_not_just_documented(engine) -> None:
         tools.get_call_graph(engine, "user", depth=7)
     with pytest.raises(UsageError):
         tools.TOOLS["search_symbols"](engine, query="x", bogus=1)
-    assert len(tools.search_symbols(engine, "u", limit=2).data["symbols"]) == 2
+    assert len(tools.search_symbols(engine, "u", limit=2).to_json()["symbols"]) == 2
 
 
 def test_tabular_toon_is_never_larger_than_compact_json(engine) -> None:
@@ -119,44 +119,44 @@ def test_tabular_toon_is_never_larger_than_compact_json(engine) -> None:
 
 
 def test_symbol_details_source_and_graph(engine) -> None:
-    detail = tools.get_symbol(engine, "SessionStore.load").data
+    detail = tools.get_symbol(engine, "SessionStore.load").to_json()
     assert detail["risk"] in ("medium", "high") and any("subprocess" in r for r in detail["risk_reasons"])
     assert [c["name"] for c in detail["callers"]] == ["SessionStore.get_user_by_id"]
-    src = tools.get_symbol_source(engine, "getUserName", context=1).data
+    src = tools.get_symbol_source(engine, "getUserName", context=1).to_json()
     assert "def getUserName(user):" in src["source"] and src["start_line"] == src["end_line"] - 3
-    graph = tools.get_callers(engine, "user", depth=2).data
+    graph = tools.get_callers(engine, "user", depth=2).to_json()
     assert {(c["name"], c["depth"]) for c in graph["callers"]} >= {("user_profile", 1), ("profile_view", 1)}
-    both = tools.get_symbols(engine, [detail["id"]]).data["symbols"]
+    both = tools.get_symbols(engine, [detail["id"]]).to_json()["symbols"]
     assert both[0]["qualified_name"] == "SessionStore.load"
     with pytest.raises(NotFoundError):
         tools.get_symbol(engine, "no_such_symbol_anywhere")
 
 
 def test_files_directories_index_and_languages(engine) -> None:
-    fa = tools.analyze_file(engine, "auth/session.py").data
+    fa = tools.analyze_file(engine, "auth/session.py").to_json()
     assert fa["language"] == "python" and "subprocess" in fa["imports"]
     assert {r["name"] for r in fa["symbols"]} >= {"SessionStore", "SessionStore.load", "user"}
     with pytest.raises(SandboxError):
         tools.analyze_file(engine, "../../etc/passwd")
-    summary = tools.analyze_directory(engine, "auth").data
+    summary = tools.analyze_directory(engine, "auth").to_json()
     assert summary["files"] == 2 and "file_list" not in summary
-    full = tools.analyze_directory(engine, "auth", summary_only=False).data
+    full = tools.analyze_directory(engine, "auth", summary_only=False).to_json()
     assert [f["path"] for f in full["file_list"]] == ["auth/session.py", "auth/views.py"]
-    assert tools.check_index(engine).data["fresh"] is True
+    assert tools.check_index(engine).to_json()["fresh"] is True
     (engine.layout.root / "auth" / "views.py").write_text("def changed():\n    pass\n", encoding="utf-8")
-    stale = tools.check_index(engine, integrity=True).data
+    stale = tools.check_index(engine, integrity=True).to_json()
     assert stale["fresh"] is False and stale["integrity"] == "ok"
-    report = tools.generate_index(engine).data
+    report = tools.generate_index(engine).to_json()
     assert report["ok"] and report["changed"] == 1
-    assert tools.check_index(engine).data["fresh"] is True
-    langs = {row["name"]: row["level"] for row in tools.list_languages().data["languages"]}
+    assert tools.check_index(engine).to_json()["fresh"] is True
+    langs = {row["name"]: row["level"] for row in tools.list_languages().to_json()["languages"]}
     assert langs["python"] == "full" and len(langs) >= 15
 
 
 def test_module_tools_and_overview(engine) -> None:
-    modules = {m["name"] for m in tools.list_modules(engine).data["modules"]}
+    modules = {m["name"] for m in tools.list_modules(engine).to_json()["modules"]}
     assert modules >= {"auth", "web"}
-    mod = tools.get_module(engine, "auth").data
+    mod = tools.get_module(engine, "auth").to_json()
     assert {s["name"] for s in mod["symbols"]} >= {"SessionStore", "profile_view"}
     with pytest.raises(NotFoundError):
         tools.get_module(engine, "nope")
@@ -175,10 +175,10 @@ def test_source_of_files_on_the_secret_deny_list_is_never_returned(engine) -> No
     from engine.errors import NotFoundError
 
     # Never indexed: no symbol, no source, no snippet; only its existence (a skipped file).
-    assert tools.search_symbols(engine, "load_api_token").data["symbols"] == []
+    assert tools.search_symbols(engine, "load_api_token").to_json()["symbols"] == []
     with pytest.raises(NotFoundError):
         tools.get_symbol_source(engine, "load_api_token")
-    skipped = {s["path"]: s["reason"] for s in tools.generate_index(engine).data["skipped_files"]}
+    skipped = {s["path"]: s["reason"] for s in tools.generate_index(engine).to_json()["skipped_files"]}
     assert skipped["conf/secrets_loader.py"].startswith("secret")
     with pytest.raises(SecretPathDenied):
         tools.analyze_file(engine, "conf/secrets_loader.py")

@@ -24,7 +24,7 @@ def test_building_the_app_imports_no_heavy_library(demo_repo: Path) -> None:
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "import semfora_tui.cli.main, semfora_tui.launch\n"
+        "import semfora_cli.main, semfora_tui.launch\n"
         "from semfora_tui.app import SemforaApp\n"
         f"SemforaApp(Path({str(demo_repo)!r}))\n"
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))\n"

@@ -15,11 +15,15 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import SemforaError
 from engine.orchestrator.anchors import Anchors
 from engine.semantic.model import Symbol
+
+if TYPE_CHECKING:
+    from engine.index.hybrid import SearchHit
+    from engine.store.db import SymbolStore
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +116,7 @@ _FILE_SYMBOLS_LOCK = threading.Lock()
 MAX_CACHED_FILE_SYMBOLS = 512
 
 
-def file_symbols(store: Any, rel: str) -> list[Symbol]:
+def file_symbols(store: SymbolStore, rel: str) -> list[Symbol]:
     """Definitions of ``rel`` in line order, without their call lists (one query, not one per symbol)."""
     from engine.store.db import SYMBOL_COLUMNS, row_to_symbol
 
@@ -140,7 +144,10 @@ def file_symbols(store: Any, rel: str) -> list[Symbol]:
 
 
 def anchor_channel(
-    store: Any, anchors: Anchors, is_secret: Callable[[str], bool], safe_rel: Callable[[str], str | None]
+    store: SymbolStore,
+    anchors: Anchors,
+    is_secret: Callable[[str], bool],
+    safe_rel: Callable[[str], str | None],
 ) -> list[tuple[Symbol, str, float]]:
     """(symbol, reason, bonus) in channel order, from the names and paths the task mentions.
 
@@ -207,7 +214,7 @@ def anchor_channel(
     return out
 
 
-def repository_file(store: Any, path: str) -> str | None:
+def repository_file(store: SymbolStore, path: str) -> str | None:
     """The indexed file a path from outside the repository means, or None.
 
     A traceback's or a link's paths are the reporter's (``/usr/lib/python3/site-packages/pkg/
@@ -228,7 +235,7 @@ def repository_file(store: Any, path: str) -> str | None:
     return None
 
 
-def frame_symbols(store: Any, name: str, path: str, line: int) -> list[Symbol]:
+def frame_symbols(store: SymbolStore, name: str, path: str, line: int) -> list[Symbol]:
     """The definition a stack frame names, in the repository file its path ends with.
 
     Among that file's definitions named ``name``, the one holding ``line`` wins; line numbers
@@ -245,14 +252,14 @@ def frame_symbols(store: Any, name: str, path: str, line: int) -> list[Symbol]:
     return found[:1]
 
 
-def linked_symbols(store: Any, rel: str, line: int) -> list[Symbol]:
+def linked_symbols(store: SymbolStore, rel: str, line: int) -> list[Symbol]:
     """The innermost definition of ``rel`` holding ``line`` (none when the line is outside all)."""
     holders = [s for s in file_symbols(store, rel) if s.start_line <= line <= s.end_line]
     return sorted(holders, key=lambda s: s.end_line - s.start_line)[:1]
 
 
 def message_channel(
-    layout: Any, settings: Any, store: Any, phrases: list[str], is_secret: Callable[[str], bool]
+    layout: Any, settings: Any, store: SymbolStore, phrases: list[str], is_secret: Callable[[str], bool]
 ) -> list[tuple[Symbol, str, float]]:
     """(symbol, reason, bonus) of the source definitions that spell out a message the task quotes.
 
@@ -290,7 +297,7 @@ def message_channel(
 
 def search_channel(
     layout: Any, settings: Any, memory: Any, query: str, on_warning: Callable[[str], None]
-) -> list[Any]:
+) -> list[SearchHit]:
     """Hybrid search hits for ``query``, cached in session memory for five minutes."""
     key = f"hybrid:{SEARCH_POOL}:{query}"
     cached = memory.search(key)
@@ -319,19 +326,16 @@ def search_channel(
     return hits
 
 
-def sources_label(hit: Any) -> str:
+def sources_label(hit: SearchHit) -> str:
     """'fts rank 2', 'fts rank 1, vector rank 4'... from a hit's per-source ranks."""
-    sources = getattr(hit, "sources", None)
-    if not isinstance(sources, dict):
-        return "search"
-    parts = [f"{name} rank {rank}" for name, rank in sorted(sources.items()) if rank]
+    parts = [f"{name} rank {rank}" for name, rank in sorted(hit.sources.items()) if rank]
     return ", ".join(parts) or "search"
 
 
 def collect(
-    store: Any,
+    store: SymbolStore,
     symbol_hits: list[tuple[Symbol, str, float]],
-    search_hits: list[Any],
+    search_hits: Sequence[SearchHit],
     query_label: str,
     is_secret: Callable[[str], bool],
     message_hits: Sequence[tuple[Symbol, str, float]] = (),
@@ -347,11 +351,11 @@ def collect(
             c.explicit = c.explicit or bonus >= EXPLICIT_BONUS
             c.reasons.append(reason)
     for rank, hit in enumerate(search_hits, 1):
-        file = getattr(hit, "file", "") or ""
+        file = hit.file
         if not file or is_secret(file):
             continue
-        sid = getattr(hit, "symbol_id", None)
-        key = sid or f"{file}:{getattr(hit, 'start_line', 0)}"
+        sid = hit.symbol_id
+        key = sid or f"{file}:{hit.start_line}"
         found = cands.get(key)
         if found is not None:
             c = found
@@ -364,10 +368,10 @@ def collect(
                     key,
                     None,
                     file,
-                    getattr(hit, "start_line", None),
-                    getattr(hit, "end_line", None),
-                    snippet=getattr(hit, "snippet", "") or "",
-                    chunk_kind=getattr(hit, "kind", "module") or "module",
+                    hit.start_line,
+                    hit.end_line,
+                    snippet=hit.snippet,
+                    chunk_kind=hit.kind or "module",
                 )
             cands[key] = c
         c.ranks["search"] = min(c.ranks.get("search", rank), rank)
@@ -377,7 +381,7 @@ def collect(
 
 
 def neighbourhood(
-    store: Any, cands: dict[str, Candidate], files: list[str], is_secret: Callable[[str], bool]
+    store: SymbolStore, cands: dict[str, Candidate], files: list[str], is_secret: Callable[[str], bool]
 ) -> int:
     """Add every definition of ``files`` not yet a candidate; returns how many were added."""
     added = 0
@@ -394,7 +398,7 @@ def neighbourhood(
     return added
 
 
-def _symbol(store: Any, symbol_id: str) -> Symbol | None:
+def _symbol(store: SymbolStore, symbol_id: str) -> Symbol | None:
     try:
         return store.symbol(symbol_id)  # type: ignore[no-any-return]
     except SemforaError:

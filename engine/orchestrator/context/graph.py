@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.store.db import SymbolStore
 
 # Seeds of the walk: the best few candidates; more dilute the walk into the whole module.
 GRAPH_SEEDS = 8
@@ -31,7 +34,7 @@ class Link:
 
 
 def personalised_pagerank(
-    store: Any,
+    store: SymbolStore,
     seeds: Mapping[str, float],
     names: Mapping[str, str],
     *,
@@ -55,12 +58,9 @@ def personalised_pagerank(
         if callers_of(seed):
             relations.append(("caller", store.callers(seed, 1)))
         for relation, nodes in relations:
-            kept = [
-                n for n in nodes if getattr(n, "symbol_id", None) and follow(getattr(n, "file", "") or "")
-            ]
-            for node in kept[:NEIGHBOURS_PER_SEED]:
-                other = node.symbol_id
-                if other == seed:
+            kept = [n.symbol_id for n in nodes if n.symbol_id and follow(n.file)]
+            for other in kept[:NEIGHBOURS_PER_SEED]:
+                if other is None or other == seed:
                     continue
                 edges.setdefault(seed, set()).add(other)
                 edges.setdefault(other, set()).add(seed)
@@ -71,10 +71,10 @@ def personalised_pagerank(
     rank = dict(personal)
     for _ in range(PPR_ITERATIONS):
         nxt = {k: (1 - DAMPING) * v for k, v in personal.items()}
-        for node, score in rank.items():
-            out = edges.get(node)
+        for sym_id, score in rank.items():
+            out = edges.get(sym_id)
             if not out:
-                nxt[node] = nxt.get(node, 0.0) + DAMPING * score  # dangling: mass stays put
+                nxt[sym_id] = nxt.get(sym_id, 0.0) + DAMPING * score  # dangling: mass stays put
                 continue
             share = DAMPING * score / len(out)
             for other in out:

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from engine.orchestrator.budget import ContextBudget, ContextItem, Priority
 from engine.orchestrator.context.candidates import of_symbol
 from engine.orchestrator.context.excerpt import excerpt
+
+if TYPE_CHECKING:
+    from engine.orchestrator.context.reads import RepoReader
+    from engine.store.db import SymbolStore
 
 # Symbols served per requested name: a name shared by many definitions (``save``) is
 # ambiguous, and the first two by the index's order are the likely ones.
@@ -33,8 +37,8 @@ class NeedAnswer:
 
 def answer_need(
     *,
-    store: Any,
-    reader: Any,
+    store: SymbolStore,
+    reader: RepoReader,
     make_item: Callable[..., ContextItem],
     header_tokens: Callable[[ContextItem], int],
     shown: dict[str, list[tuple[int, int]]],

@@ -312,8 +312,8 @@ def test_mcp_search_answers_and_warns_when_the_vector_store_is_unreachable(
 ) -> None:
     import socket
 
+    from engine.api import Engine
     from engine.mcp_server import build_tools
-    from engine.tools import Engine
 
     _use(monkeypatch, "ollama:nomic-embed-text")
     layout, settings = indexed_repo()

@@ -25,11 +25,11 @@ class HostileWorld:
 @pytest.fixture(scope="module")
 def hostile_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostileWorld]:
     """Module-scoped: its own XDG dirs (the autouse per-test ones change between tests)."""
+    from engine.api import Engine
     from engine.config import load_settings
     from engine.orchestrator.context import ContextGatherer
     from engine.orchestrator.memory import SemforaMemory
     from engine.store.layout import RepoLayout
-    from engine.tools import Engine
 
     base = tmp_path_factory.mktemp("hostile")
     mp = pytest.MonkeyPatch()

@@ -85,7 +85,7 @@ def test_progress_names_each_phase_and_counts_up_to_its_total(make_repo) -> None
 
 
 def test_the_overview_is_built_once_per_index_state_and_follows_changes(make_repo, monkeypatch) -> None:
-    from engine import tools
+    from engine import api as tools
     from engine.semantic import overview
 
     root = make_repo(FILES)
@@ -110,7 +110,7 @@ def test_the_overview_is_built_once_per_index_state_and_follows_changes(make_rep
     (root / "pkg/more.py").write_text("def extra():\n    return 1\n", encoding="utf-8")
     index_repository(layout, _settings(layout))
     with tools.Engine.open(root) as engine:
-        assert '"files": 3' in str(tools.get_repo_overview(engine).data).replace("'", '"')
+        assert '"files": 3' in str(tools.get_repo_overview(engine).to_json()).replace("'", '"')
         tools.get_repo_overview(engine)
     assert len(builds) == 2  # once for the new index state, then read back
 

@@ -11,7 +11,7 @@ import json
 
 from engine.config import check_settings, iter_keys, load_settings
 from engine.store.layout import find_repo_root
-from semfora_tui.cli.output import print_json
+from semfora_cli.output import print_json
 
 
 def _lookup(settings: object, dotted: str) -> object:

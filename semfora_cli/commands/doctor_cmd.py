@@ -9,7 +9,7 @@ import argparse
 import sys
 
 from engine.errors import EXIT_OK, EXIT_PROBLEM
-from semfora_tui.cli.output import print_json
+from semfora_cli.output import print_json
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,6 +1,7 @@
 """`semfora diff` and `semfora ci`: print a semantic diff or a CI review, and map the verdict to an exit code.
 
-The work happens in engine.semantic.diff and engine.review.ci; this module only picks the
+The work happens behind the front door (``engine.api``: the semantic diff and the CI review);
+this module only picks the
 output format and the exit code (ci: 0 approved, 1 changes requested or blocked). What it prints
 is redacted: a signature with a default password must not land in a CI log.
 """
@@ -13,16 +14,16 @@ import sys
 from engine.errors import EXIT_OK, EXIT_PROBLEM
 from engine.policy.redaction import redact, redact_json
 from engine.store.layout import find_repo_root
-from semfora_tui.cli.output import print_json
+from semfora_cli.output import print_json
 
 
 def _run_diff(args: argparse.Namespace) -> int:
+    from engine.api import semantic_diff
     from engine.config import load_settings
-    from engine.semantic.diff import analyze_diff
 
     root = find_repo_root(args.path)
     settings = load_settings(root).settings
-    diff = analyze_diff(root, args.base, args.target, max_file_bytes=settings.index.max_file_bytes)
+    diff = semantic_diff(root, args.base, args.target, max_file_bytes=settings.index.max_file_bytes)
     fmt = "json" if args.json else (args.format or ("text" if sys.stdout.isatty() else "toon"))
     if fmt == "json":
         print_json(redact_json(diff.to_json()))
@@ -34,9 +35,9 @@ def _run_diff(args: argparse.Namespace) -> int:
 
 
 def _run_ci(args: argparse.Namespace) -> int:
-    from engine.review.ci import review
+    from engine.api import ci_review
 
-    report = review(
+    report = ci_review(
         args.path,
         args.mode,
         base=args.base,

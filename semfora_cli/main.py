@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 from engine.errors import EXIT_USAGE, SemforaError, UsageError
 
-# command name -> module under semfora_tui.cli.commands that implements it
+# command name -> module under semfora_cli.commands that implements it
 COMMANDS: dict[str, str] = {
     "index": "engine_cmds",
     "overview": "engine_cmds",
@@ -41,7 +41,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         as_json = "--json" in sys.argv or "json" in sys.argv
-        from semfora_tui.cli.output import report_error
+        from semfora_cli.output import report_error
 
         report_error(UsageError(f"{self.prog}: {message}"), as_json=as_json)
         raise SystemExit(EXIT_USAGE)
@@ -310,15 +310,15 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help()
         return 0
     from engine.quarantine import add_listener
-    from semfora_tui.cli.output import warn
+    from semfora_cli.output import warn
 
     add_listener(warn)  # a damaged state file set aside is said once, as a warning line
-    module = importlib.import_module(f"semfora_tui.cli.commands.{COMMANDS[args.command]}")
+    module = importlib.import_module(f"semfora_cli.commands.{COMMANDS[args.command]}")
     as_json = bool(getattr(args, "json", False)) or getattr(args, "output", None) == "json"
     try:
         return int(module.run(args) or 0)
     except SemforaError as err:
-        from semfora_tui.cli.output import report_error
+        from semfora_cli.output import report_error
 
         return report_error(err, as_json=as_json)
     except KeyboardInterrupt:

@@ -1,6 +1,6 @@
 """`semfora index | overview | symbol | callers | languages`: the semantic engine on the command line.
 
-Thin wrappers over ``engine.tools`` and the indexer: parse flags, print text or the
+Thin wrappers over the front door ``engine.api``: parse flags, print text or the
 JSON shapes of BRIEF's contract, show a progress bar only on a terminal. Errors are
 raised as ``SemforaError``s and printed by ``cli.main``.
 """
@@ -12,10 +12,10 @@ import sys
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from engine import tools
-from engine.errors import NotFoundError, UsageError
-from engine.store.db import MAX_GRAPH_DEPTH, StoreWarning
-from semfora_tui.cli.output import is_tty, print_json, warn
+from engine import api
+from engine.api import MAX_GRAPH_DEPTH, StoreWarning
+from engine.errors import UsageError
+from semfora_cli.output import is_tty, print_json, warn
 
 # Lists in the index report that `index --json` prints only with --paths.
 PATH_LISTS = ("changed_paths", "deleted_paths", "skipped_files")
@@ -77,16 +77,14 @@ class _Bar:
 
 
 def _index(args: argparse.Namespace) -> int:
-    engine = tools.Engine.open(args.path, on_warning=_warn)
+    engine = api.Engine.open(args.path, on_warning=_warn)
     with engine:
         bar: AbstractContextManager[Any] = _Bar() if (is_tty() and not args.json) else nullcontext(None)
         with bar as progress:
             report = engine.index(rebuild=args.rebuild, progress=progress)
             vectors = None
             if not args.no_vectors:
-                from engine.index.vectors import VectorIndexer
-
-                vectors = VectorIndexer(engine.layout, engine.settings).run(progress=progress)
+                vectors = api.build_vectors(engine.layout, engine.settings, progress=progress)
     if args.json:
         payload = report.to_json()
         if not args.paths:
@@ -132,55 +130,44 @@ def _index(args: argparse.Namespace) -> int:
 
 
 def _overview(args: argparse.Namespace) -> int:
-    with tools.Engine.open(args.path, on_warning=_warn) as engine:
-        result = tools.get_repo_overview(engine)
+    with api.Engine.open(args.path, on_warning=_warn) as engine:
+        result = api.get_repo_overview(engine)
     if args.format == "json":
-        print_json(result.data)
+        print_json(result.to_json())
     else:
         sys.stdout.write(result.toon.rstrip("\n") + "\n")
     return 0
 
 
 def _symbol(args: argparse.Namespace) -> int:
-    with tools.Engine.open(args.path, on_warning=_warn) as engine:
-        store = engine.store()
-        found = store.symbols_by_name(args.name_or_id)
-        if not found:
-            found = store.search_symbols(args.name_or_id, limit=10)
-        if not found:
-            raise NotFoundError(f"no symbol named {args.name_or_id!r}", code="SYMBOL_NOT_FOUND")
-        rows = []
-        for sym in found:
-            row = tools.symbol_json(sym)
-            if args.source:
-                row["source"] = tools.get_symbol_source(engine, sym.id).data["source"]
-            rows.append(row)
+    with api.Engine.open(args.path, on_warning=_warn) as engine:
+        found = api.find_symbols(engine, args.name_or_id, with_source=args.source)
     if args.json:
-        print_json({"symbols": rows})
+        print_json(found.to_json())
         return 0
-    for row in rows:
+    for i, sym in enumerate(found.symbols):
         print(
-            f"{row['qualified_name']}  {row['kind']}  {row['file']}:{row['start_line']}-{row['end_line']}  "
-            f"risk={row['risk']}  id={row['id']}"
+            f"{sym.qualified_name}  {sym.kind}  {sym.file}:{sym.start_line}-{sym.end_line}  "
+            f"risk={sym.risk}  id={sym.id}"
         )
-        if row["signature"]:
-            print(f"  {row['signature']}")
-        if row["doc"]:
-            print(f"  {row['doc']}")
-        if row["risk_reasons"]:
-            print(f"  risk: {', '.join(row['risk_reasons'])}")
-        if args.source:
-            print(row["source"])
+        if sym.signature:
+            print(f"  {sym.signature}")
+        if sym.doc:
+            print(f"  {sym.doc}")
+        if sym.risk_reasons:
+            print(f"  risk: {', '.join(sym.risk_reasons)}")
+        if found.sources is not None:
+            print(found.sources[i])
     return 0
 
 
 def _callers(args: argparse.Namespace) -> int:
     if args.depth < 1 or args.depth > MAX_GRAPH_DEPTH:
         raise UsageError(f"--depth must be between 1 and {MAX_GRAPH_DEPTH}, not {args.depth}")
-    with tools.Engine.open(args.path, on_warning=_warn) as engine:
-        store = engine.store()
-        sym = store.resolve_one(args.symbol)
-        nodes = store.callers(sym.id, args.depth)
+    with api.Engine.open(args.path, on_warning=_warn) as engine:
+        graph = api.get_callers(engine, args.symbol, args.depth).data
+    sym = graph.symbol
+    nodes = graph.callers or ()
     names = {n.symbol_id: n.name for n in nodes if n.symbol_id}
     rows: list[dict[str, Any]] = [
         {
@@ -197,7 +184,7 @@ def _callers(args: argparse.Namespace) -> int:
         for n in nodes
     ]
     if args.json:
-        print_json({"symbol": tools.symbol_json(sym), "depth": args.depth, "callers": rows})
+        print_json({"symbol": sym.to_json(), "depth": args.depth, "callers": rows})
         return 0
     print(f"{sym.qualified_name}  {sym.file}:{sym.start_line}")
     if not rows:
@@ -218,10 +205,10 @@ def _callers(args: argparse.Namespace) -> int:
 
 
 def _languages(args: argparse.Namespace) -> int:
-    result = tools.list_languages()
+    result = api.list_languages()
     if args.json:
-        print_json(result.data)
+        print_json(result.to_json())
         return 0
-    for lang in result.data["languages"]:
-        print(f"{lang['name']:<14} {lang['level']:<12} {' '.join(lang['extensions'])}")
+    for lang in result.data.languages:
+        print(f"{lang.name:<14} {lang.level:<12} {' '.join(lang.extensions)}")
     return 0

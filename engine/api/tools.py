@@ -1,9 +1,10 @@
-"""The engine's tool surface, shared by the orchestrator, the CLI and the MCP server.
+"""The engine's read tools: the part of the front door (``engine.api``) the MCP server serves.
 
-Each tool takes an ``Engine`` (one repository, its settings and its store) and
-returns a ``ToolResult``: structured ``data`` for ``--json`` and compact TOON
-text for models. Limits are enforced here (``UsageError`` above a maximum), and
-each docstring states the tool's rough token cost; ``TOOLS`` enumerates them all.
+Each tool takes an ``Engine`` (one repository, its settings and its store) and returns a
+``ToolResult``: a frozen, typed value (``engine.api.values``) whose ``to_json()`` is the
+``--json``/MCP contract, and compact TOON text for models. Limits are enforced here
+(``UsageError`` above a maximum), and each docstring states the tool's rough token cost;
+``TOOLS`` enumerates them all. Faces call these functions, never the store behind them.
 """
 
 from __future__ import annotations
@@ -11,14 +12,46 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from engine.api.values import (
+    MAX_STALE_PATHS,
+    CallerRef,
+    CallView,
+    DirectoryFile,
+    DirectorySummary,
+    FileAnalysis,
+    GraphEdge,
+    GraphView,
+    IndexHealth,
+    IndexSummary,
+    JsonValue,
+    LanguageInfo,
+    LanguageList,
+    ModuleList,
+    ModuleSummary,
+    ModuleSymbols,
+    RepoOverview,
+    SourceView,
+    SymbolDetail,
+    SymbolDetails,
+    SymbolList,
+    SymbolMatches,
+    SymbolRow,
+    SymbolView,
+)
 from engine.config import Settings, load_settings
 from engine.errors import NotFoundError, UsageError
 from engine.policy.sandbox import ResolvedPath
 from engine.semantic.model import Symbol
 from engine.store.db import MAX_GRAPH_DEPTH, StoreWarning, SymbolStore, WarningSink, symbol_source
 from engine.store.layout import RepoLayout
+
+if TYPE_CHECKING:
+    from engine.llm.base import Reasoner
+    from engine.orchestrator.context import ContextPack
+    from engine.orchestrator.core import Orchestrator
+    from engine.store.indexer import IndexReport
 
 # Hard caps from the tool contract (seed 004): a reply can never flood a context window.
 MAX_LIST_SYMBOLS = 200
@@ -31,6 +64,8 @@ MAX_SOURCE_LINES = 400
 MAX_MODULE_SYMBOLS = 500
 # analyze_directory lists at most this many files when not summarising.
 MAX_DIRECTORY_FILES = 300
+# `semfora symbol NAME` with no exact match lists at most this many name matches.
+FIND_FALLBACK_LIMIT = 10
 # Calls shown inside one get_symbol reply.
 MAX_SYMBOL_CALLS = 40
 # get_context budgets: the app's default; at most what one MCP reply carries (its cap is
@@ -40,12 +75,19 @@ MAX_CONTEXT_BUDGET = 24_000
 MIN_CONTEXT_BUDGET = 500
 
 
-@dataclass(frozen=True)
-class ToolResult:
-    """One tool answer: ``data`` for JSON consumers, ``toon`` for a model's context."""
+T = TypeVar("T", bound=JsonValue, covariant=True)
 
-    data: Any
+
+@dataclass(frozen=True)
+class ToolResult(Generic[T]):
+    """One tool answer: the typed ``data`` (its ``to_json()`` for JSON consumers), ``toon`` for a
+    model's context."""
+
+    data: T
     toon: str
+
+    def to_json(self) -> dict[str, Any]:
+        return self.data.to_json()
 
     @property
     def tokens(self) -> int:
@@ -68,8 +110,8 @@ class Engine:
         self.settings = settings if settings is not None else load_settings(layout.root).settings
         self.on_warning = on_warning
         self._store: SymbolStore | None = None
-        self._orchestrator: Any = None
-        self.last_report: Any = None
+        self._orchestrator: Orchestrator | None = None
+        self.last_report: IndexReport | None = None
 
     @classmethod
     def open(
@@ -86,7 +128,9 @@ class Engine:
             self.index()
         return self._store
 
-    def index(self, *, rebuild: bool = False, progress: Callable[[str, int, int], None] | None = None) -> Any:
+    def index(
+        self, *, rebuild: bool = False, progress: Callable[[str, int, int], None] | None = None
+    ) -> IndexReport:
         from engine.store.indexer import index_repository
 
         if self._store is not None and rebuild:
@@ -97,13 +141,18 @@ class Engine:
         )
         return self.last_report
 
-    def orchestrator(self) -> Any:
-        """The Model-B orchestrator of this repository (no reasoner: it builds packs only)."""
-        if self._orchestrator is None:
-            from engine.orchestrator.core import Orchestrator
+    def orchestrator(self, *, reasoner: Reasoner | None = None, resume: bool = False) -> Orchestrator:
+        """The Model-B orchestrator of this repository; without a reasoner it builds packs only.
+        ``resume`` reopens the last conversation (its memory feeds the next pack)."""
+        if self._orchestrator is None or resume:
+            from engine.api.turns import open_orchestrator
 
             self.store()  # the first pack needs an index
-            self._orchestrator = Orchestrator(self.layout, self.settings)
+            if self._orchestrator is not None:
+                self._orchestrator.close()
+            self._orchestrator = open_orchestrator(self.layout, self.settings, reasoner, resume=resume)
+        elif reasoner is not None:
+            self._orchestrator.reasoner = reasoner
         return self._orchestrator
 
     def close(self) -> None:
@@ -121,44 +170,15 @@ class Engine:
         self.close()
 
 
-# --- row shapes --------------------------------------------------------------------------------
-
-
-def symbol_row(sym: Symbol) -> dict[str, Any]:
-    """The light entry used in lists and search results."""
-    return {
-        "id": sym.id,
-        "name": sym.qualified_name,
-        "kind": sym.kind,
-        "file": sym.file,
-        "lines": f"{sym.start_line}-{sym.end_line}",
-        "risk": sym.risk.level,
-    }
-
-
-def symbol_json(sym: Symbol) -> dict[str, Any]:
-    """The JSON shape of ``semfora symbol --json`` (BRIEF contract), plus details."""
-    return {
-        "id": sym.id,
-        "name": sym.name,
-        "qualified_name": sym.qualified_name,
-        "kind": sym.kind,
-        "file": sym.file,
-        "start_line": sym.start_line,
-        "end_line": sym.end_line,
-        "signature": sym.signature,
-        "risk": sym.risk.level,
-        "risk_reasons": list(sym.risk.reasons),
-        "language": sym.language,
-        "doc": sym.doc,
-        "parent": sym.parent,
-        "exported": sym.exported,
-        "decorators": list(sym.decorators),
-        "is_async": sym.is_async,
-        "arity": sym.arity,
-        "control_flow": sym.control_flow,
-        "max_nesting": sym.max_nesting,
-    }
+def find_symbols(engine: Engine, name_or_id: str, *, with_source: bool = False) -> SymbolMatches:
+    """Symbols named ``name_or_id`` (or with that id); failing that, the best name matches (at
+    most ``FIND_FALLBACK_LIMIT``). ``with_source`` adds each one's source (deny-list applies)."""
+    store = engine.store()
+    found = store.symbols_by_name(name_or_id) or store.search_symbols(name_or_id, limit=FIND_FALLBACK_LIMIT)
+    if not found:
+        raise NotFoundError(f"no symbol named {name_or_id!r}", code="SYMBOL_NOT_FOUND")
+    sources = tuple(_source(engine, sym, 0).data.source for sym in found) if with_source else None
+    return SymbolMatches(tuple(SymbolView.of(sym) for sym in found), sources)
 
 
 def _check_limit(name: str, value: int, maximum: int) -> int:
@@ -167,29 +187,24 @@ def _check_limit(name: str, value: int, maximum: int) -> int:
     return value
 
 
-def _symbol_detail(store: SymbolStore, sym: Symbol) -> dict[str, Any]:
-    detail = symbol_json(sym)
-    detail["calls"] = [
-        {
-            "name": c.name,
-            "receiver": c.receiver or "",
-            "line": c.line,
-            "awaited": c.awaited,
-            "in_try": c.in_try,
-        }
-        for c in sym.calls[:MAX_SYMBOL_CALLS]
-    ]
-    detail["calls_total"] = len(sym.calls)
+def _symbol_detail(store: SymbolStore, sym: Symbol) -> SymbolDetail:
     callers = store.callers(sym.id, 1)
-    detail["callers_total"] = len(callers)
-    detail["callers"] = [{"name": n.name, "file": n.file, "line": n.line} for n in callers[:10]]
-    return detail
+    return SymbolDetail(
+        symbol=SymbolView.of(sym),
+        calls=tuple(
+            CallView(c.name, c.receiver or "", c.line, c.awaited, c.in_try)
+            for c in sym.calls[:MAX_SYMBOL_CALLS]
+        ),
+        calls_total=len(sym.calls),
+        callers=tuple(CallerRef(n.name, n.file, n.line) for n in callers[:10]),
+        callers_total=len(callers),
+    )
 
 
 # --- the tools ---------------------------------------------------------------------------------
 
 
-def get_context(engine: Engine, task: str, budget: int = DEFAULT_CONTEXT_BUDGET) -> ToolResult:
+def get_context(engine: Engine, task: str, budget: int = DEFAULT_CONTEXT_BUDGET) -> ToolResult[ContextPack]:
     """semfora's Model-B context pack for a task (a bug report, a change to make, a question): the
     code most likely to be read or changed, as whole definitions or excerpts with marked gaps, then
     a map of what it calls and is called by, chosen and budgeted by the engine (no model call).
@@ -206,10 +221,10 @@ def get_context(engine: Engine, task: str, budget: int = DEFAULT_CONTEXT_BUDGET)
     pack = engine.orchestrator().build_context(task, budget)
     text = "\n".join(item.rendered for item in pack.items)
     footer = f"\n-- {len(pack.items)} items, {pack.total_tokens}/{pack.budget} tokens, intent {pack.intent}\n"
-    return ToolResult(pack.to_json(), text + footer)
+    return ToolResult(pack, text + footer)
 
 
-def get_repo_overview(engine: Engine) -> ToolResult:
+def get_repo_overview(engine: Engine) -> ToolResult[RepoOverview]:
     """High-level architecture: languages, ~50 modules, frameworks, entry points, hubs.
 
     Token cost: ~2,500 at most, fixed whatever the repository size. Call it first.
@@ -217,10 +232,10 @@ def get_repo_overview(engine: Engine) -> ToolResult:
     from engine.semantic.overview import stored_overview
 
     ov = stored_overview(engine.layout, engine.store().connection())
-    return ToolResult(ov.data, ov.toon)
+    return ToolResult(RepoOverview(ov.data, ov.toon), ov.toon)
 
 
-def list_modules(engine: Engine) -> ToolResult:
+def list_modules(engine: Engine) -> ToolResult[ModuleList]:
     """The modules (directories folded to at most 50) with files, symbols and risk counts.
 
     Token cost: ~300-700.
@@ -228,21 +243,13 @@ def list_modules(engine: Engine) -> ToolResult:
     from engine.semantic.overview import _directory_tree, choose_modules
 
     modules = choose_modules(_directory_tree(engine.store().connection()))
-    rows = [
-        {
-            "name": m.name,
-            "files": m.files,
-            "symbols": m.symbols,
-            "high": m.high,
-            "medium": m.medium,
-            "low": m.low,
-        }
-        for m in modules
-    ]
-    return ToolResult({"modules": rows}, _toon({"modules": rows}))
+    value = ModuleList(
+        tuple(ModuleSummary(m.name, m.files, m.symbols, m.high, m.medium, m.low) for m in modules)
+    )
+    return ToolResult(value, _toon(value.to_json()))
 
 
-def get_module(engine: Engine, module: str) -> ToolResult:
+def get_module(engine: Engine, module: str) -> ToolResult[ModuleSymbols]:
     """EXPENSIVE: every symbol of one module with its signature (capped at 500).
 
     Token cost: 8,000-12,000 for a typical module. Prefer list_symbols + get_symbol.
@@ -252,9 +259,10 @@ def get_module(engine: Engine, module: str) -> ToolResult:
     if not syms:
         raise NotFoundError(f"no symbols in module {module!r}", code="MODULE_NOT_FOUND")
     truncated = len(syms) > MAX_MODULE_SYMBOLS
-    rows = [{**symbol_row(s), "signature": s.signature} for s in syms[:MAX_MODULE_SYMBOLS]]
-    data = {"module": module, "symbols": rows, "truncated": truncated}
-    return ToolResult(data, _toon(data))
+    value = ModuleSymbols(
+        module, tuple(SymbolRow.of(s, signature=True) for s in syms[:MAX_MODULE_SYMBOLS]), truncated
+    )
+    return ToolResult(value, _toon(value.to_json()))
 
 
 def list_symbols(
@@ -263,14 +271,14 @@ def list_symbols(
     kind: str | None = None,
     risk: str | None = None,
     limit: int = 50,
-) -> ToolResult:
+) -> ToolResult[SymbolList]:
     """Browse symbols of a module, optionally by kind and risk. limit <= 200.
 
     Token cost: ~800 for 50 results, ~3,200 for 200.
     """
     _check_limit("limit", limit, MAX_LIST_SYMBOLS)
-    rows = [symbol_row(s) for s in engine.store().list_symbols(module, kind, risk, limit)]
-    return ToolResult({"symbols": rows}, _toon({"symbols": rows}))
+    value = SymbolList(tuple(SymbolRow.of(s) for s in engine.store().list_symbols(module, kind, risk, limit)))
+    return ToolResult(value, _toon(value.to_json()))
 
 
 def search_symbols(
@@ -280,7 +288,7 @@ def search_symbols(
     kind: str | None = None,
     risk: str | None = None,
     limit: int = 20,
-) -> ToolResult:
+) -> ToolResult[SymbolList]:
     """Find symbols by name: exact, then prefix, then identifier parts (camelCase/snake_case),
     substring and fuzzy matches. limit <= 100. Use get_symbol(id) for details.
 
@@ -289,11 +297,12 @@ def search_symbols(
     _check_limit("limit", limit, MAX_SEARCH_SYMBOLS)
     if not query.strip():
         raise UsageError("query must not be empty")
-    rows = [symbol_row(s) for s in engine.store().search_symbols(query, module, kind, risk, limit)]
-    return ToolResult({"query": query, "symbols": rows}, _toon({"symbols": rows}))
+    found = engine.store().search_symbols(query, module, kind, risk, limit)
+    value = SymbolList(tuple(SymbolRow.of(s) for s in found), query=query)
+    return ToolResult(value, _toon({"symbols": value.rows()}))
 
 
-def get_symbol(engine: Engine, symbol: str) -> ToolResult:
+def get_symbol(engine: Engine, symbol: str) -> ToolResult[SymbolDetail]:
     """Full semantics of ONE symbol (by id, qualified name or name): signature, doc, risk,
     complexity, calls and callers.
 
@@ -301,10 +310,10 @@ def get_symbol(engine: Engine, symbol: str) -> ToolResult:
     """
     store = engine.store()
     detail = _symbol_detail(store, store.resolve_one(symbol))
-    return ToolResult(detail, _toon(detail))
+    return ToolResult(detail, _toon(detail.to_json()))
 
 
-def get_symbols(engine: Engine, ids: list[str]) -> ToolResult:
+def get_symbols(engine: Engine, ids: list[str]) -> ToolResult[SymbolDetails]:
     """Several symbols at once (ids <= 20).
 
     Token cost: ~350 per symbol.
@@ -313,11 +322,11 @@ def get_symbols(engine: Engine, ids: list[str]) -> ToolResult:
         raise UsageError("ids must not be empty")
     _check_limit("number of ids", len(ids), MAX_GET_SYMBOLS)
     store = engine.store()
-    details = [_symbol_detail(store, store.symbol(i)) for i in ids]
-    return ToolResult({"symbols": details}, _toon({"symbols": details}))
+    value = SymbolDetails(tuple(_symbol_detail(store, store.symbol(i)) for i in ids))
+    return ToolResult(value, _toon(value.to_json()))
 
 
-def get_symbol_source(engine: Engine, symbol: str, context: int = 0) -> ToolResult:
+def get_symbol_source(engine: Engine, symbol: str, context: int = 0) -> ToolResult[SourceView]:
     """The source text of a symbol, with ``context`` lines either side (<= 50), capped at 400 lines.
     Files on the secret deny-list (``edits.deny``) are refused with SECRET_PATH_DENIED.
 
@@ -325,8 +334,10 @@ def get_symbol_source(engine: Engine, symbol: str, context: int = 0) -> ToolResu
     """
     if context < 0 or context > MAX_SOURCE_CONTEXT:
         raise UsageError(f"context must be between 0 and {MAX_SOURCE_CONTEXT}, not {context}")
-    store = engine.store()
-    sym = store.resolve_one(symbol)
+    return _source(engine, engine.store().resolve_one(symbol), context)
+
+
+def _source(engine: Engine, sym: Symbol, context: int) -> ToolResult[SourceView]:
     # Through the sandbox: a secret, a .git file or a link out of the root is refused, typed.
     text, first, last = symbol_source(engine.layout, sym, context, deny=engine.settings.edits.deny)
     lines = text.splitlines()
@@ -334,35 +345,13 @@ def get_symbol_source(engine: Engine, symbol: str, context: int = 0) -> ToolResu
     if truncated:
         text = "\n".join(lines[:MAX_SOURCE_LINES])
         last = first + MAX_SOURCE_LINES - 1
-    data = {
-        "id": sym.id,
-        "symbol": sym.qualified_name,
-        "file": sym.file,
-        "start_line": first,
-        "end_line": last,
-        "truncated": truncated,
-        "source": text,
-    }
-    return ToolResult(data, _toon(data))
+    value = SourceView(sym.id, sym.qualified_name, sym.file, first, last, truncated, text)
+    return ToolResult(value, _toon(value.to_json()))
 
 
-def _graph_rows(nodes: list[Any]) -> list[dict[str, Any]]:
-    return [
-        {
-            "depth": n.depth,
-            "id": n.symbol_id or "",
-            "name": n.name,
-            "file": n.file,
-            "line": n.line,
-            "via": n.via,
-            "package": n.package or "",
-            "parent_id": getattr(n, "parent_id", None) or "",
-        }
-        for n in nodes
-    ]
-
-
-def get_call_graph(engine: Engine, symbol: str, depth: int = 1, direction: str = "callees") -> ToolResult:
+def get_call_graph(
+    engine: Engine, symbol: str, depth: int = 1, direction: str = "callees"
+) -> ToolResult[GraphView]:
     """Who a symbol calls (``callees``), who calls it (``callers``) or ``both``, up to depth <= 6.
     Each edge says how it was resolved: same_file, import, unique, ranked or external.
 
@@ -373,15 +362,23 @@ def get_call_graph(engine: Engine, symbol: str, depth: int = 1, direction: str =
     _check_limit("depth", depth, MAX_GRAPH_DEPTH)
     store = engine.store()
     sym = store.resolve_one(symbol)
-    data: dict[str, Any] = {"symbol": sym.qualified_name, "id": sym.id, "file": sym.file}
-    if direction in ("callers", "both"):
-        data["callers"] = _graph_rows(store.callers(sym.id, depth))
-    if direction in ("callees", "both"):
-        data["callees"] = _graph_rows(store.callees(sym.id, depth))
-    return ToolResult(data, _toon(data))
+    value = GraphView(
+        SymbolView.of(sym),
+        callers=(
+            tuple(GraphEdge.of(n) for n in store.callers(sym.id, depth))
+            if direction in ("callers", "both")
+            else None
+        ),
+        callees=(
+            tuple(GraphEdge.of(n) for n in store.callees(sym.id, depth))
+            if direction in ("callees", "both")
+            else None
+        ),
+    )
+    return ToolResult(value, _toon(value.to_json()))
 
 
-def get_callers(engine: Engine, symbol: str, depth: int = 1) -> ToolResult:
+def get_callers(engine: Engine, symbol: str, depth: int = 1) -> ToolResult[GraphView]:
     """Callers of a symbol, walking up to ``depth`` (<= 6) levels.
 
     Token cost: ~15 tokens per caller.
@@ -398,7 +395,7 @@ def _inside(engine: Engine, path: str, *, directory: bool = False) -> ResolvedPa
     return resolve(engine.layout.root, path, deny=engine.settings.edits.deny, allow_dir=directory)
 
 
-def analyze_file(engine: Engine, path: str) -> ToolResult:
+def analyze_file(engine: Engine, path: str) -> ToolResult[FileAnalysis]:
     """Parse one file now (from disk, not the index): its symbols, imports and risks.
 
     Token cost: ~500 for a typical file.
@@ -417,22 +414,20 @@ def analyze_file(engine: Engine, path: str) -> ToolResult:
     if language is None:
         raise UsageError(f"{rel}: no supported language for this file")
     fa = analyze_source(rel, data_bytes, language)
-    rows = [
-        {**symbol_row(s), "calls": len(s.calls), "complexity": s.control_flow, "signature": s.signature}
-        for s in fa.symbols
-    ]
-    data = {
-        "file": rel,
-        "language": fa.language,
-        "lines": fa.line_count,
-        "syntax_errors": fa.syntax_errors,
-        "imports": sorted({i.module for i in fa.imports}),
-        "symbols": rows,
-    }
-    return ToolResult(data, _toon(data))
+    value = FileAnalysis(
+        file=rel,
+        language=fa.language,
+        lines=fa.line_count,
+        syntax_errors=fa.syntax_errors,
+        imports=tuple(sorted({i.module for i in fa.imports})),
+        symbols=tuple(SymbolRow.of(s, calls=True) for s in fa.symbols),
+    )
+    return ToolResult(value, _toon(value.to_json()))
 
 
-def analyze_directory(engine: Engine, path: str = ".", summary_only: bool = True) -> ToolResult:
+def analyze_directory(
+    engine: Engine, path: str = ".", summary_only: bool = True
+) -> ToolResult[DirectorySummary]:
     """Aggregate a directory from the index: files, symbols, languages, risk; with
     ``summary_only=False`` also one row per file (capped at 300).
 
@@ -460,14 +455,8 @@ def analyze_directory(engine: Engine, path: str = ".", summary_only: bool = True
     risks = dict(
         conn.execute(f"SELECT risk, count(*) FROM symbols WHERE {where} GROUP BY risk", params).fetchall()
     )
-    data: dict[str, Any] = {
-        "directory": rel or ".",
-        "files": int(totals[0]),
-        "lines": int(totals[1]),
-        "symbols": int(sum(risks.values())),
-        "risk": {k: int(risks.get(k, 0)) for k in ("high", "medium", "low")},
-        "languages": {str(lang): int(n) for lang, n in langs},
-    }
+    file_list: tuple[DirectoryFile, ...] | None = None
+    truncated = False
     if not summary_only:
         rows = conn.execute(
             f"SELECT f.path, f.language, f.line_count, (SELECT count(*) FROM symbols s WHERE s.file = f.path), "
@@ -475,29 +464,34 @@ def analyze_directory(engine: Engine, path: str = ".", summary_only: bool = True
             f"WHERE {where} ORDER BY f.path LIMIT ?",
             [*params, MAX_DIRECTORY_FILES + 1],
         ).fetchall()
-        data["truncated"] = len(rows) > MAX_DIRECTORY_FILES
-        data["file_list"] = [
-            {"path": r[0], "language": r[1], "lines": r[2], "symbols": r[3], "high_risk": r[4]}
-            for r in rows[:MAX_DIRECTORY_FILES]
-        ]
-    return ToolResult(data, _toon(data))
+        truncated = len(rows) > MAX_DIRECTORY_FILES
+        file_list = tuple(DirectoryFile(r[0], r[1], r[2], r[3], r[4]) for r in rows[:MAX_DIRECTORY_FILES])
+    value = DirectorySummary(
+        directory=rel or ".",
+        files=int(totals[0]),
+        lines=int(totals[1]),
+        symbols=int(sum(risks.values())),
+        risk={k: int(risks.get(k, 0)) for k in ("high", "medium", "low")},
+        languages={str(lang): int(n) for lang, n in langs},
+        file_list=file_list,
+        truncated=truncated,
+    )
+    return ToolResult(value, _toon(value.to_json()))
 
 
-def generate_index(engine: Engine, force: bool = False) -> ToolResult:
+def generate_index(engine: Engine, force: bool = False) -> ToolResult[IndexSummary]:
     """Build or refresh the index (incremental; ``force`` rebuilds from scratch).
 
     Token cost: ~60 (a one-line report); takes seconds on a large repository.
     """
-    report = engine.index(rebuild=force)
-    data = report.to_json()
-    data["changed_paths"] = data["changed_paths"][:50]
-    data["skipped_files"] = data["skipped_files"][:50]
+    value = IndexSummary(engine.index(rebuild=force))
+    data = value.to_json()
     return ToolResult(
-        data, _toon({k: v for k, v in data.items() if k not in ("changed_paths", "skipped_files")})
+        value, _toon({k: v for k, v in data.items() if k not in ("changed_paths", "skipped_files")})
     )
 
 
-def check_index(engine: Engine, integrity: bool = False) -> ToolResult:
+def check_index(engine: Engine, integrity: bool = False) -> ToolResult[IndexHealth]:
     """Is the index fresh? Counts files changed, added and deleted since it was built,
     without writing; ``integrity`` also runs SQLite's quick_check.
 
@@ -516,36 +510,39 @@ def check_index(engine: Engine, integrity: bool = False) -> ToolResult:
     added = [p for p in present if p not in known and p not in skipped]
     deleted = [p for p in known if p not in present]
     stats = store.stats()
-    data: dict[str, Any] = {
-        "indexed": stats.files > 0,
-        "fresh": stats.files > 0 and not (stale or added or deleted),
-        "files": stats.files,
-        "symbols": stats.symbols,
-        "edges": stats.edges,
-        "stale": len(stale),
-        "added": len(added),
-        "deleted": len(deleted),
-        "schema_version": stats.schema_version,
-        "stale_paths": sorted(stale + added + deleted)[:20],
-    }
+    health: str | None = None
     if integrity:
         problem = integrity_problem(conn)
-        data["integrity"] = "ok" if problem is None else problem
-    return ToolResult(data, _toon(data))
+        health = "ok" if problem is None else problem
+    value = IndexHealth(
+        indexed=stats.files > 0,
+        fresh=stats.files > 0 and not (stale or added or deleted),
+        files=stats.files,
+        symbols=stats.symbols,
+        edges=stats.edges,
+        stale=len(stale),
+        added=len(added),
+        deleted=len(deleted),
+        schema_version=stats.schema_version,
+        stale_paths=tuple(sorted(stale + added + deleted)[:MAX_STALE_PATHS]),
+        integrity=health,
+    )
+    return ToolResult(value, _toon(value.to_json()))
 
 
-def list_languages(engine: Engine | None = None) -> ToolResult:
+def list_languages(engine: Engine | None = None) -> ToolResult[LanguageList]:
     """Supported languages and their level: ``full`` (definitions, calls, imports) or ``definitions``.
 
     Token cost: ~100-300.
     """
     from engine.semantic.languages import list_languages as languages
 
-    rows = [{"name": i.name, "extensions": list(i.extensions), "level": i.level} for i in languages()]
+    value = LanguageList(tuple(LanguageInfo(i.name, tuple(i.extensions), i.level) for i in languages()))
     compact = [
-        {"name": r["name"], "level": r["level"], "extensions": " ".join(r["extensions"])} for r in rows
+        {"name": lang.name, "level": lang.level, "extensions": " ".join(lang.extensions)}
+        for lang in value.languages
     ]
-    return ToolResult({"languages": rows}, _toon({"languages": compact}))
+    return ToolResult(value, _toon({"languages": compact}))
 
 
 # --- the registry ------------------------------------------------------------------------------
@@ -566,7 +563,7 @@ class ToolSpec:
     """A tool as the MCP server and the orchestrator see it."""
 
     name: str
-    func: Callable[..., ToolResult]
+    func: Callable[..., ToolResult[JsonValue]]
     description: str
     token_cost: str
     params: tuple[Param, ...] = field(default_factory=tuple)
@@ -592,7 +589,7 @@ class ToolSpec:
             "required": [p.name for p in self.params if p.required],
         }
 
-    def __call__(self, engine: Engine | None, **kwargs: Any) -> ToolResult:
+    def __call__(self, engine: Engine | None, **kwargs: Any) -> ToolResult[JsonValue]:
         known = {p.name for p in self.params}
         unknown = set(kwargs) - known
         if unknown:
@@ -600,7 +597,7 @@ class ToolSpec:
         return self.func(engine, **kwargs)
 
 
-def _spec(func: Callable[..., ToolResult], *params: Param, needs_engine: bool = True) -> ToolSpec:
+def _spec(func: Callable[..., ToolResult[JsonValue]], *params: Param, needs_engine: bool = True) -> ToolSpec:
     doc = (func.__doc__ or "").strip()
     cost = next(
         (ln.split(":", 1)[1].strip() for ln in doc.splitlines() if ln.strip().startswith("Token cost")), ""
@@ -681,4 +678,4 @@ TOOLS: dict[str, ToolSpec] = {
     )
 }
 
-__all__ = ["TOOLS", "Engine", "Param", "StoreWarning", "ToolResult", "ToolSpec"]
+__all__ = ["MAX_GRAPH_DEPTH", "TOOLS", "Engine", "Param", "StoreWarning", "ToolResult", "ToolSpec"]

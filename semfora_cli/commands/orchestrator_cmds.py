@@ -1,6 +1,7 @@
 """`semfora context` (the pack, never a model call) and `semfora ask` (one headless turn).
 
-Owns argument handling and printing only; every decision is the orchestrator's.
+Owns argument handling and printing only; every decision is the orchestrator's, reached
+through the front door (``engine.api``).
 `ask` checks for a usable model before anything else, so a missing key costs nothing.
 """
 
@@ -11,10 +12,11 @@ import sys
 import threading
 from typing import Any
 
+from engine import api
 from engine.config import Settings, load_settings
 from engine.errors import EXIT_OK, EXIT_PROBLEM, UsageError
 from engine.store.layout import RepoLayout
-from semfora_tui.cli.output import print_json, warn
+from semfora_cli.output import print_json, warn
 
 EXIT_INTERRUPTED = 130
 # How often the main thread wakes while a turn streams, so Ctrl-C is noticed promptly.
@@ -28,29 +30,23 @@ def _settings(layout: RepoLayout, args: argparse.Namespace) -> Settings:
     return load_settings(layout.root, overrides=overrides).settings
 
 
-def _ensure_index(layout: RepoLayout, settings: Settings, quiet: bool, *, refresh: bool = False) -> None:
+def _ensure_index(engine: api.Engine, quiet: bool, *, refresh: bool = False) -> None:
     """Build the index the first time. ``refresh`` also brings it up to date (incremental).
 
     `context` uses the index as it is, so it stays fast; `ask` refreshes it first (well under a
     second when little changed), because stale line numbers would make SEARCH blocks miss.
     """
-    from engine.store.db import SymbolStore
 
-    with SymbolStore(layout) as store:
-        empty = store.is_empty()
-    if not empty and not refresh:
-        return
-    if empty and not quiet:
-        warn("no index yet for this repository: indexing it now")
-    from engine.errors import LockBusy
-    from engine.store.indexer import index_repository
+    def first() -> None:
+        if not quiet:
+            warn("no index yet for this repository: indexing it now")
 
-    try:
-        index_repository(layout, settings)
-    except LockBusy as exc:
-        if empty:
-            raise
-        warn(f"index not refreshed ({exc.message}); using it as it is")
+    api.refresh_index(
+        engine,
+        refresh=refresh,
+        on_first=first,
+        on_busy=lambda why: warn(f"index not refreshed ({why}); using it as it is"),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,16 +61,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_context(args: argparse.Namespace) -> int:
-    from engine.index.vectors import use_query_service
-
-    use_query_service()  # one pack per process: the shared service holds chromadb and the model
+    api.prefer_query_service()  # one pack per process: the shared service holds chromadb and the model
     layout = RepoLayout.for_path(args.path)
     settings = _settings(layout, args)
-    _ensure_index(layout, settings, quiet=args.json)
-    from engine.orchestrator.core import Orchestrator
-
-    orch = Orchestrator(layout, settings)
-    try:
+    with api.Engine(layout, settings) as engine:
+        _ensure_index(engine, quiet=args.json)
+        orch = engine.orchestrator()
         pack = orch.build_context(args.task, settings.budget.context_tokens)
         if args.json:
             print_json(pack.to_json())
@@ -97,11 +89,9 @@ def run_context(args: argparse.Namespace) -> int:
         for note in pack.notes:
             sys.stdout.write(f"   note: {note}\n")
         return EXIT_OK
-    finally:
-        orch.close()
 
 
-def _usage_line(result: Any) -> str:
+def _usage_line(result: api.TurnResult) -> str:
     u = result.usage
     return (
         f"-- {result.model}: input {u.input_tokens} (cache write {u.cache_creation_input_tokens}, "
@@ -114,13 +104,14 @@ def _usage_line(result: Any) -> str:
 def run_ask(args: argparse.Namespace) -> int:
     layout = RepoLayout.for_path(args.path)
     settings = _settings(layout, args)
-    from engine.llm.select import make_reasoner
-
-    reasoner = make_reasoner(settings, args.model)  # ModelUnavailable (exit 3) before any work
-    _ensure_index(layout, settings, quiet=args.json, refresh=True)
-    from engine.orchestrator.core import Orchestrator
-
-    orch = Orchestrator(layout, settings, reasoner, resume=args.resume)
+    reasoner = api.make_reasoner(settings, args.model)  # ModelUnavailable (exit 3) before any work
+    engine = api.Engine(layout, settings)
+    try:
+        _ensure_index(engine, quiet=args.json, refresh=True)
+        # Its own orchestrator, not the engine's: the turn runs on a worker thread.
+        orch = api.open_orchestrator(layout, settings, reasoner, resume=args.resume)
+    finally:
+        engine.close()
     cancel = threading.Event()
     box: dict[str, Any] = {}
 

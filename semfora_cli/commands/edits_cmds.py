@@ -18,7 +18,7 @@ from engine.edits.errors import CheckFailed
 from engine.errors import EXIT_PROBLEM, UsageError
 from engine.policy.errors import PathTooLong, SymlinkLoop
 from engine.store.layout import RepoLayout
-from semfora_tui.cli.output import print_json, warn
+from semfora_cli.output import print_json, warn
 
 
 def _summary(files: list[FileChange]) -> str:

@@ -1,0 +1,62 @@
+"""The semantic diff and the CI review, as the front door offers them to the faces.
+
+`semfora diff`, `semfora ci`, the app's `/diff` and the MCP ``analyze_diff`` tool ask here; the
+work stays in ``engine.semantic.diff`` and ``engine.review`` (imported lazily). Both answers are
+frozen values with ``to_json()`` (the JSON contract) and text forms. Must not print.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.review.ci import Mode, ReviewReport
+    from engine.semantic.diff import SemanticDiff
+
+
+def semantic_diff(
+    root: str | os.PathLike[str],
+    base: str | None = None,
+    target: str | None = None,
+    *,
+    max_file_bytes: int | None = None,
+) -> SemanticDiff:
+    """Symbols added, removed, modified, moved or renamed between ``base`` and ``target``
+    (default HEAD → the working tree). ``max_file_bytes`` (default: the diff's own cap) skips
+    larger files."""
+    from engine.semantic.diff import analyze_diff
+
+    if max_file_bytes is None:
+        return analyze_diff(root, base, target)
+    return analyze_diff(root, base, target, max_file_bytes=max_file_bytes)
+
+
+def ci_review(
+    path: str | os.PathLike[str] | None,
+    mode: Mode,
+    *,
+    base: str | None = None,
+    head: str | None = None,
+    commit: str | None = None,
+    fail_on: str = "high",
+    model: str | None = None,
+    use_model: bool = True,
+    intent: str | None = None,
+) -> ReviewReport:
+    """Review a pull request (``mode="pr"``) or one commit: deterministic rules, the secret scan and,
+    when a model is configured and allowed, a model review. ModelUnavailable (exit 3) only when a
+    named model cannot be used."""
+    from engine.review.ci import review
+
+    return review(
+        path,
+        mode,
+        base=base,
+        head=head,
+        commit=commit,
+        fail_on=fail_on,
+        model=model,
+        use_model=use_model,
+        intent=intent,
+    )

@@ -1,1 +1,0 @@
-"""The `semfora` command line: argument parsing, dispatch, and error reporting."""

@@ -1,0 +1,114 @@
+"""The faces (app, command line, MCP server) ask the engine through its front door, ``engine.api``,
+and the door answers with frozen, typed values whose ``to_json()`` is the JSON contract."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from engine import api
+from tests.conftest import ROOT
+
+# Engine packages a face must not import: what it asks of them goes through ``engine.api``.
+BEHIND_THE_DOOR = (
+    "engine.store.db",
+    "engine.store.indexer",
+    "engine.index",
+    "engine.orchestrator",
+    "engine.llm",
+    "engine.semantic",
+    "engine.review",
+)
+FACES = (*sorted((ROOT / "semfora_cli").rglob("*.py")), *sorted((ROOT / "semfora_tui").rglob("*.py")))
+
+
+def _imports(path: Path) -> list[str]:
+    """Every module a file imports, at any depth (inside functions and TYPE_CHECKING too)."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+            names.extend(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_faces_never_reach_past_the_door() -> None:
+    offenders = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in (*FACES, ROOT / "engine" / "mcp_server.py")
+        for name in _imports(path)
+        if name.startswith(BEHIND_THE_DOOR)
+    ]
+    assert offenders == []
+
+
+def test_the_app_never_imports_the_command_line() -> None:
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "semfora_tui").rglob("*.py"))
+        if any(name.startswith("semfora_cli") for name in _imports(path))
+    ]
+    assert offenders == []
+
+
+ARGS = {
+    "get_context": {"task": "change how total adds values", "budget": 2000},
+    "get_module": {"module": "calc"},
+    "search_symbols": {"query": "total"},
+    "get_symbol": {"symbol": "total"},
+    "get_symbol_source": {"symbol": "total"},
+    "get_call_graph": {"symbol": "total", "direction": "both"},
+    "get_callers": {"symbol": "add"},
+    "analyze_file": {"path": "calc/ops.py"},
+    "analyze_directory": {"path": "calc", "summary_only": False},
+    "check_index": {"integrity": True},
+}
+
+
+@pytest.fixture
+def engine(make_repo):
+    root = make_repo(
+        {
+            "calc/ops.py": "def add(a, b):\n    return a + b\n\ndef total(xs):\n    out = 0\n"
+            "    for x in xs:\n        out = add(out, x)\n    return out\n",
+            "calc/report.py": "from calc.ops import total\n\ndef summary(xs):\n    return total(xs)\n",
+        }
+    )
+    with api.Engine.open(root) as eng:
+        yield eng
+
+
+def test_every_tool_answers_with_a_frozen_typed_value(engine) -> None:
+    ids = [api.get_symbol(engine, "total").data.symbol.id]
+    for name, spec in api.TOOLS.items():
+        args = ARGS.get(name, {"ids": ids} if name == "get_symbols" else {})
+        result = spec(engine if spec.needs_engine else None, **args)
+        value = result.data
+        assert dataclasses.is_dataclass(value) and not isinstance(value, dict), name
+        field = dataclasses.fields(value)[0].name
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, field, None)
+        data = result.to_json()
+        assert json.loads(json.dumps(data)) == data, name  # plain JSON, nothing left to coerce
+
+
+def test_typed_values_carry_what_the_json_says(engine) -> None:
+    detail = api.get_symbol(engine, "add").data
+    assert detail.symbol.qualified_name == "add"
+    assert [c.name for c in detail.callers] == ["total"]
+    graph = api.get_callers(engine, "total").data
+    assert graph.callees is None and [e.name for e in graph.callers or ()] == ["summary"]
+    assert graph.to_json()["callers"][0]["id"] == graph.callers[0].symbol_id  # type: ignore[index]
+    source = api.get_symbol_source(engine, "total").data
+    assert source.source.startswith("def total(xs):") and source.to_json()["source"] == source.source
+    api.ensure_text_index(engine)
+    found = api.search(engine, "total", mode="fts", limit=5)
+    assert found.hits and found.hits[0].file.startswith("calc/")
+    assert found.to_json(always_warnings=False).keys() <= {"results", "warnings"}
+    assert "warnings" in found.to_json()
