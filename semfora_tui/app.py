@@ -8,12 +8,16 @@ are ``semfora_tui/commands``. It holds no engine logic of its own.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.app import App
 from textual.binding import Binding
+from textual.message import Message
 
+from engine import config as engine_config
+from engine import quarantine
 from semfora_tui.engine_bridge import EngineBridge
 from semfora_tui.screens.main import MainScreen
 from semfora_tui.theming import DEFAULT_THEME, SEMFORA_VARIABLE_DEFAULTS, load_themes
@@ -35,6 +39,20 @@ def _slash_commands() -> type[Provider]:
     return SlashCommandProvider
 
 
+# Titles of the engine's notices in the app.
+CONFIG_NOTICE_TITLE = "Repository settings ignored"
+STATE_NOTICE_TITLE = "Damaged file set aside"
+
+
+class EngineNotice(Message):
+    """An engine notice to show (posted from any thread: posting never waits for the UI)."""
+
+    def __init__(self, title: str, message: str) -> None:
+        super().__init__()
+        self.title = title
+        self.message = message
+
+
 class SemforaApp(App[int]):
     """Chat, diff preview and context budget for one repository."""
 
@@ -44,6 +62,8 @@ class SemforaApp(App[int]):
     TITLE = "semfora"
     COMMANDS = App.COMMANDS | {_slash_commands}
     BINDINGS = [Binding("ctrl+q", "quit", "Quit", priority=True)]
+    # Seconds a warning toast stays up: long enough to read a sentence naming a file and a fix.
+    NOTICE_TIMEOUT = 15
 
     def __init__(
         self,
@@ -57,7 +77,23 @@ class SemforaApp(App[int]):
         check_model: bool = True,
     ) -> None:
         super().__init__()
-        self.bridge = EngineBridge(Path(root), model=model, budget=budget)
+        # Engine notices (a damaged state file set aside, an untrusted repository configuration)
+        # reach the user as a toast and a chat note, never as a stderr line under the screen.
+        # Those raised before the screen exists wait in ``_pending_notices``.
+        self._pending_notices: list[tuple[str, str]] = []
+        self._notices_lock = threading.Lock()
+        self._previous_config_sink = engine_config.notice_sink
+        engine_config.notice_sink = self._config_notice
+        quarantine.add_listener(self._state_notice)
+        try:
+            self.bridge = EngineBridge(Path(root), model=model, budget=budget)
+        except BaseException:
+            self._stop_notices()
+            raise
+        if self.bridge.config_notice and not any(
+            m == self.bridge.config_notice for _t, m in self._pending_notices
+        ):  # already said once in this process: the app still says it
+            self._pending_notices.append((CONFIG_NOTICE_TITLE, self.bridge.config_notice))
         self.theme_problems: tuple[str, ...] = ()
         self._register_themes()
         self._screen_options = {
@@ -83,6 +119,7 @@ class SemforaApp(App[int]):
         return dict(SEMFORA_VARIABLE_DEFAULTS)
 
     def on_mount(self) -> None:
+        self.call_after_refresh(self._flush_notices)
         if self.theme_problems:
             self.notify(
                 "Skipped invalid theme file(s):\n" + "\n".join(self.theme_problems),
@@ -92,7 +129,50 @@ class SemforaApp(App[int]):
             )
 
     def on_unmount(self) -> None:
+        self._stop_notices()
         self.bridge.close()
+
+    # -- engine notices ------------------------------------------------------------------------------
+
+    def _config_notice(self, message: str) -> None:
+        self._notice(CONFIG_NOTICE_TITLE, message)
+
+    def _state_notice(self, message: str) -> None:
+        self._notice(STATE_NOTICE_TITLE, message)
+
+    def _screen_ready(self) -> bool:
+        main = getattr(self, "_main", None)
+        return main is not None and main.is_mounted and self.is_running
+
+    def _flush_notices(self) -> None:
+        """Show the notices raised before the main screen was up (once its panes exist)."""
+        if not self._screen_ready():
+            self.call_after_refresh(self._flush_notices)
+            return
+        with self._notices_lock:
+            pending, self._pending_notices = self._pending_notices, []
+        for title, message in pending:
+            self._show_notice(title, message)
+
+    def _notice(self, title: str, message: str) -> None:
+        """From any thread: show now if the screen runs, else keep it for the first frame."""
+        if not self._screen_ready():
+            with self._notices_lock:
+                self._pending_notices.append((title, message))
+        else:
+            self.post_message(EngineNotice(title, message))
+
+    def on_engine_notice(self, notice: EngineNotice) -> None:
+        self._show_notice(notice.title, notice.message)
+
+    def _show_notice(self, title: str, message: str) -> None:
+        self.notify(message, title=title, severity="warning", timeout=self.NOTICE_TIMEOUT)
+        self.call_later(self.main.note, f"**{title}.** {message}")
+
+    def _stop_notices(self) -> None:
+        quarantine.remove_listener(self._state_notice)
+        if engine_config.notice_sink == self._config_notice:
+            engine_config.notice_sink = self._previous_config_sink
 
     def _register_themes(self) -> None:
         """Register built-in and user themes and pick the configured one.

@@ -72,6 +72,9 @@ class EngineBridge:
         self.layout = RepoLayout.for_path(root)
         loaded = load_settings(self.layout.root, overrides={"budget.context_tokens": budget})
         self.settings: Settings = loaded.settings
+        # Settings of an untrusted .semfora.toml that were ignored, in one sentence (or None):
+        # the app shows it, since a line on stderr is hidden by the full-screen display.
+        self.config_notice: str | None = loaded.untrusted_notice
         self.model = (model or self.settings.llm.model).strip()
         self.budget = self.settings.budget.context_tokens
         self._orchestrator: Orchestrator | None = None

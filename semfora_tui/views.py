@@ -73,6 +73,7 @@ class PackView:
     budget: int
     total_tokens: int
     items: tuple[PackItemView, ...]
+    warnings: tuple[str, ...] = ()  # what was off while gathering (e.g. vectors unavailable)
 
     def tokens_by_priority(self) -> dict[str, int]:
         out = dict.fromkeys(PRIORITIES, 0)
@@ -160,6 +161,7 @@ def pack_from_engine(pack: ContextPack, task: str = "") -> PackView:
         budget=pack.budget,
         total_tokens=pack.total_tokens,
         items=items,
+        warnings=tuple(pack.warnings),
     )
 
 

@@ -194,3 +194,5 @@ async def show_context(screen: MainScreen, pack: PackView) -> None:
         table.add_row(item.kind, item.name, f"{item.tokens:,}", item.priority, item.reason)
         plain.append(f"{item.kind} | {item.name} | {item.tokens:,} | {item.priority} | {item.reason}")
     await screen.chat.add_table(table, "\n".join(plain))
+    for warning in pack.warnings:  # e.g. vectors unavailable: said under the pack it affected
+        await screen.note(f"_{warning}_")

@@ -771,6 +771,8 @@ class MainScreen(Screen[None]):
         await turn.set_context(view)
         self.budget_pane.show_pack(view)
         self.budget_pane.show_cost(cost, self.session_cost)
+        for warning in view.warnings:  # e.g. vectors unavailable: the pack is poorer
+            await self.note(f"_{warning}_")
         if turn.cancelled:
             return  # the user cancelled it; "cancelled" is already written under the reply
         if not turn.source.strip() and result.reply:

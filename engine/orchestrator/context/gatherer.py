@@ -61,6 +61,9 @@ class ContextPack:
     anchors: tuple[str, ...] = ()
     timings: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    # What was off while gathering (e.g. vectors unavailable): also among ``notes``; a face
+    # shows these to the user, since the pack is poorer for them.
+    warnings: tuple[str, ...] = ()
     # file -> line ranges the model has in full (a NEED for them is not answered twice)
     shown: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
 
@@ -80,6 +83,7 @@ class ContextPack:
             "anchors": list(self.anchors),
             "timings_ms": {k: round(v * 1000, 1) for k, v in self.timings.items()},
             "notes": list(self.notes),
+            "warnings": list(self.warnings),
         }
 
 
@@ -352,6 +356,7 @@ class ContextGatherer:
             anchors=tuple(a.text for a in anchors.items),
             timings=timings,
             notes=tuple(notes),
+            warnings=tuple(self.warnings),
             shown={f: list(r) for f, r in laid.shown.items()},
         )
 
