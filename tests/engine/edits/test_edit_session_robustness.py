@@ -183,6 +183,25 @@ def test_any_staged_change_shows_as_a_patch_that_reproduces_it(
     assert (root / "f.txt").read_bytes() == patched, patch
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(old=lines, new=lines, old_final=st.booleans(), new_final=st.booleans())
+def test_each_listed_hunk_is_a_patch_on_its_own(tmp_path_factory, old, new, old_final, new_final):
+    """`edits list --json` gives each hunk a header and lines: together, a hunk `git apply` takes."""
+    root = tmp_path_factory.mktemp("hunkrepo")
+    git(root, "init", "-q")
+    before = "\n".join(old) + ("\n" if old_final and old else "")
+    after = "\n".join(new) + ("\n" if new_final and new else "")
+    (root / "f.txt").write_text(before)
+    git(root, "add", "-A")
+    session = _session(root)
+    session.stage_content("f.txt", after)
+    for hunk in session.hunks():
+        shown = hunk.to_json()
+        patch = "--- a/f.txt\n+++ b/f.txt\n" + "\n".join([shown["header"], *shown["lines"]]) + "\n"
+        check = _git_apply(root, patch, "--check")
+        assert check.returncode == 0, check.stderr + "\n" + patch
+
+
 def test_staging_n_files_diffs_each_file_a_constant_number_of_times(make_repo) -> None:
     """Staging used to rebuild every staged file's diff for each file (quadratic). Counted, not timed."""
     import engine.edits.session as session_module
