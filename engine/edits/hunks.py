@@ -60,16 +60,14 @@ class Hunk:
 
     @property
     def header(self) -> str:
-        """The unified-diff header of ``lines`` (context included): ``header`` then ``lines`` is a
-        hunk `git apply` takes. ``old_start``/``old_count`` (and new) count the changed lines only."""
+        """The unified-diff header of ``lines`` (context included), for this hunk on its own
+        against the original file: ``header`` then ``lines`` is a hunk `git apply` takes.
+        ``old_start``/``old_count`` and ``new_start``/``new_count`` count the changed lines only
+        (the new side's numbers after every hunk of the file)."""
         context = len(self.before) + len(self.after)
-        old_first = (self.old_start - 1 if self.old_count else self.old_start) - len(self.before)
-        new_first = (self.new_start - 1 if self.new_count else self.new_start) - len(self.before)
+        first = (self.old_start - 1 if self.old_count else self.old_start) - len(self.before)
         old_n, new_n = self.old_count + context, self.new_count + context
-        return (
-            f"@@ -{old_first + 1 if old_n else old_first},{old_n} "
-            f"+{new_first + 1 if new_n else new_first},{new_n} @@"
-        )
+        return f"@@ -{first + 1 if old_n else first},{old_n} +{first + 1 if new_n else first},{new_n} @@"
 
     @property
     def lines(self) -> tuple[str, ...]:
