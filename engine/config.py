@@ -31,7 +31,7 @@ from engine.policy.trust import (
     filter_untrusted,
     needs_trust,
 )
-from engine.store.layout import config_home
+from engine.repo.layout import config_home
 
 # A current Sonnet; claude-sonnet-4-5 reaches end-of-life on 2026-11-30.
 DEFAULT_MODEL = "claude-sonnet-4-6"

@@ -23,7 +23,7 @@ from typing import Literal
 
 from engine.config import LoadedSettings, Settings, check_settings, load_settings
 from engine.errors import ConfigError, SemforaError
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 Status = Literal["ok", "warn", "fail", "skip"]
 

@@ -60,6 +60,34 @@ class SandboxError(SemforaError):
     exit_code = EXIT_USAGE
 
 
+# The path policy's refusals (raised by engine.policy's read and write sandboxes and by
+# engine.repo when a root cannot be resolved). All exit 2: the path given was the problem.
+
+
+class PathDenied(SandboxError):
+    """A path outside the root, through a symlink escape, inside .git, or malformed (exit 2)."""
+
+    code = "PATH_OUTSIDE_REPO"
+
+
+class SecretPathDenied(SandboxError):
+    """A path on the deny-list (.env, keys, credentials): never read for a model, never written."""
+
+    code = "SECRET_PATH_DENIED"
+
+
+class SymlinkLoop(PathDenied):
+    """A path that goes round a loop of symbolic links (exit 2)."""
+
+    code = "SYMLINK_LOOP"
+
+
+class PathTooLong(PathDenied):
+    """A path, or one of its names, longer than the file system accepts (exit 2)."""
+
+    code = "PATH_TOO_LONG"
+
+
 class NotFoundError(SemforaError):
     """A symbol, file, session or id that the engine does not know (exit 1)."""
 

@@ -95,8 +95,10 @@ def _search_tool(engine: Any) -> McpTool:
 def _diff_tool(engine: Any) -> McpTool:
     def call(args: dict[str, Any]) -> tuple[Any, str]:
         from engine.semantic.diff import analyze_diff
+        from engine.store.callers import index_callers
 
-        diff = analyze_diff(engine.layout.root, args.get("base"), args.get("target"))
+        root = engine.layout.root
+        diff = analyze_diff(root, args.get("base"), args.get("target"), caller_graph=index_callers(root))
         return diff.to_json(), diff.to_toon()
 
     schema = {

@@ -16,9 +16,9 @@ from typing import Any
 from engine.config import Settings, load_settings
 from engine.errors import NotFoundError, UsageError
 from engine.policy.sandbox import ResolvedPath
+from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
 from engine.store.db import MAX_GRAPH_DEPTH, StoreWarning, SymbolStore, WarningSink, symbol_source
-from engine.store.layout import RepoLayout
 
 # Hard caps from the tool contract (seed 004): a reply can never flood a context window.
 MAX_LIST_SYMBOLS = 200
@@ -87,7 +87,7 @@ class Engine:
         return self._store
 
     def index(self, *, rebuild: bool = False, progress: Callable[[str, int, int], None] | None = None) -> Any:
-        from engine.store.indexer import index_repository
+        from engine.index.indexer import index_repository
 
         if self._store is not None and rebuild:
             self._store.close()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.config import Settings, load_settings
 from engine.errors import ServiceUnavailable, UsageError
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 from semfora_tui.history import HISTORY_FILE, PromptHistory
 from semfora_tui.views import FileView, PackView, PastTurn, files_from_session, pack_from_engine
 
@@ -26,10 +26,10 @@ if TYPE_CHECKING:
     from engine.edits.undo import UndoResult
     from engine.edits.writer import RecoveryReport
     from engine.index.hybrid import SearchHit
+    from engine.index.indexer import IndexReport
     from engine.index.vectors import VectorReport
     from engine.orchestrator.core import Orchestrator, TurnResult
     from engine.semantic.diff import SemanticDiff
-    from engine.store.indexer import IndexReport
 
 # (phase, done, total): the progress shape of the indexer and the vector indexer (COMMON contract 3).
 Progress = Callable[[str, int, int], None]
@@ -138,7 +138,7 @@ class EngineBridge:
 
     def index(self, *, rebuild: bool = False, progress: Progress | None = None) -> IndexReport:
         with engine_part("indexing"):
-            from engine.store.indexer import index_repository
+            from engine.index.indexer import index_repository
         return index_repository(self.layout, self.settings, rebuild=rebuild, progress=progress)
 
     def vectors_enabled(self) -> bool:
@@ -192,7 +192,8 @@ class EngineBridge:
     def semantic_diff(self, base: str | None, target: str | None) -> SemanticDiff:
         with engine_part("semantic diff"):
             from engine.semantic.diff import analyze_diff
-        return analyze_diff(self.root, base, target)
+            from engine.store.callers import index_callers
+        return analyze_diff(self.root, base, target, caller_graph=index_callers(self.root))
 
     # -- orchestrator ---------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from engine.errors import SemforaError
-from engine.store.layout import find_repo_root
+from engine.repo.layout import find_repo_root
 
 
 def run_app(args: argparse.Namespace) -> int:

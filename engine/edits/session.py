@@ -50,7 +50,7 @@ from engine.edits.textformat import TextFormat, conform, decode, encode, sha256_
 from engine.edits.writer import FileWrite, apply_change_set, read_bytes_or_none, write_json_atomic
 from engine.errors import NotFoundError, SandboxError
 from engine.policy.redaction import redact
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 SESSION_VERSION = 1
 SESSION_FILE = "session.json"

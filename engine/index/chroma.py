@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 
 from engine.config import Settings
 from engine.errors import ServiceUnavailable
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 log = logging.getLogger("semfora.index.chroma")
 

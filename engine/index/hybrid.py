@@ -24,14 +24,14 @@ from typing import Any
 from engine.config import Settings
 from engine.errors import SemforaError, UsageError
 from engine.index import fts
-from engine.index.cache import ResultCache
 from engine.index.chunk_source import chunk_texts
 from engine.index.metrics import MetricsRecorder, SearchEvent
 from engine.index.rerank import BlendMode, OllamaReranker, RerankCandidate, Reranker, rerank
 from engine.index.terms import TaskTerms, lexical_score, task_terms, term_counts, tokens
 from engine.policy.paths import is_test_path
+from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
-from engine.store.layout import RepoLayout
+from engine.store.cache import ResultCache
 
 log = logging.getLogger("semfora.index.hybrid")
 
@@ -278,7 +278,7 @@ def _composed_name_symbols(conn: sqlite3.Connection, query: str) -> list[Symbol]
     ``emailmessage``) formed from any two content words, in either order and in their bare forms, are
     looked up exactly. Names shared by many symbols (``get_object``) say little and are skipped.
     """
-    from engine.store.db import SYMBOL_COLUMNS, row_to_symbol
+    from engine.store.rows import SYMBOL_COLUMNS, row_to_symbol
 
     words = [w.lower() for w in _PLAIN_WORD.findall(query)]
     words = list(dict.fromkeys(w for w in words if w not in fts.STOPWORDS and len(w) >= 2))[
@@ -310,7 +310,7 @@ def _composed_name_symbols(conn: sqlite3.Connection, query: str) -> list[Symbol]
 
 def _rare_exact_name(conn: sqlite3.Connection, name_lower: str) -> list[Symbol]:
     """Symbols named exactly ``name_lower`` when that name is rare (flash, slugify), else none."""
-    from engine.store.db import SYMBOL_COLUMNS, row_to_symbol
+    from engine.store.rows import SYMBOL_COLUMNS, row_to_symbol
 
     rows = conn.execute(
         f"SELECT {SYMBOL_COLUMNS} FROM symbols WHERE name_lower = ? LIMIT ?", (name_lower, RARE_NAME_MAX + 1)

@@ -27,12 +27,13 @@ from typing import Any
 
 from engine.config import Settings
 from engine.index import fts
-from engine.index.cache import ResultCache
 from engine.index.chunk_source import read_source
 from engine.index.chunking import PROSE_EXTENSIONS, chunk_file, content_hash, is_prose
 from engine.policy.names import is_secret_name
+from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
-from engine.store.layout import RepoLayout
+from engine.store.cache import ResultCache
+from engine.store.rows import SYMBOL_COLUMNS, row_to_symbol
 
 log = logging.getLogger("semfora.index.pipeline")
 
@@ -54,10 +55,6 @@ CHUNK_BATCH_FILES = 64
 CHUNK_TASKS_PER_WORKER = 6
 # text_meta key: the store's work-tree state (token) this text index was last brought up to.
 META_SYNCED_STATE = "synced_state"
-# Symbol columns chunking needs, in ``Symbol``'s order.
-_SYMBOL_COLUMNS = (
-    "id, name, qualified_name, kind, file, language, start_line, end_line, signature, doc, parent"
-)
 
 
 @dataclass(frozen=True)
@@ -165,26 +162,12 @@ def _symbols_by_file(conn: sqlite3.Connection, files: list[str]) -> dict[str, li
         return out
     for part in _in_chunks(files):
         rows = conn.execute(
-            f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE file IN ({','.join('?' * len(part))})", part
+            f"SELECT {SYMBOL_COLUMNS} FROM symbols WHERE file IN ({','.join('?' * len(part))})", part
         )
         for row in rows:
             bucket = out.get(row[4])
             if bucket is not None:
-                bucket.append(
-                    Symbol(
-                        id=row[0],
-                        name=row[1],
-                        qualified_name=row[2],
-                        kind=row[3],
-                        file=row[4],
-                        language=row[5],
-                        start_line=row[6],
-                        end_line=row[7],
-                        signature=row[8] or "",
-                        doc=row[9] or "",
-                        parent=row[10],
-                    )
-                )
+                bucket.append(row_to_symbol(row))
     return out
 
 
@@ -245,7 +228,7 @@ def _chunk_all(
             if progress:
                 progress(PHASE_TEXT, done, total)
         return
-    from engine.store.indexer import worker_pool
+    from engine.index.indexer import worker_pool
 
     batches = [items[i : i + CHUNK_BATCH_FILES] for i in range(0, total, CHUNK_BATCH_FILES)]
     with worker_pool(workers) as pool:

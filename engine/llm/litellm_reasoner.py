@@ -36,9 +36,9 @@ from engine.llm.base import (
     timeout_error,
 )
 from engine.llm.cancel import TurnStop, call_cancellable, iterate_cancellable
-from engine.llm.ollama_client import normalise_host
 from engine.llm.retry import RetryPolicy
-from engine.llm.tokens import estimate_tokens
+from engine.services.ollama import normalise_host
+from engine.tokens import estimate_tokens
 
 log = logging.getLogger("semfora.llm.litellm")
 

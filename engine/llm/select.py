@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from engine.config import Settings
 from engine.llm.base import ModelUnavailable, Reasoner
-from engine.llm.ollama_client import OllamaClient, normalise_host
+from engine.services.ollama import OllamaClient, normalise_host
 
 LOCAL_PROVIDERS = ("ollama/", "ollama_chat/")
 

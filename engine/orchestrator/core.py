@@ -41,7 +41,7 @@ from engine.orchestrator.prompts import (
 )
 from engine.orchestrator.runlog import RunRecord, item_record, new_run_id, write_run
 from engine.policy.redaction import redact
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +213,7 @@ class Orchestrator:
         model's from cache.db. With ``ollama.presummarize`` the first turn also queues the
         highest fan-in symbols. Skipped at once while Ollama is known to be down.
         """
-        from engine.llm.ollama_client import breaker_for, normalise_host
+        from engine.services.ollama import breaker_for, normalise_host
 
         if not breaker_for(normalise_host(self.settings.ollama.host)).allow():
             return

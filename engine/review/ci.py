@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from engine.config import Settings, load_settings
 from engine.errors import UsageError
+from engine.repo.layout import find_repo_root
 from engine.review.findings import Finding, decide, risk_score, sort_findings, split_remarks
 from engine.review.rules import run_rules
 from engine.semantic.diff import (
@@ -24,7 +25,7 @@ from engine.semantic.diff import (
     analyze_diff,
     analyze_range,
 )
-from engine.store.layout import find_repo_root
+from engine.store.callers import index_callers
 
 if TYPE_CHECKING:
     from engine.review.model_review import ModelReview
@@ -133,13 +134,19 @@ def semantic_diff_for(
             raise UsageError("--mode pr needs --base (and --head, default HEAD)")
         if commit:
             raise UsageError("--commit belongs to --mode commit; use --base/--head with --mode pr")
-        return analyze_range(root, base, head or "HEAD", max_file_bytes=max_file_bytes)
+        return analyze_range(
+            root, base, head or "HEAD", max_file_bytes=max_file_bytes, caller_graph=index_callers(root)
+        )
     if base or head:
         raise UsageError("--base/--head belong to --mode pr; use --commit with --mode commit")
     if (commit or "").upper() == STAGED:
         # A pre-commit hook: what is about to be committed.
-        return analyze_diff(root, None, STAGED, max_file_bytes=max_file_bytes)
-    return analyze_commit(root, commit or "HEAD", max_file_bytes=max_file_bytes)
+        return analyze_diff(
+            root, None, STAGED, max_file_bytes=max_file_bytes, caller_graph=index_callers(root)
+        )
+    return analyze_commit(
+        root, commit or "HEAD", max_file_bytes=max_file_bytes, caller_graph=index_callers(root)
+    )
 
 
 def _maybe_model_review(

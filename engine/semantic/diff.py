@@ -13,7 +13,7 @@ import os
 import re
 import subprocess
 import textwrap
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
@@ -280,6 +280,11 @@ class SymbolChange:
             "still_importable": self.still_importable,
             "signature_only": self.signature_only,
         }
+
+
+# Callers of changed symbols from a resolved call graph (the index's): symbol id -> (how many
+# callers in all, the first few). Passed in by a caller above the store; see ``analyze_diff``.
+CallerGraph = Callable[[Sequence[SymbolChange]], dict[str, tuple[int, tuple[CallerRef, ...]]]]
 
 
 @dataclass(frozen=True)
@@ -1396,38 +1401,6 @@ def _prose_hits(
     return out
 
 
-def _graph_callers(
-    root: Path, changes: Sequence[SymbolChange]
-) -> dict[str, tuple[int, tuple[CallerRef, ...]]]:
-    """Callers from the index's resolved call graph, for modified and moved symbols it knows.
-
-    Removed and renamed symbols are left to the text search: a fresh index no longer has them.
-    """
-    from engine.store.layout import RepoLayout, cache_home
-
-    layout = RepoLayout(root)
-    if not (cache_home() / layout.repo_id / "index.db").is_file():
-        return {}
-    from engine.errors import NotFoundError
-    from engine.store.db import SymbolStore
-
-    out: dict[str, tuple[int, tuple[CallerRef, ...]]] = {}
-    with SymbolStore(layout) as store:
-        for c in changes:
-            if c.change not in ("modified", "moved"):
-                continue
-            try:
-                nodes = store.callers(c.id, depth=1)
-            except NotFoundError:
-                continue  # not indexed yet: the text search answers for it
-            refs = tuple(
-                CallerRef(n.file, n.line, None if n.name == "<module>" else n.name, "", "call graph")
-                for n in nodes[:MAX_CALLERS_PER_SYMBOL]
-            )
-            out[c.id] = (len(nodes), refs)
-    return out
-
-
 def _enclosing(sides: dict[str, _Side], file: str, line: int) -> str | None:
     side = sides.get(file)
     if side is None:
@@ -1638,7 +1611,7 @@ class _Collector:
         lost = [n for n in lost if n not in removed_defs]
         return replace(f, lost_exports=tuple(lost)) if lost else f
 
-    def attach_callers(self, repo: Path, rng: _Range) -> None:
+    def attach_callers(self, repo: Path, rng: _Range, caller_graph: CallerGraph | None = None) -> None:
         # A symbol moved as it was with its whole file (a package moved under ``src/``) affects
         # no call site: its callers call it by the same name (what may break is the file's
         # import path, which the public-API rule judges); thousands of them would each cost a
@@ -1647,7 +1620,8 @@ class _Collector:
         all_changes = [c for cs in self.per_file.values() for c in cs if not _moved_with_file(c, renamed)]
         found = _find_callers(repo, rng.target_sha, all_changes, staged=rng.staged, packages=self.packages)
         # The index describes the work tree, so its call graph answers only for WORKING/STAGED.
-        graph = _graph_callers(repo, all_changes) if rng.working or rng.staged else {}
+        use_graph = caller_graph is not None and (rng.working or rng.staged)
+        graph = caller_graph(all_changes) if caller_graph is not None and use_graph else {}
         for key, changes in self.per_file.items():
             self.per_file[key] = [self._with_callers(c, found, graph) for c in changes]
 
@@ -2016,8 +1990,13 @@ def analyze_diff(
     paths: Iterable[str] | None = None,
     callers: bool = True,
     max_file_bytes: int = MAX_ANALYZED_BYTES,
+    caller_graph: CallerGraph | None = None,
 ) -> SemanticDiff:
     """Semantic diff of ``base`` → ``target``.
+
+    ``caller_graph`` (e.g. ``engine.store.callers.index_callers(root)``) adds callers from the
+    index's resolved call graph for WORKING and STAGED; without it callers come from the text
+    search alone. This module never opens the index itself.
 
     ``target`` may be a ref, ``WORKING`` (tracked changes plus untracked files) or ``STAGED``
     (the index: what the next commit records, for pre-commit hooks). Defaults:
@@ -2058,7 +2037,7 @@ def analyze_diff(
     listing = _TreeListing(repo, rng)
     collector.attach_surface(repo, rng, listing)
     if callers:
-        collector.attach_callers(repo, rng)
+        collector.attach_callers(repo, rng, caller_graph)
     files = collector.result()
     return SemanticDiff(
         base=rng.base_label,

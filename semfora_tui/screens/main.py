@@ -41,9 +41,9 @@ from semfora_tui.widgets.keybar import KeyBar, KeyHint
 from semfora_tui.widgets.prompt import Mention, PromptBar, PromptInput
 
 if TYPE_CHECKING:
+    from engine.index.indexer import IndexReport
     from engine.index.vectors import VectorReport
     from engine.orchestrator.core import TurnResult
-    from engine.store.indexer import IndexReport
     from semfora_tui.app import SemforaApp
     from semfora_tui.widgets.reply import ReplyTurn
 

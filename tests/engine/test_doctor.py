@@ -10,8 +10,8 @@ import time
 
 from engine.config import load_settings
 from engine.doctor import run_doctor
-from engine.store.indexer import index_repository
-from engine.store.layout import RepoLayout
+from engine.index.indexer import index_repository
+from engine.repo.layout import RepoLayout
 from tests.conftest import ROOT, run_semfora
 from tests.fakes.fixtures import DUMMY_API_KEY
 
@@ -88,7 +88,7 @@ def test_pending_journal_is_reported_until_recovered(make_repo) -> None:
     root = make_repo(FILES)
     crash = (
         "import sys; from pathlib import Path\n"
-        "from engine.store.layout import RepoLayout\n"
+        "from engine.repo.layout import RepoLayout\n"
         "from engine.edits.writer import apply_change_set, FileWrite\n"
         "from engine.edits.textformat import sha256_bytes\n"
         "root = Path(sys.argv[1]); old = (root / 'pkg/app.py').read_bytes()\n"

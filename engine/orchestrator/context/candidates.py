@@ -114,7 +114,7 @@ MAX_CACHED_FILE_SYMBOLS = 512
 
 def file_symbols(store: Any, rel: str) -> list[Symbol]:
     """Definitions of ``rel`` in line order, without their call lists (one query, not one per symbol)."""
-    from engine.store.db import SYMBOL_COLUMNS, row_to_symbol
+    from engine.store.rows import SYMBOL_COLUMNS, row_to_symbol
 
     db = store.layout.index_db
     try:

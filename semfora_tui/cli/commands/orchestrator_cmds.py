@@ -13,7 +13,7 @@ from typing import Any
 
 from engine.config import Settings, load_settings
 from engine.errors import EXIT_OK, EXIT_PROBLEM, UsageError
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 from semfora_tui.cli.output import print_json, warn
 
 EXIT_INTERRUPTED = 130
@@ -43,7 +43,7 @@ def _ensure_index(layout: RepoLayout, settings: Settings, quiet: bool, *, refres
     if empty and not quiet:
         warn("no index yet for this repository: indexing it now")
     from engine.errors import LockBusy
-    from engine.store.indexer import index_repository
+    from engine.index.indexer import index_repository
 
     try:
         index_repository(layout, settings)

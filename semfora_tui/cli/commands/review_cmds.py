@@ -12,17 +12,24 @@ import sys
 
 from engine.errors import EXIT_OK, EXIT_PROBLEM
 from engine.policy.redaction import redact, redact_json
-from engine.store.layout import find_repo_root
+from engine.repo.layout import find_repo_root
 from semfora_tui.cli.output import print_json
 
 
 def _run_diff(args: argparse.Namespace) -> int:
     from engine.config import load_settings
     from engine.semantic.diff import analyze_diff
+    from engine.store.callers import index_callers
 
     root = find_repo_root(args.path)
     settings = load_settings(root).settings
-    diff = analyze_diff(root, args.base, args.target, max_file_bytes=settings.index.max_file_bytes)
+    diff = analyze_diff(
+        root,
+        args.base,
+        args.target,
+        max_file_bytes=settings.index.max_file_bytes,
+        caller_graph=index_callers(root),
+    )
     fmt = "json" if args.json else (args.format or ("text" if sys.stdout.isatty() else "toon"))
     if fmt == "json":
         print_json(redact_json(diff.to_json()))

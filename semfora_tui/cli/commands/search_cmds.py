@@ -11,7 +11,7 @@ import sqlite3
 import sys
 
 from engine.config import Settings, load_settings
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 from semfora_tui.cli.output import print_json, warn
 
 
@@ -38,7 +38,7 @@ def _index_missing(layout: RepoLayout) -> bool:
 def _ensure_index(layout: RepoLayout, settings: Settings, *, quiet: bool) -> None:
     if not _index_missing(layout):
         return
-    from engine.store.indexer import index_repository
+    from engine.index.indexer import index_repository
 
     if not quiet:
         sys.stderr.write("indexing the repository (first search)...\n")
@@ -85,7 +85,7 @@ def run_search(args: argparse.Namespace) -> int:
 
 
 def run_cache(args: argparse.Namespace) -> int:
-    from engine.index.cache import ResultCache
+    from engine.store.cache import ResultCache
 
     layout, settings = _setup(args)
     cache = ResultCache(layout.cache_db, ttl_days=settings.cache.ttl_days, max_mb=settings.cache.max_mb)

@@ -7,9 +7,9 @@ import re
 import pytest
 
 from engine.errors import UsageError
-from engine.index.cache import ResultCache
 from engine.index.hybrid import RRF_K, search
 from engine.index.rerank import RerankCandidate, blend_score, rerank, retrieval_weight
+from engine.store.cache import ResultCache
 
 
 def test_fused_hits_carry_every_source_rank_and_the_contract_shape(indexed_repo) -> None:

@@ -14,8 +14,8 @@ from engine.index import embeddings
 from engine.index.chroma import chroma_client, chroma_store, collection_name
 from engine.index.embeddings import choose_embedder, cpu_has_native_bf16
 from engine.index.hybrid import search
+from engine.index.indexer import index_repository
 from engine.index.vectors import VectorIndexer
-from engine.store.indexer import index_repository
 from tests.conftest import git
 
 
@@ -294,7 +294,7 @@ def test_vectors_nobody_recorded_are_removed_and_lost_ones_reembedded(
 def test_collection_names_are_per_working_tree_whole_and_valid(make_repo) -> None:
     import re
 
-    from engine.store.layout import RepoLayout
+    from engine.repo.layout import RepoLayout
 
     first, second = make_repo({"a.py": "x = 1\n"}), make_repo({"a.py": "x = 1\n"})
     for root in (first, second):

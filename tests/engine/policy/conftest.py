@@ -28,7 +28,7 @@ def hostile_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostileW
     from engine.config import load_settings
     from engine.orchestrator.context import ContextGatherer
     from engine.orchestrator.memory import SemforaMemory
-    from engine.store.layout import RepoLayout
+    from engine.repo.layout import RepoLayout
     from engine.tools import Engine
 
     base = tmp_path_factory.mktemp("hostile")

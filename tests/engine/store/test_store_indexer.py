@@ -14,9 +14,10 @@ import pytest
 
 from engine.config import load_settings
 from engine.errors import LockBusy
+from engine.index.indexer import index_repository
+from engine.repo.layout import RepoLayout
 from engine.store.db import StoreWarning, SymbolStore
-from engine.store.indexer import index_repository, writer_lock
-from engine.store.layout import RepoLayout
+from engine.store.lock import writer_lock
 from tests.conftest import SEMFORA, git
 
 APP = '''"""The app module."""

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sqlite3
 
 from engine.config import load_settings
+from engine.index.indexer import SHARD_GLOB, index_repository
+from engine.repo.layout import RepoLayout
 from engine.store.db import StoreWarning, SymbolStore
-from engine.store.indexer import SHARD_GLOB, index_repository
-from engine.store.layout import RepoLayout
 
 FILES = {
     "pkg/app.py": "from pkg.util import helper\n\n\ndef main():\n    return helper(1)\n",
@@ -117,7 +117,7 @@ def test_the_overview_is_built_once_per_index_state_and_follows_changes(make_rep
 
 def test_a_reader_never_waits_on_an_indexer_to_store_the_overview(make_repo) -> None:
     from engine.semantic.overview import stored_overview
-    from engine.store.indexer import writer_lock
+    from engine.store.lock import writer_lock
 
     root = make_repo(FILES)
     layout = RepoLayout.for_path(root)

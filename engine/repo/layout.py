@@ -58,7 +58,7 @@ def find_repo_root(path: str | os.PathLike[str] | None = None) -> Path:
     try:
         start = start.expanduser().resolve(strict=True)
     except (OSError, RuntimeError) as exc:
-        from engine.policy.errors import PathTooLong, SymlinkLoop
+        from engine.errors import PathTooLong, SymlinkLoop
 
         if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP:
             raise SymlinkLoop(f"{path} goes round a loop of symbolic links") from exc

@@ -29,11 +29,10 @@ from functools import lru_cache
 from multiprocessing.context import BaseContext
 from pathlib import Path
 
-from engine import flock
 from engine.config import Settings
-from engine.errors import LockBusy
 from engine.lifetime import die_with_parent
 from engine.policy.redaction import redact
+from engine.repo.layout import RepoLayout
 from engine.semantic.graph import (
     CALLABLE_KINDS,
     SELF_RECEIVERS,
@@ -49,12 +48,12 @@ from engine.store.db import (
     PAGE_CACHE_KB,
     StoreWarning,
     WarningSink,
-    identifier_parts,
     open_index,
     relative_module,
 )
 from engine.store.discovery import Candidate, Discovery, Skipped, content_problem, discover, discover_paths
-from engine.store.layout import RepoLayout
+from engine.store.lock import writer_lock
+from engine.store.rows import identifier_parts
 from engine.store.schema import SCHEMA_VERSION, create_secondary_indexes, drop_secondary_indexes
 
 # (phase, done, total): the progress shape shared with the text index. Phases are the names of
@@ -136,22 +135,6 @@ class IndexReport:
             "warnings": [{"code": w.code, "message": w.message} for w in self.warnings],
             "scope": "tree" if self.scope is None else len(self.scope),
         }
-
-
-@contextmanager
-def writer_lock(layout: RepoLayout, timeout: float) -> Iterator[None]:
-    """Hold ``index.lock`` exclusively; wait up to ``timeout`` seconds, then raise LockBusy."""
-    fd = flock.acquire(layout.cache_dir / "index.lock", timeout)
-    if fd is None:
-        raise LockBusy(
-            "another `semfora index` is writing this repository's index",
-            code="INDEX_LOCKED",
-            hint=f"waited {timeout:g}s; try again when it finishes",
-        )
-    try:
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the flock
 
 
 # --- parsing (runs in worker processes) --------------------------------------------------------
