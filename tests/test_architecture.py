@@ -1,0 +1,97 @@
+"""The engine's floors hold: the import contract passes, can fail, and the docs list the same floors.
+
+The contract is ``[tool.importlinter]`` in pyproject.toml (run by ``lint-imports``, the first
+step of ``make test``). These tests run the real ``lint-imports`` of this environment: on the
+repository (it must pass), and on a copy of the source tree with a back-arrow added (it must
+fail and name the broken contract), so a contract that no longer checks anything is caught.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+PACKAGES = ("engine", "semfora_tui", "semfora_cli")
+# docs/architecture.md keeps the floor list between these two markers, one layer a line.
+DOC_BEGIN = "<!-- layers:begin (checked against pyproject.toml by tests/test_architecture.py) -->"
+DOC_END = "<!-- layers:end -->"
+
+
+def _contracts() -> list[dict]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return config["tool"]["importlinter"]["contracts"]
+
+
+def _lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
+    assert LINT_IMPORTS.is_file(), f"import-linter is not installed in this environment ({LINT_IMPORTS})"
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(cwd), "HOME": str(cwd)},
+    )
+
+
+def _copy_tree(dest: Path) -> Path:
+    """The packages and the contract, copied to ``dest`` (never the repository itself)."""
+    for package in PACKAGES:
+        if (ROOT / package).is_dir():
+            shutil.copytree(ROOT / package, dest / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(ROOT / "pyproject.toml", dest / "pyproject.toml")
+    return dest
+
+
+def test_the_import_contract_holds() -> None:
+    proc = _lint_imports(ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 broken" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "contract"),
+    [
+        # The semantic floor is pure: reading the store from it is the arrow issue 15 removed.
+        ("engine/semantic/_tmp_backarrow.py", "import engine.store.db\n", "layers"),
+        # The ground floor uses nothing above it.
+        ("engine/repo/_tmp_backarrow.py", "from engine.config import Settings\n", "layers"),
+        # Models and the search index are siblings (they share engine.services, not each other).
+        ("engine/llm/_tmp_backarrow.py", "from engine.index import fts\n", "siblings"),
+        # The engine never imports a face.
+        ("engine/_tmp_backarrow.py", "import textual\n", "faces"),
+    ],
+)
+def test_a_back_arrow_breaks_the_contract(tmp_path: Path, module: str, source: str, contract: str) -> None:
+    tree = _copy_tree(tmp_path / "tree")
+    assert _lint_imports(tree).returncode == 0, "the copied tree should pass before the back-arrow"
+    (tree / module).write_text(source, encoding="utf-8")
+    proc = _lint_imports(tree)
+    names = {c["id"]: c["name"] for c in _contracts()}
+    assert proc.returncode != 0, proc.stdout
+    assert f"{names[contract]} BROKEN" in proc.stdout, proc.stdout
+    dotted = module.removesuffix(".py").replace("/", ".")
+    assert dotted in proc.stdout, proc.stdout  # the report names the offending module
+    assert not (ROOT / module).exists()
+
+
+def _doc_layers() -> list[str]:
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert DOC_BEGIN in text and DOC_END in text, "docs/architecture.md lost its layer list markers"
+    block = text.split(DOC_BEGIN, 1)[1].split(DOC_END, 1)[0]
+    lines = [line.strip() for line in block.strip().strip("`").splitlines()]
+    return [re.sub(r"\s+", " ", line) for line in lines if line and not line.startswith("```")]
+
+
+def test_the_architecture_doc_lists_the_contract_layers() -> None:
+    (layers,) = [c for c in _contracts() if c["type"] == "layers"]
+    assert _doc_layers() == [re.sub(r"\s+", " ", layer) for layer in layers["layers"]]
