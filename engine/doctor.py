@@ -10,9 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
-import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,6 +21,7 @@ from typing import Literal
 
 from engine.config import LoadedSettings, Settings, check_settings, load_settings
 from engine.errors import ConfigError, SemforaError
+from engine.repo import git
 from engine.repo.layout import RepoLayout
 
 Status = Literal["ok", "warn", "fail", "skip"]
@@ -162,8 +161,8 @@ def check_grammars() -> Check:
 
 
 def check_git() -> Check:
-    git = shutil.which("git")
-    if git is None:
+    out = git.version()
+    if out is None:
         return Check(
             "git",
             "fail",
@@ -171,7 +170,6 @@ def check_git() -> Check:
             "DOCTOR_GIT",
             "install git (e.g. `apt-get install git`)",
         )
-    out = subprocess.run([git, "--version"], capture_output=True, text=True, check=False).stdout.strip()
     return Check("git", "ok", out)
 
 
@@ -259,9 +257,9 @@ def check_fts5() -> Check:
 
 
 def _tracked_files(root: Path) -> list[str]:
-    proc = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True, check=False)
-    if proc.returncode == 0:
-        return [p for p in proc.stdout.decode("utf-8", "replace").split("\0") if p]
+    tracked = git.tracked_files(root, timeout=None)
+    if tracked is not None:
+        return tracked
     return [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts]
 
 

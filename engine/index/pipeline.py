@@ -17,7 +17,6 @@ import marshal
 import os
 import sqlite3
 import stat
-import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -33,6 +32,7 @@ from engine.policy.names import is_secret_name
 from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
 from engine.store.cache import ResultCache
+from engine.store.discovery import listed_paths
 from engine.store.rows import SYMBOL_COLUMNS, row_to_symbol
 
 log = logging.getLogger("semfora.index.pipeline")
@@ -103,33 +103,6 @@ def _code_candidates(conn: sqlite3.Connection, scope: Sequence[str] | None) -> d
     return {p: _Candidate(p, lang, sha, size, mtime) for p, lang, sha, size, mtime in rows}
 
 
-def _listed_files(root: Path) -> Iterable[str] | None:
-    """Files git would show (tracked + untracked, not ignored); None outside a git work tree."""
-    if not (root / ".git").exists():
-        return None
-    try:
-        proc = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-z", "-co", "--exclude-standard"],
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        log.warning("git ls-files failed (%s); walking the tree instead", exc)
-        return None
-    if proc.returncode != 0:
-        return None
-    return [p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
-
-
-def _walk(root: Path, exclude: set[str]) -> Iterable[str]:
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in exclude and not d.startswith(".")]
-        rel_dir = Path(dirpath).relative_to(root)
-        for name in filenames:
-            yield (rel_dir / name).as_posix()
-
-
 def _prose_candidates(
     root: Path, settings: Settings, scope: Sequence[str] | None = None
 ) -> dict[str, _Candidate]:
@@ -137,8 +110,7 @@ def _prose_candidates(
     if scope is not None:
         paths: Iterable[str] = scope
     else:
-        listed = _listed_files(root)
-        paths = listed if listed is not None else _walk(root, exclude)
+        paths = listed_paths(root, exclude)
     out: dict[str, _Candidate] = {}
     for rel in paths:
         if os.path.splitext(rel)[1].lower() not in PROSE_EXTENSIONS:

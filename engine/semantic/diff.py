@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
 from engine.errors import SemforaError, UsageError
+from engine.repo import git
 from engine.semantic.model import CallSite, FileAnalysis, Symbol
 
 if TYPE_CHECKING:
@@ -436,9 +437,7 @@ class SemanticDiff:
 
 def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
     try:
-        proc = subprocess.run(
-            ["git", "-C", str(root), *args], capture_output=True, timeout=GIT_TIMEOUT, check=False
-        )
+        proc = git.call(root, *args, timeout=GIT_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise DiffError(f"git {args[0]} failed: {exc}") from exc
     if check and proc.returncode != 0:
@@ -532,39 +531,6 @@ def _changed_entries(root: Path, base: str, target: str | None, *, staged: bool 
         )
         entries.extend(_Entry("added", p, None) for p in untracked.split("\0") if p)
     return entries
-
-
-class _BlobReader:
-    """Reads many blobs through one `git cat-file --batch` process."""
-
-    def __init__(self, root: Path) -> None:
-        self._proc = subprocess.Popen(
-            ["git", "-C", str(root), "cat-file", "--batch"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-
-    def read(self, commit: str, path: str) -> bytes | None:
-        assert self._proc.stdin is not None and self._proc.stdout is not None
-        if "\n" in path:
-            return None
-        self._proc.stdin.write(f"{commit}:{path}\n".encode("utf-8", "surrogateescape"))
-        self._proc.stdin.flush()
-        header = self._proc.stdout.readline().decode("utf-8", "replace").split()
-        if len(header) < 3 or header[-1] == "missing" or header[1] != "blob":
-            return None
-        size = int(header[2])
-        data = self._proc.stdout.read(size)
-        self._proc.stdout.read(1)  # the newline after each object
-        return data
-
-    def close(self) -> None:
-        if self._proc.stdin is not None:
-            self._proc.stdin.close()
-        self._proc.wait(timeout=GIT_TIMEOUT)
-        if self._proc.stdout is not None:
-            self._proc.stdout.close()
 
 
 def _read_working(root: Path, rel: str) -> bytes | None:
@@ -1387,7 +1353,7 @@ def _prose_hits(
     if not by_file or len(by_file) > MAX_PROSE_CHECK_FILES:
         return set()
     out: set[tuple[str, int]] = set()
-    reader = _BlobReader(root) if tree is not None or staged else None
+    reader = git.BlobReader(root, GIT_TIMEOUT) if tree is not None or staged else None
     try:
         for f, lines in by_file.items():
             if reader is not None:
@@ -2017,7 +1983,7 @@ def analyze_diff(
         collector.deltas = _git_line_deltas(
             repo, rng.base_sha, rng.target_sha, staged=rng.staged, paths=wanted
         )
-    reader = _BlobReader(repo)
+    reader = git.BlobReader(repo, GIT_TIMEOUT)
     try:
         for entry in sorted(entries, key=lambda e: e.path):
             old = reader.read(rng.base_sha, entry.old_path) if entry.old_path else None
