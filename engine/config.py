@@ -417,6 +417,13 @@ def _env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
     return found
 
 
+def named_by_environment(dotted: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the environment sets ``dotted`` (its well-known alias, e.g. ``SEMFORA_MODEL`` for
+    ``llm.model``, or ``SEMFORA_SECTION__KEY``): this module is the only reader of settings from
+    the environment."""
+    return bool(_env_overrides(os.environ if environ is None else environ).get(dotted))
+
+
 def load_settings(
     repo_root: Path | None = None,
     *,

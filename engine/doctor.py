@@ -352,7 +352,7 @@ def _http_get(url: str, headers: dict[str, str] | None = None) -> tuple[int, obj
 
 
 def check_chroma(settings: Settings, layout: RepoLayout, network: bool) -> Check:
-    url = os.environ.get("SEMFORA_CHROMA_URL") or settings.search.chroma_url
+    url = settings.search.chroma_url  # carries SEMFORA_CHROMA_URL (engine.config)
     if url:
         if not network:
             return Check("chroma", "skip", f"server {url} not probed (--no-network)")

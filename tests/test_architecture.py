@@ -95,3 +95,20 @@ def _doc_layers() -> list[str]:
 def test_the_architecture_doc_lists_the_contract_layers() -> None:
     (layers,) = [c for c in _contracts() if c["type"] == "layers"]
     assert _doc_layers() == [re.sub(r"\s+", " ", layer) for layer in layers["layers"]]
+
+
+# Settings the environment may set: the well-known aliases and SEMFORA_SECTION__KEY.
+_SETTING_READ = re.compile(r"""\b(?:environ|env)(?:\.get)?[(\[]\s*["'](OLLAMA_HOST|SEMFORA_[A-Z0-9_]+)["']""")
+
+
+def test_only_config_reads_settings_from_the_environment() -> None:
+    """``SEMFORA_CHROMA_URL``, ``OLLAMA_HOST``, ``SEMFORA_MODEL``...: read in engine/config.py only,
+    everyone else takes them from ``Settings`` (or ``config.named_by_environment``)."""
+    offenders = []
+    for path in sorted((ROOT / "engine").rglob("*.py")):
+        if path == ROOT / "engine" / "config.py":
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if _SETTING_READ.search(line):
+                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine.config import Settings, load_settings
+from engine.config import Settings, load_settings, named_by_environment
 from engine.errors import UsageError
 from engine.repo.layout import find_repo_root
 from engine.review.findings import Finding, decide, risk_score, sort_findings, split_remarks
@@ -117,7 +117,7 @@ def _changed_symbols(diff: SemanticDiff) -> tuple[dict[str, Any], ...]:
 
 def _model_explicit(model: str | None, environ: Mapping[str, str]) -> bool:
     """A model named by flag or SEMFORA_MODEL is required; the built-in default is optional."""
-    return bool(model) or bool(environ.get("SEMFORA_MODEL"))
+    return bool(model) or named_by_environment("llm.model", environ)
 
 
 def semantic_diff_for(
