@@ -25,6 +25,7 @@ from engine.config import Settings
 from engine.errors import SemforaError, UsageError
 from engine.index import fts
 from engine.index.chunk_source import chunk_texts
+from engine.index.fusion import SEARCH_RRF_K, rrf
 from engine.index.metrics import MetricsRecorder, SearchEvent
 from engine.index.rerank import BlendMode, OllamaReranker, RerankCandidate, Reranker, rerank
 from engine.index.terms import TaskTerms, lexical_score, task_terms, term_counts, tokens
@@ -36,8 +37,6 @@ from engine.store.cache import ResultCache
 log = logging.getLogger("semfora.index.hybrid")
 
 MODES = ("hybrid", "fts", "vector", "symbols")
-# RRF constant (Cormack et al.): damps the head so one list's rank 1 cannot drown agreement between lists.
-RRF_K = 60
 # Candidates each source contributes before fusion: deep enough that agreement between sources
 # counts, shallow enough that two weak opinions (rank 30 + rank 30) do not outvote one strong one.
 # Chosen on the benchmark query set (see docs/benchmarks.md): FTS 30 (50 and 20 did worse); vectors
@@ -100,7 +99,7 @@ LONG_QUERY_TERMS = 12
 RESCORE_DEPTH = 50
 W_FUSED = 0.7
 # The fused list's opinion in the rescoring is its order: rank r counts
-# (1 + RESCORE_RANK_K) / (r + RESCORE_RANK_K), 1 for the first (RRF scores with RRF_K = 60 are
+# (1 + RESCORE_RANK_K) / (r + RESCORE_RANK_K), 1 for the first (RRF scores with SEARCH_RRF_K = 60 are
 # nearly flat across the head, so they would say little).
 RESCORE_RANK_K = 10
 # Code outside any definition (imports, a file's header, the docblocks between methods) matches
@@ -393,7 +392,7 @@ class _Fusion:
             weight *= PROSE_WEIGHT
         elif is_test_path(file):
             weight *= TEST_WEIGHT
-        cand.score += weight * SOURCE_WEIGHTS[source] / (RRF_K + rank)
+        cand.score += rrf(rank, SEARCH_RRF_K, weight * SOURCE_WEIGHTS[source])
         best = cand.ranks.get(source)
         if best is None or rank < best:
             cand.ranks[source] = rank

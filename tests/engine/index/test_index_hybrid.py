@@ -7,7 +7,8 @@ import re
 import pytest
 
 from engine.errors import UsageError
-from engine.index.hybrid import RRF_K, search
+from engine.index.fusion import SEARCH_RRF_K
+from engine.index.hybrid import search
 from engine.index.rerank import RerankCandidate, blend_score, rerank, retrieval_weight
 from engine.store.cache import ResultCache
 
@@ -19,7 +20,7 @@ def test_fused_hits_carry_every_source_rank_and_the_contract_shape(indexed_repo)
     assert top.symbol == "AuthMiddleware.should_strip_auth" and top.file == "app/auth.py"
     assert top.sources["fts"] is not None and top.sources["symbols"] == 1 and top.sources["vector"] is None
     # agreeing sources add up: two rank-1 opinions beat any single list's rank 1
-    assert top.score == pytest.approx(2 / (RRF_K + 1), rel=0.05) or top.score > 1 / (RRF_K + 1)
+    assert top.score == pytest.approx(2 / (SEARCH_RRF_K + 1), rel=0.05) or top.score > 1 / (SEARCH_RRF_K + 1)
     data = top.to_json()
     assert set(data) >= {"file", "symbol", "start_line", "end_line", "score", "sources", "snippet"}
     assert set(data["sources"]) == {"fts", "vector", "symbols"}
