@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from engine.edits.session import FileChange
+    from engine.edits.session import StagedFile
     from engine.orchestrator.context import ContextPack
     from engine.orchestrator.core import TurnResult
 
@@ -109,7 +109,7 @@ HUNK_CONFLICT_TEXT = "no longer applies: the file changed on disk (/rebase re-ap
 FILE_STALE_TEXT = "changed on disk since it was staged (/rebase re-applies its hunks)"
 
 
-def files_from_session(changes: Iterable[FileChange]) -> tuple[FileView, ...]:
+def files_from_session(changes: Iterable[StagedFile]) -> tuple[FileView, ...]:
     """Turn ``EditSession.files()`` into file views."""
     files: list[FileView] = []
     for change in changes:
