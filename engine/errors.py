@@ -1,16 +1,33 @@
-"""Typed errors shared by every layer of the engine.
+"""Typed errors and warnings shared by every layer of the engine.
 
 Each error has a stable ``code`` (documented in docs/errors.md) and the process
 exit code the CLI uses for it. Errors are raised where the problem is detected;
-the CLI and the UI only turn them into messages.
+the CLI and the UI only turn them into messages. ``EngineWarning`` is the one type of
+"something the user should know that did not stop the command" (a damaged index rebuilt, vectors
+off), delivered through a ``WarningSink``; its codes are documented in docs/errors.md too.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 EXIT_OK = 0
 EXIT_PROBLEM = 1
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
+
+
+@dataclass(frozen=True)
+class EngineWarning:
+    """Something the user should know that did not stop the command: a stable code and a sentence."""
+
+    code: str
+    message: str
+
+
+# Where a layer reports an ``EngineWarning`` (the CLI prints ``warning: ...``, the app shows a note).
+WarningSink = Callable[[EngineWarning], None]
 
 
 class SemforaError(Exception):

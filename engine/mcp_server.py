@@ -61,7 +61,9 @@ def _search_tool(engine: Any) -> McpTool:
             args["query"],
             mode=args.get("mode", "hybrid"),
             limit=args.get("limit", 10),
-            on_warning=warnings.append,  # e.g. vectors unavailable: full-text and symbols answered
+            on_warning=lambda w: warnings.append(
+                w.message
+            ),  # e.g. vectors off: full text and symbols answered
         )
         rows = [h.to_json() for h in hits]
         data: dict[str, Any] = {"results": rows}

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config import Settings, load_settings
-from engine.errors import NotFoundError, UsageError
+from engine.errors import EngineWarning, NotFoundError, UsageError, WarningSink
 from engine.policy.sandbox import ResolvedPath
 from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
-from engine.store.db import MAX_GRAPH_DEPTH, StoreWarning, SymbolStore, WarningSink, symbol_source
+from engine.store.db import MAX_GRAPH_DEPTH, SymbolStore, symbol_source
 
 # Hard caps from the tool contract (seed 004): a reply can never flood a context window.
 MAX_LIST_SYMBOLS = 200
@@ -681,4 +681,4 @@ TOOLS: dict[str, ToolSpec] = {
     )
 }
 
-__all__ = ["TOOLS", "Engine", "Param", "StoreWarning", "ToolResult", "ToolSpec"]
+__all__ = ["TOOLS", "Engine", "Param", "EngineWarning", "ToolResult", "ToolSpec"]

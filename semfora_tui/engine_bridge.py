@@ -169,7 +169,8 @@ class EngineBridge:
         """Hits; ``on_warning`` hears once per process when a part is off (e.g. vectors unavailable)."""
         with engine_part("search"):
             from engine.index.hybrid import search
-        return list(search(self.layout, self.settings, query, mode, limit, on_warning=on_warning))
+        sink = (lambda w: on_warning(w.message)) if on_warning is not None else None
+        return list(search(self.layout, self.settings, query, mode, limit, on_warning=sink))
 
     def symbols(self, name: str) -> list[dict[str, Any]]:
         with engine_part("the engine tools"):

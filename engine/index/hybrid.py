@@ -17,12 +17,12 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config import Settings
-from engine.errors import SemforaError, UsageError
+from engine.errors import EngineWarning, SemforaError, UsageError, WarningSink
 from engine.index import fts
 from engine.index.chunk_source import chunk_texts
 from engine.index.fusion import SEARCH_RRF_K, rrf
@@ -124,7 +124,6 @@ MAX_LIMIT = 200
 
 # A word that is an identifier rather than English: snake_case, camelCase, dotted.path, or with digits.
 _IDENTIFIER_LIKE = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|[a-z][A-Z]|[A-Za-z]\.[A-Za-z]|[A-Za-z][0-9]")
-WarningSink = Callable[[str], None]
 _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
@@ -168,15 +167,18 @@ class _Candidate:
     fused: float = 0.0  # the fusion's score, kept while rescoring replaces ``score``
 
 
-def warn_once(kind: str, message: str, sink: WarningSink | None) -> None:
-    """Tell the user once per process that an optional part is off; log later repeats."""
+def warn_once(warning: EngineWarning, sink: WarningSink | None) -> None:
+    """Tell the user once per process (per code) that an optional part is off; log later repeats."""
     with _warned_lock:
-        first = kind not in _warned
-        _warned.add(kind)
+        first = warning.code not in _warned
+        _warned.add(warning.code)
     if first:
-        (sink or log.warning)(message)
+        if sink is not None:
+            sink(warning)
+        else:
+            log.warning(warning.message)
     else:
-        log.info(message)
+        log.info(warning.message)
 
 
 def reset_warnings() -> None:
@@ -435,7 +437,7 @@ def _expand(
     try:
         return exp.expand(query)
     except SemforaError as exc:
-        warn_once("expansion", f"query expansion is off: {exc.message}", sink)
+        warn_once(EngineWarning("EXPANSION_OFF", f"query expansion is off: {exc.message}"), sink)
         return [], False
 
 
@@ -643,7 +645,12 @@ def _search(
     vectors = VectorSearcher.for_repo(layout, settings) if mode in ("hybrid", "vector") else None
     if vectors is not None and not vectors.enabled:
         if mode == "vector":
-            warn_once("vectors", f"{vectors.status}; showing full-text and symbol results instead", sink)
+            warn_once(
+                EngineWarning(
+                    "VECTORS_OFF", f"{vectors.status}; showing full-text and symbol results instead"
+                ),
+                sink,
+            )
             mode = "hybrid"
         vectors = None
     elif vectors is not None:
@@ -652,14 +659,16 @@ def _search(
         problem = vectors.unavailable()
         if problem:
             if problem == NOT_BUILT:
-                warn_once("vectors-not-built", problem, sink)
+                warn_once(EngineWarning("VECTORS_NOT_BUILT", problem), sink)
             else:
-                warn_once("vectors-query", f"vector search is off for now: {problem}", sink)
+                warn_once(
+                    EngineWarning("VECTOR_QUERY_FAILED", f"vector search is off for now: {problem}"), sink
+                )
             if mode == "vector":
                 mode = "hybrid"
             vectors = None
         elif vectors.notice:
-            warn_once("vectors-partial", vectors.notice, sink)
+            warn_once(EngineWarning("VECTORS_PARTIAL", vectors.notice), sink)
 
     # The vector lookups (embed the query, ask Chroma) run beside FTS and symbols: both sides
     # spend their time outside the GIL (torch/HTTP, SQLite), so the wall time is the longer one.
@@ -700,7 +709,12 @@ def _search(
     if worker is not None:
         worker.join()
         if vector_error:
-            warn_once("vectors-query", f"vector search is off for now: {vector_error[0].message}", sink)
+            warn_once(
+                EngineWarning(
+                    "VECTOR_QUERY_FAILED", f"vector search is off for now: {vector_error[0].message}"
+                ),
+                sink,
+            )
         for weight, found in vector_lists:
             with s.lock:
                 by_id = fts.rows_by_chunk_ids(s.conn, [cid for cid, _ in found])
@@ -893,7 +907,7 @@ def _apply_rerank(
             cands.append(RerankCandidate(c.key, c.symbol.body_hash, f"{c.symbol.file} {c.symbol.signature}"))
     outcome = rerank(query, cands, model, s.cache, mode=mode)
     if outcome.failed:
-        warn_once("rerank", f"reranking is off: {outcome.failed}", sink)
+        warn_once(EngineWarning("RERANK_OFF", f"reranking is off: {outcome.failed}"), sink)
     by_key = {c.key: c for c in ranked}
     reordered = []
     for key, score in outcome.order:

@@ -30,6 +30,7 @@ from multiprocessing.context import BaseContext
 from pathlib import Path
 
 from engine.config import Settings
+from engine.errors import EngineWarning, WarningSink
 from engine.lifetime import die_with_parent
 from engine.policy.redaction import redact
 from engine.repo.layout import RepoLayout
@@ -46,8 +47,6 @@ from engine.semantic.model import FileAnalysis, ImportRef
 from engine.store import changes
 from engine.store.db import (
     PAGE_CACHE_KB,
-    StoreWarning,
-    WarningSink,
     open_index,
     relative_module,
 )
@@ -107,7 +106,7 @@ class IndexReport:
     changed_paths: tuple[str, ...] = ()
     deleted_paths: tuple[str, ...] = ()
     skipped_files: tuple[Skipped, ...] = ()
-    warnings: tuple[StoreWarning, ...] = ()
+    warnings: tuple[EngineWarning, ...] = ()
     rebuild: bool = False
     text_index: object | None = None
     scope: tuple[str, ...] | None = None
@@ -1138,9 +1137,9 @@ def index_repository(
     the single commit at the end.
     """
     started = time.perf_counter()
-    warnings: list[StoreWarning] = []
+    warnings: list[EngineWarning] = []
 
-    def warn(w: StoreWarning) -> None:
+    def warn(w: EngineWarning) -> None:
         warnings.append(w)
         if on_warning is not None:
             on_warning(w)
@@ -1238,7 +1237,7 @@ def _stored_counts(conn: sqlite3.Connection) -> tuple[int, int, int]:
 
 
 def _unchanged_report(
-    conn: sqlite3.Connection, started: float, warnings: list[StoreWarning], state: changes.WorktreeState
+    conn: sqlite3.Connection, started: float, warnings: list[EngineWarning], state: changes.WorktreeState
 ) -> IndexReport:
     files, symbols, edges = _stored_counts(conn)
     skipped = [
@@ -1300,7 +1299,7 @@ def _run(
     progress: ProgressFn | None,
     rebuilt: bool,
     started: float,
-    warnings: list[StoreWarning],
+    warnings: list[EngineWarning],
     text_index: bool = False,
 ) -> IndexReport:
     root = layout.root

@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 import sqlite3
 import struct
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.errors import IndexError_, LockBusy, NotFoundError, UsageError
+from engine.errors import EngineWarning, IndexError_, LockBusy, NotFoundError, UsageError, WarningSink
 from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
 from engine.store.lock import writer_lock
@@ -34,17 +34,6 @@ HEADER_BYTES = 100
 MAX_GRAPH_DEPTH = 6
 # Most nodes one call-graph walk returns, so a hub symbol cannot flood a reply.
 MAX_GRAPH_NODES = 500
-
-
-@dataclass(frozen=True)
-class StoreWarning:
-    """Something the user should know that did not stop the command."""
-
-    code: str
-    message: str
-
-
-WarningSink = Callable[[StoreWarning], None]
 
 
 @dataclass(frozen=True)
@@ -190,7 +179,7 @@ def _warn_if_emptied(found: int, on_warning: WarningSink | None) -> None:
         return
     if any(version in REBUILT_AT for version in range(found + 1, SCHEMA_VERSION + 1)):
         on_warning(
-            StoreWarning(
+            EngineWarning(
                 "INDEX_UPGRADED",
                 f"index.db was written by an older semfora (schema {found}, now {SCHEMA_VERSION}); "
                 "it is rebuilt by the next index run",
@@ -200,7 +189,7 @@ def _warn_if_emptied(found: int, on_warning: WarningSink | None) -> None:
 
 def _rebuild(path: Path, problem: str, on_warning: WarningSink | None) -> sqlite3.Connection:
     if on_warning is not None:
-        on_warning(StoreWarning("INDEX_CORRUPT", f"index.db was damaged ({problem}); rebuilding it"))
+        on_warning(EngineWarning("INDEX_CORRUPT", f"index.db was damaged ({problem}); rebuilding it"))
     _discard(path)
     conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, check_same_thread=False)
     _configure(conn)

@@ -305,7 +305,7 @@ def search_channel(
                 query,
                 mode="hybrid",
                 limit=SEARCH_POOL,
-                on_warning=on_warning,
+                on_warning=lambda w: on_warning(w.message),
                 # the fusion's own order: ``rank`` scores every candidate on its text itself,
                 # and the lists' opinion is worth most as an independent signal
                 rescore=False,

@@ -13,15 +13,15 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from engine import tools
-from engine.errors import NotFoundError, UsageError
-from engine.store.db import MAX_GRAPH_DEPTH, StoreWarning
+from engine.errors import EngineWarning, NotFoundError, UsageError
+from engine.store.db import MAX_GRAPH_DEPTH
 from semfora_tui.cli.output import is_tty, print_json, warn
 
 # Lists in the index report that `index --json` prints only with --paths.
 PATH_LISTS = ("changed_paths", "deleted_paths", "skipped_files")
 
 
-def _warn(w: StoreWarning) -> None:
+def _warn(w: EngineWarning) -> None:
     warn(f"[{w.code}] {w.message}")
 
 

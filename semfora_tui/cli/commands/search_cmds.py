@@ -11,6 +11,7 @@ import sqlite3
 import sys
 
 from engine.config import Settings, load_settings
+from engine.errors import EngineWarning
 from engine.repo.layout import RepoLayout
 from semfora_tui.cli.output import print_json, warn
 
@@ -55,9 +56,9 @@ def run_search(args: argparse.Namespace) -> int:
     _ensure_index(layout, settings, quiet=args.json)
     warnings: list[str] = []
 
-    def on_warning(message: str) -> None:
-        warnings.append(message)
-        warn(message)
+    def on_warning(warning: EngineWarning) -> None:
+        warnings.append(warning.message)
+        warn(warning.message)
 
     hits = search(
         layout,
