@@ -214,7 +214,7 @@ def get_repo_overview(engine: Engine) -> ToolResult:
 
     Token cost: ~2,500 at most, fixed whatever the repository size. Call it first.
     """
-    from engine.semantic.overview import stored_overview
+    from engine.store.overview import stored_overview
 
     ov = stored_overview(engine.layout, engine.store().connection())
     return ToolResult(ov.data, ov.toon)
@@ -225,7 +225,7 @@ def list_modules(engine: Engine) -> ToolResult:
 
     Token cost: ~300-700.
     """
-    from engine.semantic.overview import _directory_tree, choose_modules
+    from engine.store.overview import _directory_tree, choose_modules
 
     modules = choose_modules(_directory_tree(engine.store().connection()))
     rows = [

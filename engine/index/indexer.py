@@ -1171,7 +1171,7 @@ def index_repository(
 
 def _store_overview(layout: RepoLayout) -> None:
     """Build and store the overview of a freshly built index, so its first reader finds it."""
-    from engine.semantic.overview import stored_overview
+    from engine.store.overview import stored_overview
 
     conn = open_index(layout, readonly=True)
     try:

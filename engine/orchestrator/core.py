@@ -195,7 +195,7 @@ class Orchestrator:
 
     def _load_overview(self, max_tokens: int) -> str:
         """The bounded overview, stored in index.db once per index state (see ``stored_overview``)."""
-        from engine.semantic.overview import stored_overview
+        from engine.store.overview import stored_overview
 
         if not self.layout.index_db.exists():
             return ""

@@ -332,7 +332,7 @@ def test_indexing_any_hostile_tree_stores_no_canary(
 def test_the_overview_reads_no_linked_manifest_readme_or_package_file(hostile_world) -> None:
     """requirements.txt -> outside, requirements-dev.txt -> /etc/passwd, src/README.md and
     src/__init__.py -> outside: the overview (sent to every model request) quotes none of them."""
-    from engine.semantic.overview import build_overview
+    from engine.store.overview import build_overview
 
     overview = build_overview(hostile_world.layout, hostile_world.engine.store().connection())
     assert hostile_world.repo.leaked(overview.toon) == []

@@ -87,7 +87,7 @@ def test_progress_names_each_phase_and_counts_up_to_its_total(make_repo) -> None
 
 def test_the_overview_is_built_once_per_index_state_and_follows_changes(make_repo, monkeypatch) -> None:
     from engine import tools
-    from engine.semantic import overview
+    from engine.store import overview
 
     root = make_repo(FILES)
     layout = RepoLayout.for_path(root)
@@ -117,8 +117,8 @@ def test_the_overview_is_built_once_per_index_state_and_follows_changes(make_rep
 
 
 def test_a_reader_never_waits_on_an_indexer_to_store_the_overview(make_repo) -> None:
-    from engine.semantic.overview import stored_overview
     from engine.store.lock import writer_lock
+    from engine.store.overview import stored_overview
 
     root = make_repo(FILES)
     layout = RepoLayout.for_path(root)
