@@ -256,20 +256,16 @@ def check_fts5() -> Check:
     return Check("sqlite fts5", "ok", f"SQLite {sqlite3.sqlite_version}")
 
 
-def _tracked_files(root: Path) -> list[str]:
-    tracked = git.tracked_files(root, timeout=None)
-    if tracked is not None:
-        return tracked
-    return [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts]
-
-
-def check_index(layout: RepoLayout, deny: Sequence[str] | None = None) -> Check:
+def check_index(layout: RepoLayout, deny: Sequence[str] | None = None, exclude: Sequence[str] = ()) -> Check:
     """Compare every indexed file's size and mtime with the disk, read-only (the store would repair).
 
-    Secret files (``deny``) are never indexed, so they are never "new" either."""
+    "New" files are those discovery lists (git's tracked and untracked files, or the walk that
+    honours .gitignore; not under ``exclude`` directories) that the index lacks. Secret files
+    (``deny``) are never indexed, so they are never "new" either."""
     from engine.policy.names import is_secret_name
     from engine.semantic.languages import language_for_path
     from engine.store.db import FileRecord, header_problem
+    from engine.store.discovery import listed_paths
 
     db = layout.index_db
     fix = f"semfora index --path {layout.root}"
@@ -304,7 +300,7 @@ def check_index(layout: RepoLayout, deny: Sequence[str] | None = None) -> Check:
     known = {rec.path for rec in records}
     new = [
         p
-        for p in _tracked_files(layout.root)
+        for p in listed_paths(layout.root, exclude)
         if p not in known and language_for_path(p) and not is_secret_name(p, deny)
     ]
     built = max(rec.indexed_at for rec in records)
@@ -663,7 +659,9 @@ def run_doctor(path: str | os.PathLike[str] | None = None, *, network: bool = Tr
     settings = loaded.settings if loaded else Settings()
     checks.append(_guard("cache dir", lambda: check_cache_dir(layout)))
     checks.append(_guard("sqlite fts5", check_fts5))
-    checks.append(_guard("index", lambda: check_index(layout, settings.edits.deny)))
+    checks.append(
+        _guard("index", lambda: check_index(layout, settings.edits.deny, settings.index.exclude_dirs))
+    )
     checks.append(_guard("chroma", lambda: check_chroma(settings, layout, network)))
     checks.append(_guard("embeddings", lambda: check_embeddings(settings, network)))
     checks.append(_guard("vectors", lambda: check_vectors(settings, layout, network)))

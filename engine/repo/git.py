@@ -76,14 +76,6 @@ def list_files(root: str | os.PathLike[str], *, timeout: float | None = GIT_TIME
     return sorted({n for n in names if n})
 
 
-def tracked_files(root: str | os.PathLike[str], *, timeout: float | None = GIT_TIMEOUT_S) -> list[str] | None:
-    """Files in git's index (``ls-files``); None outside a work tree or when git failed."""
-    proc = run(root, "ls-files", "-z", timeout=timeout)
-    if proc is None or proc.returncode != 0:
-        return None
-    return [p for p in proc.stdout.decode("utf-8", "replace").split("\0") if p]
-
-
 def version() -> str | None:
     """``git --version`` (e.g. ``git version 2.43.0``); None when git is not on PATH."""
     git = shutil.which("git")
