@@ -112,3 +112,16 @@ def test_only_config_reads_settings_from_the_environment() -> None:
             if _SETTING_READ.search(line):
                 offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_every_git_command_goes_through_the_git_module() -> None:
+    """One home for git: engine/repo/git.py runs every git process of the engine."""
+    spawn = re.compile(r"""\[\s*(?:git|["']git["'])\s*,""")
+    offenders = []
+    for path in sorted((ROOT / "engine").rglob("*.py")):
+        if path == ROOT / "engine" / "repo" / "git.py":
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if spawn.search(line):
+                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
