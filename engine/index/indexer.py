@@ -22,16 +22,15 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from multiprocessing.context import BaseContext
 from pathlib import Path
 
 from engine.config import Settings
 from engine.errors import EngineWarning, WarningSink
-from engine.lifetime import die_with_parent
+from engine.index.workers import pool_context, worker_pool
 from engine.policy.redaction import redact
 from engine.repo.layout import RepoLayout
 from engine.semantic.graph import (
@@ -359,51 +358,6 @@ def _unpack_batch(data: bytes) -> tuple[str | None, list[ParseResult]]:
     return shard_path, out
 
 
-def _pool_context() -> BaseContext:
-    import multiprocessing
-
-    # fork is fastest (workers inherit loaded grammars) but unsafe once threads run.
-    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("fork")
-    from multiprocessing import forkserver
-
-    # Start the helper processes now, while stderr is a real file: a host that captures
-    # stderr (Textual's fileno() is -1) would otherwise make them fail to spawn.
-    with _stderr_with_fd():
-        forkserver.ensure_running()
-    return multiprocessing.get_context("forkserver")
-
-
-def worker_pool(workers: int, context: BaseContext | None = None) -> ProcessPoolExecutor:
-    """The one way indexing starts worker processes (parsing, resolving calls, chunking text),
-    so how they start and end is decided in one place: they die with semfora (a killed `index`
-    must leave no orphan holding index.lock)."""
-    context = context or _pool_context()
-    parent = os.getpid() if context.get_start_method() == "fork" else None
-    return ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=die_with_parent, initargs=(parent,)
-    )
-
-
-@contextmanager
-def _stderr_with_fd() -> Iterator[None]:
-    """Point ``sys.stderr`` at the process's real stderr while child processes are spawned."""
-    import sys
-
-    try:
-        valid = sys.stderr is not None and sys.stderr.fileno() >= 0
-    except (OSError, ValueError, AttributeError):
-        valid = False
-    if valid or sys.__stderr__ is None:
-        yield
-        return
-    captured, sys.stderr = sys.stderr, sys.__stderr__
-    try:
-        yield
-    finally:
-        sys.stderr = captured
-
-
 def _parse_all(
     root: Path,
     items: list[ParseItem],
@@ -428,7 +382,7 @@ def _parse_all(
                 progress(PHASE_PARSE, done, total)
         _close_pending_shard()
         return
-    context = _pool_context()
+    context = pool_context()
     if context.get_start_method() == "fork":
         # Load grammars and compile queries once here; forked workers inherit them.
         from engine.semantic.extract import analyze_source

@@ -200,7 +200,7 @@ def _chunk_all(
             if progress:
                 progress(PHASE_TEXT, done, total)
         return
-    from engine.index.indexer import worker_pool
+    from engine.index.workers import worker_pool
 
     batches = [items[i : i + CHUNK_BATCH_FILES] for i in range(0, total, CHUNK_BATCH_FILES)]
     with worker_pool(workers) as pool:
