@@ -42,6 +42,7 @@ run: $(STAMP_RUN)
 lint: $(STAMP_DEV)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check engine semfora_tui tests
+	$(VENV)/bin/lint-imports
 
 typecheck: $(STAMP_DEV)
 	$(VENV)/bin/mypy

@@ -1,6 +1,6 @@
 """The incremental indexer: discover, parse what changed in parallel, store, resolve graphs.
 
-Owns ``index_repository`` and the single-writer lock. In a git work tree, what may have
+Owns ``index_repository`` (it holds ``engine.store.lock.writer_lock`` while it writes). In a git work tree, what may have
 changed since the last run comes from `git status` against the recorded state (see
 ``changes.py``), so an unchanged tree costs one git call, not a stat of every file;
 elsewhere every file is stat'ed. Unchanged files are recognised by mtime+size, then
