@@ -42,13 +42,16 @@ run: $(STAMP_RUN)
 lint: $(STAMP_DEV)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check engine semfora_cli semfora_tui tests
+	$(VENV)/bin/lint-imports
 
 typecheck: $(STAMP_DEV)
 	$(VENV)/bin/mypy
 
+# The layer contract ([tool.importlinter] in pyproject.toml) runs before the tests: a back-arrow fails CI.
 test: $(STAMP_DEV)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
 
 bench: $(STAMP_BENCH)

@@ -31,7 +31,7 @@ from engine.policy.trust import (
     filter_untrusted,
     needs_trust,
 )
-from engine.store.layout import config_home
+from engine.repo.layout import config_home
 
 # A current Sonnet; claude-sonnet-4-5 reaches end-of-life on 2026-11-30.
 DEFAULT_MODEL = "claude-sonnet-4-6"
@@ -415,6 +415,13 @@ def _env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
             dotted = var[len(ENV_PREFIX) :].lower().replace("__", ".")
             found[dotted] = value
     return found
+
+
+def named_by_environment(dotted: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the environment sets ``dotted`` (its well-known alias, e.g. ``SEMFORA_MODEL`` for
+    ``llm.model``, or ``SEMFORA_SECTION__KEY``): this module is the only reader of settings from
+    the environment."""
+    return bool(_env_overrides(os.environ if environ is None else environ).get(dotted))
 
 
 def load_settings(

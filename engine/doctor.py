@@ -10,9 +10,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
-import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,7 +21,8 @@ from typing import Literal
 
 from engine.config import LoadedSettings, Settings, check_settings, load_settings
 from engine.errors import ConfigError, SemforaError
-from engine.store.layout import RepoLayout
+from engine.repo import git
+from engine.repo.layout import RepoLayout
 
 Status = Literal["ok", "warn", "fail", "skip"]
 
@@ -162,8 +161,8 @@ def check_grammars() -> Check:
 
 
 def check_git() -> Check:
-    git = shutil.which("git")
-    if git is None:
+    out = git.version()
+    if out is None:
         return Check(
             "git",
             "fail",
@@ -171,7 +170,6 @@ def check_git() -> Check:
             "DOCTOR_GIT",
             "install git (e.g. `apt-get install git`)",
         )
-    out = subprocess.run([git, "--version"], capture_output=True, text=True, check=False).stdout.strip()
     return Check("git", "ok", out)
 
 
@@ -258,20 +256,16 @@ def check_fts5() -> Check:
     return Check("sqlite fts5", "ok", f"SQLite {sqlite3.sqlite_version}")
 
 
-def _tracked_files(root: Path) -> list[str]:
-    proc = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True, check=False)
-    if proc.returncode == 0:
-        return [p for p in proc.stdout.decode("utf-8", "replace").split("\0") if p]
-    return [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts]
-
-
-def check_index(layout: RepoLayout, deny: Sequence[str] | None = None) -> Check:
+def check_index(layout: RepoLayout, deny: Sequence[str] | None = None, exclude: Sequence[str] = ()) -> Check:
     """Compare every indexed file's size and mtime with the disk, read-only (the store would repair).
 
-    Secret files (``deny``) are never indexed, so they are never "new" either."""
+    "New" files are those discovery lists (git's tracked and untracked files, or the walk that
+    honours .gitignore; not under ``exclude`` directories) that the index lacks. Secret files
+    (``deny``) are never indexed, so they are never "new" either."""
     from engine.policy.names import is_secret_name
     from engine.semantic.languages import language_for_path
     from engine.store.db import FileRecord, header_problem
+    from engine.store.discovery import listed_paths
 
     db = layout.index_db
     fix = f"semfora index --path {layout.root}"
@@ -306,7 +300,7 @@ def check_index(layout: RepoLayout, deny: Sequence[str] | None = None) -> Check:
     known = {rec.path for rec in records}
     new = [
         p
-        for p in _tracked_files(layout.root)
+        for p in listed_paths(layout.root, exclude)
         if p not in known and language_for_path(p) and not is_secret_name(p, deny)
     ]
     built = max(rec.indexed_at for rec in records)
@@ -354,7 +348,7 @@ def _http_get(url: str, headers: dict[str, str] | None = None) -> tuple[int, obj
 
 
 def check_chroma(settings: Settings, layout: RepoLayout, network: bool) -> Check:
-    url = os.environ.get("SEMFORA_CHROMA_URL") or settings.search.chroma_url
+    url = settings.search.chroma_url  # carries SEMFORA_CHROMA_URL (engine.config)
     if url:
         if not network:
             return Check("chroma", "skip", f"server {url} not probed (--no-network)")
@@ -665,7 +659,9 @@ def run_doctor(path: str | os.PathLike[str] | None = None, *, network: bool = Tr
     settings = loaded.settings if loaded else Settings()
     checks.append(_guard("cache dir", lambda: check_cache_dir(layout)))
     checks.append(_guard("sqlite fts5", check_fts5))
-    checks.append(_guard("index", lambda: check_index(layout, settings.edits.deny)))
+    checks.append(
+        _guard("index", lambda: check_index(layout, settings.edits.deny, settings.index.exclude_dirs))
+    )
     checks.append(_guard("chroma", lambda: check_chroma(settings, layout, network)))
     checks.append(_guard("embeddings", lambda: check_embeddings(settings, network)))
     checks.append(_guard("vectors", lambda: check_vectors(settings, layout, network)))

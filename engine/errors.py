@@ -1,16 +1,33 @@
-"""Typed errors shared by every layer of the engine.
+"""Typed errors and warnings shared by every layer of the engine.
 
 Each error has a stable ``code`` (documented in docs/errors.md) and the process
 exit code the CLI uses for it. Errors are raised where the problem is detected;
-the CLI and the UI only turn them into messages.
+the CLI and the UI only turn them into messages. ``EngineWarning`` is the one type of
+"something the user should know that did not stop the command" (a damaged index rebuilt, vectors
+off), delivered through a ``WarningSink``; its codes are documented in docs/errors.md too.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 EXIT_OK = 0
 EXIT_PROBLEM = 1
 EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3
+
+
+@dataclass(frozen=True)
+class EngineWarning:
+    """Something the user should know that did not stop the command: a stable code and a sentence."""
+
+    code: str
+    message: str
+
+
+# Where a layer reports an ``EngineWarning`` (the CLI prints ``warning: ...``, the app shows a note).
+WarningSink = Callable[[EngineWarning], None]
 
 
 class SemforaError(Exception):
@@ -58,6 +75,34 @@ class SandboxError(SemforaError):
 
     code = "PATH_OUTSIDE_REPO"
     exit_code = EXIT_USAGE
+
+
+# The path policy's refusals (raised by engine.policy's read and write sandboxes and by
+# engine.repo when a root cannot be resolved). All exit 2: the path given was the problem.
+
+
+class PathDenied(SandboxError):
+    """A path outside the root, through a symlink escape, inside .git, or malformed (exit 2)."""
+
+    code = "PATH_OUTSIDE_REPO"
+
+
+class SecretPathDenied(SandboxError):
+    """A path on the deny-list (.env, keys, credentials): never read for a model, never written."""
+
+    code = "SECRET_PATH_DENIED"
+
+
+class SymlinkLoop(PathDenied):
+    """A path that goes round a loop of symbolic links (exit 2)."""
+
+    code = "SYMLINK_LOOP"
+
+
+class PathTooLong(PathDenied):
+    """A path, or one of its names, longer than the file system accepts (exit 2)."""
+
+    code = "PATH_TOO_LONG"
 
 
 class NotFoundError(SemforaError):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from engine.config import Settings, load_settings
 from engine.errors import ServiceUnavailable, UsageError
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 from semfora_tui.history import HISTORY_FILE, PromptHistory
 from semfora_tui.views import FileView, PackView, PastTurn, files_from_session, pack_from_engine
 

@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from engine.errors import SemforaError
-from engine.store.layout import find_repo_root
+from engine.repo.layout import find_repo_root
 
 
 def _report_error(err: SemforaError) -> int:

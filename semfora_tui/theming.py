@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from engine.store.layout import config_home
+from engine.repo.layout import config_home
 
 if TYPE_CHECKING:
     from textual.theme import Theme

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from engine.api import ContextPack, TurnResult
-    from engine.edits.session import FileChange
+    from engine.edits.session import StagedFile
 
 PRIORITIES: tuple[str, ...] = ("critical", "high", "medium", "low")
 
@@ -109,7 +109,7 @@ HUNK_CONFLICT_TEXT = "no longer applies: the file changed on disk (/rebase re-ap
 FILE_STALE_TEXT = "changed on disk since it was staged (/rebase re-applies its hunks)"
 
 
-def files_from_session(changes: Iterable[FileChange]) -> tuple[FileView, ...]:
+def files_from_session(changes: Iterable[StagedFile]) -> tuple[FileView, ...]:
     """Turn ``EditSession.files()`` into file views."""
     files: list[FileView] = []
     for change in changes:

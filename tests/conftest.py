@@ -38,7 +38,7 @@ def _entries(caches: tuple[Path, ...]) -> set[tuple[Path, str]]:
 
 def _our_repo_ids(temp_root: Path, names: set[str]) -> set[str]:
     """Cache-directory names of this session's repositories among ``names`` (their slug matches a dir)."""
-    from engine.store.layout import RepoLayout
+    from engine.repo.layout import RepoLayout
 
     slugs = {name.rsplit("-", 1)[0] for name in names}
     ids: set[str] = set()

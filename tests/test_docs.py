@@ -16,7 +16,7 @@ DOCS = ROOT / "docs"
 CODE_PATTERNS = (
     re.compile(r"\bcode\s*=\s*\"([A-Z][A-Z0-9_]+)\""),  # class attribute or keyword argument
     re.compile(r"\"(DOCTOR_[A-Z0-9_]+)\""),  # doctor checks pass their code positionally
-    re.compile(r"StoreWarning\(\s*\"([A-Z][A-Z0-9_]+)\""),  # warnings the store reports
+    re.compile(r"EngineWarning\(\s*\"([A-Z][A-Z0-9_]+)\""),  # warnings the engine reports
 )
 # Meanings for arguments the parser leaves without help text.
 FALLBACK_HELP = {

@@ -16,7 +16,6 @@ from tests.conftest import ROOT
 # Engine packages a face must not import: what it asks of them goes through ``engine.api``.
 BEHIND_THE_DOOR = (
     "engine.store.db",
-    "engine.store.indexer",
     "engine.index",
     "engine.orchestrator",
     "engine.llm",

@@ -37,8 +37,8 @@ from engine.api.tools import (
     MIN_CONTEXT_BUDGET,
     TOOLS,
     Engine,
+    EngineWarning,
     Param,
-    StoreWarning,
     ToolResult,
     ToolSpec,
     analyze_directory,
@@ -98,13 +98,13 @@ from engine.api.values import (
 
 if TYPE_CHECKING:
     from engine.index.hybrid import SearchHit
+    from engine.index.indexer import IndexReport
     from engine.index.vectors import VectorReport
     from engine.llm.base import ModelUnavailable, Reasoner
     from engine.orchestrator.context import ContextPack
     from engine.orchestrator.core import Orchestrator, TurnResult
     from engine.review.ci import ReviewReport
     from engine.semantic.diff import SemanticDiff
-    from engine.store.indexer import IndexReport
 
 # The engine's own frozen values and types a face names, re-exported here so faces import only
 # the door. Each is loaded on first use (PEP 562): `import engine.api` stays cheap, and a command
@@ -117,7 +117,7 @@ _LAZY_EXPORTS: dict[str, str] = {
     "ContextPack": "engine.orchestrator.context",
     "Orchestrator": "engine.orchestrator.core",
     "TurnResult": "engine.orchestrator.core",
-    "IndexReport": "engine.store.indexer",
+    "IndexReport": "engine.index.indexer",
     "ReviewReport": "engine.review.ci",
     "SemanticDiff": "engine.semantic.diff",
 }
@@ -169,7 +169,7 @@ __all__ = [
     "SearchMetrics",
     "SearchResults",
     "SourceView",
-    "StoreWarning",
+    "EngineWarning",
     "SymbolDetail",
     "SymbolDetails",
     "SymbolList",

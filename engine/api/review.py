@@ -26,10 +26,13 @@ def semantic_diff(
     (default HEAD → the working tree). ``max_file_bytes`` (default: the diff's own cap) skips
     larger files."""
     from engine.semantic.diff import analyze_diff
+    from engine.store.callers import index_callers
 
+    # The index's call graph names the callers of what changed (the diff itself reads no store).
+    callers = index_callers(root)
     if max_file_bytes is None:
-        return analyze_diff(root, base, target)
-    return analyze_diff(root, base, target, max_file_bytes=max_file_bytes)
+        return analyze_diff(root, base, target, caller_graph=callers)
+    return analyze_diff(root, base, target, max_file_bytes=max_file_bytes, caller_graph=callers)
 
 
 def ci_review(

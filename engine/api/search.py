@@ -16,7 +16,8 @@ from engine.api.values import SearchResults
 
 if TYPE_CHECKING:
     from engine.api.tools import Engine
-    from engine.store.layout import RepoLayout
+    from engine.errors import EngineWarning
+    from engine.repo.layout import RepoLayout
 
 # Seconds a first `semfora search` waits for an indexer's SQLite lock before it reads anyway.
 INDEX_PROBE_TIMEOUT = 30
@@ -79,10 +80,10 @@ def search(
 
     warnings: list[str] = []
 
-    def heard(message: str) -> None:
-        warnings.append(message)
+    def heard(warning: EngineWarning) -> None:
+        warnings.append(warning.message)
         if on_warning is not None:
-            on_warning(message)
+            on_warning(warning.message)
 
     hits = hybrid_search(
         engine.layout,
@@ -120,7 +121,7 @@ class CacheReport:
 
 
 def cache_stats(engine: Engine) -> CacheReport:
-    from engine.index.cache import ResultCache
+    from engine.store.cache import ResultCache
 
     cfg = engine.settings.cache
     cache = ResultCache(engine.layout.cache_db, ttl_days=cfg.ttl_days, max_mb=cfg.max_mb)
@@ -140,7 +141,7 @@ def cache_stats(engine: Engine) -> CacheReport:
 
 def clear_cache(engine: Engine) -> int:
     """Remove every cached entry; returns how many there were."""
-    from engine.index.cache import ResultCache
+    from engine.store.cache import ResultCache
 
     cfg = engine.settings.cache
     cache = ResultCache(engine.layout.cache_db, ttl_days=cfg.ttl_days, max_mb=cfg.max_mb)

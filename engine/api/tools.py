@@ -41,17 +41,17 @@ from engine.api.values import (
     SymbolView,
 )
 from engine.config import Settings, load_settings
-from engine.errors import NotFoundError, UsageError
+from engine.errors import EngineWarning, NotFoundError, UsageError, WarningSink
 from engine.policy.sandbox import ResolvedPath
+from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
-from engine.store.db import MAX_GRAPH_DEPTH, StoreWarning, SymbolStore, WarningSink, symbol_source
-from engine.store.layout import RepoLayout
+from engine.store.db import MAX_GRAPH_DEPTH, SymbolStore, symbol_source
 
 if TYPE_CHECKING:
+    from engine.index.indexer import IndexReport
     from engine.llm.base import Reasoner
     from engine.orchestrator.context import ContextPack
     from engine.orchestrator.core import Orchestrator
-    from engine.store.indexer import IndexReport
 
 # Hard caps from the tool contract (seed 004): a reply can never flood a context window.
 MAX_LIST_SYMBOLS = 200
@@ -131,7 +131,7 @@ class Engine:
     def index(
         self, *, rebuild: bool = False, progress: Callable[[str, int, int], None] | None = None
     ) -> IndexReport:
-        from engine.store.indexer import index_repository
+        from engine.index.indexer import index_repository
 
         if self._store is not None and rebuild:
             self._store.close()
@@ -229,7 +229,7 @@ def get_repo_overview(engine: Engine) -> ToolResult[RepoOverview]:
 
     Token cost: ~2,500 at most, fixed whatever the repository size. Call it first.
     """
-    from engine.semantic.overview import stored_overview
+    from engine.store.overview import stored_overview
 
     ov = stored_overview(engine.layout, engine.store().connection())
     return ToolResult(RepoOverview(ov.data, ov.toon), ov.toon)
@@ -240,7 +240,7 @@ def list_modules(engine: Engine) -> ToolResult[ModuleList]:
 
     Token cost: ~300-700.
     """
-    from engine.semantic.overview import _directory_tree, choose_modules
+    from engine.store.overview import _directory_tree, choose_modules
 
     modules = choose_modules(_directory_tree(engine.store().connection()))
     value = ModuleList(
@@ -678,4 +678,4 @@ TOOLS: dict[str, ToolSpec] = {
     )
 }
 
-__all__ = ["MAX_GRAPH_DEPTH", "TOOLS", "Engine", "Param", "StoreWarning", "ToolResult", "ToolSpec"]
+__all__ = ["MAX_GRAPH_DEPTH", "TOOLS", "Engine", "Param", "EngineWarning", "ToolResult", "ToolSpec"]

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from engine.api.tools import Engine
     from engine.config import Settings
+    from engine.index.indexer import IndexReport
     from engine.index.vectors import VectorReport
     from engine.llm.base import Reasoner
     from engine.orchestrator.core import Orchestrator
-    from engine.store.indexer import IndexReport
-    from engine.store.layout import RepoLayout
+    from engine.repo.layout import RepoLayout
 
 # (phase, done, total): the progress shape of the indexer and the vector indexer (COMMON contract 3).
 Progress = Callable[[str, int, int], None]
@@ -64,7 +64,7 @@ def index_repository(
     layout: RepoLayout, settings: Settings, *, rebuild: bool = False, progress: Progress | None = None
 ) -> IndexReport:
     """One indexing run without an ``Engine`` (the app's worker threads own no store)."""
-    from engine.store.indexer import index_repository as run_indexer
+    from engine.index.indexer import index_repository as run_indexer
 
     return run_indexer(layout, settings, rebuild=rebuild, progress=progress)
 

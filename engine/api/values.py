@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from engine.index.hybrid import SearchHit
+    from engine.index.indexer import IndexReport
     from engine.semantic.model import Symbol
     from engine.store.db import GraphNode
-    from engine.store.indexer import IndexReport
 
 # Lists a tool reply carries at most this many paths of (an index run can touch 100,000 files).
 MAX_REPORT_PATHS = 50

@@ -10,7 +10,7 @@ from __future__ import annotations
 from engine.edits.hunks import Hunk, HunkId, HunkState
 from engine.edits.protocol import BlockFailure, EditBlock, EditBlockError, apply_blocks, parse_blocks
 from engine.edits.sandbox import is_secret_path, resolve_in_repo
-from engine.edits.session import CommitResult, EditSession, FileChange, RebaseReport
+from engine.edits.session import CommitResult, EditSession, RebaseReport, StagedFile
 from engine.edits.undo import UndoResult, undo
 from engine.edits.writer import RecoveryReport, recover
 
@@ -20,7 +20,7 @@ __all__ = [
     "EditBlock",
     "EditBlockError",
     "EditSession",
-    "FileChange",
+    "StagedFile",
     "Hunk",
     "HunkId",
     "HunkState",

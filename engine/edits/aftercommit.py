@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.repo import git
+
 # A lint or test command that runs longer than this is stopped and reported as timed out.
 CHECK_TIMEOUT_SECONDS = 900
 # Characters of a check's combined output kept for the report (its tail matters most).
@@ -48,7 +50,7 @@ class GitCommitResult:
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
+    return git.call_text(root, *args, timeout=None)
 
 
 def git_commit_paths(root: Path, paths: Sequence[str], message: str) -> GitCommitResult:

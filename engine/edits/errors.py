@@ -9,10 +9,10 @@ from __future__ import annotations
 from engine.errors import EXIT_USAGE, NotFoundError, SemforaError
 
 # The path refusals belong to the one path policy (reads and writes share them).
-from engine.policy.errors import PathDenied as PathDenied
-from engine.policy.errors import PathTooLong as PathTooLong
-from engine.policy.errors import SecretPathDenied as SecretPathDenied
-from engine.policy.errors import SymlinkLoop as SymlinkLoop
+from engine.errors import PathDenied as PathDenied
+from engine.errors import PathTooLong as PathTooLong
+from engine.errors import SecretPathDenied as SecretPathDenied
+from engine.errors import SymlinkLoop as SymlinkLoop
 
 
 class FileRefused(SemforaError):

@@ -50,7 +50,7 @@ from engine.edits.textformat import TextFormat, conform, decode, encode, sha256_
 from engine.edits.writer import FileWrite, apply_change_set, read_bytes_or_none, write_json_atomic
 from engine.errors import NotFoundError, SandboxError
 from engine.policy.redaction import redact
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 SESSION_VERSION = 1
 SESSION_FILE = "session.json"
@@ -107,8 +107,12 @@ class _Record:
 
 
 @dataclass(frozen=True)
-class FileChange:
-    """One staged file as reviewers see it: its hunks and their states."""
+class StagedFile:
+    """One staged file as reviewers see it: its hunks and their states.
+
+    Not ``engine.semantic.diff.FileChange`` (a file changed between two git trees, with its symbol
+    changes): this is an edit waiting in the session, hunk by hunk, that may still be rejected.
+    """
 
     path: str
     kind: str
@@ -443,8 +447,8 @@ class EditSession:
     def _disk_hash(self, rel: str) -> str | None:
         return sha256_bytes(read_bytes_or_none(self.layout.root / rel))
 
-    def _change(self, rec: _Record) -> FileChange:
-        return FileChange(
+    def _change(self, rec: _Record) -> StagedFile:
+        return StagedFile(
             rec.path,
             rec.kind,
             tuple(self._hunk_views(rec)),
@@ -452,7 +456,7 @@ class EditSession:
             syntax_error=rec.syntax_error,
         )
 
-    def files(self) -> list[FileChange]:
+    def files(self) -> list[StagedFile]:
         """Every staged file with its hunks, in staging order."""
         return [self._change(rec) for rec in self._records.values()]
 
@@ -563,7 +567,7 @@ class EditSession:
         return copy.deepcopy(self._records)
 
     @_exclusive
-    def stage_content(self, path: str, new_text: str) -> FileChange | None:
+    def stage_content(self, path: str, new_text: str) -> StagedFile | None:
         """Stage a whole new content for ``path`` (created if missing); None when it changes nothing."""
         rel = self._rel(path)
         self._stage_text(rel, new_text)
@@ -571,7 +575,7 @@ class EditSession:
         return self._file(rel)
 
     @_exclusive
-    def stage_blocks(self, blocks: str | Sequence[EditBlock], *, task: str | None = None) -> list[FileChange]:
+    def stage_blocks(self, blocks: str | Sequence[EditBlock], *, task: str | None = None) -> list[StagedFile]:
         """Stage a model reply (text) or parsed blocks: all of them, or none (EditBlockError)."""
         parsed = parse_blocks(blocks) if isinstance(blocks, str) else list(blocks)
         if not parsed:
@@ -611,7 +615,7 @@ class EditSession:
                 raise first from None  # it fails either way: report it against the staged text
         return self._stage_results(results, task)
 
-    def _stage_results(self, results: dict[str, str], task: str | None) -> list[FileChange]:
+    def _stage_results(self, results: dict[str, str], task: str | None) -> list[StagedFile]:
         before = self._transaction()
         try:
             for rel, text in results.items():
@@ -649,7 +653,7 @@ class EditSession:
         return rec.target
 
     @_exclusive
-    def stage_delete(self, path: str) -> FileChange | None:
+    def stage_delete(self, path: str) -> StagedFile | None:
         """Stage the deletion of ``path``; dropping a file that was only staged for creation."""
         lexical = normalize_rel(self.layout.root, path)
         if (self.layout.root / lexical).is_symlink():
@@ -674,7 +678,7 @@ class EditSession:
         self.save()
         return self._file(rel)
 
-    def _file(self, rel: str) -> FileChange | None:
+    def _file(self, rel: str) -> StagedFile | None:
         # Only this file's diff: building every file's here made staging n files quadratic.
         rec = self._records.get(rel)
         return None if rec is None else self._change(rec)

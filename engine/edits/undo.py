@@ -23,7 +23,7 @@ from engine.edits.writer import (
     read_bytes_or_none,
     remove_empty_dirs,
 )
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 
 @dataclass(frozen=True)

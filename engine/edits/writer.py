@@ -23,7 +23,7 @@ from engine.edits.lock import edit_lock
 from engine.edits.sandbox import resolve_in_repo
 from engine.edits.textformat import sha256_bytes
 from engine.errors import LockBusy
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 JOURNAL_VERSION = 1
 # Permission bits of a created file before the umask, as `open(..., "w")` would use.

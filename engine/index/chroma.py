@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 
 from engine.config import Settings
 from engine.errors import ServiceUnavailable
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 log = logging.getLogger("semfora.index.chroma")
 
@@ -74,8 +74,8 @@ class ChromaStore:
 
 
 def chroma_store(layout: RepoLayout, settings: Settings | None) -> ChromaStore:
-    """The store the configuration names; the environment wins over the settings file."""
-    url = os.environ.get("SEMFORA_CHROMA_URL") or (settings.search.chroma_url if settings else None)
+    """The store the configuration names (``search.chroma_url``, which carries ``SEMFORA_CHROMA_URL``)."""
+    url = settings.search.chroma_url if settings else None
     if url:
         return ChromaStore(url.rstrip("/"), None)
     return ChromaStore(None, layout.chroma_dir, layout)

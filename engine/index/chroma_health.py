@@ -14,7 +14,7 @@ import sqlite3
 from pathlib import Path
 
 from engine.quarantine import aside_name, is_corruption, notify
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 log = logging.getLogger("semfora.index.chroma_health")
 

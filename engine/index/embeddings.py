@@ -98,7 +98,7 @@ class OllamaEmbedder:
     max_batch = OLLAMA_BATCH
 
     def __init__(self, host: str, model: str, timeout: float) -> None:
-        from engine.llm.ollama_client import OllamaClient
+        from engine.services.ollama import OllamaClient
 
         self.model = model
         self.spec = f"ollama:{model}"
@@ -333,7 +333,7 @@ def chroma_default_cached(model_dir: Path | None = None) -> bool:
 
 
 def _ollama_choice(settings: Settings, model: str) -> EmbedderChoice:
-    from engine.llm.ollama_client import OllamaClient, OllamaError, OllamaUnavailable
+    from engine.services.ollama import OllamaClient, OllamaError, OllamaUnavailable
 
     requested = f"ollama:{model}"
     client = OllamaClient(settings.ollama.host, timeout=settings.search.provider_timeout)

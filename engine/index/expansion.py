@@ -10,7 +10,7 @@ import hashlib
 import json
 import re
 
-from engine.index.cache import ResultCache
+from engine.store.cache import ResultCache
 
 # Rewrites per query (localseek): diminishing returns beyond 2-3, and each costs an FTS pass.
 EXPANSION_COUNT = 2
@@ -47,7 +47,7 @@ class OllamaExpander:
     """Rewrites from a local Ollama model, cached in cache.db by model and query."""
 
     def __init__(self, host: str, model: str, timeout: float, cache: ResultCache | None) -> None:
-        from engine.llm.ollama_client import OllamaClient
+        from engine.services.ollama import OllamaClient
 
         self.model = model
         self.cache = cache

@@ -17,27 +17,26 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config import Settings
-from engine.errors import SemforaError, UsageError
+from engine.errors import EngineWarning, SemforaError, UsageError, WarningSink
 from engine.index import fts
-from engine.index.cache import ResultCache
 from engine.index.chunk_source import chunk_texts
+from engine.index.fusion import SEARCH_RRF_K, rrf
 from engine.index.metrics import MetricsRecorder, SearchEvent
 from engine.index.rerank import BlendMode, OllamaReranker, RerankCandidate, Reranker, rerank
 from engine.index.terms import TaskTerms, lexical_score, task_terms, term_counts, tokens
 from engine.policy.paths import is_test_path
+from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
-from engine.store.layout import RepoLayout
+from engine.store.cache import ResultCache
 
 log = logging.getLogger("semfora.index.hybrid")
 
 MODES = ("hybrid", "fts", "vector", "symbols")
-# RRF constant (Cormack et al.): damps the head so one list's rank 1 cannot drown agreement between lists.
-RRF_K = 60
 # Candidates each source contributes before fusion: deep enough that agreement between sources
 # counts, shallow enough that two weak opinions (rank 30 + rank 30) do not outvote one strong one.
 # Chosen on the benchmark query set (see docs/benchmarks.md): FTS 30 (50 and 20 did worse); vectors
@@ -100,7 +99,7 @@ LONG_QUERY_TERMS = 12
 RESCORE_DEPTH = 50
 W_FUSED = 0.7
 # The fused list's opinion in the rescoring is its order: rank r counts
-# (1 + RESCORE_RANK_K) / (r + RESCORE_RANK_K), 1 for the first (RRF scores with RRF_K = 60 are
+# (1 + RESCORE_RANK_K) / (r + RESCORE_RANK_K), 1 for the first (RRF scores with SEARCH_RRF_K = 60 are
 # nearly flat across the head, so they would say little).
 RESCORE_RANK_K = 10
 # Code outside any definition (imports, a file's header, the docblocks between methods) matches
@@ -125,7 +124,6 @@ MAX_LIMIT = 200
 
 # A word that is an identifier rather than English: snake_case, camelCase, dotted.path, or with digits.
 _IDENTIFIER_LIKE = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|[a-z][A-Z]|[A-Za-z]\.[A-Za-z]|[A-Za-z][0-9]")
-WarningSink = Callable[[str], None]
 _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
@@ -169,15 +167,18 @@ class _Candidate:
     fused: float = 0.0  # the fusion's score, kept while rescoring replaces ``score``
 
 
-def warn_once(kind: str, message: str, sink: WarningSink | None) -> None:
-    """Tell the user once per process that an optional part is off; log later repeats."""
+def warn_once(warning: EngineWarning, sink: WarningSink | None) -> None:
+    """Tell the user once per process (per code) that an optional part is off; log later repeats."""
     with _warned_lock:
-        first = kind not in _warned
-        _warned.add(kind)
+        first = warning.code not in _warned
+        _warned.add(warning.code)
     if first:
-        (sink or log.warning)(message)
+        if sink is not None:
+            sink(warning)
+        else:
+            log.warning(warning.message)
     else:
-        log.info(message)
+        log.info(warning.message)
 
 
 def reset_warnings() -> None:
@@ -278,7 +279,7 @@ def _composed_name_symbols(conn: sqlite3.Connection, query: str) -> list[Symbol]
     ``emailmessage``) formed from any two content words, in either order and in their bare forms, are
     looked up exactly. Names shared by many symbols (``get_object``) say little and are skipped.
     """
-    from engine.store.db import SYMBOL_COLUMNS, row_to_symbol
+    from engine.store.rows import SYMBOL_COLUMNS, row_to_symbol
 
     words = [w.lower() for w in _PLAIN_WORD.findall(query)]
     words = list(dict.fromkeys(w for w in words if w not in fts.STOPWORDS and len(w) >= 2))[
@@ -310,7 +311,7 @@ def _composed_name_symbols(conn: sqlite3.Connection, query: str) -> list[Symbol]
 
 def _rare_exact_name(conn: sqlite3.Connection, name_lower: str) -> list[Symbol]:
     """Symbols named exactly ``name_lower`` when that name is rare (flash, slugify), else none."""
-    from engine.store.db import SYMBOL_COLUMNS, row_to_symbol
+    from engine.store.rows import SYMBOL_COLUMNS, row_to_symbol
 
     rows = conn.execute(
         f"SELECT {SYMBOL_COLUMNS} FROM symbols WHERE name_lower = ? LIMIT ?", (name_lower, RARE_NAME_MAX + 1)
@@ -393,7 +394,7 @@ class _Fusion:
             weight *= PROSE_WEIGHT
         elif is_test_path(file):
             weight *= TEST_WEIGHT
-        cand.score += weight * SOURCE_WEIGHTS[source] / (RRF_K + rank)
+        cand.score += rrf(rank, SEARCH_RRF_K, weight * SOURCE_WEIGHTS[source])
         best = cand.ranks.get(source)
         if best is None or rank < best:
             cand.ranks[source] = rank
@@ -436,7 +437,7 @@ def _expand(
     try:
         return exp.expand(query)
     except SemforaError as exc:
-        warn_once("expansion", f"query expansion is off: {exc.message}", sink)
+        warn_once(EngineWarning("EXPANSION_OFF", f"query expansion is off: {exc.message}"), sink)
         return [], False
 
 
@@ -644,7 +645,12 @@ def _search(
     vectors = VectorSearcher.for_repo(layout, settings) if mode in ("hybrid", "vector") else None
     if vectors is not None and not vectors.enabled:
         if mode == "vector":
-            warn_once("vectors", f"{vectors.status}; showing full-text and symbol results instead", sink)
+            warn_once(
+                EngineWarning(
+                    "VECTORS_OFF", f"{vectors.status}; showing full-text and symbol results instead"
+                ),
+                sink,
+            )
             mode = "hybrid"
         vectors = None
     elif vectors is not None:
@@ -653,14 +659,16 @@ def _search(
         problem = vectors.unavailable()
         if problem:
             if problem == NOT_BUILT:
-                warn_once("vectors-not-built", problem, sink)
+                warn_once(EngineWarning("VECTORS_NOT_BUILT", problem), sink)
             else:
-                warn_once("vectors-query", f"vector search is off for now: {problem}", sink)
+                warn_once(
+                    EngineWarning("VECTOR_QUERY_FAILED", f"vector search is off for now: {problem}"), sink
+                )
             if mode == "vector":
                 mode = "hybrid"
             vectors = None
         elif vectors.notice:
-            warn_once("vectors-partial", vectors.notice, sink)
+            warn_once(EngineWarning("VECTORS_PARTIAL", vectors.notice), sink)
 
     # The vector lookups (embed the query, ask Chroma) run beside FTS and symbols: both sides
     # spend their time outside the GIL (torch/HTTP, SQLite), so the wall time is the longer one.
@@ -701,7 +709,12 @@ def _search(
     if worker is not None:
         worker.join()
         if vector_error:
-            warn_once("vectors-query", f"vector search is off for now: {vector_error[0].message}", sink)
+            warn_once(
+                EngineWarning(
+                    "VECTOR_QUERY_FAILED", f"vector search is off for now: {vector_error[0].message}"
+                ),
+                sink,
+            )
         for weight, found in vector_lists:
             with s.lock:
                 by_id = fts.rows_by_chunk_ids(s.conn, [cid for cid, _ in found])
@@ -894,7 +907,7 @@ def _apply_rerank(
             cands.append(RerankCandidate(c.key, c.symbol.body_hash, f"{c.symbol.file} {c.symbol.signature}"))
     outcome = rerank(query, cands, model, s.cache, mode=mode)
     if outcome.failed:
-        warn_once("rerank", f"reranking is off: {outcome.failed}", sink)
+        warn_once(EngineWarning("RERANK_OFF", f"reranking is off: {outcome.failed}"), sink)
     by_key = {c.key: c for c in ranked}
     reordered = []
     for key, score in outcome.order:

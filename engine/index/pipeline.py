@@ -17,7 +17,6 @@ import marshal
 import os
 import sqlite3
 import stat
-import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -27,12 +26,14 @@ from typing import Any
 
 from engine.config import Settings
 from engine.index import fts
-from engine.index.cache import ResultCache
 from engine.index.chunk_source import read_source
 from engine.index.chunking import PROSE_EXTENSIONS, chunk_file, content_hash, is_prose
 from engine.policy.names import is_secret_name
+from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
-from engine.store.layout import RepoLayout
+from engine.store.cache import ResultCache
+from engine.store.discovery import listed_paths
+from engine.store.rows import SYMBOL_COLUMNS, row_to_symbol
 
 log = logging.getLogger("semfora.index.pipeline")
 
@@ -54,10 +55,6 @@ CHUNK_BATCH_FILES = 64
 CHUNK_TASKS_PER_WORKER = 6
 # text_meta key: the store's work-tree state (token) this text index was last brought up to.
 META_SYNCED_STATE = "synced_state"
-# Symbol columns chunking needs, in ``Symbol``'s order.
-_SYMBOL_COLUMNS = (
-    "id, name, qualified_name, kind, file, language, start_line, end_line, signature, doc, parent"
-)
 
 
 @dataclass(frozen=True)
@@ -106,33 +103,6 @@ def _code_candidates(conn: sqlite3.Connection, scope: Sequence[str] | None) -> d
     return {p: _Candidate(p, lang, sha, size, mtime) for p, lang, sha, size, mtime in rows}
 
 
-def _listed_files(root: Path) -> Iterable[str] | None:
-    """Files git would show (tracked + untracked, not ignored); None outside a git work tree."""
-    if not (root / ".git").exists():
-        return None
-    try:
-        proc = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-z", "-co", "--exclude-standard"],
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        log.warning("git ls-files failed (%s); walking the tree instead", exc)
-        return None
-    if proc.returncode != 0:
-        return None
-    return [p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
-
-
-def _walk(root: Path, exclude: set[str]) -> Iterable[str]:
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in exclude and not d.startswith(".")]
-        rel_dir = Path(dirpath).relative_to(root)
-        for name in filenames:
-            yield (rel_dir / name).as_posix()
-
-
 def _prose_candidates(
     root: Path, settings: Settings, scope: Sequence[str] | None = None
 ) -> dict[str, _Candidate]:
@@ -140,8 +110,7 @@ def _prose_candidates(
     if scope is not None:
         paths: Iterable[str] = scope
     else:
-        listed = _listed_files(root)
-        paths = listed if listed is not None else _walk(root, exclude)
+        paths = listed_paths(root, exclude)
     out: dict[str, _Candidate] = {}
     for rel in paths:
         if os.path.splitext(rel)[1].lower() not in PROSE_EXTENSIONS:
@@ -165,26 +134,12 @@ def _symbols_by_file(conn: sqlite3.Connection, files: list[str]) -> dict[str, li
         return out
     for part in _in_chunks(files):
         rows = conn.execute(
-            f"SELECT {_SYMBOL_COLUMNS} FROM symbols WHERE file IN ({','.join('?' * len(part))})", part
+            f"SELECT {SYMBOL_COLUMNS} FROM symbols WHERE file IN ({','.join('?' * len(part))})", part
         )
         for row in rows:
             bucket = out.get(row[4])
             if bucket is not None:
-                bucket.append(
-                    Symbol(
-                        id=row[0],
-                        name=row[1],
-                        qualified_name=row[2],
-                        kind=row[3],
-                        file=row[4],
-                        language=row[5],
-                        start_line=row[6],
-                        end_line=row[7],
-                        signature=row[8] or "",
-                        doc=row[9] or "",
-                        parent=row[10],
-                    )
-                )
+                bucket.append(row_to_symbol(row))
     return out
 
 
@@ -245,7 +200,7 @@ def _chunk_all(
             if progress:
                 progress(PHASE_TEXT, done, total)
         return
-    from engine.store.indexer import worker_pool
+    from engine.index.workers import worker_pool
 
     batches = [items[i : i + CHUNK_BATCH_FILES] for i in range(0, total, CHUNK_BATCH_FILES)]
     with worker_pool(workers) as pool:

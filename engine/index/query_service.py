@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import Settings
-from engine.store.layout import RepoLayout, cache_home
+from engine.repo.layout import RepoLayout, cache_home
 
 log = logging.getLogger("semfora.index.query_service")
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from engine.errors import SemforaError
-from engine.index.cache import ResultCache
+from engine.store.cache import ResultCache
 
 log = logging.getLogger("semfora.index.rerank")
 
@@ -138,7 +138,7 @@ class OllamaReranker:
     """A local LLM asked for a 0-10 relevance grade per candidate."""
 
     def __init__(self, host: str, model: str, timeout: float) -> None:
-        from engine.llm.ollama_client import OllamaClient
+        from engine.services.ollama import OllamaClient
 
         self.model = model
         self.version = f"ollama:{model}"

@@ -32,7 +32,7 @@ from engine.index.chroma import (
 from engine.index.chunk_source import chunk_texts
 from engine.index.embeddings import Embedder, EmbedderChoice, choose_embedder, model_identity
 from engine.policy.paths import is_test_path
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 __all__ = ["ChromaUnavailable", "VectorIndexer", "VectorReport", "VectorSearcher", "vector_status"]
 

@@ -12,7 +12,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 from engine.config import Settings
@@ -36,9 +36,9 @@ from engine.llm.base import (
     timeout_error,
 )
 from engine.llm.cancel import TurnStop, call_cancellable, iterate_cancellable
-from engine.llm.ollama_client import normalise_host
 from engine.llm.retry import RetryPolicy
-from engine.llm.tokens import estimate_tokens
+from engine.services.ollama import normalise_host
+from engine.tokens import estimate_tokens
 
 log = logging.getLogger("semfora.llm.litellm")
 
@@ -50,13 +50,12 @@ _KEY_VARIABLE = re.compile(r"\b[A-Z][A-Z0-9_]*_(?:API_KEY|API_BASE|KEY)\b")
 class LiteLLMReasoner(StreamingReasoner):
     """A ``Reasoner`` for any LiteLLM model string; local models cost 0 unless priced in config."""
 
-    def __init__(self, settings: Settings, *, model: str, environ: Mapping[str, str] | None = None) -> None:
-        env = os.environ if environ is None else environ
+    def __init__(self, settings: Settings, *, model: str) -> None:
         self.settings = settings
         self.model = model
         self.api_base: str | None = None
         if model.startswith(OLLAMA_PREFIXES):
-            self.api_base = normalise_host(env.get("OLLAMA_HOST") or settings.ollama.host)
+            self.api_base = normalise_host(settings.ollama.host)  # carries OLLAMA_HOST (engine.config)
         self._price = price_for(settings.llm.prices, model)
         self.retry = RetryPolicy(max_retries=settings.llm.max_retries)
 

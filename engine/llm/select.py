@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from engine.config import Settings
 from engine.llm.base import ModelUnavailable, Reasoner
-from engine.llm.ollama_client import OllamaClient, normalise_host
+from engine.services.ollama import OllamaClient, normalise_host
 
 LOCAL_PROVIDERS = ("ollama/", "ollama_chat/")
 
@@ -52,13 +52,13 @@ def make_reasoner(
             base_url=env.get("ANTHROPIC_BASE_URL") or None,
         )
     if chosen.startswith(LOCAL_PROVIDERS):
-        host = normalise_host(env.get("OLLAMA_HOST") or settings.ollama.host)
+        host = normalise_host(settings.ollama.host)  # carries OLLAMA_HOST (engine.config)
         with OllamaClient(host, timeout=settings.ollama.timeout) as client:
             if not client.available():
                 raise ModelUnavailable(f"{chosen} needs Ollama, which is not reachable at {host}")
     from engine.llm.litellm_reasoner import LiteLLMReasoner
 
-    return LiteLLMReasoner(settings, model=chosen, environ=env)
+    return LiteLLMReasoner(settings, model=chosen)
 
 
 def describe_model_status(
@@ -78,6 +78,6 @@ def describe_model_status(
             "with --model ollama/qwen2.5-coder:7b"
         )
     if chosen.startswith(LOCAL_PROVIDERS):
-        host = normalise_host(env.get("OLLAMA_HOST") or settings.ollama.host)
+        host = normalise_host(settings.ollama.host)
         return f"{chosen} via LiteLLM and Ollama at {host}"
     return f"{chosen} via LiteLLM (provider credentials come from its usual environment variables)"

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from engine.config import Settings
-from engine.index.cache import ResultCache
-from engine.llm.ollama_client import OllamaClient, OllamaError, OllamaUnavailable
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
+from engine.services.ollama import OllamaClient, OllamaError, OllamaUnavailable
+from engine.store.cache import ResultCache
 
 log = logging.getLogger("semfora.llm.summarizer")
 

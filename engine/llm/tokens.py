@@ -1,6 +1,6 @@
-"""Token counting: the one estimate everyone uses, and an optional exact count.
+"""Token counting: an optional exact count, falling back to the one estimate (``engine.tokens``).
 
-``estimate_tokens`` (chars/4, rounded up) is what budgets are built on. ``TokenCounter``
+``engine.tokens.estimate_tokens`` (chars/4, rounded up) is what budgets are built on. ``TokenCounter``
 asks Anthropic's count_tokens endpoint only when ``llm.exact_token_count`` is on and
 the API answers; otherwise it returns the estimate. It never sends secrets or logs keys.
 """
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import math
 import os
 import threading
 import time
@@ -18,22 +17,16 @@ from typing import Any
 
 from engine.config import Settings
 from engine.policy.redaction import redact
+from engine.tokens import estimate_tokens
 
 log = logging.getLogger("semfora.llm.tokens")
 
-# English prose and code average about four characters per token for Claude-family tokenizers.
-CHARS_PER_TOKEN = 4
 # Exact counts remembered per text hash, so a budget re-fit does not call the API again.
 EXACT_CACHE_SIZE = 4096
 # After the count endpoint fails, use the estimate for this long before trying again.
 EXACT_RETRY_AFTER_SECONDS = 60.0
 # count_tokens bills a few tokens of message framing for an empty user turn; subtract it back out.
 EXACT_FRAMING_TOKENS = 7
-
-
-def estimate_tokens(text: str) -> int:
-    """Approximate tokens in ``text``: ``ceil(len(text) / 4)``; 0 for the empty string."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 class TokenCounter:

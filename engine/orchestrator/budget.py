@@ -139,7 +139,7 @@ class ContextBudget:
         count_tokens: Callable[[str], int] | None = None,
     ) -> None:
         if count_tokens is None:
-            from engine.llm.tokens import estimate_tokens
+            from engine.tokens import estimate_tokens
 
             count_tokens = estimate_tokens
         self.count_tokens = count_tokens

@@ -41,7 +41,7 @@ from engine.orchestrator.prompts import (
 )
 from engine.orchestrator.runlog import RunRecord, item_record, new_run_id, write_run
 from engine.policy.redaction import redact
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +195,7 @@ class Orchestrator:
 
     def _load_overview(self, max_tokens: int) -> str:
         """The bounded overview, stored in index.db once per index state (see ``stored_overview``)."""
-        from engine.semantic.overview import stored_overview
+        from engine.store.overview import stored_overview
 
         if not self.layout.index_db.exists():
             return ""
@@ -213,7 +213,7 @@ class Orchestrator:
         model's from cache.db. With ``ollama.presummarize`` the first turn also queues the
         highest fan-in symbols. Skipped at once while Ollama is known to be down.
         """
-        from engine.llm.ollama_client import breaker_for, normalise_host
+        from engine.services.ollama import breaker_for, normalise_host
 
         if not breaker_for(normalise_host(self.settings.ollama.host)).allow():
             return

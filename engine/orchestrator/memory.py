@@ -28,7 +28,7 @@ from engine.errors import NotFoundError
 from engine.orchestrator.intent import is_debugging
 from engine.policy.redaction import redact, redact_json
 from engine.quarantine import set_aside
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 log = logging.getLogger(__name__)
 

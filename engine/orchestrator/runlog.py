@@ -17,7 +17,7 @@ from typing import Any
 from engine.errors import NotFoundError
 from engine.orchestrator.budget import ContextItem
 from engine.policy.redaction import redact
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 # Seed 003: logs keep metadata plus the first 800 characters of any file text.
 PREVIEW_CHARS = 800

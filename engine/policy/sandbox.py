@@ -18,8 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.errors import NotFoundError
-from engine.policy.errors import PathDenied, PathTooLong, SecretPathDenied, SymlinkLoop
+from engine.errors import NotFoundError, PathDenied, PathTooLong, SecretPathDenied, SymlinkLoop
 from engine.policy.names import DEFAULT_DENY, has_invisible, is_git_component, is_secret_name
 from engine.policy.paths import PathKind, classify_path
 

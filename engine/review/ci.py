@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine.config import Settings, load_settings
+from engine.config import Settings, load_settings, named_by_environment
 from engine.errors import UsageError
+from engine.repo.layout import find_repo_root
 from engine.review.findings import Finding, decide, risk_score, sort_findings, split_remarks
 from engine.review.rules import run_rules
 from engine.semantic.diff import (
@@ -24,7 +25,7 @@ from engine.semantic.diff import (
     analyze_diff,
     analyze_range,
 )
-from engine.store.layout import find_repo_root
+from engine.store.callers import index_callers
 
 if TYPE_CHECKING:
     from engine.review.model_review import ModelReview
@@ -116,7 +117,7 @@ def _changed_symbols(diff: SemanticDiff) -> tuple[dict[str, Any], ...]:
 
 def _model_explicit(model: str | None, environ: Mapping[str, str]) -> bool:
     """A model named by flag or SEMFORA_MODEL is required; the built-in default is optional."""
-    return bool(model) or bool(environ.get("SEMFORA_MODEL"))
+    return bool(model) or named_by_environment("llm.model", environ)
 
 
 def semantic_diff_for(
@@ -133,13 +134,19 @@ def semantic_diff_for(
             raise UsageError("--mode pr needs --base (and --head, default HEAD)")
         if commit:
             raise UsageError("--commit belongs to --mode commit; use --base/--head with --mode pr")
-        return analyze_range(root, base, head or "HEAD", max_file_bytes=max_file_bytes)
+        return analyze_range(
+            root, base, head or "HEAD", max_file_bytes=max_file_bytes, caller_graph=index_callers(root)
+        )
     if base or head:
         raise UsageError("--base/--head belong to --mode pr; use --commit with --mode commit")
     if (commit or "").upper() == STAGED:
         # A pre-commit hook: what is about to be committed.
-        return analyze_diff(root, None, STAGED, max_file_bytes=max_file_bytes)
-    return analyze_commit(root, commit or "HEAD", max_file_bytes=max_file_bytes)
+        return analyze_diff(
+            root, None, STAGED, max_file_bytes=max_file_bytes, caller_graph=index_callers(root)
+        )
+    return analyze_commit(
+        root, commit or "HEAD", max_file_bytes=max_file_bytes, caller_graph=index_callers(root)
+    )
 
 
 def _maybe_model_review(

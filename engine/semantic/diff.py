@@ -13,12 +13,13 @@ import os
 import re
 import subprocess
 import textwrap
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
 from engine.errors import SemforaError, UsageError
+from engine.repo import git
 from engine.semantic.model import CallSite, FileAnalysis, Symbol
 
 if TYPE_CHECKING:
@@ -282,6 +283,11 @@ class SymbolChange:
         }
 
 
+# Callers of changed symbols from a resolved call graph (the index's): symbol id -> (how many
+# callers in all, the first few). Passed in by a caller above the store; see ``analyze_diff``.
+CallerGraph = Callable[[Sequence[SymbolChange]], dict[str, tuple[int, tuple[CallerRef, ...]]]]
+
+
 @dataclass(frozen=True)
 class FileChange:
     """One changed file with its symbol changes and its added lines (for rules that read text)."""
@@ -431,9 +437,7 @@ class SemanticDiff:
 
 def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
     try:
-        proc = subprocess.run(
-            ["git", "-C", str(root), *args], capture_output=True, timeout=GIT_TIMEOUT, check=False
-        )
+        proc = git.call(root, *args, timeout=GIT_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise DiffError(f"git {args[0]} failed: {exc}") from exc
     if check and proc.returncode != 0:
@@ -527,39 +531,6 @@ def _changed_entries(root: Path, base: str, target: str | None, *, staged: bool 
         )
         entries.extend(_Entry("added", p, None) for p in untracked.split("\0") if p)
     return entries
-
-
-class _BlobReader:
-    """Reads many blobs through one `git cat-file --batch` process."""
-
-    def __init__(self, root: Path) -> None:
-        self._proc = subprocess.Popen(
-            ["git", "-C", str(root), "cat-file", "--batch"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-
-    def read(self, commit: str, path: str) -> bytes | None:
-        assert self._proc.stdin is not None and self._proc.stdout is not None
-        if "\n" in path:
-            return None
-        self._proc.stdin.write(f"{commit}:{path}\n".encode("utf-8", "surrogateescape"))
-        self._proc.stdin.flush()
-        header = self._proc.stdout.readline().decode("utf-8", "replace").split()
-        if len(header) < 3 or header[-1] == "missing" or header[1] != "blob":
-            return None
-        size = int(header[2])
-        data = self._proc.stdout.read(size)
-        self._proc.stdout.read(1)  # the newline after each object
-        return data
-
-    def close(self) -> None:
-        if self._proc.stdin is not None:
-            self._proc.stdin.close()
-        self._proc.wait(timeout=GIT_TIMEOUT)
-        if self._proc.stdout is not None:
-            self._proc.stdout.close()
 
 
 def _read_working(root: Path, rel: str) -> bytes | None:
@@ -1382,7 +1353,7 @@ def _prose_hits(
     if not by_file or len(by_file) > MAX_PROSE_CHECK_FILES:
         return set()
     out: set[tuple[str, int]] = set()
-    reader = _BlobReader(root) if tree is not None or staged else None
+    reader = git.BlobReader(root, GIT_TIMEOUT) if tree is not None or staged else None
     try:
         for f, lines in by_file.items():
             if reader is not None:
@@ -1393,38 +1364,6 @@ def _prose_hits(
     finally:
         if reader is not None:
             reader.close()
-    return out
-
-
-def _graph_callers(
-    root: Path, changes: Sequence[SymbolChange]
-) -> dict[str, tuple[int, tuple[CallerRef, ...]]]:
-    """Callers from the index's resolved call graph, for modified and moved symbols it knows.
-
-    Removed and renamed symbols are left to the text search: a fresh index no longer has them.
-    """
-    from engine.store.layout import RepoLayout, cache_home
-
-    layout = RepoLayout(root)
-    if not (cache_home() / layout.repo_id / "index.db").is_file():
-        return {}
-    from engine.errors import NotFoundError
-    from engine.store.db import SymbolStore
-
-    out: dict[str, tuple[int, tuple[CallerRef, ...]]] = {}
-    with SymbolStore(layout) as store:
-        for c in changes:
-            if c.change not in ("modified", "moved"):
-                continue
-            try:
-                nodes = store.callers(c.id, depth=1)
-            except NotFoundError:
-                continue  # not indexed yet: the text search answers for it
-            refs = tuple(
-                CallerRef(n.file, n.line, None if n.name == "<module>" else n.name, "", "call graph")
-                for n in nodes[:MAX_CALLERS_PER_SYMBOL]
-            )
-            out[c.id] = (len(nodes), refs)
     return out
 
 
@@ -1638,7 +1577,7 @@ class _Collector:
         lost = [n for n in lost if n not in removed_defs]
         return replace(f, lost_exports=tuple(lost)) if lost else f
 
-    def attach_callers(self, repo: Path, rng: _Range) -> None:
+    def attach_callers(self, repo: Path, rng: _Range, caller_graph: CallerGraph | None = None) -> None:
         # A symbol moved as it was with its whole file (a package moved under ``src/``) affects
         # no call site: its callers call it by the same name (what may break is the file's
         # import path, which the public-API rule judges); thousands of them would each cost a
@@ -1647,7 +1586,8 @@ class _Collector:
         all_changes = [c for cs in self.per_file.values() for c in cs if not _moved_with_file(c, renamed)]
         found = _find_callers(repo, rng.target_sha, all_changes, staged=rng.staged, packages=self.packages)
         # The index describes the work tree, so its call graph answers only for WORKING/STAGED.
-        graph = _graph_callers(repo, all_changes) if rng.working or rng.staged else {}
+        use_graph = caller_graph is not None and (rng.working or rng.staged)
+        graph = caller_graph(all_changes) if caller_graph is not None and use_graph else {}
         for key, changes in self.per_file.items():
             self.per_file[key] = [self._with_callers(c, found, graph) for c in changes]
 
@@ -2016,8 +1956,13 @@ def analyze_diff(
     paths: Iterable[str] | None = None,
     callers: bool = True,
     max_file_bytes: int = MAX_ANALYZED_BYTES,
+    caller_graph: CallerGraph | None = None,
 ) -> SemanticDiff:
     """Semantic diff of ``base`` → ``target``.
+
+    ``caller_graph`` (e.g. ``engine.store.callers.index_callers(root)``) adds callers from the
+    index's resolved call graph for WORKING and STAGED; without it callers come from the text
+    search alone. This module never opens the index itself.
 
     ``target`` may be a ref, ``WORKING`` (tracked changes plus untracked files) or ``STAGED``
     (the index: what the next commit records, for pre-commit hooks). Defaults:
@@ -2038,7 +1983,7 @@ def analyze_diff(
         collector.deltas = _git_line_deltas(
             repo, rng.base_sha, rng.target_sha, staged=rng.staged, paths=wanted
         )
-    reader = _BlobReader(repo)
+    reader = git.BlobReader(repo, GIT_TIMEOUT)
     try:
         for entry in sorted(entries, key=lambda e: e.path):
             old = reader.read(rng.base_sha, entry.old_path) if entry.old_path else None
@@ -2058,7 +2003,7 @@ def analyze_diff(
     listing = _TreeListing(repo, rng)
     collector.attach_surface(repo, rng, listing)
     if callers:
-        collector.attach_callers(repo, rng)
+        collector.attach_callers(repo, rng, caller_graph)
     files = collector.result()
     return SemanticDiff(
         base=rng.base_label,

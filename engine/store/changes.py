@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from engine.config import IndexSettings
+from engine.repo import git
 
 # Seconds `git status` / `git diff` may take before the caller falls back to a full discovery.
 GIT_TIMEOUT_S = 60
@@ -78,17 +78,9 @@ def settings_key(settings: IndexSettings, extra: str = "") -> str:
 
 
 def _git(root: Path, *args: str) -> bytes | None:
-    try:
-        proc = subprocess.run(
-            # --no-optional-locks: never write the user's .git/index (git status would refresh it).
-            ["git", "--no-optional-locks", "-C", str(root), *args],
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return proc.stdout if proc.returncode == 0 else None
+    # --no-optional-locks: never write the user's .git/index (git status would refresh it).
+    proc = git.run(root, *args, timeout=GIT_TIMEOUT_S, no_optional_locks=True)
+    return proc.stdout if proc is not None and proc.returncode == 0 else None
 
 
 def _stat(root: Path, rel: str) -> tuple[int, int] | None:

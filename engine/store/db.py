@@ -7,21 +7,21 @@ the read-only view of symbols, calls and graphs. Writing is the indexer's job.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import sqlite3
 import struct
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from engine.errors import IndexError_, LockBusy, NotFoundError, UsageError
-from engine.semantic.model import Risk, Symbol
-from engine.store.layout import RepoLayout
+from engine.errors import EngineWarning, IndexError_, LockBusy, NotFoundError, UsageError, WarningSink
+from engine.repo.layout import RepoLayout
+from engine.semantic.model import Symbol
+from engine.store.lock import writer_lock
+from engine.store.rows import SYMBOL_COLUMNS, row_to_symbol, symbol_filters
 from engine.store.schema import REBUILT_AT, SCHEMA_VERSION, migrate
+from engine.store.symbol_search import rank_symbols
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # Seconds a connection waits on another writer's lock before SQLite gives up.
@@ -34,17 +34,6 @@ HEADER_BYTES = 100
 MAX_GRAPH_DEPTH = 6
 # Most nodes one call-graph walk returns, so a hub symbol cannot flood a reply.
 MAX_GRAPH_NODES = 500
-
-
-@dataclass(frozen=True)
-class StoreWarning:
-    """Something the user should know that did not stop the command."""
-
-    code: str
-    message: str
-
-
-WarningSink = Callable[[StoreWarning], None]
 
 
 @dataclass(frozen=True)
@@ -173,8 +162,6 @@ def open_index(
                 problem += " (and could not be closed)"
     if holding_lock:
         return _rebuild(path, problem, on_warning)
-    from engine.store.indexer import writer_lock
-
     try:
         with writer_lock(layout, 0):
             return _rebuild(path, problem, on_warning)
@@ -192,7 +179,7 @@ def _warn_if_emptied(found: int, on_warning: WarningSink | None) -> None:
         return
     if any(version in REBUILT_AT for version in range(found + 1, SCHEMA_VERSION + 1)):
         on_warning(
-            StoreWarning(
+            EngineWarning(
                 "INDEX_UPGRADED",
                 f"index.db was written by an older semfora (schema {found}, now {SCHEMA_VERSION}); "
                 "it is rebuilt by the next index run",
@@ -202,7 +189,7 @@ def _warn_if_emptied(found: int, on_warning: WarningSink | None) -> None:
 
 def _rebuild(path: Path, problem: str, on_warning: WarningSink | None) -> sqlite3.Connection:
     if on_warning is not None:
-        on_warning(StoreWarning("INDEX_CORRUPT", f"index.db was damaged ({problem}); rebuilding it"))
+        on_warning(EngineWarning("INDEX_CORRUPT", f"index.db was damaged ({problem}); rebuilding it"))
     _discard(path)
     conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, check_same_thread=False)
     _configure(conn)
@@ -218,47 +205,6 @@ def integrity_problem(conn: sqlite3.Connection) -> str | None:
         return str(exc)
     first = rows[0][0] if rows else "ok"
     return None if first == "ok" else "; ".join(str(r[0]) for r in rows[:3])
-
-
-SYMBOL_COLUMNS = (
-    "id, name, qualified_name, kind, file, language, start_line, end_line, signature, doc, parent, "
-    "exported, decorators, is_async, arity, control_flow, max_nesting, risk, risk_reasons, body_hash, module"
-)
-
-
-def row_to_symbol(row: tuple[Any, ...]) -> Symbol:
-    return Symbol(
-        id=row[0],
-        name=row[1],
-        qualified_name=row[2],
-        kind=row[3],
-        file=row[4],
-        language=row[5],
-        start_line=row[6],
-        end_line=row[7],
-        signature=row[8],
-        doc=row[9],
-        parent=row[10],
-        exported=bool(row[11]),
-        decorators=tuple(json.loads(row[12])),
-        is_async=bool(row[13]),
-        arity=row[14],
-        control_flow=row[15],
-        max_nesting=row[16],
-        risk=Risk(row[17], tuple(json.loads(row[18]))),  # type: ignore[arg-type]
-        body_hash=row[19],
-    )
-
-
-_SPLIT_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-
-
-def identifier_parts(name: str) -> list[str]:
-    """Lowercase words of an identifier: ``getUserByID`` -> get, user, by, id."""
-    parts: list[str] = []
-    for chunk in re.split(r"[^A-Za-z0-9]+", name):
-        parts.extend(p.lower() for p in _SPLIT_CAMEL.findall(chunk))
-    return parts
 
 
 class SymbolStore:
@@ -368,30 +314,12 @@ class SymbolStore:
     def list_symbols(
         self, module: str | None = None, kind: str | None = None, risk: str | None = None, limit: int = 50
     ) -> list[Symbol]:
-        where, params = self._filters(module, kind, risk)
+        where, params = symbol_filters(module, kind, risk)
         rows = self._conn.execute(
             f"SELECT {SYMBOL_COLUMNS} FROM symbols {where} ORDER BY file, start_line LIMIT ?",
             (*params, limit),
         )
         return [row_to_symbol(r) for r in rows]
-
-    @staticmethod
-    def _filters(module: str | None, kind: str | None, risk: str | None) -> tuple[str, list[Any]]:
-        clauses: list[str] = []
-        params: list[Any] = []
-        if module:
-            module = module.strip("/") or "."
-            clauses.append("(module = ? OR module >= ? AND module < ?)")
-            params.extend([module, module + "/", module + "0"])  # '0' sorts right after '/'
-        if kind:
-            clauses.append("kind = ?")
-            params.append(kind)
-        if risk:
-            if risk not in ("low", "medium", "high"):
-                raise UsageError(f"risk must be low, medium or high, not {risk!r}")
-            clauses.append("risk = ?")
-            params.append(risk)
-        return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
 
     def search_symbols(
         self,
@@ -406,8 +334,6 @@ class SymbolStore:
         Every tier is an indexed lookup except the last, which only runs when the
         earlier tiers did not fill ``limit``.
         """
-        from engine.store.symbol_search import rank_symbols
-
         return rank_symbols(self._conn, query, module=module, kind=kind, risk=risk, limit=limit)
 
     # graphs ----------------------------------------------------------------

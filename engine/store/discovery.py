@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.config import IndexSettings
 from engine.policy.names import DEFAULT_DENY, is_git_component, is_secret_name
+from engine.repo import git
 
 # Bytes inspected for a NUL to call a file binary (git's own heuristic uses 8000).
 BINARY_SNIFF_BYTES = 8192
@@ -67,19 +67,7 @@ def content_problem(path: str, data: bytes) -> str | None:
 
 
 def _git_list(root: Path) -> list[str] | None:
-    try:
-        proc = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if proc.returncode != 0:
-        return None
-    names = proc.stdout.decode("utf-8", errors="surrogateescape").split("\0")
-    return sorted({n for n in names if n})
+    return git.list_files(root, timeout=GIT_TIMEOUT_S)
 
 
 def _load_ignore(dirpath: str, rel_dir: str) -> list[tuple[str, object]]:
@@ -145,6 +133,25 @@ def _symlink_problem(root: Path, full: str) -> str:
     if not target.is_relative_to(root):
         return "symlink points outside the repository"
     return "symlink (its target is indexed under its own path)"
+
+
+def listed_paths(root: Path, exclude: Iterable[str]) -> Iterator[str]:
+    """Every file path discovery considers, repository-relative: git's listing (tracked and
+    untracked, not ignored) in a work tree, else a walk that honours nested .gitignore files and
+    never follows directory symlinks; files under ``exclude`` directories are left out.
+
+    The one file listing of the engine: the indexer (through ``discover``) and the text index
+    both list files here, so they agree on what the repository holds.
+    """
+    excluded = set(exclude)
+    root = root.resolve()
+    names = _git_list(root)
+    if names is None:
+        yield from _walk(str(root), excluded)
+        return
+    for rel in names:
+        if "/" not in rel or not _in_excluded_dir(rel, excluded):
+            yield rel
 
 
 def discover(

@@ -13,6 +13,7 @@ import sqlite3
 from typing import Any
 
 from engine.semantic.model import Symbol
+from engine.store.rows import SYMBOL_COLUMNS, identifier_parts, row_to_symbol, symbol_filters
 
 # Per tier, consider this many times the limit so the in-tier ordering has room to work.
 TIER_OVERFETCH = 4
@@ -37,9 +38,7 @@ _LIGHT = "sid, short_name, exported, file, start_line"
 
 
 def _filter_sql(module: str | None, kind: str | None, risk: str | None) -> tuple[str, list[Any]]:
-    from engine.store.db import SymbolStore
-
-    where, params = SymbolStore._filters(module, kind, risk)
+    where, params = symbol_filters(module, kind, risk)
     return (" AND " + where[len("WHERE ") :]) if where else "", params
 
 
@@ -58,8 +57,6 @@ def rank_symbols(
     limit: int = 20,
 ) -> list[Symbol]:
     """The best ``limit`` symbols for ``query``; see the module docstring for the tiers."""
-    from engine.store.db import SYMBOL_COLUMNS, identifier_parts, row_to_symbol
-
     q = query.strip()
     if not q or limit <= 0:
         return []

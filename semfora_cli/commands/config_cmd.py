@@ -10,7 +10,7 @@ import argparse
 import json
 
 from engine.config import check_settings, iter_keys, load_settings
-from engine.store.layout import find_repo_root
+from engine.repo.layout import find_repo_root
 from semfora_cli.output import print_json
 
 

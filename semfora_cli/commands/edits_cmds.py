@@ -13,15 +13,14 @@ import sys
 from typing import Any
 
 from engine.config import load_settings
-from engine.edits import EditBlockError, EditSession, FileChange, recover, undo
+from engine.edits import EditBlockError, EditSession, StagedFile, recover, undo
 from engine.edits.errors import CheckFailed
-from engine.errors import EXIT_PROBLEM, UsageError
-from engine.policy.errors import PathTooLong, SymlinkLoop
-from engine.store.layout import RepoLayout
+from engine.errors import EXIT_PROBLEM, PathTooLong, SymlinkLoop, UsageError
+from engine.repo.layout import RepoLayout
 from semfora_cli.output import print_json, warn
 
 
-def _summary(files: list[FileChange]) -> str:
+def _summary(files: list[StagedFile]) -> str:
     if not files:
         return "no staged edits"
     lines = []

@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from engine import api
-from engine.api import MAX_GRAPH_DEPTH, StoreWarning
+from engine.api import MAX_GRAPH_DEPTH, EngineWarning
 from engine.errors import UsageError
 from semfora_cli.output import is_tty, print_json, warn
 
@@ -21,7 +21,7 @@ from semfora_cli.output import is_tty, print_json, warn
 PATH_LISTS = ("changed_paths", "deleted_paths", "skipped_files")
 
 
-def _warn(w: StoreWarning) -> None:
+def _warn(w: EngineWarning) -> None:
     warn(f"[{w.code}] {w.message}")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from engine.store.layout import find_repo_root
+from engine.repo.layout import find_repo_root
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 from engine import api
 from engine.config import Settings, load_settings
 from engine.errors import EXIT_OK, EXIT_PROBLEM, UsageError
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 from semfora_cli.output import print_json, warn
 
 EXIT_INTERRUPTED = 130

@@ -13,7 +13,7 @@ import sys
 
 from engine.errors import EXIT_OK, EXIT_PROBLEM
 from engine.policy.redaction import redact, redact_json
-from engine.store.layout import find_repo_root
+from engine.repo.layout import find_repo_root
 from semfora_cli.output import print_json
 
 

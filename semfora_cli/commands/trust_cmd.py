@@ -12,7 +12,7 @@ import sys
 
 from engine.config import repo_config_path, settings_needing_trust, trust_store
 from engine.errors import UsageError
-from engine.store.layout import find_repo_root
+from engine.repo.layout import find_repo_root
 from semfora_cli.output import print_json
 
 

@@ -368,9 +368,9 @@ def quality(work: Path) -> tuple[str, list]:
 
 def _graph_callers(root: Path, truth: dict[str, list[str]]) -> tuple[int, int, int]:
     from engine.config import load_settings
+    from engine.index.indexer import index_repository
+    from engine.repo.layout import RepoLayout
     from engine.store.db import SymbolStore
-    from engine.store.indexer import index_repository
-    from engine.store.layout import RepoLayout
 
     layout = RepoLayout.for_path(root)
     index_repository(layout, load_settings(layout.root).settings, text_index=False)

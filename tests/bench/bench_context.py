@@ -158,7 +158,7 @@ def fill(ranked: list[Unit], budget: int, *, cut_last: bool) -> tuple[list[dict[
     (whole files) the first file that does not fit is cut at a line boundary to what is left and
     filling stops, as a tool that reads files until its budget is spent would. Adjacent windows of
     one file are merged into one item (the model sees them as one stretch of code)."""
-    from engine.llm.tokens import estimate_tokens
+    from engine.tokens import estimate_tokens
 
     used = 0
     chosen: list[Unit] = []
@@ -262,10 +262,10 @@ def run_corpus(
     name: str, tasks: list[BenchTask], budgets: Sequence[int], *, cli: bool, search: bool
 ) -> CorpusResult:
     from engine.config import load_settings
+    from engine.index.indexer import index_repository
     from engine.orchestrator.core import Orchestrator
+    from engine.repo.layout import RepoLayout
     from engine.store.db import SymbolStore
-    from engine.store.indexer import index_repository
-    from engine.store.layout import RepoLayout
     from tests.bench.retrieval_eval import prepare_corpus
 
     result = CorpusResult(name)
@@ -364,7 +364,7 @@ def fresh_process(root: Path, task: str, name: str) -> tuple[list[float], bool]:
     items equal the in-process pack's (kind, file, symbol, lines, text)."""
     from engine.config import load_settings
     from engine.orchestrator.core import Orchestrator
-    from engine.store.layout import RepoLayout
+    from engine.repo.layout import RepoLayout
 
     _compile_bytecode()
     exe = str(Path(sys.executable).with_name("semfora"))

@@ -45,8 +45,8 @@ CTAGS_KINDS = {"class": "class", "function": "function", "member": "method"}
 _INDEX_SNIPPET = """
 import json, sys, time
 from engine.config import load_settings
-from engine.store.indexer import index_repository
-from engine.store.layout import RepoLayout
+from engine.index.indexer import index_repository
+from engine.repo.layout import RepoLayout
 layout = RepoLayout.for_path(sys.argv[1])
 settings = load_settings(layout.root).settings
 t = time.perf_counter()

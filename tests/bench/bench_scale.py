@@ -162,8 +162,8 @@ print(json.dumps(out))
 _INDEX = """
 import json, sys, time
 from engine.config import load_settings
-from engine.store.indexer import index_repository
-from engine.store.layout import RepoLayout
+from engine.index.indexer import index_repository
+from engine.repo.layout import RepoLayout
 layout = RepoLayout.for_path(sys.argv[1])
 settings = load_settings(layout.root).settings
 t = time.perf_counter()
@@ -178,7 +178,7 @@ from engine import api as tools
 from engine.config import load_settings
 from engine.index.hybrid import search
 from engine.orchestrator.core import Orchestrator
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 root, tasks, queries, runs = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4])
 layout = RepoLayout.for_path(root)
 settings = load_settings(layout.root).settings

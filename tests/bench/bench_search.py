@@ -113,11 +113,11 @@ def context_set(
 
     from engine.config import load_settings
     from engine.index.hybrid import search
+    from engine.index.indexer import index_repository
     from engine.index.vectors import VectorIndexer
     from engine.orchestrator.core import Orchestrator
+    from engine.repo.layout import RepoLayout
     from engine.store.db import SymbolStore
-    from engine.store.indexer import index_repository
-    from engine.store.layout import RepoLayout
     from tests.bench import pack_metrics as pm
     from tests.bench.tasksets import SETS, resolve_gold
 
@@ -293,7 +293,7 @@ def on_a_server(queries: list[str]) -> dict[str, Any]:
 
     from engine.config import load_settings
     from engine.index.vectors import VectorIndexer, VectorSearcher
-    from engine.store.layout import RepoLayout
+    from engine.repo.layout import RepoLayout
 
     data = ev.WORK / "chroma-server-data"
     shutil.rmtree(data, ignore_errors=True)
@@ -497,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     extra: dict[str, Any] = {}
     if not args.no_vectors:
         from engine.config import load_settings
-        from engine.store.layout import RepoLayout
+        from engine.repo.layout import RepoLayout
 
         load0 = os.getloadavg()[0]
         corpora = {}

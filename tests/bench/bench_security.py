@@ -150,7 +150,7 @@ def _attack_world(work: Path, counts: dict[str, int], rng: random.Random, tally:
     from engine.orchestrator.prompts import parse_need
     from engine.policy.names import is_git_component, is_secret_name
     from engine.policy.sandbox import read_text, resolve
-    from engine.store.layout import RepoLayout
+    from engine.repo.layout import RepoLayout
     from tests.engine.policy.hostile import build_hostile_repo, hostile_paths, random_path
 
     repo = build_hostile_repo(work)
@@ -242,10 +242,10 @@ def _random_trees(work: Path, count: int, rng: random.Random, tally: Tally) -> N
     import subprocess
 
     from engine.config import load_settings
+    from engine.index.indexer import index_repository
     from engine.index.pipeline import refresh_text_index
     from engine.policy.names import is_secret_name
-    from engine.store.indexer import index_repository
-    from engine.store.layout import RepoLayout
+    from engine.repo.layout import RepoLayout
     from tests.engine.policy.hostile import GIT_ENV, SECRET_FILES
 
     for n in range(count):

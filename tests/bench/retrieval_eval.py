@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 HERE = Path(__file__).resolve().parent
 TASKS = HERE / "queries" / "tasks.json"
@@ -315,10 +315,10 @@ def index_corpus(
 ) -> tuple[object, object, CorpusRun]:
     from engine.config import load_settings
     from engine.index import fts
+    from engine.index.indexer import index_repository
     from engine.index.pipeline import refresh_text_index
     from engine.index.vectors import VectorIndexer
-    from engine.store.indexer import index_repository
-    from engine.store.layout import RepoLayout
+    from engine.repo.layout import RepoLayout
 
     root = prepare_corpus(name)
     layout = RepoLayout(root)

@@ -64,7 +64,7 @@ def test_semfora_file_is_path_not_found_not_the_app(make_repo) -> None:
 
 def test_a_file_path_is_refused_by_the_engine_too(make_repo) -> None:
     from engine.errors import PathError
-    from engine.store.layout import RepoLayout
+    from engine.repo.layout import RepoLayout
 
     root = make_repo(REPO)
     with pytest.raises(PathError, match="not a directory"):

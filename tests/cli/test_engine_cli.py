@@ -146,7 +146,7 @@ def test_two_index_runs_at_once_both_finish_and_agree(make_repo) -> None:
 def test_second_indexer_fails_clearly_when_the_lock_wait_runs_out(make_repo) -> None:
     import fcntl
 
-    from engine.store.layout import RepoLayout
+    from engine.repo.layout import RepoLayout
 
     root = make_repo(REPO)
     layout = RepoLayout.for_path(root)
@@ -163,7 +163,7 @@ def test_second_indexer_fails_clearly_when_the_lock_wait_runs_out(make_repo) -> 
 
 
 def test_corrupt_index_is_rebuilt_with_a_warning_on_stderr(make_repo) -> None:
-    from engine.store.layout import RepoLayout
+    from engine.repo.layout import RepoLayout
 
     root = make_repo(REPO)
     assert run_semfora("index", "--path", str(root), "--no-vectors").returncode == 0

@@ -10,8 +10,8 @@ import time
 
 from engine.config import load_settings
 from engine.doctor import run_doctor
-from engine.store.indexer import index_repository
-from engine.store.layout import RepoLayout
+from engine.index.indexer import index_repository
+from engine.repo.layout import RepoLayout
 from tests.conftest import ROOT, run_semfora
 from tests.fakes.fixtures import DUMMY_API_KEY
 
@@ -84,11 +84,22 @@ def test_stale_index_says_how_stale(make_repo) -> None:
     assert "pkg/app.py" in index.detail
 
 
+def test_new_files_are_what_discovery_lists(make_repo) -> None:
+    """An untracked source file is new (the indexer indexes it); an excluded directory's is not."""
+    root = make_repo(FILES)
+    _index(root)
+    (root / "pkg" / "untracked.py").write_text("def other():\n    return 3\n")
+    (root / "node_modules").mkdir()
+    (root / "node_modules" / "dep.js").write_text("function dep() { return 1 }\n")
+    index = _checks(run_doctor(root, network=False))["index"]
+    assert index.code == "DOCTOR_INDEX_STALE" and index.data["new_files"] == 1
+
+
 def test_pending_journal_is_reported_until_recovered(make_repo) -> None:
     root = make_repo(FILES)
     crash = (
         "import sys; from pathlib import Path\n"
-        "from engine.store.layout import RepoLayout\n"
+        "from engine.repo.layout import RepoLayout\n"
         "from engine.edits.writer import apply_change_set, FileWrite\n"
         "from engine.edits.textformat import sha256_bytes\n"
         "root = Path(sys.argv[1]); old = (root / 'pkg/app.py').read_bytes()\n"

@@ -9,7 +9,7 @@ import toon_format
 
 from engine import api as tools
 from engine.errors import NotFoundError, SandboxError, UsageError
-from engine.store.db import identifier_parts
+from engine.store.rows import identifier_parts
 
 REPO = {
     "auth/session.py": (

@@ -31,7 +31,7 @@ def fake_anthropic(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropic]:
 
 @pytest.fixture
 def fake_ollama(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOllama]:
-    from engine.llm.ollama_client import breaker_for
+    from engine.services.ollama import breaker_for
 
     fake = FakeOllama().start()
     monkeypatch.setenv("OLLAMA_HOST", fake.url)
@@ -45,7 +45,7 @@ def fake_ollama(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOllama]:
 @pytest.fixture(autouse=True)
 def _fresh_service_breakers() -> Iterator[None]:
     """Each test starts with no remembered Ollama failures (the breaker is process-wide)."""
-    from engine.llm.ollama_client import reset_breakers
+    from engine.services.ollama import reset_breakers
 
     reset_breakers()
     yield

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from engine.config import Settings
 from engine.llm.anthropic_reasoner import AnthropicReasoner
-from engine.llm.ollama_client import OllamaClient
+from engine.services.ollama import OllamaClient
 from tests.conftest import ROOT
 from tests.fakes.fake_anthropic import FakeAnthropic
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 from tests.conftest import run_semfora
 from tests.engine.orchestrator.conftest import SHOP_FILES
 from tests.engine.orchestrator.test_turn import GOOD_EDIT
@@ -75,7 +75,7 @@ def cache_db(w: World) -> None:
 
 
 def cache_db_damaged_inside(w: World) -> None:
-    from engine.index.cache import ResultCache
+    from engine.store.cache import ResultCache
 
     cache = ResultCache(w.layout.cache_db)
     for i in range(400):

@@ -16,7 +16,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 from tests.conftest import ROOT, SEMFORA, run_semfora
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from engine.config import load_settings
 from engine.edits.session import EditSession
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 from semfora_tui.screens.confirm import ConfirmScreen
 from semfora_tui.widgets.diff_pane import DiffPane
 from tests.tui.conftest import EDIT_BLOCKS, SOURCE, AppFactory, answer_confirmation, settle, wait_for

@@ -16,7 +16,7 @@ import pytest
 from engine.config import load_settings
 from engine.edits.session import EditSession
 from engine.edits.writer import history_records
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 from semfora_tui.app import SemforaApp
 from semfora_tui.screens.confirm import ConfirmScreen
 from semfora_tui.widgets.diff_pane import DiffPane

@@ -99,7 +99,7 @@ async def test_a_repository_big_enough_for_worker_processes_indexes_inside_the_a
 ) -> None:
     """Above the inline-parse limit the indexer forks workers while Textual holds stderr
     (fileno -1); that once failed with "bad value(s) in fds_to_keep" only inside the app."""
-    from engine.store.indexer import INLINE_PARSE_MAX
+    from engine.index.indexer import INLINE_PARSE_MAX
 
     count = INLINE_PARSE_MAX + 16
     files = {

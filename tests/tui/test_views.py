@@ -56,7 +56,7 @@ def test_a_reply_is_only_split_at_a_blank_line_outside_code(parts: list[str], st
 
 def test_engine_flags_become_readable_text() -> None:
     from engine.edits.hunks import Hunk
-    from engine.edits.session import FileChange
+    from engine.edits.session import StagedFile
 
     hunk = Hunk(
         id="h1",
@@ -71,7 +71,7 @@ def test_engine_flags_become_readable_text() -> None:
         conflict=True,
         syntax_error="line 3: unexpected indent",
     )
-    (view,) = files_from_session([FileChange(path="x.py", kind="modify", hunks=(hunk,), stale=True)])
+    (view,) = files_from_session([StagedFile(path="x.py", kind="modify", hunks=(hunk,), stale=True)])
     assert view.added == 2 and view.removed == 1
     assert view.conflict == "changed on disk since it was staged (/rebase re-applies its hunks)"
     assert view.hunks[0].conflict is not None and "changed on disk" in view.hunks[0].conflict

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import SemforaError
+from engine.index.fusion import CONTEXT_RRF_K, rrf
 from engine.orchestrator.anchors import Anchors
 from engine.semantic.model import Symbol
 
@@ -39,8 +40,6 @@ SYMBOL_RESULTS_PER_ANCHOR = 5
 MAX_QUERY_CHARS = 2000
 # Hybrid hits taken: the head of the list is the search's opinion, the tail is cheap to rescore.
 SEARCH_POOL = 40
-# Reciprocal-rank constant of the channels: small, so rank 1 clearly beats rank 5.
-RRF_K = 10
 # Something the user named on purpose (``@X``, ``X()``, backticks) is meant, whatever the rest says.
 EXPLICIT_BONUS = 0.5
 # An identifier of the task (``Cart.total``, ``get_user``) that names a symbol exactly is almost
@@ -118,7 +117,7 @@ MAX_CACHED_FILE_SYMBOLS = 512
 
 def file_symbols(store: SymbolStore, rel: str) -> list[Symbol]:
     """Definitions of ``rel`` in line order, without their call lists (one query, not one per symbol)."""
-    from engine.store.db import SYMBOL_COLUMNS, row_to_symbol
+    from engine.store.rows import SYMBOL_COLUMNS, row_to_symbol
 
     db = store.layout.index_db
     try:
@@ -313,7 +312,7 @@ def search_channel(
                 query,
                 mode="hybrid",
                 limit=SEARCH_POOL,
-                on_warning=on_warning,
+                on_warning=lambda w: on_warning(w.message),
                 # the fusion's own order: ``rank`` scores every candidate on its text itself,
                 # and the lists' opinion is worth most as an independent signal
                 rescore=False,
@@ -340,13 +339,13 @@ def collect(
     is_secret: Callable[[str], bool],
     message_hits: Sequence[tuple[Symbol, str, float]] = (),
 ) -> dict[str, Candidate]:
-    """Merge the channels: each candidate scores ``sum(1 / (RRF_K + rank))`` over the channels that found it."""
+    """Merge the channels: each candidate scores ``sum(rrf(rank, CONTEXT_RRF_K))`` over the channels that found it."""
     cands: dict[str, Candidate] = {}
     for channel, hits in (("symbols", symbol_hits), ("messages", message_hits)):
         for rank, (sym, reason, bonus) in enumerate(hits, 1):
             c = cands.setdefault(sym.id, of_symbol(sym))
             c.ranks[channel] = min(c.ranks.get(channel, rank), rank)
-            c.retrieval += 1.0 / (RRF_K + rank)
+            c.retrieval += rrf(rank, CONTEXT_RRF_K)
             c.bonus = max(c.bonus, bonus)
             c.explicit = c.explicit or bonus >= EXPLICIT_BONUS
             c.reasons.append(reason)
@@ -375,7 +374,7 @@ def collect(
                 )
             cands[key] = c
         c.ranks["search"] = min(c.ranks.get("search", rank), rank)
-        c.retrieval += 1.0 / (RRF_K + rank)
+        c.retrieval += rrf(rank, CONTEXT_RRF_K)
         c.reasons.append(f"{sources_label(hit)} for '{query_label}'")
     return cands
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from engine.config import Settings
 from engine.orchestrator.context.candidates import Candidate
+from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
-from engine.store.layout import RepoLayout
 
 # A brief is the signature cut here (the name and first parameters identify the symbol) ...
 BRIEF_SIGNATURE_CHARS = 60
@@ -93,7 +93,7 @@ class Digests:
         from engine.llm.summarizer import NAMESPACE
 
         if self._summary_cache is None:
-            from engine.index.cache import ResultCache
+            from engine.store.cache import ResultCache
 
             self._summary_cache = ResultCache(
                 self.layout.cache_db, ttl_days=self.settings.cache.ttl_days, max_mb=self.settings.cache.max_mb

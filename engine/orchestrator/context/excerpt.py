@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from engine.tokens import estimate_tokens
+
 # A gap of at most this many lines is shown instead of marked: the marker costs as much.
 MIN_GAP_LINES = 2
 # Context kept around each line the ranking points at: enough to see the whole statement and
@@ -50,7 +52,7 @@ class Excerpt:
 
 def estimate(text: str) -> int:
     """The budget's own estimate (chars/4), used while choosing lines; the item is counted exactly later."""
-    return (len(text) + 3) // 4
+    return estimate_tokens(text)
 
 
 def signature_end(lines: Sequence[str], start: int, end: int) -> int:

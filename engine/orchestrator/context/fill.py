@@ -28,6 +28,7 @@ from engine.orchestrator.budget import ContextBudget, ContextItem, Priority
 from engine.orchestrator.context.candidates import Candidate
 from engine.orchestrator.context.excerpt import MIN_EXCERPT_TOKENS, excerpt
 from engine.orchestrator.intent import Intent
+from engine.tokens import CHARS_PER_TOKEN, tokens_for_chars
 
 # Shares of the budget one definition may take, by its place among the code items: the best
 # candidate is most likely the one to change, and an edit needs all of it (30% holds a 180-line
@@ -229,7 +230,10 @@ class Filler:
 
     @staticmethod
     def _fits_whole(lines: list[str], start: int, end: int, cap: int) -> bool:
-        return (sum(len(lines[n - 1]) + 1 for n in range(start, min(end, len(lines)) + 1)) + 3) // 4 <= cap
+        return (
+            tokens_for_chars(sum(len(lines[n - 1]) + 1 for n in range(start, min(end, len(lines)) + 1)))
+            <= cap
+        )
 
     # -- the map ----------------------------------------------------------------------------
 
@@ -254,7 +258,9 @@ class Filler:
             # The code's direct callers and callees get a summary (what they do and call); the
             # rest a brief: its name and signature are what a NEED needs.
             text = self.digests.summary(c) if near else self.digests.brief(c)
-            if used + (len(text) + len(c.file) + len(c.name)) // 4 > limit:
+            if (
+                used + (len(text) + len(c.file) + len(c.name)) // CHARS_PER_TOKEN > limit
+            ):  # a floor: a quick pre-check
                 continue  # cannot fit: not worth building the item
             priority = Priority.MEDIUM if near else Priority.LOW
             item = self.make_item(f"{kind}:{c.key}", kind, text, priority, c.reason, c)

@@ -36,8 +36,8 @@ from engine.orchestrator.intent import classify_intent
 from engine.orchestrator.memory import RecalledTurn, SemforaMemory
 from engine.orchestrator.prompts import OVERVIEW_ID, SESSION_MEMORY_ID, item_text
 from engine.policy.redaction import redact
+from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
-from engine.store.layout import RepoLayout
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class ContextGatherer:
         overview: OverviewLoader | None = None,
         count_tokens: Callable[[str], int] | None = None,
     ) -> None:
-        from engine.llm.tokens import estimate_tokens
+        from engine.tokens import estimate_tokens
 
         self.layout = layout
         self.settings = settings

@@ -14,7 +14,7 @@ from engine.edits import EditSession, recover
 from engine.edits.errors import EditWriteFailed
 from engine.edits.faults import FAULT_ENV, reset_fault_counts
 from engine.edits.writer import history_records
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 from tests.conftest import SEMFORA, run_semfora
 
 OLD = {

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from engine.edits import EditSession
 from engine.edits.protocol import EditBlockError, apply_blocks, parse_blocks
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 OPEN_SEARCH, DIVIDER, CLOSE = "<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE"
 

@@ -14,7 +14,7 @@ from engine.edits import EditSession, is_secret_path, resolve_in_repo
 from engine.edits.errors import FileRefused, PathDenied, SecretPathDenied
 from engine.edits.sandbox import DEFAULT_DENY
 from engine.errors import SandboxError
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 PIECES = [
     "..",

@@ -11,7 +11,7 @@ import pytest
 from engine.config import Settings
 from engine.edits import EditBlockError, EditSession
 from engine.edits.errors import EditConflict, FileRefused, HunkNotFound
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 from tests.conftest import git
 
 TEN = "".join(f"line {i}\n" for i in range(1, 31))

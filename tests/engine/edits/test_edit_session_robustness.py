@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.edits import EditSession
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 from tests.conftest import ROOT, git
 
 TWO_REGIONS = "".join(f"line {i}\n" for i in range(1, 31))
@@ -49,7 +49,7 @@ STAGER = textwrap.dedent(
     import sys
     from pathlib import Path
     from engine.edits import EditSession
-    from engine.store.layout import RepoLayout
+    from engine.repo.layout import RepoLayout
 
     root, line, rounds = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     layout = RepoLayout.for_path(root)

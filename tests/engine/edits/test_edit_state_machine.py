@@ -17,7 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from engine.edits import EditSession, undo
 from engine.edits.errors import UndoRefused
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 FILES = ("a.txt", "pkg/b.txt")
 EDITABLE = (0, 2, 4)

@@ -12,7 +12,7 @@ import pytest
 from engine.edits import EditSession, undo
 from engine.edits.errors import NothingToUndo, UndoRefused
 from engine.edits.writer import history_records
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 from tests.conftest import ROOT
 
 
@@ -68,7 +68,7 @@ def test_undo_history_survives_a_restart(make_repo) -> None:
     root = make_repo({"f.txt": "v0\n"})
     _commit_content(RepoLayout.for_path(root), "f.txt", "v1\n")
     code = (
-        "from engine.store.layout import RepoLayout\nfrom engine.edits import undo\n"
+        "from engine.repo.layout import RepoLayout\nfrom engine.edits import undo\n"
         f"print(undo(RepoLayout.for_path({str(root)!r})).files)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)

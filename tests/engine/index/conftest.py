@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import Settings, load_settings
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 AUTH_PY = '''"""Authentication middleware."""
 import os
@@ -72,7 +72,7 @@ def indexed_repo(make_repo: Callable[..., Path]) -> IndexedRepo:
     """Build a small real repository, index it (store + text index) and return layout + settings."""
 
     def build(files: dict[str, str] | None = None) -> tuple[RepoLayout, Settings]:
-        from engine.store.indexer import index_repository
+        from engine.index.indexer import index_repository
 
         root = make_repo(files or {"app/auth.py": AUTH_PY, "app/routes.py": ROUTES_PY, "README.md": README})
         layout = RepoLayout.for_path(root)

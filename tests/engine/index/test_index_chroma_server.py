@@ -17,9 +17,9 @@ import pytest
 from engine.config import load_settings
 from engine.index.chroma import chroma_client, chroma_store, collection_name
 from engine.index.hybrid import search
+from engine.index.indexer import index_repository
 from engine.index.vectors import VectorIndexer
-from engine.store.indexer import index_repository
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 from tests.conftest import git, run_semfora
 from tests.engine.index.conftest import AUTH_PY, README, ROUTES_PY
 

@@ -8,8 +8,8 @@ from engine.index import fts
 from engine.index.chunk_source import chunk_text, chunk_texts
 from engine.index.chunking import chunk_file
 from engine.index.hybrid import search
+from engine.index.indexer import index_repository
 from engine.index.pipeline import refresh_text_index
-from engine.store.indexer import index_repository
 
 # A line no tokenizer would keep whole: if these bytes are in index.db, the source was stored.
 MARKER = 'return "/zebra-quux/" + endpoint.strip("?!")'

@@ -6,10 +6,11 @@ import re
 
 import pytest
 
-from engine.errors import UsageError
-from engine.index.cache import ResultCache
-from engine.index.hybrid import RRF_K, search
+from engine.errors import EngineWarning, UsageError
+from engine.index.fusion import SEARCH_RRF_K
+from engine.index.hybrid import search
 from engine.index.rerank import RerankCandidate, blend_score, rerank, retrieval_weight
+from engine.store.cache import ResultCache
 
 
 def test_fused_hits_carry_every_source_rank_and_the_contract_shape(indexed_repo) -> None:
@@ -19,7 +20,7 @@ def test_fused_hits_carry_every_source_rank_and_the_contract_shape(indexed_repo)
     assert top.symbol == "AuthMiddleware.should_strip_auth" and top.file == "app/auth.py"
     assert top.sources["fts"] is not None and top.sources["symbols"] == 1 and top.sources["vector"] is None
     # agreeing sources add up: two rank-1 opinions beat any single list's rank 1
-    assert top.score == pytest.approx(2 / (RRF_K + 1), rel=0.05) or top.score > 1 / (RRF_K + 1)
+    assert top.score == pytest.approx(2 / (SEARCH_RRF_K + 1), rel=0.05) or top.score > 1 / (SEARCH_RRF_K + 1)
     data = top.to_json()
     assert set(data) >= {"file", "symbol", "start_line", "end_line", "score", "sources", "snippet"}
     assert set(data["sources"]) == {"fts", "vector", "symbols"}
@@ -107,12 +108,13 @@ def test_expansion_adds_rewrites_and_caches_them(fake_ollama, indexed_repo) -> N
 
 def test_dead_llm_warns_once_and_search_goes_on(indexed_repo) -> None:
     layout, settings = indexed_repo()  # OLLAMA_HOST is a closed port
-    warnings: list[str] = []
+    warnings: list[EngineWarning] = []
     first = search(layout, settings, "redirect", expand=True, rerank=True, on_warning=warnings.append)
     second = search(layout, settings, "redirect", expand=True, rerank=True, on_warning=warnings.append)
     assert first and first[0].symbol == "redirect" and [h.symbol for h in second] == [h.symbol for h in first]
-    assert len([w for w in warnings if re.search("expansion", w)]) == 1
-    assert len([w for w in warnings if re.search("rerank", w)]) == 1
+    assert len([w for w in warnings if re.search("expansion", w.message)]) == 1
+    assert len([w for w in warnings if re.search("rerank", w.message)]) == 1
+    assert {w.code for w in warnings} == {"EXPANSION_OFF", "RERANK_OFF"}
 
 
 def test_slow_llm_is_abandoned_within_the_timeout(fake_ollama, monkeypatch, indexed_repo) -> None:

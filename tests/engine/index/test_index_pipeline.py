@@ -5,10 +5,10 @@ from __future__ import annotations
 import sqlite3
 
 from engine.index import fts
-from engine.index.cache import ResultCache
 from engine.index.hybrid import search
+from engine.index.indexer import index_repository
 from engine.index.pipeline import refresh_text_index
-from engine.store.indexer import index_repository
+from engine.store.cache import ResultCache
 from tests.conftest import git
 
 

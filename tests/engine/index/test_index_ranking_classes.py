@@ -6,7 +6,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.index import hybrid
-from engine.index.hybrid import FTS_CANDIDATES, RRF_K, search
+from engine.index.fusion import SEARCH_RRF_K
+from engine.index.hybrid import FTS_CANDIDATES, search
 
 IMPL = '''"""Key rotation."""
 
@@ -65,7 +66,7 @@ def test_a_long_symbol_split_into_parts_is_one_result_with_one_score(indexed_rep
     assert names.count("reconcile_ledger") == 1
     long_hit = hits[names.index("reconcile_ledger")]
     # One list, one rank: its score is at most one rank-1 contribution, not one per part.
-    assert long_hit.score <= 1.0 / (RRF_K + 1) + 1e-9
+    assert long_hit.score <= 1.0 / (SEARCH_RRF_K + 1) + 1e-9
 
 
 NESTED = '''def check_secret(raw, stored, on_upgrade=None):

@@ -10,12 +10,13 @@ import time
 import pytest
 
 from engine.config import load_settings
+from engine.errors import EngineWarning
 from engine.index import embeddings
 from engine.index.chroma import chroma_client, chroma_store, collection_name
 from engine.index.embeddings import choose_embedder, cpu_has_native_bf16
 from engine.index.hybrid import search
+from engine.index.indexer import index_repository
 from engine.index.vectors import VectorIndexer
-from engine.store.indexer import index_repository
 from tests.conftest import git
 
 
@@ -162,11 +163,13 @@ def test_search_survives_ollama_dying_after_indexing(fake_ollama, monkeypatch, i
 
     VectorSearcher.for_repo(layout, settings)  # the embedder was chosen while Ollama was up
     fake_ollama.stop()
-    warnings: list[str] = []
+    warnings: list[EngineWarning] = []
     hits = search(layout, settings, "redirect", on_warning=warnings.append)
     hits += search(layout, settings, "redirect", on_warning=warnings.append)
     assert hits and hits[0].symbol == "redirect"
-    assert len(warnings) == 1 and "vector search is off" in warnings[0]
+    assert [w.code for w in warnings] == ["VECTOR_QUERY_FAILED"] and "vector search is off" in warnings[
+        0
+    ].message
 
 
 def test_status_reports_off_and_progress(fake_ollama, monkeypatch, indexed_repo) -> None:
@@ -187,10 +190,12 @@ def test_status_reports_off_and_progress(fake_ollama, monkeypatch, indexed_repo)
 def test_search_before_the_vector_build_says_so(fake_ollama, monkeypatch, indexed_repo) -> None:
     _use(monkeypatch, "ollama:nomic-embed-text")
     layout, settings = indexed_repo()
-    warnings: list[str] = []
+    warnings: list[EngineWarning] = []
     hits = search(layout, settings, "redirect", mode="vector", on_warning=warnings.append)
     assert hits and hits[0].symbol == "redirect"
-    assert warnings == ["the vector index is not built yet (run `semfora index`)"]
+    assert warnings == [
+        EngineWarning("VECTORS_NOT_BUILT", "the vector index is not built yet (run `semfora index`)")
+    ]
 
 
 # Loading torch takes ~30 s on a busy machine: opt in with SEMFORA_TEST_LOCAL_EMBED=1 (the search
@@ -294,7 +299,7 @@ def test_vectors_nobody_recorded_are_removed_and_lost_ones_reembedded(
 def test_collection_names_are_per_working_tree_whole_and_valid(make_repo) -> None:
     import re
 
-    from engine.store.layout import RepoLayout
+    from engine.repo.layout import RepoLayout
 
     first, second = make_repo({"a.py": "x = 1\n"}), make_repo({"a.py": "x = 1\n"})
     for root in (first, second):

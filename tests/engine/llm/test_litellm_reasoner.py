@@ -24,9 +24,16 @@ from tests.fakes.fake_ollama import FakeOllama
 USER = [{"role": "user", "content": "What does parse_config do?"}]
 
 
+def _settings(host: str) -> Settings:
+    """Settings whose ``ollama.host`` is ``host`` (what load_settings makes of OLLAMA_HOST)."""
+    settings = Settings()
+    settings.ollama.host = host
+    return settings
+
+
 def test_ollama_model_streams_through_litellm_with_usage(fake_ollama: FakeOllama) -> None:
     fake_ollama.reply("parse_config reads TOML and validates it.")
-    reasoner = make_reasoner(Settings(), "ollama/qwen2.5-coder:7b")
+    reasoner = make_reasoner(_settings(fake_ollama.url), "ollama/qwen2.5-coder:7b")
     assert isinstance(reasoner, LiteLLMReasoner)
     events = list(reasoner.stream([PromptBlock("You are semfora.", cache=True)], USER, max_tokens=300))
     text = "".join(e.text for e in events if isinstance(e, TextDelta))
@@ -42,7 +49,7 @@ def test_ollama_model_streams_through_litellm_with_usage(fake_ollama: FakeOllama
 
 def test_ollama_chat_model_uses_the_chat_endpoint(fake_ollama: FakeOllama) -> None:
     fake_ollama.reply("chat answer")
-    reply = make_reasoner(Settings(), "ollama_chat/qwen2.5-coder:7b").complete("sys", USER)
+    reply = make_reasoner(_settings(fake_ollama.url), "ollama_chat/qwen2.5-coder:7b").complete("sys", USER)
     assert reply.text == "chat answer"
     chat = fake_ollama.requests_to("/api/chat")
     first = chat[-1].body["messages"][0]
@@ -51,7 +58,7 @@ def test_ollama_chat_model_uses_the_chat_endpoint(fake_ollama: FakeOllama) -> No
 
 def test_local_model_with_ollama_down_is_unavailable_exit_3() -> None:
     with pytest.raises(ModelUnavailable) as info:
-        make_reasoner(Settings(), "ollama/qwen2.5-coder:7b")
+        make_reasoner(_settings("http://127.0.0.1:9"), "ollama/qwen2.5-coder:7b")  # nothing listens
     assert info.value.exit_code == EXIT_UNAVAILABLE
     assert "Ollama" in info.value.message
 
@@ -63,7 +70,7 @@ def test_status_line_names_the_route() -> None:
 def test_ollama_dying_mid_stream_is_a_typed_error_with_the_partial_text(fake_ollama: FakeOllama) -> None:
     fake_ollama.reply("abcdefghijklmnopqrstuvwxyz")
     fake_ollama.die_after_lines = 2
-    reasoner = make_reasoner(Settings(), "ollama/qwen2.5-coder:7b")
+    reasoner = make_reasoner(_settings(fake_ollama.url), "ollama/qwen2.5-coder:7b")
     with pytest.raises(ModelStreamInterrupted) as info:
         reasoner.complete("sys", USER)
     assert info.value.partial_text == "abcdefghijkl"
@@ -72,7 +79,7 @@ def test_ollama_dying_mid_stream_is_a_typed_error_with_the_partial_text(fake_oll
 def test_cancel_stops_a_slow_local_model_promptly(fake_ollama: FakeOllama) -> None:
     fake_ollama.reply("word " * 40)
     fake_ollama.stream_delay = 2.0
-    reasoner = make_reasoner(Settings(), "ollama/qwen2.5-coder:7b")
+    reasoner = make_reasoner(_settings(fake_ollama.url), "ollama/qwen2.5-coder:7b")
     cancel = threading.Event()
     first_text_at: list[float] = []
     with pytest.raises(ModelCancelled) as info:

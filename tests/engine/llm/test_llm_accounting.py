@@ -20,7 +20,8 @@ from engine.llm.base import (
     price_for,
 )
 from engine.llm.retry import RetryPolicy, parse_retry_after
-from engine.llm.tokens import TokenCounter, estimate_tokens
+from engine.llm.tokens import TokenCounter
+from engine.tokens import estimate_tokens
 
 
 @given(st.text())

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from engine.llm.ollama_client import (
+from engine.services.ollama import (
     CircuitBreaker,
     OllamaClient,
     OllamaError,

@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 
 from engine.config import Settings
-from engine.index.cache import ResultCache
-from engine.llm.ollama_client import OllamaClient
 from engine.llm.summarizer import (
     NAMESPACE,
     Summarizer,
@@ -19,7 +17,9 @@ from engine.llm.summarizer import (
     content_hash_of,
     extractive_summary,
 )
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
+from engine.services.ollama import OllamaClient
+from engine.store.cache import ResultCache
 from tests.conftest import RepoFactory
 from tests.fakes.fake_ollama import FakeOllama
 

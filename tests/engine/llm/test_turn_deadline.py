@@ -84,8 +84,8 @@ def test_litellm_retries_are_ours_bounded_by_the_deadline_and_reported(monkeypat
 
     statuses: list[str] = []
     with black_hole() as url:
-        monkeypatch.setenv("OLLAMA_HOST", url)
         settings = Settings()
+        settings.ollama.host = url  # what load_settings makes of OLLAMA_HOST
         settings.llm.read_timeout = 0.5
         settings.llm.turn_timeout = 2.0
         reasoner = LiteLLMReasoner(settings, model="ollama/qwen2.5-coder:7b")

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from engine.config import Settings, load_settings
-from engine.store.indexer import index_repository
-from engine.store.layout import RepoLayout
+from engine.index.indexer import index_repository
+from engine.repo.layout import RepoLayout
 
 CART = '''"""Shopping cart."""
 from shop.pricing import apply_discount, tax_for

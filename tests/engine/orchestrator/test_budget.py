@@ -5,7 +5,6 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.llm.tokens import estimate_tokens
 from engine.orchestrator.budget import (
     MIN_CRITICAL_TOKENS,
     TRUNCATION_MARK,
@@ -13,6 +12,7 @@ from engine.orchestrator.budget import (
     ContextItem,
     Priority,
 )
+from engine.tokens import estimate_tokens
 
 
 def item(item_id: str, tokens: int, priority: Priority = Priority.MEDIUM) -> ContextItem:

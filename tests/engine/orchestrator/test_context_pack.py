@@ -9,11 +9,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.config import load_settings
+from engine.index.indexer import index_repository
 from engine.orchestrator.budget import Priority
 from engine.orchestrator.context.excerpt import ELISION_MARK
 from engine.orchestrator.core import Orchestrator
-from engine.store.indexer import index_repository
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 # A miniature HTTP client shaped like the real one: the report's words (POST, generator, body,
 # 307) name `post` twice, but the fix goes into `resolve_redirects`, which never says "POST".

@@ -9,13 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from engine.config import load_settings
+from engine.index.indexer import index_repository
 from engine.orchestrator.anchors import clean_report, extract_anchors, links, quoted_messages, split_pasted
 from engine.orchestrator.budget import Priority
 from engine.orchestrator.context.rank import asks_for_tests, is_report
 from engine.orchestrator.core import Orchestrator
 from engine.orchestrator.intent import Intent, classify_intent
-from engine.store.indexer import index_repository
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 # A command-line toolkit shaped like click: the option help (where the fix goes), a pipeline
 # example about images, and tests full of the report's words.

@@ -12,7 +12,7 @@ from engine.orchestrator.memory import (
     SessionStore,
     TurnRecall,
 )
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 
 def test_overview_loaded_once_and_symbol_lru() -> None:

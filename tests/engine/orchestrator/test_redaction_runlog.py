@@ -17,7 +17,7 @@ from engine.orchestrator.runlog import (
     write_run,
 )
 from engine.policy.redaction import MASK, redact
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
 
 
 def test_redacts_keys_but_leaves_code_alone() -> None:

@@ -10,9 +10,9 @@ import pytest
 from engine.edits.session import EditSession
 from engine.llm.base import ModelUnavailable
 from engine.llm.select import make_reasoner
-from engine.llm.tokens import estimate_tokens
 from engine.orchestrator.core import MAX_NEED_ROUNDS, Orchestrator
 from engine.orchestrator.runlog import load_run
+from engine.tokens import estimate_tokens
 from tests.engine.orchestrator.conftest import ENV_SECRET, PEM_SECRET, TOKEN_SECRET
 from tests.fakes.fixtures import DUMMY_API_KEY
 

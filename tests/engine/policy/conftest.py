@@ -29,7 +29,7 @@ def hostile_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostileW
     from engine.config import load_settings
     from engine.orchestrator.context import ContextGatherer
     from engine.orchestrator.memory import SemforaMemory
-    from engine.store.layout import RepoLayout
+    from engine.repo.layout import RepoLayout
 
     base = tmp_path_factory.mktemp("hostile")
     mp = pytest.MonkeyPatch()

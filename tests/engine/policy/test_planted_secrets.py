@@ -163,7 +163,7 @@ def test_no_planted_secret_reaches_a_model_a_file_or_the_terminal(
     from engine.config import load_settings
     from engine.llm.select import make_reasoner
     from engine.orchestrator.core import Orchestrator
-    from engine.store.layout import RepoLayout
+    from engine.repo.layout import RepoLayout
 
     layout = RepoLayout.for_path(vault)
     # Background summaries of the highest fan-in symbols (their source goes to Ollama).

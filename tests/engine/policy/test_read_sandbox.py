@@ -14,8 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.errors import SemforaError
-from engine.policy.errors import PathDenied, PathTooLong, SecretPathDenied, SymlinkLoop
+from engine.errors import PathDenied, PathTooLong, SecretPathDenied, SemforaError, SymlinkLoop
 from engine.policy.names import is_git_component, is_secret_name
 from engine.policy.paths import PathKind
 from engine.policy.sandbox import classify, read_text, resolve
@@ -298,9 +297,9 @@ def test_indexing_any_hostile_tree_stores_no_canary(
     tmp_path_factory: pytest.TempPathFactory, names: list[str], links: list[str], use_git: bool
 ) -> None:
     from engine.config import load_settings
+    from engine.index.indexer import index_repository
     from engine.index.pipeline import refresh_text_index
-    from engine.store.indexer import index_repository
-    from engine.store.layout import RepoLayout
+    from engine.repo.layout import RepoLayout
     from tests.engine.policy.hostile import GIT_ENV
 
     base = tmp_path_factory.mktemp("tree")
@@ -333,7 +332,7 @@ def test_indexing_any_hostile_tree_stores_no_canary(
 def test_the_overview_reads_no_linked_manifest_readme_or_package_file(hostile_world) -> None:
     """requirements.txt -> outside, requirements-dev.txt -> /etc/passwd, src/README.md and
     src/__init__.py -> outside: the overview (sent to every model request) quotes none of them."""
-    from engine.semantic.overview import build_overview
+    from engine.store.overview import build_overview
 
     overview = build_overview(hostile_world.layout, hostile_world.engine.store().connection())
     assert hostile_world.repo.leaked(overview.toon) == []

@@ -249,17 +249,21 @@ def test_staged_target_reviews_only_what_the_next_commit_records(make_repo) -> N
 
 def test_callers_come_from_the_call_graph_when_the_index_is_current(make_repo) -> None:
     from engine.config import load_settings
-    from engine.store.indexer import index_repository
-    from engine.store.layout import RepoLayout
+    from engine.index.indexer import index_repository
+    from engine.repo.layout import RepoLayout
+    from engine.store.callers import index_callers
 
     root = make_repo({"app.py": BASE_APP, "main.py": MAIN})
     index_repository(RepoLayout.for_path(root), load_settings(root).settings)
     (root / "app.py").write_text(BASE_APP.replace("return json.load(fh)", "return json.loads(fh.read())"))
-    load = _by_name(analyze_diff(root))["load"]
+    load = _by_name(analyze_diff(root, caller_graph=index_callers(root)))["load"]
     assert [(c.file, c.symbol, c.via) for c in load.callers] == [("main.py", "run", "call graph")]
+    # The diff itself never opens the index: without the store's lookup, the text search answers.
+    load = _by_name(analyze_diff(root))["load"]
+    assert [c.via for c in load.callers] == ["text search"]
     # Between two commits the index says nothing about the target: the text search answers.
     git(root, "commit", "-qam", "loads")
-    load = _by_name(analyze_commit(root, "HEAD"))["load"]
+    load = _by_name(analyze_commit(root, "HEAD", caller_graph=index_callers(root)))["load"]
     assert [(c.file, c.via) for c in load.callers] == [("main.py", "text search")]
 
 

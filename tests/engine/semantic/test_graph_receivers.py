@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 
 from engine.config import load_settings
+from engine.index.indexer import index_repository
+from engine.repo.layout import RepoLayout
 from engine.semantic.diff import analyze_commit
 from engine.store.db import SymbolStore
-from engine.store.indexer import index_repository
-from engine.store.layout import RepoLayout
 from tests.conftest import git, run_semfora
 
 # A Flask-like package: a view function named ``update``, a dict ``update()`` elsewhere, a

@@ -8,11 +8,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.config import load_settings
+from engine.index.indexer import index_repository
+from engine.repo.layout import RepoLayout
 from engine.semantic.graph import CallResolver, CallRow, Definition, FileContext, ModuleIndex
 from engine.semantic.model import ImportRef
 from engine.store.db import SymbolStore
-from engine.store.indexer import index_repository
-from engine.store.layout import RepoLayout
 
 FILES = {
     "pkg/__init__.py": "",

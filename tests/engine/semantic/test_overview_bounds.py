@@ -8,10 +8,10 @@ import tracemalloc
 import toon_format
 
 from engine.config import load_settings
-from engine.semantic.overview import MAX_MODULES, build_overview
+from engine.index.indexer import index_repository
+from engine.repo.layout import RepoLayout
 from engine.store.db import open_index
-from engine.store.indexer import index_repository
-from engine.store.layout import RepoLayout
+from engine.store.overview import MAX_MODULES, build_overview
 from engine.store.schema import create_secondary_indexes, drop_secondary_indexes
 
 SYMBOLS_PER_FILE = 5

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from engine.config import load_settings
+from engine.index import indexer
+from engine.index.indexer import index_repository
+from engine.repo.layout import RepoLayout
 from engine.semantic.extract import analyze_source
-from engine.store import indexer
-from engine.store.indexer import index_repository
-from engine.store.layout import RepoLayout
 
 # Enough files to go past the inline-parse limit and fill several worker batches.
 PACKAGES, MODULES_PER_PACKAGE = 4, 12
@@ -143,8 +143,8 @@ def test_parallel_index_works_when_the_host_captures_stderr(make_repo, monkeypat
     import threading
 
     from engine.config import load_settings
-    from engine.store.indexer import INLINE_PARSE_MAX, index_repository
-    from engine.store.layout import RepoLayout
+    from engine.index.indexer import INLINE_PARSE_MAX, index_repository
+    from engine.repo.layout import RepoLayout
 
     class CapturedStderr(io.StringIO):
         def fileno(self) -> int:

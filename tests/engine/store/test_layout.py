@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def test_an_ignored_directory_inside_a_work_tree_is_its_own_root(make_repo) -> None:
-    from engine.store.layout import find_repo_root
+    from engine.repo.layout import find_repo_root
 
     root = make_repo({".gitignore": "scratch/\n", "app.py": "x = 1\n"})
     (root / "scratch" / "corpus").mkdir(parents=True)
@@ -18,7 +18,7 @@ def test_two_clones_of_one_remote_never_share_a_cache(make_repo, tmp_path) -> No
     """Same directory name, same remote: an edit staged in one is not committed into the other."""
     import subprocess
 
-    from engine.store.layout import RepoLayout, working_tree_id
+    from engine.repo.layout import RepoLayout, working_tree_id
     from tests.conftest import git, run_semfora
 
     origin = make_repo({"app.py": "def f():\n    return 1\n"})

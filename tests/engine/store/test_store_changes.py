@@ -13,10 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.config import load_settings
-from engine.index import fts
-from engine.store import indexer
-from engine.store.indexer import index_repository
-from engine.store.layout import RepoLayout
+from engine.index import fts, indexer
+from engine.index.indexer import index_repository
+from engine.repo.layout import RepoLayout
 from tests.conftest import git
 
 FILES = {

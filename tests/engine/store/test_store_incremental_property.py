@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.config import load_settings
-from engine.store.indexer import index_repository
-from engine.store.layout import RepoLayout
+from engine.index.indexer import index_repository
+from engine.repo.layout import RepoLayout
 
 NAMES = ["alpha", "beta", "gamma", "delta"]
 PATHS = ["a.py", "pkg/b.py", "pkg/c.py", "other/d.py"]

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from engine.config import load_settings
-from engine.errors import LockBusy
-from engine.store.db import StoreWarning, SymbolStore
-from engine.store.indexer import index_repository, writer_lock
-from engine.store.layout import RepoLayout
+from engine.errors import EngineWarning, LockBusy
+from engine.index.indexer import index_repository
+from engine.repo.layout import RepoLayout
+from engine.store.db import SymbolStore
+from engine.store.lock import writer_lock
 from tests.conftest import SEMFORA, git
 
 APP = '''"""The app module."""
@@ -252,7 +253,7 @@ def test_corrupt_index_is_rebuilt_with_a_warning(make_repo, damage: str) -> None
         size = db.stat().st_size
         with db.open("r+b") as fh:
             fh.truncate(size // 2)
-    heard: list[StoreWarning] = []
+    heard: list[EngineWarning] = []
     rep = index_repository(
         layout, load_settings(layout.root).settings, text_index=False, on_warning=heard.append
     )
@@ -314,7 +315,7 @@ def test_a_reader_repairs_a_damaged_index_only_when_no_writer_holds_the_lock(mak
         SymbolStore(layout)
     assert err.value.code == "INDEX_BUSY"
     assert layout.index_db.read_bytes().startswith(b"garbage")  # nothing deleted under a writer
-    heard: list[StoreWarning] = []
+    heard: list[EngineWarning] = []
     with SymbolStore(layout, on_warning=heard.append) as store:
         assert store.is_empty()
     assert [w.code for w in heard] == ["INDEX_CORRUPT"]

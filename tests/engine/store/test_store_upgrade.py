@@ -6,9 +6,10 @@ from __future__ import annotations
 import sqlite3
 
 from engine.config import load_settings
-from engine.store.db import StoreWarning, SymbolStore
-from engine.store.indexer import SHARD_GLOB, index_repository
-from engine.store.layout import RepoLayout
+from engine.errors import EngineWarning
+from engine.index.indexer import SHARD_GLOB, index_repository
+from engine.repo.layout import RepoLayout
+from engine.store.db import SymbolStore
 
 FILES = {
     "pkg/app.py": "from pkg.util import helper\n\n\ndef main():\n    return helper(1)\n",
@@ -47,7 +48,7 @@ def test_an_index_from_before_the_compact_schema_is_rebuilt_with_a_warning(make_
         )
         conn.execute("PRAGMA user_version = 4")
     old_size = layout.index_db.stat().st_size
-    heard: list[StoreWarning] = []
+    heard: list[EngineWarning] = []
     report = index_repository(layout, _settings(layout), on_warning=heard.append)
     assert [w.code for w in heard] == ["INDEX_UPGRADED"]
     assert (report.files, report.symbols) == (2, 2) and report.edges >= 1
@@ -56,7 +57,7 @@ def test_an_index_from_before_the_compact_schema_is_rebuilt_with_a_warning(make_
         assert "body" not in columns and "text_hash" in columns
         assert conn.execute("SELECT count(*) FROM text_chunks").fetchone()[0] >= 3
     assert layout.index_db.stat().st_size < old_size / 2  # the old pages were given back
-    again: list[StoreWarning] = []
+    again: list[EngineWarning] = []
     index_repository(layout, _settings(layout), on_warning=again.append)
     assert again == []
 
@@ -86,7 +87,7 @@ def test_progress_names_each_phase_and_counts_up_to_its_total(make_repo) -> None
 
 def test_the_overview_is_built_once_per_index_state_and_follows_changes(make_repo, monkeypatch) -> None:
     from engine import api as tools
-    from engine.semantic import overview
+    from engine.store import overview
 
     root = make_repo(FILES)
     layout = RepoLayout.for_path(root)
@@ -116,8 +117,8 @@ def test_the_overview_is_built_once_per_index_state_and_follows_changes(make_rep
 
 
 def test_a_reader_never_waits_on_an_indexer_to_store_the_overview(make_repo) -> None:
-    from engine.semantic.overview import stored_overview
-    from engine.store.indexer import writer_lock
+    from engine.store.lock import writer_lock
+    from engine.store.overview import stored_overview
 
     root = make_repo(FILES)
     layout = RepoLayout.for_path(root)

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.store.layout import RepoLayout
+from engine.repo.layout import RepoLayout
+from engine.tokens import CHARS_PER_TOKEN, estimate_tokens
 
-# The overview never exceeds this many tokens (characters / 4), whatever the repo size.
+# The overview never exceeds this many tokens (``engine.tokens`` estimate), whatever the repo size.
 MAX_TOKENS = 2500
-CHARS_PER_TOKEN = 4
 # About fifty module summaries describe a large repository without listing it.
 MAX_MODULES = 50
 MAX_ENTRY_POINTS = 10
@@ -442,7 +442,7 @@ class Overview:
 
     @property
     def tokens(self) -> int:
-        return (len(self.toon) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+        return estimate_tokens(self.toon)
 
 
 def _clip(text: str, limit: int) -> str:

@@ -1,6 +1,6 @@
 """The incremental indexer: discover, parse what changed in parallel, store, resolve graphs.
 
-Owns ``index_repository`` and the single-writer lock. In a git work tree, what may have
+Owns ``index_repository`` (it holds ``engine.store.lock.writer_lock`` while it writes). In a git work tree, what may have
 changed since the last run comes from `git status` against the recorded state (see
 ``changes.py``), so an unchanged tree costs one git call, not a stat of every file;
 elsewhere every file is stat'ed. Unchanged files are recognised by mtime+size, then
@@ -22,18 +22,17 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from multiprocessing.context import BaseContext
 from pathlib import Path
 
-from engine import flock
 from engine.config import Settings
-from engine.errors import LockBusy
-from engine.lifetime import die_with_parent
+from engine.errors import EngineWarning, WarningSink
+from engine.index.workers import pool_context, worker_pool
 from engine.policy.redaction import redact
+from engine.repo.layout import RepoLayout
 from engine.semantic.graph import (
     CALLABLE_KINDS,
     SELF_RECEIVERS,
@@ -47,14 +46,12 @@ from engine.semantic.model import FileAnalysis, ImportRef
 from engine.store import changes
 from engine.store.db import (
     PAGE_CACHE_KB,
-    StoreWarning,
-    WarningSink,
-    identifier_parts,
     open_index,
     relative_module,
 )
 from engine.store.discovery import Candidate, Discovery, Skipped, content_problem, discover, discover_paths
-from engine.store.layout import RepoLayout
+from engine.store.lock import writer_lock
+from engine.store.rows import identifier_parts
 from engine.store.schema import SCHEMA_VERSION, create_secondary_indexes, drop_secondary_indexes
 
 # (phase, done, total): the progress shape shared with the text index. Phases are the names of
@@ -108,7 +105,7 @@ class IndexReport:
     changed_paths: tuple[str, ...] = ()
     deleted_paths: tuple[str, ...] = ()
     skipped_files: tuple[Skipped, ...] = ()
-    warnings: tuple[StoreWarning, ...] = ()
+    warnings: tuple[EngineWarning, ...] = ()
     rebuild: bool = False
     text_index: object | None = None
     scope: tuple[str, ...] | None = None
@@ -136,22 +133,6 @@ class IndexReport:
             "warnings": [{"code": w.code, "message": w.message} for w in self.warnings],
             "scope": "tree" if self.scope is None else len(self.scope),
         }
-
-
-@contextmanager
-def writer_lock(layout: RepoLayout, timeout: float) -> Iterator[None]:
-    """Hold ``index.lock`` exclusively; wait up to ``timeout`` seconds, then raise LockBusy."""
-    fd = flock.acquire(layout.cache_dir / "index.lock", timeout)
-    if fd is None:
-        raise LockBusy(
-            "another `semfora index` is writing this repository's index",
-            code="INDEX_LOCKED",
-            hint=f"waited {timeout:g}s; try again when it finishes",
-        )
-    try:
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the flock
 
 
 # --- parsing (runs in worker processes) --------------------------------------------------------
@@ -377,51 +358,6 @@ def _unpack_batch(data: bytes) -> tuple[str | None, list[ParseResult]]:
     return shard_path, out
 
 
-def _pool_context() -> BaseContext:
-    import multiprocessing
-
-    # fork is fastest (workers inherit loaded grammars) but unsafe once threads run.
-    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("fork")
-    from multiprocessing import forkserver
-
-    # Start the helper processes now, while stderr is a real file: a host that captures
-    # stderr (Textual's fileno() is -1) would otherwise make them fail to spawn.
-    with _stderr_with_fd():
-        forkserver.ensure_running()
-    return multiprocessing.get_context("forkserver")
-
-
-def worker_pool(workers: int, context: BaseContext | None = None) -> ProcessPoolExecutor:
-    """The one way indexing starts worker processes (parsing, resolving calls, chunking text),
-    so how they start and end is decided in one place: they die with semfora (a killed `index`
-    must leave no orphan holding index.lock)."""
-    context = context or _pool_context()
-    parent = os.getpid() if context.get_start_method() == "fork" else None
-    return ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=die_with_parent, initargs=(parent,)
-    )
-
-
-@contextmanager
-def _stderr_with_fd() -> Iterator[None]:
-    """Point ``sys.stderr`` at the process's real stderr while child processes are spawned."""
-    import sys
-
-    try:
-        valid = sys.stderr is not None and sys.stderr.fileno() >= 0
-    except (OSError, ValueError, AttributeError):
-        valid = False
-    if valid or sys.__stderr__ is None:
-        yield
-        return
-    captured, sys.stderr = sys.stderr, sys.__stderr__
-    try:
-        yield
-    finally:
-        sys.stderr = captured
-
-
 def _parse_all(
     root: Path,
     items: list[ParseItem],
@@ -446,7 +382,7 @@ def _parse_all(
                 progress(PHASE_PARSE, done, total)
         _close_pending_shard()
         return
-    context = _pool_context()
+    context = pool_context()
     if context.get_start_method() == "fork":
         # Load grammars and compile queries once here; forked workers inherit them.
         from engine.semantic.extract import analyze_source
@@ -1155,9 +1091,9 @@ def index_repository(
     the single commit at the end.
     """
     started = time.perf_counter()
-    warnings: list[StoreWarning] = []
+    warnings: list[EngineWarning] = []
 
-    def warn(w: StoreWarning) -> None:
+    def warn(w: EngineWarning) -> None:
         warnings.append(w)
         if on_warning is not None:
             on_warning(w)
@@ -1189,7 +1125,7 @@ def index_repository(
 
 def _store_overview(layout: RepoLayout) -> None:
     """Build and store the overview of a freshly built index, so its first reader finds it."""
-    from engine.semantic.overview import stored_overview
+    from engine.store.overview import stored_overview
 
     conn = open_index(layout, readonly=True)
     try:
@@ -1255,7 +1191,7 @@ def _stored_counts(conn: sqlite3.Connection) -> tuple[int, int, int]:
 
 
 def _unchanged_report(
-    conn: sqlite3.Connection, started: float, warnings: list[StoreWarning], state: changes.WorktreeState
+    conn: sqlite3.Connection, started: float, warnings: list[EngineWarning], state: changes.WorktreeState
 ) -> IndexReport:
     files, symbols, edges = _stored_counts(conn)
     skipped = [
@@ -1317,7 +1253,7 @@ def _run(
     progress: ProgressFn | None,
     rebuilt: bool,
     started: float,
-    warnings: list[StoreWarning],
+    warnings: list[EngineWarning],
     text_index: bool = False,
 ) -> IndexReport:
     root = layout.root

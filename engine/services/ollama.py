@@ -8,7 +8,6 @@ on a dead Ollama twice within the cool-down. It knows nothing about summaries or
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -102,8 +101,12 @@ def reset_breakers() -> None:
 
 
 def normalise_host(host: str | None) -> str:
-    """``OLLAMA_HOST`` forms (``host:port``, ``0.0.0.0``, trailing slash) as a base URL."""
-    raw = (host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST).strip().rstrip("/")
+    """``ollama.host`` forms (``host:port``, ``0.0.0.0``, trailing slash) as a base URL.
+
+    The host comes from ``Settings.ollama.host`` (which carries ``OLLAMA_HOST``: only
+    ``engine.config`` reads the environment); None or "" means the default local server.
+    """
+    raw = (host or DEFAULT_HOST).strip().rstrip("/")
     if "://" not in raw:
         raw = "http://" + raw
     scheme, rest = raw.split("://", 1)

@@ -11,12 +11,12 @@ import errno
 import hashlib
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from engine.errors import PathError
+from engine.repo import git
 
 
 def cache_home() -> Path:
@@ -31,20 +31,12 @@ def config_home() -> Path:
     return Path(base) / "semfora"
 
 
+# Seconds a `git rev-parse` may take while resolving a root: it answers at once in a sound repository.
+ROOT_GIT_TIMEOUT_S = 10
+
+
 def _git(root: Path, *args: str) -> str | None:
-    try:
-        proc = subprocess.run(
-            ["git", "-C", str(root), *args],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if proc.returncode != 0:
-        return None
-    return proc.stdout.strip()
+    return git.output(root, *args, timeout=ROOT_GIT_TIMEOUT_S)
 
 
 def find_repo_root(path: str | os.PathLike[str] | None = None) -> Path:
@@ -58,7 +50,7 @@ def find_repo_root(path: str | os.PathLike[str] | None = None) -> Path:
     try:
         start = start.expanduser().resolve(strict=True)
     except (OSError, RuntimeError) as exc:
-        from engine.policy.errors import PathTooLong, SymlinkLoop
+        from engine.errors import PathTooLong, SymlinkLoop
 
         if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP:
             raise SymlinkLoop(f"{path} goes round a loop of symbolic links") from exc
