@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from engine.api.review import ci_review, semantic_diff
 from engine.api.search import (
     CacheReport,
-    SearchDay,
     SearchMetrics,
     cache_stats,
     clear_cache,
@@ -165,7 +164,6 @@ __all__ = [
     "ModuleSymbols",
     "Param",
     "RepoOverview",
-    "SearchDay",
     "SearchMetrics",
     "SearchResults",
     "SourceView",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.api.values import SearchResults
@@ -17,6 +17,7 @@ from engine.api.values import SearchResults
 if TYPE_CHECKING:
     from engine.api.tools import Engine
     from engine.errors import EngineWarning
+    from engine.index.metrics import DailyAggregate
     from engine.repo.layout import RepoLayout
 
 # Seconds a first `semfora search` waits for an indexer's SQLite lock before it reads anyway.
@@ -152,30 +153,11 @@ def clear_cache(engine: Engine) -> int:
 
 
 @dataclass(frozen=True)
-class SearchDay:
-    """One day of search metrics (the recorder's daily aggregate, field for field)."""
-
-    day: str
-    searches: int
-    errors: int
-    avg_latency_ms: float
-    p95_latency_ms: float
-    avg_results: float
-    avg_top_score: float | None
-    cache_hits: int
-    expansion_rate: float
-    rerank_rate: float
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
 class SearchMetrics:
     """Daily search metrics (`semfora metrics`) at the configured ``metrics.level``."""
 
     level: str
-    days: tuple[SearchDay, ...]
+    days: tuple[DailyAggregate, ...]  # the recorder's daily aggregates
 
     def to_json(self) -> dict[str, Any]:
         return {"level": self.level, "days": [d.to_json() for d in self.days]}
@@ -190,4 +172,4 @@ def search_metrics(engine: Engine, days: int) -> SearchMetrics:
         daily = recorder.daily(days)
     finally:
         recorder.close()
-    return SearchMetrics(level, tuple(SearchDay(**asdict(d)) for d in daily))
+    return SearchMetrics(level, tuple(daily))

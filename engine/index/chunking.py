@@ -62,7 +62,7 @@ class Chunk:
     symbol_id: str | None = None
     signature_doc: str = ""
     part: int = 0
-    parts: str = ""  # identifier parts of the text (see identifier_parts)
+    parts: str = ""  # the parts of the text's mixed-case words (see camel_case_parts)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -91,7 +91,7 @@ def mixed_case_words(text: str) -> frozenset[str]:
     return frozenset(w for w in set(_WORD.findall(text)) if _is_mixed(w))
 
 
-def identifier_parts(text: str, candidates: frozenset[str] | None = None) -> str:
+def camel_case_parts(text: str, candidates: frozenset[str] | None = None) -> str:
     """The split parts of every camelCase/PascalCase identifier in ``text``, deduplicated.
 
     snake_case and kebab-case need no help: the FTS tokenizer already splits at ``_`` and
@@ -110,7 +110,7 @@ def identifier_parts(text: str, candidates: frozenset[str] | None = None) -> str
 class _LinePartsIndex:
     """The mixed-case words of one file by line, so a chunk's identifier parts are a union over its lines.
 
-    Equal to ``identifier_parts(chunk_text)`` (a word never spans a line break), with one pass over the
+    Equal to ``camel_case_parts(chunk_text)`` (a word never spans a line break), with one pass over the
     file's lines: only lines with a case change inside a word (a few in most code) are split into words.
     """
 

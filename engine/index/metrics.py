@@ -15,8 +15,9 @@ import secrets
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from engine.policy.redaction import redact, redact_json
 from engine.quarantine import RebuildableDB, set_aside
@@ -67,6 +68,8 @@ class SearchEvent:
 
 @dataclass(frozen=True)
 class DailyAggregate:
+    """One day of search metrics, as `semfora metrics` shows it."""
+
     day: str
     searches: int
     errors: int
@@ -77,6 +80,9 @@ class DailyAggregate:
     cache_hits: int
     expansion_rate: float
     rerank_rate: float
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def _key_path(db_path: Path) -> Path:

@@ -9,8 +9,8 @@ from engine.index.chunking import (
     MAX_SYMBOL_LINES,
     PROSE_OVERLAP,
     PROSE_WINDOW,
+    camel_case_parts,
     chunk_file,
-    identifier_parts,
     mixed_case_words,
     split_identifier,
 )
@@ -86,7 +86,7 @@ def test_identifier_splitting() -> None:
     assert split_identifier("should_strip_auth") == ["should", "strip", "auth"]
     assert split_identifier("kebab-case-name") == ["kebab", "case", "name"]
     assert split_identifier("HTTPServer") == ["http", "server"]
-    assert identifier_parts("x = getUserById(a) should_strip_auth") == "by get id user"
+    assert camel_case_parts("x = getUserById(a) should_strip_auth") == "by get id user"
 
 
 _IDENT = st.sampled_from(
@@ -109,7 +109,7 @@ def test_a_chunks_identifier_parts_are_those_of_its_own_text(lines, span) -> Non
     chunks = chunk_file("m.py", text, [_sym("f", "f", "f", "function", start, start + length)], "python")
     mixed = mixed_case_words(text)
     for chunk in chunks:
-        assert chunk.parts == identifier_parts(chunk.text) == identifier_parts(chunk.text, mixed)
+        assert chunk.parts == camel_case_parts(chunk.text) == camel_case_parts(chunk.text, mixed)
 
 
 @settings(max_examples=300, deadline=None)
