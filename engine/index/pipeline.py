@@ -85,6 +85,17 @@ def _table_exists(conn: sqlite3.Connection, name: str) -> bool:
     return row is not None
 
 
+def _rows_in_scope(conn: sqlite3.Connection, sql: str, scope: Sequence[str] | None) -> list[Any]:
+    """The rows of ``sql`` (a SELECT over a table with a ``path`` column), all of them or those
+    whose path is in ``scope``, asked in slices SQLite's parameter limit allows."""
+    if scope is None:
+        return conn.execute(sql).fetchall()
+    rows: list[Any] = []
+    for part in _in_chunks(scope):
+        rows.extend(conn.execute(sql + f" WHERE path IN ({','.join('?' * len(part))})", part))
+    return rows
+
+
 def _in_chunks(items: Sequence[str], size: int = 500) -> Iterator[list[str]]:
     for i in range(0, len(items), size):
         yield list(items[i : i + size])
@@ -93,13 +104,7 @@ def _in_chunks(items: Sequence[str], size: int = 500) -> Iterator[list[str]]:
 def _code_candidates(conn: sqlite3.Connection, scope: Sequence[str] | None) -> dict[str, _Candidate]:
     if not _table_exists(conn, "files"):
         return {}
-    sql = "SELECT path, language, sha256, size, mtime_ns FROM files"
-    if scope is None:
-        rows = conn.execute(sql).fetchall()
-    else:
-        rows = []
-        for part in _in_chunks(scope):
-            rows.extend(conn.execute(sql + f" WHERE path IN ({','.join('?' * len(part))})", part))
+    rows = _rows_in_scope(conn, "SELECT path, language, sha256, size, mtime_ns FROM files", scope)
     return {p: _Candidate(p, lang, sha, size, mtime) for p, lang, sha, size, mtime in rows}
 
 
@@ -344,13 +349,7 @@ def _refresh(
     *,
     optimize: bool = False,
 ) -> tuple[list[str], list[str], list[str], _Writes, int]:
-    known_sql = "SELECT path, sha256, size, mtime_ns FROM text_files"
-    if scope is None:
-        known_rows = conn.execute(known_sql).fetchall()
-    else:
-        known_rows = []
-        for part in _in_chunks(scope):
-            known_rows.extend(conn.execute(known_sql + f" WHERE path IN ({','.join('?' * len(part))})", part))
+    known_rows = _rows_in_scope(conn, "SELECT path, sha256, size, mtime_ns FROM text_files", scope)
     known = {p: (sha, size, mtime) for p, sha, size, mtime in known_rows}
     candidates = _code_candidates(conn, scope)
     for path, cand in _prose_candidates(layout.root, settings, scope).items():

@@ -19,7 +19,7 @@ from engine.errors import EngineWarning, IndexError_, LockBusy, NotFoundError, U
 from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
 from engine.store.lock import writer_lock
-from engine.store.rows import SYMBOL_COLUMNS, row_to_symbol, symbol_filters
+from engine.store.rows import SYMBOL_COLUMNS, most_called, row_to_symbol, symbol_filters
 from engine.store.schema import REBUILT_AT, SCHEMA_VERSION, migrate
 from engine.store.symbol_search import rank_symbols
 
@@ -393,16 +393,11 @@ class SymbolStore:
 
     def fan_in(self, limit: int = 10) -> list[tuple[Symbol, int]]:
         """The symbols called from the most places."""
-        rows = self._conn.execute(
-            "SELECT callee_id, count(*) AS n FROM calls WHERE callee_id IS NOT NULL "
-            "GROUP BY callee_id ORDER BY n DESC LIMIT ?",
-            (limit,),
-        ).fetchall()
         out = []
-        for sid, n in rows:
+        for sid, n in most_called(self._conn, limit):
             row = self._conn.execute(f"SELECT {SYMBOL_COLUMNS} FROM symbols WHERE id=?", (sid,)).fetchone()
             if row:
-                out.append((row_to_symbol(row), int(n)))
+                out.append((row_to_symbol(row), n))
         return out
 
     def imports_of(self, path: str) -> list[str]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.repo.layout import RepoLayout
+from engine.store.rows import most_called
 from engine.tokens import CHARS_PER_TOKEN, estimate_tokens
 
 # The overview never exceeds this many tokens (``engine.tokens`` estimate), whatever the repo size.
@@ -398,17 +399,11 @@ def _entry_points(layout: RepoLayout, conn: sqlite3.Connection) -> list[dict[str
 
 
 def _hubs(conn: sqlite3.Connection, limit: int) -> list[dict[str, Any]]:
-    # Straight from calls (not the edges view): the partial index on callee_id covers it.
-    rows = conn.execute(
-        "SELECT callee_id, count(*) AS n FROM calls WHERE callee_id IS NOT NULL "
-        "GROUP BY callee_id ORDER BY n DESC LIMIT ?",
-        (limit,),
-    ).fetchall()
     out = []
-    for sid, n in rows:
+    for sid, n in most_called(conn, limit):
         row = conn.execute("SELECT qualified_name, file FROM symbols WHERE id = ?", (sid,)).fetchone()
         if row:
-            out.append({"symbol": row[0], "file": row[1], "callers": int(n), "id": sid})
+            out.append({"symbol": row[0], "file": row[1], "callers": n, "id": sid})
     return out
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from typing import Any
 
 from engine.errors import UsageError
@@ -73,3 +74,16 @@ def symbol_filters(module: str | None, kind: str | None, risk: str | None) -> tu
         clauses.append("risk = ?")
         params.append(risk)
     return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+def most_called(conn: sqlite3.Connection, limit: int) -> list[tuple[str, int]]:
+    """(symbol id, call sites) of the ``limit`` symbols called from the most places.
+
+    Straight from ``calls`` (not the edges view): the partial index on ``callee_id`` covers it.
+    """
+    rows = conn.execute(
+        "SELECT callee_id, count(*) AS n FROM calls WHERE callee_id IS NOT NULL "
+        "GROUP BY callee_id ORDER BY n DESC LIMIT ?",
+        (limit,),
+    ).fetchall()
+    return [(str(sid), int(n)) for sid, n in rows]
