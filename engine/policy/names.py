@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
@@ -81,6 +82,12 @@ _INVISIBLE = frozenset(
 )
 
 
+# Folded names kept per process: a tree repeats its directory and file names (``__init__.py``,
+# ``tests``, ``plugins``) tens of thousands of times, and folding is the costly part of a check.
+FOLD_CACHE_SIZE = 1 << 16
+
+
+@lru_cache(maxsize=FOLD_CACHE_SIZE)
 def fold_name(name: str) -> str:
     """The form a name is compared in: NFKC, case-folded, invisible characters removed,
     trailing dots and spaces removed (Windows and some tools ignore them)."""
@@ -143,6 +150,33 @@ def secret_patterns_matching(rel: str | os.PathLike[str], patterns: Iterable[str
     return found
 
 
+@lru_cache(maxsize=64)
+def _one_part_regex(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """The one-part patterns of ``patterns`` as one regular expression (``fnmatchcase`` of any)."""
+    single, _multi = _compiled(patterns)
+    if not single:
+        return None
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in single))
+
+
 def is_secret_name(rel: str | os.PathLike[str], patterns: Iterable[str] | None = None) -> bool:
-    """True when ``rel`` (a repository-relative path or a bare name) is on the deny-list."""
-    return bool(secret_patterns_matching(rel, patterns))
+    """True when ``rel`` (a repository-relative path or a bare name) is on the deny-list.
+
+    The same answer as ``bool(secret_patterns_matching(rel, patterns))``, asked of every file
+    of a tree by discovery, so the one-part patterns are tried as one expression."""
+    key = tuple(DEFAULT_DENY if patterns is None else patterns)
+    parts = _parts(rel)
+    if not parts:
+        return False
+    named = parts[:-1] if parts[-1].endswith(SAFE_SUFFIXES) else parts
+    regex = _one_part_regex(key)
+    if regex is not None and any(regex.match(part) for part in named):
+        return True
+    _single, multi = _compiled(key)
+    for pat_parts in multi:
+        n = len(pat_parts)
+        if len(parts) >= n and all(
+            fnmatch.fnmatchcase(part, pat) for part, pat in zip(parts[-n:], pat_parts, strict=True)
+        ):
+            return True
+    return False

@@ -130,3 +130,30 @@ def test_every_default_pattern_matches_something() -> None:
     for pattern in DEFAULT_DENY:
         sample = pattern.replace("*", "x")
         assert is_secret_name(sample), pattern
+
+
+_COMPONENT = st.one_of(
+    st.sampled_from(["src", "tests", ".env", "id_rsa", "secrets.py", "config.json", ".docker", "x.pem"]),
+    st.text(alphabet="abcXYZ._-*?[]\u00ad", min_size=1, max_size=8),
+)
+
+
+@given(
+    path=st.lists(_COMPONENT, min_size=1, max_size=5).map("/".join),
+    patterns=st.one_of(
+        st.none(),
+        st.lists(
+            st.one_of(
+                st.sampled_from(list(DEFAULT_DENY)),
+                st.text(alphabet="abc.*?[]/-", min_size=1, max_size=8),
+            ),
+            max_size=6,
+        ),
+    ),
+)
+def test_the_fast_check_says_what_the_patterns_say(path: str, patterns: list[str] | None) -> None:
+    """Discovery asks every file of a tree through the one-expression check: it must agree with
+    matching each pattern on its own (``secret_patterns_matching``), for any path and deny-list."""
+    from engine.policy.names import secret_patterns_matching
+
+    assert is_secret_name(path, patterns) == bool(secret_patterns_matching(path, patterns))
