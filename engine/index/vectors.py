@@ -415,6 +415,11 @@ def use_query_service(enabled: bool = True) -> None:
     _service_role[0] = enabled
 
 
+def _searcher_key(layout: RepoLayout, settings: Settings) -> tuple[str, str]:
+    """One searcher per process for a repository, an embedding model and a vector store."""
+    return (str(layout.root), f"{settings.search.embedding}|{chroma_store(layout, settings).key}")
+
+
 class VectorSearcher:
     """Nearest chunks for a query; keeps the collection and embedder warm per process.
 
@@ -441,8 +446,7 @@ class VectorSearcher:
 
             if service_enabled(settings):
                 return RemoteVectorSearcher.for_repo(layout, settings)  # type: ignore[return-value]
-        store = chroma_store(layout, settings)
-        key = (str(layout.root), f"{settings.search.embedding}|{store.key}")
+        key = _searcher_key(layout, settings)
         with cls._cache_lock:
             found = cls._cache.get(key)
             if found is None:
@@ -631,7 +635,7 @@ class RemoteVectorSearcher:
 
     @classmethod
     def for_repo(cls, layout: RepoLayout, settings: Settings) -> RemoteVectorSearcher:
-        key = (str(layout.root), f"{settings.search.embedding}|{chroma_store(layout, settings).key}")
+        key = _searcher_key(layout, settings)
         with cls._cache_lock:
             found = cls._cache.get(key)
             if found is None:

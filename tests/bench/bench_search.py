@@ -39,8 +39,6 @@ from tests.bench import retrieval_eval as ev
 FRESH_REPEATS = 5
 # Warm in-process searches per query when timing one mode.
 WARM_REPEATS = 3
-# Django chunks embedded per runtime for the throughput figures (8 batches of 64).
-EMBED_SAMPLE = 512
 # Seconds a `chroma run` gets to start answering on a busy machine.
 SERVER_STARTUP = 60
 FRESH_QUERY = "send the user to another page"
@@ -169,25 +167,9 @@ def context_set(
 
 def throughput(index_db: Path, root: Path) -> dict[str, float]:
     """Chunks/s of the packaged MiniLM per runtime on the same Django chunks, and their agreement."""
-    from engine.index import fts
-    from engine.index.chunk_source import chunk_texts
     from engine.index.embeddings import SentenceTransformerEmbedder, torch_available
-    from engine.index.vectors import embed_text
 
-    conn = fts.connect(index_db)
-    try:
-        step = max(1, fts.chunk_count(conn) // EMBED_SAMPLE)
-        ids = [
-            r[0]
-            for r in conn.execute(
-                "SELECT chunk_id FROM text_chunks WHERE rowid % ? = 0 LIMIT ?", (step, EMBED_SAMPLE)
-            )
-        ]
-        rows = fts.rows_by_chunk_ids(conn, ids)
-    finally:
-        conn.close()
-    bodies = chunk_texts(root, rows.values())
-    texts = [embed_text(rows[c], bodies[c]) for c in ids if c in rows and c in bodies]
+    texts = ev.sample_embed_texts(index_db, root)  # ev.EMBED_SAMPLE chunks
     runs: dict[str, tuple[str, str]] = {"light (numpy, float32)": ("light", "float32")}
     if torch_available():
         runs["torch float32"] = ("torch", "float32")

@@ -150,29 +150,35 @@ class WholeFileBM25:
         return [r[0] for r in self.conn.execute(sql, (fts.match_expression(terms), k))]
 
 
-def embedding_throughput(index_db: Path, model: str, root: Path) -> dict[str, float]:
-    """Chunks/s of the local MiniLM in float32 and in bfloat16 on the same Django chunks, and how close
-    their vectors are (the bf16 path is only used on CPUs with native bf16; see embeddings.py)."""
+def sample_embed_texts(index_db: Path, root: Path, sample: int = EMBED_SAMPLE) -> list[str]:
+    """About ``sample`` chunks spread over the index, as the embedder sees them (text read back
+    from the files): the same inputs for every runtime or precision compared."""
     from engine.index import fts
     from engine.index.chunk_source import chunk_texts
-    from engine.index.embeddings import SentenceTransformerEmbedder, cpu_has_native_bf16
     from engine.index.vectors import embed_text
 
     conn = fts.connect(index_db)
     try:
-        total = fts.chunk_count(conn)
-        step = max(1, total // EMBED_SAMPLE)
+        step = max(1, fts.chunk_count(conn) // sample)
         ids = [
             r[0]
             for r in conn.execute(
-                "SELECT chunk_id FROM text_chunks WHERE rowid % ? = 0 LIMIT ?", (step, EMBED_SAMPLE)
+                "SELECT chunk_id FROM text_chunks WHERE rowid % ? = 0 LIMIT ?", (step, sample)
             )
         ]
         rows = fts.rows_by_chunk_ids(conn, ids)
     finally:
         conn.close()
     bodies = chunk_texts(root, rows.values())
-    texts = [embed_text(rows[c], bodies[c]) for c in ids if c in rows and c in bodies]
+    return [embed_text(rows[c], bodies[c]) for c in ids if c in rows and c in bodies]
+
+
+def embedding_throughput(index_db: Path, model: str, root: Path) -> dict[str, float]:
+    """Chunks/s of the local MiniLM in float32 and in bfloat16 on the same Django chunks, and how close
+    their vectors are (the bf16 path is only used on CPUs with native bf16; see embeddings.py)."""
+    from engine.index.embeddings import SentenceTransformerEmbedder, cpu_has_native_bf16
+
+    texts = sample_embed_texts(index_db, root)
     out: dict[str, float] = {"chunks": float(len(texts)), "native_bf16": float(cpu_has_native_bf16())}
     vectors = {}
     for precision in ("float32", "bfloat16"):

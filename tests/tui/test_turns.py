@@ -139,7 +139,8 @@ async def test_streaming_5000_tokens_keeps_the_prompt_responsive(
             started = time.perf_counter()
             app.post_message(events.Key(ch, ch))
             typed += ch
-            while app.prompt.text != typed:
+            while app.prompt.text != typed:  # the state, polled finely: the wait is the figure
+                assert time.perf_counter() - started < STATE_TIMEOUT, f"key {ch!r} never reached the prompt"
                 await asyncio.sleep(0.005)
             key_latency.append(time.perf_counter() - started)
         # The keys landed while the reply was still arriving.

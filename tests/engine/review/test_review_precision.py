@@ -9,26 +9,12 @@ a helper that merely forwards, a package that curates its submodules, sample sec
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from engine.review.ci import review
 from engine.review.findings import Finding, decide
 from engine.review.rules import run_rules
 from engine.semantic.diff import analyze_commit
 from tests.conftest import git
-
-
-def _commit(root: Path, files: dict[str, str | None]) -> list[Finding]:
-    for rel, text in files.items():
-        path = root / rel
-        if text is None:
-            path.unlink()
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "change")
-    return run_rules(analyze_commit(root, "HEAD"))
+from tests.engine.review.conftest import commit_and_review as _commit
 
 
 def _findings(items: list[Finding], rule: str | None = None) -> list[Finding]:

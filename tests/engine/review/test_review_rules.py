@@ -2,29 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.review.findings import Finding, decide, risk_score
-from engine.review.rules import run_rules
 from engine.review.secrets import scan_line
-from engine.semantic.diff import analyze_commit
-from tests.conftest import git
-
-
-def _commit_change(root: Path, files: dict[str, str | None]) -> list[Finding]:
-    for rel, text in files.items():
-        path = root / rel
-        if text is None:
-            path.unlink()
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "change")
-    return run_rules(analyze_commit(root, "HEAD"))
+from tests.engine.review.conftest import commit_and_review as _commit_change
 
 
 def _rules(findings: list[Finding]) -> set[str]:

@@ -12,22 +12,9 @@ from pathlib import Path
 import pytest
 
 from engine.review.findings import Finding, decide
-from engine.review.rules import run_rules
 from engine.semantic.diff import analyze_commit
 from tests.conftest import git
-
-
-def _commit(root: Path, files: dict[str, str | None]) -> list[Finding]:
-    for rel, text in files.items():
-        path = root / rel
-        if text is None:
-            path.unlink()
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "change")
-    return run_rules(analyze_commit(root, "HEAD"))
+from tests.engine.review.conftest import commit_and_review as _commit
 
 
 def _by_rule(findings: list[Finding], rule: str) -> list[Finding]:
