@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from engine.policy import content
 from engine.policy.content import find_secrets
 from engine.policy.redaction import MASK, contains_secret, redact, redact_json, redact_request
 
@@ -132,3 +135,29 @@ def test_json_and_requests_are_redacted_without_mutating_them() -> None:
     )
     assert "AKIA" not in system[0].text and system[0].cache
     assert "hunter22" not in str(messages)
+
+
+# Fragments of every format's literal (and near misses), so generated texts open the gates often.
+_FRAGMENTS = st.sampled_from(
+    [f.literal for f in content.FORMATS]
+    + ["sk", "A", "gh", "g", "h", "p", "k_", "_live_", "://", "BEGIN", "Bearer ", "x", "-", "_", "0" * 20]
+)
+
+
+@given(
+    st.lists(_FRAGMENTS | st.text(alphabet="abcdefghijkAKIPSGJ0123456789_-:./@ \n", max_size=12), max_size=14)
+)
+def test_gated_literals_find_exactly_what_one_literal_at_a_time_finds(parts: list[str]) -> None:
+    """Literals sharing a first character are searched together; the hits must not change."""
+    text = "".join(parts)
+    low = content._lowered(text)
+    gated = list(content._format_hits(text, low))
+    open_gates = tuple(re.compile("") for _ in content._GATES)  # every format asks for its own literal
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(content, "_GATES", open_gates)
+        one_at_a_time = list(content._format_hits(text, low))
+    assert gated == one_at_a_time
+    for fmt, gate in zip(content.FORMATS, content._GATE_OF, strict=True):
+        haystack = low if fmt.lower and low is not None else text
+        if fmt.literal and fmt.literal in haystack:
+            assert content._GATES[gate].search(haystack) is not None, fmt.literal
