@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.config import Settings
 from engine.errors import EngineWarning, WarningSink
@@ -54,6 +55,9 @@ from engine.store.lock import writer_lock
 from engine.store.rows import identifier_parts
 from engine.store.schema import SCHEMA_VERSION, create_secondary_indexes, drop_secondary_indexes
 
+if TYPE_CHECKING:
+    from engine.index.fts import ChunkRecord
+
 # (phase, done, total): the progress shape shared with the text index. Phases are the names of
 # contract 3 ("discovering", "parsing", "resolving calls", "text index"); counts are files.
 ProgressFn = Callable[[str, int, int], None]
@@ -65,6 +69,10 @@ PHASE_RESOLVE = "resolving calls"
 INLINE_PARSE_MAX = 24
 # Files per worker task: big enough to amortise pickling, small enough to balance load.
 BATCH_MIN, BATCH_MAX = 8, 48
+# Prose files per chunking task in a cold build (prose is chunked by the parse workers too).
+TEXT_BATCH_FILES = 64
+# Chunk records the writer holds before writing them (a few MB of text).
+TEXT_FLUSH_CHUNKS = 5000
 # Tasks queued per worker, so results stream back while the parent writes them: enough that a
 # worker still has work while the parent spends a few hundred ms writing a batch of rows.
 TASKS_IN_FLIGHT_PER_WORKER = 6
@@ -114,6 +122,8 @@ class IndexReport:
     cold: bool = False  # built from an empty index
     text_prefilled: bool = False  # the code files' text-index rows were written by this run
     chunks_prefilled: int = 0
+    # The prose files this run chunked too (a cold build): the text refresh has nothing left to list.
+    prose_prefilled: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -149,6 +159,21 @@ class ParseResult:
 
 
 @dataclass(frozen=True)
+class TextResult:
+    """A prose file (Markdown, YAML, reST...) cut into text-index chunks by a cold build's workers.
+
+    It has no symbols and no row in ``files``; ``records`` is None when it could not be read.
+    """
+
+    path: str
+    sha256: str | None
+    size: int
+    mtime_ns: int
+    language: str
+    records: list[ChunkRecord] | None
+
+
+@dataclass(frozen=True)
 class FileRows:
     """One file's analysis flattened to database rows in the worker (cheap to pickle).
 
@@ -169,6 +194,8 @@ class FileRows:
 
 # One item to parse: (path, language, files.id).
 ParseItem = tuple[str, str, int]
+# One prose file to chunk: (path, language or "", sha256 or None, size, mtime_ns), as the text index lists it.
+TextItem = tuple[str, str, str | None, int, int]
 
 
 def _rows(path: str, file_id: int, fa: FileAnalysis, size: int, mtime_ns: int, sha: str) -> FileRows:
@@ -366,10 +393,20 @@ def _parse_all(
     shard: tuple[str, str] | None,
     shards: set[str],
     chunk: bool = False,
-) -> Iterator[ParseResult]:
-    """Parse ``items``, yielding results as they come; shard paths written to land in ``shards``."""
+    text_items: Callable[[], Sequence[TextItem]] | None = None,
+    db_path: Path | None = None,
+) -> Iterator[ParseResult | TextResult]:
+    """Parse ``items``, yielding results as they come; shard paths written to land in ``shards``.
+
+    With ``text_items`` (a cold build), the prose files it lists are then chunked by the same
+    workers: the list is made while the workers parse, and the parent writes their chunks as they
+    come, so the text index needs no second pass over the tree.
+    """
+    from engine.index.pipeline import PHASE_TEXT, chunk_batch, chunk_batch_packed
+
     total = len(items)
     done = 0
+    text_done = 0
     if total <= INLINE_PARSE_MAX or workers <= 1:
         for start in range(0, total, BATCH_MAX):
             parsed = parse_batch(str(root), items[start : start + BATCH_MAX], chunk)
@@ -381,6 +418,15 @@ def _parse_all(
             if progress:
                 progress(PHASE_PARSE, done, total)
         _close_pending_shard()
+        prose = list(text_items()) if text_items is not None else []
+        for start in range(0, len(prose), TEXT_BATCH_FILES):
+            for chunked in chunk_batch(
+                str(root), str(db_path or ""), prose[start : start + TEXT_BATCH_FILES]
+            ):
+                text_done += 1
+                yield TextResult(*chunked)
+            if progress:
+                progress(PHASE_TEXT, text_done, len(prose))
         return
     context = pool_context()
     if context.get_start_method() == "fork":
@@ -390,24 +436,51 @@ def _parse_all(
         for language in sorted({lang for _p, lang, _i in items}):
             analyze_source(f"warm-up.{language}", b"", language)
     size = max(BATCH_MIN, min(BATCH_MAX, total // (workers * 8) or BATCH_MIN))
-    batches = [items[i : i + size] for i in range(0, total, size)]
+    batches: list[tuple[bool, Sequence[object]]] = [
+        (False, items[i : i + size]) for i in range(0, total, size)
+    ]
+    text_total = 0
     with worker_pool(workers, context) as pool:
-        pending: set[Future[bytes]] = set()
-        queue = iter(batches)
+
+        def submit(is_text: bool, batch: Sequence[object]) -> Future[bytes]:
+            if is_text:
+                return pool.submit(chunk_batch_packed, str(root), str(db_path or ""), batch)  # type: ignore[arg-type]
+            return pool.submit(parse_batch_packed, str(root), batch, shard, chunk)  # type: ignore[arg-type]
+
+        pending: dict[Future[bytes], bool] = {}
+        queue: Iterator[tuple[bool, Sequence[object]]] = iter(batches)
         limit = workers * TASKS_IN_FLIGHT_PER_WORKER
-        for batch in queue:
-            pending.add(pool.submit(parse_batch_packed, str(root), batch, shard, chunk))
+        for is_text, batch in queue:
+            pending[submit(is_text, batch)] = is_text
             if len(pending) >= limit:
                 break
+        if text_items is not None:
+            prose = list(text_items())  # listed here while the workers parse the first batches
+            text_total = len(prose)
+            more = ((True, prose[i : i + TEXT_BATCH_FILES]) for i in range(0, text_total, TEXT_BATCH_FILES))
+            queue = itertools.chain(queue, more)
+            while len(pending) < limit:
+                nxt = next(queue, None)
+                if nxt is None:
+                    break
+                pending[submit(*nxt)] = nxt[0]
         while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            finished, _rest = wait(pending, return_when=FIRST_COMPLETED)
             # Hand out the next batches before writing these results: the workers keep parsing
             # while this process writes (the consumer of this generator does that between yields).
+            kinds = {fut: pending.pop(fut) for fut in finished}
             for _fut in finished:
                 nxt = next(queue, None)
                 if nxt is not None:
-                    pending.add(pool.submit(parse_batch_packed, str(root), nxt, shard, chunk))
-            for fut in finished:
+                    pending[submit(*nxt)] = nxt[0]
+            for fut, is_text in kinds.items():
+                if is_text:
+                    for chunked in marshal.loads(fut.result()):
+                        text_done += 1
+                        yield TextResult(*chunked)
+                    if progress:
+                        progress(PHASE_TEXT, text_done, text_total)
+                    continue
                 shard_path, results = _unpack_batch(fut.result())
                 if shard_path is not None:
                     shards.add(shard_path)
@@ -487,9 +560,10 @@ class _Writer:
     (its callable definitions and imports; the call sites themselves wait in shards).
     """
 
-    def __init__(self, conn: sqlite3.Connection, *, bulk: bool) -> None:
+    def __init__(self, conn: sqlite3.Connection, *, bulk: bool, text: bool = False) -> None:
         self.conn = conn
         self.bulk = bulk
+        self.text = text  # the workers chunk each file for the text index (a cold build)
         self.next_sid = int(conn.execute("SELECT COALESCE(MAX(sid), 0) FROM symbols").fetchone()[0]) + 1
         self.files: list[tuple[object, ...]] = []
         self.symbols: list[tuple[object, ...]] = []
@@ -534,10 +608,18 @@ class _Writer:
             self.imports_by_file[str(f[0])] = [ImportRef(*r) for r in rows.refs]  # type: ignore[arg-type]
         # Unresolved here; _resolve_graphs sets callee_id, kind and package.
         self.calls.extend((*c, None, None, None) for c in rows.calls)
-        if rows.chunks:
+        if self.text:  # every chunked file is recorded, one without chunks too (an empty __init__.py)
             self.chunk_records.extend(rows.chunks)
             self.text_files.append((f[0], f[5], f[3], f[4], f[1]))  # path, sha256, size, mtime_ns, language
         if len(self.calls) + len(self.symbols) > (BULK_FLUSH_ROWS if self.bulk else FLUSH_ROWS):
+            self.flush()
+
+    def add_text(self, result: TextResult) -> None:
+        """A prose file's chunks and its text-index file row (it has no symbols)."""
+        assert result.records is not None and result.sha256 is not None
+        self.chunk_records.extend(result.records)
+        self.text_files.append((result.path, result.sha256, result.size, result.mtime_ns, result.language))
+        if len(self.chunk_records) >= TEXT_FLUSH_CHUNKS:
             self.flush()
 
     def flush(self) -> None:
@@ -551,7 +633,7 @@ class _Writer:
             self.flush_terms()
         c.executemany(_CALLS_INSERT, self.calls)
         c.executemany("INSERT INTO imports VALUES (?,?,?,?,?)", self.imports)
-        if self.chunk_records:
+        if self.chunk_records or self.text_files:
             from engine.index.fts import insert_records
 
             self.chunks_written += insert_records(c, self.chunk_records)  # type: ignore[arg-type]
@@ -1313,7 +1395,7 @@ def _run(
         else:
             file_ids[cand.path] = next_id
             next_id += 1
-    writer = _Writer(conn, bulk=bulk)
+    writer = _Writer(conn, bulk=bulk, text=prefill)
     content_skipped: list[Skipped] = []
     parsed_ok: list[str] = []
     new_sha: dict[str, str] = {}
@@ -1323,8 +1405,30 @@ def _run(
     items = [
         (c.path, c.language or "", file_ids[c.path]) for c in sorted(plan.to_parse, key=lambda c: -c.size)
     ]
+    prose_done: list[str] | None = [] if prefill else None
+
+    def prose_items() -> list[TextItem]:
+        from engine.index.pipeline import prose_items as listed
+
+        return listed(root, settings)
+
     try:
-        for res in _parse_all(root, items, workers, progress, shard, shards, prefill):
+        for res in _parse_all(
+            root,
+            items,
+            workers,
+            progress,
+            shard,
+            shards,
+            prefill,
+            text_items=prose_items if prefill else None,
+            db_path=layout.index_db,
+        ):
+            if isinstance(res, TextResult):
+                if res.records is not None and res.sha256 is not None and prose_done is not None:
+                    writer.add_text(res)
+                    prose_done.append(res.path)
+                continue
             if res.rows is None:
                 reason = res.problem or "unreadable"
                 content_skipped.append(Skipped(res.path, reason))
@@ -1410,6 +1514,7 @@ def _run(
         cold=bulk,
         text_prefilled=prefill,
         chunks_prefilled=writer.chunks_written,
+        prose_prefilled=tuple(sorted(prose_done)) if prose_done is not None else None,
         scope=scope,
         state_before=before.token if before is not None else None,
         state_after=now.token if now is not None else None,

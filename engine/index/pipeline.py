@@ -133,6 +133,13 @@ def _prose_candidates(
     return out
 
 
+def prose_items(root: Path, settings: Settings) -> list[_Item]:
+    """The prose files of the whole tree as chunking items (a cold build chunks them with the code)."""
+    return [
+        (c.path, c.language, c.sha256, c.size, c.mtime_ns) for c in _prose_candidates(root, settings).values()
+    ]
+
+
 def _symbols_by_file(conn: sqlite3.Connection, files: list[str]) -> dict[str, list[Symbol]]:
     out: dict[str, list[Symbol]] = {f: [] for f in files}
     if not files or not _table_exists(conn, "symbols"):
@@ -309,7 +316,14 @@ def refresh_text_index(
             return TextIndexReport(
                 0, 0, 0, 0, fts.chunk_count(conn), 0, round(time.perf_counter() - started, 3)
             )
-        result = _refresh(conn, layout, settings, scope, progress, report, optimize=prefilled or compacted)
+        prose_done = getattr(report, "prose_prefilled", None)
+        if prefilled and prose_done is not None and scope is None and not compacted:
+            # The cold build chunked every code and prose file: nothing is left to list or compare.
+            result = _finish_prefilled(conn, report, list(prose_done))
+        else:
+            result = _refresh(
+                conn, layout, settings, scope, progress, report, optimize=prefilled or compacted
+            )
     finally:
         conn.close()
     old_hashes, really_changed, deleted, writes, total_chunks = result
@@ -337,6 +351,22 @@ def refresh_text_index(
         deleted_paths=tuple(deleted),
         compacted=compacted,
     )
+
+
+def _finish_prefilled(
+    conn: sqlite3.Connection, report: Any, prose: list[str]
+) -> tuple[list[str], list[str], list[str], _Writes, int]:
+    """Record the state a cold build's own text index matches, and merge its FTS segments."""
+    conn.execute("INSERT OR REPLACE INTO text_meta VALUES ('generation', ?)", (str(time.time_ns()),))
+    state_after = getattr(report, "state_after", None)
+    if state_after is not None:
+        conn.execute("INSERT OR REPLACE INTO text_meta VALUES (?, ?)", (META_SYNCED_STATE, state_after))
+    else:
+        conn.execute("DELETE FROM text_meta WHERE key = ?", (META_SYNCED_STATE,))
+    conn.commit()
+    total_chunks = fts.chunk_count(conn)
+    fts.optimize(conn)
+    return [], sorted(prose), [], _Writes([], []), total_chunks
 
 
 def _refresh(
