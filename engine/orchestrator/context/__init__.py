@@ -29,8 +29,8 @@ every text is redacted. Every file is read through ``reads.RepoReader``.
 from __future__ import annotations
 
 from engine.orchestrator.context.candidates import Candidate
-from engine.orchestrator.context.digest import summary_cache_key
 from engine.orchestrator.context.gatherer import ContextGatherer, ContextPack
 from engine.orchestrator.context.need import NeedAnswer
+from engine.query.summaries import summary_cache_key
 
 __all__ = ["Candidate", "ContextGatherer", "ContextPack", "NeedAnswer", "summary_cache_key"]
