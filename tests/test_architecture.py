@@ -91,6 +91,12 @@ def test_the_import_contract_holds() -> None:
         ("engine/_tmp_backarrow.py", "import semfora_cli.main\n", ("faces",)),
         # The orchestrator sits under the front door, not over it.
         ("engine/orchestrator/_tmp_backarrow.py", "import engine.api\n", ("layers",)),
+        # The read floor sits under the orchestrator: it never calls back into a turn.
+        ("engine/query/_tmp_backarrow.py", "import engine.orchestrator.core\n", ("layers",)),
+        # The orchestrator reads the index through the read floor, never the store directly
+        # (a sideways arrow the floors alone allow: the store is below both).
+        ("engine/orchestrator/context/_tmp_backarrow.py", "import engine.store.db\n", ("read-floor",)),
+        ("engine/orchestrator/_tmp_backarrow.py", "from engine.index import hybrid\n", ("read-floor",)),
     ],
 )
 def test_a_back_arrow_breaks_the_contract(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ BEHIND_THE_DOOR = (
     "engine.llm",
     "engine.semantic",
     "engine.review",
+    "engine.query",
 )
 FACES = (*sorted((ROOT / "semfora_cli").rglob("*.py")), *sorted((ROOT / "semfora_tui").rglob("*.py")))
 
@@ -45,6 +47,37 @@ def test_faces_never_reach_past_the_door() -> None:
         if name.startswith(BEHIND_THE_DOOR)
     ]
     assert offenders == []
+
+
+# What the orchestrator may not reach directly: it reads the index through the read floor.
+BELOW_THE_READ_FLOOR = ("engine.store", "engine.index")
+
+
+def _module_name(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+
+def test_the_orchestrator_reads_the_index_only_through_the_read_floor() -> None:
+    """Context packs, NEED rounds, digests and turns ask ``engine.query``, never the store or the
+    index; the only exceptions are the ones the ``read-floor`` contract names, with their reason."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (contract,) = [c for c in config["tool"]["importlinter"]["contracts"] if c["id"] == "read-floor"]
+    allowed = {tuple(part.strip() for part in rule.split("->")) for rule in contract["ignore_imports"]}
+    offenders, used = [], set()
+    for path in sorted((ROOT / "engine" / "orchestrator").rglob("*.py")):
+        module = _module_name(path)
+        for name in _imports(path):
+            if not name.startswith(BELOW_THE_READ_FLOOR):
+                continue
+            rule = next(
+                ((a, b) for a, b in allowed if a == module and (name + ".").startswith(b + ".")), None
+            )
+            if rule is None:
+                offenders.append(f"{module}: {name}")
+            else:
+                used.add(rule)
+    assert offenders == []
+    assert used == allowed, "an exception the orchestrator no longer needs: drop it from the contract"
 
 
 def test_the_app_never_imports_the_command_line() -> None:
