@@ -144,3 +144,27 @@ def test_typed_values_carry_what_the_json_says(engine) -> None:
     assert found.hits and found.hits[0].file.startswith("calc/")
     assert found.to_json(always_warnings=False).keys() <= {"results", "warnings"}
     assert "warnings" in found.to_json()
+
+
+def test_the_app_asks_the_door_for_its_branch_and_the_files_it_may_mention(make_repo) -> None:
+    """The header's branch and the ``@`` picker's files come through ``engine.api`` (the engine's
+    git module and discovery's rules): ignored files, excluded directories and secrets are not
+    offered; an untracked file is."""
+    from semfora_tui.engine_bridge import EngineBridge
+
+    root = make_repo(
+        {
+            "src/app.py": "def main():\n    return 1\n",
+            ".gitignore": "*.log\n",
+            "node_modules/left/index.js": "module.exports = 1\n",
+            ".env": "TOKEN=abc\n",
+        }
+    )
+    (root / "notes.md").write_text("untracked, not ignored\n", encoding="utf-8")
+    (root / "debug.log").write_text("ignored\n", encoding="utf-8")
+    bridge = EngineBridge(root)
+    assert bridge.branch() == "main"
+    assert bridge.list_files() == [".gitignore", "notes.md", "src/app.py"]
+    plain = make_repo({"lib/a.py": "x = 1\n", ".gitignore": "*.log\n", "a.log": "no\n"}, git_init=False)
+    assert EngineBridge(plain).branch() == ""  # outside a work tree: no branch, and no error
+    assert EngineBridge(plain).list_files() == [".gitignore", "lib/a.py"]  # the walk honours .gitignore

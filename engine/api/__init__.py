@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from engine.api.repository import branch_name, listed_paths
 from engine.api.review import ci_review, semantic_diff
 from engine.api.search import (
     CacheReport,
@@ -178,6 +179,7 @@ __all__ = [
     "ToolSpec",
     "analyze_directory",
     "analyze_file",
+    "branch_name",
     "build_vectors",
     "cache_stats",
     "check_index",
@@ -200,6 +202,7 @@ __all__ = [
     "list_languages",
     "list_modules",
     "list_symbols",
+    "listed_paths",
     "load_run",
     "make_reasoner",
     "open_orchestrator",
