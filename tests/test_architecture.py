@@ -85,6 +85,10 @@ def test_the_import_contract_holds() -> None:
         ("engine/store/symbol_search.py", "from engine.store import db\n", ("store",)),
         # The text-index pipeline sits below the indexer (the circle issue 15 removed).
         ("engine/index/pipeline.py", "from engine.index import indexer\n", ("indexing",)),
+        # The vector searcher asks the service through its client, never the server module (the
+        # lazy circle issue 15 removed), and the light runtime never reaches back into the providers.
+        ("engine/index/vectors.py", "from engine.index import query_service\n", ("vector-service",)),
+        ("engine/index/minilm.py", "from engine.index import embeddings\n", ("embedders",)),
         # The app never imports the command line (the command line opens the app, not back).
         ("semfora_tui/_tmp_backarrow.py", "import semfora_cli.output\n", ("layers",)),
         # The engine never calls back into the command line.
