@@ -7,6 +7,10 @@ orchestrator's ``ContextPack`` and ``TurnResult``), each with a ``to_json()`` th
 JSON contract, instead of dictionaries. Faces import from here (plus ``engine.errors``,
 ``engine.config`` and ``engine.policy``), never ``engine.store``/``engine.index`` directly.
 
+This package is the door's turns floor (it calls the orchestrator, so it sits above it); the
+door's read floor, ``engine.query``, sits below the orchestrator, which reads the index only
+through it. Faces never import ``engine.query``: what they need of it is offered here.
+
 Importing this package is cheap: everything heavy (tree-sitter, chromadb, model clients, the
 orchestrator) is imported inside the function that needs it.
 """

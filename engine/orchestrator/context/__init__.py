@@ -23,7 +23,8 @@ Deterministic Python, no model decisions. The algorithm, in the style of aider's
 5. **NEED** (``need``): names the model asks for, whole, within the round's own budget.
 
 Every item carries the human reason it was chosen. Secret files never enter the pack and
-every text is redacted. Every file is read through ``reads.RepoReader``.
+every text is redacted. Every file is read through ``reads.RepoReader``, and the index only
+through the read floor, ``engine.query`` (symbols, search hits, term statistics, summaries).
 """
 
 from __future__ import annotations
