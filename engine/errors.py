@@ -125,6 +125,15 @@ class ConfigError(SemforaError):
     exit_code = EXIT_USAGE
 
 
+class EmbeddingUnavailable(ConfigError):
+    """The configured embedding provider cannot run here (missing model or package) (exit 2).
+
+    Raised by the embedding providers (``engine.index.embeddings``) and the light runtime they
+    load (``engine.index.minilm``); it lives here so neither imports the other for it."""
+
+    code = "EMBEDDING_UNAVAILABLE"
+
+
 class IndexError_(SemforaError):
     """The index is missing, locked or corrupt."""
 

@@ -11,7 +11,6 @@ raises ``EngineUnavailable``; it never fakes a result. It must not import textua
 
 from __future__ import annotations
 
-import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -90,31 +89,17 @@ class EngineBridge:
     # -- repository -----------------------------------------------------------------------------
 
     def branch(self) -> str:
-        try:
-            proc = subprocess.run(
-                ["git", "-C", str(self.root), "rev-parse", "--abbrev-ref", "HEAD"],
-                capture_output=True,
-                text=True,
-                timeout=5,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return ""
-        return proc.stdout.strip() if proc.returncode == 0 else ""
+        """The checked-out branch, '' outside a work tree (through the engine's git module)."""
+        from engine.api import branch_name
+
+        return branch_name(self.root)
 
     def list_files(self) -> list[str]:
-        """Tracked and untracked-but-not-ignored files, for `@` mentions."""
-        try:
-            proc = subprocess.run(
-                ["git", "-C", str(self.root), "ls-files", "--cached", "--others", "--exclude-standard"],
-                capture_output=True,
-                text=True,
-                timeout=10,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return []
-        return [line for line in proc.stdout.splitlines() if line] if proc.returncode == 0 else []
+        """Files a user may mention with `@`: discovery's listing (tracked and untracked, not
+        ignored; excluded directories and secret files left out)."""
+        from engine.api import listed_paths
+
+        return listed_paths(self.root, self.settings)
 
     # -- model ----------------------------------------------------------------------------------
 

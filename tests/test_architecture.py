@@ -85,12 +85,22 @@ def test_the_import_contract_holds() -> None:
         ("engine/store/symbol_search.py", "from engine.store import db\n", ("store",)),
         # The text-index pipeline sits below the indexer (the circle issue 15 removed).
         ("engine/index/pipeline.py", "from engine.index import indexer\n", ("indexing",)),
+        # The vector searcher asks the service through its client, never the server module (the
+        # lazy circle issue 15 removed), and the light runtime never reaches back into the providers.
+        ("engine/index/vectors.py", "from engine.index import query_service\n", ("vector-service",)),
+        ("engine/index/minilm.py", "from engine.index import embeddings\n", ("embedders",)),
         # The app never imports the command line (the command line opens the app, not back).
         ("semfora_tui/_tmp_backarrow.py", "import semfora_cli.output\n", ("layers",)),
         # The engine never calls back into the command line.
         ("engine/_tmp_backarrow.py", "import semfora_cli.main\n", ("faces",)),
         # The orchestrator sits under the front door, not over it.
         ("engine/orchestrator/_tmp_backarrow.py", "import engine.api\n", ("layers",)),
+        # The read floor sits under the orchestrator: it never calls back into a turn.
+        ("engine/query/_tmp_backarrow.py", "import engine.orchestrator.core\n", ("layers",)),
+        # The orchestrator reads the index through the read floor, never the store directly
+        # (a sideways arrow the floors alone allow: the store is below both).
+        ("engine/orchestrator/context/_tmp_backarrow.py", "import engine.store.db\n", ("read-floor",)),
+        ("engine/orchestrator/_tmp_backarrow.py", "from engine.index import hybrid\n", ("read-floor",)),
     ],
 )
 def test_a_back_arrow_breaks_the_contract(
@@ -145,10 +155,12 @@ def test_only_config_reads_settings_from_the_environment() -> None:
 
 
 def test_every_git_command_goes_through_the_git_module() -> None:
-    """One home for git: engine/repo/git.py runs every git process of the engine."""
+    """One home for git: engine/repo/git.py runs every git process of the engine and of the faces
+    (the app and the command line ask the engine, e.g. ``api.branch_name``, never git itself)."""
     spawn = re.compile(r"""\[\s*(?:git|["']git["'])\s*,""")
     offenders = []
-    for path in sorted((ROOT / "engine").rglob("*.py")):
+    sources = [path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))]
+    for path in sources:
         if path == ROOT / "engine" / "repo" / "git.py":
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ BEHIND_THE_DOOR = (
     "engine.llm",
     "engine.semantic",
     "engine.review",
+    "engine.query",
 )
 FACES = (*sorted((ROOT / "semfora_cli").rglob("*.py")), *sorted((ROOT / "semfora_tui").rglob("*.py")))
 
@@ -45,6 +47,37 @@ def test_faces_never_reach_past_the_door() -> None:
         if name.startswith(BEHIND_THE_DOOR)
     ]
     assert offenders == []
+
+
+# What the orchestrator may not reach directly: it reads the index through the read floor.
+BELOW_THE_READ_FLOOR = ("engine.store", "engine.index")
+
+
+def _module_name(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+
+def test_the_orchestrator_reads_the_index_only_through_the_read_floor() -> None:
+    """Context packs, NEED rounds, digests and turns ask ``engine.query``, never the store or the
+    index; the only exceptions are the ones the ``read-floor`` contract names, with their reason."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (contract,) = [c for c in config["tool"]["importlinter"]["contracts"] if c["id"] == "read-floor"]
+    allowed = {tuple(part.strip() for part in rule.split("->")) for rule in contract["ignore_imports"]}
+    offenders, used = [], set()
+    for path in sorted((ROOT / "engine" / "orchestrator").rglob("*.py")):
+        module = _module_name(path)
+        for name in _imports(path):
+            if not name.startswith(BELOW_THE_READ_FLOOR):
+                continue
+            rule = next(
+                ((a, b) for a, b in allowed if a == module and (name + ".").startswith(b + ".")), None
+            )
+            if rule is None:
+                offenders.append(f"{module}: {name}")
+            else:
+                used.add(rule)
+    assert offenders == []
+    assert used == allowed, "an exception the orchestrator no longer needs: drop it from the contract"
 
 
 def test_the_app_never_imports_the_command_line() -> None:
@@ -111,3 +144,27 @@ def test_typed_values_carry_what_the_json_says(engine) -> None:
     assert found.hits and found.hits[0].file.startswith("calc/")
     assert found.to_json(always_warnings=False).keys() <= {"results", "warnings"}
     assert "warnings" in found.to_json()
+
+
+def test_the_app_asks_the_door_for_its_branch_and_the_files_it_may_mention(make_repo) -> None:
+    """The header's branch and the ``@`` picker's files come through ``engine.api`` (the engine's
+    git module and discovery's rules): ignored files, excluded directories and secrets are not
+    offered; an untracked file is."""
+    from semfora_tui.engine_bridge import EngineBridge
+
+    root = make_repo(
+        {
+            "src/app.py": "def main():\n    return 1\n",
+            ".gitignore": "*.log\n",
+            "node_modules/left/index.js": "module.exports = 1\n",
+            ".env": "TOKEN=abc\n",
+        }
+    )
+    (root / "notes.md").write_text("untracked, not ignored\n", encoding="utf-8")
+    (root / "debug.log").write_text("ignored\n", encoding="utf-8")
+    bridge = EngineBridge(root)
+    assert bridge.branch() == "main"
+    assert bridge.list_files() == [".gitignore", "notes.md", "src/app.py"]
+    plain = make_repo({"lib/a.py": "x = 1\n", ".gitignore": "*.log\n", "a.log": "no\n"}, git_init=False)
+    assert EngineBridge(plain).branch() == ""  # outside a work tree: no branch, and no error
+    assert EngineBridge(plain).list_files() == [".gitignore", "lib/a.py"]  # the walk honours .gitignore

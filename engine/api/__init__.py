@@ -7,6 +7,10 @@ orchestrator's ``ContextPack`` and ``TurnResult``), each with a ``to_json()`` th
 JSON contract, instead of dictionaries. Faces import from here (plus ``engine.errors``,
 ``engine.config`` and ``engine.policy``), never ``engine.store``/``engine.index`` directly.
 
+This package is the door's turns floor (it calls the orchestrator, so it sits above it); the
+door's read floor, ``engine.query``, sits below the orchestrator, which reads the index only
+through it. Faces never import ``engine.query``: what they need of it is offered here.
+
 Importing this package is cheap: everything heavy (tree-sitter, chromadb, model clients, the
 orchestrator) is imported inside the function that needs it.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from engine.api.repository import branch_name, listed_paths
 from engine.api.review import ci_review, semantic_diff
 from engine.api.search import (
     CacheReport,
@@ -178,6 +183,7 @@ __all__ = [
     "ToolSpec",
     "analyze_directory",
     "analyze_file",
+    "branch_name",
     "build_vectors",
     "cache_stats",
     "check_index",
@@ -200,6 +206,7 @@ __all__ = [
     "list_languages",
     "list_modules",
     "list_symbols",
+    "listed_paths",
     "load_run",
     "make_reasoner",
     "open_orchestrator",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from engine.config import Settings
-from engine.errors import ConfigError
+from engine.errors import ConfigError, EmbeddingUnavailable
 
 log = logging.getLogger("semfora.index.embeddings")
 
@@ -60,12 +60,6 @@ MINILM_IDENTITY = "sentence-transformers:all-MiniLM-L6-v2"
 # loading torch costs seconds, which pay off only over a bulk build (torch bfloat16 embeds ~3x
 # faster than the numpy runtime on CPUs with AMX; see docs/benchmarks.md).
 BULK_CHUNKS = 500
-
-
-class EmbeddingUnavailable(ConfigError):
-    """The configured embedding provider cannot run here (missing model or package) (exit 2)."""
-
-    code = "EMBEDDING_UNAVAILABLE"
 
 
 class Embedder(Protocol):

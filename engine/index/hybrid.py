@@ -25,7 +25,7 @@ from engine.config import Settings
 from engine.errors import EngineWarning, SemforaError, UsageError, WarningSink
 from engine.index import fts
 from engine.index.chunk_source import chunk_texts
-from engine.index.fusion import SEARCH_RRF_K, rrf
+from engine.index.fusion import SEARCH_RRF_K, TEST_WEIGHT, rrf
 from engine.index.metrics import MetricsRecorder, SearchEvent
 from engine.index.rerank import BlendMode, OllamaReranker, RerankCandidate, Reranker, rerank
 from engine.index.terms import TaskTerms, lexical_score, task_terms, term_counts, tokens
@@ -65,9 +65,6 @@ SOURCE_WEIGHTS = {"fts": 1.0, "vector": 1.0, "symbols": 1.0}
 # Prose/config chunks (docs, READMEs) count less: a code search should surface code first,
 # but docs still show when nothing in the code matches.
 PROSE_WEIGHT = 0.6
-# Weight of test-code chunks in the fusion. Tests match a feature's words as well as its
-# implementation does, but an explain/fix/extend request is about the implementation.
-TEST_WEIGHT = 0.5
 # Content words of a query combined into candidate names (two at a time, both orders): 8 words
 # make at most 56 pairs, one indexed lookup, well under a millisecond.
 COMPOSED_MAX_WORDS = 8
@@ -104,7 +101,7 @@ W_FUSED = 0.7
 RESCORE_RANK_K = 10
 # Code outside any definition (imports, a file's header, the docblocks between methods) matches
 # a task's words through comments and import lists, but behaviour lives in definitions: in the
-# rescoring it counts this much, as prose and tests count PROSE_WEIGHT and TEST_WEIGHT.
+# rescoring it counts this much, as prose counts PROSE_WEIGHT (tests: see TEST_WEIGHT, applied once).
 MODULE_WEIGHT = 0.5
 W_LEXICAL = 1.0
 # The files the rescored head implicates most lend their other definitions a place in the
@@ -849,16 +846,16 @@ def _score_text(s: _Searcher, head: list[_Candidate], terms: TaskTerms) -> None:
     order = {c.key: n for n, c in enumerate(sorted(head, key=lambda c: (-c.fused, c.key)), 1)}
     for c, lex in zip(head, lexical, strict=True):
         file = _file_of(c)
+        fused_weight = lexical_weight = 1.0
         if c.row is not None and c.row.kind == "prose":
-            kind_weight = PROSE_WEIGHT
+            fused_weight = lexical_weight = PROSE_WEIGHT
         elif c.row is not None and c.row.kind == "module":
-            kind_weight = MODULE_WEIGHT
+            fused_weight = lexical_weight = MODULE_WEIGHT
         elif is_test_path(file):
-            kind_weight = TEST_WEIGHT
-        else:
-            kind_weight = 1.0
+            # once: the fused order already discounted the test (``_Fusion.add``)
+            lexical_weight = TEST_WEIGHT
         fused = (1 + RESCORE_RANK_K) / (order[c.key] + RESCORE_RANK_K) if c.fused > 0 else 0.0
-        c.score = kind_weight * (W_FUSED * fused + W_LEXICAL * lex / best_lexical)
+        c.score = fused_weight * W_FUSED * fused + lexical_weight * W_LEXICAL * lex / best_lexical
 
 
 def _without_nested(ranked: list[_Candidate], limit: int) -> list[_Candidate]:

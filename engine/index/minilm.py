@@ -15,6 +15,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.errors import EmbeddingUnavailable
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -74,8 +76,6 @@ class BertSentenceEncoder:
 
     def __init__(self, model_dir: Path, max_tokens: int) -> None:
         if not is_light_model(model_dir):
-            from engine.index.embeddings import EmbeddingUnavailable
-
             raise EmbeddingUnavailable(
                 f"{model_dir} is not a BERT sentence encoder with mean pooling in safetensors"
             )

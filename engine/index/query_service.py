@@ -9,6 +9,8 @@ CLI process then pays a socket round trip instead of importing chromadb (~1 s) a
 It serves only indexes under its own cache home, reads (never writes) vectors, and reopens an
 embedded store when ``semfora index`` has changed it since (a second process's Chroma writes are
 not visible to an open embedded client). Any failure here makes the caller search in-process.
+The client side (protocol, start on demand, ``describe``) is ``engine.index.query_client``, which
+``engine.index.vectors`` calls: the service imports both, neither imports it.
 """
 
 from __future__ import annotations
@@ -20,127 +22,21 @@ import os
 import socket
 import socketserver
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from engine.config import Settings
+from engine.index.query_client import MAX_LINE, PROTOCOL, socket_path
+from engine.index.query_client import _request as _request  # the tests' ping
+from engine.index.query_client import stop_service as stop_service
 from engine.repo.layout import RepoLayout, cache_home
 
 log = logging.getLogger("semfora.index.query_service")
 
-SOCKET_NAME = "vector-service.sock"
-PROTOCOL = 1
 # The service exits after this long without a request: long enough for a session of searches and
 # scripted runs, short enough that it does not outlive its use by much.
 IDLE_SECONDS = 600.0
-# How long a client waits for a service it just started (chromadb import and model load on a busy
-# machine) before it searches in-process instead; the service keeps starting for the next call.
-SPAWN_WAIT_SECONDS = 20.0
-# Seconds one request may take (a cold first query loads the collection).
-REQUEST_TIMEOUT = 60.0
-# Unix socket paths are limited to 107 bytes on Linux; beyond that there is no service.
-MAX_SOCKET_PATH = 100
-# Largest request or reply line accepted (a query's ids and distances are a few kB).
-MAX_LINE = 4 * 1024 * 1024
-
-
-class ServiceFailed(Exception):
-    """The service could not answer (not running, crashed, protocol mismatch): search in-process."""
-
-
-def socket_path() -> Path:
-    return cache_home() / SOCKET_NAME
-
-
-def service_enabled(settings: Settings) -> bool:
-    return (
-        settings.search.vector_service == "auto"
-        and hasattr(socket, "AF_UNIX")  # no Unix sockets (Windows): every process searches itself
-        and len(str(socket_path())) <= MAX_SOCKET_PATH
-    )
-
-
-# --- client -------------------------------------------------------------------------------------
-
-
-def _request(payload: dict[str, Any], timeout: float = REQUEST_TIMEOUT) -> dict[str, Any]:
-    path = socket_path()
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-        conn.settimeout(timeout)
-        try:
-            conn.connect(str(path))
-            conn.sendall(json.dumps({"v": PROTOCOL, **payload}).encode() + b"\n")
-            reply = conn.makefile("rb").readline(MAX_LINE)
-        except OSError as exc:
-            raise ServiceFailed(str(exc)) from exc
-    if not reply:
-        raise ServiceFailed("the vector service closed the connection")
-    try:
-        data: dict[str, Any] = json.loads(reply)
-    except ValueError as exc:
-        raise ServiceFailed(f"unreadable reply: {exc}") from exc
-    if data.get("v") != PROTOCOL:
-        raise ServiceFailed("the vector service speaks another protocol version")
-    return data
-
-
-def _spawn() -> None:
-    path = socket_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
-    subprocess.Popen(  # noqa: S603 - our own interpreter and module
-        [sys.executable, "-m", "engine.index.query_service", "serve", "--socket", str(path)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # not killed with the terminal's process group, not a zombie of ours
-        env=env,
-        close_fds=True,
-    )
-
-
-def call(payload: dict[str, Any]) -> dict[str, Any]:
-    """Send one request, starting the service first when none answers. Raises ServiceFailed."""
-    try:
-        return _request(payload)
-    except ServiceFailed:
-        pass
-    _spawn()
-    deadline = time.monotonic() + SPAWN_WAIT_SECONDS
-    while time.monotonic() < deadline:
-        try:
-            return _request(payload)
-        except ServiceFailed:
-            time.sleep(0.05)
-    raise ServiceFailed(f"the vector service did not start within {SPAWN_WAIT_SECONDS:.0f}s")
-
-
-def stop_service() -> bool:
-    """Ask a running service to exit; False when none answered."""
-    try:
-        _request({"op": "stop"}, timeout=5)
-    except ServiceFailed:
-        return False
-    return True
-
-
-def describe(layout: RepoLayout, settings: Settings) -> dict[str, Any]:
-    """What the service needs to open this repository's vectors the way this process would."""
-    from engine.index.chroma import chroma_store
-
-    store = chroma_store(layout, settings)
-    return {
-        "root": str(layout.root),
-        "cache_dir": str(layout.cache_dir),
-        "embedding": settings.search.embedding,
-        "precision": settings.search.local_embed_precision,
-        "chroma_url": store.url,
-        "ollama_host": settings.ollama.host,
-    }
 
 
 # --- server -------------------------------------------------------------------------------------

@@ -411,7 +411,7 @@ _service_role = [False]
 
 def use_query_service(enabled: bool = True) -> None:
     """Called by one-shot commands (`semfora search`, `context`): ask the shared query service
-    (``engine.index.query_service``) instead of importing chromadb and loading a model here."""
+    (``engine.index.query_service``, through ``engine.index.query_client``) instead of importing chromadb and loading a model here."""
     _service_role[0] = enabled
 
 
@@ -442,7 +442,7 @@ class VectorSearcher:
     @classmethod
     def for_repo(cls, layout: RepoLayout, settings: Settings) -> VectorSearcher:
         if _service_role[0]:
-            from engine.index.query_service import service_enabled
+            from engine.index.query_client import service_enabled
 
             if service_enabled(settings):
                 return RemoteVectorSearcher.for_repo(layout, settings)  # type: ignore[return-value]
@@ -659,7 +659,7 @@ class RemoteVectorSearcher:
         return self._local
 
     def _call(self, op: str, **extra: Any) -> dict[str, Any] | None:
-        from engine.index.query_service import ServiceFailed, call, describe
+        from engine.index.query_client import ServiceFailed, call, describe
 
         if self._local is not None:
             return None

@@ -195,11 +195,9 @@ class Orchestrator:
 
     def _load_overview(self, max_tokens: int) -> str:
         """The bounded overview, stored in index.db once per index state (see ``stored_overview``)."""
-        from engine.store.overview import stored_overview
-
         if not self.layout.index_db.exists():
             return ""
-        return stored_overview(self.layout, self.gatherer.store().connection(), max_tokens=max_tokens).toon
+        return self.gatherer.store().overview(max_tokens)
 
     def close(self) -> None:
         if self._presummary is not None:

@@ -23,14 +23,15 @@ Deterministic Python, no model decisions. The algorithm, in the style of aider's
 5. **NEED** (``need``): names the model asks for, whole, within the round's own budget.
 
 Every item carries the human reason it was chosen. Secret files never enter the pack and
-every text is redacted. Every file is read through ``reads.RepoReader``.
+every text is redacted. Every file is read through ``reads.RepoReader``, and the index only
+through the read floor, ``engine.query`` (symbols, search hits, term statistics, summaries).
 """
 
 from __future__ import annotations
 
 from engine.orchestrator.context.candidates import Candidate
-from engine.orchestrator.context.digest import summary_cache_key
 from engine.orchestrator.context.gatherer import ContextGatherer, ContextPack
 from engine.orchestrator.context.need import NeedAnswer
+from engine.query.summaries import summary_cache_key
 
 __all__ = ["Candidate", "ContextGatherer", "ContextPack", "NeedAnswer", "summary_cache_key"]

@@ -11,20 +11,17 @@ compete even when its file's other functions took the search's top ranks). It pr
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import SemforaError
-from engine.index.fusion import CONTEXT_RRF_K, rrf
 from engine.orchestrator.anchors import Anchors
+from engine.query import CONTEXT_RRF_K, SymbolIndex, phrase_chunks, rrf, search_hits
 from engine.semantic.model import Symbol
 
 if TYPE_CHECKING:
-    from engine.index.hybrid import SearchHit
-    from engine.store.db import SymbolStore
+    from engine.query import SearchHit
 
 log = logging.getLogger(__name__)
 
@@ -108,42 +105,8 @@ def of_symbol(sym: Symbol) -> Candidate:
     return Candidate(sym.id, sym, sym.file, sym.start_line, sym.end_line)
 
 
-_FILE_SYMBOLS: OrderedDict[tuple[str, int, str], list[Symbol]] = OrderedDict()
-_FILE_SYMBOLS_LOCK = threading.Lock()
-# Files whose definitions are kept between packs (process-wide), keyed by the index's state:
-# the neighbourhood reads whole files' definitions, and consecutive tasks share files.
-MAX_CACHED_FILE_SYMBOLS = 512
-
-
-def file_symbols(store: SymbolStore, rel: str) -> list[Symbol]:
-    """Definitions of ``rel`` in line order, without their call lists (one query, not one per symbol)."""
-    from engine.store.rows import SYMBOL_COLUMNS, row_to_symbol
-
-    db = store.layout.index_db
-    try:
-        key = (str(db), db.stat().st_mtime_ns, rel)
-    except OSError:
-        key = None
-    if key is not None:
-        with _FILE_SYMBOLS_LOCK:
-            found = _FILE_SYMBOLS.get(key)
-            if found is not None:
-                _FILE_SYMBOLS.move_to_end(key)
-                return found
-    rows = store.connection().execute(
-        f"SELECT {SYMBOL_COLUMNS} FROM symbols WHERE file=? ORDER BY start_line", (rel,)
-    )
-    symbols = [row_to_symbol(r) for r in rows]
-    if key is not None:
-        with _FILE_SYMBOLS_LOCK:
-            _FILE_SYMBOLS[key] = symbols
-            while len(_FILE_SYMBOLS) > MAX_CACHED_FILE_SYMBOLS:
-                _FILE_SYMBOLS.popitem(last=False)
-    return symbols
-
-
 def anchor_channel(
-    store: SymbolStore,
+    store: SymbolIndex,
     anchors: Anchors,
     is_secret: Callable[[str], bool],
     safe_rel: Callable[[str], str | None],
@@ -168,7 +131,7 @@ def anchor_channel(
     for link in anchors.links:
         # a link to a line of the repository's code (at the reporter's commit: the line may
         # have moved, the definition holding it rarely has)
-        rel = repository_file(store, link.path)
+        rel = store.repository_file(link.path)
         if rel is None or not link.line:
             continue
         for sym in linked_symbols(store, rel, link.line):
@@ -201,40 +164,19 @@ def anchor_channel(
         if not exact:
             for rank, sym in enumerate(store.search_symbols(name, limit=SYMBOL_RESULTS_PER_ANCHOR), 1):
                 take(sym, f"symbol search rank {rank} for '{name}'", 0.0)
-    linked_files = [repository_file(store, link.path) for link in anchors.links if not link.line]
+    linked_files = [store.repository_file(link.path) for link in anchors.links if not link.line]
     for path in [*anchors.paths, *(f for f in linked_files if f)]:
         rel = safe_rel(path)
         if rel is None:
             continue
-        for sym in file_symbols(store, rel):
+        for sym in store.file_symbols(rel):
             if sym.parent is None:
                 bonus = EXACT_NAME_BONUS if path in explicit_texts else 0.0
                 take(sym, f"defined in `{rel}` named in the task", bonus)
     return out
 
 
-def repository_file(store: SymbolStore, path: str) -> str | None:
-    """The indexed file a path from outside the repository means, or None.
-
-    A traceback's or a link's paths are the reporter's (``/usr/lib/python3/site-packages/pkg/
-    mod.py``, ``src/pkg/mod.py`` at another commit): the file is the repository path sharing its
-    last two components (or its file name, when only one file has it)."""
-    parts = [p for p in path.replace("\\", "/").split("/") if p]
-    conn = store.connection()
-    for depth in (2, 1):
-        if len(parts) < depth:
-            continue
-        tail = "/".join(parts[-depth:])
-        rows = conn.execute(
-            "SELECT path FROM files WHERE path = ? OR path LIKE ? ESCAPE '\\' LIMIT 3",
-            (tail, "%/" + tail.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")),
-        ).fetchall()
-        if len(rows) == 1 or (rows and depth == 2):
-            return str(rows[0][0])
-    return None
-
-
-def frame_symbols(store: SymbolStore, name: str, path: str, line: int) -> list[Symbol]:
+def frame_symbols(store: SymbolIndex, name: str, path: str, line: int) -> list[Symbol]:
     """The definition a stack frame names, in the repository file its path ends with.
 
     Among that file's definitions named ``name``, the one holding ``line`` wins; line numbers
@@ -242,30 +184,29 @@ def frame_symbols(store: SymbolStore, name: str, path: str, line: int) -> list[S
     """
     if not name.isidentifier() and "." not in name:
         return []
-    rel = repository_file(store, path)
+    rel = store.repository_file(path)
     if rel is None:
         return []
     short = name.rsplit(".", 1)[-1]
-    found = [s for s in file_symbols(store, rel) if s.name == short]
+    found = [s for s in store.file_symbols(rel) if s.name == short]
     found.sort(key=lambda s: (not s.start_line <= line <= s.end_line, s.end_line - s.start_line))
     return found[:1]
 
 
-def linked_symbols(store: SymbolStore, rel: str, line: int) -> list[Symbol]:
+def linked_symbols(store: SymbolIndex, rel: str, line: int) -> list[Symbol]:
     """The innermost definition of ``rel`` holding ``line`` (none when the line is outside all)."""
-    holders = [s for s in file_symbols(store, rel) if s.start_line <= line <= s.end_line]
+    holders = [s for s in store.file_symbols(rel) if s.start_line <= line <= s.end_line]
     return sorted(holders, key=lambda s: s.end_line - s.start_line)[:1]
 
 
 def message_channel(
-    layout: Any, settings: Any, store: SymbolStore, phrases: list[str], is_secret: Callable[[str], bool]
+    layout: Any, settings: Any, store: SymbolIndex, phrases: list[str], is_secret: Callable[[str], bool]
 ) -> list[tuple[Symbol, str, float]]:
     """(symbol, reason, bonus) of the source definitions that spell out a message the task quotes.
 
     A report copies what the program printed (an exception's text, a log line); the code that
     printed it is where the fix usually goes. Tests and docs that repeat a message are skipped
     (they assert it), and so is a phrase too common to point anywhere."""
-    from engine.index.hybrid import phrase_chunks
     from engine.policy.paths import PathKind, classify_path
 
     out: list[tuple[Symbol, str, float]] = []
@@ -302,11 +243,9 @@ def search_channel(
     cached = memory.search(key)
     if cached is not None:
         return list(cached)
-    from engine.index.hybrid import search
-
     try:
         hits = list(
-            search(
+            search_hits(
                 layout,
                 settings,
                 query,
@@ -332,7 +271,7 @@ def sources_label(hit: SearchHit) -> str:
 
 
 def collect(
-    store: SymbolStore,
+    store: SymbolIndex,
     symbol_hits: list[tuple[Symbol, str, float]],
     search_hits: Sequence[SearchHit],
     query_label: str,
@@ -380,14 +319,14 @@ def collect(
 
 
 def neighbourhood(
-    store: SymbolStore, cands: dict[str, Candidate], files: list[str], is_secret: Callable[[str], bool]
+    store: SymbolIndex, cands: dict[str, Candidate], files: list[str], is_secret: Callable[[str], bool]
 ) -> int:
     """Add every definition of ``files`` not yet a candidate; returns how many were added."""
     added = 0
     for rel in files:
         if is_secret(rel):
             continue
-        for sym in file_symbols(store, rel)[:NEIGHBOURHOOD_PER_FILE]:
+        for sym in store.file_symbols(rel)[:NEIGHBOURHOOD_PER_FILE]:
             if sym.id in cands:
                 continue
             c = of_symbol(sym)
@@ -397,8 +336,8 @@ def neighbourhood(
     return added
 
 
-def _symbol(store: SymbolStore, symbol_id: str) -> Symbol | None:
+def _symbol(store: SymbolIndex, symbol_id: str) -> Symbol | None:
     try:
-        return store.symbol(symbol_id)  # type: ignore[no-any-return]
+        return store.symbol(symbol_id)
     except SemforaError:
         return None

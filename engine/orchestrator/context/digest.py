@@ -9,11 +9,11 @@ model: missing model summaries are requested in the background after a turn
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from engine.config import Settings
 from engine.orchestrator.context.candidates import Candidate
+from engine.query.summaries import SummaryCache
 from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
 
@@ -21,11 +21,6 @@ from engine.semantic.model import Symbol
 BRIEF_SIGNATURE_CHARS = 60
 # ... and the doc's first sentence cut here.
 BRIEF_CHARS = 60
-
-
-def summary_cache_key(settings: Settings, content_hash: str) -> str:
-    """The key ``Summarizer.cache_key`` writes symbol summaries under (a test keeps them equal)."""
-    return f"{settings.ollama.summary_model}|symbol|{content_hash}"
 
 
 def _clip(text: str, limit: int) -> str:
@@ -39,12 +34,10 @@ class Digests:
         self.layout = layout
         self.settings = settings
         self.memory = memory
-        self._summary_cache: Any = None
+        self._summaries = SummaryCache(layout, settings)
 
     def close(self) -> None:
-        if self._summary_cache is not None:
-            self._summary_cache.close()
-            self._summary_cache = None
+        self._summaries.close()
 
     def brief(self, cand: Candidate) -> str:
         """One line: the signature and the doc's first sentence (what it is and what it is for)."""
@@ -90,21 +83,8 @@ class Digests:
         return out
 
     def cached_model_summary(self, content_hash: str) -> str | None:
-        from engine.llm.summarizer import NAMESPACE
-
-        if self._summary_cache is None:
-            from engine.store.cache import ResultCache
-
-            self._summary_cache = ResultCache(
-                self.layout.cache_db, ttl_days=self.settings.cache.ttl_days, max_mb=self.settings.cache.max_mb
-            )
-        raw = self._summary_cache.get(NAMESPACE, summary_cache_key(self.settings, content_hash))
-        if raw is None:
-            return None
-        try:
-            return str(json.loads(raw)["text"])
-        except (ValueError, KeyError, TypeError):
-            return None
+        """The model summary written earlier for this body hash (``cache.db``), or None."""
+        return self._summaries.model_summary(content_hash)
 
     def requests_for(self, symbols: list[Symbol], source_of: Any, is_secret: Any) -> list[Any]:
         """Summary requests for ``symbols`` that have no model summary yet (for presummarize)."""

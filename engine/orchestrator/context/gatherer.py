@@ -17,7 +17,6 @@ from typing import Any
 
 from engine.config import Settings
 from engine.errors import SemforaError
-from engine.index.terms import TaskTerms, task_terms
 from engine.orchestrator.anchors import (
     extract_anchors,
     quoted_messages,
@@ -36,6 +35,7 @@ from engine.orchestrator.intent import classify_intent
 from engine.orchestrator.memory import RecalledTurn, SemforaMemory
 from engine.orchestrator.prompts import OVERVIEW_ID, SESSION_MEMORY_ID, item_text
 from engine.policy.redaction import redact
+from engine.query import SymbolIndex, TaskTerms, name_frequencies, task_terms, term_statistics
 from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
 
@@ -111,16 +111,14 @@ class ContextGatherer:
         self.reader = RepoReader(layout.root, settings.edits.deny)
         self.digests = Digests(layout, settings, memory)
         self._overview_loader = overview
-        self._store: Any = None
+        self._store: SymbolIndex | None = None
         self.warnings: list[str] = []
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def store(self) -> Any:
+    def store(self) -> SymbolIndex:
         if self._store is None:
-            from engine.store.db import SymbolStore
-
-            self._store = SymbolStore(self.layout)
+            self._store = SymbolIndex(self.layout)
         return self._store
 
     def close(self) -> None:
@@ -165,7 +163,6 @@ class ContextGatherer:
 
     def terms(self, task: str) -> TaskTerms:
         """The task's informative terms, weighed by their rarity in this repository's index."""
-        from engine.index.hybrid import name_frequencies, term_statistics
 
         def frequencies(words: Sequence[str]) -> tuple[int, dict[str, int]]:
             return term_statistics(self.layout, self.settings, list(words))
@@ -188,8 +185,6 @@ class ContextGatherer:
         self, task: str, anchors: Any, terms: TaskTerms
     ) -> tuple[list[channels.Candidate], Ranker, dict[str, float]]:
         """Steps 1-4: candidates from the channels, scored and ordered best first."""
-        from engine.store.db import SymbolStore
-
         timings: dict[str, float] = {}
 
         def timed(name: str, fn: Callable[[], Any]) -> Any:
@@ -202,7 +197,7 @@ class ContextGatherer:
         messages: list[tuple[Symbol, str, float]] = []
 
         def named() -> list[tuple[Symbol, str, float]]:
-            with SymbolStore(self.layout) as own:  # its own connection: this runs in a thread
+            with SymbolIndex(self.layout) as own:  # its own connection: this runs in a thread
                 found = channels.anchor_channel(own, anchors, self.reader.is_secret, self.reader.safe_rel)
                 messages.extend(
                     channels.message_channel(

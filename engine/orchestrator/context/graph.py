@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from engine.store.db import SymbolStore
+    from engine.query import SymbolIndex
 
 # Seeds of the walk: the best few candidates; more dilute the walk into the whole module.
 GRAPH_SEEDS = 8
@@ -34,7 +34,7 @@ class Link:
 
 
 def personalised_pagerank(
-    store: SymbolStore,
+    store: SymbolIndex,
     seeds: Mapping[str, float],
     names: Mapping[str, str],
     *,

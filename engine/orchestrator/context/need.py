@@ -20,7 +20,7 @@ from engine.orchestrator.context.excerpt import excerpt
 
 if TYPE_CHECKING:
     from engine.orchestrator.context.reads import RepoReader
-    from engine.store.db import SymbolStore
+    from engine.query import SymbolIndex
 
 # Symbols served per requested name: a name shared by many definitions (``save``) is
 # ambiguous, and the first two by the index's order are the likely ones.
@@ -37,7 +37,7 @@ class NeedAnswer:
 
 def answer_need(
     *,
-    store: SymbolStore,
+    store: SymbolIndex,
     reader: RepoReader,
     make_item: Callable[..., ContextItem],
     header_tokens: Callable[[ContextItem], int],

@@ -25,17 +25,16 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from engine.errors import SemforaError
-from engine.index.terms import STOPWORDS, TaskTerms, lexical_score, tokens
 from engine.orchestrator.context.candidates import (
     NEIGHBOURHOOD_FILES,
     Candidate,
-    file_symbols,
     neighbourhood,
     of_symbol,
 )
 from engine.orchestrator.context.graph import GRAPH_SEEDS, personalised_pagerank
 from engine.orchestrator.context.reads import RepoReader
 from engine.policy.paths import PathKind, classify_path
+from engine.query import STOPWORDS, SymbolIndex, TaskTerms, lexical_score, tokens
 
 # The parts of the final score. The candidate's own code against the whole task is the most
 # general signal (it does not depend on how the task is phrased), so it leads; the search's
@@ -126,7 +125,9 @@ class Lexicon:
 class Ranker:
     """Scores the candidates of one task. One instance per pack; ``order`` is the whole step."""
 
-    def __init__(self, store: Any, reader: RepoReader, terms: TaskTerms, *, wants_tests: bool) -> None:
+    def __init__(
+        self, store: SymbolIndex, reader: RepoReader, terms: TaskTerms, *, wants_tests: bool
+    ) -> None:
         self.store = store
         self.reader = reader
         self.lexicon = Lexicon(reader)
@@ -169,7 +170,7 @@ class Ranker:
     def symbols_of(self, rel: str) -> list[Any]:
         found = self._file_symbols.get(rel)
         if found is None:
-            found = self._file_symbols[rel] = file_symbols(self.store, rel)
+            found = self._file_symbols[rel] = self.store.file_symbols(rel)
         return found
 
     def own_ranges(self, c: Candidate) -> list[tuple[int, int]]:

@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.index import hybrid
-from engine.index.fusion import SEARCH_RRF_K
+from engine.index.fusion import SEARCH_RRF_K, TEST_WEIGHT
 from engine.index.hybrid import FTS_CANDIDATES, search
 
 IMPL = '''"""Key rotation."""
@@ -156,3 +156,18 @@ def test_a_composed_name_matching_an_assigned_js_function_does_not_crash(indexed
     layout, settings_ = indexed_repo({"lib/response.js": js})
     hits = search(layout, settings_, "sending a file must refuse a relative path", mode="symbols", limit=5)
     assert hits and hits[0].symbol == "res.sendfile"
+
+
+def test_the_test_discount_is_applied_once(indexed_repo) -> None:
+    """A test that says exactly what the implementation says is worth TEST_WEIGHT of it, not
+    TEST_WEIGHT squared: the fused order already discounted it, so the rescoring discounts only
+    its own (lexical) opinion (before, it scored 0.82 against the implementation's 2.0)."""
+    body = IMPL.split("\n\n\n", 1)[1]  # the function alone
+    layout, settings = indexed_repo(
+        {"keys/rotation.py": IMPL, "tests/test_rotation.py": body.replace("def rotate_", "def test_rotate_")}
+    )
+    hits = search(layout, settings, "rotate the signing key and retire the old one", mode="hybrid", limit=5)
+    by_file = {h.file: h for h in hits}
+    impl, test = by_file["keys/rotation.py"], by_file["tests/test_rotation.py"]
+    assert hits[0] is impl  # the implementation first, as before
+    assert test.score >= TEST_WEIGHT * impl.score, (test.score, impl.score)
