@@ -221,9 +221,33 @@ def _literal_gates(formats: tuple[_Format, ...]) -> tuple[tuple[re.Pattern[str],
 _GATES, _GATE_OF = _literal_gates(FORMATS)
 
 
-def _format_hits(text: str, low: str | None) -> Iterator[SecretHit]:
+# Below this length thirty ``in`` tests cost less than a dozen regex calls (a signature, a doc
+# line); above it the scans dominate and the gates win (a whole file: 2-3x faster).
+GATED_FROM_CHARS = 1024
+
+
+def _present(text: str, low: str | None) -> list[_Format]:
+    """The formats whose literal ``text`` holds (with no literal, or none checkable: all)."""
+    if low is None:
+        return [f for f in FORMATS if not f.literal or f.lower or f.literal in text]
+    if len(text) < GATED_FROM_CHARS:
+        return [f for f in FORMATS if not f.literal or f.literal in (low if f.lower else text)]
     gate_open: dict[int, bool] = {}
+    out: list[_Format] = []
     for fmt, gate in zip(FORMATS, _GATE_OF, strict=True):
+        if fmt.literal:
+            haystack = low if fmt.lower else text
+            is_open = gate_open.get(gate)
+            if is_open is None:
+                is_open = gate_open[gate] = _GATES[gate].search(haystack) is not None
+            if not is_open or fmt.literal not in haystack:
+                continue
+        out.append(fmt)
+    return out
+
+
+def _format_hits(text: str, low: str | None) -> Iterator[SecretHit]:
+    for fmt in _present(text, low):
         if fmt.lower:
             if low is None:
                 haystack, pattern = text, re.compile(fmt.pattern.pattern, fmt.pattern.flags | re.I)
@@ -231,12 +255,6 @@ def _format_hits(text: str, low: str | None) -> Iterator[SecretHit]:
                 haystack, pattern = low, fmt.pattern
         else:
             haystack, pattern = text, fmt.pattern
-        if fmt.literal and (low is not None or not fmt.lower):
-            is_open = gate_open.get(gate)
-            if is_open is None:
-                is_open = gate_open[gate] = _GATES[gate].search(haystack) is not None
-            if not is_open or fmt.literal not in haystack:
-                continue
         for match in pattern.finditer(haystack):
             if fmt.word_start and match.start() > 0 and text[match.start() - 1] in _WORD_CHARS:
                 continue

@@ -145,11 +145,15 @@ _FRAGMENTS = st.sampled_from(
 
 
 @given(
-    st.lists(_FRAGMENTS | st.text(alphabet="abcdefghijkAKIPSGJ0123456789_-:./@ \n", max_size=12), max_size=14)
+    st.lists(
+        _FRAGMENTS | st.text(alphabet="abcdefghijkAKIPSGJ0123456789_-:./@ \n", max_size=12), max_size=14
+    ),
+    st.sampled_from([0, content.GATED_FROM_CHARS]),
 )
-def test_gated_literals_find_exactly_what_one_literal_at_a_time_finds(parts: list[str]) -> None:
+def test_gated_literals_find_exactly_what_one_literal_at_a_time_finds(parts: list[str], pad: int) -> None:
     """Literals sharing a first character are searched together; the hits must not change."""
-    text = "".join(parts)
+    # Long texts (a whole file) go through the gates; short ones (a signature) ask each literal.
+    text = "".join(parts) + " " * pad
     low = content._lowered(text)
     gated = list(content._format_hits(text, low))
     open_gates = tuple(re.compile("") for _ in content._GATES)  # every format asks for its own literal
