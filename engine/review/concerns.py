@@ -52,7 +52,22 @@ CONCERNS: tuple[Concern, ...] = (
             r"\bauth_(?:username|password|header|mode)\b",
         ),
         weak=(r"\bauth\b", r"\bbasic\b", r"\bdigest\b"),
-        names=frozenset({"auth", "authorization", "authenticate", "authentication", "authorize", "login"}),
+        # Authentication *state* is as much the concern as the header: ``_ensure_authed``,
+        # ``is_authenticated``, an SSH ``userauth`` handler.
+        names=frozenset(
+            {
+                "auth",
+                "authed",
+                "authenticated",
+                "authorization",
+                "authenticate",
+                "authentication",
+                "authorize",
+                "login",
+                "unauthenticated",
+                "userauth",
+            }
+        ),
     ),
     Concern(
         "cookies",
@@ -221,9 +236,16 @@ CONCERNS: tuple[Concern, ...] = (
             r"\biss\b",
             r"\baud\b",
         ),
-        names=frozenset({"sign", "signer", "signature", "hmac", "jwt", "jws", "jwk", "encrypt", "decrypt"}),
+        # Key exchange (``kex``) is where a protocol agrees on its keys: a change there is a change
+        # to what protects the session.
+        names=frozenset(
+            {"sign", "signer", "signature", "hmac", "jwt", "jws", "jwk", "encrypt", "decrypt", "kex"}
+        ),
         name_patterns=(
             r"(prepare|load|verify|rotate|derive|generate|get)_?(private_|public_|secret_|signing_)?key",
+            # Reading, writing or decrypting a private key file, whatever the verb.
+            r"private_?key",
+            r"key_?exchange",
             r"_?validate_(iss|aud|exp|nbf|iat|claims?)",
             r"verify\w*",
         ),
@@ -267,6 +289,11 @@ CONCERNS: tuple[Concern, ...] = (
             r"\bshlex\.(?:quote|split|join)\b",
             r"\bchild_process\b",
             r"\bexecv?p?e?\b\s*\(",
+            # A command-line option built around a value (``f"--rev={rev}"``): where an argument
+            # that starts with ``-`` would otherwise be read as an option (argument injection), or
+            # an option and its one value alone in a list (``["-r", rev]``).
+            r"\bf[\"']--?[a-z][\w-]*=\{",
+            r"\[\s*[\"']--?[a-z][\w-]*[\"']\s*,\s*[a-z_]\w*\s*\]",
         ),
         names=frozenset({"subprocess", "shell", "popen"}),
         calls={
@@ -340,7 +367,8 @@ CONCERNS: tuple[Concern, ...] = (
         "limits",
         "limits on untrusted input",
         strong=(
-            r"\bmax_\w+",
+            # Private spellings (``self._max_mem_size``) are limits too.
+            r"\b_*max_\w+",
             r"\b\w+_max\b",
             r"\b\w*limit\w*",
             r"\btoo_?large\b|\btoolarge\b|\btoo many\b|\bexceed\w*",
@@ -479,6 +507,13 @@ def match(
         out.append(Match(concern, tuple(evidence[:4]), strength))
     out.sort(key=lambda m: -m.strength)
     return out
+
+
+def named_concerns(qualified: str) -> tuple[Concern, ...]:
+    """The concerns a word of a symbol's qualified name places it in (name words only: the looser
+    name patterns, ``get_key``, need the symbol's own changed code to go with them)."""
+    words = name_words(qualified)
+    return tuple(c for c in CONCERNS if words & c.names and (not c.context or words & c.context))
 
 
 def _readable(pattern: str) -> str:
