@@ -16,7 +16,7 @@ from pathlib import PurePosixPath
 from engine.policy.paths import is_test_path
 from engine.review.findings import SEVERITY_ORDER, Finding, Severity
 from engine.review.secrets import scan_files
-from engine.review.security import moved_lines, rule_security_logic
+from engine.review.security import housekeeping_only, moved_lines, rule_security_logic
 from engine.semantic.diff import FileChange, SemanticDiff, SymbolChange
 from engine.semantic.graph import family
 from engine.semantic.surface import SOURCE_ROOTS, is_private_name
@@ -542,20 +542,23 @@ def rule_untested(diff: SemanticDiff) -> list[Finding]:
     remarks: list[Finding] = []
     for f, changes in candidates:
         deprecations = [s for s in changes if _DEPRECATION.search(_added_code(f, s))]
+        # Imports, logging, warnings and the texts of messages: nothing a regression test pins.
+        chores = [s for s in changes if s.code_delta is not None and housekeeping_only(s.code_delta)]
         forwards = [
             s
             for s in changes
             if s.signature_only and any(flagged.get(name, f.path) != f.path for name in _call_names(s))
         ]
-        real = [s for s in changes if s not in deprecations and s not in forwards]
+        real = [s for s in changes if s not in deprecations and s not in forwards and s not in chores]
         line = (real or changes)[0].start_line
         family_tested = diff.test_families is None or family(f.language or "") in diff.test_families
         if not real:
-            why = (
-                "a deprecation path"
-                if deprecations and not forwards
-                else "forwards to a change flagged above"
-            )
+            if deprecations and not forwards:
+                why = "a deprecation path"
+            elif forwards:
+                why = "forwards to a change flagged above"
+            else:
+                why = "only imports, logging, warnings or message texts"
             message = f"behaviour changed without a test ({why}): {_names(changes)}"
         elif tests_changed:
             message = f"the tests changed with this change do not name it: {_names(real)}"

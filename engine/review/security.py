@@ -130,10 +130,27 @@ _HOUSEKEEPING = re.compile(
 _STRING = re.compile(r"""(?:[rbuf]{0,2})('(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""", re.I)
 
 
+# An ``except`` clause's names, to compare handlers with import fallbacks left out.
+_EXCEPT = re.compile(r"^except\s*\(?([\w.,\s]*?)\)?(\s+as\s+\w+)?:$")
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+
+
+def _without_import_fallback(statement: str) -> str:
+    """``except (ImportError, KeyError):`` is ``except KeyError:``: whether a handler also
+    catches a failed import is about which modules are installed, not about what the code
+    allows (a clean-up of old import fallbacks changes nothing a reviewer must check)."""
+    m = _EXCEPT.match(statement)
+    if m is None:
+        return statement
+    names = sorted(n.strip() for n in m.group(1).split(",") if n.strip() and n.strip() not in _IMPORT_ERRORS)
+    return f"except ({', '.join(names)}){m.group(2) or ''}:"
+
+
 def housekeeping_only(delta: tuple[tuple[str, ...], tuple[str, ...]]) -> bool:
-    """The change touches imports, logging, warnings or the texts of messages only."""
-    added = [x for x in delta[0] if _HOUSEKEEPING.match(x) is None]
-    removed = [x for x in delta[1] if _HOUSEKEEPING.match(x) is None]
+    """The change touches imports, logging, warnings, import fallbacks or the texts of
+    messages only."""
+    added = [_without_import_fallback(x) for x in delta[0] if _HOUSEKEEPING.match(x) is None]
+    removed = [_without_import_fallback(x) for x in delta[1] if _HOUSEKEEPING.match(x) is None]
     if not added and not removed:
         return True
     # Only the text of messages changed: the same statements with their strings masked.
