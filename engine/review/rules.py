@@ -703,4 +703,17 @@ def run_rules(diff: SemanticDiff, rules: Iterable[str] | None = None) -> list[Fi
     for name, rule in RULES.items():
         if rules is None or name in rules:
             findings.extend(rule(diff))
-    return fold_same_symbol(findings)
+    if rules is not None and "tests" in rules and "security-logic" not in rules:
+        secured = {f.file for f in rule_security_logic(diff)}
+    else:
+        secured = {f.file for f in findings if f.rule == "security-logic" and not f.is_remark}
+    return fold_same_symbol([_untested_gate(f, secured) for f in findings])
+
+
+def _untested_gate(f: Finding, secured: set[str | None]) -> Finding:
+    """An untested change is a finding where the missing test guards security-sensitive logic
+    (the file has a security-logic finding); elsewhere "no test came with it" is an observation
+    (a remark): a refactor, a tidy-up or a change the existing tests already pin reads the same."""
+    if f.rule != "untested-change" or f.is_remark or f.file in secured:
+        return f
+    return replace(f, severity="info", message=f"{f.message} (no security-sensitive logic in it)")

@@ -166,11 +166,13 @@ def test_a_helper_folded_into_its_caller_is_not_untested_behaviour(make_repo) ->
         "    return False\n"
     )
     root = make_repo({"pkg/__init__.py": "", "pkg/virtualenv.py": before, **TESTS})
-    assert _findings(_commit(root, {"pkg/virtualenv.py": after}), "untested-change") == []
-    # The same shape with a body that is not the removed helper's is new behaviour.
+    findings = _commit(root, {"pkg/virtualenv.py": after})
+    assert [f for f in findings if f.rule == "untested-change"] == []
+    # The same shape with a body that is not the removed helper's is new behaviour (told as a
+    # remark: nothing security-sensitive in it).
     root = make_repo({"pkg/__init__.py": "", "pkg/virtualenv.py": before, **TESTS})
     changed = after.replace("sys.prefix != getattr", "sys.exec_prefix != getattr")
-    assert _findings(_commit(root, {"pkg/virtualenv.py": changed}), "untested-change")
+    assert _remarks(_commit(root, {"pkg/virtualenv.py": changed}), "untested-change")
 
 
 def test_a_change_to_message_texts_only_is_a_remark(make_repo) -> None:
@@ -179,6 +181,26 @@ def test_a_change_to_message_texts_only_is_a_remark(make_repo) -> None:
     findings = _commit(root, {"pkg/core.py": before.replace("'negative'", "'n must not be negative'")})
     assert _findings(findings, "untested-change") == []
     assert "message texts" in _remarks(findings, "untested-change")[0].message
+
+
+def test_an_untested_change_is_a_finding_where_it_guards_security_logic(make_repo) -> None:
+    before = (
+        "import hmac\n\n\n"
+        "def area(w, h):\n    return w * h\n\n\n"
+        "def check_token(given, expected):\n    return given == expected\n"
+    )
+    root = make_repo({"pkg/__init__.py": "", "pkg/core.py": before, **TESTS})
+    # Ordinary code changed without a test: an observation, not a finding.
+    findings = _commit(root, {"pkg/core.py": before.replace("w * h", "abs(w * h)")})
+    assert _findings(findings, "untested-change") == []
+    assert "no security-sensitive logic" in _remarks(findings, "untested-change")[0].message
+    # A token comparison changed without a test: a finding next to the security one.
+    findings = _commit(
+        root,
+        {"pkg/core.py": before.replace("given == expected", "hmac.compare_digest(given, expected)")},
+    )
+    assert [f.file for f in _findings(findings, "untested-change")] == ["pkg/core.py"]
+    assert [f.symbol for f in _findings(findings, "security-logic")] == ["check_token"]
 
 
 # --------------------------------------------------------------------------- tests removed
