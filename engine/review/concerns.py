@@ -52,7 +52,22 @@ CONCERNS: tuple[Concern, ...] = (
             r"\bauth_(?:username|password|header|mode)\b",
         ),
         weak=(r"\bauth\b", r"\bbasic\b", r"\bdigest\b"),
-        names=frozenset({"auth", "authorization", "authenticate", "authentication", "authorize", "login"}),
+        # Authentication *state* is as much the concern as the header: ``_ensure_authed``,
+        # ``is_authenticated``, an SSH ``userauth`` handler.
+        names=frozenset(
+            {
+                "auth",
+                "authed",
+                "authenticated",
+                "authorization",
+                "authenticate",
+                "authentication",
+                "authorize",
+                "login",
+                "unauthenticated",
+                "userauth",
+            }
+        ),
     ),
     Concern(
         "cookies",
@@ -221,9 +236,16 @@ CONCERNS: tuple[Concern, ...] = (
             r"\biss\b",
             r"\baud\b",
         ),
-        names=frozenset({"sign", "signer", "signature", "hmac", "jwt", "jws", "jwk", "encrypt", "decrypt"}),
+        # Key exchange (``kex``) is where a protocol agrees on its keys: a change there is a change
+        # to what protects the session.
+        names=frozenset(
+            {"sign", "signer", "signature", "hmac", "jwt", "jws", "jwk", "encrypt", "decrypt", "kex"}
+        ),
         name_patterns=(
             r"(prepare|load|verify|rotate|derive|generate|get)_?(private_|public_|secret_|signing_)?key",
+            # Reading, writing or decrypting a private key file, whatever the verb.
+            r"private_?key",
+            r"key_?exchange",
             r"_?validate_(iss|aud|exp|nbf|iat|claims?)",
             r"verify\w*",
         ),
@@ -267,6 +289,11 @@ CONCERNS: tuple[Concern, ...] = (
             r"\bshlex\.(?:quote|split|join)\b",
             r"\bchild_process\b",
             r"\bexecv?p?e?\b\s*\(",
+            # A command-line option built around a value (``f"--rev={rev}"``): where an argument
+            # that starts with ``-`` would otherwise be read as an option (argument injection), or
+            # an option and its one value alone in a list (``["-r", rev]``).
+            r"\bf[\"']--?[a-z][\w-]*=\{",
+            r"\[\s*[\"']--?[a-z][\w-]*[\"']\s*,\s*[a-z_]\w*\s*\]",
         ),
         names=frozenset({"subprocess", "shell", "popen"}),
         calls={
@@ -340,7 +367,8 @@ CONCERNS: tuple[Concern, ...] = (
         "limits",
         "limits on untrusted input",
         strong=(
-            r"\bmax_\w+",
+            # Private spellings (``self._max_mem_size``) are limits too.
+            r"\b_*max_\w+",
             r"\b\w+_max\b",
             r"\b\w*limit\w*",
             r"\btoo_?large\b|\btoolarge\b|\btoo many\b|\bexceed\w*",
@@ -481,6 +509,13 @@ def match(
     return out
 
 
+def named_concerns(qualified: str) -> tuple[Concern, ...]:
+    """The concerns a word of a symbol's qualified name places it in (name words only: the looser
+    name patterns, ``get_key``, need the symbol's own changed code to go with them)."""
+    words = name_words(qualified)
+    return tuple(c for c in CONCERNS if words & c.names and (not c.context or words & c.context))
+
+
 def _readable(pattern: str) -> str:
     """A regex as a reader would say it: ``\\bcheck_hostname\\b`` is ``check_hostname``."""
     text = pattern.replace("\\b", "").replace("(?:", "(").replace("\\w*", "…").replace("\\w+", "…")
@@ -500,9 +535,13 @@ def render_catalogue() -> str:
         "merely moved from elsewhere in the change are left out), from words of the symbol's",
         "qualified name, and from the calls it makes. A **strong** term in the changed code is enough;",
         "a **supporting** term counts only together with a name word, a call or a second supporting",
-        "term; a **name** word (or name pattern) counts for any change of the symbol's logic. Changes",
-        "that only rename locals, re-annotate, re-format or move code raise nothing, and neither do",
-        "tests, documentation and examples. This page part is generated from",
+        "term; a **name** word (or name pattern) counts for any change of the symbol's logic; and a",
+        "call, in the changed code, to a function the same change adds and whose name words place it",
+        "in a concern counts like a name word (the caller is where a new check takes effect). Changes",
+        "that only rename locals, re-annotate, re-format or move code, or only touch imports, logging,",
+        "message texts or import fallbacks (an `except` that gains or loses `ImportError`), raise",
+        "nothing from their name alone, and tests, documentation and examples raise nothing at all.",
+        "This page part is generated from",
         "`engine/review/concerns.py` (`render_catalogue()`).",
         "",
     ]

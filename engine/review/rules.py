@@ -16,7 +16,7 @@ from pathlib import PurePosixPath
 from engine.policy.paths import is_test_path
 from engine.review.findings import SEVERITY_ORDER, Finding, Severity
 from engine.review.secrets import scan_files
-from engine.review.security import moved_lines, rule_security_logic
+from engine.review.security import housekeeping_only, moved_lines, rule_security_logic
 from engine.semantic.diff import FileChange, SemanticDiff, SymbolChange
 from engine.semantic.graph import family
 from engine.semantic.surface import SOURCE_ROOTS, is_private_name
@@ -294,6 +294,25 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
 
 
+def _spelling(name: str) -> str:
+    """One spelling for the forms a name takes: the class ``TolerateDangerousFraming`` is the
+    setting ``"tolerate_dangerous_framing"`` a test sets."""
+    return name.replace("_", "").lower()
+
+
+def _mentions(removed_code: set[str], text: str) -> bool:
+    spelled = {_spelling(n) for n in removed_code}
+    return any(_spelling(w) in spelled for w in _words(text))
+
+
+def _fixture_only(f: FileChange) -> bool:
+    """A deleted file under the tests that defines no test: request samples, expected-output
+    data, a module of fixtures. Its deletion is worth a glance (a remark), not a finding."""
+    if f.language is None:
+        return True
+    return not any(s.kind in FUNCTION_KINDS | CONTAINER_KINDS and s.kind != "module" for s in f.symbols)
+
+
 _REMOVED_PARAMETER = re.compile(r"^parameter '(\w+)' removed$")
 
 
@@ -318,8 +337,19 @@ def rule_tests_removed(diff: SemanticDiff) -> list[Finding]:
         if not is_test_path(f.path):
             continue
         if f.status == "deleted":
-            if removed_code & _words("\n".join(t for _, t in f.removed_lines)):
+            if _mentions(removed_code, "\n".join(t for _, t in f.removed_lines)):
                 continue  # the tests of code this change removes
+            if _fixture_only(f):
+                out.append(
+                    Finding(
+                        "info",
+                        "testing",
+                        f"test fixture deleted (it defines no test): {f.path}",
+                        f.path,
+                        rule="tests-removed",
+                    )
+                )
+                continue
             out.append(
                 Finding("medium", "testing", f"test file deleted: {f.path}", f.path, rule="tests-removed")
             )
@@ -328,7 +358,7 @@ def rule_tests_removed(diff: SemanticDiff) -> list[Finding]:
         removed = [
             s
             for s in tests
-            if s.change == "removed" and not (removed_code & _words(_removed_test_lines(f, s)))
+            if s.change == "removed" and not _mentions(removed_code, _removed_test_lines(f, s))
         ]
         added = [s for s in tests if s.change == "added" and s.kind in FUNCTION_KINDS]
         removed_functions = [s for s in removed if s.kind in FUNCTION_KINDS]
@@ -408,11 +438,54 @@ def _added_code(f: FileChange, s: SymbolChange) -> str:
     )
 
 
+def _folded(diff: SemanticDiff) -> frozenset[str]:
+    """Ids of changed functions whose change only folds a removed helper into its caller.
+
+    A function whose new statements are exactly the body of a function the change removes, and
+    whose old statements only called it, now *is* that helper (``running_under_virtualenv``
+    absorbing ``_running_under_venv``); a call site that only swaps the helper's name for the
+    absorbing function's is the same call. Neither is new behaviour a test must cover.
+    """
+    bodies = {
+        (s.old_qualified_name or s.qualified_name).rsplit(".", 1)[-1]: sorted(s.body_before)
+        for s in diff.symbols
+        if s.change == "removed" and s.body_before
+    }
+    if not bodies:
+        return frozenset()
+    out: set[str] = set()
+    swaps: dict[str, str] = {}
+    for s in diff.symbols:
+        if s.change != "modified" or s.code_delta is None:
+            continue
+        added, removed = s.code_delta
+        for helper, body in bodies.items():
+            if (
+                sorted(added) == body
+                and removed
+                and all(re.search(rf"\b{re.escape(helper)}\(", r) for r in removed)
+            ):
+                out.add(s.id)
+                swaps[helper] = s.qualified_name.rsplit(".", 1)[-1]
+                break
+    for s in diff.symbols:
+        if s.id in out or s.change != "modified" or s.code_delta is None or not swaps:
+            continue
+        added, removed = s.code_delta
+        renamed = list(removed)
+        for old, new in swaps.items():
+            renamed = [re.sub(rf"\b{re.escape(old)}\b", new, r) for r in renamed]
+        if added and sorted(renamed) == sorted(added):
+            out.add(s.id)
+    return frozenset(out)
+
+
 def _untested_changes(diff: SemanticDiff) -> tuple[list[tuple[FileChange, list[SymbolChange]]], bool]:
     """Per library file, the changed functions no changed test refers to; and whether the change
     touched any test at all."""
     tests = [f for f in diff.files if is_test_path(f.path) and f.status != "deleted"]
     moved = moved_lines(diff)
+    folded = _folded(diff)
     tested_helpers = {
         s.qualified_name.rsplit(".", 1)[-1]
         for f in diff.files
@@ -432,6 +505,7 @@ def _untested_changes(diff: SemanticDiff) -> tuple[list[tuple[FileChange, list[S
             if s.kind in FUNCTION_KINDS
             and s.logic_changed
             and s.qualified_name.rsplit(".", 1)[-1] not in PRESENTATION_METHODS
+            and s.id not in folded
             and _changes_code(f, s, moved)
         ]
         if not changes:
@@ -468,20 +542,23 @@ def rule_untested(diff: SemanticDiff) -> list[Finding]:
     remarks: list[Finding] = []
     for f, changes in candidates:
         deprecations = [s for s in changes if _DEPRECATION.search(_added_code(f, s))]
+        # Imports, logging, warnings and the texts of messages: nothing a regression test pins.
+        chores = [s for s in changes if s.code_delta is not None and housekeeping_only(s.code_delta)]
         forwards = [
             s
             for s in changes
             if s.signature_only and any(flagged.get(name, f.path) != f.path for name in _call_names(s))
         ]
-        real = [s for s in changes if s not in deprecations and s not in forwards]
+        real = [s for s in changes if s not in deprecations and s not in forwards and s not in chores]
         line = (real or changes)[0].start_line
         family_tested = diff.test_families is None or family(f.language or "") in diff.test_families
         if not real:
-            why = (
-                "a deprecation path"
-                if deprecations and not forwards
-                else "forwards to a change flagged above"
-            )
+            if deprecations and not forwards:
+                why = "a deprecation path"
+            elif forwards:
+                why = "forwards to a change flagged above"
+            else:
+                why = "only imports, logging, warnings or message texts"
             message = f"behaviour changed without a test ({why}): {_names(changes)}"
         elif tests_changed:
             message = f"the tests changed with this change do not name it: {_names(real)}"
@@ -626,4 +703,17 @@ def run_rules(diff: SemanticDiff, rules: Iterable[str] | None = None) -> list[Fi
     for name, rule in RULES.items():
         if rules is None or name in rules:
             findings.extend(rule(diff))
-    return fold_same_symbol(findings)
+    if rules is not None and "tests" in rules and "security-logic" not in rules:
+        secured = {f.file for f in rule_security_logic(diff)}
+    else:
+        secured = {f.file for f in findings if f.rule == "security-logic" and not f.is_remark}
+    return fold_same_symbol([_untested_gate(f, secured) for f in findings])
+
+
+def _untested_gate(f: Finding, secured: set[str | None]) -> Finding:
+    """An untested change is a finding where the missing test guards security-sensitive logic
+    (the file has a security-logic finding); elsewhere "no test came with it" is an observation
+    (a remark): a refactor, a tidy-up or a change the existing tests already pin reads the same."""
+    if f.rule != "untested-change" or f.is_remark or f.file in secured:
+        return f
+    return replace(f, severity="info", message=f"{f.message} (no security-sensitive logic in it)")

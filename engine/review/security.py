@@ -10,9 +10,9 @@ changes that only rename, re-annotate or re-format are left out too.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-from engine.review.concerns import Match, match
+from engine.review.concerns import Concern, Match, match, named_concerns
 from engine.review.findings import Finding
 from engine.semantic.diff import FileChange, SemanticDiff, SymbolChange
 from engine.semantic.graph import family
@@ -26,6 +26,11 @@ CODE_KINDS = frozenset({"function", "method", "class", "struct", "impl", "module
 # An added symbol is judged only on strong evidence: new code that merely sits in a security
 # module is what the rest of the change calls.
 ADDED_MIN_STRENGTH = 3
+# A call to a concern-named function added in the same change weighs like a name word.
+CALLED_CHECK_STRENGTH = 2
+# Shorter function names (``get``, ``run``) say nothing about what they check.
+MIN_CALLED_NAME = 5
+_CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 _TRAILING_COMMENT = re.compile(r"\s+(#|//).*$")
 # Lines shorter than this (``return x``, ``else:``, ``)``) recur everywhere; they say nothing
 # about whether code moved.
@@ -125,19 +130,36 @@ _HOUSEKEEPING = re.compile(
 _STRING = re.compile(r"""(?:[rbuf]{0,2})('(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""", re.I)
 
 
+# An ``except`` clause's names, to compare handlers with import fallbacks left out.
+_EXCEPT = re.compile(r"^except\s*\(?([\w.,\s]*?)\)?(\s+as\s+\w+)?:$")
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+
+
+def _without_import_fallback(statement: str) -> str:
+    """``except (ImportError, KeyError):`` is ``except KeyError:``: whether a handler also
+    catches a failed import is about which modules are installed, not about what the code
+    allows (a clean-up of old import fallbacks changes nothing a reviewer must check)."""
+    m = _EXCEPT.match(statement)
+    if m is None:
+        return statement
+    names = sorted(n.strip() for n in m.group(1).split(",") if n.strip() and n.strip() not in _IMPORT_ERRORS)
+    return f"except ({', '.join(names)}){m.group(2) or ''}:"
+
+
 def housekeeping_only(delta: tuple[tuple[str, ...], tuple[str, ...]]) -> bool:
-    """The change touches imports, logging, warnings or the texts of messages only."""
-    added = [x for x in delta[0] if _HOUSEKEEPING.match(x) is None]
-    removed = [x for x in delta[1] if _HOUSEKEEPING.match(x) is None]
+    """The change touches imports, logging, warnings, import fallbacks or the texts of
+    messages only."""
+    added = [_without_import_fallback(x) for x in delta[0] if _HOUSEKEEPING.match(x) is None]
+    removed = [_without_import_fallback(x) for x in delta[1] if _HOUSEKEEPING.match(x) is None]
     if not added and not removed:
         return True
     # Only the text of messages changed: the same statements with their strings masked.
     return sorted(_STRING.sub("''", x) for x in added) == sorted(_STRING.sub("''", x) for x in removed)
 
 
-def _symbol_matches(f: FileChange, s: SymbolChange, moved: frozenset[str] = frozenset()) -> list[Match]:
-    if s.kind not in CODE_KINDS or not s.logic_changed:
-        return []
+def _changed_code(f: FileChange, s: SymbolChange, moved: frozenset[str]) -> tuple[str, str]:
+    """(added, removed) code of the symbol's own changed lines: prose, case-only edits, moved
+    lines and inner definitions left out."""
     changed = [c for c in f.symbols if c.change != "removed"]
     added_lines = _own(f.added_lines, _inner_ranges(changed, s, old=False)) if s.change != "removed" else ()
     removed_lines = (
@@ -150,6 +172,18 @@ def _symbol_matches(f: FileChange, s: SymbolChange, moved: frozenset[str] = froz
     added = _without_own_name(_code(added_lines, s.start_line, s.end_line, f.prose_added, moved), leaf)
     removed = _code(removed_lines, s.old_start_line, s.old_end_line, f.prose_removed, moved)
     removed = _without_own_name(removed, (s.old_qualified_name or s.qualified_name).rsplit(".", 1)[-1])
+    return added, removed
+
+
+def _symbol_matches(
+    f: FileChange,
+    s: SymbolChange,
+    moved: frozenset[str] = frozenset(),
+    named_here: Mapping[str, tuple[Concern, ...]] | None = None,
+) -> list[Match]:
+    if s.kind not in CODE_KINDS or not s.logic_changed:
+        return []
+    added, removed = _changed_code(f, s, moved)
     if not added.strip() and not removed.strip():
         return []
     confirm = "\n".join((*s.code_delta[0], *s.code_delta[1])) if s.code_delta is not None else None
@@ -162,9 +196,45 @@ def _symbol_matches(f: FileChange, s: SymbolChange, moved: frozenset[str] = froz
         confirm=confirm,
         strong_only=s.signature_only or (s.code_delta is not None and housekeeping_only(s.code_delta)),
     )
+    if not found and named_here and s.change != "added":
+        found = _calls_changed_check(s, added, named_here)
     if s.change == "added":
         found = [m for m in found if m.strength >= ADDED_MIN_STRENGTH]
     return found
+
+
+def _calls_changed_check(
+    s: SymbolChange, added: str, named_here: Mapping[str, tuple[Concern, ...]]
+) -> list[Match]:
+    """Call-graph evidence: the symbol's new code calls a function this same change adds and
+    whose name places it in a concern (``run`` now calls the new ``_ensure_authed``):
+    the caller is where the check takes effect."""
+    own = s.qualified_name.rsplit(".", 1)[-1]
+    out: list[Match] = []
+    seen: set[str] = set()
+    for name in dict.fromkeys(_CALLED.findall(added)):
+        if name == own or name not in named_here:
+            continue
+        for concern in named_here[name]:
+            if concern.id not in seen:
+                seen.add(concern.id)
+                out.append(Match(concern, (f"calls `{name}`, added here",), CALLED_CHECK_STRENGTH))
+    return out
+
+
+def _named_here(diff: SemanticDiff) -> dict[str, tuple[Concern, ...]]:
+    """Functions the change adds (library code) whose name alone places them in a concern, by
+    their last name part: a new check the rest of the change routes through."""
+    out: dict[str, tuple[Concern, ...]] = {}
+    for f in diff.files:
+        if f.status == "deleted" or not diff.in_library(f.path):
+            continue
+        for s in f.symbols:
+            if s.kind in ("function", "method") and s.change == "added":
+                leaf = s.qualified_name.rsplit(".", 1)[-1]
+                if len(leaf) >= MIN_CALLED_NAME and (concerns := named_concerns(s.qualified_name)):
+                    out[leaf] = concerns
+    return out
 
 
 def _message(s: SymbolChange, matches: list[Match]) -> str:
@@ -177,12 +247,13 @@ def _message(s: SymbolChange, matches: list[Match]) -> str:
 def rule_security_logic(diff: SemanticDiff) -> list[Finding]:
     out: list[Finding] = []
     moved = moved_lines(diff)
+    named_here = _named_here(diff)
     for f in diff.files:
         if f.status == "deleted" or not diff.in_library(f.path):
             continue
         scored: list[tuple[int, SymbolChange, list[Match]]] = []
         for s in f.symbols:
-            matches = _symbol_matches(f, s, moved)
+            matches = _symbol_matches(f, s, moved, named_here)
             if matches:
                 scored.append((sum(m.strength for m in matches), s, matches))
         if not scored:

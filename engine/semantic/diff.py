@@ -213,6 +213,9 @@ class SymbolChange:
     code_delta: tuple[tuple[str, ...], tuple[str, ...]] | None = field(default=None, repr=False)
     # Only the header changed (parameters, defaults, decorators): the body behaves as before.
     signature_only: bool = False
+    # Python, removed functions: their body as normalized statements (the form ``code_delta``
+    # uses), so a rule can tell a helper folded into its caller from new behaviour.
+    body_before: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def signature_changed(self) -> bool:
@@ -901,7 +904,24 @@ def _describe(
         rename_pairs=compared.rename_pairs,
         code_delta=compared.code_delta,
         signature_only=compared.signature_only,
+        body_before=_body_before(old, texts) if new is None and old is not None else (),
     )
+
+
+def _body_before(old: Symbol, texts: _Texts) -> tuple[str, ...]:
+    """A removed Python function's body as normalized statements; () when it cannot be read."""
+    if old.language != "python" or old.kind not in ("function", "method"):
+        return ()
+    if texts.old_side is None or texts.old_index is None:
+        return ()
+    from engine.semantic import surface
+
+    try:
+        norm = surface.python_normalized(texts.old_side.full_text[texts.old_index], texts.old_side.aliases)
+    except (ValueError, TypeError, AttributeError, RecursionError, MemoryError) as exc:
+        _log.warning("%s: could not read the body of removed %s: %s", old.file, old.qualified_name, exc)
+        return ()
+    return norm.lines[norm.header :] if norm is not None else ()
 
 
 def _is_overload(sym: Symbol) -> bool:

@@ -6,7 +6,8 @@ which a security finding is worth a reviewer's time (``security``), and the othe
 reading (``worth``: ``rule=target``). A finding counts as worth reading only when it matches a label;
 everything else is noise or wrong. The held-out third (``split``: fixed by the commit hash) is never
 looked at while tuning and is reported apart; the third batch (``batch``: 3, other repositories)
-was labelled after the second tuning round and never tuned on.
+was labelled after the second tuning round, the fourth (``batch``: 4, starlette, paramiko, pip,
+gunicorn) after the third, each before its first run.
 
 Repositories are not stored here: git history cannot come from a package registry, so the
 benchmark reads clones made by the ``fetch`` tool from ``SEMFORA_BENCH_MIRRORS`` (default
@@ -49,7 +50,8 @@ class LabelledCommit:
     worth: tuple[tuple[str, str], ...]
     advisory: str | None = None
     # 1: labelled before any tuning; 2: distractors labelled after the first tuning round;
-    # 3: other repositories, labelled after the second round and never tuned on.
+    # 3: other repositories, labelled after the second round; 4: four more repositories,
+    # labelled after the third round, before their first run.
     batch: int = 1
 
     @property

@@ -151,14 +151,18 @@ def test_untested_change_is_a_finding_only_on_plain_evidence(make_repo) -> None:
     root = make_repo(
         {
             "pkg/__init__.py": "",
-            "pkg/core.py": "def area(w, h):\n    return w * h\n\n\ndef scale(x):\n    return x\n",
+            "pkg/core.py": "def check_token(a, b):\n    return a == b\n\n\ndef scale(x):\n    return x\n",
             "pkg/static/app.js": "function promptForPin() {\n  return 1;\n}\n",
             **TESTS,
         }
     )
-    # No test changed, the project has Python tests: a finding.
+    # No test changed, the project has Python tests, the code is security-sensitive: a finding.
     findings = _commit(
-        root, {"pkg/core.py": "def area(w, h):\n    return abs(w * h)\n\n\ndef scale(x):\n    return x\n"}
+        root,
+        {
+            "pkg/core.py": "import hmac\n\n\ndef check_token(a, b):\n    return hmac.compare_digest(a, b)\n\n\n"
+            "def scale(x):\n    return x\n"
+        },
     )
     assert [f.file for f in _findings(findings, "untested-change")] == ["pkg/core.py"]
     # JavaScript in a project without JavaScript tests: a remark.
@@ -169,7 +173,8 @@ def test_untested_change_is_a_finding_only_on_plain_evidence(make_repo) -> None:
     findings = _commit(
         root,
         {
-            "pkg/core.py": "def area(w, h):\n    return abs(w * h)\n\n\ndef scale(x):\n    return 2 * x\n",
+            "pkg/core.py": "import hmac\n\n\ndef check_token(a, b):\n    return hmac.compare_digest(a, b)\n\n\n"
+            "def scale(x):\n    return 2 * x\n",
             "tests/test_shapes.py": "def test_shapes():\n    assert True\n",
         },
     )

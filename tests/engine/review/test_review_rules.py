@@ -55,13 +55,16 @@ def test_public_api_change_and_removed_tests(make_repo) -> None:
 def test_code_without_tests_nearby_is_a_low_finding(make_repo) -> None:
     root = make_repo(
         {
-            "src/calc.py": "def add(a, b):\n    return a + b\n",
+            "src/auth.py": "def check_password(a, b):\n    return a == b\n",
             "tests/test_other.py": "def test_other():\n    assert True\n",
         }
     )
-    findings = _commit_change(root, {"src/calc.py": "def add(a, b):\n    return b + a\n"})
+    findings = _commit_change(
+        root,
+        {"src/auth.py": "import hmac\n\n\ndef check_password(a, b):\n    return hmac.compare_digest(a, b)\n"},
+    )
     untested = [f for f in findings if f.rule == "untested-change"]
-    assert untested and untested[0].severity == "low" and untested[0].file == "src/calc.py"
+    assert untested and untested[0].severity == "low" and untested[0].file == "src/auth.py"
     assert decide(findings, "high") == "approved"
     assert decide(findings, "low") == "changes_requested"
 
