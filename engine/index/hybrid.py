@@ -118,13 +118,6 @@ LOCALITY_WEIGHTS = (1.0, 0.5, 0.25)
 # Chunk token lists kept for rescoring, by content hash (process-wide): repeated searches
 # over the same code do not tokenize it again.
 MAX_CACHED_CHUNK_TERMS = 20_000
-# Share of the shown hits (rounded; 2 of 10) that vectors may fill with candidates of their own. The
-# other shown hits of the ranking without vectors (full text and symbols, rescored) stay shown, in
-# the fused order: vectors reorder them and add the rest. On the context set's public part the
-# fusion alone pushed lexical hits at ranks 6-8 out of the top 10 for nearby code that is only
-# similar in meaning (recall@10 0.864 against 0.881 without vectors) while it raised recall@5
-# (0.839 against 0.771); holding the lexical head keeps both (docs/benchmarks.md, "What vectors add").
-VECTOR_SLOTS_SHARE = 0.2
 # Snippet shown per hit, in lines.
 SNIPPET_LINES = 3
 MAX_LIMIT = 200
@@ -697,35 +690,22 @@ def _search(
         worker = threading.Thread(target=vector_lookup, name="semfora-vector-query", daemon=True)
         worker.start()
 
-    # The lexical lists (FTS, symbols) are kept apart from the vector lists: in hybrid mode the
-    # ranking without vectors is also computed, and its head is kept (see LEXICAL_SLOTS_SHARE).
-    fts_lists: list[tuple[list[fts.ChunkRow], float]] = []
-    symbols: list[Symbol] = []
-    symbol_rows: dict[str, fts.ChunkRow] = {}
+    fusion = _Fusion()
     with s.lock:
         s.refresh_stats()
         if mode in ("hybrid", "fts"):
             t = time.perf_counter()
             for q, weight in [(_focus(s, q), w) for q, w in queries]:
                 found_rows = [row for row, _bm25 in fts.search(s.conn, q, limit=SOURCE_POOL, stats=s.stats)]
-                fts_lists.append((found_rows, weight))
+                fusion.add_ranked("fts", found_rows, weight, FTS_CANDIDATES)
             timings["fts_ms"] = round((time.perf_counter() - t) * 1000, 2)
         if mode in ("hybrid", "symbols"):
             t = time.perf_counter()
             symbols = _symbol_list(s.conn, query, long=len(set(_content_terms(query))) > LONG_QUERY_TERMS)
-            symbol_rows = fts.rows_by_symbol_ids(s.conn, [sym.id for sym in symbols])
+            rows = fts.rows_by_symbol_ids(s.conn, [sym.id for sym in symbols])
+            for rank, sym in enumerate(symbols, 1):
+                fusion.add("symbols", rank, 1.0, rows.get(sym.id), sym)
             timings["symbols_ms"] = round((time.perf_counter() - t) * 1000, 2)
-
-    def lexical_fusion() -> _Fusion:
-        out = _Fusion()
-        for found_rows, weight in fts_lists:
-            out.add_ranked("fts", found_rows, weight, FTS_CANDIDATES)
-        for rank, sym in enumerate(symbols, 1):
-            out.add("symbols", rank, 1.0, symbol_rows.get(sym.id), sym)
-        return out
-
-    fusion = lexical_fusion()
-    vector_rows_added = False
     if worker is not None:
         worker.join()
         if vector_error:
@@ -741,18 +721,12 @@ def _search(
             # Chunks deleted since they were embedded have no row and drop out.
             vector_rows = [by_id[cid] for cid, _distance in found if cid in by_id]
             fusion.add_ranked("vector", vector_rows, weight, VECTOR_CANDIDATES)
-            vector_rows_added = vector_rows_added or bool(vector_rows)
 
     ranked = fusion.ranked()
     if rescore and mode == "hybrid" and ranked:
         t = time.perf_counter()
         with s.lock:
-            bodies: dict[str, str | None] = {}  # chunk texts read once for both rescorings
-            ranked = _rescore(s, query, ranked, bodies)
-            if vector_rows_added:
-                lexical = lexical_fusion().ranked()
-                if lexical:
-                    ranked = _keep_lexical_head(ranked, _rescore(s, query, lexical, bodies), limit)
+            ranked = _rescore(s, query, ranked, {})
         timings["rescore_ms"] = round((time.perf_counter() - t) * 1000, 2)
     terms = fts.query_terms(query)
     if use_rerank and ranked:
@@ -841,7 +815,8 @@ def _is_code(c: _Candidate) -> bool:
 def _read_bodies(
     s: _Searcher, rows: list[fts.ChunkRow], memo: dict[str, str | None] | None
 ) -> dict[str, str]:
-    """``chunk_texts`` through ``memo`` (chunk id -> text, None when unreadable) kept for one search."""
+    """``chunk_texts`` through ``memo`` (chunk id -> text, None when unreadable), kept for one search:
+    the rescoring scores the head, then the head with its neighbourhood, and reads each file once."""
     if memo is None:
         return chunk_texts(s.layout.root, rows)
     todo = [r for r in rows if r.chunk_id not in memo]
@@ -903,59 +878,6 @@ def _score_text(
             kind_weight = 1.0
         fused = (1 + RESCORE_RANK_K) / (order[c.key] + RESCORE_RANK_K) if c.fused > 0 else 0.0
         c.score = kind_weight * (W_FUSED * fused + W_LEXICAL * lex / best_lexical)
-
-
-def _keep_lexical_head(fused: list[_Candidate], lexical: list[_Candidate], limit: int) -> list[_Candidate]:
-    """The fused order, except that the first hits of the ranking without vectors stay in the first ``limit``.
-
-    Vectors reorder the shown hits and may bring new ones into the last ``LEXICAL_SLOTS_SHARE`` of
-    them; a hit the full-text and symbol evidence puts in the rest is not pushed out by candidates
-    that are only near the query's meaning. A hit held this way takes the place of the lowest fused
-    hit that is not held; scores are capped down the list so they never increase.
-    """
-    held_count = limit - round(limit * VECTOR_SLOTS_SHARE)
-    held = [c.key for c in _without_nested(lexical, limit)[:held_count]]
-    if not held:
-        return fused
-    shown = _without_nested(fused, limit)
-    shown_keys = {c.key for c in shown}
-    missing = [k for k in held if k not in shown_keys and not _nested_in_any(lexical, k, shown)]
-    if not missing:
-        return fused
-    by_key = {c.key: c for c in fused}
-    by_key.update({c.key: c for c in lexical if c.key not in by_key})
-    held_set = set(held)
-    head = list(shown)
-    while head and len(head) + len(missing) > limit:
-        # Give way from the bottom: the lowest shown hit that is not held.
-        drop = next((i for i in range(len(head) - 1, -1, -1) if head[i].key not in held_set), None)
-        if drop is None:
-            break
-        del head[drop]
-    head += [by_key[k] for k in missing]
-    taken = {c.key for c in head}
-    out = head + [c for c in fused if c.key not in taken]
-    for prev, cur in itertools.pairwise(out):
-        cur.score = min(cur.score, prev.score)
-    return out
-
-
-def _nested_in_any(lexical: list[_Candidate], key: str, shown: list[_Candidate]) -> bool:
-    """Whether the candidate ``key`` is already on view through a shown hit it nests in or around."""
-    cand = next((c for c in lexical if c.key == key), None)
-    row = cand.row if cand is not None else None
-    if row is None or row.kind != "symbol":
-        return False
-    return any(
-        c.row is not None
-        and c.row.kind == "symbol"
-        and c.row.file == row.file
-        and (
-            (c.row.start_line <= row.start_line and row.end_line <= c.row.end_line)
-            or (row.start_line <= c.row.start_line and c.row.end_line <= row.end_line)
-        )
-        for c in shown
-    )
 
 
 def _without_nested(ranked: list[_Candidate], limit: int) -> list[_Candidate]:

@@ -368,9 +368,9 @@ def render_vectors(extra: dict[str, Any]) -> str:
             "",
             "How much vectors could add at most (`tests/bench/vector_ceiling.py`): per task, vector search "
             "alone, hybrid without vectors, the oracle union of their top-10 lists (found when either has a "
-            "gold symbol; its rank is the better of the two) and hybrid with vectors as shipped. Vectors fill "
-            "at most 2 of the 10 hits with candidates of their own and reorder the rest; the first 8 of the "
-            "ranking without vectors stay shown (`hybrid.VECTOR_SLOTS_SHARE`).",
+            "gold symbol; its rank is the better of the two), the deep union (gold in the lexical top 10 or "
+            "anywhere in the vector top 40 the fusion draws from: the most any reordering could reach) and "
+            "hybrid with vectors as shipped.",
             "",
             *vector_ceiling.HEADER,
         ]
