@@ -4,7 +4,8 @@
 The union counts a task found when a gold symbol is in either list's top 10: what a perfect fusion of
 the two top-10 lists could reach. Fused at or near the union means the fusion is not what limits
 vectors; a union near lexical means vectors rarely find what the lexical side misses, and no fusion
-can add much.
+can add much. The deep union (gold in the lexical top 10 or anywhere in the vector top ``DEEP``, the
+candidates the fusion draws from) is the most any reordering of those candidates could reach.
 
 Sets: the context set (``tests/bench/queries/context``, 12 corpora) and the Flask + Django query set
 (``tests/bench/queries/tasks.json``, bench_search's default). Per-task rows are printed (and written
