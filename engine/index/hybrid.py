@@ -723,7 +723,7 @@ def _search(
     if rescore and mode == "hybrid" and ranked:
         t = time.perf_counter()
         with s.lock:
-            ranked = _rescore(s, query, ranked)
+            ranked = _rescore(s, query, ranked, {})
         timings["rescore_ms"] = round((time.perf_counter() - t) * 1000, 2)
     terms = fts.query_terms(query)
     if use_rerank and ranked:
@@ -748,7 +748,9 @@ def _stems_of(s: _Searcher, key: str, text: str) -> tuple[str, ...]:
     return found
 
 
-def _rescore(s: _Searcher, query: str, ranked: list[_Candidate]) -> list[_Candidate]:
+def _rescore(
+    s: _Searcher, query: str, ranked: list[_Candidate], bodies: dict[str, str | None] | None = None
+) -> list[_Candidate]:
     """The head of the fused list ordered again by fusion and by each candidate's whole text (see RESCORE_DEPTH)."""
 
     def frequencies(words: Sequence[str]) -> tuple[int, Mapping[str, int]]:
@@ -765,7 +767,7 @@ def _rescore(s: _Searcher, query: str, ranked: list[_Candidate]) -> list[_Candid
     head, tail = ranked[:RESCORE_DEPTH], ranked[RESCORE_DEPTH:]
     for c in head:
         c.fused = c.score
-    _score_text(s, head, terms)
+    _score_text(s, head, terms, bodies)
     # The neighbourhood: the other definitions of the files the head implicates most.
     files = list(dict.fromkeys(_file_of(c) for c in sorted(head, key=lambda c: -c.score) if _is_code(c)))
     seen = {c.key for c in ranked}
@@ -783,7 +785,7 @@ def _rescore(s: _Searcher, query: str, ranked: list[_Candidate]) -> list[_Candid
                 seen.add(key)
                 extra.append(_Candidate(key, row, None))
     if extra:  # the whole pool scored together: lexical scores are scaled by the pool's best
-        _score_text(s, head + extra, terms)
+        _score_text(s, head + extra, terms, bodies)
     pool = head + extra
     strength: dict[str, list[float]] = {}
     for c in pool:
@@ -807,7 +809,24 @@ def _is_code(c: _Candidate) -> bool:
     return not (c.row is not None and c.row.kind == "prose") and not is_test_path(_file_of(c))
 
 
-def _score_text(s: _Searcher, head: list[_Candidate], terms: TaskTerms) -> None:
+def _read_bodies(
+    s: _Searcher, rows: list[fts.ChunkRow], memo: dict[str, str | None] | None
+) -> dict[str, str]:
+    """``chunk_texts`` through ``memo`` (chunk id -> text, None when unreadable), kept for one search:
+    the rescoring scores the head, then the head with its neighbourhood, and reads each file once."""
+    if memo is None:
+        return chunk_texts(s.layout.root, rows)
+    todo = [r for r in rows if r.chunk_id not in memo]
+    if todo:
+        found = chunk_texts(s.layout.root, todo)
+        for r in todo:
+            memo[r.chunk_id] = found.get(r.chunk_id)
+    return {r.chunk_id: text for r in rows if (text := memo.get(r.chunk_id)) is not None}
+
+
+def _score_text(
+    s: _Searcher, head: list[_Candidate], terms: TaskTerms, memo: dict[str, str | None] | None = None
+) -> None:
     """Each candidate's score: its fused order and its whole text's lexical score, both in [0, 1]."""
     symbol_ids = [c.row.symbol_id if c.row is not None else c.key for c in head]
     # Every part of each candidate's definition (a long one is cut into several chunks), with
@@ -824,7 +843,7 @@ def _score_text(s: _Searcher, head: list[_Candidate], terms: TaskTerms) -> None:
             row = fts.ChunkRow(*values)
             part_rows.setdefault(row.symbol_id or "", []).append(row)
     own = [c.row for c in head if c.row is not None]
-    bodies = chunk_texts(s.layout.root, [r for rows in part_rows.values() for r in rows] + own)
+    bodies = _read_bodies(s, [r for rows in part_rows.values() for r in rows] + own, memo)
     parts: dict[str, list[tuple[str, str]]] = {
         sid: [(r.content_hash, bodies[r.chunk_id]) for r in rows if r.chunk_id in bodies]
         for sid, rows in part_rows.items()

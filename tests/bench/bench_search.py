@@ -14,6 +14,8 @@ Writes the ``search`` section of docs/benchmarks.md:
 5. The same quality and latency figures for Flask indexed into a real `chroma run` server.
 6. The context benchmark's task set (``tests/bench/queries/context``, 12 corpora): recall@10 and code
    coverage of the context pack with and without vectors, public and held-out apart.
+7. The ceiling (``tests.bench.vector_ceiling``) on both sets: vector alone, lexical, their oracle union
+   and the shipped fusion (recall@5/10, MRR@10), public and held-out apart.
 
 Run: ``.venv/bin/python -m tests.bench.bench_search`` (needs CPU torch and the ``[local-embed]``
 extra; ``--no-vectors``, ``--vector-budget S``, ``--no-server`` and ``--no-rerank`` trim it).
@@ -358,6 +360,23 @@ def render_vectors(extra: dict[str, Any]) -> str:
                 f"{label}: vectors add {delta:+.2f} recall@10 to hybrid"
                 + (" (target on the held-out part: +0.08)." if label == "held-out" else ".")
             )
+    ceiling: list[dict[str, Any]] = extra.get("ceiling", [])
+    if ceiling:
+        from tests.bench import vector_ceiling
+
+        out += [
+            "",
+            "How much vectors could add at most (`tests/bench/vector_ceiling.py`): per task, vector search "
+            "alone, hybrid without vectors, the oracle union of their top-10 lists (found when either has a "
+            "gold symbol; its rank is the better of the two), the deep union (gold in the lexical top 10 or "
+            "anywhere in the vector top 40 the fusion draws from: the most any reordering could reach) and "
+            "hybrid with vectors as shipped.",
+            "",
+            *vector_ceiling.HEADER,
+        ]
+        for result in ceiling:
+            out += vector_ceiling.render(result)
+        out += [""] + [vector_ceiling.summary(result) for result in ceiling]
     ctx: dict[str, dict[str, list[float]]] = extra.get("context_set", {})
     if ctx:
         out += [
@@ -489,6 +508,13 @@ def main(argv: list[str] | None = None) -> int:
         extra["added"] = what_vectors_add(corpora)
         if not args.no_context_set:
             extra["context_set"] = context_set(args.vector_budget)
+        from tests.bench import vector_ceiling
+
+        extra["ceiling"] = [
+            vector_ceiling.run(name, heldout)
+            for name in ("flask-django", *(() if args.no_context_set else ("context",)))
+            for heldout in (False, True)
+        ]
         django_layout, django_settings = corpora["django"]
         extra["throughput"] = throughput(django_layout.index_db, django_layout.root)
         root = django_layout.root
