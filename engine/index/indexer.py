@@ -22,7 +22,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -1313,9 +1313,20 @@ def _discover(
         settings.index, extra=f"schema{SCHEMA_VERSION};deny={sorted(settings.edits.deny)}"
     )
     before = None if rebuilt else changes.WorktreeState.from_json(_meta(conn, META_WORKTREE))
-    now = changes.capture(root, key)
     indexed = conn.execute("SELECT 1 FROM files LIMIT 1").fetchone() is not None
-    paths = changes.changed_since(root, before, now) if indexed else None
+    if not indexed:
+        # A first build needs the work-tree state only to record it: `git status` (most of a
+        # second on a large tree, spent in git) runs beside discovery instead of before it. The
+        # thread has ended before any worker is forked.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="semfora-status") as side:
+            state = side.submit(changes.capture, root, key)
+            found = discover(root, settings.index, deny=settings.edits.deny)
+            now = state.result()
+        if progress:
+            progress(PHASE_DISCOVER, len(found.candidates), len(found.candidates))
+        return found, None, before, now
+    now = changes.capture(root, key)
+    paths = changes.changed_since(root, before, now)
     if paths is None:
         found = discover(root, settings.index, deny=settings.edits.deny)
         scope = None
