@@ -353,17 +353,23 @@ def refresh_text_index(
     )
 
 
-def _finish_prefilled(
-    conn: sqlite3.Connection, report: Any, prose: list[str]
-) -> tuple[list[str], list[str], list[str], _Writes, int]:
-    """Record the state a cold build's own text index matches, and merge its FTS segments."""
-    conn.execute("INSERT OR REPLACE INTO text_meta VALUES ('generation', ?)", (str(time.time_ns()),))
+def _record_state(conn: sqlite3.Connection, report: Any, *, changed: bool) -> None:
+    """Commit the refresh with the work-tree state it matches (and a new generation if it changed)."""
+    if changed:
+        conn.execute("INSERT OR REPLACE INTO text_meta VALUES ('generation', ?)", (str(time.time_ns()),))
     state_after = getattr(report, "state_after", None)
     if state_after is not None:
         conn.execute("INSERT OR REPLACE INTO text_meta VALUES (?, ?)", (META_SYNCED_STATE, state_after))
     else:
         conn.execute("DELETE FROM text_meta WHERE key = ?", (META_SYNCED_STATE,))
     conn.commit()
+
+
+def _finish_prefilled(
+    conn: sqlite3.Connection, report: Any, prose: list[str]
+) -> tuple[list[str], list[str], list[str], _Writes, int]:
+    """Record the state a cold build's own text index matches, and merge its FTS segments."""
+    _record_state(conn, report, changed=True)
     total_chunks = fts.chunk_count(conn)
     fts.optimize(conn)
     return [], sorted(prose), [], _Writes([], []), total_chunks
@@ -454,14 +460,7 @@ def _refresh(
         if len(writes.records) >= INSERT_BATCH_CHUNKS:
             writes.flush(conn)
     writes.flush(conn)
-    if really_changed or deleted:
-        conn.execute("INSERT OR REPLACE INTO text_meta VALUES ('generation', ?)", (str(time.time_ns()),))
-    state_after = getattr(report, "state_after", None)
-    if state_after is not None:
-        conn.execute("INSERT OR REPLACE INTO text_meta VALUES (?, ?)", (META_SYNCED_STATE, state_after))
-    else:
-        conn.execute("DELETE FROM text_meta WHERE key = ?", (META_SYNCED_STATE,))
-    conn.commit()
+    _record_state(conn, report, changed=bool(really_changed or deleted))
     total_chunks = fts.chunk_count(conn)
     if optimize or writes.chunks_written >= max(1, OPTIMIZE_SHARE * total_chunks):
         fts.optimize(conn)
