@@ -21,7 +21,6 @@ import logging
 import os
 import socket
 import socketserver
-import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -47,7 +46,6 @@ class _Served:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.generations: dict[str, str | None] = {}
 
     def searcher(self, request: dict[str, Any]) -> Any:
         from engine.config import load_settings
@@ -71,39 +69,8 @@ class _Served:
         ollama = base.ollama.model_copy(update={"host": str(request.get("ollama_host") or base.ollama.host)})
         settings = base.model_copy(update={"search": search, "ollama": ollama})
         with self.lock:
-            generation = _vector_generation(layout.index_db)
-            key = str(layout.index_db)
-            if key in self.generations and self.generations[key] != generation:
-                _reopen_stores()
-            self.generations[key] = generation
+            # The searcher reopens an embedded store another process embedded into since.
             return VectorSearcher.for_repo(layout, settings)
-
-
-def _vector_generation(index_db: Path) -> str | None:
-    try:
-        conn = sqlite3.connect(f"file:{index_db}?mode=ro", uri=True, timeout=5)
-    except sqlite3.Error:
-        return None
-    try:
-        row = conn.execute("SELECT value FROM text_meta WHERE key='vector_generation'").fetchone()
-        return None if row is None else str(row[0])
-    except sqlite3.Error:
-        return None
-    finally:
-        conn.close()
-
-
-def _reopen_stores() -> None:
-    """Forget every client and searcher: the next query reopens the store and sees the new vectors."""
-    from engine.index.chroma import reset_clients
-    from engine.index.vectors import VectorSearcher
-
-    VectorSearcher.forget_all()
-    reset_clients()
-    with contextlib.suppress(ImportError):
-        from chromadb.api.shared_system_client import SharedSystemClient
-
-        SharedSystemClient.clear_system_cache()
 
 
 def _handle(served: _Served, request: dict[str, Any]) -> dict[str, Any]:

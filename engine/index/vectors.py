@@ -400,9 +400,12 @@ class VectorIndexer:
             if progress is not None:
                 progress(f"embedding chunks with {embedder.spec}", done, total)
         if done or orphans or missing or reembed:
-            # Long-lived readers (the vector query service) reopen an embedded store when this changes.
-            _set_meta(conn, "vector_generation", str(time.time_ns()))
+            # Long-lived readers (the app, the MCP server, the query service) reopen an embedded
+            # store when this changes; this process's own client already holds the new vectors.
+            generation = str(time.time_ns())
+            _set_meta(conn, GENERATION_KEY, generation)
             conn.commit()
+            VectorSearcher.note_generation(self.layout, generation)
         return report(cancelled=cancelled)
 
 
@@ -413,6 +416,38 @@ def use_query_service(enabled: bool = True) -> None:
     """Called by one-shot commands (`semfora search`, `context`): ask the shared query service
     (``engine.index.query_service``, through ``engine.index.query_client``) instead of importing chromadb and loading a model here."""
     _service_role[0] = enabled
+
+
+# text_meta key: changes whenever an index run changes what the vector store holds.
+GENERATION_KEY = "vector_generation"
+
+
+def vector_generation(layout: RepoLayout) -> str | None:
+    """The vector record's generation as index.db holds it now (None: never embedded, or unreadable)."""
+    try:
+        conn = sqlite3.connect(f"file:{layout.index_db}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error:
+        return None
+    try:
+        return _meta(conn, GENERATION_KEY)
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+
+
+def reopen_stores() -> None:
+    """Forget every Chroma client and searcher: the next query reopens the store from disk."""
+    import contextlib
+
+    from engine.index.chroma import reset_clients
+
+    VectorSearcher.forget_all()
+    reset_clients()
+    with contextlib.suppress(ImportError):
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        SharedSystemClient.clear_system_cache()
 
 
 def _searcher_key(layout: RepoLayout, settings: Settings) -> tuple[str, str]:
@@ -429,6 +464,8 @@ class VectorSearcher:
 
     _cache: dict[tuple[str, str], VectorSearcher] = {}
     _cache_lock = threading.Lock()
+    # Per index.db: the vector generation this process's embedded clients reflect.
+    _generations: dict[str, str | None] = {}
 
     def __init__(self, layout: RepoLayout, settings: Settings, choice: EmbedderChoice) -> None:
         self.layout = layout
@@ -447,6 +484,7 @@ class VectorSearcher:
             if service_enabled(settings):
                 return RemoteVectorSearcher.for_repo(layout, settings)  # type: ignore[return-value]
         key = _searcher_key(layout, settings)
+        cls._follow_other_processes(layout, settings)
         with cls._cache_lock:
             found = cls._cache.get(key)
             if found is None:
@@ -455,9 +493,36 @@ class VectorSearcher:
             return found
 
     @classmethod
+    def _follow_other_processes(cls, layout: RepoLayout, settings: Settings) -> None:
+        """Reopen an embedded store another process has embedded into since this one opened it.
+
+        An embedded Chroma keeps its index in this process's memory, so vectors another process
+        adds (`semfora index` in a second terminal while the app runs) stay invisible until the
+        store is reopened; a server answers from its own state and needs none of this.
+        """
+        generation = vector_generation(layout)
+        db = str(layout.index_db)
+        with cls._cache_lock:
+            known = db in cls._generations
+            seen = cls._generations.get(db)
+            cls._generations[db] = generation
+        if known and seen != generation and not chroma_store(layout, settings).is_server:
+            log.info("vectors changed on disk (generation %s -> %s): reopening the store", seen, generation)
+            reopen_stores()
+            with cls._cache_lock:
+                cls._generations[db] = generation
+
+    @classmethod
+    def note_generation(cls, layout: RepoLayout, generation: str) -> None:
+        """This process wrote ``generation`` through its own client: nothing to reopen for it."""
+        with cls._cache_lock:
+            cls._generations[str(layout.index_db)] = generation
+
+    @classmethod
     def forget_all(cls) -> None:
         with cls._cache_lock:
             cls._cache.clear()
+            cls._generations.clear()
 
     @property
     def enabled(self) -> bool:
