@@ -27,8 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from engine.index.query_client import MAX_LINE, PROTOCOL, socket_path
-from engine.index.query_client import _request as _request  # the tests' ping
-from engine.index.query_client import stop_service as stop_service
 from engine.repo.layout import RepoLayout, cache_home
 
 log = logging.getLogger("semfora.index.query_service")

@@ -198,7 +198,7 @@ def throughput(index_db: Path, root: Path) -> dict[str, float]:
 
 def fresh_process(root: Path, env: dict[str, str], mode: str = "hybrid") -> list[float]:
     """Wall seconds of fresh `semfora search` processes; the first is the cold one (service not running)."""
-    from engine.index.query_service import stop_service
+    from engine.index.query_client import stop_service
 
     stop_service()
     times = []
@@ -529,7 +529,7 @@ def main(argv: list[str] | None = None) -> int:
             ),
             "vectors off (FTS + symbols)": fresh_process(root, _cli_env("none")),
         }
-        from engine.index.query_service import stop_service
+        from engine.index.query_client import stop_service
 
         stop_service()
         extra["parts"] = process_parts()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.index import query_service
+from engine.index import query_client, query_service
 from tests.conftest import run_semfora
 from tests.engine.index.conftest import AUTH_PY, README, ROUTES_PY
 
@@ -25,7 +25,7 @@ def service(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     try:
         yield
     finally:
-        query_service.stop_service()
+        query_client.stop_service()
 
 
 def _vector_search(root: Path, query: str) -> list[dict]:
@@ -37,7 +37,7 @@ def _vector_search(root: Path, query: str) -> list[dict]:
 
 
 def _pid() -> int:
-    return int(query_service._request({"op": "ping"})["pid"])
+    return int(query_client._request({"op": "ping"})["pid"])
 
 
 def test_a_fresh_search_starts_the_service_and_the_next_one_reuses_it(
