@@ -61,7 +61,9 @@ RULES_CLASSES: dict[str, str] = {
 FULL_NAMES = frozenset(info.name for info in FULL_LANGUAGES)
 
 # Event codes for the sweep; the order breaks ties between captures starting at one byte.
-_DEF, _SCOPE, _NEST, _TRY, _BRANCH, _CALL, _GLOBAL, _NEST_BRANCH = range(8)
+# ``_CALLEE`` is a call's function node (``@callee``), captured instead of the call by queries
+# that can tell the callable shapes apart (Python): it starts where its call starts.
+_DEF, _SCOPE, _NEST, _TRY, _BRANCH, _CALL, _GLOBAL, _NEST_BRANCH, _CALLEE = range(9)
 # When two patterns capture one node, the more specific kind wins ("struct" over "type").
 _KIND_RANK = {"variable": 0, "type": 1}
 _FUNCTION_KINDS = frozenset({"function", "method"})
@@ -75,6 +77,7 @@ _SIMPLE_CAPTURES = {
     "try": _TRY,
     "branch": _BRANCH,
     "call": _CALL,
+    "callee": _CALLEE,
     "global": _GLOBAL,
 }
 
@@ -248,6 +251,7 @@ class _Sweep:
         seen: set[tuple[int, int]] = set()
         module_calls = self.module_calls
         marked_calls = rules.marked_calls
+        callee_parts = rules.callee_parts
         for start, neg_end, code, index in events:
             while stack and stack[-1][0] <= start:
                 stack.pop()
@@ -263,15 +267,16 @@ class _Sweep:
                     stack.append((-neg_end, record, False, 0, (record.qualified, record.kind)))
                 continue
             owner = top[1]
-            if code == _CALL:
-                parts = rules.call_parts(node, src)
+            if code in (_CALLEE, _CALL):
+                parts = callee_parts(node, src) if code == _CALLEE else rules.call_parts(node, src)
                 if parts is None:
                     continue
                 awaited = bool(awaited_calls) and (start, -neg_end) in awaited_calls
                 call = CallSite(parts[0], parts[1], node.start_point.row + 1, awaited, top[2])
                 (owner.calls if owner is not None else module_calls).append(call)
                 if owner is not None and parts[0] in marked_calls and parts[1] is None:
-                    mark = rules.call_mark(node, parts[0], src)
+                    call_node = node if code == _CALL else node.parent
+                    mark = rules.call_mark(call_node, parts[0], src) if call_node is not None else None
                     if mark is not None:
                         owner.marks.append(mark)
             elif code == _BRANCH:

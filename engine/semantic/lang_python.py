@@ -5,11 +5,16 @@ Only interprets nodes the Python query captured; the walk is in ``extract.py``.
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
-from engine.semantic.lang_base import LangRules, first_doc_line, short_text, text
+from engine.semantic.lang_base import RECEIVER_MAX_BYTES, LangRules, first_doc_line, short_text, text
 from engine.semantic.model import ImportRef
 
+# A callee of only these bytes is a dotted name whose tree its text decides: ``a.b.c`` is
+# attribute(object: ``a.b``, attribute: ``c``), so its parts come from splitting at the last dot.
+_DOTTED = re.compile(rb"[A-Za-z0-9_.]+")
 # Docstrings are recognised by these string prefixes (after optional r/b/u/f letters).
 _QUOTES = ('"""', "'''", '"', "'")
 
@@ -90,10 +95,19 @@ class PythonRules(LangRules):
         func = node.child_by_field_name("function")
         if func is None:
             return None
+        return self.callee_parts(func, src)
+
+    def callee_parts(self, func: Node, src: bytes) -> tuple[str, str | None] | None:
+        """(name, receiver) of a call's function node; the query captures these (``@callee``)."""
         kind = func.type
         if kind == "identifier":
-            return text(func, src), None
+            return src[func.start_byte : func.end_byte].decode("utf-8", "replace"), None
         if kind == "attribute":
+            raw = src[func.start_byte : func.end_byte]
+            if _DOTTED.fullmatch(raw) is not None and not func.has_error:
+                # Split from its bytes: asking the tree for both fields cost ~0.1 s on Django.
+                receiver, _, name = raw.decode("ascii").rpartition(".")
+                return name, receiver if len(receiver) <= RECEIVER_MAX_BYTES else None
             attr = func.child_by_field_name("attribute")
             return text(attr, src), short_text(func.child_by_field_name("object"), src)
         return None
