@@ -15,6 +15,8 @@ from engine.semantic.model import ImportRef
 # A callee of only these bytes is a dotted name whose tree its text decides: ``a.b.c`` is
 # attribute(object: ``a.b``, attribute: ``c``), so its parts come from splitting at the last dot.
 _DOTTED = re.compile(rb"[A-Za-z0-9_.]+")
+# Bytes that any skipped parameter (comment, keyword or positional separator) contains.
+_MAY_SKIP = re.compile(rb"[#*/]")
 # Docstrings are recognised by these string prefixes (after optional r/b/u/f letters).
 _QUOTES = ('"""', "'''", '"', "'")
 
@@ -33,6 +35,7 @@ class PythonRules(LangRules):
     comment_types = frozenset({"comment"})
     self_names = frozenset({"self", "cls"})
     param_skip_types = frozenset({"comment", "keyword_separator", "positional_separator"})
+    comment_marker = b"#"
 
     def outer_node(self, node: Node) -> Node:
         parent = node.parent
@@ -74,6 +77,15 @@ class PythonRules(LangRules):
         params = node.child_by_field_name("parameters")
         if params is None:
             return 0
+        if not _MAY_SKIP.search(src, params.start_byte, params.end_byte):
+            # No comment, bare ``*`` or ``/`` among the parameters: each named child counts
+            # but a leading self (~0.03 s on Django, against asking every child its type).
+            count = params.named_child_count
+            if count and kind == "method":
+                first = params.named_child(0)
+                if first is not None and first.type == "identifier" and text(first, src) in self.self_names:
+                    count -= 1
+            return count
         count = 0
         for index, child in enumerate(params.named_children):
             if child.type in self.param_skip_types:

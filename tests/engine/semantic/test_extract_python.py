@@ -209,8 +209,10 @@ def test_call_names_and_receivers_for_each_callee_shape() -> None:
 @given(
     st.lists(
         st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,30}", fullmatch=True).filter(
-            lambda w: w not in {"None", "True", "False", "await", "lambda", "not"}
-            and not __import__("keyword").iskeyword(w)
+            lambda w: (
+                w not in {"None", "True", "False", "await", "lambda", "not"}
+                and not __import__("keyword").iskeyword(w)
+            )
         ),
         min_size=1,
         max_size=6,
@@ -223,3 +225,51 @@ def test_dotted_callee_splits_at_its_last_dot(parts: list[str]) -> None:
     (call,) = fn.calls
     receiver = ".".join(parts[:-1]) or None
     assert (call.name, call.receiver) == (parts[-1], receiver if receiver and len(receiver) <= 80 else None)
+
+
+HEADERS = b'''
+class Shapes:
+    def plain(self, a, b=1/2):
+        pass
+
+    def slashed(self, a, /, b, *, c):
+        pass
+
+    def commented(
+        self,  # why
+        a,  # the first
+    ) -> int:  # after the colon
+        return a
+
+    def hashed(self, a="#", *args, **kw) -> "Dict[str, int]":
+        pass
+
+    @classmethod
+    def make(cls, x):
+        pass
+
+    def lonely(
+        self,
+    ):
+        """Doc # not a comment."""
+
+
+def free(self, other):
+    pass
+'''
+
+
+def test_signature_and_arity_for_each_header_shape() -> None:
+    """What ``semfora symbols`` shows for headers with and without comments, ``*``, ``/``, self."""
+    analysis = analyze_source("shapes.py", HEADERS)
+    got = {s.qualified_name: (s.signature, s.arity) for s in analysis.symbols}
+    assert got == {
+        "Shapes": ("class Shapes", 0),
+        "Shapes.plain": ("def plain(self, a, b=1/2)", 2),
+        "Shapes.slashed": ("def slashed(self, a, /, b, *, c)", 3),
+        "Shapes.commented": ("def commented( self, a, ) -> int", 1),
+        "Shapes.hashed": ('def hashed(self, a="#", *args, **kw) -> "Dict[str, int]"', 3),
+        "Shapes.make": ("def make(cls, x)", 1),
+        "Shapes.lonely": ("def lonely( self, )", 0),
+        "free": ("def free(self, other)", 2),  # a function's first parameter is never a receiver
+    }
