@@ -198,6 +198,10 @@ class LangRules:
             first = before
         return collapse(strip_comment(text(first, src)))
 
+    # True when a definition can have decorators only if ``outer_node`` wraps it (Python's
+    # decorated_definition): the extractor then asks ``decorators`` only for wrapped ones.
+    decorators_need_wrapper: bool = False
+
     def decorators(self, node: Node, src: bytes) -> tuple[str, ...]:
         return ()
 

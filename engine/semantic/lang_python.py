@@ -36,6 +36,7 @@ class PythonRules(LangRules):
     self_names = frozenset({"self", "cls"})
     param_skip_types = frozenset({"comment", "keyword_separator", "positional_separator"})
     comment_marker = b"#"
+    decorators_need_wrapper = True
 
     def outer_node(self, node: Node) -> Node:
         parent = node.parent

@@ -273,3 +273,18 @@ def test_signature_and_arity_for_each_header_shape() -> None:
         "Shapes.lonely": ("def lonely( self, )", 0),
         "free": ("def free(self, other)", 2),  # a function's first parameter is never a receiver
     }
+
+
+def test_extracted_symbols_are_whole_symbols() -> None:
+    """Extraction fills every field of each Symbol (it builds them without ``__init__``)."""
+    import pickle
+    from dataclasses import fields, replace
+
+    from engine.semantic.model import Symbol
+
+    names = [f.name for f in fields(Symbol)]
+    for symbol in analyze_source("pkg/client.py", SOURCE).symbols:
+        assert list(vars(symbol)) == names
+        assert symbol == Symbol(**vars(symbol)) and hash(symbol) == hash(Symbol(**vars(symbol)))
+        assert pickle.loads(pickle.dumps(symbol)) == symbol
+        assert replace(symbol, doc="x").doc == "x"
