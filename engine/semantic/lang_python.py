@@ -17,6 +17,8 @@ from engine.semantic.model import ImportRef
 _DOTTED = re.compile(rb"[A-Za-z0-9_.]+")
 # Bytes that any skipped parameter (comment, keyword or positional separator) contains.
 _MAY_SKIP = re.compile(rb"[#*/]")
+# Bytes that only a comment or a line continuation (``\\``) puts in a definition's header.
+_HEADER_EXTRAS = re.compile(rb"[#\\]")
 # Docstrings are recognised by these string prefixes (after optional r/b/u/f letters).
 _QUOTES = ('"""', "'''", '"', "'")
 
@@ -43,6 +45,17 @@ class PythonRules(LangRules):
         if parent is not None and parent.type == "decorated_definition":
             return parent
         return node
+
+    def signature(self, node: Node, src: bytes) -> str:
+        body = node.child_by_field_name("body")
+        if body is not None and not node.has_error:
+            header = src[node.start_byte : body.start_byte]
+            if header.isascii() and header.rstrip().endswith(b":") and not _HEADER_EXTRAS.search(header):
+                # Nothing but whitespace follows the header's ``:``, and there is no comment to cut:
+                # its text up to the body is the signature (the trailing ``:`` and blanks are
+                # stripped either way). Not listing the def's children: ~0.04 s on Django.
+                return self._header(src, node.start_byte, body.start_byte, [], body)
+        return super().signature(node, src)
 
     def doc(self, node: Node, src: bytes) -> str:
         body = node.child_by_field_name("body")

@@ -248,6 +248,13 @@ class Shapes:
     def make(cls, x):
         pass
 
+    def continued(self, a) \\
+            -> int:
+        pass
+
+    def caf\xc3\xa9(self):  \xe2\x80\x8b
+        pass
+
     def lonely(
         self,
     ):
@@ -270,6 +277,8 @@ def test_signature_and_arity_for_each_header_shape() -> None:
         "Shapes.commented": ("def commented( self, a, ) -> int", 1),
         "Shapes.hashed": ('def hashed(self, a="#", *args, **kw) -> "Dict[str, int]"', 3),
         "Shapes.make": ("def make(cls, x)", 1),
+        "Shapes.continued": ("def continued(self, a) \\ -> int", 1),
+        "Shapes.caf\u00e9": ("def caf\u00e9(self)", 0),
         "Shapes.lonely": ("def lonely( self, )", 0),
         "free": ("def free(self, other)", 2),  # a function's first parameter is never a receiver
     }
