@@ -245,17 +245,17 @@ class _Sweep:
             events.extend((n.start_byte, -n.end_byte, code, base + i) for i, n in enumerate(nodes))
         events.sort()
         # Stack entries: (end_byte, owner def, in_try, nesting depth, container (prefix, kind) or None).
-        stack: list[tuple[int, _Def | None, bool, int, tuple[str, str] | None]] = []
-        top: tuple[int, _Def | None, bool, int, tuple[str, str] | None] = _ROOT_TOP
+        # Module level is the bottom entry, never popped (its end is past any file).
+        stack: list[tuple[int, _Def | None, bool, int, tuple[str, str] | None]] = [_ROOT_TOP]
         kinds = self._kinds
         seen: set[tuple[int, int]] = set()
         module_calls = self.module_calls
         marked_calls = rules.marked_calls
         callee_parts = rules.callee_parts
         for start, neg_end, code, index in events:
-            while stack and stack[-1][0] <= start:
+            while stack[-1][0] <= start:
                 stack.pop()
-            top = stack[-1] if stack else _ROOT_TOP
+            top = stack[-1]
             node = nodes_by_index[index]
             if code == _DEF:
                 key = (start, -neg_end)
