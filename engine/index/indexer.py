@@ -125,6 +125,7 @@ class IndexReport:
     chunks_prefilled: int = 0
     # The prose files this run chunked too (a cold build): the text refresh has nothing left to list.
     prose_prefilled: tuple[str, ...] | None = None
+    text_merged: bool = False  # and merged the text index's segments (the refresh need not)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -605,6 +606,7 @@ class _Writer:
         self.chunk_records: list[tuple[object, ...]] = []
         self.text_files: list[tuple[object, ...]] = []
         self.chunks_written = 0
+        self.text_merged = False  # the text index's segments were merged during this load
         self.pending_terms = bulk
         if bulk:
             conn.execute("CREATE TEMP TABLE IF NOT EXISTS pending_terms (sid INTEGER, terms TEXT)")
@@ -790,7 +792,7 @@ def _resolve_graphs(
     progress: ProgressFn | None,
     preloaded: _Writer | None = None,
     workers: int = 1,
-    while_waiting: Callable[[], None] | None = None,
+    while_waiting: Callable[[Callable[[], bool]], None] | None = None,
     shard_dir: Path | None = None,
     shards: Sequence[str] = (),
 ) -> None:
@@ -1047,13 +1049,14 @@ def _resolve_bulk(
     workers: int,
     shard_dir: Path | None,
     progress: ProgressFn | None,
-    while_waiting: Callable[[], None] | None = None,
+    while_waiting: Callable[[Callable[[], bool]], None] | None = None,
 ) -> None:
     """Resolve every waiting call site and insert it, resolved, into ``calls``.
 
     With several cores, forked workers share the definitions copy-on-write, each resolves
     slices into databases of its own, and the parent copies them in order; ``while_waiting``
-    runs once the work is handed out (the parent builds indexes there instead of idling).
+    runs once the work is handed out (the parent builds indexes there instead of idling), with a
+    function that says whether the workers are still at it (so it may do optional work too).
     """
     import multiprocessing
 
@@ -1072,7 +1075,7 @@ def _resolve_bulk(
         progress(PHASE_RESOLVE, 0, total_files)
     if not parallel:
         if while_waiting is not None:
-            while_waiting()
+            while_waiting(lambda: False)  # this process resolves: there is nothing to wait for
         for job in jobs:
             rows = _resolved_rows(resolving, job.shard, job.lo, job.hi)
             while True:
@@ -1088,10 +1091,11 @@ def _resolve_bulk(
     try:
         ctx = multiprocessing.get_context("fork")
         with worker_pool(workers, ctx) as pool:
-            done = pool.map(_resolve_slice, jobs)
+            futures = [pool.submit(_resolve_slice, job) for job in jobs]
             if while_waiting is not None:
-                while_waiting()
-            for index, (job, count) in enumerate(zip(jobs, done, strict=True)):
+                while_waiting(lambda: not all(f.done() for f in futures))
+            for index, (job, future) in enumerate(zip(jobs, futures, strict=True)):
+                count = future.result()
                 # A database read inside the open transaction cannot be detached before the
                 # commit: each slice gets its own name, and is detached by _detach_shards.
                 conn.execute("ATTACH DATABASE ? AS ?", (job.out, f"{SHARD_ALIAS}{index}"))
@@ -1261,11 +1265,20 @@ def _compact_if_sparse(layout: RepoLayout) -> None:
         conn.close()
 
 
-def _store_terms_and_index(writer: _Writer, conn: sqlite3.Connection) -> None:
+def _store_terms_and_index(
+    writer: _Writer, conn: sqlite3.Connection, still_resolving: Callable[[], bool]
+) -> None:
     """The bulk load's work that needs no resolved call: the search terms, then every
-    secondary index except those on calls."""
+    secondary index except those on calls; then, if the workers are still resolving calls,
+    the text index's segment merge, which would otherwise run after the commit with the
+    other core idle (a second of ansible's build)."""
     writer.flush_terms()
     create_secondary_indexes(conn, skip_tables=LATE_TABLES)
+    if writer.text and still_resolving():
+        from engine.index.fts import merge_segments
+
+        merge_segments(conn)
+        writer.text_merged = True
 
 
 def _meta(conn: sqlite3.Connection, key: str) -> str | None:
@@ -1493,7 +1506,7 @@ def _run(
                 preloaded=writer if bulk else None,
                 workers=workers,
                 # The tables already loaded get their indexes while forked workers resolve calls.
-                while_waiting=(lambda: _store_terms_and_index(writer, conn)) if bulk else None,
+                while_waiting=(lambda still: _store_terms_and_index(writer, conn, still)) if bulk else None,
                 shard_dir=layout.cache_dir,
                 shards=sorted(shards),
             )
@@ -1545,6 +1558,7 @@ def _run(
         cold=bulk,
         text_prefilled=prefill,
         chunks_prefilled=writer.chunks_written,
+        text_merged=writer.text_merged,
         prose_prefilled=tuple(sorted(prose_done)) if prose_done is not None else None,
         scope=scope,
         state_before=before.token if before is not None else None,
