@@ -352,6 +352,7 @@ class _Sweep:
         arity = rules.arity(node, record.kind, src)
         body = src[first.start_byte : outer.end_byte]
         calls = tuple(record.calls)
+        signature, doc = rules.signature_and_doc(node, src)
         ident = symbol_id(self.path, record.qualified, record.kind, arity)
         duplicate = 1
         while ident in self._ids:  # overloads and redefinitions: the n-th one gets a "#n" suffix
@@ -367,8 +368,8 @@ class _Sweep:
             language=self.language,
             start_line=first.start_point.row + 1,
             end_line=outer.end_point.row + 1,
-            signature=rules.signature(node, src),
-            doc=rules.doc(node, src),
+            signature=signature,
+            doc=doc,
             parent=record.parent,
             exported=not record.local
             and rules.exported(node, record.name, record.kind, src, qualified=record.qualified),
