@@ -742,8 +742,8 @@ class _Definitions:
         return found
 
 
-def _path_order(definition: Definition) -> tuple[str, str]:
-    return definition.file, definition.id
+def _path_order(definition: Definition) -> str:
+    return definition.file  # a stable sort: a file's definitions stay in source order
 
 
 def _imports_by_file(
