@@ -270,6 +270,7 @@ class _Sweep:
                 continue
             owner = top[1]
             if code in (_NAME_CALLEE, _CALLEE, _CALL):
+                receiver: str | None
                 if code == _NAME_CALLEE:
                     # The event's span is the identifier's: its bytes are the name, and no node is
                     # asked its type or fields (~0.05 s of Django's 169k calls).
@@ -300,8 +301,8 @@ class _Sweep:
             elif code == _TRY:
                 stack.append((-neg_end, owner, True, top[3], top[4]))
             elif code == _SCOPE:
-                name = rules.scope_name(node, src)
-                stack.append((-neg_end, owner, top[2], top[3], (name, "impl") if name else top[4]))
+                scope = rules.scope_name(node, src)
+                stack.append((-neg_end, owner, top[2], top[3], (scope, "impl") if scope else top[4]))
             elif code == _GLOBAL and owner is not None:
                 detail = rules.global_mutation(node, src)
                 if detail is not None:
