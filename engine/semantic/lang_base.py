@@ -177,6 +177,10 @@ class LangRules:
             raw = raw.split("\n", 1)[0]
         return collapse(raw.rstrip().rstrip("{:;").rstrip())
 
+    def signature_and_doc(self, node: Node, src: bytes) -> tuple[str, str]:
+        """``(signature, doc)``: one hook, so a grammar can share the lookups both need."""
+        return self.signature(node, src), self.doc(node, src)
+
     def doc(self, node: Node, src: bytes) -> str:
         """First line of the comment block right above the definition."""
         outer = self.outer_node(node)

@@ -21,6 +21,8 @@ _MAY_SKIP = re.compile(rb"[#*/]")
 _HEADER_EXTRAS = re.compile(rb"[#\\]")
 # Docstrings are recognised by these string prefixes (after optional r/b/u/f letters).
 _QUOTES = ('"""', "'''", '"', "'")
+# The bytes a docstring statement can start with: a quote or a string prefix letter.
+_DOC_FIRST_BYTES = frozenset(bytes([c]) for c in b"\"'rRbBuUfF")
 
 
 def _string_body(raw: str) -> str:
@@ -47,7 +49,14 @@ class PythonRules(LangRules):
         return node
 
     def signature(self, node: Node, src: bytes) -> str:
+        return self._signature(node, node.child_by_field_name("body"), src)
+
+    def signature_and_doc(self, node: Node, src: bytes) -> tuple[str, str]:
+        # One ``body`` lookup for both (0.35 us a definition).
         body = node.child_by_field_name("body")
+        return self._signature(node, body, src), self._doc(node, body, src)
+
+    def _signature(self, node: Node, body: Node | None, src: bytes) -> str:
         if body is not None and not node.has_error:
             header = src[node.start_byte : body.start_byte]
             if header.isascii() and header.rstrip().endswith(b":") and not _HEADER_EXTRAS.search(header):
@@ -58,8 +67,17 @@ class PythonRules(LangRules):
         return super().signature(node, src)
 
     def doc(self, node: Node, src: bytes) -> str:
-        body = node.child_by_field_name("body")
-        if body is None or body.named_child_count == 0:
+        return self._doc(node, node.child_by_field_name("body"), src)
+
+    def _doc(self, node: Node, body: Node | None, src: bytes) -> str:
+        if body is None:
+            return ""
+        start = body.start_byte
+        if src[start : start + 1] not in _DOC_FIRST_BYTES and not node.has_error:
+            # A block starts where its first statement does, and a docstring starts with a quote
+            # or a prefix letter: most bodies are ruled out without asking for their children.
+            return ""
+        if body.named_child_count == 0:
             return ""
         string = body.named_child(0)
         kind = string.type

@@ -4,7 +4,9 @@
 
 ; The callee, not the call: it starts where its call starts, and only these two shapes name
 ; something callable, so Python never asks the call node for its ``function`` field.
-(call function: [(identifier) (attribute)] @callee)
+; A plain name is captured apart: its bytes are the call's name, no node is asked anything.
+(call function: (identifier) @callee.name)
+(call function: (attribute) @callee)
 
 (import_statement) @import
 (import_from_statement) @import

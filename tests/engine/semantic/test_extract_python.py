@@ -297,3 +297,59 @@ def test_extracted_symbols_are_whole_symbols() -> None:
         assert symbol == Symbol(**vars(symbol)) and hash(symbol) == hash(Symbol(**vars(symbol)))
         assert pickle.loads(pickle.dumps(symbol)) == symbol
         assert replace(symbol, doc="x").doc == "x"
+
+
+DOC_SHAPES = b'''
+def raw():
+    r"""Raw \\d doc."""
+
+def single(): 'One line.'
+
+def commented():
+    # a comment first
+    """Then the doc."""
+
+def assigned():
+    r = "not a doc"
+
+def byte_prefix():
+    b"""Bytes doc."""
+
+def formatted():
+    f"""F {x} doc."""
+
+def joined():
+    "a" "b"
+
+def wrapped():
+    ("in parens")
+
+def empty_string():
+    """"""
+    return 1
+
+def number():
+    1
+
+class Upper:
+    U"""Upper prefix."""
+    R = 1
+'''
+
+
+def test_docstring_for_each_body_shape() -> None:
+    """The doc line ``semfora symbols`` shows: prefixed strings count, other first statements do not."""
+    got = {s.qualified_name: s.doc for s in analyze_source("docs.py", DOC_SHAPES).symbols}
+    assert got == {
+        "raw": "Raw \\d doc.",
+        "single": "One line.",
+        "commented": "Then the doc.",
+        "assigned": "",
+        "byte_prefix": "Bytes doc.",
+        "formatted": "F {x} doc.",
+        "joined": "",
+        "wrapped": "",
+        "empty_string": "",
+        "number": "",
+        "Upper": "Upper prefix.",
+    }
