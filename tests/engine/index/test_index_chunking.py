@@ -90,10 +90,20 @@ def test_identifier_splitting() -> None:
 
 
 _IDENT = st.sampled_from(
-    ["getUserById", "HTTPServer", "HttpResponse", "HttpResponseRedirect", "x", "url_for"]
+    [
+        "getUserById",
+        "HTTPServer",
+        "HttpResponse",
+        "HttpResponseRedirect",
+        "x",
+        "url_for",
+        "X9Y",
+        "9getX",
+        "aB1",
+    ]
 )
 _LINE = st.lists(st.one_of(_IDENT, st.sampled_from([" ", "(", ".", "=", "# note"])), max_size=8).map("".join)
-_BREAK = st.sampled_from(["\n", "\r\n", "\r"])
+_BREAK = st.sampled_from(["\n", "\r\n", "\r", "\x0b", "\x1c", "\x85", "\u2028"])
 
 
 @settings(max_examples=150, deadline=None)
@@ -125,3 +135,4 @@ def test_mixed_case_words_are_the_words_with_a_case_change_inside(text: str) -> 
         if not w.islower() and not w.isupper() and re.search(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]", w)
     }
     assert mixed_case_words(text) == plain
+
