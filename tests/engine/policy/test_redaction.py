@@ -210,6 +210,9 @@ def _every_detector(text: str) -> list[content.SecretHit]:
     + [
         "curl -H 'Bearer abcdefghijklmnop0123456789'",
         "hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX",
+        "aws_credentials = 'c0ffee99beef'",
+        "secret_key_base: 'b4se0f4ll'",
+        "passphrase => 'open-sesame-9'",
     ],
 )
 def test_each_leak_alone_opens_a_cue(leak: str) -> None:
