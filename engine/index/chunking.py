@@ -277,6 +277,9 @@ def _symbol_chunks(
     else:
         kind = "symbol"
         spans = _windows(start, end, MAX_SYMBOL_LINES, SYMBOL_OVERLAP)
+    # Signatures and docstrings come from the unredacted parse (a docstring is dedented, a signature
+    # may be re-joined), so the redacted file text does not cover them: they are redacted here.
+    sig_doc = redact(sig_doc)
     chunks = []
     for part, (lo, hi) in enumerate(spans):
         body = _slice(lines, lo, hi)

@@ -136,3 +136,33 @@ def test_mixed_case_words_are_the_words_with_a_case_change_inside(text: str) -> 
     }
     assert mixed_case_words(text) == plain
 
+
+def test_no_secret_in_a_signature_or_docstring_reaches_index_db(make_repo) -> None:
+    # A signature's default and a docstring are cut from the parse, not from the redacted text:
+    # they must be redacted too before the text index stores them (FTS sigdoc column).
+    import sqlite3
+
+    from engine.config import load_settings
+    from engine.index.indexer import index_repository
+    from engine.repo.layout import RepoLayout
+
+    src = (
+        "class Db:\n"
+        '    """Connect with DB_PASSWORD=hunter22secret."""\n\n'
+        '    def connect(self, password="hunter22pw"):\n'
+        '        """Or pass token: \'abcd1234efgh\' through."""\n'
+        "        return password\n"
+    )
+    root = make_repo({"db.py": src})
+    layout = RepoLayout.for_path(root)
+    index_repository(layout, load_settings(root).settings)
+    with sqlite3.connect(layout.index_db) as conn:
+        # text_fts is contentless: what it holds is the words a query can match.
+        def matches(term: str) -> int:
+            return conn.execute("SELECT count(*) FROM text_fts WHERE text_fts MATCH ?", (term,)).fetchone()[0]
+
+        assert matches("sigdoc: connect") >= 1  # the column is filled, minus the secrets
+        symbols = " ".join(map(str, conn.execute("SELECT * FROM symbols").fetchall()))
+        for secret in ("hunter22secret", "hunter22pw", "abcd1234efgh"):
+            assert matches(secret) == 0, secret
+            assert secret not in symbols, secret
