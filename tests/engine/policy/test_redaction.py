@@ -225,3 +225,53 @@ def test_short_texts_such_as_signatures_are_still_redacted() -> None:
     assert redact("def connect(password='hunter22'):") == "def connect(password='[REDACTED]'):"
     assert "AKIA" not in redact('"""Use AKIAIOSFODNN7EXAMPLE for tests."""')
     assert redact("def f(self, key=None):") == "def f(self, key=None):"
+
+
+# Lines a signature, a docstring or a member list may hold, and pieces that only make a secret
+# together with the next line (a bearer token, a basic-auth header, a private-key block).
+_LINE_PIECES = _CUE_PIECES | st.sampled_from(
+    [
+        "Authorization: Bearer",
+        "Authorization: Basic",
+        "abcdefghijklmnop0123456789",
+        "QWxhZGRpbjpvcGVuIHNlc2FtZQ==",
+        "-----BEGIN RSA PRIVATE KEY-----",
+        "MIIEowIBAAKCAQEA",
+        "-----END RSA PRIVATE KEY-----",
+        "def f(self, key=None):",
+        "postgres://admin:",
+        "pw@db",
+        "pa\u017fsword = 'hunter22'",  # a long s: case-insensitive matching takes it for an s
+        "",
+    ]
+)
+
+
+@settings(max_examples=400)
+@given(st.lists(st.lists(_LINE_PIECES, max_size=4).map("".join), max_size=6))
+def test_joined_pieces_are_called_clean_only_when_they_hold_no_secret(pieces: list[str]) -> None:
+    from engine.policy.redaction import redact_lines
+
+    joined = "\n".join(pieces)
+    for piece in pieces:
+        redact(piece)  # the indexer asks about each piece first (its symbol row)
+    if content.joined_is_clean(pieces, joined):
+        assert find_secrets(joined) == []
+    assert redact_lines(pieces) == redact(joined)
+
+
+def test_a_secret_made_only_by_joining_lines_is_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.policy.redaction import redact_lines
+
+    # Each piece alone holds no secret; joined by a line break, they do.
+    for pieces in (
+        ["Authorization: Bearer", "abcdefghijklmnop0123456789"],
+        ["-----BEGIN RSA PRIVATE KEY-----", "MIIEowIBAAKCAQEA"],
+        # "İ" lower-cases to two characters, so the joined text is matched case-insensitively,
+        # where the long s of the second line counts as an s.
+        ["\u0130", "pa\u017fsword = 'hunter22'"],
+    ):
+        assert all(find_secrets(p) == [] for p in pieces[1:])
+        assert MASK in redact_lines(pieces), pieces
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "first-half-9\nsecond-half-9")
+    assert redact_lines(["use first-half-9", "second-half-9 now"]) == f"use {MASK}\n now"
