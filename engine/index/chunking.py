@@ -17,7 +17,7 @@ from functools import lru_cache
 from itertools import accumulate, chain
 from pathlib import PurePosixPath
 
-from engine.policy.redaction import redact, redact_lines
+from engine.policy.redaction import redact
 from engine.semantic.model import Symbol
 
 # Symbols longer than this are split so one chunk stays within an embedding model's reach.
@@ -265,22 +265,21 @@ def _symbol_chunks(
 ) -> list[Chunk]:
     end = min(sym.end_line, len(lines))
     start = max(1, sym.start_line)
-    # The sigdoc column's lines: signature, docstring, and for a class its members' signatures.
-    pieces = [x for x in (sym.signature, sym.doc) if x]
+    sig_doc = "\n".join(x for x in (sym.signature, sym.doc) if x)
     if sym.kind in HEADER_KINDS:
         kind = "header"
         if members:
             end = max(start, min(m.start_line for m in members) - 1)
         member_sigs = [m.signature or m.name for m in members[:MAX_MEMBER_SIGNATURES]]
         if member_sigs:
-            pieces = [*(pieces or [""]), *member_sigs]
+            sig_doc = sig_doc + "\n" + "\n".join(member_sigs)
         spans = _windows(start, min(end, start + MAX_SYMBOL_LINES - 1), MAX_SYMBOL_LINES, 0)
     else:
         kind = "symbol"
         spans = _windows(start, end, MAX_SYMBOL_LINES, SYMBOL_OVERLAP)
     # Signatures and docstrings come from the unredacted parse (a docstring is dedented, a signature
     # may be re-joined), so the redacted file text does not cover them: they are redacted here.
-    sig_doc = redact_lines(pieces)
+    sig_doc = redact(sig_doc)
     chunks = []
     for part, (lo, hi) in enumerate(spans):
         body = _slice(lines, lo, hi)

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -357,61 +356,12 @@ def find_secrets(text: str) -> list[SecretHit]:
     """Every secret in ``text``, sorted by position, overlapping hits merged into the first."""
     if not text:
         return []
-    if len(text) < GATED_FROM_CHARS:
-        hits = [*_env_hits(text), *_short_text_hits(text)]
-        return _merged(text, hits) if hits else []
-    return _merged(text, _iter_hits(text, _lowered(text)))
-
-
-# Short texts whose format and assignment hits are remembered. The indexer asks about each
-# signature and docstring twice (for its symbol row, then within its chunk's sigdoc column,
-# see ``joined_is_clean``); a file's symbols are far fewer than this.
-SHORT_TEXT_MEMO = 4096
-
-
-@lru_cache(maxsize=SHORT_TEXT_MEMO)
-def _short_text_hits(text: str) -> tuple[SecretHit, ...]:
-    """The format and assignment hits of a short ``text`` (unmerged): a function of the text alone."""
     low = _lowered(text)
-    if low is not None and _CUE.search(low) is None:
-        return ()  # no format's literal and no keyword before an operator: nothing can match
-    return (*_format_hits(text, low), *_assignment_hits(text, low))
-
-
-def _line_spanning_literals() -> frozenset[str]:
-    """The literals of the formats whose match may run over a line break (``\\s``, or ``.`` in DOTALL)."""
-    spanning = frozenset(
-        f.literal.lower() for f in FORMATS if "\\s" in f.pattern.pattern or f.pattern.flags & re.S
-    )
-    if not spanning >= {"-----begin", "bearer", "authorization:"}:
-        raise AssertionError("a format that spans lines is missing from the joined-text check")
-    return spanning
-
-
-_LINE_SPANNING = _line_spanning_literals()
-
-
-def joined_is_clean(pieces: Sequence[str], joined: str) -> bool:
-    """True only when ``joined`` (``"\\n".join(pieces)``) provably holds no secret.
-
-    Every detector but the line-spanning formats matches within one line: no character class,
-    literal or operator it uses takes a line break, and what it checks around a match (the
-    character before a token, a URL's scheme, an assignment's name and line lead, a bare value's
-    end) stops at a line break just as at the start or end of a text. A line break joins the
-    pieces, so a hit in ``joined`` would be a hit in one piece, unless: a piece is long (not
-    remembered), lower-casing moves offsets (other matching rules apply), a line-spanning
-    format's literal occurs (bearer, basic auth, a private-key block, run on the joined text),
-    or an environment value occurs (it may hold a line break). Any of those: False, redact.
-    The indexer joins a symbol's signature, docstring and members' signatures, each already
-    asked about for its symbol row: sigdoc redaction of Django's chunks, 0.10 -> 0.03 s.
-    """
-    low = _lowered(joined)
-    if low is None or any(literal in low for literal in _LINE_SPANNING):
-        return False
-    for piece in pieces:
-        if len(piece) >= GATED_FROM_CHARS or (piece and _short_text_hits(piece)):
-            return False
-    return not any(value in joined for value in env_secret_values())
+    if low is not None and len(text) < GATED_FROM_CHARS and _CUE.search(low) is None:
+        # No format's literal and no keyword before an operator: only an environment value can match.
+        env_hits = list(_env_hits(text))
+        return _merged(text, env_hits) if env_hits else []
+    return _merged(text, _iter_hits(text, low))
 
 
 def _merged(text: str, found: Iterable[SecretHit]) -> list[SecretHit]:

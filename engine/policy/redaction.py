@@ -8,11 +8,11 @@ changes nothing more.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import is_dataclass, replace
 from typing import Any, TypeVar
 
-from engine.policy.content import find_secrets, joined_is_clean
+from engine.policy.content import find_secrets
 
 MASK = "[REDACTED]"
 # Line breaks as str.splitlines() counts them: a masked span keeps every one, in order.
@@ -38,14 +38,6 @@ def redact(text: str) -> str:
         pos = hit.end
     out.append(text[pos:])
     return "".join(out)
-
-
-def redact_lines(pieces: Sequence[str]) -> str:
-    """``redact("\\n".join(pieces))``, without a new scan when the pieces were each asked about already."""
-    joined = "\n".join(pieces)
-    if not joined or joined_is_clean(pieces, joined):
-        return joined
-    return redact(joined)
 
 
 def contains_secret(text: str) -> bool:
