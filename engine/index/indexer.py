@@ -19,6 +19,7 @@ import json
 import marshal
 import os
 import sqlite3
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -27,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from engine.config import Settings
 from engine.errors import EngineWarning, WarningSink
@@ -124,6 +125,7 @@ class IndexReport:
     chunks_prefilled: int = 0
     # The prose files this run chunked too (a cold build): the text refresh has nothing left to list.
     prose_prefilled: tuple[str, ...] | None = None
+    text_merged: bool = False  # and merged the text index's segments (the refresh need not)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -305,16 +307,20 @@ def parse_batch(root: str, items: Sequence[ParseItem], chunk: bool = False) -> l
 
 # --- call shards: a cold build's call sites wait here, outside the parent, until resolved ------
 
-# Shard files are named so a crashed run's leftovers are found (and removed by the next cold build).
-SHARD_GLOB = "calls-shard-*.db"
-_PENDING_COLUMNS = "file_id, caller_id, caller_parent, name, receiver, line, awaited, in_try"
-_PENDING_INSERT = "INSERT INTO pending VALUES (?,?,?,?,?,?,?,?)"
-# This process's open shard: (path, connection). Each process writes only its own.
-_SHARD: tuple[str, sqlite3.Connection] | None = None
+# Shard files are named so a crashed run's leftovers are found (and removed by the next cold build):
+# ``.calls`` files hold parsed call sites, ``.db`` files the resolved ones.
+SHARD_GLOB = "calls-shard-*"
+# A ``.calls`` shard is a sequence of records, one per parsed batch: this header (payload bytes,
+# call rows, files with calls), then the batch's call rows ``(file_id, caller_id, caller_parent,
+# name, receiver, line, awaited, in_try)`` marshalled. The rows are written once and read back
+# once, in order: a third of the CPU that SQLite rows cost on both sides (0.5 s of Django's build).
+_RECORD_HEAD = struct.Struct("<QII")
+# This process's open shard: (path, file). Each process writes only its own.
+_SHARD: tuple[str, BinaryIO] | None = None
 
 
-def _shard_path(shard_dir: str, tag: str, label: str) -> str:
-    return os.path.join(shard_dir, SHARD_GLOB.replace("*", f"{tag}-{label}"))
+def _shard_path(shard_dir: str, tag: str, label: str, suffix: str = ".db") -> str:
+    return os.path.join(shard_dir, SHARD_GLOB.replace("*", f"{tag}-{label}{suffix}"))
 
 
 def _open_shard(path: str) -> sqlite3.Connection:
@@ -324,14 +330,13 @@ def _open_shard(path: str) -> sqlite3.Connection:
     return conn
 
 
-def _pending_shard(shard_dir: str, tag: str) -> tuple[str, sqlite3.Connection]:
+def _pending_shard(shard_dir: str, tag: str) -> tuple[str, BinaryIO]:
     """This process's shard for unresolved call sites, opened on first use."""
     global _SHARD
-    path = _shard_path(shard_dir, tag, f"p{os.getpid()}")
+    path = _shard_path(shard_dir, tag, f"p{os.getpid()}", ".calls")
     if _SHARD is None or _SHARD[0] != path:
-        conn = _open_shard(path)
-        conn.execute(f"CREATE TABLE IF NOT EXISTS pending ({_PENDING_COLUMNS})")
-        _SHARD = (path, conn)
+        _close_pending_shard()
+        _SHARD = (path, open(path, "ab"))  # noqa: SIM115 - kept open across batches, closed above
     return _SHARD
 
 
@@ -344,14 +349,39 @@ def _close_pending_shard() -> None:
 
 def _spill_calls(results: list[ParseResult], shard_dir: str, tag: str) -> str:
     """Move the call rows of ``results`` into this process's shard; returns the shard's path."""
-    path, conn = _pending_shard(shard_dir, tag)
-    conn.execute("BEGIN")
+    path, out = _pending_shard(shard_dir, tag)
+    rows: list[object] = []
+    files = 0
     for r in results:
         if r.rows is not None and r.rows.calls:
-            conn.executemany(_PENDING_INSERT, r.rows.calls)
+            rows.extend(r.rows.calls)
+            files += 1
             r.rows.calls.clear()
-    conn.execute("COMMIT")
+    if rows:
+        payload = marshal.dumps(rows)
+        out.write(_RECORD_HEAD.pack(len(payload), len(rows), files) + payload)
+        out.flush()  # the parent reads the shard while this worker lives on in the pool
     return path
+
+
+def _shard_records(shard: str) -> list[tuple[int, int, int, int]]:
+    """Each record of a ``.calls`` shard: (start offset, end offset, call rows, files)."""
+    out: list[tuple[int, int, int, int]] = []
+    size = os.path.getsize(shard)
+    with open(shard, "rb") as f:
+        offset = 0
+        while offset < size:
+            head = f.read(_RECORD_HEAD.size)
+            if len(head) < _RECORD_HEAD.size:
+                raise RuntimeError(f"call shard {shard} ends inside a record header")
+            length, rows, files = _RECORD_HEAD.unpack(head)
+            end = offset + _RECORD_HEAD.size + length
+            if end > size:
+                raise RuntimeError(f"call shard {shard} ends inside a record")
+            out.append((offset, end, rows, files))
+            offset = end
+            f.seek(offset)
+    return out
 
 
 def parse_batch_packed(
@@ -576,6 +606,7 @@ class _Writer:
         self.chunk_records: list[tuple[object, ...]] = []
         self.text_files: list[tuple[object, ...]] = []
         self.chunks_written = 0
+        self.text_merged = False  # the text index's segments were merged during this load
         self.pending_terms = bulk
         if bulk:
             conn.execute("CREATE TEMP TABLE IF NOT EXISTS pending_terms (sid INTEGER, terms TEXT)")
@@ -695,14 +726,24 @@ class _Definitions:
         elif preload:
             for row in conn.execute(self._sql):
                 self._memo.setdefault(row[1], []).append(Definition(*row))
+        # In path order, whatever order the files were parsed or re-parsed in: resolution breaks
+        # ties between equally good candidates by their order, and a call graph must not change
+        # with the order worker results arrived in (or after an edit to an unrelated file).
+        for found in self._memo.values():
+            found.sort(key=_path_order)
 
     def __call__(self, name: str) -> list[Definition]:
         hit = self._memo.get(name)
         if hit is not None or self._complete:
             return hit or []
         found = [Definition(*r) for r in self._conn.execute(self._sql + " AND short_name = ?", (name,))]
+        found.sort(key=_path_order)
         self._memo[name] = found
         return found
+
+
+def _path_order(definition: Definition) -> str:
+    return definition.file  # a stable sort: a file's definitions stay in source order
 
 
 def _imports_by_file(
@@ -751,7 +792,7 @@ def _resolve_graphs(
     progress: ProgressFn | None,
     preloaded: _Writer | None = None,
     workers: int = 1,
-    while_waiting: Callable[[], None] | None = None,
+    while_waiting: Callable[[Callable[[], bool]], None] | None = None,
     shard_dir: Path | None = None,
     shards: Sequence[str] = (),
 ) -> None:
@@ -919,7 +960,7 @@ PARALLEL_RESOLVE_MIN_CALLS = 40_000
 # Slices per resolution worker: small enough to balance the two workers' loads, and the
 # parent copies each finished slice while later ones still resolve.
 RESOLVE_SLICES_PER_WORKER = 3
-# Call rows read from a shard at a time: what one resolver holds in memory.
+# Resolved call rows the one-process path inserts at a time.
 RESOLVE_READ_ROWS = 20_000
 # State a forked resolution worker inherits from its parent (never pickled).
 _FORKED: _FileResolver | None = None
@@ -930,7 +971,7 @@ SHARD_ALIAS = "calls_shard_"
 
 @dataclass(frozen=True)
 class _Slice:
-    """Call rows ``lo..hi`` (rowids) of one shard, and where their resolved rows go."""
+    """The call records in bytes ``lo..hi`` of one shard, and where their resolved rows go."""
 
     shard: str
     lo: int
@@ -946,21 +987,17 @@ def _detach_shards(conn: sqlite3.Connection) -> None:
 
 
 def _resolved_rows(resolving: _FileResolver, shard: str, lo: int, hi: int) -> Iterator[tuple[object, ...]]:
-    """The resolved call rows of one slice, read from its shard ``RESOLVE_READ_ROWS`` at a time."""
-    source = sqlite3.connect(f"file:{shard}?mode=ro", uri=True)
-    try:
-        cursor = source.execute(
-            f"SELECT {_PENDING_COLUMNS} FROM pending WHERE rowid BETWEEN ? AND ? ORDER BY rowid", (lo, hi)
-        )
-        while True:
-            part = cursor.fetchmany(RESOLVE_READ_ROWS)
-            if not part:
-                break
+    """The resolved call rows of one slice (the shard's bytes ``lo..hi``), a record at a time."""
+    with open(shard, "rb") as f:
+        f.seek(lo)
+        offset = lo
+        while offset < hi:
+            length, _rows, _files = _RECORD_HEAD.unpack(f.read(_RECORD_HEAD.size))
+            part = marshal.loads(f.read(length))
+            offset += _RECORD_HEAD.size + length
             for row, res in zip(part, resolving.resolve_rows(part), strict=True):
                 yield (*row, *res)
             resolving.forget_contexts()
-    finally:
-        source.close()
 
 
 def _resolve_slice(job: _Slice) -> int:
@@ -984,36 +1021,24 @@ def _resolve_slice(job: _Slice) -> int:
 
 
 def _slices(shards: Sequence[str], parts: int, out_dir: Path, tag: str) -> list[_Slice]:
-    """Cut the shards into about ``parts`` rowid ranges of similar size, on file boundaries."""
-    spans: list[tuple[str, int, int]] = []
-    total = 0
-    for shard in sorted(shards):
-        with sqlite3.connect(f"file:{shard}?mode=ro", uri=True) as conn:
-            lo, hi = conn.execute("SELECT min(rowid), max(rowid) FROM pending").fetchone()
-        if lo is not None:
-            spans.append((shard, lo, hi))
-            total += hi - lo + 1
-    step = max(1, total // max(1, parts) + 1)
+    """Cut the shards into about ``parts`` runs of records with similar numbers of call rows."""
+    records = [(shard, *record) for shard in sorted(shards) for record in _shard_records(shard)]
+    step = max(1, sum(r[3] for r in records) // max(1, parts) + 1)
     out: list[_Slice] = []
-    for shard, lo, hi in spans:
-        with sqlite3.connect(f"file:{shard}?mode=ro", uri=True) as conn:
-            start = lo
-            while start <= hi:
-                end = min(hi, start + step - 1)
-                if end < hi:  # move the cut to the end of that file's rows (they are contiguous)
-                    row = conn.execute(
-                        "SELECT rowid FROM pending WHERE rowid > ? AND file_id != "
-                        "(SELECT file_id FROM pending WHERE rowid = ?) ORDER BY rowid LIMIT 1",
-                        (end, end),
-                    ).fetchone()
-                    end = hi if row is None else int(row[0]) - 1
-                files = conn.execute(
-                    "SELECT count(DISTINCT file_id) FROM pending WHERE rowid BETWEEN ? AND ?", (start, end)
-                ).fetchone()[0]
-                out.append(
-                    _Slice(shard, start, end, int(files), _shard_path(str(out_dir), tag, f"r{len(out)}"))
-                )
-                start = end + 1
+    run: list[tuple[str, int, int, int, int]] = []
+
+    def close_run() -> None:
+        label = f"r{len(out)}"
+        files = sum(r[4] for r in run)
+        out.append(_Slice(run[0][0], run[0][1], run[-1][2], files, _shard_path(str(out_dir), tag, label)))
+        run.clear()
+
+    for record in records:
+        if run and (run[0][0] != record[0] or sum(r[3] for r in run) >= step):
+            close_run()
+        run.append(record)
+    if run:
+        close_run()
     return out
 
 
@@ -1024,13 +1049,14 @@ def _resolve_bulk(
     workers: int,
     shard_dir: Path | None,
     progress: ProgressFn | None,
-    while_waiting: Callable[[], None] | None = None,
+    while_waiting: Callable[[Callable[[], bool]], None] | None = None,
 ) -> None:
     """Resolve every waiting call site and insert it, resolved, into ``calls``.
 
     With several cores, forked workers share the definitions copy-on-write, each resolves
     slices into databases of its own, and the parent copies them in order; ``while_waiting``
-    runs once the work is handed out (the parent builds indexes there instead of idling).
+    runs once the work is handed out (the parent builds indexes there instead of idling), with a
+    function that says whether the workers are still at it (so it may do optional work too).
     """
     import multiprocessing
 
@@ -1038,10 +1064,7 @@ def _resolve_bulk(
     tag = f"{os.getpid()}-{time.monotonic_ns()}"
     out_dir = shard_dir if shard_dir is not None else Path(shards[0]).parent if shards else Path(".")
     can_fork = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
-    total_rows = 0
-    for shard in shards:
-        with sqlite3.connect(f"file:{shard}?mode=ro", uri=True) as sc:
-            total_rows += int(sc.execute("SELECT count(*) FROM pending").fetchone()[0])
+    total_rows = sum(rows for shard in shards for _lo, _hi, rows, _files in _shard_records(shard))
     parallel = workers > 1 and total_rows >= PARALLEL_RESOLVE_MIN_CALLS and can_fork
     jobs = _slices(
         shards, min(MAX_SLICES, workers * RESOLVE_SLICES_PER_WORKER) if parallel else 1, out_dir, tag
@@ -1052,7 +1075,7 @@ def _resolve_bulk(
         progress(PHASE_RESOLVE, 0, total_files)
     if not parallel:
         if while_waiting is not None:
-            while_waiting()
+            while_waiting(lambda: False)  # this process resolves: there is nothing to wait for
         for job in jobs:
             rows = _resolved_rows(resolving, job.shard, job.lo, job.hi)
             while True:
@@ -1068,10 +1091,11 @@ def _resolve_bulk(
     try:
         ctx = multiprocessing.get_context("fork")
         with worker_pool(workers, ctx) as pool:
-            done = pool.map(_resolve_slice, jobs)
+            futures = [pool.submit(_resolve_slice, job) for job in jobs]
             if while_waiting is not None:
-                while_waiting()
-            for index, (job, count) in enumerate(zip(jobs, done, strict=True)):
+                while_waiting(lambda: not all(f.done() for f in futures))
+            for index, (job, future) in enumerate(zip(jobs, futures, strict=True)):
+                count = future.result()
                 # A database read inside the open transaction cannot be detached before the
                 # commit: each slice gets its own name, and is detached by _detach_shards.
                 conn.execute("ATTACH DATABASE ? AS ?", (job.out, f"{SHARD_ALIAS}{index}"))
@@ -1241,11 +1265,20 @@ def _compact_if_sparse(layout: RepoLayout) -> None:
         conn.close()
 
 
-def _store_terms_and_index(writer: _Writer, conn: sqlite3.Connection) -> None:
+def _store_terms_and_index(
+    writer: _Writer, conn: sqlite3.Connection, still_resolving: Callable[[], bool]
+) -> None:
     """The bulk load's work that needs no resolved call: the search terms, then every
-    secondary index except those on calls."""
+    secondary index except those on calls; then, if the workers are still resolving calls,
+    the text index's segment merge, which would otherwise run after the commit with the
+    other core idle (a second of ansible's build)."""
     writer.flush_terms()
     create_secondary_indexes(conn, skip_tables=LATE_TABLES)
+    if writer.text and still_resolving():
+        from engine.index.fts import merge_segments
+
+        merge_segments(conn)
+        writer.text_merged = True
 
 
 def _meta(conn: sqlite3.Connection, key: str) -> str | None:
@@ -1473,7 +1506,7 @@ def _run(
                 preloaded=writer if bulk else None,
                 workers=workers,
                 # The tables already loaded get their indexes while forked workers resolve calls.
-                while_waiting=(lambda: _store_terms_and_index(writer, conn)) if bulk else None,
+                while_waiting=(lambda still: _store_terms_and_index(writer, conn, still)) if bulk else None,
                 shard_dir=layout.cache_dir,
                 shards=sorted(shards),
             )
@@ -1525,6 +1558,7 @@ def _run(
         cold=bulk,
         text_prefilled=prefill,
         chunks_prefilled=writer.chunks_written,
+        text_merged=writer.text_merged,
         prose_prefilled=tuple(sorted(prose_done)) if prose_done is not None else None,
         scope=scope,
         state_before=before.token if before is not None else None,

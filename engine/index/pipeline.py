@@ -368,10 +368,12 @@ def _record_state(conn: sqlite3.Connection, report: Any, *, changed: bool) -> No
 def _finish_prefilled(
     conn: sqlite3.Connection, report: Any, prose: list[str]
 ) -> tuple[list[str], list[str], list[str], _Writes, int]:
-    """Record the state a cold build's own text index matches, and merge its FTS segments."""
+    """Record the state a cold build's own text index matches, and merge its FTS segments
+    (unless the build did, while its workers resolved calls)."""
     _record_state(conn, report, changed=True)
     total_chunks = fts.chunk_count(conn)
-    fts.optimize(conn)
+    if not getattr(report, "text_merged", False):
+        fts.optimize(conn)
     return [], sorted(prose), [], _Writes([], []), total_chunks
 
 

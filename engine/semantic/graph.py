@@ -309,6 +309,7 @@ class CallResolver:
         self.module_context = module_context
         self._pools: dict[tuple[str, str, bool], _Pool] = {}
         self._ranked: dict[tuple[str, str, str, str], Definition | None] = {}
+        self._object_ids: dict[tuple[str, str, str], frozenset[str]] = {}
 
     def _follow(
         self, files: Sequence[str], original: str, fam: str, bare: bool, hops: int
@@ -343,22 +344,37 @@ class CallResolver:
     def _object_call(self, pool: _Pool, name: str, file: str, fam: str, receiver: str) -> Definition | None:
         """A method called on an object of unknown type (``d.update()``, ``current_app.url_for()``):
         never a free function; a class named like the receiver when there is one; otherwise only
-        a method name rare enough to be unambiguous (not ``get``, ``send`` or ``update``)."""
+        a method name rare enough to be unambiguous (not ``get``, ``send`` or ``update``).
+        One in the caller's own file first, then the nearest by shared directories."""
         owner_word = receiver.rsplit(".", 1)[-1].split("(")[0]
+        eligible = self._object_candidates(pool, name, fam, owner_word)
+        if not eligible:
+            return None
+        here = [d for d in pool.by_file.get(file, ()) if d.id in eligible]
+        if here:
+            return here[0]
+        # Every file of a folder shares as many directories with a candidate elsewhere, so the
+        # nearest one is the same for the whole folder (and does not depend on which file asked first).
         key = (name, fam, file.rpartition("/")[0], "?" + owner_word)
-        if key in self._ranked:
-            return self._ranked[key]
-        methods = [d for d in pool.all if d.parent is not None]
-        typed = [d for d in methods if names_type(owner_word, d.parent.rsplit(".", 1)[-1])]  # type: ignore[union-attr]
-        best: Definition | None = None
-        if typed:
-            best = min(typed, key=lambda d: (d.file != file, -_common_dirs(d.file, file), d.file))
-        elif methods and name not in COMMON_METHOD_NAMES:
-            owners = {d.parent for d in methods}
-            if len(owners) == 1:
-                best = min(methods, key=lambda d: (d.file != file, -_common_dirs(d.file, file), d.file))
-        self._ranked[key] = best
-        return best
+        if key not in self._ranked:
+            self._ranked[key] = min(
+                (d for d in pool.all if d.id in eligible), key=lambda d: (-_common_dirs(d.file, file), d.file)
+            )
+        return self._ranked[key]
+
+    def _object_candidates(self, pool: _Pool, name: str, fam: str, owner_word: str) -> frozenset[str]:
+        """The ids of the methods ``_object_call`` may pick for ``owner_word.name()``."""
+        key = (name, fam, owner_word)
+        found = self._object_ids.get(key)
+        if found is None:
+            methods = [d for d in pool.all if d.parent is not None]
+            typed = [d for d in methods if names_type(owner_word, d.parent.rsplit(".", 1)[-1])]  # type: ignore[union-attr]
+            if not typed and (name in COMMON_METHOD_NAMES or len({d.parent for d in methods}) != 1):
+                typed = []
+            elif not typed:
+                typed = methods
+            found = self._object_ids[key] = frozenset(d.id for d in typed)
+        return found
 
     def _pool(self, name: str, fam: str, bare: bool = False) -> _Pool:
         """Callable definitions of ``name``; ``bare`` leaves out methods (a receiverless call's view)."""

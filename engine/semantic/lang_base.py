@@ -95,6 +95,9 @@ class LangRules:
     param_skip_types: frozenset[str] = frozenset({"comment", "line_comment", "block_comment"})
     # Siblings allowed between a doc comment and its definition (Rust ``#[derive]``).
     doc_skip_types: frozenset[str] = frozenset()
+    # Bytes every comment of the grammar contains (Python ``#``), when there is one: a header
+    # without them has no comment to cut, so its children need not be asked their types.
+    comment_marker: bytes | None = None
 
     # ---- definitions -------------------------------------------------------
     def def_name(self, node: Node, kind: str, src: bytes) -> DefName | None:
@@ -132,6 +135,15 @@ class LangRules:
         end = body.start_byte if body is not None else node.end_byte
         comments: list[tuple[int, int]] = []
         if body is not None:
+            marker = self.comment_marker
+            if marker is not None and marker not in src[start : body.start_byte]:
+                # No comment in the header (most of them): it ends with its last part before
+                # the body. Skipping the walk over the parameters saved ~0.05 s on Django.
+                for child in node.children:
+                    if child.start_byte >= body.start_byte:
+                        break
+                    end = child.end_byte
+                return self._header(src, start, end, comments, body)
             # The header ends with its last non-comment part (Python: the ``:``).
             for child in node.children:
                 if child.start_byte >= body.start_byte:
@@ -147,12 +159,19 @@ class LangRules:
                             for c in params.children
                             if c.type in self.comment_types
                         )
+        return self._header(src, start, end, comments, body)
+
+    def _header(
+        self, src: bytes, start: int, end: int, comments: list[tuple[int, int]], body: Node | None
+    ) -> str:
+        """The signature text of ``src[start:end]`` with the ``comments`` spans cut out."""
         if end - start > SIGNATURE_MAX_CHARS * 4:
             end = start + SIGNATURE_MAX_CHARS * 4
         raw_bytes = src[start:end]
-        for c_start, c_end in sorted(comments, reverse=True):
-            if start <= c_start and c_end <= end:
-                raw_bytes = raw_bytes[: c_start - start] + b" " + raw_bytes[c_end - start :]
+        if comments:
+            for c_start, c_end in sorted(comments, reverse=True):
+                if start <= c_start and c_end <= end:
+                    raw_bytes = raw_bytes[: c_start - start] + b" " + raw_bytes[c_end - start :]
         raw = raw_bytes.decode("utf-8", "replace")
         if body is None:
             raw = raw.split("\n", 1)[0]
@@ -178,6 +197,10 @@ class LangRules:
                 break
             first = before
         return collapse(strip_comment(text(first, src)))
+
+    # True when a definition can have decorators only if ``outer_node`` wraps it (Python's
+    # decorated_definition): the extractor then asks ``decorators`` only for wrapped ones.
+    decorators_need_wrapper: bool = False
 
     def decorators(self, node: Node, src: bytes) -> tuple[str, ...]:
         return ()

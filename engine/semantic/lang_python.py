@@ -5,11 +5,20 @@ Only interprets nodes the Python query captured; the walk is in ``extract.py``.
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
-from engine.semantic.lang_base import LangRules, first_doc_line, short_text, text
+from engine.semantic.lang_base import RECEIVER_MAX_BYTES, LangRules, first_doc_line, short_text, text
 from engine.semantic.model import ImportRef
 
+# A callee of only these bytes is a dotted name whose tree its text decides: ``a.b.c`` is
+# attribute(object: ``a.b``, attribute: ``c``), so its parts come from splitting at the last dot.
+_DOTTED = re.compile(rb"[A-Za-z0-9_.]+")
+# Bytes that any skipped parameter (comment, keyword or positional separator) contains.
+_MAY_SKIP = re.compile(rb"[#*/]")
+# Bytes that only a comment or a line continuation (``\\``) puts in a definition's header.
+_HEADER_EXTRAS = re.compile(rb"[#\\]")
 # Docstrings are recognised by these string prefixes (after optional r/b/u/f letters).
 _QUOTES = ('"""', "'''", '"', "'")
 
@@ -28,12 +37,25 @@ class PythonRules(LangRules):
     comment_types = frozenset({"comment"})
     self_names = frozenset({"self", "cls"})
     param_skip_types = frozenset({"comment", "keyword_separator", "positional_separator"})
+    comment_marker = b"#"
+    decorators_need_wrapper = True
 
     def outer_node(self, node: Node) -> Node:
         parent = node.parent
         if parent is not None and parent.type == "decorated_definition":
             return parent
         return node
+
+    def signature(self, node: Node, src: bytes) -> str:
+        body = node.child_by_field_name("body")
+        if body is not None and not node.has_error:
+            header = src[node.start_byte : body.start_byte]
+            if header.isascii() and header.rstrip().endswith(b":") and not _HEADER_EXTRAS.search(header):
+                # Nothing but whitespace follows the header's ``:``, and there is no comment to cut:
+                # its text up to the body is the signature (the trailing ``:`` and blanks are
+                # stripped either way). Not listing the def's children: ~0.04 s on Django.
+                return self._header(src, node.start_byte, body.start_byte, [], body)
+        return super().signature(node, src)
 
     def doc(self, node: Node, src: bytes) -> str:
         body = node.child_by_field_name("body")
@@ -69,6 +91,15 @@ class PythonRules(LangRules):
         params = node.child_by_field_name("parameters")
         if params is None:
             return 0
+        if not _MAY_SKIP.search(src, params.start_byte, params.end_byte):
+            # No comment, bare ``*`` or ``/`` among the parameters: each named child counts
+            # but a leading self (~0.03 s on Django, against asking every child its type).
+            count = params.named_child_count
+            if count and kind == "method":
+                first = params.named_child(0)
+                if first is not None and first.type == "identifier" and text(first, src) in self.self_names:
+                    count -= 1
+            return count
         count = 0
         for index, child in enumerate(params.named_children):
             if child.type in self.param_skip_types:
@@ -90,10 +121,19 @@ class PythonRules(LangRules):
         func = node.child_by_field_name("function")
         if func is None:
             return None
+        return self.callee_parts(func, src)
+
+    def callee_parts(self, func: Node, src: bytes) -> tuple[str, str | None] | None:
+        """(name, receiver) of a call's function node; the query captures these (``@callee``)."""
         kind = func.type
         if kind == "identifier":
-            return text(func, src), None
+            return src[func.start_byte : func.end_byte].decode("utf-8", "replace"), None
         if kind == "attribute":
+            raw = src[func.start_byte : func.end_byte]
+            if _DOTTED.fullmatch(raw) is not None and not func.has_error:
+                # Split from its bytes: asking the tree for both fields cost ~0.1 s on Django.
+                receiver, _, name = raw.decode("ascii").rpartition(".")
+                return name, receiver if len(receiver) <= RECEIVER_MAX_BYTES else None
             attr = func.child_by_field_name("attribute")
             return text(attr, src), short_text(func.child_by_field_name("object"), src)
         return None

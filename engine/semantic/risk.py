@@ -714,6 +714,8 @@ RULES_BY_LANGUAGE: dict[str, RiskRules] = {
     "bash": BASH_RULES,
 }
 _EMPTY = RiskRules()
+# The risk of a symbol with no finding (frozen: one instance serves every such symbol).
+_LOW = Risk()
 
 
 def import_aliases(imports: Iterable[ImportRef]) -> dict[str, str]:
@@ -806,8 +808,10 @@ def assess(
             found.setdefault(hit[0], []).append(hit[1])
     for category, detail in extra:
         found.setdefault(category, []).append(detail)
-    very_complex = control_flow >= HIGH_BRANCHES or max_nesting >= HIGH_NESTING
     complex_ = control_flow >= MODERATE_BRANCHES or max_nesting >= MODERATE_NESTING
+    if not found and not complex_:
+        return _LOW  # most symbols: nothing matched and nothing complex
+    very_complex = control_flow >= HIGH_BRANCHES or max_nesting >= HIGH_NESTING
     reasons = [f"{category}: {', '.join(dict.fromkeys(details))}" for category, details in found.items()]
     if complex_:
         reasons.append(f"{COMPLEXITY}: {control_flow} branches, nesting {max_nesting}")

@@ -46,15 +46,15 @@ def row_to_symbol(row: tuple[Any, ...]) -> Symbol:
     )
 
 
-_SPLIT_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+# The words of an identifier: ASCII letter runs split at case changes, and digit runs. No word
+# spans a character outside [A-Za-z0-9], so one scan of the whole name finds the same words as
+# one per ``_``-or-punctuation-separated piece (0.19 -> 0.08 s over Django's 26k names).
+_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 
 def identifier_parts(name: str) -> list[str]:
     """Lowercase words of an identifier: ``getUserByID`` -> get, user, by, id."""
-    parts: list[str] = []
-    for chunk in re.split(r"[^A-Za-z0-9]+", name):
-        parts.extend(p.lower() for p in _SPLIT_CAMEL.findall(chunk))
-    return parts
+    return [p.lower() for p in _WORDS.findall(name)]
 
 
 def symbol_filters(module: str | None, kind: str | None, risk: str | None) -> tuple[str, list[Any]]:

@@ -2,7 +2,9 @@
 (function_definition) @def.function
 (class_definition) @def.class
 
-(call) @call
+; The callee, not the call: it starts where its call starts, and only these two shapes name
+; something callable, so Python never asks the call node for its ``function`` field.
+(call function: [(identifier) (attribute)] @callee)
 
 (import_statement) @import
 (import_from_statement) @import
@@ -20,7 +22,7 @@
 
 (global_statement) @global
 
-(await (call) @awaited)
+(await (call function: (_) @awaited))
 
 (assignment
   left: (subscript value: (attribute object: (identifier) @_os attribute: (identifier) @_environ))

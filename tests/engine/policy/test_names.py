@@ -157,3 +157,20 @@ def test_the_fast_check_says_what_the_patterns_say(path: str, patterns: list[str
     from engine.policy.names import secret_patterns_matching
 
     assert is_secret_name(path, patterns) == bool(secret_patterns_matching(path, patterns))
+
+
+@given(
+    st.lists(
+        st.sampled_from(["src", "", ".", "..", ".env", "/", "//", "\\", "id rsa", "\u00c9", "x.pem"]),
+        max_size=8,
+    ).map("".join)
+)
+def test_a_path_is_cut_into_the_components_posix_sees(raw: str) -> None:
+    """Deny-list checks see the components ``PurePosixPath`` would (empty and ``.`` parts dropped,
+    ``..`` kept, backslashes as separators), also for the odd paths a user or a tool may pass."""
+    from pathlib import PurePosixPath
+
+    from engine.policy.names import _parts
+
+    posix = PurePosixPath(raw.replace("\\", "/")).parts
+    assert _parts(raw) == [fold_name(p) for p in posix if p not in ("/", "", ".")]

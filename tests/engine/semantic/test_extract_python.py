@@ -159,3 +159,141 @@ def test_huge_source_is_counted_not_parsed() -> None:
     assert analysis.symbols == ()
     assert analysis.language == "python"
     assert analysis.line_count == source.count(b"\n")
+
+
+CALL_SHAPES = b"""
+def shapes(x):
+    foo(1)
+    a.b.c(2)
+    x.y().z()
+    1..real()
+    obj . attr()
+    obj.  # note
+    other()
+    "".join(x)
+    (x)()
+    f()()
+    d[0].g()
+    await q.r()
+    o\xc3\xa9.m()
+    open(x, "w")
+    VERY_LONG_NAME_ONE.VERY_LONG_NAME_TWO.VERY_LONG_NAME_THREE.VERY_LONG_NAME_FOUR.VERY_LONG_NAME_FIVE.done()
+"""
+
+
+def test_call_names_and_receivers_for_each_callee_shape() -> None:
+    """Names and receivers a user sees in ``semfora callers``, for every Python callee shape."""
+    shapes = symbol_at(analyze_source("shapes.py", CALL_SHAPES), "shapes")
+    assert shapes is not None
+    got = [(c.name, c.receiver, c.line, c.awaited) for c in shapes.calls]
+    assert got == [
+        ("foo", None, 3, False),
+        ("c", "a.b", 4, False),
+        ("z", "x.y()", 5, False),
+        ("y", "x", 5, False),
+        ("real", "1.", 6, False),
+        ("attr", "obj", 7, False),
+        ("other", "obj", 8, False),
+        ("join", '""', 10, False),
+        ("f", None, 12, False),  # (x)() and the outer call of f()() name nothing callable
+        ("g", "d[0]", 13, False),
+        ("r", "q", 14, True),
+        ("m", "o\u00e9", 15, False),
+        ("open", None, 16, False),
+        ("done", None, 17, False),  # a receiver over 80 bytes is an expression, not a name
+    ]
+    assert shapes.risk.reasons == ("filesystem-write: open(mode='w')",)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,30}", fullmatch=True).filter(
+            lambda w: (
+                w not in {"None", "True", "False", "await", "lambda", "not"}
+                and not __import__("keyword").iskeyword(w)
+            )
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_dotted_callee_splits_at_its_last_dot(parts: list[str]) -> None:
+    dotted = ".".join(parts)
+    fn = symbol_at(analyze_source("d.py", f"def fn():\n    {dotted}(1)\n".encode()), "fn")
+    assert fn is not None
+    (call,) = fn.calls
+    receiver = ".".join(parts[:-1]) or None
+    assert (call.name, call.receiver) == (parts[-1], receiver if receiver and len(receiver) <= 80 else None)
+
+
+HEADERS = b'''
+class Shapes:
+    def plain(self, a, b=1/2):
+        pass
+
+    def slashed(self, a, /, b, *, c):
+        pass
+
+    def commented(
+        self,  # why
+        a,  # the first
+    ) -> int:  # after the colon
+        return a
+
+    def hashed(self, a="#", *args, **kw) -> "Dict[str, int]":
+        pass
+
+    @classmethod
+    def make(cls, x):
+        pass
+
+    def continued(self, a) \\
+            -> int:
+        pass
+
+    def caf\xc3\xa9(self):  \xe2\x80\x8b
+        pass
+
+    def lonely(
+        self,
+    ):
+        """Doc # not a comment."""
+
+
+def free(self, other):
+    pass
+'''
+
+
+def test_signature_and_arity_for_each_header_shape() -> None:
+    """What ``semfora symbols`` shows for headers with and without comments, ``*``, ``/``, self."""
+    analysis = analyze_source("shapes.py", HEADERS)
+    got = {s.qualified_name: (s.signature, s.arity) for s in analysis.symbols}
+    assert got == {
+        "Shapes": ("class Shapes", 0),
+        "Shapes.plain": ("def plain(self, a, b=1/2)", 2),
+        "Shapes.slashed": ("def slashed(self, a, /, b, *, c)", 3),
+        "Shapes.commented": ("def commented( self, a, ) -> int", 1),
+        "Shapes.hashed": ('def hashed(self, a="#", *args, **kw) -> "Dict[str, int]"', 3),
+        "Shapes.make": ("def make(cls, x)", 1),
+        "Shapes.continued": ("def continued(self, a) \\ -> int", 1),
+        "Shapes.caf\u00e9": ("def caf\u00e9(self)", 0),
+        "Shapes.lonely": ("def lonely( self, )", 0),
+        "free": ("def free(self, other)", 2),  # a function's first parameter is never a receiver
+    }
+
+
+def test_extracted_symbols_are_whole_symbols() -> None:
+    """Extraction fills every field of each Symbol (it builds them without ``__init__``)."""
+    import pickle
+    from dataclasses import fields, replace
+
+    from engine.semantic.model import Symbol
+
+    names = [f.name for f in fields(Symbol)]
+    for symbol in analyze_source("pkg/client.py", SOURCE).symbols:
+        assert list(vars(symbol)) == names
+        assert symbol == Symbol(**vars(symbol)) and hash(symbol) == hash(Symbol(**vars(symbol)))
+        assert pickle.loads(pickle.dumps(symbol)) == symbol
+        assert replace(symbol, doc="x").doc == "x"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from engine.config import load_settings
@@ -176,3 +176,55 @@ def test_resolution_is_total_and_points_at_real_candidates(defs: list[tuple[str,
 
 def test_path_type_is_posix(tmp_path: Path) -> None:
     assert ModuleIndex(["a/b.py"]).resolve("a/c.py", ImportRef("a.b"), "python") == ["a/b.py"]
+
+
+_FILES = ["pkg/a.py", "pkg/b.py", "pkg/sub/c.py", "other/d.py"]
+
+
+@settings(max_examples=300)
+@example(  # two classes named Store in one folder: each file's own comes first
+    defs=[("flush", "pkg/a.py", "Store"), ("flush", "pkg/b.py", "Store")],
+    calls=[("pkg/a.py", "flush", "store"), ("pkg/b.py", "flush", "store")],
+)
+@given(
+    defs=st.lists(
+        st.tuples(
+            st.sampled_from(["flush", "get"]),
+            st.sampled_from(_FILES),
+            st.sampled_from([None, "Store", "Session"]),
+        ),
+        max_size=10,
+    ),
+    calls=st.lists(
+        st.tuples(
+            st.sampled_from(_FILES),
+            st.sampled_from(["flush", "get"]),
+            st.sampled_from([None, "self", "store", "self._store", "obj"]),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+)
+def test_a_call_resolves_the_same_whichever_calls_were_resolved_before_it(
+    defs: list[tuple[str, str, str | None]], calls: list[tuple[str, str, str | None]]
+) -> None:
+    """Parse workers finish in any order and resolvers memoise answers: a call's edge must be the
+    same as a fresh resolver's, so one tree gives one call graph, build after build."""
+    pool = [
+        Definition(str(i), n, f, parent, "method" if parent else "function", "python")
+        for i, (n, f, parent) in enumerate(defs)
+    ]
+
+    def candidates(name: str) -> list[Definition]:
+        return [d for d in pool if d.name == name]
+
+    def edge(resolver: CallResolver, call: tuple[str, str, str | None]) -> tuple[str | None, str]:
+        file, name, receiver = call
+        got = resolver.resolve(
+            CallRow(file, None, "Store", name, receiver, 1), "python", FileContext(set(), {}, {}, {})
+        )
+        return got.callee_id, got.kind
+
+    shared = CallResolver(candidates)
+    for call in calls:
+        assert edge(shared, call) == edge(CallResolver(candidates), call)

@@ -182,8 +182,8 @@ def test_parallel_build_leaves_no_shard_files_and_clears_a_killed_runs(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     layout = RepoLayout.for_path(root)
     layout.cache_dir.mkdir(parents=True, exist_ok=True)
-    stale = layout.cache_dir / "calls-shard-999-1-0.db"
-    stale.write_bytes(b"left by a killed run")
+    for leftover in ("calls-shard-999-1-p7.calls", "calls-shard-999-1-r0.db"):
+        (layout.cache_dir / leftover).write_bytes(b"left by a killed run")
     monkeypatch.setattr(indexer, "PARALLEL_RESOLVE_MIN_CALLS", 1)
     _index(root, tmp_path / "cache", 2, monkeypatch, len(_files()))
     assert sorted(layout.cache_dir.glob(indexer.SHARD_GLOB)) == []
@@ -207,3 +207,33 @@ def test_search_terms_are_the_same_when_sqlite_cannot_expand_json(
     without = _dump(_index(root, tmp_path / "python", 1, monkeypatch, len(_files())))
     assert with_json["terms"], "the fixture must yield search terms"
     assert without["terms"] == with_json["terms"]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_cold_build_leaves_the_text_index_merged_into_one_segment(
+    make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """Queries read one b-tree after a cold build, whether the merge ran while workers resolved
+    calls or after the commit. A tiny FTS buffer, never merged on its own, makes the bulk load
+    write many segments."""
+    from engine.index import fts
+
+    small = fts.SCHEMA.replace(str(fts.FTS_HASH_BYTES), "4096")
+    small += "INSERT OR IGNORE INTO text_fts(text_fts, rank) VALUES ('automerge', 0);\n"
+    small += "INSERT OR IGNORE INTO text_fts(text_fts, rank) VALUES ('crisismerge', 1000);\n"
+    monkeypatch.setattr(fts, "SCHEMA", small)
+    monkeypatch.setattr(indexer, "PARALLEL_RESOLVE_MIN_CALLS", 1)
+    root = make_repo(_files())
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    layout = RepoLayout.for_path(root)
+    settings = load_settings(layout.root).settings
+    settings = settings.model_copy(update={"index": settings.index.model_copy(update={"workers": workers})})
+    index_repository(layout, settings)
+    conn = sqlite3.connect(layout.index_db)
+    try:
+        segments = conn.execute("SELECT count(DISTINCT segid) FROM text_fts_idx").fetchone()[0]
+        found = conn.execute("SELECT count(*) FROM text_fts WHERE text_fts MATCH 'shared'").fetchone()[0]
+    finally:
+        conn.close()
+    assert segments == 1
+    assert found > 0
