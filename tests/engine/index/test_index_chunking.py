@@ -90,10 +90,20 @@ def test_identifier_splitting() -> None:
 
 
 _IDENT = st.sampled_from(
-    ["getUserById", "HTTPServer", "HttpResponse", "HttpResponseRedirect", "x", "url_for"]
+    [
+        "getUserById",
+        "HTTPServer",
+        "HttpResponse",
+        "HttpResponseRedirect",
+        "x",
+        "url_for",
+        "X9Y",
+        "9getX",
+        "aB1",
+    ]
 )
 _LINE = st.lists(st.one_of(_IDENT, st.sampled_from([" ", "(", ".", "=", "# note"])), max_size=8).map("".join)
-_BREAK = st.sampled_from(["\n", "\r\n", "\r"])
+_BREAK = st.sampled_from(["\n", "\r\n", "\r", "\x0b", "\x1c", "\x85", "\u2028"])
 
 
 @settings(max_examples=150, deadline=None)
@@ -125,3 +135,34 @@ def test_mixed_case_words_are_the_words_with_a_case_change_inside(text: str) -> 
         if not w.islower() and not w.isupper() and re.search(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]", w)
     }
     assert mixed_case_words(text) == plain
+
+
+def test_no_secret_in_a_signature_or_docstring_reaches_index_db(make_repo) -> None:
+    # A signature's default and a docstring are cut from the parse, not from the redacted text:
+    # they must be redacted too before the text index stores them (FTS sigdoc column).
+    import sqlite3
+
+    from engine.config import load_settings
+    from engine.index.indexer import index_repository
+    from engine.repo.layout import RepoLayout
+
+    src = (
+        "class Db:\n"
+        '    """Connect with DB_PASSWORD=hunter22secret."""\n\n'
+        '    def connect(self, password="hunter22pw"):\n'
+        '        """Or pass token: \'abcd1234efgh\' through."""\n'
+        "        return password\n"
+    )
+    root = make_repo({"db.py": src})
+    layout = RepoLayout.for_path(root)
+    index_repository(layout, load_settings(root).settings)
+    with sqlite3.connect(layout.index_db) as conn:
+        # text_fts is contentless: what it holds is the words a query can match.
+        def matches(term: str) -> int:
+            return conn.execute("SELECT count(*) FROM text_fts WHERE text_fts MATCH ?", (term,)).fetchone()[0]
+
+        assert matches("sigdoc: connect") >= 1  # the column is filled, minus the secrets
+        symbols = " ".join(map(str, conn.execute("SELECT * FROM symbols").fetchall()))
+        for secret in ("hunter22secret", "hunter22pw", "abcd1234efgh"):
+            assert matches(secret) == 0, secret
+            assert secret not in symbols, secret

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.policy import content
@@ -165,3 +165,63 @@ def test_gated_literals_find_exactly_what_one_literal_at_a_time_finds(parts: lis
         haystack = low if fmt.lower and low is not None else text
         if fmt.literal and fmt.literal in haystack:
             assert content._GATES[gate].search(haystack) is not None, fmt.literal
+
+
+# Pieces of secrets and of code that names them: literals in both cases, keywords before and
+# away from an operator, quotes, breaks, and characters whose lower case changes the length
+# ("İ") or lands on ASCII (the Kelvin sign lower-cases to "k").
+_CUE_PIECES = st.sampled_from(
+    [f.literal for f in content.FORMATS]
+    + [f.literal.upper() for f in content.FORMATS]
+    + ["pass", "PASSWORD", "pwd", "secret", "Token", "credentials", "key", "KEY_BASE", "api_key"]
+    + ["=", ":", ":=", "=>", " = ", '"', "'", "`", "\n", "\r", " ", "\t", "#", "export "]
+    + ["hunter22", "abcdefghijklmnopqrstuvwxyz0123456789", "0" * 20, "@host", "Bearer ", "eyJ"]
+    + ["\u0130", "\u212a", "to\u212aen", "x", "-", "_", "."]
+    + [text for text, _secret in LEAKS if len(text) < 120]
+    + [text.swapcase() for text, _secret in LEAKS if len(text) < 120]
+)
+
+
+# Text around one piece that opens no cue by itself, so each piece is also seen alone.
+_NEUTRAL = st.text(alphabet="abcdfijlmoquvz019 ({[,]})\n", max_size=20)
+
+
+@settings(max_examples=400)
+@given(
+    st.lists(_CUE_PIECES, max_size=16) | st.tuples(_NEUTRAL, _CUE_PIECES, _NEUTRAL).map(list),
+    st.sampled_from([0, 1, content.GATED_FROM_CHARS]),
+)
+def test_a_short_text_without_a_cue_is_skipped_only_when_nothing_could_match(parts, pad: int) -> None:
+    """The cue searches only skip work: every hit found without them is still found."""
+    text = "".join(parts) + " " * pad
+    assert find_secrets(text) == _every_detector(text)
+
+
+def _every_detector(text: str) -> list[content.SecretHit]:
+    low = content._lowered(text)
+    found = [*content._env_hits(text), *content._format_hits(text, low), *content._assignment_hits(text, low)]
+    return content._merged(text, found)
+
+
+@pytest.mark.parametrize(
+    "leak",
+    [text for text, _secret in LEAKS]
+    + [f"x {text}." for text, _ in LEAKS]
+    + [
+        "curl -H 'Bearer abcdefghijklmnop0123456789'",
+        "hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX",
+        "aws_credentials = 'c0ffee99beef'",
+        "secret_key_base: 'b4se0f4ll'",
+        "passphrase => 'open-sesame-9'",
+    ],
+)
+def test_each_leak_alone_opens_a_cue(leak: str) -> None:
+    # Alone, each format and assignment must open a cue itself (no other piece opens one for it).
+    assert find_secrets(leak) == _every_detector(leak)
+
+
+def test_short_texts_such_as_signatures_are_still_redacted() -> None:
+    # Signatures and docstrings are short: the path that skips texts without a cue.
+    assert redact("def connect(password='hunter22'):") == "def connect(password='[REDACTED]'):"
+    assert "AKIA" not in redact('"""Use AKIAIOSFODNN7EXAMPLE for tests."""')
+    assert redact("def f(self, key=None):") == "def f(self, key=None):"
