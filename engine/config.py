@@ -156,7 +156,8 @@ class SearchSettings(_Section):
     chroma_url: str | None = Field(
         None,
         description="URL of a Chroma server (chroma run). Unset: embedded under the cache dir. The code "
-        "index and turn memory both use it, one collection per working tree and model. Env: SEMFORA_CHROMA_URL.",
+        "index uses it, one collection per working tree and model (turn memory keeps its few vectors in "
+        "`sessions/turn_vectors.jsonl`). Env: SEMFORA_CHROMA_URL.",
     )
     vector_service: Literal["auto", "off"] = Field(
         "auto",

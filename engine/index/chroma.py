@@ -39,9 +39,8 @@ SERVER_RETRY_SECONDS = 15.0
 # path or model name cannot push the digest (the part that makes a name unique) past it.
 MAX_NAME_PART = 120
 NAME_DIGEST_CHARS = 16
-# What a collection holds: the chunks of the code index, or the turns of session memory.
+# What a collection holds: the chunks of the code index (turn memory keeps its vectors in a file).
 CHUNKS = "chunks"
-TURNS = "turns"
 
 
 class ChromaUnavailable(ServiceUnavailable):

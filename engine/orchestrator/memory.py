@@ -2,9 +2,9 @@
 
 Owns ``SemforaMemory`` (overview once per session, a 1,000-symbol LRU, a 5-minute
 search cache, viewed symbols), session persistence under ``sessions/`` with ``--resume``,
-the append-only episodic JSONL log and recall of past turns. Recall uses a Chroma
-collection when an embedding provider is available and falls back to a lexical score
-over the JSONL otherwise; it never raises because a vector service is missing.
+the append-only episodic JSONL log and recall of past turns. Recall ranks the turns' vectors
+(kept beside the log) when an embedding provider is available and falls back to a lexical
+score over the JSONL otherwise; it never raises because a vector service is missing.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ LEXICAL_RECALL_THRESHOLD = 0.3
 # Outcomes that mark a turn as failed: excluded from recall unless the task is debugging.
 FAILED_OUTCOMES = frozenset({"failed", "error", "edit_failed", "cancelled"})
 EPISODES_FILE = "episodes.jsonl"
+TURN_VECTORS_FILE = "turn_vectors.jsonl"
 LAST_POINTER = "LAST"
 
 
@@ -334,13 +335,16 @@ def lexical_score(query: str, text: str) -> float:
 
 
 class TurnRecall:
-    """Recall of past turns: a Chroma collection when vectors are on, lexical over JSONL otherwise.
+    """Recall of past turns: by vector similarity when vectors are on, lexical over JSONL otherwise.
 
     ``embed`` maps texts to vectors (the index's embedding provider; its ``spec`` attribute, when
-    it has one, names the model); ``None`` means vectors are off and recall is lexical. The
-    collection lives in the same store as the code vectors (embedded, or the configured server),
-    opened through the process's one Chroma client, one per working tree and model. Any vector
-    failure degrades to lexical for the rest of the process, with one warning.
+    it has one, names the model); ``None`` means vectors are off and recall is lexical. A turn's
+    vector is kept beside the episodic log, in ``TURN_VECTORS_FILE`` (one JSON line per turn: run
+    id, model, failed flag, vector), and recall ranks them exactly. Not in Chroma: its HNSW files
+    are written from buffers it never clears (chroma-core/chroma#7688), and a turn is stored by the
+    process that just sent the model its API key in a request header, which one such file was
+    seen to hold. Any vector failure degrades to lexical for the rest of the process, with one
+    warning.
     """
 
     def __init__(
@@ -355,23 +359,12 @@ class TurnRecall:
         self.log = log_
         self.embed = embed
         self.settings = settings
-        self._collection: Any = None
+        self.vectors = TurnVectors(log_.path.with_name(TURN_VECTORS_FILE))
         self.mode = "vector" if embed is not None else "lexical"
 
-    def _vector_collection(self) -> Any:
-        if self._collection is None:
-            from engine.index.chroma import TURNS, chroma_client, chroma_store, collection_name
-
-            model = str(getattr(self.embed, "spec", "") or "embeddings")
-            client = chroma_client(chroma_store(self.layout, self.settings))
-            # No embedding function: vectors always come from semfora's provider, so Chroma never
-            # reaches for its default model (which it would try to download).
-            self._collection = client.get_or_create_collection(
-                collection_name(self.layout, model, TURNS),
-                metadata={"hnsw:space": "cosine"},
-                embedding_function=None,
-            )
-        return self._collection
+    @property
+    def _model(self) -> str:
+        return str(getattr(self.embed, "spec", "") or "embeddings")
 
     def _degrade(self, exc: Exception) -> None:
         log.warning("turn memory: vectors unavailable (%s); using lexical recall", exc)
@@ -383,14 +376,9 @@ class TurnRecall:
         if self.embed is None:
             return
         try:
-            vector = self.embed([redact(episode.text)])[
-                0
-            ]  # first: it settles which model names the collection
-            self._vector_collection().upsert(
-                ids=[episode.run_id or f"{episode.session_id}-{episode.ts}"],
-                embeddings=[vector],
-                documents=[redact(episode.text)],
-                metadatas=[{"outcome": episode.outcome, "run_id": episode.run_id, "failed": episode.failed}],
+            vector = self.embed([redact(episode.text)])[0]
+            self.vectors.append(
+                episode.run_id or f"{episode.session_id}-{episode.ts}", self._model, episode.failed, vector
             )
         except Exception as exc:  # noqa: BLE001 - any vector failure must degrade, never break a turn
             self._degrade(exc)
@@ -415,18 +403,59 @@ class TurnRecall:
         self, task: str, episodes: list[Episode], limit: int, include_failed: bool
     ) -> list[RecalledTurn]:
         assert self.embed is not None
-        query = self.embed([task])
-        collection = self._vector_collection()
-        count = collection.count()
-        if count == 0:
-            return []
+        query = self.embed([task])[0]
         by_run = {e.run_id: e for e in episodes}
-        where = None if include_failed else {"failed": False}
-        result = collection.query(query_embeddings=query, n_results=min(limit * 3, count), where=where)
         hits = []
-        for run_id, distance in zip(result["ids"][0], result["distances"][0], strict=False):
-            score = 1.0 - float(distance)
+        for run_id, score in self.vectors.nearest(query, self._model, include_failed):
             episode = by_run.get(run_id)
             if episode is not None and score >= VECTOR_RECALL_THRESHOLD:
                 hits.append(RecalledTurn(episode, score, "vector"))
         return hits[:limit]
+
+
+class TurnVectors:
+    """The turn vectors of one repository: an append-only JSONL file, searched exactly.
+
+    A repository has hundreds of turns, not millions: a scan with cosine similarity costs
+    milliseconds and needs no index. A vector of another model is never compared (switching
+    models starts recall afresh); a torn last line (a killed process) is skipped.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def append(self, run_id: str, model: str, failed: bool, vector: list[float]) -> None:
+        line = json.dumps({"run_id": run_id, "model": model, "failed": failed, "vector": vector}) + "\n"
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.write(line)
+
+    def nearest(self, query: list[float], model: str, include_failed: bool) -> list[tuple[str, float]]:
+        """``(run_id, cosine)`` of every stored turn of ``model``, best first (a turn stored twice
+        counts once, with its latest vector)."""
+        latest: dict[str, list[float]] = {}
+        if self.path.is_file():
+            with self.path.open(encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue
+                    if not isinstance(row, dict) or row.get("model") != model:
+                        continue
+                    if row.get("failed") and not include_failed:
+                        continue
+                    vector = row.get("vector")
+                    if isinstance(vector, list) and len(vector) == len(query):
+                        latest[str(row.get("run_id"))] = vector
+        scored = [(run_id, _cosine(query, vector)) for run_id, vector in latest.items()]
+        scored.sort(key=lambda pair: -pair[1])
+        return scored
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0

@@ -287,9 +287,10 @@ def test_a_second_ask_and_context_with_vectors_on_a_server(
         )
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     names = {c.name for c in chromadb_client(chroma_server_control.url).list_collections()}
-    assert any(n.startswith("sf-turns-") for n in names)  # turn memory went to the server too
+    assert not any(n.startswith("sf-turns-") for n in names)  # turn memory keeps its own vectors
     layout = RepoLayout.for_path(root)
     assert not layout.chroma_dir.exists()  # nothing written to a local store
+    assert list(layout.cache_dir.rglob("turn_vectors.jsonl"))  # the two turns' vectors, beside the log
 
 
 def test_a_second_ask_and_context_with_embedded_vectors_do_not_crash(

@@ -126,3 +126,37 @@ def test_vector_recall_through_the_embedding_provider(make_repo, fake_ollama, mo
     assert [h.episode.run_id for h in hits] == ["r1"] and hits[0].source == "vector"
     assert "r2" in [h.episode.run_id for h in recall.recall("debug the fetch_page retry backoff crash")]
     assert fake_ollama.requests_to("/api/embed")
+
+
+def test_turn_vectors_stay_out_of_chroma_and_apart_by_model(make_repo) -> None:
+    """Turn memory writes its vectors itself (Chroma's HNSW files carry uninitialised memory, which
+    once held the API key of the request the same process had just sent): no `chroma/` store appears,
+    a turn's vector is a line of `turn_vectors.jsonl`, another model's vectors are never compared,
+    and a torn line from a killed process is skipped."""
+    layout = RepoLayout.for_path(make_repo({"a.py": "x=1\n"}))
+    store = SessionStore(layout)
+
+    def embedder(spec: str, axis: int):
+        def embed(texts: list[str]) -> list[list[float]]:
+            return [
+                [1.0 if i == axis else 0.0 for i in range(3)] if "retry" in t else [0.0, 0.0, 1.0]
+                for t in texts
+            ]
+
+        embed.spec = spec  # type: ignore[attr-defined]
+        return embed
+
+    first = TurnRecall(layout, store.episodes, embed=embedder("model-a", 0))
+    ep = _episode("s", "r1", "add retry with backoff to fetch_page")
+    store.episodes.append(ep)
+    first.remember(ep)
+    vectors = store.episodes.path.with_name("turn_vectors.jsonl")
+    assert [json.loads(line)["run_id"] for line in vectors.read_text().splitlines()] == ["r1"]
+    with vectors.open("a") as fh:
+        fh.write('{"run_id": "torn", "model": "mod')  # a killed process's last line
+    hits = first.recall("retry fetch_page")
+    assert [(h.episode.run_id, h.source) for h in hits] == [("r1", "vector")]
+    other = TurnRecall(layout, store.episodes, embed=embedder("model-b", 1))
+    assert other.recall("retry fetch_page") == []  # model-a's vectors are not model-b's
+    assert other.mode == "vector"
+    assert not any(p.name == "chroma" for p in layout.cache_dir.rglob("*"))
