@@ -171,21 +171,34 @@ def is_placeholder(value: str) -> bool:
 _ENV_KEYS_BYTES = tuple(os.fsencode(v) for v in SECRET_ENV_VARS)
 
 
-def env_secret_values() -> list[str]:
+# The last values read and their decoded, sorted form (see ``env_secret_values``).
+_ENV_SECRETS: tuple[tuple[bytes, ...], tuple[str, ...]] = ((), ())
+
+
+def env_secret_values() -> tuple[str, ...]:
     """The current values of the well-known credential variables, longest first.
 
     Read on every call (a key set after start-up is masked too), from the environment's
     underlying mapping when it has one: ``os.environ.get`` encodes and decodes on each lookup,
-    and the indexer redacts two short texts per symbol.
+    and the indexer redacts two short texts per symbol. The decoded values are kept while the
+    variables keep their values: decoding them afresh on every call left a freed copy of each
+    key in the heap per call, and a library that writes uninitialised buffers to disk (Chroma's
+    HNSW files, docs/security.md) can pick such a copy up.
     """
+    global _ENV_SECRETS
     data = getattr(os.environ, "_data", None)
     if isinstance(data, dict) and os.name == "posix":
-        values = [os.fsdecode(v) for v in map(data.get, _ENV_KEYS_BYTES) if v]
+        raw = tuple(v for v in map(data.get, _ENV_KEYS_BYTES) if v)
+        if raw == _ENV_SECRETS[0]:
+            return _ENV_SECRETS[1]
+        values = [os.fsdecode(v) for v in raw]
     else:
+        raw = None
         values = [os.environ.get(var, "") for var in SECRET_ENV_VARS]
-    if not values:
-        return []
-    return sorted({v for v in values if len(v) >= MIN_ENV_SECRET_LEN}, key=len, reverse=True)
+    found = tuple(sorted({v for v in values if len(v) >= MIN_ENV_SECRET_LEN}, key=len, reverse=True))
+    if raw is not None:
+        _ENV_SECRETS = (raw, found)
+    return found
 
 
 def _lowered(text: str) -> str | None:

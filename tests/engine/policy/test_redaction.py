@@ -92,6 +92,23 @@ def test_the_env_value_of_a_key_is_masked_anywhere(monkeypatch: pytest.MonkeyPat
     assert "plainlookingvalue123" not in redact("the key is plainlookingvalue123 ok")
 
 
+def test_a_key_set_or_changed_later_is_masked_and_the_old_one_no_longer_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The decoded values are kept between calls, never past a change of the variables."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "firstvalueofthekey1")
+    assert "firstvalueofthekey1" not in redact("a firstvalueofthekey1 b")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "secondvalueofthekey2")
+    assert "secondvalueofthekey2" not in redact("a secondvalueofthekey2 b")
+    assert "firstvalueofthekey1" in redact("a firstvalueofthekey1 b")
+    monkeypatch.setenv("OPENAI_API_KEY", "anothervalueofakey3")
+    assert redact("x anothervalueofakey3 secondvalueofthekey2").count("anothervalueofakey3") == 0
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    assert "secondvalueofthekey2" in redact("a secondvalueofthekey2 b")
+    # Decoded once while the values stay the same: no fresh copy of a key per call.
+    assert content.env_secret_values() is content.env_secret_values()
+
+
 planted = st.sampled_from([secret for _text, secret in LEAKS if len(secret) > 8])
 filler = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
 
