@@ -1020,26 +1020,30 @@ def _resolve_slice(job: _Slice) -> int:
     return count
 
 
-def _slices(shards: Sequence[str], parts: int, out_dir: Path, tag: str) -> list[_Slice]:
-    """Cut the shards into about ``parts`` runs of records with similar numbers of call rows."""
-    records = [(shard, *record) for shard in sorted(shards) for record in _shard_records(shard)]
+# A record of one shard: (shard, start offset, end offset, call rows, files).
+_Record = tuple[str, int, int, int, int]
+
+
+def _slices(records: Sequence[_Record], parts: int, out_dir: Path, tag: str) -> list[_Slice]:
+    """Cut the shards' records into about ``parts`` runs with similar numbers of call rows."""
     step = max(1, sum(r[3] for r in records) // max(1, parts) + 1)
     out: list[_Slice] = []
-    run: list[tuple[str, int, int, int, int]] = []
-
-    def close_run() -> None:
-        label = f"r{len(out)}"
-        files = sum(r[4] for r in run)
-        out.append(_Slice(run[0][0], run[0][1], run[-1][2], files, _shard_path(str(out_dir), tag, label)))
-        run.clear()
-
+    run: list[_Record] = []
+    rows = 0
     for record in records:
-        if run and (run[0][0] != record[0] or sum(r[3] for r in run) >= step):
-            close_run()
+        if run and (run[0][0] != record[0] or rows >= step):
+            out.append(_run_slice(run, _shard_path(str(out_dir), tag, f"r{len(out)}")))
+            run, rows = [], 0
         run.append(record)
+        rows += record[3]
     if run:
-        close_run()
+        out.append(_run_slice(run, _shard_path(str(out_dir), tag, f"r{len(out)}")))
     return out
+
+
+def _run_slice(run: Sequence[_Record], out: str) -> _Slice:
+    """One shard's consecutive records as a slice whose resolved rows go to ``out``."""
+    return _Slice(run[0][0], run[0][1], run[-1][2], sum(r[4] for r in run), out)
 
 
 def _resolve_bulk(
@@ -1064,10 +1068,11 @@ def _resolve_bulk(
     tag = f"{os.getpid()}-{time.monotonic_ns()}"
     out_dir = shard_dir if shard_dir is not None else Path(shards[0]).parent if shards else Path(".")
     can_fork = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
-    total_rows = sum(rows for shard in shards for _lo, _hi, rows, _files in _shard_records(shard))
+    records = [(shard, *record) for shard in sorted(shards) for record in _shard_records(shard)]
+    total_rows = sum(r[3] for r in records)
     parallel = workers > 1 and total_rows >= PARALLEL_RESOLVE_MIN_CALLS and can_fork
     jobs = _slices(
-        shards, min(MAX_SLICES, workers * RESOLVE_SLICES_PER_WORKER) if parallel else 1, out_dir, tag
+        records, min(MAX_SLICES, workers * RESOLVE_SLICES_PER_WORKER) if parallel else 1, out_dir, tag
     )
     total_files = sum(j.files for j in jobs)
     done_files = 0

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from engine.semantic.lang_base import CLASS_LIKE, LangRules
 from engine.semantic.languages import FULL_LANGUAGES, language_for_path, language_info
 from engine.semantic.model import CallSite, FileAnalysis, ImportRef, Risk, Symbol, symbol_id
-from engine.semantic.risk import GLOBAL_STATE, assess, import_aliases
+from engine.semantic.risk import GLOBAL_STATE, NO_RISK, assess, import_aliases
 
 if TYPE_CHECKING:
     from tree_sitter import Language, Node, Parser, Query
@@ -392,13 +392,9 @@ class _Sweep:
                 memo=self._risk_memo,
             )
             if calls or record.marks or record.control_flow or record.max_nesting
-            else _NO_RISK,
+            else NO_RISK,
             body_hash=hashlib.sha256(body).hexdigest(),
         )
-
-
-# Risk of a symbol with no calls, marks or branches (frozen, so one instance serves them all).
-_NO_RISK = Risk()
 
 
 def _new_symbol(**values: object) -> Symbol:

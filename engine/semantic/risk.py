@@ -715,7 +715,7 @@ RULES_BY_LANGUAGE: dict[str, RiskRules] = {
 }
 _EMPTY = RiskRules()
 # The risk of a symbol with no finding (frozen: one instance serves every such symbol).
-_LOW = Risk()
+NO_RISK = Risk()
 
 
 def import_aliases(imports: Iterable[ImportRef]) -> dict[str, str]:
@@ -810,7 +810,7 @@ def assess(
         found.setdefault(category, []).append(detail)
     complex_ = control_flow >= MODERATE_BRANCHES or max_nesting >= MODERATE_NESTING
     if not found and not complex_:
-        return _LOW  # most symbols: nothing matched and nothing complex
+        return NO_RISK  # most symbols: nothing matched and nothing complex
     very_complex = control_flow >= HIGH_BRANCHES or max_nesting >= HIGH_NESTING
     reasons = [f"{category}: {', '.join(dict.fromkeys(details))}" for category, details in found.items()]
     if complex_:
