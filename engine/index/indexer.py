@@ -477,11 +477,24 @@ def _parse_all(
                 return pool.submit(chunk_batch_packed, str(root), str(db_path or ""), batch)  # type: ignore[arg-type]
             return pool.submit(parse_batch_packed, str(root), batch, shard, chunk)  # type: ignore[arg-type]
 
-        pending: dict[Future[bytes], bool] = {}
+        # Results are yielded in the order their batches were handed out, not the order the
+        # workers finish them: the parent numbers symbols and text chunks as it writes them, and
+        # search breaks ties between equal scores by those numbers, so one tree must give one
+        # numbering whatever the timing (or the number of workers).
+        pending: dict[Future[bytes], int] = {}
+        kinds: dict[int, bool] = {}
+        ready: dict[int, bytes] = {}  # finished out of order, waiting for an earlier batch
         queue: Iterator[tuple[bool, Sequence[object]]] = iter(batches)
         limit = workers * TASKS_IN_FLIGHT_PER_WORKER
-        for is_text, batch in queue:
-            pending[submit(is_text, batch)] = is_text
+        sequence = itertools.count()
+
+        def hand_out(nxt: tuple[bool, Sequence[object]]) -> None:
+            seq = next(sequence)
+            kinds[seq] = nxt[0]
+            pending[submit(*nxt)] = seq
+
+        for nxt in queue:
+            hand_out(nxt)
             if len(pending) >= limit:
                 break
         if text_items is not None:
@@ -493,25 +506,32 @@ def _parse_all(
                 nxt = next(queue, None)
                 if nxt is None:
                     break
-                pending[submit(*nxt)] = nxt[0]
-        while pending:
-            finished, _rest = wait(pending, return_when=FIRST_COMPLETED)
+                hand_out(nxt)
+        head = 0  # the next batch to yield
+        while pending or ready:
+            if pending:
+                finished, _rest = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    ready[pending.pop(fut)] = fut.result()
             # Hand out the next batches before writing these results: the workers keep parsing
             # while this process writes (the consumer of this generator does that between yields).
-            kinds = {fut: pending.pop(fut) for fut in finished}
-            for _fut in finished:
+            # Results held back behind a slow batch count against the limit, which bounds memory.
+            while len(pending) + len(ready) < limit * 2 and len(pending) < limit:
                 nxt = next(queue, None)
-                if nxt is not None:
-                    pending[submit(*nxt)] = nxt[0]
-            for fut, is_text in kinds.items():
+                if nxt is None:
+                    break
+                hand_out(nxt)
+            while head in ready:
+                data, is_text = ready.pop(head), kinds.pop(head)
+                head += 1
                 if is_text:
-                    for chunked in marshal.loads(fut.result()):
+                    for chunked in marshal.loads(data):
                         text_done += 1
                         yield TextResult(*chunked)
                     if progress:
                         progress(PHASE_TEXT, text_done, text_total)
                     continue
-                shard_path, results = _unpack_batch(fut.result())
+                shard_path, results = _unpack_batch(data)
                 if shard_path is not None:
                     shards.add(shard_path)
                 for result in results:

@@ -237,3 +237,78 @@ def test_a_cold_build_leaves_the_text_index_merged_into_one_segment(
         conn.close()
     assert segments == 1
     assert found > 0
+
+
+def _first_batch_finishes_last(root: str, batch, shard, chunk):  # noqa: ANN001, ANN201
+    """A parse task (run in a forked worker) whose first batch waits until the last is done."""
+    import os
+    import time
+
+    marker = Path(os.environ["SEMFORA_TEST_MARKER"])
+    paths = {item[0] for item in batch}
+    if os.environ["SEMFORA_TEST_FIRST"] in paths:
+        deadline = time.monotonic() + 120
+        while not marker.exists():  # a state, not a time: the last batch writes the marker
+            if time.monotonic() > deadline:
+                raise RuntimeError("the last batch never finished")
+            time.sleep(0.01)
+    out = _REAL_PARSE_BATCH_PACKED(root, batch, shard, chunk)
+    if os.environ["SEMFORA_TEST_LAST"] in paths:
+        marker.write_text("done")
+    return out
+
+
+_REAL_PARSE_BATCH_PACKED = indexer.parse_batch_packed
+
+
+def test_symbols_and_chunks_are_numbered_in_file_order_whichever_worker_finishes_first(
+    make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Search breaks ties between equal scores by row numbers, so they must not depend on timing:
+    with the first batch of files finishing last, the parallel build numbers symbols and text
+    chunks as the one-process build does, and a query that two identical files match equally
+    lists them in the same order."""
+    from engine.index import fts
+
+    files = _files()
+    twin = "def checksum_of_blocks(blocks):\n    return sum(len(b) for b in blocks) % 65521\n"
+    files["aaa/twin.py"] = files["zzz/twin.py"] = twin
+    # Files are parsed largest first: this one opens the first batch, the twins close the last.
+    files["big/huge.py"] = "".join(
+        f"def step_{i}(x):\n    return step_{i + 1}(x) + {i}\n\n\n" for i in range(400)
+    )
+    root = make_repo(files)
+
+    def numbering(db: Path) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]], list[str]]:
+        conn = sqlite3.connect(db)
+        try:
+            symbols = conn.execute("SELECT sid, id FROM symbols ORDER BY sid").fetchall()
+            chunks = conn.execute("SELECT rowid, chunk_id FROM text_chunks ORDER BY rowid").fetchall()
+            hits = [row.file for row, _score in fts.search(conn, "checksum blocks", limit=2)]
+        finally:
+            conn.close()
+        return symbols, chunks, hits
+
+    def build(cache: Path, workers: int) -> Path:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+        layout = RepoLayout.for_path(root)
+        settings = load_settings(layout.root).settings
+        settings = settings.model_copy(
+            update={"index": settings.index.model_copy(update={"workers": workers})}
+        )
+        index_repository(layout, settings)
+        return layout.index_db
+
+    serial = numbering(build(tmp_path / "serial", 1))
+    monkeypatch.setenv("SEMFORA_TEST_MARKER", str(tmp_path / "last-batch-done"))
+    monkeypatch.setenv("SEMFORA_TEST_FIRST", "big/huge.py")
+    monkeypatch.setenv("SEMFORA_TEST_LAST", "zzz/twin.py")
+    monkeypatch.setattr(indexer, "parse_batch_packed", _first_batch_finishes_last)
+    # Forked workers see the patched task (the test runs single-threaded, so fork is chosen).
+    assert indexer.pool_context().get_start_method() == "fork"
+    parallel = numbering(build(tmp_path / "parallel", 2))
+    assert (tmp_path / "last-batch-done").exists(), "the parallel build must have used the slow task"
+    assert len(serial[0]) > 100 and len(serial[1]) > 100
+    assert parallel[0] == serial[0]
+    assert parallel[1] == serial[1]
+    assert serial[2] == parallel[2] == ["aaa/twin.py", "zzz/twin.py"]
