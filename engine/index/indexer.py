@@ -493,8 +493,8 @@ def _parse_all(
             kinds[seq] = nxt[0]
             pending[submit(*nxt)] = seq
 
-        for nxt in queue:
-            hand_out(nxt)
+        for first in queue:
+            hand_out(first)
             if len(pending) >= limit:
                 break
         if text_items is not None:
