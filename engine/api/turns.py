@@ -76,10 +76,12 @@ def build_vectors(
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
 ) -> VectorReport:
-    """Embed the chunks not embedded yet with the configured model (safe to stop and rerun)."""
-    from engine.index.vectors import VectorIndexer
+    """Embed the chunks not embedded yet with the configured model (safe to stop and rerun).
 
-    return VectorIndexer(layout, settings).run(progress=progress, cancel=cancel)
+    An embedded store is written by a child process that holds no credential (docs/security.md)."""
+    from engine.index.vector_writer import build_vectors as build
+
+    return build(layout, settings, progress=progress, cancel=cancel)
 
 
 def make_reasoner(settings: Settings, model: str | None = None) -> Reasoner:

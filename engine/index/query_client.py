@@ -11,7 +11,6 @@ the protocol, so the arrows point one way. Any failure is ``ServiceFailed``: sea
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import Settings
+from engine.policy.content import environment_without_secrets
 from engine.repo.layout import RepoLayout, cache_home
 
 SOCKET_NAME = "vector-service.sock"
@@ -78,7 +78,8 @@ def _request(payload: dict[str, Any], timeout: float = REQUEST_TIMEOUT) -> dict[
 def _spawn() -> None:
     path = socket_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
+    # The service holds chromadb and may write an embedded store's files: it never holds a key.
+    env = environment_without_secrets()
     subprocess.Popen(  # noqa: S603 - our own interpreter and module
         [sys.executable, "-m", "engine.index.query_service", "serve", "--socket", str(path)],
         stdin=subprocess.DEVNULL,

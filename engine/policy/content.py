@@ -144,6 +144,13 @@ SECRET_ENV_VARS = (
     "OPENROUTER_API_KEY",
     "COHERE_API_KEY",
 )
+
+
+def environment_without_secrets() -> dict[str, str]:
+    """This process's environment without the credential variables, for a child that needs none."""
+    return {k: v for k, v in os.environ.items() if k not in SECRET_ENV_VARS}
+
+
 # Shorter values are too likely to be ordinary words to mask everywhere.
 MIN_ENV_SECRET_LEN = 8
 ASSIGNED_KIND = "secret assigned to a literal"

@@ -1,0 +1,131 @@
+"""An embedded vector store is written by a child process that never held a credential.
+
+Chroma's HNSW files can carry whatever the writing process's memory held (docs/security.md), so
+``build_vectors`` runs the embedded build in ``python -m engine.index.vector_writer`` with the
+credential variables removed, and relays its progress, its report, its errors and a cancel.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+from engine.errors import EmbeddingUnavailable, SemforaError
+from engine.index.hybrid import search
+from engine.index.vector_writer import build_vectors
+
+PLANTED = "sk-ant-api03-" + "Q" * 40 + "writerTEST"
+
+
+def _writer_children() -> list[int]:
+    """Live children of this process running the vector writer."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = next((line.split()[1] for line in status.splitlines() if line.startswith("PPid:")), "")
+        if ppid == str(os.getpid()) and b"engine.index.vector_writer" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def _use_ollama(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", PLANTED)
+
+
+def test_an_embedded_store_is_written_by_a_child_without_the_api_key(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    _use_ollama(monkeypatch)
+    layout, settings = indexed_repo()
+    environments: list[bytes] = []
+    record = fake_ollama.record
+
+    def record_and_look(request) -> None:  # noqa: ANN001 - runs in the fake server's thread
+        if request.path == "/api/embed":
+            for pid in _writer_children():
+                try:
+                    environments.append(Path(f"/proc/{pid}/environ").read_bytes())
+                except OSError:
+                    continue
+        record(request)
+
+    monkeypatch.setattr(fake_ollama, "record", record_and_look)
+    steps: list[tuple[str, int, int]] = []
+    report = build_vectors(layout, settings, progress=lambda p, d, t: steps.append((p, d, t)))
+    assert report.enabled and report.embedded > 0 and report.pending == 0
+    assert steps and steps[-1][1] == steps[-1][2] == report.embedded  # progress relayed with counts
+    assert environments, "the embedding requests must come from the writer child"
+    assert all(b"ANTHROPIC_API_KEY=" not in env and PLANTED.encode() not in env for env in environments)
+    assert all(b"OLLAMA_HOST=" in env for env in environments)  # the rest of the environment is kept
+    assert os.environ["ANTHROPIC_API_KEY"] == PLANTED  # this process keeps its own
+    for path in layout.chroma_dir.rglob("*"):
+        if path.is_file():
+            assert PLANTED.encode() not in path.read_bytes(), path
+    # This process reads what the child wrote.
+    hits = search(layout, settings, "send the client to another location", mode="vector")
+    assert hits and hits[0].symbol == "redirect"
+
+
+def test_a_cancel_stops_the_child_after_its_batch_and_the_next_build_resumes(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    _use_ollama(monkeypatch)
+    layout, settings = indexed_repo(
+        {f"pkg/m{i}.py": f"def func_{i}(a):\n    return a + {i}\n" for i in range(40)}
+    )
+    cancel = threading.Event()
+
+    def progress(_phase: str, done: int, _total: int) -> None:
+        if done >= 32:
+            cancel.set()
+
+    first = build_vectors(layout, settings, progress=progress, cancel=cancel)
+    assert first.cancelled and first.pending > 0 and first.embedded >= 32
+    second = build_vectors(layout, settings)
+    assert second.embedded == first.pending and not second.cancelled and second.pending == 0
+    assert _writer_children() == []
+
+
+def test_an_error_in_the_child_comes_back_as_the_same_typed_error(
+    monkeypatch, indexed_repo, tmp_path
+) -> None:
+    layout, settings = indexed_repo()
+    monkeypatch.setenv("SEMFORA_EMBEDDING", f"sentence-transformers:{tmp_path / 'no-such-model'}")
+    from engine.config import load_settings
+
+    settings = load_settings(layout.root).settings
+    with pytest.raises(EmbeddingUnavailable) as caught:
+        build_vectors(layout, settings)
+    assert caught.value.exit_code == 2 and "no-such-model" in caught.value.message
+
+
+def test_a_child_killed_mid_build_is_a_clear_error_and_nothing_is_left_running(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    _use_ollama(monkeypatch)
+    layout, settings = indexed_repo(
+        {f"pkg/m{i}.py": f"def func_{i}(a):\n    return a + {i}\n" for i in range(40)}
+    )
+
+    def progress(_phase: str, done: int, _total: int) -> None:
+        if done > 0:
+            for pid in _writer_children():
+                os.kill(pid, signal.SIGKILL)
+
+    with pytest.raises(SemforaError, match="without an answer|stopped"):
+        build_vectors(layout, settings, progress=progress)
+    assert _writer_children() == []
+    # The chunks embedded before the kill stay recorded; the next build embeds the rest.
+    again = build_vectors(layout, settings)
+    assert again.pending == 0 and again.embedded > 0
