@@ -118,8 +118,8 @@ def build_in_clean_process(
                     continue
                 answer = message
                 break
-        except (OSError, ValueError) as exc:  # a child that died mid-line, or garbled output
-            answer = {"error": {"kind": "", "code": "", "message": f"the vector build stopped: {exc}"}}
+        except (OSError, ValueError):  # a child that died (a closed pipe) or wrote a garbled line
+            answer = None  # reported below with the exit status and the last line of its stderr
         finally:
             with contextlib.suppress(OSError):
                 child.stdin.close()
