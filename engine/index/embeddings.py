@@ -359,16 +359,26 @@ def _shared_local(name_or_path: str, precision: str) -> SentenceTransformerEmbed
         return found
 
 
+# Provider kinds that turn vectors off.
+OFF_KINDS = frozenset({"none", "off", ""})
+
+
+def provider_kind(settings: Settings) -> tuple[str, str, str]:
+    """``(spec, kind, argument)`` of ``search.embedding``: ``ollama:nomic-embed-text`` gives
+    ``("ollama:nomic-embed-text", "ollama", "nomic-embed-text")``; unset is ``auto``."""
+    spec = (settings.search.embedding or "auto").strip()
+    kind, _, arg = spec.partition(":")
+    return spec, kind.lower(), arg
+
+
 def choose_embedder(settings: Settings) -> EmbedderChoice:
     """Pick the provider ``settings.search.embedding`` names; never raises for a missing service.
 
     ``auto`` tries Ollama, then chroma's ONNX model if already cached; otherwise vectors are
     off. sentence-transformers is used only when named, since loading torch costs seconds.
     """
-    spec = (settings.search.embedding or "auto").strip()
-    kind, _, arg = spec.partition(":")
-    kind = kind.lower()
-    if kind in ("none", "off", ""):
+    spec, kind, arg = provider_kind(settings)
+    if kind in OFF_KINDS:
         return EmbedderChoice(None, spec, "search.embedding = none")
     if kind == "ollama":
         return _ollama_choice(settings, arg or DEFAULT_OLLAMA_EMBED_MODEL)

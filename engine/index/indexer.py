@@ -481,17 +481,14 @@ def _parse_all(
         # workers finish them: the parent numbers symbols and text chunks as it writes them, and
         # search breaks ties between equal scores by those numbers, so one tree must give one
         # numbering whatever the timing (or the number of workers).
-        pending: dict[Future[bytes], int] = {}
-        kinds: dict[int, bool] = {}
-        ready: dict[int, bytes] = {}  # finished out of order, waiting for an earlier batch
+        pending: dict[Future[bytes], tuple[int, bool]] = {}  # -> (hand-out number, is text)
+        ready: dict[int, tuple[bool, bytes]] = {}  # finished out of order, waiting for an earlier batch
         queue: Iterator[tuple[bool, Sequence[object]]] = iter(batches)
         limit = workers * TASKS_IN_FLIGHT_PER_WORKER
         sequence = itertools.count()
 
         def hand_out(nxt: tuple[bool, Sequence[object]]) -> None:
-            seq = next(sequence)
-            kinds[seq] = nxt[0]
-            pending[submit(*nxt)] = seq
+            pending[submit(*nxt)] = (next(sequence), nxt[0])
 
         for first in queue:
             hand_out(first)
@@ -512,7 +509,8 @@ def _parse_all(
             if pending:
                 finished, _rest = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in finished:
-                    ready[pending.pop(fut)] = fut.result()
+                    seq, is_text = pending.pop(fut)
+                    ready[seq] = (is_text, fut.result())
             # Hand out the next batches before writing these results: the workers keep parsing
             # while this process writes (the consumer of this generator does that between yields).
             # Results held back behind a slow batch count against the limit, which bounds memory.
@@ -522,7 +520,7 @@ def _parse_all(
                     break
                 hand_out(nxt)
             while head in ready:
-                data, is_text = ready.pop(head), kinds.pop(head)
+                is_text, data = ready.pop(head)
                 head += 1
                 if is_text:
                     for chunked in marshal.loads(data):

@@ -61,11 +61,11 @@ def build_vectors(
     """Embed the chunks not embedded yet: in a child without credentials when the store is embedded
     and there is something to embed with, here otherwise (a server store, or vectors off)."""
     from engine.index.chroma import chroma_store
-    from engine.index.embeddings import choose_embedder
+    from engine.index.embeddings import OFF_KINDS, choose_embedder, provider_kind
     from engine.index.vectors import VectorIndexer
 
-    kind = (settings.search.embedding or "auto").strip().partition(":")[0].lower()
-    if kind in ("none", "off", "") or chroma_store(layout, settings).is_server:
+    _spec, kind, _arg = provider_kind(settings)
+    if kind in OFF_KINDS or chroma_store(layout, settings).is_server:
         return VectorIndexer(layout, settings).run(progress=progress, cancel=cancel)
     if kind == "auto":
         # Probing costs little and, when nothing answers, no child needs to start just to say so.
@@ -157,15 +157,10 @@ def _serve(requests: IO[str], answers: IO[str]) -> int:
     try:
         request = json.loads(requests.readline())
         layout = RepoLayout(Path(request["root"]))
-        if str(layout.cache_dir) != request["cache_dir"]:
-            raise IndexError_(f"the vector build found {layout.cache_dir}, not {request['cache_dir']}")
         settings = Settings.model_validate(request["settings"])
     except (ValueError, KeyError, TypeError) as exc:
         send({"error": {"kind": "", "code": "", "message": f"unreadable vector build request: {exc}"}})
         return 2
-    except SemforaError as exc:
-        send({"error": {"kind": type(exc).__name__, "code": exc.code, "message": exc.message}})
-        return 1
     cancel = threading.Event()
 
     def progress(phase: str, done: int, total: int) -> None:
@@ -174,6 +169,8 @@ def _serve(requests: IO[str], answers: IO[str]) -> int:
             cancel.set()
 
     try:
+        if str(layout.cache_dir) != request["cache_dir"]:
+            raise IndexError_(f"the vector build found {layout.cache_dir}, not {request['cache_dir']}")
         report = VectorIndexer(layout, settings).run(progress=progress, cancel=cancel)
     except SemforaError as exc:
         send({"error": {"kind": type(exc).__name__, "code": exc.code, "message": exc.message}})

@@ -18,6 +18,8 @@ from engine.errors import EmbeddingUnavailable, SemforaError
 from engine.index.hybrid import search
 from engine.index.vector_writer import build_vectors
 
+# Two Ollama batches (32 + 8 chunks), so a build can be stopped between them.
+FORTY_CHUNKS = {f"pkg/m{i}.py": f"def func_{i}(a):\n    return a + {i}\n" for i in range(40)}
 PLANTED = "sk-ant-api03-" + "Q" * 40 + "writerTEST"
 
 
@@ -81,9 +83,7 @@ def test_a_cancel_stops_the_child_after_its_batch_and_the_next_build_resumes(
     fake_ollama, monkeypatch, indexed_repo
 ) -> None:
     _use_ollama(monkeypatch)
-    layout, settings = indexed_repo(
-        {f"pkg/m{i}.py": f"def func_{i}(a):\n    return a + {i}\n" for i in range(40)}
-    )
+    layout, settings = indexed_repo(FORTY_CHUNKS)
     cancel = threading.Event()
 
     def progress(_phase: str, done: int, _total: int) -> None:
@@ -114,9 +114,7 @@ def test_a_child_killed_mid_build_is_a_clear_error_and_nothing_is_left_running(
     fake_ollama, monkeypatch, indexed_repo
 ) -> None:
     _use_ollama(monkeypatch)
-    layout, settings = indexed_repo(
-        {f"pkg/m{i}.py": f"def func_{i}(a):\n    return a + {i}\n" for i in range(40)}
-    )
+    layout, settings = indexed_repo(FORTY_CHUNKS)
 
     def progress(_phase: str, done: int, _total: int) -> None:
         if done > 0:
