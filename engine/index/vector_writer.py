@@ -6,8 +6,10 @@ such file held an ``Authorization`` header, see docs/security.md). The app and `
 hold API keys; the process that writes an embedded store must not. ``build_in_clean_process``
 starts ``python -m engine.index.vector_writer`` with every credential variable removed from its
 environment, sends it the repository and the settings, and relays its progress; the child runs
-``VectorIndexer`` as the parent would have. A Chroma server writes its files in its own process,
-so a server store is written from this one, as before.
+``VectorIndexer`` as the parent would have, and leaves the HNSW files persisted
+(``vectors.HNSW_SYNC_THRESHOLD``), so that the processes that only query the store, which do hold
+keys, never write them. A Chroma server writes its files in its own process, so a server store is
+written from this one, as before.
 
 Protocol (JSON lines): the parent writes one request line (``root``, ``cache_dir``, ``settings``).
 The child answers ``{"progress": [phase, done, total]}`` lines, and waits after each for ``go`` or

@@ -49,8 +49,16 @@ VERIFY_SAMPLE = 64
 RECONCILE_PAGE = 5000
 # What search says, once, when vectors are configured but this repository has none yet.
 NOT_BUILT = "the vector index is not built yet (run `semfora index`)"
-# Distance metric of every collection semfora creates.
-COLLECTION_METADATA = {"hnsw:space": "cosine"}
+# An embedded collection's HNSW files are persisted only at a sync point, once this many vectors
+# changed since the last one (Chroma's default is 1,000). Until the first, every process that opens
+# the store rebuilds those files from Chroma's log and writes them, ``length.bin`` from a buffer it
+# never clears (chroma-core/chroma#7688, #7463): a reader holding an API key, such as the app or
+# `ask`, could write the key to disk. With a sync point every two changes, the vector writer (a
+# child started without credentials) leaves persisted files that readers only load. Two is
+# Chroma's smallest; in one measurement it added about 5% to writing 20,000 vectors.
+HNSW_SYNC_THRESHOLD = 2
+# Distance metric and sync threshold of every collection semfora creates.
+COLLECTION_METADATA = {"hnsw:space": "cosine", "hnsw:sync_threshold": HNSW_SYNC_THRESHOLD}
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,31 @@ def _set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
 
 def _open_collection(client: Any, name: str) -> Any:
     return client.get_or_create_collection(name, metadata=COLLECTION_METADATA, embedding_function=None)
+
+
+def _lower_sync_threshold(collection: Any) -> bool:
+    """Give a collection made before ``HNSW_SYNC_THRESHOLD`` existed that threshold; True if changed.
+
+    The change applies to clients opened afterwards (``reopen_stores``)."""
+    hnsw = (getattr(collection, "configuration", None) or {}).get("hnsw") or {}
+    if int(hnsw.get("sync_threshold") or HNSW_SYNC_THRESHOLD) <= HNSW_SYNC_THRESHOLD:
+        return False
+    collection.modify(configuration={"hnsw": {"sync_threshold": HNSW_SYNC_THRESHOLD}})
+    return True
+
+
+def _persist_hnsw(collection: Any, *, force: bool) -> None:
+    """Leave an embedded collection's HNSW files persisted, so that readers never write them.
+
+    A collection of one vector never reaches a sync point by itself, nor does one whose threshold
+    was just lowered: writing one stored vector back unchanged is the change that makes it.
+    """
+    count = collection.count()
+    if not count or not (force or count == 1):
+        return
+    got = collection.get(limit=1, include=["embeddings", "metadatas"])
+    if got["ids"]:
+        collection.upsert(ids=got["ids"], embeddings=got["embeddings"], metadatas=got["metadatas"])
 
 
 def _existing_collection(client: Any, name: str) -> Any | None:
@@ -265,6 +298,13 @@ class VectorIndexer:
                 collection = _open_collection(client, name)
             recorded = int(conn.execute("SELECT COUNT(*) FROM vector_state").fetchone()[0])
             missing, extra = verify_record(conn, collection)
+            lowered = not store.is_server and _lower_sync_threshold(collection)
+            if lowered:
+                # This process's store keeps the collection as it opened it: open it again to write
+                # under the new threshold.
+                reopen_stores()
+                client = chroma_client(store)
+                collection = _open_collection(client, name)
         except ChromaUnavailable:
             raise
         except Exception as exc:  # a server that dies mid-run: assorted chromadb/httpx errors
@@ -285,7 +325,7 @@ class VectorIndexer:
         _set_meta(conn, "vector_store", store.key)
         conn.commit()
         try:
-            return self._embed(
+            done = self._embed(
                 conn,
                 store,
                 client,
@@ -298,6 +338,9 @@ class VectorIndexer:
                 missing,
                 messages,
             )
+            if not store.is_server:
+                _persist_hnsw(collection, force=lowered)
+            return done
         except (ChromaUnavailable, ServiceUnavailable):
             raise
         except Exception as exc:  # a server that dies mid-run: assorted chromadb/httpx errors

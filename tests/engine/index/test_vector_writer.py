@@ -7,8 +7,12 @@ credential variables removed, and relays its progress, its report, its errors an
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -17,6 +21,7 @@ import pytest
 from engine.errors import EmbeddingUnavailable, SemforaError
 from engine.index.hybrid import search
 from engine.index.vector_writer import build_vectors
+from tests.conftest import run_semfora
 
 # Two Ollama batches (32 + 8 chunks), so a build can be stopped between them.
 FORTY_CHUNKS = {f"pkg/m{i}.py": f"def func_{i}(a):\n    return a + {i}\n" for i in range(40)}
@@ -127,3 +132,66 @@ def test_a_child_killed_mid_build_is_a_clear_error_and_nothing_is_left_running(
     # The chunks embedded before the kill stay recorded; the next build embeds the rest.
     again = build_vectors(layout, settings)
     assert again.pending == 0 and again.embedded > 0
+
+
+def _hnsw_files(layout) -> dict[str, tuple[int, int, str]]:  # noqa: ANN001
+    """The embedded store's HNSW files as written: inode, mtime and content digest."""
+    found = {}
+    for path in sorted(layout.chroma_dir.rglob("*.bin")):
+        stat = path.stat()
+        found[str(path.relative_to(layout.chroma_dir))] = (
+            stat.st_ino,
+            stat.st_mtime_ns,
+            hashlib.sha256(path.read_bytes()).hexdigest(),
+        )
+    return found
+
+
+def _vector_search_in_a_fresh_process(layout, query: str) -> list[dict]:  # noqa: ANN001
+    """`semfora search --mode vector` as its own process, with the API key in its environment."""
+    proc = run_semfora("search", query, "--path", str(layout.root), "--mode", "vector", "--json")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    return [r for r in json.loads(proc.stdout)["results"] if r["sources"]["vector"]]
+
+
+@pytest.mark.parametrize("store", ["built now", "one chunk", "made by an older semfora"])
+def test_a_process_that_only_reads_the_embedded_store_writes_none_of_its_files(
+    store: str, fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    """Chroma rebuilds and writes HNSW files that were never persisted, from any process that opens
+    them, ``length.bin`` from memory it never clears: the app or `ask` would write their key there.
+    After a build, readers (which hold the key) must only load what the writer child left."""
+    _use_ollama(monkeypatch)
+    if store == "one chunk":
+        layout, settings = indexed_repo({"app/redirect.py": "def redirect(client):\n    return client\n"})
+        query = "redirect"
+    else:
+        layout, settings = indexed_repo()
+        query = "send the client to another location"
+    if store == "made by an older semfora":
+        # Its collection kept Chroma's default threshold (1,000 changes between sync points).
+        old_build = (
+            "import sys\n"
+            "from engine.config import load_settings\n"
+            "from engine.index import vectors\n"
+            "from engine.repo.layout import RepoLayout\n"
+            "vectors.COLLECTION_METADATA = {'hnsw:space': 'cosine'}\n"
+            "vectors._lower_sync_threshold = lambda collection: False\n"
+            "vectors._persist_hnsw = lambda collection, force: None\n"
+            "layout = RepoLayout.for_path(sys.argv[1])\n"
+            "assert vectors.VectorIndexer(layout, load_settings(layout.root).settings).run().embedded\n"
+        )
+        subprocess.run([sys.executable, "-c", old_build, str(layout.root)], check=True, timeout=120)
+        before = _hnsw_files(layout)
+        _vector_search_in_a_fresh_process(layout, query)
+        assert _hnsw_files(layout) != before, "the old store is rebuilt by readers: the test must see it"
+        assert build_vectors(layout, settings).embedded == 0  # nothing to embed; the store is settled
+    else:
+        report = build_vectors(layout, settings)
+        assert report.pending == 0 and report.total == (1 if store == "one chunk" else report.total)
+        assert report.embedded == report.total
+    written = _hnsw_files(layout)
+    assert written, "the writer must leave HNSW files"
+    for _ in range(2):
+        assert _vector_search_in_a_fresh_process(layout, query)
+        assert _hnsw_files(layout) == written
