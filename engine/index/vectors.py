@@ -325,7 +325,7 @@ class VectorIndexer:
         _set_meta(conn, "vector_store", store.key)
         conn.commit()
         try:
-            done = self._embed(
+            report = self._embed(
                 conn,
                 store,
                 client,
@@ -340,7 +340,7 @@ class VectorIndexer:
             )
             if not store.is_server:
                 _persist_hnsw(collection, force=lowered)
-            return done
+            return report
         except (ChromaUnavailable, ServiceUnavailable):
             raise
         except Exception as exc:  # a server that dies mid-run: assorted chromadb/httpx errors
