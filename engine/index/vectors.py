@@ -49,16 +49,21 @@ VERIFY_SAMPLE = 64
 RECONCILE_PAGE = 5000
 # What search says, once, when vectors are configured but this repository has none yet.
 NOT_BUILT = "the vector index is not built yet (run `semfora index`)"
-# An embedded collection's HNSW files are persisted only at a sync point, once this many vectors
-# changed since the last one (Chroma's default is 1,000). Until the first, every process that opens
-# the store rebuilds those files from Chroma's log and writes them, ``length.bin`` from a buffer it
-# never clears (chroma-core/chroma#7688, #7463): a reader holding an API key, such as the app or
-# `ask`, could write the key to disk. With a sync point every two changes, the vector writer (a
-# child started without credentials) leaves persisted files that readers only load. Two is
-# Chroma's smallest; in one measurement it added about 5% to writing 20,000 vectors.
-HNSW_SYNC_THRESHOLD = 2
-# Distance metric and sync threshold of every collection semfora creates.
-COLLECTION_METADATA = {"hnsw:space": "cosine", "hnsw:sync_threshold": HNSW_SYNC_THRESHOLD}
+# An embedded collection's HNSW files are persisted only at a sync point, once
+# ``hnsw:sync_threshold`` vectors changed since the last one (Chroma's default is 1,000). Until the
+# first, every process that opens the store rebuilds those files from Chroma's log and writes them,
+# ``length.bin`` from a buffer it never clears (chroma-core/chroma#7688, #7463): a reader holding an
+# API key, such as the app or `ask`, could write the key to disk. A store persisted once is only
+# loaded by readers, which replay later changes in memory. So a collection starts with a sync point
+# after two changes (Chroma's smallest), and the vector writer, a child started without
+# credentials, gives it the default back once that first sync point is made (``_FirstSync``): a sync
+# every two changes made writing 44,000 vectors 70% slower.
+FIRST_SYNC_THRESHOLD = 2
+SYNC_THRESHOLD = 1000
+# Distance metric and first sync threshold of every collection semfora creates.
+COLLECTION_METADATA = {"hnsw:space": "cosine", "hnsw:sync_threshold": FIRST_SYNC_THRESHOLD}
+# text_meta: the store and collection whose first sync point the writer made.
+SYNCED_KEY = "vector_synced"
 
 
 @dataclass(frozen=True)
@@ -98,29 +103,64 @@ def _open_collection(client: Any, name: str) -> Any:
     return client.get_or_create_collection(name, metadata=COLLECTION_METADATA, embedding_function=None)
 
 
-def _lower_sync_threshold(collection: Any) -> bool:
-    """Give a collection made before ``HNSW_SYNC_THRESHOLD`` existed that threshold; True if changed.
-
-    The change applies to clients opened afterwards (``reopen_stores``)."""
+def _sync_threshold(collection: Any) -> int:
     hnsw = (getattr(collection, "configuration", None) or {}).get("hnsw") or {}
-    if int(hnsw.get("sync_threshold") or HNSW_SYNC_THRESHOLD) <= HNSW_SYNC_THRESHOLD:
-        return False
-    collection.modify(configuration={"hnsw": {"sync_threshold": HNSW_SYNC_THRESHOLD}})
-    return True
+    return int(hnsw.get("sync_threshold") or SYNC_THRESHOLD)
 
 
-def _persist_hnsw(collection: Any, *, force: bool) -> None:
-    """Leave an embedded collection's HNSW files persisted, so that readers never write them.
+class _FirstSync:
+    """Brings an embedded collection to its first sync point, then gives it Chroma's default threshold.
 
-    A collection of one vector never reaches a sync point by itself, nor does one whose threshold
-    was just lowered: writing one stored vector back unchanged is the change that makes it.
+    Needed by a collection semfora just created (it still has ``FIRST_SYNC_THRESHOLD``) and by one
+    whose first sync point index.db does not record (made by an earlier semfora). A threshold
+    change applies to clients opened afterwards, hence the reopen after each.
     """
-    count = collection.count()
-    if not count or not (force or count == 1):
-        return
-    got = collection.get(limit=1, include=["embeddings", "metadatas"])
-    if got["ids"]:
-        collection.upsert(ids=got["ids"], embeddings=got["embeddings"], metadatas=got["metadatas"])
+
+    def __init__(self, conn: sqlite3.Connection, store: ChromaStore, name: str, collection: Any) -> None:
+        self.conn, self.store, self.name = conn, store, name
+        self.mark = f"{store.key}|{collection.id}"
+        self.needed = not store.is_server and (
+            _sync_threshold(collection) == FIRST_SYNC_THRESHOLD or _meta(conn, SYNCED_KEY) != self.mark
+        )
+        self.changes = 0  # vectors this process wrote under the first threshold
+
+    def begin(self, collection: Any) -> Any:
+        """The collection to write to: under the first threshold while it lacks its sync point."""
+        if not self.needed or _sync_threshold(collection) == FIRST_SYNC_THRESHOLD:
+            return collection
+        collection.modify(configuration={"hnsw": {"sync_threshold": FIRST_SYNC_THRESHOLD}})
+        return self._reopen()
+
+    def wrote(self, count: int, collection: Any) -> Any:
+        """After writing ``count`` vectors: once the sync point is made, the default threshold."""
+        if not self.needed:
+            return collection
+        self.changes += count
+        if self.changes < FIRST_SYNC_THRESHOLD:
+            return collection
+        self._settle(collection)
+        return self._reopen()
+
+    def finish(self, collection: Any) -> None:
+        """At the end of a run that made too few changes (none, or one vector in all): write one
+        stored vector back unchanged until the sync point is made."""
+        if not self.needed or not collection.count():
+            return
+        got = collection.get(limit=1, include=["embeddings", "metadatas"])
+        while self.changes < FIRST_SYNC_THRESHOLD:
+            collection.upsert(ids=got["ids"], embeddings=got["embeddings"], metadatas=got["metadatas"])
+            self.changes += 1
+        self._settle(collection)
+
+    def _settle(self, collection: Any) -> None:
+        collection.modify(configuration={"hnsw": {"sync_threshold": SYNC_THRESHOLD}})
+        _set_meta(self.conn, SYNCED_KEY, self.mark)
+        self.conn.commit()
+        self.needed = False
+
+    def _reopen(self) -> Any:
+        reopen_stores()
+        return _open_collection(chroma_client(self.store), self.name)
 
 
 def _existing_collection(client: Any, name: str) -> Any | None:
@@ -298,13 +338,8 @@ class VectorIndexer:
                 collection = _open_collection(client, name)
             recorded = int(conn.execute("SELECT COUNT(*) FROM vector_state").fetchone()[0])
             missing, extra = verify_record(conn, collection)
-            lowered = not store.is_server and _lower_sync_threshold(collection)
-            if lowered:
-                # This process's store keeps the collection as it opened it: open it again to write
-                # under the new threshold.
-                reopen_stores()
-                client = chroma_client(store)
-                collection = _open_collection(client, name)
+            sync = _FirstSync(conn, store, name, collection)
+            collection = sync.begin(collection)
         except ChromaUnavailable:
             raise
         except Exception as exc:  # a server that dies mid-run: assorted chromadb/httpx errors
@@ -330,6 +365,7 @@ class VectorIndexer:
                 store,
                 client,
                 collection,
+                sync,
                 embedder,
                 progress,
                 cancel,
@@ -338,8 +374,6 @@ class VectorIndexer:
                 missing,
                 messages,
             )
-            if not store.is_server:
-                _persist_hnsw(collection, force=lowered)
             return report
         except (ChromaUnavailable, ServiceUnavailable):
             raise
@@ -352,6 +386,7 @@ class VectorIndexer:
         store: ChromaStore,
         client: Any,
         collection: Any,
+        sync: _FirstSync,
         embedder: Embedder,
         progress: ProgressFn | None,
         cancel: threading.Event | None,
@@ -426,6 +461,7 @@ class VectorIndexer:
             except ServiceUnavailable as exc:
                 reason = f"embedding stopped: {exc.message}"
                 log.warning(reason)
+                sync.finish(collection)
                 return report(reason)
             collection.upsert(
                 ids=[r.chunk_id for r in present],
@@ -439,6 +475,7 @@ class VectorIndexer:
                 [(r.chunk_id, r.content_hash) for r in present],
             )
             conn.commit()
+            collection = sync.wrote(len(present), collection)
             done += len(present)
             if progress is not None:
                 progress(f"embedding chunks with {embedder.spec}", done, total)
@@ -449,6 +486,7 @@ class VectorIndexer:
             _set_meta(conn, GENERATION_KEY, generation)
             conn.commit()
             VectorSearcher.note_generation(self.layout, generation)
+        sync.finish(collection)
         return report(cancelled=cancelled)
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from engine.errors import EmbeddingUnavailable, SemforaError
+from engine.index import vectors
+from engine.index.chroma import chroma_client, chroma_store, collection_name
 from engine.index.hybrid import search
 from engine.index.vector_writer import build_vectors
 from tests.conftest import run_semfora
@@ -176,8 +178,9 @@ def test_a_process_that_only_reads_the_embedded_store_writes_none_of_its_files(
             "from engine.index import vectors\n"
             "from engine.repo.layout import RepoLayout\n"
             "vectors.COLLECTION_METADATA = {'hnsw:space': 'cosine'}\n"
-            "vectors._lower_sync_threshold = lambda collection: False\n"
-            "vectors._persist_hnsw = lambda collection, force: None\n"
+            "vectors._FirstSync.begin = lambda self, collection: collection\n"
+            "vectors._FirstSync.wrote = lambda self, count, collection: collection\n"
+            "vectors._FirstSync.finish = lambda self, collection: None\n"
             "layout = RepoLayout.for_path(sys.argv[1])\n"
             "assert vectors.VectorIndexer(layout, load_settings(layout.root).settings).run().embedded\n"
         )
@@ -195,3 +198,8 @@ def test_a_process_that_only_reads_the_embedded_store_writes_none_of_its_files(
     for _ in range(2):
         assert _vector_search_in_a_fresh_process(layout, query)
         assert _hnsw_files(layout) == written
+    # The first sync point made, later builds sync at Chroma's default pace again.
+    collection = chroma_client(chroma_store(layout, settings)).get_collection(
+        collection_name(layout, "ollama:nomic-embed-text"), embedding_function=None
+    )
+    assert collection.configuration["hnsw"]["sync_threshold"] == vectors.SYNC_THRESHOLD
