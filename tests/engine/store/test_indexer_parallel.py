@@ -4,6 +4,7 @@ indexes built while workers resolve) store exactly what the one-process path sto
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import sqlite3
 from pathlib import Path
 
@@ -304,8 +305,9 @@ def test_symbols_and_chunks_are_numbered_in_file_order_whichever_worker_finishes
     monkeypatch.setenv("SEMFORA_TEST_FIRST", "big/huge.py")
     monkeypatch.setenv("SEMFORA_TEST_LAST", "zzz/twin.py")
     monkeypatch.setattr(indexer, "parse_batch_packed", _first_batch_finishes_last)
-    # Forked workers see the patched task (the test runs single-threaded, so fork is chosen).
-    assert indexer.pool_context().get_start_method() == "fork"
+    # Forked workers see the patched task and the variables. Fork is what a single-threaded build
+    # uses; other tests in this process may have left a thread running, so it is asked for here.
+    monkeypatch.setattr(indexer, "pool_context", lambda: multiprocessing.get_context("fork"))
     parallel = numbering(build(tmp_path / "parallel", 2))
     assert (tmp_path / "last-batch-done").exists(), "the parallel build must have used the slow task"
     assert len(serial[0]) > 100 and len(serial[1]) > 100
