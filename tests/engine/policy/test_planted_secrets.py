@@ -119,10 +119,14 @@ def _leaks(text: str) -> list[str]:
     return found + (["ANTHROPIC_API_KEY"] if DUMMY_API_KEY in text else [])
 
 
-def _tree_text(base: Path) -> str:
-    return "\n".join(
-        f"{p}\n" + p.read_bytes().decode("utf-8", "replace") for p in sorted(base.rglob("*")) if p.is_file()
-    )
+def _tree_leaks(base: Path) -> list[str]:
+    """Each planted secret found under ``base`` (in a file's name or bytes), with that file."""
+    return [
+        f"{label} in {p.relative_to(base)}"
+        for p in sorted(base.rglob("*"))
+        if p.is_file()
+        for label in _leaks(f"{p}\n" + p.read_bytes().decode("utf-8", "replace"))
+    ]
 
 
 @pytest.fixture
@@ -215,8 +219,8 @@ def test_no_planted_secret_reaches_a_model_a_file_or_the_terminal(
     leaks = {
         "anthropic requests": _leaks("\n".join(bodies)),
         "ollama requests": _leaks("\n".join(ollama)),
-        "cache directory": _leaks(_tree_text(Path(os.environ["XDG_CACHE_HOME"]))),
-        "config directory": _leaks(_tree_text(Path(os.environ["XDG_CONFIG_HOME"]))),
+        "cache directory": _tree_leaks(Path(os.environ["XDG_CACHE_HOME"])),
+        "config directory": _tree_leaks(Path(os.environ["XDG_CONFIG_HOME"])),
         "printed lines": _leaks("\n".join(printed)),
     }
     assert leaks == {k: [] for k in leaks}
