@@ -156,7 +156,7 @@ def _vector_search_in_a_fresh_process(layout, query: str) -> list[dict]:  # noqa
     return [r for r in json.loads(proc.stdout)["results"] if r["sources"]["vector"]]
 
 
-@pytest.mark.parametrize("store", ["built now", "one chunk", "made by an older semfora"])
+@pytest.mark.parametrize("store", ["built now", "one chunk", "two batches", "made by an older semfora"])
 def test_a_process_that_only_reads_the_embedded_store_writes_none_of_its_files(
     store: str, fake_ollama, monkeypatch, indexed_repo
 ) -> None:
@@ -167,6 +167,11 @@ def test_a_process_that_only_reads_the_embedded_store_writes_none_of_its_files(
     if store == "one chunk":
         layout, settings = indexed_repo({"app/redirect.py": "def redirect(client):\n    return client\n"})
         query = "redirect"
+    elif store == "two batches":
+        # The first batch makes the sync point; the second stays in Chroma's log, which readers
+        # replay in memory.
+        layout, settings = indexed_repo(FORTY_CHUNKS)
+        query = "add seven to a"
     else:
         layout, settings = indexed_repo()
         query = "send the client to another location"
