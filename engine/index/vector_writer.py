@@ -7,7 +7,7 @@ hold API keys; the process that writes an embedded store must not. ``build_in_cl
 starts ``python -m engine.index.vector_writer`` with every credential variable removed from its
 environment, sends it the repository and the settings, and relays its progress; the child runs
 ``VectorIndexer`` as the parent would have, and leaves the HNSW files persisted
-(``vectors.HNSW_SYNC_THRESHOLD``), so that the processes that only query the store, which do hold
+(``vectors._FirstSync``), so that the processes that only query the store, which do hold
 keys, never write them. A Chroma server writes its files in its own process, so a server store is
 written from this one, as before.
 

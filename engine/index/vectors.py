@@ -57,7 +57,7 @@ NOT_BUILT = "the vector index is not built yet (run `semfora index`)"
 # loaded by readers, which replay later changes in memory. So a collection starts with a sync point
 # after two changes (Chroma's smallest), and the vector writer, a child started without
 # credentials, gives it the default back once that first sync point is made (``_FirstSync``): a sync
-# every two changes made writing 44,000 vectors 70% slower.
+# every two changes made writing 44,000 vectors 72% slower.
 FIRST_SYNC_THRESHOLD = 2
 SYNC_THRESHOLD = 1000
 # Distance metric and first sync threshold of every collection semfora creates.
@@ -360,7 +360,7 @@ class VectorIndexer:
         _set_meta(conn, "vector_store", store.key)
         conn.commit()
         try:
-            report = self._embed(
+            return self._embed(
                 conn,
                 store,
                 client,
@@ -374,7 +374,6 @@ class VectorIndexer:
                 missing,
                 messages,
             )
-            return report
         except (ChromaUnavailable, ServiceUnavailable):
             raise
         except Exception as exc:  # a server that dies mid-run: assorted chromadb/httpx errors
