@@ -351,6 +351,23 @@ def rows_by_chunk_ids(conn: sqlite3.Connection, chunk_ids: Sequence[str]) -> dic
     return out
 
 
+def definitions_starting_at(
+    conn: sqlite3.Connection, spots: Sequence[tuple[str, int]]
+) -> dict[tuple[str, int], ChunkRow]:
+    """The first chunk of the definition that starts at each ``(file, line)``, where one does."""
+    out: dict[tuple[str, int], ChunkRow] = {}
+    for file, line in dict.fromkeys(spots):
+        found = _with_sigdoc(
+            conn,
+            "c.file = ? AND c.start_line = ? AND c.kind IN ('symbol', 'header')",
+            (file, line),
+            "ORDER BY c.kind = 'symbol', c.end_line DESC, c.part LIMIT 1",
+        )
+        if found:
+            out[(file, line)] = found[0]
+    return out
+
+
 def rows_by_symbol_ids(conn: sqlite3.Connection, symbol_ids: Sequence[str]) -> dict[str, ChunkRow]:
     """The first chunk (part 0, or header) of each symbol id."""
     out: dict[str, ChunkRow] = {}

@@ -694,6 +694,7 @@ def _search(
             t = time.perf_counter()
             for q, weight in [(_focus(s, q), w) for q, w in queries]:
                 found_rows = [row for row, _bm25 in fts.search(s.conn, q, limit=SOURCE_POOL, stats=s.stats)]
+                found_rows = _comments_to_definitions(s, found_rows)
                 fusion.add_ranked("fts", found_rows, weight, FTS_CANDIDATES)
             timings["fts_ms"] = round((time.perf_counter() - t) * 1000, 2)
         if mode in ("hybrid", "symbols"):
@@ -717,6 +718,8 @@ def _search(
                 by_id = fts.rows_by_chunk_ids(s.conn, [cid for cid, _ in found])
             # Chunks deleted since they were embedded have no row and drop out.
             vector_rows = [by_id[cid] for cid, _distance in found if cid in by_id]
+            with s.lock:
+                vector_rows = _comments_to_definitions(s, vector_rows)
             fusion.add_ranked("vector", vector_rows, weight, VECTOR_CANDIDATES)
 
     ranked = fusion.ranked()
@@ -734,6 +737,49 @@ def _search(
     chosen = _without_nested(ranked, limit)
     texts = chunk_texts(layout.root, [c.row for c in chosen if c.row is not None])
     return [_to_hit(c, terms, texts) for c in chosen], rewrites, cache_hits
+
+
+# How a comment line starts, in the languages the engine parses. ``#`` counts only before a space, a
+# second ``#`` or the line's end, so C's ``#include`` and ``#define`` stay code.
+_COMMENT_LINE = re.compile(r"(?://|/\*|\*|#(?:[ \t#!]|$)|--|;)")
+
+
+def _is_comment_block(text: str) -> bool:
+    lines = [line.strip() for line in text.splitlines()]
+    return any(lines) and all(not line or _COMMENT_LINE.match(line) for line in lines)
+
+
+def _comments_to_definitions(s: _Searcher, rows: list[fts.ChunkRow]) -> list[fts.ChunkRow]:
+    """``rows`` with each definition's leading comment replaced by the definition itself.
+
+    A symbol's chunk starts at its ``def``/``func``/``function`` line, so the comment above it (Go's
+    ``// Path adds a matcher``, a JSDoc or PHPDoc block, Ruby's ``#`` lines) is left to a ``module``
+    chunk of its own. In meaning that comment is the closest text there is to a plain-language
+    question, and the embedding list ranked it above the code it describes: a quarter of the vector
+    top 10 on the context set were such chunks, none of them an answer. The comment names the
+    definition that follows it, so that definition takes its place in the list.
+    """
+    spots = {
+        r.chunk_id: (r.file, r.end_line + 1)
+        for r in rows
+        if r.kind == "module" and r.end_line >= r.start_line
+    }
+    if not spots:
+        return rows
+    definitions = fts.definitions_starting_at(s.conn, list(spots.values()))
+    candidates = [r for r in rows if spots.get(r.chunk_id) in definitions]
+    if not candidates:
+        return rows
+    texts = _read_bodies(s, candidates, None)
+    out: list[fts.ChunkRow] = []
+    for row in rows:
+        spot = spots.get(row.chunk_id)
+        text = texts.get(row.chunk_id)
+        if spot in definitions and text is not None and _is_comment_block(text):
+            out.append(definitions[spot])
+        else:
+            out.append(row)
+    return out
 
 
 def _stems_of(s: _Searcher, key: str, text: str) -> tuple[str, ...]:
