@@ -756,8 +756,9 @@ def _comments_to_definitions(s: _Searcher, rows: list[fts.ChunkRow]) -> list[fts
     ``// Path adds a matcher``, a JSDoc or PHPDoc block, Ruby's ``#`` lines) is left to a ``module``
     chunk of its own. In meaning that comment is the closest text there is to a plain-language
     question, and the embedding list ranked it above the code it describes: a quarter of the vector
-    top 10 on the context set were such chunks, none of them an answer. The comment names the
-    definition that follows it, so that definition takes its place in the list.
+    top 10 on the context set were module chunks, most of them such comments, and none an answer.
+    The comment belongs to the definition that follows it, so that definition takes its place in the
+    list (where the definition is listed already, its better rank counts, once).
     """
     spots = {
         r.chunk_id: (r.file, r.end_line + 1)
