@@ -716,9 +716,8 @@ def _search(
         for weight, found in vector_lists:
             with s.lock:
                 by_id = fts.rows_by_chunk_ids(s.conn, [cid for cid, _ in found])
-            # Chunks deleted since they were embedded have no row and drop out.
-            vector_rows = [by_id[cid] for cid, _distance in found if cid in by_id]
-            with s.lock:
+                # Chunks deleted since they were embedded have no row and drop out.
+                vector_rows = [by_id[cid] for cid, _distance in found if cid in by_id]
                 vector_rows = _comments_to_definitions(s, vector_rows)
             fusion.add_ranked("vector", vector_rows, weight, VECTOR_CANDIDATES)
 
@@ -760,18 +759,14 @@ def _comments_to_definitions(s: _Searcher, rows: list[fts.ChunkRow]) -> list[fts
     The comment belongs to the definition that follows it, so that definition takes its place in the
     list (where the definition is listed already, its better rank counts, once).
     """
-    spots = {
-        r.chunk_id: (r.file, r.end_line + 1)
-        for r in rows
-        if r.kind == "module" and r.end_line >= r.start_line
-    }
+    spots = {r.chunk_id: (r.file, r.end_line + 1) for r in rows if r.kind == "module"}
     if not spots:
         return rows
     definitions = fts.definitions_starting_at(s.conn, list(spots.values()))
     candidates = [r for r in rows if spots.get(r.chunk_id) in definitions]
     if not candidates:
         return rows
-    texts = _read_bodies(s, candidates, None)
+    texts = chunk_texts(s.layout.root, candidates)
     out: list[fts.ChunkRow] = []
     for row in rows:
         spot = spots.get(row.chunk_id)
