@@ -20,6 +20,10 @@ from pathlib import PurePosixPath
 from engine.policy.redaction import redact
 from engine.semantic.model import Symbol
 
+# Raised whenever the chunks made from unchanged files change: an index chunked by another version is
+# chunked again on the next refresh, keeping the vectors of every chunk whose id and text stayed the same.
+# 2: a definition's leading comment is cut from the module code above it.
+CHUNKING_VERSION = "2"
 # Symbols longer than this are split so one chunk stays within an embedding model's reach.
 MAX_SYMBOL_LINES = 120
 # Lines shared by consecutive parts of a split symbol, so a statement cut in two is seen whole once.
@@ -304,6 +308,33 @@ def _symbol_chunks(
     return chunks
 
 
+# How a comment line starts, in the languages the engine parses. ``#`` counts only before a space, a
+# second ``#`` or the line's end, so C's ``#include`` and ``#define`` stay code.
+COMMENT_LINE = re.compile(r"(?://|/\*|\*|#(?:[ \t#!]|$)|--|;)")
+
+
+def is_comment_block(text: str) -> bool:
+    """True when every non-blank line of ``text`` is a comment line (and there is one)."""
+    lines = [line.strip() for line in text.splitlines()]
+    return any(lines) and all(not line or COMMENT_LINE.match(line) for line in lines)
+
+
+def _leading_comment(lines: Sequence[str], start: int, end: int) -> int | None:
+    """Where the comment block that ends at line ``end`` (1-based) begins, when lines before it in
+    ``start..end`` are not part of it; None when line ``end`` is no comment or the block is the whole run.
+
+    A block whose first line is a continuation (``* ...``) or a closer (``*/``) has its opener
+    further up, past a line that does not look like a comment; it is left whole.
+    """
+    line = end
+    while line >= start and (text := lines[line - 1].strip()) and COMMENT_LINE.match(text):
+        line -= 1
+    first = line + 1
+    if first > end or first == start or lines[first - 1].lstrip().startswith("*"):
+        return None
+    return first
+
+
 def _module_chunks(
     path: str, lines: Sequence[str], covered: list[tuple[int, int]], language: str, index: _LinePartsIndex
 ) -> list[Chunk]:
@@ -314,8 +345,13 @@ def _module_chunks(
         if lo > next_free:
             run_end = min(lo - 1, len(lines))
             if run_end >= next_free:
-                windows = _windows(next_free, run_end, MAX_SYMBOL_LINES, SYMBOL_OVERLAP)
-                chunks.extend(_window_chunks(path, lines, windows, "M", "module", language, index))
+                # The comment right above a definition (a JSDoc block under a file's imports) is a
+                # chunk of its own: search hands such a chunk to the definition it describes.
+                split = _leading_comment(lines, next_free, run_end) if lo <= len(lines) else None
+                runs = [(next_free, run_end)] if split is None else [(next_free, split - 1), (split, run_end)]
+                for first, last in runs:
+                    windows = _windows(first, last, MAX_SYMBOL_LINES, SYMBOL_OVERLAP)
+                    chunks.extend(_window_chunks(path, lines, windows, "M", "module", language, index))
         next_free = max(next_free, hi + 1)
     return chunks
 

@@ -25,6 +25,7 @@ from engine.config import Settings
 from engine.errors import EngineWarning, SemforaError, UsageError, WarningSink
 from engine.index import fts
 from engine.index.chunk_source import chunk_texts
+from engine.index.chunking import is_comment_block
 from engine.index.fusion import SEARCH_RRF_K, TEST_WEIGHT, rrf
 from engine.index.metrics import MetricsRecorder, SearchEvent
 from engine.index.rerank import BlendMode, OllamaReranker, RerankCandidate, Reranker, rerank
@@ -738,16 +739,6 @@ def _search(
     return [_to_hit(c, terms, texts) for c in chosen], rewrites, cache_hits
 
 
-# How a comment line starts, in the languages the engine parses. ``#`` counts only before a space, a
-# second ``#`` or the line's end, so C's ``#include`` and ``#define`` stay code.
-_COMMENT_LINE = re.compile(r"(?://|/\*|\*|#(?:[ \t#!]|$)|--|;)")
-
-
-def _is_comment_block(text: str) -> bool:
-    lines = [line.strip() for line in text.splitlines()]
-    return any(lines) and all(not line or _COMMENT_LINE.match(line) for line in lines)
-
-
 def _comments_to_definitions(s: _Searcher, rows: list[fts.ChunkRow]) -> list[fts.ChunkRow]:
     """``rows`` with each definition's leading comment replaced by the definition itself.
 
@@ -771,7 +762,7 @@ def _comments_to_definitions(s: _Searcher, rows: list[fts.ChunkRow]) -> list[fts
     for row in rows:
         spot = spots.get(row.chunk_id)
         text = texts.get(row.chunk_id)
-        if spot in definitions and text is not None and _is_comment_block(text):
+        if spot in definitions and text is not None and is_comment_block(text):
             out.append(definitions[spot])
         else:
             out.append(row)

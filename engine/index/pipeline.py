@@ -27,7 +27,7 @@ from typing import Any
 from engine.config import Settings
 from engine.index import fts
 from engine.index.chunk_source import read_source
-from engine.index.chunking import PROSE_EXTENSIONS, chunk_file, content_hash, is_prose
+from engine.index.chunking import CHUNKING_VERSION, PROSE_EXTENSIONS, chunk_file, content_hash, is_prose
 from engine.policy.names import is_secret_name
 from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
@@ -55,6 +55,8 @@ CHUNK_BATCH_FILES = 64
 CHUNK_TASKS_PER_WORKER = 6
 # text_meta key: the store's work-tree state (token) this text index was last brought up to.
 META_SYNCED_STATE = "synced_state"
+# text_meta key: the ``chunking.CHUNKING_VERSION`` the chunk rows were made by.
+META_CHUNKING = "chunking_version"
 
 
 @dataclass(frozen=True)
@@ -301,8 +303,12 @@ def refresh_text_index(
             conn.close()
             conn = fts.connect(layout.index_db)
         scope = _scope(conn, report, rebuild)
-        if scope != () and not rebuild and fts.compaction_due(conn):
-            # Too many dead FTS documents: rebuild the FTS table and chunk rows (vectors stay).
+        rechunk = (
+            not prefilled and _meta(conn, META_CHUNKING) != CHUNKING_VERSION and fts.chunk_count(conn) > 0
+        )
+        if rechunk or (scope != () and not rebuild and fts.compaction_due(conn)):
+            # Chunks made by another chunking version, or too many dead FTS documents: rebuild the
+            # FTS table and chunk rows from the files (vectors stay; only changed chunks re-embed).
             fts.clear_chunks(conn)
             compacted = True
             scope = None
@@ -357,6 +363,7 @@ def _record_state(conn: sqlite3.Connection, report: Any, *, changed: bool) -> No
     """Commit the refresh with the work-tree state it matches (and a new generation if it changed)."""
     if changed:
         conn.execute("INSERT OR REPLACE INTO text_meta VALUES ('generation', ?)", (str(time.time_ns()),))
+    conn.execute("INSERT OR REPLACE INTO text_meta VALUES (?, ?)", (META_CHUNKING, CHUNKING_VERSION))
     state_after = getattr(report, "state_after", None)
     if state_after is not None:
         conn.execute("INSERT OR REPLACE INTO text_meta VALUES (?, ?)", (META_SYNCED_STATE, state_after))
