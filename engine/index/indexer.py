@@ -1242,9 +1242,14 @@ def index_repository(
             # Still under the writer lock: two text refreshes must not interleave either.
             from engine.index.pipeline import refresh_text_index
 
-            text = refresh_text_index(layout, settings, report, progress=progress)
+            text = refresh_text_index(layout, settings, report, progress=progress, on_warning=warn)
             report = IndexReport(
-                **{**report.__dict__, "text_index": text, "seconds": time.perf_counter() - started}
+                **{
+                    **report.__dict__,
+                    "text_index": text,
+                    "warnings": tuple(warnings),
+                    "seconds": time.perf_counter() - started,
+                }
             )
         _compact_if_sparse(layout)
         if report.cold:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import Settings
+from engine.errors import EngineWarning, WarningSink
 from engine.index import fts
 from engine.index.chunk_source import read_source
 from engine.index.chunking import CHUNKING_VERSION, PROSE_EXTENSIONS, chunk_file, content_hash, is_prose
@@ -71,6 +72,7 @@ class TextIndexReport:
     changed_paths: tuple[str, ...] = ()
     deleted_paths: tuple[str, ...] = ()
     compacted: bool = False
+    rechunked: bool = False  # chunked again because another chunking version made the rows
 
 
 @dataclass(frozen=True)
@@ -283,6 +285,7 @@ def refresh_text_index(
     *,
     progress: ProgressFn | None = None,
     rebuild: bool = False,
+    on_warning: WarningSink | None = None,
 ) -> TextIndexReport:
     """Bring the chunk table and FTS up to date with the store and the prose files on disk.
 
@@ -303,9 +306,18 @@ def refresh_text_index(
             conn.close()
             conn = fts.connect(layout.index_db)
         scope = _scope(conn, report, rebuild)
-        rechunk = (
-            not prefilled and _meta(conn, META_CHUNKING) != CHUNKING_VERSION and fts.chunk_count(conn) > 0
-        )
+        made_by = _meta(conn, META_CHUNKING)
+        rechunk = not prefilled and made_by != CHUNKING_VERSION and fts.chunk_count(conn) > 0
+        if rechunk and on_warning is not None:
+            # Said before the work: on a large tree it takes a while with no file changed.
+            on_warning(
+                EngineWarning(
+                    "TEXT_INDEX_RECHUNKED",
+                    f"the full-text index is cut into chunks again from the files (chunking version "
+                    f"{made_by or 1} -> {CHUNKING_VERSION}, a newer semfora); vectors are kept and only "
+                    "the chunks that changed are embedded again",
+                )
+            )
         if rechunk or (scope != () and not rebuild and fts.compaction_due(conn)):
             # Chunks made by another chunking version, or too many dead FTS documents: rebuild the
             # FTS table and chunk rows from the files (vectors stay; only changed chunks re-embed).
@@ -356,6 +368,7 @@ def refresh_text_index(
         changed_paths=tuple(really_changed),
         deleted_paths=tuple(deleted),
         compacted=compacted,
+        rechunked=rechunk,
     )
 
 

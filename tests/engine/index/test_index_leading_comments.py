@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 
-from engine.index.chunking import chunk_file, is_comment_block
+from engine.index.chunking import CHUNKING_VERSION, chunk_file, is_comment_block
 from engine.index.hybrid import search
 from engine.index.indexer import index_repository
 from engine.index.vectors import VectorIndexer
@@ -167,11 +167,20 @@ def test_an_index_chunked_by_an_earlier_version_is_chunked_again_keeping_its_vec
     conn.execute("DELETE FROM text_meta WHERE key = 'chunking_version'")
     conn.commit()
 
-    index_repository(layout, settings)  # no file changed
+    heard = []
+    report = index_repository(layout, settings, on_warning=heard.append)  # no file changed
     assert (
         conn.execute("SELECT chunk_id, start_line, end_line FROM text_chunks ORDER BY chunk_id").fetchall()
         == current
     )
+    # The user is told why a run with nothing changed took a while, once, and the report says it too.
+    assert [w.code for w in heard] == ["TEXT_INDEX_RECHUNKED"]
+    assert f"chunking version 1 -> {CHUNKING_VERSION}" in heard[0].message
+    assert [w["code"] for w in report.to_json()["warnings"]] == ["TEXT_INDEX_RECHUNKED"]
+    assert report.text_index.rechunked
+    heard.clear()
+    assert not index_repository(layout, settings, on_warning=heard.append).text_index.rechunked
+    assert heard == []
     conn.close()
     again = VectorIndexer(layout, settings).run()
     assert again.embedded == 0 < first.embedded  # every chunk id and text is one it embedded before
