@@ -14,8 +14,9 @@ Writes the ``search`` section of docs/benchmarks.md:
 5. The same quality and latency figures for Flask indexed into a real `chroma run` server.
 6. The context benchmark's task set (``tests/bench/queries/context``, 12 corpora): recall@10 and code
    coverage of the context pack with and without vectors, public and held-out apart.
-7. The ceiling (``tests.bench.vector_ceiling``) on both sets: vector alone, lexical, their oracle union
-   and the shipped fusion (recall@5/10, MRR@10), public and held-out apart.
+7. The ceiling (``tests.bench.vector_ceiling``) on the three sets (Flask + Django, context, issue
+   reports): vector alone, lexical, their oracle union and the shipped fusion (recall@5/10, MRR@10),
+   public and held-out apart.
 
 Run: ``.venv/bin/python -m tests.bench.bench_search`` (needs CPU torch and the ``[local-embed]``
 extra; ``--no-vectors``, ``--vector-budget S``, ``--no-server`` and ``--no-rerank`` trim it).
@@ -512,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
 
         extra["ceiling"] = [
             vector_ceiling.run(name, heldout)
-            for name in ("flask-django", *(() if args.no_context_set else ("context",)))
+            for name in ("flask-django", *(() if args.no_context_set else ("context", "issues")))
             for heldout in (False, True)
         ]
         django_layout, django_settings = corpora["django"]

@@ -7,12 +7,13 @@ vectors; a union near lexical means vectors rarely find what the lexical side mi
 can add much. The deep union (gold in the lexical top 10 or anywhere in the vector top ``DEEP``, the
 candidates the fusion draws from) is the most any reordering of those candidates could reach.
 
-Sets: the context set (``tests/bench/queries/context``, 12 corpora) and the Flask + Django query set
-(``tests/bench/queries/tasks.json``, bench_search's default). Per-task rows are printed (and written
+Sets: the context set (``tests/bench/queries/context``, 12 corpora), the Flask + Django query set
+(``tests/bench/queries/tasks.json``, bench_search's default) and, with ``--set issues``, the real issue
+reports (``tests/bench/queries/issues``, 10 corpora: long queries, a title and a body). Per-task rows are printed (and written
 to ``$SEMFORA_BENCH_WORK/vector-ceiling-<set>.json``) for the public part only; the held-out part is
 scored only with ``--heldout`` and only as totals, so tuning never sees its tasks.
 
-Run: ``nice .venv/bin/python -m tests.bench.vector_ceiling [--set context|flask-django] [--heldout]``
+Run: ``nice .venv/bin/python -m tests.bench.vector_ceiling [--set context|flask-django|issues] [--heldout]``
 (needs the ``[local-embed]`` extra). Corpora, indexes and vectors live under ``$SEMFORA_BENCH_WORK``
 (for example ``/tmp/bench-vec3``): the first run embeds every corpus, later runs reuse the vectors.
 """
@@ -29,6 +30,8 @@ from typing import Any
 from tests.bench import retrieval_eval as ev
 
 CONFIGS = ("vector", "lexical", "union", "deep union", "fused")
+# Sets read through tests.bench.tasksets (the context bench's sets): name here -> name there.
+TASKSETS = {"context": "newset", "issues": "issues"}
 # Depth of the lists compared (recall@10, the issue's measure).
 K = 10
 # Depth of the vector list the fusion draws candidates from (hybrid.VECTOR_CANDIDATES): gold this deep
@@ -51,12 +54,12 @@ class Case:
 
 
 def load_cases(set_name: str, heldout: bool) -> list[Case]:
-    if set_name == "context":
+    if set_name in TASKSETS:
         from tests.bench.tasksets import SETS
 
         return [
             Case(t.id, t.corpus, t.query, frozenset((g.file, g.symbol) for g in t.gold))
-            for t in SETS["newset"].load()
+            for t in SETS[TASKSETS[set_name]].load()
             if t.heldout == heldout
         ]
     tasks = ev.load_tasks(ev.HELDOUT if heldout else ev.TASKS)
@@ -186,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--set", choices=("context", "flask-django"), action="append")
+    parser.add_argument("--set", choices=(*TASKSETS, "flask-django"), action="append")
     parser.add_argument("--heldout", action="store_true", help="score the held-out part too (totals only)")
     args = parser.parse_args(argv)
     ev.configure_env(ev.minilm_spec())
