@@ -314,8 +314,8 @@ def refresh_text_index(
                 EngineWarning(
                     "TEXT_INDEX_RECHUNKED",
                     f"the full-text index is cut into chunks again from the files (chunking version "
-                    f"{made_by or 1} -> {CHUNKING_VERSION}, a newer semfora); vectors are kept and only "
-                    "the chunks that changed are embedded again",
+                    f"{made_by or 1} -> {CHUNKING_VERSION}: another semfora version made it); vectors are "
+                    "kept and only the chunks that changed are embedded again",
                 )
             )
         if rechunk or (scope != () and not rebuild and fts.compaction_due(conn)):
