@@ -9,9 +9,10 @@ candidates the fusion draws from) is the most any reordering of those candidates
 
 Sets: the context set (``tests/bench/queries/context``, 12 corpora), the Flask + Django query set
 (``tests/bench/queries/tasks.json``, bench_search's default) and, with ``--set issues``, the real issue
-reports (``tests/bench/queries/issues``, 10 corpora: long queries, a title and a body). Per-task rows are printed (and written
-to ``$SEMFORA_BENCH_WORK/vector-ceiling-<set>.json``) for the public part only; the held-out part is
-scored only with ``--heldout`` and only as totals, so tuning never sees its tasks.
+reports (``tests/bench/queries/issues``, 10 corpora: long queries, a title and a body). Per-task rows
+are printed (and written to ``$SEMFORA_BENCH_WORK/vector-ceiling-<set>.json``) for the public part
+only; the held-out part is scored only with ``--heldout`` and only as totals, so tuning never sees
+its tasks.
 
 Run: ``nice .venv/bin/python -m tests.bench.vector_ceiling [--set context|flask-django|issues] [--heldout]``
 (needs the ``[local-embed]`` extra). Corpora, indexes and vectors live under ``$SEMFORA_BENCH_WORK``
