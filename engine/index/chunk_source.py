@@ -3,6 +3,8 @@
 index.db keeps no copy of the source: a chunk row names its file and lines, and this module
 is the one place that turns those into text (for snippets, reranking and embeddings). A file
 that changed since it was indexed yields no text for its stale chunks rather than wrong text.
+The index cut its chunks from the file's redacted text, so a chunk that holds a secret (or what
+looks like one) is handed back masked, exactly as it was indexed, never raw.
 Owns ``read_source``, the single file read of the text index, which resolves each path and
 keeps it inside the repository. It never writes and never opens a database.
 """
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from engine.index.chunking import lines_text, source_lines, text_hash
+from engine.policy.redaction import redact
 
 log = logging.getLogger("semfora.index.chunk_source")
 
@@ -73,7 +76,10 @@ def chunk_texts(root: Path, rows: Iterable[ChunkSpan]) -> dict[str, str]:
     """``chunk_id -> text`` for every chunk whose lines still hash to what was indexed.
 
     Each file is read once however many of its chunks are asked for; a chunk whose file
-    changed (or vanished) since it was indexed is left out.
+    changed (or vanished) since it was indexed is left out. A chunk whose raw lines do not
+    match is tried once more against the file's redacted text: a chunk with a masked secret
+    matches there and comes back masked (before, it came back as nothing, so it was never
+    embedded, rescored or shown, and that is where auth and key-handling code lives).
     """
     by_file: dict[str, list[ChunkSpan]] = {}
     for row in rows:
@@ -85,10 +91,16 @@ def chunk_texts(root: Path, rows: Iterable[ChunkSpan]) -> dict[str, str]:
         if text is None:
             continue
         lines = source_lines(text)
+        masked: list[str] | None = None  # the redacted file's lines, made at most once per file
         for span in spans:
             body = lines_text(lines, span.start_line, span.end_line)
-            if text_hash(body) == span.text_hash:
-                out[span.chunk_id] = body
+            if text_hash(body) != span.text_hash:
+                if masked is None:
+                    masked = source_lines(redact(text))
+                body = lines_text(masked, span.start_line, span.end_line)
+                if text_hash(body) != span.text_hash:
+                    continue
+            out[span.chunk_id] = body
     return out
 
 
