@@ -78,6 +78,8 @@ _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 # --- assignments -------------------------------------------------------------------------------
+# What is masked is part of every chunk's text (chunks are cut from the redacted file): a change
+# in what these rules mask raises ``engine.index.chunking.CHUNKING_VERSION``.
 # The last word of a name that holds a secret, in any case: DB_PASSWORD, apiKey, client_secret,
 # GITHUB_TOKEN, PGPASSWORD, private_key, secret_key_base... The name must END with it, so
 # ``max_tokens`` and ``author`` are not secrets.
@@ -323,7 +325,13 @@ def _assignment_hits(text: str, low: str | None) -> Iterator[SecretHit]:
                     value_match = _BARE_VALUE.match(text, match.end())
                 elif name.isupper() and match.group("op") == "=" and match.end() == name_end + 1:
                     value_match = _INLINE_VALUE.match(text, match.end())
-                if value_match is None or _is_code(name, match.group("op"), value_match.group("v")):
+                if value_match is None:
+                    continue
+                # In code a bare value may end in the separator of an argument list, a dict or a
+                # statement (``"secret": secret,``, ``password: string;``): it is judged without it.
+                bare = value_match.group("v")
+                bare = bare[:-1] if len(bare) > 1 and bare[-1] in ",;" else bare
+                if _is_code(name, match.group("op"), bare) or is_placeholder(bare):
                     continue
             value = value_match.group("v")
             if is_placeholder(value):

@@ -45,6 +45,10 @@ LEAKS = [
     ('{"api_key": "abcd1234efgh"}', "abcd1234efgh"),
     ("SECRET_KEY = 'django-insecure-0123abcd'", "django-insecure-0123abcd"),
     ("dbPassword: 'x9y8z7'", "x9y8z7"),
+    # a trailing separator does not turn a literal into code
+    ("  password: letmein,", "letmein"),
+    ("DB_PASSWORD=hunter;", "hunter"),
+    ("api_token = a1b2c3d4e5,", "a1b2c3d4e5"),
     # private keys, whole blocks
     (
         "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nQQQQ\n-----END OPENSSH PRIVATE KEY-----",
@@ -71,6 +75,13 @@ CODE = [
     "if password == x:",
     "url = f'{scheme}://{user}:{password}@{host}'",
     "ssh://git@github.com/org/repo.git",
+    # a bare value that is code before the separator of a dict, an argument list or a statement
+    '    "secret": secret,',
+    "  password: string;",
+    '    "SECRET_KEY": None,',
+    "            cookie_secret=self.COOKIE_SECRET,",
+    "    key_password=None,",
+    '    "password": str,',
 ]
 
 
