@@ -38,6 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.bench.args import no_arguments
 from tests.bench.corpora import flask
 from tests.bench.report import write_section
 
@@ -539,6 +540,7 @@ def _seconds_of(results: list, prefix: str) -> str:
 
 
 def main() -> None:
+    no_arguments("bench_ci", __doc__)
     work = Path(os.environ.get("SEMFORA_BENCH_WORK", tempfile.gettempdir())) / "semfora-bench-ci"
     work.mkdir(parents=True, exist_ok=True)
     os.environ["XDG_CACHE_HOME"] = str(work / "cache")

@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.bench.args import no_arguments
 from tests.bench.report import write_section
 
 SIZES = (250, 500, 1000, 2000)
@@ -53,6 +54,7 @@ def _stage_once(n: int, work: Path) -> float:
 
 
 def main() -> int:
+    no_arguments("bench_edits", __doc__)
     work = Path(os.environ.get("SEMFORA_BENCH_WORK") or tempfile.mkdtemp(prefix="bench-edits-")) / "edits"
     work.mkdir(parents=True, exist_ok=True)
     rows = []

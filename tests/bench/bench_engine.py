@@ -24,6 +24,7 @@ from collections import Counter
 from pathlib import Path
 
 from tests.bench import corpora
+from tests.bench.args import no_arguments
 from tests.bench.report import write_section
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -265,6 +266,7 @@ def _cold(src: Path, work: Path, mode: str, label: str) -> tuple[list[float], di
 
 
 def main() -> int:
+    no_arguments("bench_engine", __doc__)
     load_before = os.getloadavg()[0]
     django_src = corpora.django()
     express_src = corpora.express()

@@ -18,6 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from engine.semantic.extract import analyze_source
+from tests.bench.args import no_arguments
 from tests.bench.corpora import django, express
 from tests.bench.report import write_section
 
@@ -81,6 +82,7 @@ def _recall(root: Path, tags_file: Path, files: list[tuple[str, bytes]]) -> tupl
 
 
 def main() -> None:
+    no_arguments("bench_extract", __doc__)
     load_before = os.getloadavg()[0]
     root = django()
     files = _files(root, ".py")

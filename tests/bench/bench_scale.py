@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.bench import corpora
+from tests.bench.args import no_arguments
 from tests.bench.bench_engine import LAST_CPU, _run_measured
 from tests.bench.report import write_section
 
@@ -608,6 +609,7 @@ Bytes on disk per table and index (MB, `dbstat`; {total_pages / 1e6:.0f} MB of p
 
 
 def main() -> int:
+    no_arguments("bench_scale", __doc__)
     load_before = os.getloadavg()[0]
     baseline = (
         Path(os.environ["SEMFORA_BENCH_BASELINE"]) if os.environ.get("SEMFORA_BENCH_BASELINE") else None

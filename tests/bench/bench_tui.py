@@ -25,6 +25,7 @@ import termios
 import time
 from pathlib import Path
 
+from tests.bench.args import no_arguments
 from tests.bench.report import write_section
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,6 +86,7 @@ def first_frame(argv: list[str], markers: tuple[bytes, ...], env: dict[str, str]
 
 
 def main() -> None:
+    no_arguments("bench_tui", __doc__)
     with tempfile.TemporaryDirectory(prefix="semfora-bench-tui-") as tmp:
         repo = Path(tmp) / "demo"
         (repo / "app").mkdir(parents=True)

@@ -6,6 +6,7 @@ reported and the rest still run; the exit code says whether all succeeded.
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -13,10 +14,23 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    scripts = sorted(HERE.glob("bench_*.py"))
+    names = [s.stem for s in scripts]
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.bench.run_all",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Benchmarks: " + ", ".join(names) + ". `make bench BENCH=bench_scale` runs one.",
+    )
+    parser.add_argument("only", nargs="*", metavar="BENCH", help="run only these (default: all)")
+    only = set(parser.parse_args(argv).only)
+    # A mistyped name used to run nothing and exit 0; name the ones that exist instead.
+    unknown = sorted(only - set(names))
+    if unknown:
+        parser.error(f"no benchmark named {', '.join(unknown)} (there are: {', '.join(names)})")
     failed = []
-    only = set(sys.argv[1:])
-    for script in sorted(HERE.glob("bench_*.py")):
+    for script in scripts:
         if only and script.stem not in only:
             continue
         print(f"== {script.name}", flush=True)
