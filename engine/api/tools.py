@@ -174,11 +174,14 @@ def find_symbols(engine: Engine, name_or_id: str, *, with_source: bool = False) 
     """Symbols named ``name_or_id`` (or with that id); failing that, the best name matches (at
     most ``FIND_FALLBACK_LIMIT``). ``with_source`` adds each one's source (deny-list applies)."""
     store = engine.store()
-    found = store.symbols_by_name(name_or_id) or store.search_symbols(name_or_id, limit=FIND_FALLBACK_LIMIT)
+    found = store.symbols_by_name(name_or_id)
+    exact = bool(found)
+    if not exact:
+        found = store.search_symbols(name_or_id, limit=FIND_FALLBACK_LIMIT)
     if not found:
         raise NotFoundError(f"no symbol named {name_or_id!r}", code="SYMBOL_NOT_FOUND")
     sources = tuple(_source(engine, sym, 0).data.source for sym in found) if with_source else None
-    return SymbolMatches(tuple(SymbolView.of(sym) for sym in found), sources)
+    return SymbolMatches(tuple(SymbolView.of(sym) for sym in found), sources, exact)
 
 
 def _check_limit(name: str, value: int, maximum: int) -> int:

@@ -239,6 +239,7 @@ class SymbolMatches:
 
     symbols: tuple[SymbolView, ...]
     sources: tuple[str, ...] | None = None  # one per symbol, in order, when asked for
+    exact: bool = True  # False: nothing has this name or id; these are the nearest names
 
     def to_json(self) -> dict[str, Any]:
         rows = []
@@ -247,7 +248,7 @@ class SymbolMatches:
             if self.sources is not None:
                 row["source"] = self.sources[i]
             rows.append(row)
-        return {"symbols": rows}
+        return {"symbols": rows, "exact": self.exact}
 
 
 @dataclass(frozen=True)

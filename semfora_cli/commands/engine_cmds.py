@@ -145,6 +145,9 @@ def _symbol(args: argparse.Namespace) -> int:
     if args.json:
         print_json(found.to_json())
         return 0
+    if not found.exact:
+        # A near name is printed like an exact one: say which it is before the list.
+        print(f"no symbol named {args.name_or_id!r}; the nearest names:", file=sys.stderr)
     for i, sym in enumerate(found.symbols):
         print(
             f"{sym.qualified_name}  {sym.kind}  {sym.file}:{sym.start_line}-{sym.end_line}  "

@@ -191,3 +191,17 @@ def test_index_on_a_terminal_shows_a_progress_bar_then_the_summary(make_repo, tm
     assert "files/s" in screen
     assert "parsing" in screen and "resolving calls" in screen
     assert "indexed 2 files" in screen
+
+
+def test_symbol_says_when_it_shows_the_nearest_names_instead_of_the_one_asked_for(make_repo) -> None:
+    root = make_repo(REPO)
+    exact = run_semfora("symbol", "Greeter", "--path", str(root))
+    assert exact.returncode == 0 and "Greeter  class  lib/greet.py" in exact.stdout
+    assert "nearest" not in exact.stderr
+    assert json.loads(run_semfora("symbol", "Greeter", "--path", str(root), "--json").stdout)["exact"] is True
+    near = run_semfora("symbol", "Greeterr", "--path", str(root))
+    assert near.returncode == 0, near.stderr
+    assert "no symbol named 'Greeterr'; the nearest names:" in near.stderr
+    assert "Greeter  class  lib/greet.py" in near.stdout
+    body = json.loads(run_semfora("symbol", "Greeterr", "--path", str(root), "--json").stdout)
+    assert body["exact"] is False and body["symbols"][0]["name"] == "Greeter"
