@@ -10,10 +10,14 @@ import argparse
 import sys
 
 from engine import api
+from engine.errors import UsageError
 from semfora_cli.output import print_json, warn
 
 
 def run_search(args: argparse.Namespace) -> int:
+    if not args.query.strip():
+        # As `context` does: a blank query used to print "no results", as if the code had none.
+        raise UsageError("search needs a query", hint='e.g. semfora search "where are retries decided"')
     api.validate_search(args.mode, args.limit)
     api.prefer_query_service()  # one query per process: the shared service holds chromadb and the model
     engine = api.Engine.open(args.path)

@@ -60,6 +60,12 @@ def test_bad_input_exit_codes(make_repo, tmp_path) -> None:
     assert proc.returncode == 2 and json.loads(proc.stdout)["ok"] is False
     proc = run_semfora("search", "x", "--path", str(root), "--limit", "0")
     assert proc.returncode == 2 and proc.stderr.startswith("error[USAGE]")
+    for blank in ("", "   "):
+        proc = run_semfora("search", blank, "--path", str(root))
+        assert proc.returncode == 2 and proc.stderr.startswith("error[USAGE]: search needs a query")
+        assert "no results" not in proc.stdout
+    proc = run_semfora("search", " ", "--path", str(root), "--json")
+    assert proc.returncode == 2 and json.loads(proc.stdout)["error_code"] == "USAGE"
 
 
 def test_cache_stats_clear_and_metrics(make_repo) -> None:
