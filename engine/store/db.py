@@ -34,6 +34,8 @@ HEADER_BYTES = 100
 MAX_GRAPH_DEPTH = 6
 # Most nodes one call-graph walk returns, so a hub symbol cannot flood a reply.
 MAX_GRAPH_NODES = 500
+# Names offered when a symbol is not found (``resolve_one``'s hint).
+NEAREST_NAMES = 5
 
 
 @dataclass(frozen=True)
@@ -307,7 +309,15 @@ class SymbolStore:
         if not found:
             hits = self.search_symbols(name_or_id, limit=1)
             if not hits or hits[0].name.lower() != name_or_id.split(".")[-1].lower():
-                raise NotFoundError(f"no symbol named {name_or_id!r}", code="SYMBOL_NOT_FOUND")
+                # A typo (``Clientt``) names what it was probably meant to be, in every front end.
+                near = dict.fromkeys(
+                    h.qualified_name for h in self.search_symbols(name_or_id, limit=NEAREST_NAMES)
+                )
+                raise NotFoundError(
+                    f"no symbol named {name_or_id!r}",
+                    code="SYMBOL_NOT_FOUND",
+                    hint=f"nearest names: {', '.join(near)}" if near else None,
+                )
             found = hits
         return found[0]
 

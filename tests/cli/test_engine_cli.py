@@ -98,6 +98,12 @@ def test_callers_walks_depth_and_validates_it(make_repo) -> None:
     }
     text = run_semfora("callers", "greet", "--path", str(root))
     assert "main  main.py:4  [import]" in text.stdout
+    typo = run_semfora("callers", "Greter", "--path", str(root))
+    assert typo.returncode == 1
+    assert "error[SYMBOL_NOT_FOUND]: no symbol named 'Greter' (nearest names: Greeter" in typo.stderr
+    nothing_near = run_semfora("callers", "zzzqqq", "--path", str(root), "--json")
+    assert json.loads(nothing_near.stdout)["error_code"] == "SYMBOL_NOT_FOUND"
+    assert "hint" not in json.loads(nothing_near.stdout)
     bad = run_semfora("callers", "greet", "--path", str(root), "--depth", "0")
     assert bad.returncode == 2 and bad.stderr.startswith("error[USAGE]")
 

@@ -103,6 +103,10 @@ async def test_tools_search_symbols_and_bad_arguments(make_repo) -> None:
         with pytest.raises(MCPError) as missing:
             await session.call_tool("get_symbol", {"symbol": "no_such_symbol_anywhere"})
         assert missing.value.data["error_code"] in ("SYMBOL_NOT_FOUND", "NOT_FOUND")
+        with pytest.raises(MCPError) as typo:  # a near miss names the symbol it probably meant
+            await session.call_tool("get_symbol", {"symbol": "chrage"})
+        assert typo.value.data["error_code"] == "SYMBOL_NOT_FOUND"
+        assert typo.value.data["hint"].startswith("nearest names: ") and "charge" in typo.value.data["hint"]
         with pytest.raises(MCPError) as outside:
             await session.call_tool("analyze_file", {"path": "../../etc/passwd"})
         assert outside.value.data["error_code"].startswith("PATH")
