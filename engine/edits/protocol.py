@@ -19,6 +19,7 @@ from typing import Any, Literal
 from engine.edits.errors import FileRefused, PathDenied, SecretPathDenied
 from engine.edits.sandbox import normalize_rel, resolve_in_repo
 from engine.errors import SemforaError
+from engine.repo import git
 
 # The markers, exactly: seven characters, alone on the line (surrounding blanks aside). Anything
 # else is content; a Markdown/RST underline of 5-9 "=" must never end a SEARCH section.
@@ -432,6 +433,11 @@ def _apply_search(path: str, current: str | None, block: EditBlock) -> str | Blo
     )
 
 
+# At most this many real paths are named when a block's file does not exist.
+PATH_HINTS = 3
+# How alike (difflib ratio) a path must be to be named for a misspelt one.
+PATH_HINT_CUTOFF = 0.8
+
 AnalyzeFn = Callable[[str, bytes], Any]
 
 
@@ -544,5 +550,46 @@ def apply_blocks(
         else:
             working[rel] = result
     if failures:
-        raise EditBlockError(failures)
+        raise EditBlockError(_with_path_hints(root, failures, deny))
     return working
+
+
+def _with_path_hints(
+    root: str | Path, failures: list[BlockFailure], deny: Sequence[str] | None
+) -> list[BlockFailure]:
+    """``unknown_file`` failures that name the files the path most likely meant: a model that wrote a
+    path relative to a subdirectory (``pkg/mod.py`` for ``src/pkg/mod.py``) learns the real one in
+    its retry. Only for blocks that edit (an empty SEARCH creates the file and never fails so)."""
+    if not any(f.reason == "unknown_file" for f in failures):
+        return failures
+    files = git.list_files(root) or []
+    out = []
+    for f in failures:
+        near = _nearest_paths(root, f.path, files, deny) if f.reason == "unknown_file" else []
+        if near:
+            f = BlockFailure(f.index, f.path, f.reason, f"{f.message}; did you mean {' or '.join(near)}?")
+        out.append(f)
+    return out
+
+
+def _nearest_paths(
+    root: str | Path, path: str, files: Sequence[str], deny: Sequence[str] | None
+) -> list[str]:
+    """Up to PATH_HINTS repository files ``path`` most likely meant: those that end with it (it was
+    written relative to a subdirectory), else the closest spellings with its extension; never one
+    the sandbox would refuse."""
+    suffix = [f for f in files if f.endswith("/" + path)]
+    if not suffix:
+        ext = os.path.splitext(path)[1]
+        same_ext = [f for f in files if os.path.splitext(f)[1] == ext]
+        suffix = difflib.get_close_matches(path, same_ext, n=PATH_HINTS * 2, cutoff=PATH_HINT_CUTOFF)
+    found: list[str] = []
+    for candidate in suffix:
+        try:
+            resolve_in_repo(root, candidate, deny=deny)
+        except SemforaError:
+            continue
+        found.append(candidate)
+        if len(found) == PATH_HINTS:
+            break
+    return found

@@ -45,7 +45,8 @@ def run_search(args: argparse.Namespace) -> int:
         print("no results")
         return 0
     for h in hits:
-        src = ", ".join(f"{k} {v}" for k, v in h.sources.items() if v is not None)
+        # A definition no list ranked is there for its file (it sits beside the best matches).
+        src = ", ".join(f"{k} {v}" for k, v in h.sources.items() if v is not None) or "same file as a match"
         label = h.symbol or f"({h.kind})"
         print(f"{h.file}:{h.start_line}-{h.end_line}  {label}  score {h.score:.4f}  [{src}]")
         for line in h.snippet.splitlines():

@@ -80,3 +80,17 @@ def test_cache_stats_clear_and_metrics(make_repo) -> None:
     assert metrics["level"] == "metrics" and metrics["days"][0]["searches"] == 2
     text = run_semfora("metrics", "--path", str(root)).stdout
     assert "searches" in text and "should strip auth" not in text
+
+
+def test_a_hit_that_no_list_ranked_says_why_it_is_there(make_repo) -> None:
+    # beta matches nothing; it is shown because it sits beside alpha, the best match.
+    root = make_repo(
+        {"pkg/a.py": "def alpha(x):\n    return beta(x) * 2\n\n\ndef beta(y):\n    return y + 1\n"}
+    )
+    lines = run_semfora("search", "alpha", "--path", str(root)).stdout.splitlines()
+    beta = next(line for line in lines if line.startswith("pkg/a.py:5-6  beta"))
+    assert beta.endswith("[same file as a match]"), beta
+    assert not any(line.endswith("[]") for line in lines)
+    data = json.loads(run_semfora("search", "alpha", "--path", str(root), "--json").stdout)
+    near = next(r for r in data["results"] if r["symbol"] == "beta")
+    assert near["sources"] == {"fts": None, "vector": None, "symbols": None}

@@ -197,3 +197,48 @@ def test_unknown_symbol_lists_close_names(tmp_path: Path) -> None:
         apply_blocks(tmp_path, parse_blocks(text), _reader({"app.py": PY}))
     failure = info.value.failures[0]
     assert failure.reason == "symbol_not_found" and "Greeter.hello" in failure.nearest
+
+
+def _git_repo(root: Path, files: dict[str, str]) -> None:
+    import subprocess
+
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+
+
+def _unknown_file_message(root: Path, path: str, files: dict[str, str], **kwargs: object) -> str:
+    blocks = parse_blocks(f"{path}\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n")
+    with pytest.raises(EditBlockError) as info:
+        apply_blocks(root, blocks, _reader(files), **kwargs)  # type: ignore[arg-type]
+    failure = info.value.failures[0]
+    assert failure.reason == "unknown_file"
+    return failure.message
+
+
+def test_a_path_written_from_a_subdirectory_names_the_real_file(tmp_path: Path) -> None:
+    # The model wrote the path relative to the package directory; its retry learns the real one.
+    files = {"src/pkg/util.py": "x = 1\n", "src/pkg/other.py": "y = 1\n"}
+    _git_repo(tmp_path, files)
+    message = _unknown_file_message(tmp_path, "pkg/util.py", files)
+    assert message == "pkg/util.py does not exist in the repository; did you mean src/pkg/util.py?"
+
+
+def test_a_misspelt_path_names_the_closest_files_with_its_extension(tmp_path: Path) -> None:
+    files = {"pkg/utils.py": "x = 1\n", "pkg/utils.md": "notes\n", "other/zzz.py": "z = 1\n"}
+    _git_repo(tmp_path, files)
+    assert _unknown_file_message(tmp_path, "pkg/utlis.py", files).endswith("did you mean pkg/utils.py?")
+
+
+def test_no_hint_for_a_path_like_nothing_and_none_that_the_sandbox_refuses(tmp_path: Path) -> None:
+    files = {"private/util.py": "x = 1\n", "app.py": "a = 1\n"}
+    _git_repo(tmp_path, files)
+    assert (
+        _unknown_file_message(tmp_path, "zzz/qqq.py", files) == "zzz/qqq.py does not exist in the repository"
+    )
+    # A denied file is never named, even when it is the only one that fits.
+    message = _unknown_file_message(tmp_path, "util.py", files, deny=["private/*"])
+    assert "private" not in message and "did you mean" not in message
+    assert "did you mean private/util.py?" in _unknown_file_message(tmp_path, "util.py", files)
