@@ -186,9 +186,12 @@ def error_payload(err: SemforaError) -> tuple[int, str, dict[str, Any]]:
     else:
         rpc = RPC_INTERNAL
     data: dict[str, Any] = {"error_code": err.code, "error_message": err.message, "exit_code": err.exit_code}
+    message = f"error[{err.code}]: {err.message}"
     if err.hint:
+        # In the message too, as the CLI prints it: many clients show the model the message alone.
         data["hint"] = err.hint
-    return rpc, f"error[{err.code}]: {err.message}", data
+        message += f" ({err.hint})"
+    return rpc, message, data
 
 
 def cap_reply(text: str) -> str:

@@ -107,6 +107,11 @@ async def test_tools_search_symbols_and_bad_arguments(make_repo) -> None:
             await session.call_tool("get_symbol", {"symbol": "chrage"})
         assert typo.value.data["error_code"] == "SYMBOL_NOT_FOUND"
         assert typo.value.data["hint"].startswith("nearest names: ") and "charge" in typo.value.data["hint"]
+        # The message alone says it too: many clients show the model nothing else.
+        assert (
+            typo.value.message
+            == f"error[SYMBOL_NOT_FOUND]: no symbol named 'chrage' ({typo.value.data['hint']})"
+        )
         with pytest.raises(MCPError) as outside:
             await session.call_tool("analyze_file", {"path": "../../etc/passwd"})
         assert outside.value.data["error_code"].startswith("PATH")

@@ -13,7 +13,8 @@ budget lasts:
 3. **the map**: one-line briefs of what the code calls and is called by, and of the relevant
    candidates that did not fit, within ``MAP_SHARE`` of the budget;
 4. **more code** with whatever the map left, so a bigger budget always buys more source
-   while relevant candidates remain.
+   while relevant candidates remain (here a share too small for any excerpt still buys the
+   smallest one: a small budget is spent on code, not left unused).
 
 It never exceeds the budget (``ContextBudget`` refuses what does not fit) and never ranks.
 """
@@ -183,9 +184,12 @@ class Filler:
             room = self.budget.remaining - reserve
             if room < MIN_EXCERPT_TOKENS:
                 break
-            self.add_source(c, room)
+            self.add_source(c, room, leftover=not reserve)
 
-    def add_source(self, c: Candidate, room: int) -> bool:
+    def add_source(self, c: Candidate, room: int, *, leftover: bool = False) -> bool:
+        """Lay ``c`` out as code within ``room`` and its share of the budget. With ``leftover``
+        (what the map left), a share too small for any excerpt (a small budget's tail) still buys
+        the smallest one: the code is worth more than budget left unused."""
         assert c.start_line is not None
         start, end = c.start_line, c.end_line or c.start_line
         if self.layout.covered(c.file, start, end):
@@ -194,16 +198,17 @@ class Filler:
         if not lines:
             return False
         place = len(self.layout.code)
-        cap = min(room, int(share_for(place) * self.budget.limit))
-        hidden = self.layout.inside(c.file, start, end)
-        if c.is_container and (hidden or not self._fits_whole(lines, start, end, cap)):
-            hidden = sorted(set(hidden) | set(self.ranker.members(c)))
         matched = ", ".join(f"'{w}'" for w in c.matched[:4])
         why = f"{self.label(place)}: " + (f"has {matched}; " if matched else "") + c.reason
         probe = ContextItem(
             f"source:{c.key}", "source", "", 0, Priority.HIGH, why, c.file, c.name, start, end
         )
         overhead = self.header_tokens(probe)
+        share = int(share_for(place) * self.budget.limit)
+        cap = min(room, max(share, overhead + MIN_EXCERPT_TOKENS) if leftover else share)
+        hidden = self.layout.inside(c.file, start, end)
+        if c.is_container and (hidden or not self._fits_whole(lines, start, end, cap)):
+            hidden = sorted(set(hidden) | set(self.ranker.members(c)))
         found = excerpt(lines, start, end, self.ranker.line_weights(c), cap - overhead, hidden=hidden)
         if found is None:
             return False

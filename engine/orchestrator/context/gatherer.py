@@ -341,7 +341,9 @@ class ContextGatherer:
         timings["total"] = time.perf_counter() - t0
         notes.extend(self.warnings)
         for refused in budget.refused:
-            notes.append(f"left out {refused.kind} {refused.symbol or refused.file}: over budget")
+            # A memory item has no symbol or file: its reason says which (an earlier turn, this session).
+            what = refused.symbol or refused.file or refused.reason
+            notes.append(f"left out {refused.kind} {what}: over budget")
         return ContextPack(
             task=task,
             intent=classification.intent.value,

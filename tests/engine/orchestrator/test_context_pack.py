@@ -279,6 +279,19 @@ def test_a_bigger_budget_buys_more_code(make_repo) -> None:
     assert sources[2000] < sources[32000] and len(sources[32000]) >= 40
 
 
+def test_a_small_budget_is_spent_on_code_while_relevant_code_remains(make_repo) -> None:
+    # Past the first few, a definition's share of a 600-token budget is too small for any excerpt;
+    # it still gets the smallest one rather than leaving the budget unused.
+    layout, cfg = _invoice_repo(make_repo)
+    task = "the invoice total is wrong when a regional tax and a discount both apply"
+    for budget in (500, 600, 800):
+        pack = Orchestrator(layout, cfg).build_context(task, budget=budget)
+        sources = [i for i in pack.items if i.kind == "source"]
+        assert pack.total_tokens <= budget
+        assert pack.total_tokens >= 0.85 * budget, (budget, pack.total_tokens, pack.notes)
+        assert len(sources) >= 6, (budget, [i.symbol for i in sources])
+
+
 def test_the_map_names_what_the_code_calls(make_repo) -> None:
     layout, cfg = _invoice_repo(make_repo)
     pack = Orchestrator(layout, cfg).build_context("fix invoice_total_7 so the discount applies", budget=600)

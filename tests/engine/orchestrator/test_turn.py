@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from engine.edits.session import EditSession
+from engine.index.indexer import index_repository
 from engine.llm.base import ModelUnavailable
 from engine.llm.select import make_reasoner
 from engine.orchestrator.core import MAX_NEED_ROUNDS, Orchestrator
@@ -106,6 +107,29 @@ def test_run_log_records_the_turn_redacted(shop, fake_anthropic) -> None:
     assert data["usage"]["output_tokens"] > 0 and "total" in data["timings"]
     episodes = (layout.sessions_dir / "episodes.jsonl").read_text().splitlines()
     assert json.loads(episodes[-1])["run_id"] == result.run_id
+
+
+def _add_discount_rules(layout, cfg) -> None:
+    """Sixty small definitions about carts, totals and discounts: more relevant code than a small budget holds."""
+    rules = "".join(
+        f"def discount_rule_{n}(cart, code):\n"
+        f'    """Apply discount code {n} to the cart total."""\n'
+        f"    return cart.total(code) * {n} / 100\n\n\n"
+        for n in range(60)
+    )
+    (layout.root / "src/shop/rules.py").write_text(rules)
+    index_repository(layout, cfg)
+
+
+def test_a_past_turn_left_out_of_a_full_pack_says_which(shop, fake_anthropic) -> None:
+    layout, cfg = shop
+    # Enough relevant code to fill the budget before the past turn (low priority, last) is offered.
+    _add_discount_rules(layout, cfg)
+    fake_anthropic.reply("Cart.total adds tax to the discounted subtotal.")
+    _orch(layout, cfg).run_turn("explain how Cart.total applies the discount")
+    pack = _orch(layout, cfg).build_context("explain how Cart.total applies the discount code", budget=600)
+    memory_notes = [n for n in pack.notes if n.startswith("left out memory")]
+    assert memory_notes == ["left out memory similar past turn (lexical score 0.75): over budget"], pack.notes
 
 
 def test_symbol_block_is_staged(shop, fake_anthropic) -> None:
@@ -214,10 +238,12 @@ def test_model_summaries_arrive_in_the_background_and_serve_later_packs(
 
     layout, _ = shop
     cfg = load_settings(layout.root).settings  # now pointing at the fake Ollama
+    _add_discount_rules(layout, cfg)
     fake_ollama.responder = lambda _model, _prompt: "Model-written summary of this symbol."
     orch = _orch(layout, cfg)
     fake_anthropic.reply("answer")
-    # A small budget: the code the task is about, and its callees in the map as summaries.
+    # A small budget that the relevant code more than fills: Cart.total and the code most like
+    # the task are sent as source, Cart.total's callees in the map as summaries.
     task, budget = "explain Cart.total", 300
     before = orch.build_context(task, budget=budget)
     assert any(i.kind == "summary" for i in before.items)
