@@ -23,6 +23,7 @@ from engine.config import LoadedSettings, Settings, check_settings, load_setting
 from engine.errors import ConfigError, SemforaError
 from engine.repo import git
 from engine.repo.layout import RepoLayout
+from engine.words import plural
 
 Status = Literal["ok", "warn", "fail", "skip"]
 
@@ -90,7 +91,7 @@ class DoctorReport:
             if c.fix and c.status in ("fail", "warn"):
                 lines.append(f"  {'':6} {'':<{width}}  fix: {c.fix}")
         failed = sum(1 for c in self.checks if c.status == "fail")
-        lines.append("all checks passed" if not failed else f"{failed} check(s) failed")
+        lines.append("all checks passed" if not failed else f"{plural(failed, 'check')} failed")
         return "\n".join(lines)
 
 
@@ -317,7 +318,7 @@ def check_index(layout: RepoLayout, deny: Sequence[str] | None = None, exclude: 
         return Check(
             "index",
             "warn",
-            f"stale: {len(changed)} changed and {len(new)} new file(s) since it was "
+            f"stale: {plural(len(changed), 'file')} changed and {len(new)} new since it was "
             f"built {age} ago ({shown})",
             "DOCTOR_INDEX_STALE",
             fix,
@@ -435,7 +436,7 @@ def check_ollama(settings: Settings, network: bool) -> Check:
     if settings.search.embedding.startswith("ollama:"):
         wanted.append(settings.search.embedding.split(":", 1)[1])
     missing = [m for m in wanted if not any(have == m or have.split(":")[0] == m for have in models)]
-    detail = f"{host}: {len(models)} model(s): {', '.join(models[:8]) or 'none'}"
+    detail = f"{host}: {plural(len(models), 'model')}: {', '.join(models[:8]) or 'none'}"
     if missing:
         return Check(
             "ollama",
@@ -615,7 +616,7 @@ def check_journal(layout: RepoLayout) -> Check:
         return Check(
             "edit journal",
             "fail",
-            f"{len(pending)} interrupted edit commit(s) pending: {', '.join(pending)}",
+            f"{plural(len(pending), 'interrupted edit commit')} pending: {', '.join(pending)}",
             "DOCTOR_JOURNAL_PENDING",
             f"semfora edits list --path {layout.root}  (rolls the interrupted commit back from its backups)",
             {"pending": pending},

@@ -18,6 +18,7 @@ from textual.message import Message
 
 from engine import config as engine_config
 from engine import quarantine
+from engine.words import plural
 from semfora_tui.engine_bridge import EngineBridge
 from semfora_tui.screens.main import MainScreen
 from semfora_tui.theming import DEFAULT_THEME, SEMFORA_VARIABLE_DEFAULTS, load_themes
@@ -122,7 +123,8 @@ class SemforaApp(App[int]):
         self.call_after_refresh(self._flush_notices)
         if self.theme_problems:
             self.notify(
-                "Skipped invalid theme file(s):\n" + "\n".join(self.theme_problems),
+                f"Skipped {plural(len(self.theme_problems), 'invalid theme file')}:\n"
+                + "\n".join(self.theme_problems),
                 title="Themes",
                 severity="error",
                 timeout=10,

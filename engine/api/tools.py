@@ -46,6 +46,7 @@ from engine.policy.sandbox import ResolvedPath
 from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
 from engine.store.db import MAX_GRAPH_DEPTH, SymbolStore, symbol_source
+from engine.words import noun_for
 
 if TYPE_CHECKING:
     from engine.index.indexer import IndexReport
@@ -596,7 +597,9 @@ class ToolSpec:
         known = {p.name for p in self.params}
         unknown = set(kwargs) - known
         if unknown:
-            raise UsageError(f"{self.name}: unknown parameter(s): {', '.join(sorted(unknown))}")
+            raise UsageError(
+                f"{self.name}: unknown {noun_for(len(unknown), 'parameter')}: {', '.join(sorted(unknown))}"
+            )
         return self.func(engine, **kwargs)
 
 

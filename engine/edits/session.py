@@ -51,6 +51,7 @@ from engine.edits.writer import FileWrite, apply_change_set, read_bytes_or_none,
 from engine.errors import NotFoundError, SandboxError
 from engine.policy.redaction import redact
 from engine.repo.layout import RepoLayout
+from engine.words import plural
 
 SESSION_VERSION = 1
 SESSION_FILE = "session.json"
@@ -545,7 +546,7 @@ class EditSession:
             # The syntax check is advisory: a parser that cannot handle the file never blocks staging.
             return None
         if after > before:
-            return f"introduces {after - before} syntax error(s) (tree-sitter)"
+            return f"introduces {plural(after - before, 'syntax error')} (tree-sitter)"
         return None
 
     def _stage_text(self, rel: str, text: str) -> None:
@@ -873,7 +874,7 @@ class EditSession:
         if not writes:
             return CommitResult(
                 False,
-                f"nothing accepted: no file was changed ({remaining} hunk(s) staged)",
+                f"nothing accepted: no file was changed ({plural(remaining, 'hunk')} staged)",
                 remaining=remaining,
             )
         label = message or self.task or DEFAULT_COMMIT_MESSAGE
@@ -911,7 +912,7 @@ class EditSession:
                     checks.append(run_check(self.layout.root, name, cmd))
         return CommitResult(
             True,
-            f"committed {count} hunk(s) in {len(result.files)} file(s)",
+            f"committed {plural(count, 'hunk')} in {plural(len(result.files), 'file')}",
             result.files,
             count,
             result.txid,

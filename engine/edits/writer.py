@@ -24,6 +24,7 @@ from engine.edits.sandbox import resolve_in_repo
 from engine.edits.textformat import sha256_bytes
 from engine.errors import LockBusy
 from engine.repo.layout import RepoLayout
+from engine.words import plural
 
 JOURNAL_VERSION = 1
 # Permission bits of a created file before the umask, as `open(..., "w")` would use.
@@ -76,9 +77,11 @@ class RecoveryReport:
         parts = []
         if self.rolled_back:
             files = ", ".join(self.restored) or "no file needed restoring"
-            parts.append(f"recovered {len(self.rolled_back)} interrupted commit(s) by rolling back ({files})")
+            parts.append(
+                f"recovered {plural(len(self.rolled_back), 'interrupted commit')} by rolling back ({files})"
+            )
         if self.completed:
-            parts.append(f"finished recording {len(self.completed)} completed commit(s)")
+            parts.append(f"finished recording {plural(len(self.completed), 'completed commit')}")
         parts.extend(self.problems)
         return "; ".join(parts)
 

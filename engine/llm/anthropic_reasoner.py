@@ -37,6 +37,7 @@ from engine.llm.base import (
 )
 from engine.llm.cancel import TurnStop, call_cancellable, iterate_cancellable
 from engine.llm.retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
+from engine.words import plural
 
 log = logging.getLogger("semfora.llm.anthropic")
 
@@ -178,7 +179,7 @@ class AnthropicReasoner(StreamingReasoner):
                 None,
                 exc,
                 lambda n: ModelUnavailable(
-                    f"the Anthropic API {reason} after {n} attempt(s) ({self._base_url_text()})",
+                    f"the Anthropic API {reason} after {plural(n, 'attempt')} ({self._base_url_text()})",
                     code="MODEL_UNREACHABLE",
                     hint="check the network and ANTHROPIC_BASE_URL, or use --model ollama/qwen2.5-coder:7b",
                 ),
@@ -221,7 +222,7 @@ class AnthropicReasoner(StreamingReasoner):
                 error_type or "stream broke",
                 None,
                 exc,
-                lambda n: ModelStreamInterrupted(f"{message}; gave up after {n} attempt(s)"),
+                lambda n: ModelStreamInterrupted(f"{message}; gave up after {plural(n, 'attempt')}"),
             ) from exc
         finally:
             _close_quietly(stream)
@@ -238,7 +239,7 @@ class AnthropicReasoner(StreamingReasoner):
                 "stream ended early",
                 None,
                 None,
-                lambda n: ModelStreamInterrupted(f"the model stream ended early {n} time(s)"),
+                lambda n: ModelStreamInterrupted(f"the model stream ended early {plural(n, 'time')}"),
             )
         cost = compute_cost(usage, self._price)
         log.info(
@@ -262,7 +263,7 @@ class AnthropicReasoner(StreamingReasoner):
                 parse_retry_after(headers),
                 exc,
                 lambda n: ModelError(
-                    f"the Anthropic API answered HTTP {status} {n} time(s): {detail}",
+                    f"the Anthropic API answered HTTP {status} {plural(n, 'time')}: {detail}",
                     code="MODEL_OVERLOADED" if status in (429, 529) else None,
                     status=status,
                     hint="wait a minute and try again, or lower llm.max_output_tokens",

@@ -42,6 +42,7 @@ from engine.orchestrator.prompts import (
 from engine.orchestrator.runlog import RunRecord, item_record, new_run_id, write_run
 from engine.policy.redaction import redact
 from engine.repo.layout import RepoLayout
+from engine.words import plural
 
 log = logging.getLogger(__name__)
 
@@ -119,9 +120,9 @@ def _need_wanted(symbols: tuple[str, ...], files: tuple[str, ...]) -> str:
     """What a NEED request asks for, for the status line ("3 more symbols and 1 file")."""
     parts = []
     if symbols:
-        parts.append(f"{len(symbols)} more symbol{'s' if len(symbols) > 1 else ''}")
+        parts.append(plural(len(symbols), "more symbol"))
     if files:
-        parts.append(f"{len(files)} file{'s' if len(files) > 1 else ''}")
+        parts.append(plural(len(files), "file"))
     return " and ".join(parts) or "the context"
 
 
@@ -382,7 +383,7 @@ class Orchestrator:
                     if retries:
                         # The model answered a failed edit without new blocks: it gave up.
                         errors.append(
-                            f"the model sent no corrected edit blocks after {retries} failed attempt(s)"
+                            f"the model sent no corrected edit blocks after {plural(retries, 'failed attempt')}"
                         )
                         outcome, error_code = "edit_failed", "EDIT_BLOCK_FAILED"
                     break

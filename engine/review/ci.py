@@ -26,6 +26,7 @@ from engine.semantic.diff import (
     analyze_range,
 )
 from engine.store.callers import index_callers
+from engine.words import plural
 
 if TYPE_CHECKING:
     from engine.review.model_review import ModelReview
@@ -210,9 +211,10 @@ def review(
     findings = sort_findings(findings)
     by_sev = {s: sum(1 for f in findings if f.severity == s) for s in ("high", "medium", "low")}
     summary = (
-        f"{len(diff.files)} file(s), {len(diff.symbols)} symbol change(s); {len(findings)} finding(s) "
+        f"{plural(len(diff.files), 'file')}, {plural(len(diff.symbols), 'symbol change')}; "
+        f"{plural(len(findings), 'finding')} "
         f"({by_sev['high']} high, {by_sev['medium']} medium, {by_sev['low']} low)"
-        + (f", {len(remarks)} remark(s)" if remarks else "")
+        + (f", {plural(len(remarks), 'remark')}" if remarks else "")
         + f". {how}."
     )
     if result is not None and result.summary:

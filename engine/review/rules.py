@@ -20,6 +20,7 @@ from engine.review.security import housekeeping_only, moved_lines, rule_security
 from engine.semantic.diff import FileChange, SemanticDiff, SymbolChange
 from engine.semantic.graph import family
 from engine.semantic.surface import SOURCE_ROOTS, is_private_name
+from engine.words import plural
 
 # A function longer than this no longer fits on one screen; reviewers skim such code.
 LARGE_FUNCTION_LINES = 80
@@ -222,7 +223,7 @@ def rule_public_api(diff: SemanticDiff) -> list[Finding]:
             if message is None:
                 continue
             if s.callers_total:
-                message += f" ({s.callers_total} call site(s) to check)"
+                message += f" ({plural(s.callers_total, 'call site')} to check)"
             out.append(
                 Finding(
                     "medium",
@@ -241,7 +242,7 @@ def rule_public_api(diff: SemanticDiff) -> list[Finding]:
                 Finding(
                     "medium",
                     "api",
-                    f"{len(f.lost_exports)} name(s) no longer importable from {package}: {names}",
+                    f"{plural(len(f.lost_exports), 'name')} no longer importable from {package}: {names}",
                     f.path,
                     None,
                     None,
@@ -274,7 +275,7 @@ def _collapse(findings: list[Finding]) -> Finding:
     return Finding(
         "medium",
         "api",
-        f"public API changed in bulk: {counts} across {len(files)} file(s); first: {first}",
+        f"public API changed in bulk: {counts} across {plural(len(files), 'file')}; first: {first}",
         None,
         None,
         None,
@@ -372,7 +373,7 @@ def rule_tests_removed(diff: SemanticDiff) -> list[Finding]:
             Finding(
                 "medium",
                 "testing",
-                f"{len(removed_functions)} test(s) removed without replacement: {names}{more}",
+                f"{plural(len(removed_functions), 'test')} removed without replacement: {names}{more}",
                 f.path,
                 None,
                 removed_functions[0].qualified_name,

@@ -17,6 +17,7 @@ from engine.edits import EditBlockError, EditSession, StagedFile, recover, undo
 from engine.edits.errors import CheckFailed
 from engine.errors import EXIT_PROBLEM, PathTooLong, SymlinkLoop, UsageError
 from engine.repo.layout import RepoLayout
+from engine.words import plural
 from semfora_cli.output import print_json, warn
 
 
@@ -78,11 +79,11 @@ def _decide(session: EditSession, action: str, target: str | None) -> tuple[dict
     if target == "all":
         n = session.accept_all() if action == "accept" else session.reject_all()
         verb = "accepted" if action == "accept" else "rejected"
-        return {"ok": True, verb: n}, f"{verb} {n} hunk(s)"
+        return {"ok": True, verb: n}, f"{verb} {plural(n, 'hunk')}"
     if session.has_file(target):
         n = session.accept_file(target) if action == "accept" else session.reject_file(target)
         verb = "accepted" if action == "accept" else "rejected"
-        return {"ok": True, "file": target, verb: n}, f"{verb} {n} hunk(s) in {target}"
+        return {"ok": True, "file": target, verb: n}, f"{verb} {plural(n, 'hunk')} in {target}"
     state = session.accept(target) if action == "accept" else session.reject(target)
     return {"ok": True, "hunk": target, "state": state}, f"{target}: {state}"
 
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         _emit(
             args,
             undone.to_json(),
-            f"undid change set {undone.txid}: restored {len(undone.files)} file(s){forced}; "
+            f"undid change set {undone.txid}: restored {plural(len(undone.files), 'file')}{forced}; "
             f"{undone.remaining} more can be undone",
         )
         return 0
@@ -127,7 +128,11 @@ def run(args: argparse.Namespace) -> int:
         hunks = sum(len(f.hunks) for f in changed)
         payload = session.to_json()
         payload["staged_files"] = [f.path for f in changed]
-        _emit(args, payload, f"staged {hunks} hunk(s) in {len(changed)} file(s)\n" + _summary(changed))
+        _emit(
+            args,
+            payload,
+            f"staged {plural(hunks, 'hunk')} in {plural(len(changed), 'file')}\n" + _summary(changed),
+        )
     elif action in ("accept", "reject", "toggle"):
         payload, text = _decide(session, action, args.target)
         _emit(args, payload, text)
@@ -135,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         result = session.commit(all=args.all, message=args.message)
         lines = [result.message]
         if result.committed and result.remaining:
-            lines.append(f"{result.remaining} hunk(s) remain staged")
+            lines.append(f"{plural(result.remaining, 'hunk')} still staged")
         if result.git is not None:
             lines.append(
                 f"git commit {result.git.sha}" if result.git.sha else f"git commit failed: {result.git.error}"
@@ -160,11 +165,15 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_PROBLEM
     elif action == "rollback":
         n = session.rollback()
-        _emit(args, {"ok": True, "discarded": n}, f"discarded {n} staged hunk(s)" if n else "no staged edits")
+        _emit(
+            args,
+            {"ok": True, "discarded": n},
+            f"discarded {plural(n, 'staged hunk')}" if n else "no staged edits",
+        )
     elif action == "rebase":
         rb = session.rebase()
         text = (
-            f"rebased {len(rb.files)} file(s): {len(rb.reapplied)} hunk(s) re-applied, "
+            f"rebased {plural(len(rb.files), 'file')}: {plural(len(rb.reapplied), 'hunk')} re-applied, "
             f"{len(rb.conflicts)} in conflict" + (f", dropped {', '.join(rb.dropped)}" if rb.dropped else "")
             if rb.files
             else "nothing to rebase: no staged file changed on disk"

@@ -16,6 +16,7 @@ from engine import api
 from engine.config import Settings, load_settings
 from engine.errors import EXIT_OK, EXIT_PROBLEM, UsageError
 from engine.repo.layout import RepoLayout
+from engine.words import plural
 from semfora_cli.output import print_json, warn
 
 EXIT_INTERRUPTED = 130
@@ -160,7 +161,7 @@ def run_ask(args: argparse.Namespace) -> int:
         if result.edits_staged:
             verb = "applied" if result.outcome == "applied" else "staged"
             sys.stdout.write(
-                f"-- {verb} {result.hunks} hunk(s) in {', '.join(result.edits_staged)}"
+                f"-- {verb} {plural(result.hunks, 'hunk')} in {', '.join(result.edits_staged)}"
                 + ("; review with `semfora edits list`\n" if verb == "staged" else "\n")
             )
         for error in result.errors:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 
 from engine.errors import NotFoundError, UsageError
+from engine.words import plural
 from semfora_tui.chat_text import code, fence_language
 from semfora_tui.commands import command
 from semfora_tui.screens.picker import PickerScreen, PickItem
@@ -63,7 +64,7 @@ async def _show_search(screen: MainScreen, query: str, hits: list[SearchHit]) ->
             )
         )
         lines.append(f"- {code(f'{hit.file}:{start}')} {code(symbol) if symbol else ''}")
-    await screen.note(f"**{len(hits)} result(s)** for _{query}_:\n" + "\n".join(lines))
+    await screen.note(f"**{plural(len(hits), 'result')}** for _{query}_:\n" + "\n".join(lines))
 
     def chosen(item: PickItem | None) -> None:
         if item is not None:

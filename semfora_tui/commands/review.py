@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from textual.app import SuspendNotSupported
 
 from engine.errors import SemforaError, UsageError
+from engine.words import plural
 from semfora_tui.chat_text import code
 from semfora_tui.commands import command
 from semfora_tui.editor import chosen_editor, editor_command
@@ -43,7 +44,9 @@ async def edit(screen: MainScreen, cmd: ParsedCommand) -> None:
         async def staged(files: tuple[FileView, ...]) -> None:
             hunks = sum(len(f.hunks) for f in files)
             screen.show_staged(files)
-            await screen.note(f"Staged {hunks} hunk(s) in {len(files)} file(s). {REVIEW_HINT}.")
+            await screen.note(
+                f"Staged {plural(hunks, 'hunk')} in {plural(len(files), 'file')}. {REVIEW_HINT}."
+            )
 
         screen.run_job(lambda: screen.bridge.stage_from_file(source), staged)
         return
@@ -90,7 +93,7 @@ async def _decide(screen: MainScreen, cmd: ParsedCommand, action: str) -> None:
             )
             return
         screen.confirm(
-            f"Accept all {pending} staged hunk(s) in {len(screen.diff.files)} file(s)?\n"
+            f"Accept all {plural(pending, 'staged hunk')} in {plural(len(screen.diff.files), 'file')}?\n"
             "Nothing is written until you commit.",
             "Accept all",
             lambda: screen.run_job(lambda: bridge.accept_all(True), screen.show_staged),
@@ -141,9 +144,9 @@ def request_commit(screen: MainScreen) -> None:
         screen.notify("No accepted hunks to commit: accept some with a, A or /accept.", severity="warning")
         return
     pending = sum(f.count("pending") for f in screen.diff.files)
-    question = f"Commit {hunks} accepted hunk(s) in {files} file(s)?"
+    question = f"Commit {plural(hunks, 'accepted hunk')} in {plural(files, 'file')}?"
     if pending:
-        question += f"\n{pending} pending hunk(s) stay staged."
+        question += f"\n{plural(pending, 'pending hunk')} will stay staged."
 
     async def committed(result: CommitResult) -> None:
         if not result.committed:
@@ -166,7 +169,7 @@ def request_rollback(screen: MainScreen) -> None:
         screen.refresh_staged()
 
     screen.confirm(
-        f"Discard the staged session ({hunks} hunk(s))?",
+        f"Discard the staged session ({plural(hunks, 'hunk')})?",
         "Discard",
         lambda: screen.run_job(screen.bridge.rollback, rolled_back),
     )
@@ -187,7 +190,7 @@ def request_undo(screen: MainScreen, *, force: bool) -> None:
 
             await screen.show_error(NothingToUndo("nothing to undo: no committed change set in the history"))
             return
-        question = f"Undo the last commit? It puts back {len(files)} file(s): {', '.join(files)}."
+        question = f"Undo the last commit? It puts back {plural(len(files), 'file')}: {', '.join(files)}."
         if force:
             question += "\n--force: changes made to them since the commit are overwritten."
         screen.confirm(question, "Undo", lambda: screen.run_job(lambda: bridge.undo(force=force), undone))
@@ -202,11 +205,13 @@ def rebase(screen: MainScreen) -> None:
         if not report.files:
             await screen.note("Nothing to rebase: no staged file changed on disk.")
             return
-        parts = [f"re-applied {len(report.reapplied)} hunk(s)"]
+        parts = [f"re-applied {plural(len(report.reapplied), 'hunk')}"]
         if report.already_applied:
             parts.append(f"{len(report.already_applied)} already in the file")
         if report.conflicts:
-            parts.append(f"**{len(report.conflicts)} conflict(s)**: reject them, or ask for the change again")
+            parts.append(
+                f"**{plural(len(report.conflicts), 'conflict')}**: reject them, or ask for the change again"
+            )
         if report.dropped:
             parts.append(f"dropped {_names(report.dropped)}")
         await screen.note(f"Rebased {_names(report.files)} onto the files on disk: " + "; ".join(parts) + ".")

@@ -11,6 +11,7 @@ import difflib
 from typing import TYPE_CHECKING
 
 from engine.errors import UsageError
+from engine.words import plural
 from semfora_tui import slash
 from semfora_tui.chat_text import cell
 from semfora_tui.commands import command
@@ -58,7 +59,7 @@ async def cost(screen: MainScreen, _cmd: ParsedCommand) -> None:
     total = screen.session_usage
     await screen.note(
         f"**Last turn:** {turn.input_tokens:,} input / {turn.output_tokens:,} output tokens, ${turn.cost:.4f}  \n"
-        f"**Session:** {screen.turns} turn(s), {total.input_tokens:,} input / {total.output_tokens:,} output "
+        f"**Session:** {plural(screen.turns, 'turn')}, {total.input_tokens:,} input / {total.output_tokens:,} output "
         f"tokens, ${screen.session_cost:.4f}"
     )
 
@@ -153,9 +154,9 @@ async def status(screen: MainScreen, _cmd: ParsedCommand) -> None:
         f"- **{index_line}**\n"
         f"- **{vectors}**\n"
         f"- **budget:** {screen.bridge.budget:,} tokens per request; last pack {pack_line}\n"
-        f"- **memory:** {screen.turns} turn(s) this session, ${screen.session_cost:.4f}\n"
-        f"- **staged:** {len(screen.diff.files)} file(s), {staged} hunk(s)"
-        + (f"\n- **queued:** {len(screen.queue)} message(s)" if screen.queue else "")
+        f"- **memory:** {plural(screen.turns, 'turn')} this session, ${screen.session_cost:.4f}\n"
+        f"- **staged:** {plural(len(screen.diff.files), 'file')}, {plural(staged, 'hunk')}"
+        + (f"\n- **queued:** {plural(len(screen.queue), 'message')}" if screen.queue else "")
     )
 
 
@@ -181,9 +182,9 @@ async def resume(screen: MainScreen, _cmd: ParsedCommand) -> None:
                 await reply.set_text(past.reply)
             await reply.mark(_past_outcome(past))
         hunks = sum(len(f.hunks) for f in files)
-        summary = f"{len(turns)} earlier turn(s) above" if turns else "no earlier turns"
+        summary = f"{plural(len(turns), 'earlier turn')} above" if turns else "no earlier turns"
         await screen.note(
-            f"**Resumed the last session** ({summary}). Staged: {len(files)} file(s), {hunks} hunk(s)."
+            f"**Resumed the last session** ({summary}). Staged: {plural(len(files), 'file')}, {plural(hunks, 'hunk')}."
             + (f"\n\n{problem}" if problem else "")
         )
 

@@ -27,6 +27,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 
 from engine.errors import SemforaError
+from engine.words import plural
 from semfora_tui import slash
 from semfora_tui.chat_text import error_markdown
 from semfora_tui.engine_bridge import EngineBridge, EngineUnavailable
@@ -781,8 +782,8 @@ class MainScreen(Screen[None]):
         if result.outcome == "edit_failed":
             problems = "\n".join(f"- {e}" for e in result.errors)
             await self.chat.add_note(
-                f"**The edit could not be staged** after {result.edit_retries} retr"
-                f"{'y' if result.edit_retries == 1 else 'ies'}; nothing was changed.\n\n{problems}\n\n"
+                f"**The edit could not be staged** after {plural(result.edit_retries, 'retry', 'retries')}; "
+                f"nothing was changed.\n\n{problems}\n\n"
                 "Ask again with more detail, or stage blocks yourself with `/edit --from FILE`.",
                 kind="error",
             )
@@ -862,13 +863,13 @@ def _outcome_line(result: TurnResult) -> str:
     """The last line under a reply: how the turn ended, and the retries it took."""
     extra = []
     if result.need_rounds:
-        extra.append(f"{result.need_rounds} NEED round{'s' if result.need_rounds > 1 else ''}")
+        extra.append(plural(result.need_rounds, "NEED round"))
     if result.edit_retries:
-        extra.append(f"{result.edit_retries} edit retr{'y' if result.edit_retries == 1 else 'ies'}")
+        extra.append(plural(result.edit_retries, "edit retry", "edit retries"))
     tail = f" ({', '.join(extra)})" if extra else ""
     if result.outcome == "staged":
         files = ", ".join(result.edits_staged)
-        return f"✓ staged {result.hunks} hunk(s) in {files}{tail} — F2 or /review to review"
+        return f"✓ staged {plural(result.hunks, 'hunk')} in {files}{tail} — F2 or /review to review"
     if result.outcome == "edit_failed":
         return f"✗ edit failed{tail}"
     if result.outcome == "cancelled":

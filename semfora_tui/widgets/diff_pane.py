@@ -19,6 +19,7 @@ from textual.containers import ScrollableContainer
 from textual.message import Message
 from textual.widgets import Static
 
+from engine.words import plural
 from semfora_tui.theming import SEMFORA_VARIABLE_DEFAULTS
 from semfora_tui.views import FileView, HunkView
 
@@ -190,7 +191,7 @@ class DiffPane(ScrollableContainer, can_focus=True):
             line_no += 1
 
         total = sum(len(f.hunks) for f in self.files)
-        add(f"{len(self.files)} file(s), {total} hunk(s) staged", Style(bold=True))
+        add(f"{plural(len(self.files), 'file')}, {plural(total, 'hunk')} staged", Style(bold=True))
         for index, f in enumerate(self.files):
             mark = "▸" if current and current.file_index == index else " "
             row = Text(f"{mark} {f.path}  ")
@@ -198,7 +199,7 @@ class DiffPane(ScrollableContainer, can_focus=True):
             row.append(" ")
             row.append(f"-{f.removed}", style=removed)
             row.append(
-                f"  {len(f.hunks)} hunk(s): {f.count('accepted')} ✓ {f.count('rejected')} ✗"
+                f"  {plural(len(f.hunks), 'hunk')}: {f.count('accepted')} ✓ {f.count('rejected')} ✗"
                 f" {f.count('pending')} pending"
             )
             if f.conflict:

@@ -43,7 +43,7 @@ def test_stage_review_commit_undo_round_trip(make_repo, tmp_path: Path) -> None:
     patch.write_text(PATCH)
     staged = run_semfora("edits", "stage", str(patch), cwd=root)
     assert staged.returncode == 0, staged.stderr
-    assert "staged 2 hunk(s) in 1 file(s)" in staged.stdout
+    assert "staged 2 hunks in 1 file\n" in staged.stdout
 
     listing = _json(run_semfora("edits", "list", "--json", cwd=root))
     hunks = listing["files"][0]["hunks"]
@@ -70,7 +70,7 @@ def test_stage_review_commit_undo_round_trip(make_repo, tmp_path: Path) -> None:
     assert _json(run_semfora("edits", "list", "--json", cwd=root))["files"] == []
 
     undone = run_semfora("edits", "undo", cwd=root)
-    assert undone.returncode == 0 and "restored 1 file(s)" in undone.stdout
+    assert undone.returncode == 0 and "restored 1 file;" in undone.stdout
     assert (root / "app.py").read_text() == APP
     empty = run_semfora("edits", "undo", "--json", cwd=root)
     assert empty.returncode == 1
@@ -117,7 +117,7 @@ def test_conflict_then_rebase_through_cli(make_repo) -> None:
     proc = run_semfora("edits", "commit", "--all", cwd=root)
     assert proc.returncode == 1 and "error[EDIT_CONFLICT]" in proc.stderr and "app.py" in proc.stderr
     rebased = run_semfora("edits", "rebase", cwd=root)
-    assert "2 hunk(s) re-applied, 0 in conflict" in rebased.stdout
+    assert "rebased 1 file: 2 hunks re-applied, 0 in conflict" in rebased.stdout
     assert run_semfora("edits", "commit", "--all", cwd=root).returncode == 0
     assert (root / "app.py").read_text().startswith("# edited\nimport os\n\nLIMIT = 20\n")
 

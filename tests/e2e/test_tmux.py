@@ -197,9 +197,7 @@ def test_keys_after_a_staged_reply_stay_text_then_review_commit_and_undo(
     cache = Path(os.environ["XDG_CACHE_HOME"])
     tmux.type("make parse_port strip whitespace before converting")
     tmux.keys("Enter")
-    tmux.wait_for(
-        lambda s: "✓ staged 1 hunk(s) in app/config.py" in s and "[ ] pending" in s, "the staged hunk"
-    )
+    tmux.wait_for(lambda s: "✓ staged 1 hunk in app/config.py" in s and "[ ] pending" in s, "the staged hunk")
     assert " PROMPT " in tmux.footer()  # staging did not take the keyboard
     # A person goes on typing, then pastes a command with its newline.
     tmux.type(TYPED)
@@ -218,7 +216,7 @@ def test_keys_after_a_staged_reply_stay_text_then_review_commit_and_undo(
     tmux.wait_for(lambda s: "[✓] accepted" in s, "the hunk to be accepted")
     tmux.keys("c")
     tmux.wait_for(
-        lambda s: "Commit 1 accepted hunk(s) in 1 file(s)?" in s and "Commit (y)" in s, "the commit dialog"
+        lambda s: "Commit 1 accepted hunk in 1 file?" in s and "Commit (y)" in s, "the commit dialog"
     )
     tmux.keys("y")
     _wait_until(lambda: target.read_text() != ORIGINAL, "the commit to reach the disk")
@@ -258,7 +256,7 @@ def test_keys_while_a_reply_streams_go_to_the_prompt_and_a_sent_message_waits_it
     tmux.wait_for(lambda s: "update the docs/accept all" in s, "the typing and the paste in the prompt")
     tmux.wait_for(lambda s: "Noted: the docs come next." in s, "the answer to the queued message")
     screen = tmux.screen()
-    assert "✓ staged 1 hunk(s) in app/config.py" in screen
+    assert "✓ staged 1 hunk in app/config.py" in screen
     assert "⏳ queued" not in screen  # sent after the reply, in order
     assert screen.index("✓ staged") < screen.index("› then explain the change") < screen.index("Noted:")
     assert "update the docs/accept all" in screen  # still in the prompt, never run

@@ -9,7 +9,7 @@ import sys
 import time
 
 from engine.config import load_settings
-from engine.doctor import run_doctor
+from engine.doctor import Check, DoctorReport, run_doctor
 from engine.index.indexer import index_repository
 from engine.repo.layout import RepoLayout
 from tests.conftest import ROOT, run_semfora
@@ -60,6 +60,15 @@ def test_missing_key_dead_ollama_and_missing_index_fail_with_codes(make_repo) ->
     assert "DOCTOR_INDEX_MISSING" in out.stdout and f"semfora index --path {root}" in out.stdout
     assert "DOCTOR_ANTHROPIC_KEY" in out.stdout and "export ANTHROPIC_API_KEY" in out.stdout
     assert "DOCTOR_OLLAMA" in out.stdout and "ollama serve" in out.stdout
+    failed = out.stdout.count("[FAIL]")
+    assert failed >= 2 and out.stdout.rstrip().endswith(f"\n{failed} checks failed")
+
+
+def test_the_last_line_counts_one_failed_check_in_the_singular() -> None:
+    report = DoctorReport(
+        "/repo", (Check("config", "ok", "fine"), Check("index", "fail", "missing", "DOCTOR_INDEX_MISSING"))
+    )
+    assert report.to_text().endswith("\n1 check failed")
 
 
 def test_broken_config_fails_with_doctor_config(make_repo) -> None:
@@ -82,6 +91,7 @@ def test_stale_index_says_how_stale(make_repo) -> None:
     assert index.status == "warn" and index.code == "DOCTOR_INDEX_STALE"
     assert index.data["changed_files"] == 1 and index.data["new_files"] == 1
     assert "pkg/app.py" in index.detail
+    assert index.detail.startswith("stale: 1 file changed and 1 new since it was built ")
 
 
 def test_new_files_are_what_discovery_lists(make_repo) -> None:
@@ -110,6 +120,7 @@ def test_pending_journal_is_reported_until_recovered(make_repo) -> None:
     assert proc.returncode != 0  # killed mid-commit
     journal = _checks(run_doctor(root, network=False))["edit journal"]
     assert journal.status == "fail" and journal.code == "DOCTOR_JOURNAL_PENDING"
+    assert journal.detail.startswith("1 interrupted edit commit pending: ")
     assert "semfora edits list" in journal.fix
     run_semfora("edits", "list", "--path", str(root))
     assert _checks(run_doctor(root, network=False))["edit journal"].status == "ok"

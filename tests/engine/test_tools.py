@@ -99,8 +99,10 @@ def test_limits_are_enforced_not_just_documented(engine) -> None:
         tools.get_symbol_source(engine, "user", context=51)
     with pytest.raises(UsageError):
         tools.get_call_graph(engine, "user", depth=7)
-    with pytest.raises(UsageError):
+    with pytest.raises(UsageError, match=r"search_symbols: unknown parameter: bogus$"):
         tools.TOOLS["search_symbols"](engine, query="x", bogus=1)
+    with pytest.raises(UsageError, match=r"search_symbols: unknown parameters: bogus, other$"):
+        tools.TOOLS["search_symbols"](engine, query="x", other=2, bogus=1)
     assert len(tools.search_symbols(engine, "u", limit=2).to_json()["symbols"]) == 2
 
 

@@ -26,7 +26,7 @@ async def _run(pilot, app, text: str) -> str:  # type: ignore[no-untyped-def]
 async def _stage(pilot, app, root: Path) -> None:  # type: ignore[no-untyped-def]
     (root / "edits.txt").write_text(EDIT_BLOCKS)
     out = await _run(pilot, app, "/edit --from edits.txt")
-    assert "Staged 2 hunk(s) in 2 file(s)" in out
+    assert "Staged 2 hunks in 2 files" in out
 
 
 async def test_help_lists_every_command_and_unknown_suggests(make_app: AppFactory) -> None:
@@ -104,7 +104,7 @@ async def test_preview_accept_reject_commit_undo_rollback(make_app: AppFactory, 
         await _run(pilot, app, "/accept")  # the selected hunk (the first)
         await _run(pilot, app, "/commit")
         assert isinstance(app.screen, ConfirmScreen)
-        assert "Commit 1 accepted hunk(s) in 1 file(s)?" in app.screen.question
+        assert "Commit 1 accepted hunk in 1 file?" in app.screen.question
         await answer_confirmation(pilot, app, "y")
         await settle(pilot)
         assert "int(text.strip())" in (demo_repo / "app/config.py").read_text()
@@ -207,7 +207,7 @@ async def test_resume_restores_the_staged_session(make_app: AppFactory, demo_rep
         assert "Resumed the last session" in again.chat.transcript()
         assert [f.path for f in again.diff.files] == ["app/config.py", "app/server.py"]
         out = await _run(pilot, again, "/resume")
-        assert "Staged: 2 file(s), 2 hunk(s)" in out
+        assert "Staged: 2 files, 2 hunks" in out
         assert again.focused is again.prompt
 
 
@@ -404,4 +404,4 @@ async def test_resume_shows_the_whole_conversation_failed_turns_included(
         second = transcript.index("› second: where is the port parsed?")
         answer = transcript.index("The port is parsed by `parse_port`.")
         assert first < failed < second < answer
-        assert "(2 earlier turn(s) above)" in transcript
+        assert "(2 earlier turns above)" in transcript

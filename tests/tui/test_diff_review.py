@@ -85,8 +85,8 @@ async def test_commit_confirms_with_counts_then_undo_restores(make_app: AppFacto
         await pilot.press("c")
         await settle(pilot)
         assert isinstance(app.screen, ConfirmScreen)
-        assert "Commit 1 accepted hunk(s) in 1 file(s)?" in app.screen.question
-        assert "1 pending hunk(s) stay staged" in app.screen.question
+        assert "Commit 1 accepted hunk in 1 file?" in app.screen.question
+        assert "1 pending hunk will stay staged" in app.screen.question
         await answer_confirmation(pilot, app, "y")
         await settle(pilot)
         assert "return int(text.strip())" in (demo_repo / "app/config.py").read_text()
@@ -120,7 +120,7 @@ async def test_rollback_key_discards_the_session_after_confirmation(
         await pilot.press("x")
         await settle(pilot)
         assert isinstance(app.screen, ConfirmScreen)
-        assert "2 hunk(s)" in app.screen.question
+        assert "Discard the staged session (2 hunks)?" in app.screen.question
         await answer_confirmation(pilot, app, "y")
         await settle(pilot)
         assert _states(demo_repo) == {}
@@ -195,7 +195,7 @@ async def test_a_file_changed_on_disk_shows_a_conflict_in_place(
         app.main.enter_review()
         await pilot.press("b")
         await settle(pilot)
-        assert "Rebased `app/config.py` onto the files on disk: re-applied 1 hunk(s)" in app.chat.transcript()
+        assert "Rebased `app/config.py` onto the files on disk: re-applied 1 hunk." in app.chat.transcript()
         body = str(app.diff.query_one("#diff-body").render())
         assert "⚠ conflict" not in body
         assert (demo_repo / "app/config.py").read_text().startswith("import os")

@@ -136,7 +136,7 @@ async def test_enter_and_y_typed_before_a_confirmation_never_answer_it(
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the accept-all confirmation")
         screen = app.screen
         assert isinstance(screen, ConfirmScreen)
-        assert "Accept all 2 staged hunk(s) in 2 file(s)?" in screen.question
+        assert "Accept all 2 staged hunks in 2 files?" in screen.question
         await wait_for(pilot, lambda: screen.armed, "the confirmation to accept answers")
         await settle(pilot)
         assert app.screen is screen, "an early key answered the confirmation"
@@ -213,7 +213,7 @@ async def test_undo_in_review_mode_asks_first(make_app: AppFactory, demo_repo: P
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("f2", "u")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the undo confirmation")
-        assert "Undo the last commit? It puts back 1 file(s): app/server.py." in app.screen.question
+        assert "Undo the last commit? It puts back 1 file: app/server.py." in app.screen.question
         await answer_confirmation(pilot, app, "n")
         await settle(pilot)
         assert (demo_repo / "app/server.py").read_text() == COMMITTED_SERVER

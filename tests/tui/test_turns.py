@@ -79,7 +79,7 @@ async def test_an_edit_reply_is_staged_and_shown_for_review(
         await settle(pilot)
         assert [f.path for f in app.diff.files] == ["app/config.py"]
         assert app.focused is app.prompt  # the user decides when to review
-        assert "✓ staged 1 hunk(s) in app/config.py" in app.chat.transcript()
+        assert "✓ staged 1 hunk in app/config.py" in app.chat.transcript()
         assert "int(text)" in (demo_repo / "app/config.py").read_text()  # nothing written before review
 
 
@@ -184,7 +184,7 @@ async def test_a_misquoted_edit_block_is_retried_and_the_fixed_reply_is_staged(
         transcript = app.chat.transcript()
         assert "error[" not in transcript, transcript
         assert "↻ an edit block did not apply; asking the model again (1/" in transcript
-        assert "✓ staged 1 hunk(s) in app/config.py (1 edit retry)" in transcript
+        assert "✓ staged 1 hunk in app/config.py (1 edit retry)" in transcript
         # Both attempts are in the reply, the retry notice between them.
         assert (
             transcript.index("def parse_port(txt)")

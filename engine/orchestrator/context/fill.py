@@ -30,6 +30,7 @@ from engine.orchestrator.context.candidates import Candidate
 from engine.orchestrator.context.excerpt import MIN_EXCERPT_TOKENS, excerpt
 from engine.orchestrator.intent import Intent
 from engine.tokens import CHARS_PER_TOKEN, tokens_for_chars
+from engine.words import plural
 
 # Shares of the budget one definition may take, by its place among the code items: the best
 # candidate is most likely the one to change, and an edit needs all of it (30% holds a 180-line
@@ -146,10 +147,9 @@ class Filler:
         self.add_map(ranked, pool, limit=map_reserve)
         before = len(self.layout.code)
         self.add_code(pool, reserve=0)
-        if len(self.layout.code) > before:
-            self.notes.append(
-                f"{len(self.layout.code) - before} more definition(s) sent with what the map left"
-            )
+        added = len(self.layout.code) - before
+        if added > 0:
+            self.notes.append(f"{plural(added, 'more definition')} sent with what the map left")
         left = [
             c
             for c in pool
@@ -158,7 +158,7 @@ class Filler:
             and not self.layout.covered(c.file, c.start_line or 0, c.end_line or c.start_line or 0)
         ]
         if left:
-            self.notes.append(f"{len(left)} relevant candidate(s) left out: over budget")
+            self.notes.append(f"{plural(len(left), 'relevant candidate')} left out: over budget")
         return self.layout
 
     # -- code -------------------------------------------------------------------------------

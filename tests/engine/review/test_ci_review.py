@@ -31,6 +31,10 @@ def test_without_a_model_the_rules_run_alone_and_say_so(make_repo) -> None:
     report = review(root, "commit", commit="HEAD", fail_on="medium")
     assert report.model is None and report.usage is None
     assert "deterministic review only" in report.summary and "ANTHROPIC_API_KEY" in report.summary
+    # One file, one changed symbol, one finding and two remarks: each count reads in its own number.
+    assert report.summary.startswith(
+        "1 file, 1 symbol change; 1 finding (0 high, 1 medium, 0 low), 2 remarks. "
+    )
     assert report.status == "changes_requested"
     assert report.risk_score == "medium"
     data = report.to_json()
