@@ -15,6 +15,7 @@ from typing import Any
 from engine import api
 from engine.api import MAX_GRAPH_DEPTH, EngineWarning
 from engine.errors import UsageError
+from engine.words import plural
 from semfora_cli.output import is_tty, print_json, warn
 
 # Lists in the index report that `index --json` prints only with --paths.
@@ -122,9 +123,9 @@ def _index(args: argparse.Namespace) -> int:
         if vectors.enabled and vectors.message:
             sys.stderr.write(f"vectors: {vectors.message}\n")
     print(
-        f"indexed {report.files} files ({report.changed} changed, {report.added} added, {report.deleted} deleted, "
-        f"{report.renamed} renamed, {report.skipped} skipped), {report.symbols} symbols, {report.edges} call "
-        f"edges in {report.seconds:.2f}s{vec}"
+        f"indexed {plural(report.files, 'file')} ({report.changed} changed, {report.added} added, "
+        f"{report.deleted} deleted, {report.renamed} renamed, {report.skipped} skipped), "
+        f"{plural(report.symbols, 'symbol')}, {plural(report.edges, 'call edge')} in {report.seconds:.2f}s{vec}"
     )
     return 0
 
