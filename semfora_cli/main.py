@@ -200,7 +200,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--commit",
         default=None,
-        help="with --mode commit: the commit to review (default HEAD; STAGED = the index, for pre-commit hooks)",
+        help=(
+            "with --mode commit: the commit to review (default HEAD; STAGED = the index, for pre-commit "
+            "hooks; WORKING = everything not yet committed)"
+        ),
     )
     p.add_argument("--output", choices=["json", "text"], default="text", help="report format")
     p.add_argument(

@@ -20,6 +20,7 @@ from engine.review.rules import run_rules
 from engine.semantic.diff import (
     MAX_ANALYZED_BYTES,
     STAGED,
+    WORKING,
     SemanticDiff,
     analyze_commit,
     analyze_diff,
@@ -140,10 +141,12 @@ def semantic_diff_for(
         )
     if base or head:
         raise UsageError("--base/--head belong to --mode pr; use --commit with --mode commit")
-    if (commit or "").upper() == STAGED:
-        # A pre-commit hook: what is about to be committed.
+    work_tree = (commit or "").upper()
+    if work_tree in (STAGED, WORKING):
+        # STAGED: a pre-commit hook, what is about to be committed. WORKING: everything not yet
+        # committed (staged, unstaged and untracked files), reviewed before it is staged.
         return analyze_diff(
-            root, None, STAGED, max_file_bytes=max_file_bytes, caller_graph=index_callers(root)
+            root, None, work_tree, max_file_bytes=max_file_bytes, caller_graph=index_callers(root)
         )
     return analyze_commit(
         root, commit or "HEAD", max_file_bytes=max_file_bytes, caller_graph=index_callers(root)

@@ -92,3 +92,21 @@ def test_pre_commit_hook_blocks_a_staged_secret(make_repo) -> None:
     git(root, "reset", "-q", "conf.py")
     clean = run_semfora(*hook)
     assert clean.returncode == 0 and "approved" in clean.stdout
+
+
+def test_working_reviews_what_is_not_yet_committed(make_repo) -> None:
+    # Unstaged and untracked changes: STAGED sees none of them, WORKING sees both.
+    root = make_repo({"svc.py": "def ping(host):\n    return host\n"})
+    (root / "svc.py").write_text("import os\n\n\ndef ping(host):\n    return os.system('ping ' + host)\n")
+    (root / "new.py").write_text("def fresh():\n    return 1\n")
+    args = ["ci", "--mode", "commit", "--no-model", "--output", "json", "--path", str(root)]
+    staged = json.loads(run_semfora(*args, "--commit", "STAGED").stdout)
+    assert staged["changed_symbols"] == []
+    out = run_semfora(*args, "--commit", "working")
+    assert out.returncode == 1, out.stderr
+    report = json.loads(out.stdout)
+    assert {s["symbol"] for s in report["changed_symbols"]} == {"ping", "fresh"}
+    assert report["status"] == "changes_requested"
+    assert any(f["file"] == "svc.py" for f in report["findings"])
+    usage = run_semfora("ci", "--mode", "pr", "--base", "HEAD", "--commit", "WORKING", "--path", str(root))
+    assert usage.returncode == 2
