@@ -31,8 +31,10 @@ def command(name: str) -> Callable[[Handler], Handler]:
 
 
 def handler_for(name: str) -> Handler:
-    if not _HANDLERS:
-        from semfora_tui.commands import code, review, session  # noqa: F401 - they register themselves
+    # Every module, every time (a no-op once loaded): the review keys load `review` alone, so
+    # "some handlers are registered" does not mean all of them are.
+    from semfora_tui.commands import code, review, session  # noqa: F401 - they register themselves
+
     return _HANDLERS[name]
 
 

@@ -230,6 +230,11 @@ def test_keys_after_a_staged_reply_stay_text_then_review_commit_and_undo(
     tmux.keys("y")
     tmux.wait_for(lambda s: "Undid the last commit" in s, "the undo")
     assert target.read_text() == ORIGINAL
+    # The review keys loaded only the review commands; every other command must still be there
+    # (once, /cost after review keys crashed the app).
+    tmux.type("/cost")
+    tmux.keys("Enter")
+    tmux.wait_for(lambda s: "Session: 1 turn," in s, "the /cost answer")
     tmux.keys("C-q")
     _wait_until(lambda: not tmux.alive(), "the app to exit on ctrl+q")
 

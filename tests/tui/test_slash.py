@@ -46,6 +46,25 @@ def test_every_command_has_a_handler_and_every_handler_a_command() -> None:
     assert registered() == {c.name for c in slash.COMMANDS}
 
 
+def test_every_handler_is_found_after_the_review_keys_loaded_their_module_alone() -> None:
+    # A fresh interpreter: in this process every handler module is loaded already. The review
+    # keys (c, u, x, e) import `review` directly; a slash command afterwards once found only its
+    # handlers, and `/cost` crashed the app with KeyError.
+    import subprocess
+    import sys
+
+    script = (
+        "import semfora_tui.commands.review\n"
+        "from semfora_tui import slash\n"
+        "from semfora_tui.commands import handler_for\n"
+        "for c in slash.COMMANDS:\n"
+        "    handler_for(c.name)\n"
+        "print('all found')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == "all found", proc.stderr[-2000:]
+
+
 def test_parse_keeps_arguments_and_raw_rest() -> None:
     parsed = slash.parse('/search "parse config" now')
     assert parsed.name == "search"
