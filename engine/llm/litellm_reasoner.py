@@ -7,6 +7,7 @@ slow to import); ``ollama/`` models are sent to ``OLLAMA_HOST``. Never logs cred
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -43,8 +44,36 @@ from engine.tokens import estimate_tokens
 log = logging.getLogger("semfora.llm.litellm")
 
 OLLAMA_PREFIXES = ("ollama/", "ollama_chat/")
+# A provider's error message is quoted up to this many characters (its first line).
+PROVIDER_MESSAGE_CHARS = 200
 # Environment variable names quoted in a provider's "missing credentials" message.
 _KEY_VARIABLE = re.compile(r"\b[A-Z][A-Z0-9_]*_(?:API_KEY|API_BASE|KEY)\b")
+
+
+def import_litellm() -> Any:
+    """LiteLLM, imported offline-first and quiet: its bundled price map instead of a fetch at
+    import, and no "Provider List" or feedback banners printed into our stdout."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm  # slow to import; only when a non-Claude model is really used
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+def check_provider(model: str) -> None:
+    """Raise ``ModelUnavailable`` (``MODEL_NOT_FOUND``) when LiteLLM cannot tell which provider
+    serves ``model`` (``mistral-large-latest`` without ``mistral/``): said when the model is
+    chosen, not as a bare ``BadRequestError`` at the first turn. Never calls the network."""
+    litellm = import_litellm()
+    try:
+        litellm.get_llm_provider(model)
+    except litellm.exceptions.BadRequestError:
+        raise ModelUnavailable(
+            f"LiteLLM does not know which provider serves {model!r}",
+            code="MODEL_NOT_FOUND",
+            hint="name the provider first, e.g. openai/gpt-4o, mistral/mistral-large-latest or "
+            "ollama/qwen2.5-coder:7b (https://docs.litellm.ai/docs/providers)",
+        ) from None
 
 
 class LiteLLMReasoner(StreamingReasoner):
@@ -72,11 +101,7 @@ class LiteLLMReasoner(StreamingReasoner):
         deadline: float | None = None,
         on_status: StatusFn | None = None,
     ) -> Iterator[StreamEvent]:
-        # Offline-first: use LiteLLM's bundled price map instead of fetching it at import.
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm  # slow to import; only when a non-Claude model is really used
-
-        litellm.suppress_debug_info = True  # its "Give Feedback" banner would land in our stdout
+        litellm = import_litellm()
         from engine.policy.redaction import redact_request
 
         system, messages = redact_request(system, messages)  # the last check before the network
@@ -243,8 +268,35 @@ def _map_error(litellm: Any, model: str, exc: Exception) -> Exception:
     if isinstance(exc, errors.RateLimitError):
         return ModelError(f"{model}: rate limited after every retry", code="MODEL_OVERLOADED", status=429)
     if isinstance(exc, _stream_errors(litellm)):
-        return ModelError(f"{model}: {type(exc).__name__}", status=getattr(exc, "status_code", None))
+        return ModelError(
+            f"{model}: {type(exc).__name__}{_provider_says(exc)}", status=getattr(exc, "status_code", None)
+        )
     return exc
+
+
+def _provider_says(exc: Exception) -> str:
+    """``": "`` and the first line of what the provider answered (LiteLLM's prefix dropped,
+    secrets masked, at most ``PROVIDER_MESSAGE_CHARS``); empty when it said nothing."""
+    from engine.policy.redaction import redact
+
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    first = re.sub(r"^litellm\.\w+:\s*", "", lines[0])
+    first = re.sub(r"^\w+Exception\s*-\s*", "", first)
+    try:  # Ollama and OpenAI-style bodies: {"error": "..."} or {"error": {"message": "..."}}
+        body = json.loads(first)
+    except ValueError:
+        body = None
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        error = error.get("message")
+    if isinstance(error, str) and error.strip():
+        first = error.strip()
+    first = redact(first)
+    if len(first) > PROVIDER_MESSAGE_CHARS:
+        first = first[: PROVIDER_MESSAGE_CHARS - 1] + "…"
+    return f": {first}" if first else ""
 
 
 def _usage_from_openai(raw: Any) -> Usage:

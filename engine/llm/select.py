@@ -34,8 +34,9 @@ def make_reasoner(
 ) -> Reasoner:
     """The reasoner for ``model`` (default: the configured one).
 
-    Raises ``ModelUnavailable`` (exit 3) when a Claude model has no ``ANTHROPIC_API_KEY``
-    or an ``ollama/`` model's server does not answer.
+    Raises ``ModelUnavailable`` (exit 3) when a Claude model has no ``ANTHROPIC_API_KEY``,
+    an ``ollama/`` model's server does not answer, or LiteLLM cannot tell which provider
+    serves the model (``MODEL_NOT_FOUND``).
     """
     env = os.environ if environ is None else environ
     chosen = resolve_model(settings, model)
@@ -56,7 +57,10 @@ def make_reasoner(
         with OllamaClient(host, timeout=settings.ollama.timeout) as client:
             if not client.available():
                 raise ModelUnavailable(f"{chosen} needs Ollama, which is not reachable at {host}")
-    from engine.llm.litellm_reasoner import LiteLLMReasoner
+    from engine.llm.litellm_reasoner import LiteLLMReasoner, check_provider
+
+    if not chosen.startswith(LOCAL_PROVIDERS):
+        check_provider(chosen)
 
     return LiteLLMReasoner(settings, model=chosen)
 

@@ -79,6 +79,9 @@ class FakeOllama:
         self.delay = 0.0
         self.stream_delay = 0.0  # seconds between streamed NDJSON lines (a slow model)
         self.die_after_lines: int | None = None  # drop the connection after this many streamed lines
+        # (HTTP status, Ollama's {"error": ...} text) for the next generate/chat request, as Ollama
+        # answers a request it refuses (e.g. 400 "model does not support chat", 500 out of memory).
+        self.fail_next: tuple[int, str] | None = None
         self.requests: list[RecordedRequest] = []
         self.responder: Callable[[str, str], str] | None = None  # (model, prompt) -> reply
         self._replies: deque[str] = deque()
@@ -268,6 +271,11 @@ def _make_handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
                 if not fake.knows(model):
                     self._json(404, {"error": f"model '{model}' not found"})
                     return
+            if path in ("/api/generate", "/api/chat") and fake.fail_next is not None:
+                status, message = fake.fail_next
+                fake.fail_next = None
+                self._json(status, {"error": message})
+                return
             if path == "/api/show":
                 self._json(
                     200,

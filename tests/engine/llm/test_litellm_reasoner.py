@@ -11,6 +11,7 @@ from engine.config import Settings
 from engine.errors import EXIT_UNAVAILABLE
 from engine.llm.base import (
     ModelCancelled,
+    ModelError,
     ModelStreamInterrupted,
     ModelUnavailable,
     PromptBlock,
@@ -89,3 +90,33 @@ def test_cancel_stops_a_slow_local_model_promptly(fake_ollama: FakeOllama) -> No
                 threading.Timer(0.2, cancel.set).start()
     assert time.monotonic() - first_text_at[0] < 1.2, "cancelled long before the next 2 s chunk"
     assert info.value.partial_text.startswith("word")
+
+
+def test_a_model_no_provider_serves_is_refused_when_chosen_quietly(capfd: pytest.CaptureFixture[str]) -> None:
+    # Said when the model is chosen (the app's /model, --model), not as a bare BadRequestError
+    # at the first turn; and LiteLLM's "Provider List" banner never reaches the terminal.
+    with pytest.raises(ModelUnavailable) as info:
+        make_reasoner(Settings(), "mistral-large-latest")
+    assert info.value.code == "MODEL_NOT_FOUND" and info.value.exit_code == EXIT_UNAVAILABLE
+    assert info.value.message == "LiteLLM does not know which provider serves 'mistral-large-latest'"
+    assert info.value.hint is not None and "mistral/mistral-large-latest" in info.value.hint
+    assert isinstance(make_reasoner(Settings(), "openai/gpt-4o"), LiteLLMReasoner)  # no network needed
+    out, err = capfd.readouterr()
+    assert "Provider List" not in out + err
+
+
+def test_a_refused_request_says_what_the_provider_answered(fake_ollama: FakeOllama) -> None:
+    settings = _settings(fake_ollama.url)
+    settings.llm.max_retries = 0
+    token = "sk-ant-api03-" + "x" * 40
+    fake_ollama.fail_next = (
+        500,
+        f"model requires more system memory (12.3 GiB) than is available; key {token}",
+    )
+    with pytest.raises(ModelError) as info:
+        make_reasoner(settings, "ollama/qwen2.5-coder:7b").complete("sys", USER)
+    message = info.value.message
+    assert message.startswith(
+        "ollama/qwen2.5-coder:7b: InternalServerError: model requires more system memory"
+    )
+    assert token not in message and '{"error"' not in message
