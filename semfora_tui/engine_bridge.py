@@ -111,7 +111,8 @@ class EngineBridge:
             try:
                 make_reasoner(self.settings, self.model)
             except ModelUnavailable as exc:
-                return False, str(exc)
+                # The hint is the way out (which variable to set, how to name the model).
+                return False, exc.message + (f" ({exc.hint})" if exc.hint else "")
             return True, describe_model(self.settings, self.model)
 
     def set_model(self, model: str) -> tuple[bool, str]:

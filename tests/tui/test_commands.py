@@ -159,6 +159,10 @@ async def test_status_budget_cost_model_clear(make_app: AppFactory) -> None:
         out = await _run(pilot, app, "/model ollama/qwen2.5-coder:7b")
         assert "cannot be used" in out and "Ollama" in out
         assert app.header.model == "ollama/qwen2.5-coder:7b"
+        # A model no provider serves: refused when chosen, with the way to name it.
+        out = await _run(pilot, app, "/model mistral-large-latest")
+        assert "cannot be used" in out and "does not know which provider serves" in out
+        assert "mistral/mistral-large-latest" in out
         await _run(pilot, app, "/clear")
         assert app.chat.transcript() == ""
 
