@@ -15,7 +15,7 @@ from engine.errors import NotFoundError, UsageError
 from engine.words import plural
 from semfora_tui.chat_text import code, fence_language
 from semfora_tui.commands import command
-from semfora_tui.screens.picker import PickerScreen, PickItem
+from semfora_tui.screens.picker import PickerScreen, PickItem, filter_items
 from semfora_tui.slash import ParsedCommand
 from semfora_tui.views import PackView
 
@@ -71,7 +71,9 @@ async def _show_search(screen: MainScreen, query: str, hits: list[SearchHit]) ->
             file, symbol, start, end = item.value.split("\t")
             open_result(screen, file, symbol, int(start), int(end))
 
-    screen.app.push_screen(PickerScreen(f"/search {query}", lambda _q: items, items=items), chosen)
+    screen.app.push_screen(
+        PickerScreen(f"/search {query}", lambda typed: filter_items(items, typed), items=items), chosen
+    )
 
 
 def open_result(screen: MainScreen, file: str, symbol: str, start: int, end: int) -> None:

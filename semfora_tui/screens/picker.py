@@ -32,6 +32,13 @@ class PickItem:
 PickSource = Callable[[str], list[PickItem]]
 
 
+def filter_items(items: list[PickItem], query: str) -> list[PickItem]:
+    """The items whose label holds every word of ``query`` (any case, any order): typing
+    ``as_dict`` or ``config timeout`` narrows a result list to the lines that say so."""
+    words = query.lower().split()
+    return [item for item in items if all(w in item.label.lower() for w in words)]
+
+
 class PickerScreen(ModalScreen[PickItem | None]):
     """Type to filter, up/down to move, enter to choose, escape to cancel."""
 
@@ -86,6 +93,11 @@ class PickerScreen(ModalScreen[PickItem | None]):
         option_list.add_options(Option(item.label, id=str(i)) for i, item in enumerate(items))
         if items:
             option_list.highlighted = 0
+        else:
+            typed = self.query_one(Input).value.strip()
+            option_list.add_option(
+                Option(f"nothing matches {typed!r}" if typed else "nothing", disabled=True)
+            )
 
     def _show_error(self, message: str) -> None:
         option_list = self.query_one(OptionList)

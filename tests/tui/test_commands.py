@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.command import CommandPalette
+from textual.widgets import OptionList
 
 from engine.config import DEFAULT_MODEL, load_settings
 from semfora_tui import slash
 from semfora_tui.screens.confirm import ConfirmScreen
 from semfora_tui.screens.picker import PickerScreen
-from tests.tui.conftest import EDIT_BLOCKS, SOURCE, AppFactory, answer_confirmation, settle
+from tests.tui.conftest import EDIT_BLOCKS, SOURCE, AppFactory, answer_confirmation, settle, wait_for
 
 
 async def _run(pilot, app, text: str) -> str:  # type: ignore[no-untyped-def]
@@ -55,6 +56,36 @@ async def test_search_opens_results_and_a_result_shows_its_source(make_app: AppF
         await settle(pilot)
         assert not isinstance(app.screen, PickerScreen)
         assert "return int(text)" in app.chat.transcript()
+
+
+async def test_typing_in_the_result_list_filters_it(make_app: AppFactory) -> None:
+    app = make_app(check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await _run(pilot, app, "/search parse_port load_config start")
+        assert isinstance(app.screen, PickerScreen)
+        picker = app.screen
+        labels = [item.label for item in picker.items]
+        assert len(labels) >= 3 and "load_config" not in labels[0], labels
+        # Words in any order and case narrow the list to the lines holding them all.
+        await pilot.press(*"LOAD config")
+        await wait_for(pilot, lambda: len(picker.items) < len(labels), "the list to narrow")
+        assert [item.label for item in picker.items] == [label for label in labels if "load_config" in label]
+        # A filter nothing matches says so, and enter chooses nothing; deleting it brings the line back.
+        await pilot.press(*"zz")
+        await wait_for(pilot, lambda: not picker.items, "the list to empty")
+        shown = picker.query_one(OptionList)
+        assert shown.option_count == 1 and "nothing matches 'LOAD configzz'" in str(
+            shown.get_option_at_index(0).prompt
+        )
+        await pilot.press("enter")
+        assert app.screen is picker
+        await pilot.press("backspace", "backspace")
+        await wait_for(pilot, lambda: len(picker.items) == 1, "the line to come back")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert not isinstance(app.screen, PickerScreen)
+        assert "Read the settings file." in app.chat.transcript()  # load_config's source, not the first hit's
 
 
 async def test_symbol_and_overview(make_app: AppFactory) -> None:
