@@ -1317,7 +1317,7 @@ def _meta(conn: sqlite3.Connection, key: str) -> str | None:
 def _counts(conn: sqlite3.Connection) -> tuple[int, int, int]:
     files = int(conn.execute("SELECT count(*) FROM files").fetchone()[0])
     symbols = int(conn.execute("SELECT count(*) FROM symbols").fetchone()[0])
-    edges = int(conn.execute("SELECT count(*) FROM calls").fetchone()[0])  # every call is resolved
+    edges = int(conn.execute("SELECT count(*) FROM calls").fetchone()[0])  # every call site, resolved or not
     return files, symbols, edges
 
 

@@ -125,7 +125,8 @@ def _index(args: argparse.Namespace) -> int:
     print(
         f"indexed {plural(report.files, 'file')} ({report.changed} changed, {report.added} added, "
         f"{report.deleted} deleted, {report.renamed} renamed, {report.skipped} skipped), "
-        f"{plural(report.symbols, 'symbol')}, {plural(report.edges, 'call edge')} in {report.seconds:.2f}s{vec}"
+        # Every call site (the JSON's "edges"); the overview's call_edges are those resolved to a definition.
+        f"{plural(report.symbols, 'symbol')}, {plural(report.edges, 'call site')} in {report.seconds:.2f}s{vec}"
     )
     return 0
 

@@ -529,7 +529,7 @@ class MainScreen(Screen[None]):
                 )
                 await self.note(
                     f"**Index ready:** {report.files:,} files, {report.symbols:,} symbols, "
-                    f"{report.edges:,} call edges ({changes}) in {report.seconds:.1f} s."
+                    f"{report.edges:,} call sites ({changes}) in {report.seconds:.1f} s."
                 )
             self._files = None  # the `@` file list is read again on the next mention
             self._maybe_start_vectors()

@@ -397,7 +397,7 @@ the median of {RUNS} runs in this one process; engine times are measured inside 
 
 {page_text}
 
-Index contents: {cold["files"]} files, {cold["symbols"]:,} symbols, {cold["edges"]:,} call edges.
+Index contents: {cold["files"]} files, {cold["symbols"]:,} symbols, {cold["edges"]:,} call sites.
 Cold runs (s): no FTS {", ".join(f"{t:.2f}" for t in cold_times)}; with FTS {", ".join(f"{t:.2f}" for t in cold_fts_times)};
 ctags {", ".join(f"{t:.2f}" for t in ctags_times)}. For reference, Aider's repo map took 38.7 s cold and 9.8 s
 warm on this corpus (issue 2).
@@ -412,7 +412,7 @@ Machine load (1-minute average, 2 cores) was {load_before:.1f} at the start and 
 of this run (the benchmark's own processes raise it; a start above ~1 means other work shared the cores).
 
 Express 4.21.2 (`npm pack express@4.21.2`): {express["files"]} files, **{express["symbols"]} symbols**,
-{express["edges"]} call edges, indexed cold in {express["seconds"]:.2f} s.
+{express["edges"]} call sites, indexed cold in {express["seconds"]:.2f} s.
 """
     write_section("engine", body)
     print(body)

@@ -46,7 +46,7 @@ def test_index_text_mode_is_quiet_with_a_one_line_summary(make_repo) -> None:
     assert "\x1b[" not in proc.stdout + proc.stderr  # no progress bar when not a terminal
     one = make_repo({"only.py": "def solo():\n    return 1\n"})
     line = run_semfora("index", "--no-vectors", cwd=one).stdout.strip()
-    assert line.startswith("indexed 1 file (0 changed, 1 added,") and ", 1 symbol, 0 call edges in " in line
+    assert line.startswith("indexed 1 file (0 changed, 1 added,") and ", 1 symbol, 0 call sites in " in line
 
 
 def test_nonexistent_path_is_a_usage_error(tmp_path) -> None:

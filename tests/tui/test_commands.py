@@ -225,7 +225,7 @@ async def test_index_and_rebuild(make_app: AppFactory, demo_repo: Path) -> None:
         await settle(pilot)
         assert app.header.index_state.startswith("index: 3 files")
         assert "**Index ready:** 3 files, " in app.chat.transcript()
-        assert "(0 changed, 1 added, 0 deleted)" in app.chat.transcript()
+        assert "call sites (0 changed, 1 added, 0 deleted)" in app.chat.transcript()
         out = await _run(pilot, app, "/index --rebuild")
         assert "Rebuilding" in out
         await settle(pilot)
