@@ -114,6 +114,7 @@ def run_ask(args: argparse.Namespace) -> int:
     finally:
         engine.close()
     cancel = threading.Event()
+    done = threading.Event()
     box: dict[str, Any] = {}
 
     def on_text(text: str) -> None:
@@ -140,15 +141,21 @@ def run_ask(args: argparse.Namespace) -> int:
             )
         except BaseException as exc:  # handed to the main thread, which re-raises it
             box["error"] = exc
+        finally:
+            done.set()
 
     worker = threading.Thread(target=work, name="semfora-ask", daemon=True)
     worker.start()
+    # Waits on an Event, not Thread.join: a join that Ctrl-C interrupts can leave the thread
+    # looking finished while it still runs (CPython), and the turn's result was then missing.
     try:
-        while worker.is_alive():
-            worker.join(JOIN_POLL_SECONDS)
+        while not done.wait(JOIN_POLL_SECONDS):
+            pass
     except KeyboardInterrupt:
         cancel.set()
-        worker.join()
+        sys.stderr.write("semfora: cancelling the turn (Ctrl-C again to quit at once)\n")
+        sys.stderr.flush()
+        done.wait()  # a second Ctrl-C ends the command here ("interrupted", exit 130)
     finally:
         orch.close()
     if "error" in box:

@@ -9,9 +9,12 @@ a black-holed endpoint ends at the turn's deadline with every retry shown on std
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import time
 
-from tests.conftest import run_semfora
+from tests.conftest import SEMFORA, run_semfora
 from tests.engine.orchestrator.conftest import SHOP_FILES
 from tests.engine.orchestrator.test_turn import GOOD_EDIT, MISMATCH
 from tests.fakes.black_hole import black_hole
@@ -106,3 +109,30 @@ def test_a_black_holed_model_endpoint_ends_at_the_turn_deadline_with_retries_on_
     assert json.loads(proc.stdout)["error_code"] == "MODEL_TIMEOUT"
     assert "semfora: retrying 1/4 in " in proc.stderr and ": timed out" in proc.stderr
     assert elapsed < 20, elapsed
+
+
+def test_ctrl_c_while_a_reply_streams_cancels_the_turn_and_exits_130(make_repo, fake_anthropic) -> None:
+    # Once, Ctrl-C during the stream ended in a KeyError traceback: the interrupted Thread.join
+    # left the worker looking finished while it still ran.
+    root = make_repo(SHOP_FILES)
+    fake_anthropic.reply("word " * 2000, chunk_chars=5, delay=0.05)  # about 100 s if never stopped
+    proc = subprocess.Popen(
+        [SEMFORA, "ask", "explain Cart.total", "--path", str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ),
+    )
+    assert proc.stdout is not None
+    os.set_blocking(proc.stdout.fileno(), False)
+    seen = b""
+    deadline = time.monotonic() + 60
+    while b"word word" not in seen:  # the reply is streaming
+        assert proc.poll() is None and time.monotonic() < deadline, seen
+        seen += proc.stdout.read() or b""
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=60)
+    out, stderr = (seen + rest).decode(), err.decode()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "cancelling the turn" in stderr
+    assert "-- problem: model reply cancelled" in out
