@@ -111,8 +111,11 @@ class EngineBridge:
             try:
                 make_reasoner(self.settings, self.model)
             except ModelUnavailable as exc:
-                # The hint is the way out (which variable to set, how to name the model).
-                return False, exc.message + (f" ({exc.hint})" if exc.hint else "")
+                # A specific hint is the way out (how to name the model); the generic one (set a
+                # key or pick a local model) is what the offline notice says already.
+                generic = ModelUnavailable("").hint
+                specific = exc.hint and exc.hint != generic
+                return False, exc.message + (f" ({exc.hint})" if specific else "")
             return True, describe_model(self.settings, self.model)
 
     def set_model(self, model: str) -> tuple[bool, str]:

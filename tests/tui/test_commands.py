@@ -232,6 +232,21 @@ async def test_index_and_rebuild(make_app: AppFactory, demo_repo: Path) -> None:
         assert app.header.index_state.startswith("index: 3 files")
 
 
+async def test_index_counts_agree_with_their_number(make_app: AppFactory, make_repo) -> None:  # type: ignore[no-untyped-def]
+    root = make_repo({"only.py": "def solo():\n    return 1\n"})
+    app = make_app(root, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.header.index_state.startswith("index: 1 file · 1 symbol · FTS ready"), (
+            app.header.index_state
+        )
+        await _run(pilot, app, "/index --rebuild")
+        await settle(pilot)
+        assert (
+            "**Index ready:** 1 file, 1 symbol, 0 call sites (rebuilt from scratch)" in app.chat.transcript()
+        )
+
+
 async def test_resume_restores_the_staged_session(make_app: AppFactory, demo_repo: Path) -> None:
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:

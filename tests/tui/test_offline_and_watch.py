@@ -20,6 +20,7 @@ async def test_offline_app_opens_says_what_works_and_keeps_working(
         text = app.chat.transcript()
         assert "Offline: no model can be used" in text
         assert "ANTHROPIC_API_KEY" in text and "/model ollama/" in text
+        assert text.count("pick a local model") + text.count("choose a local model") == 1  # said once
         for works in ("/search", "/symbol", "/overview", "/diff", "/context", "/edit --from FILE"):
             assert works in text
         # A plain message is not sent anywhere and says why.
