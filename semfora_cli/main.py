@@ -109,42 +109,47 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("overview", help="print the bounded repository overview")
     _path(p)
-    p.add_argument("--format", choices=["toon", "json"], default="toon")
+    p.add_argument("--format", choices=["toon", "json"], default="toon", help="output format")
 
     p = sub.add_parser("search", help="search code: hybrid, full-text, vector or symbols")
-    p.add_argument("query")
+    p.add_argument("query", help="what to look for")
     _path(p)
-    p.add_argument("--mode", choices=["hybrid", "fts", "vector", "symbols"], default="hybrid")
-    p.add_argument("--limit", type=int, default=10)
+    p.add_argument(
+        "--mode",
+        choices=["hybrid", "fts", "vector", "symbols"],
+        default="hybrid",
+        help="which index to search",
+    )
+    p.add_argument("--limit", type=int, default=10, help="maximum number of results")
     p.add_argument("--expand", action="store_true", help="expand the query with a local LLM")
     p.add_argument("--rerank", action="store_true", help="rerank with a local LLM")
     _json(p)
 
     p = sub.add_parser("symbol", help="show a symbol by name or id")
-    p.add_argument("name_or_id")
+    p.add_argument("name_or_id", help="a symbol name, qualified name (`Class.method`) or id")
     _path(p)
     p.add_argument("--source", action="store_true", help="include the source text")
     _json(p)
 
     p = sub.add_parser("callers", help="walk the callers of a symbol")
-    p.add_argument("symbol")
+    p.add_argument("symbol", help="a symbol name, qualified name (`Class.method`) or id")
     _path(p)
-    p.add_argument("--depth", type=int, default=1)
+    p.add_argument("--depth", type=int, default=1, help="how many levels of callers to walk")
     _json(p)
 
     p = sub.add_parser("languages", help="list supported languages and their level")
     _json(p)
 
     p = sub.add_parser("context", help="print the context pack for a task (never calls an LLM)")
-    p.add_argument("task")
+    p.add_argument("task", help="the task in plain words")
     _path(p)
     _budget(p)
     _json(p)
 
     p = sub.add_parser("ask", help="ask the model; stream the answer and stage its edits")
-    p.add_argument("task")
+    p.add_argument("task", help="the task in plain words")
     _path(p)
-    p.add_argument("--model", default=None)
+    p.add_argument("--model", default=None, help="model to use (default: llm.model / SEMFORA_MODEL)")
     _budget(p)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--stage", action="store_true", help="stage proposed edits (default)")
@@ -155,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("edits", help="review and commit staged edits")
     p.add_argument(
         "action",
+        help="what to do",
         choices=[
             "list",
             "show",
@@ -237,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     _json(p)
 
     p = sub.add_parser("cache", help="inspect or clear cache.db")
-    p.add_argument("action", choices=["stats", "clear"])
+    p.add_argument("action", choices=["stats", "clear"], help="what to do")
     _path(p)
     _json(p)
 
@@ -253,10 +259,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _tui_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="semfora", description="Open the semfora app on a repository.")
-    p.add_argument("path", nargs="?", default=None)
-    p.add_argument("--model", default=None)
+    p.add_argument("path", nargs="?", default=None, help="the repository (default: current directory)")
+    p.add_argument("--model", default=None, help="model to use (default: llm.model / SEMFORA_MODEL)")
     _budget(p)
-    p.add_argument("--resume", action="store_true")
+    p.add_argument("--resume", action="store_true", help="continue the last session")
     return p
 
 

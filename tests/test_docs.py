@@ -18,21 +18,6 @@ CODE_PATTERNS = (
     re.compile(r"\"(DOCTOR_[A-Z0-9_]+)\""),  # doctor checks pass their code positionally
     re.compile(r"EngineWarning\(\s*\"([A-Z][A-Z0-9_]+)\""),  # warnings the engine reports
 )
-# Meanings for arguments the parser leaves without help text.
-FALLBACK_HELP = {
-    "query": "what to look for",
-    "name_or_id": "a symbol name, qualified name (`Class.method`) or id",
-    "symbol": "a symbol name, qualified name (`Class.method`) or id",
-    "task": "the task in plain words",
-    "limit": "maximum number of results",
-    "depth": "how many levels of callers to walk",
-    "budget": "context budget in tokens (default: budget.context_tokens)",
-    "format": "output format",
-    "mode": "which index to search",
-    "model": "model to use (default: llm.model / SEMFORA_MODEL)",
-    "action": "what to do",
-    "days": "how many days back",
-}
 GENERATED = re.compile(r"(<!-- BEGIN generated:(\w+) -->\n).*?(<!-- END generated:\2 -->)", re.S)
 
 
@@ -67,7 +52,7 @@ def _option_line(action: argparse.Action) -> str:
         extra.append(f"default `{action.default}`")
     if action.choices and action.option_strings:
         extra.append("one of " + ", ".join(f"`{c}`" for c in action.choices))
-    text = (action.help or FALLBACK_HELP.get(action.dest, "")).replace("|", "\\|")
+    text = (action.help or "").replace("|", "\\|")
     tail = f" ({'; '.join(extra)})" if extra else ""
     return f"| {name} | {text}{tail} |"
 
@@ -122,6 +107,22 @@ def test_command_reference_matches_the_parser() -> None:
     kinds = {m.group(2) for m in GENERATED.finditer(doc)}
     assert kinds == {"cli", "slash"}
     assert doc == regenerate(doc), "regenerate: python -m tests.test_docs"
+
+
+def test_every_argument_says_what_it_is_for_in_help() -> None:
+    # `semfora callers --help` once listed `--depth DEPTH` with no word of what it does.
+    from semfora_cli.main import _tui_parser, build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    parsers = {"semfora [PATH]": _tui_parser(), **{f"semfora {n}": p for n, p in sub.choices.items()}}
+    silent = [
+        f"{name} {action.option_strings[0] if action.option_strings else action.dest}"
+        for name, p in parsers.items()
+        for action in p._actions
+        if not isinstance(action, argparse._HelpAction | argparse._VersionAction) and not action.help
+    ]
+    assert silent == []
 
 
 def test_docs_and_readme_links_resolve() -> None:
