@@ -32,6 +32,9 @@ WORKING = "WORKING"
 STAGED = "STAGED"
 # git's well-known id of the empty tree: the "before" side of a repository's first commit.
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+# Callers named per symbol in the text format; the rest are counted (``--json`` lists up to
+# MAX_CALLERS_PER_SYMBOL).
+TEXT_CALLERS = 5
 # Files above this size are listed but not parsed: a generated or vendored blob tells a reviewer nothing.
 MAX_ANALYZED_BYTES = 1_000_000
 # Above this many bytes (both sides together), added/removed lines are found by counting instead of
@@ -430,7 +433,9 @@ class SemanticDiff:
                 for c in s.new_external_calls:
                     lines.append(f"      new {c.category} call: {c.call} (line {c.line})")
                 if s.callers_total:
-                    shown = ", ".join(f"{c.file}:{c.line}" for c in s.callers[:5])
+                    shown = ", ".join(f"{c.file}:{c.line}" for c in s.callers[:TEXT_CALLERS])
+                    more = s.callers_total - min(len(s.callers), TEXT_CALLERS)
+                    shown += f", and {more} more" if more > 0 else ""
                     lines.append(f"      callers ({s.callers_total}): {shown}")
         return "\n".join(lines)
 

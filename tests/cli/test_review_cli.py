@@ -110,3 +110,16 @@ def test_working_reviews_what_is_not_yet_committed(make_repo) -> None:
     assert any(f["file"] == "svc.py" for f in report["findings"])
     usage = run_semfora("ci", "--mode", "pr", "--base", "HEAD", "--commit", "WORKING", "--path", str(root))
     assert usage.returncode == 2
+
+
+def test_diff_text_counts_the_callers_it_does_not_name(make_repo) -> None:
+    callers = "".join(f"def use_{n}():\n    return ping('h{n}')\n\n\n" for n in range(7))
+    root = make_repo(
+        {"svc.py": "def ping(host):\n    return host\n", "use.py": "from svc import ping\n\n\n" + callers}
+    )
+    (root / "svc.py").write_text("def ping(host, count):\n    return host\n")
+    out = run_semfora("diff", "--path", str(root), "--format", "text")
+    assert out.returncode == 0, out.stderr
+    line = next(ln for ln in out.stdout.splitlines() if "callers (" in ln)
+    assert line.strip().startswith("callers (7): use.py:") and line.endswith(", and 2 more"), line
+    assert line.count("use.py:") == 5
