@@ -19,6 +19,8 @@ def noun_for(count: int, noun: str, plural_noun: str | None = None) -> str:
     return plural_noun if plural_noun is not None else noun + "s"
 
 
-def plural(count: int, noun: str, plural_noun: str | None = None) -> str:
-    """``count`` and its noun: ``plural(1, "hunk")`` is "1 hunk", ``plural(0, "hunk")`` "0 hunks"."""
-    return f"{count} {noun_for(count, noun, plural_noun)}"
+def plural(count: int, noun: str, plural_noun: str | None = None, *, grouped: bool = False) -> str:
+    """``count`` and its noun: ``plural(1, "hunk")`` is "1 hunk", ``plural(0, "hunk")`` "0 hunks";
+    ``grouped`` writes the number with thousands separators ("1,248 symbols")."""
+    number = f"{count:,}" if grouped else str(count)
+    return f"{number} {noun_for(count, noun, plural_noun)}"

@@ -106,15 +106,14 @@ class EngineBridge:
     def reasoning_status(self) -> tuple[bool, str]:
         """(usable, one-line description). Never shows a key."""
         with engine_part("reasoning"):
-            from engine.api import ModelUnavailable, describe_model, make_reasoner
+            from engine.api import CONFIGURE_HINT, ModelUnavailable, describe_model, make_reasoner
 
             try:
                 make_reasoner(self.settings, self.model)
             except ModelUnavailable as exc:
                 # A specific hint is the way out (how to name the model); the generic one (set a
                 # key or pick a local model) is what the offline notice says already.
-                generic = ModelUnavailable("").hint
-                specific = exc.hint and exc.hint != generic
+                specific = exc.hint and exc.hint != CONFIGURE_HINT
                 return False, exc.message + (f" ({exc.hint})" if specific else "")
             return True, describe_model(self.settings, self.model)
 

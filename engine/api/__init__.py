@@ -104,7 +104,7 @@ if TYPE_CHECKING:
     from engine.index.hybrid import SearchHit
     from engine.index.indexer import IndexReport
     from engine.index.vectors import VectorReport
-    from engine.llm.base import ModelUnavailable, Reasoner
+    from engine.llm.base import CONFIGURE_HINT, ModelUnavailable, Reasoner
     from engine.orchestrator.context import ContextPack
     from engine.orchestrator.core import Orchestrator, TurnResult
     from engine.review.ci import ReviewReport
@@ -117,6 +117,7 @@ _LAZY_EXPORTS: dict[str, str] = {
     "SearchHit": "engine.index.hybrid",
     "VectorReport": "engine.index.vectors",
     "ModelUnavailable": "engine.llm.base",
+    "CONFIGURE_HINT": "engine.llm.base",
     "Reasoner": "engine.llm.base",
     "ContextPack": "engine.orchestrator.context",
     "Orchestrator": "engine.orchestrator.core",
@@ -135,6 +136,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CONFIGURE_HINT",
     "DEFAULT_CONTEXT_BUDGET",
     "MAX_CONTEXT_BUDGET",
     "MAX_GRAPH_DEPTH",

@@ -27,7 +27,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 
 from engine.errors import SemforaError
-from engine.words import noun_for, plural
+from engine.words import plural
 from semfora_tui import slash
 from semfora_tui.chat_text import error_markdown
 from semfora_tui.engine_bridge import EngineBridge, EngineUnavailable
@@ -69,11 +69,6 @@ What works without a model: `/search`, `/symbol`, `/overview`, `/diff`, reviewin
 To enable reasoning, set `ANTHROPIC_API_KEY` for Claude, or choose a local model with \
 `/model ollama/qwen2.5-coder:7b` (or `llm.model` in config.toml) and start Ollama.
 """
-
-
-def _count(n: int, noun: str) -> str:
-    """``n`` with thousands separators and its noun agreeing: "1 file", "1,248 symbols"."""
-    return f"{n:,} {noun_for(n, noun)}"
 
 
 def attempt(run: Callable[[], T]) -> tuple[T | None, SemforaError | None]:
@@ -524,9 +519,9 @@ class MainScreen(Screen[None]):
             report = message.report
             if not self.indexing:
                 self.index_ready = True
-            self.index_summary = (
-                f"index: {_count(report.files, 'file')} · {_count(report.symbols, 'symbol')} · FTS ready"
-            )
+            files = plural(report.files, "file", grouped=True)
+            symbols = plural(report.symbols, "symbol", grouped=True)
+            self.index_summary = f"index: {files} · {symbols} · FTS ready"
             self.header.index_state = self.index_summary
             if message.announce:
                 changes = (
@@ -535,8 +530,8 @@ class MainScreen(Screen[None]):
                     else "rebuilt from scratch"
                 )
                 await self.note(
-                    f"**Index ready:** {_count(report.files, 'file')}, {_count(report.symbols, 'symbol')}, "
-                    f"{_count(report.edges, 'call site')} ({changes}) in {report.seconds:.1f} s."
+                    f"**Index ready:** {files}, {symbols}, "
+                    f"{plural(report.edges, 'call site', grouped=True)} ({changes}) in {report.seconds:.1f} s."
                 )
             self._files = None  # the `@` file list is read again on the next mention
             self._maybe_start_vectors()

@@ -32,5 +32,7 @@ def test_the_words_a_user_reads() -> None:
     assert plural(1, "symbol change") == "1 symbol change"
     assert plural(3, "symbol change") == "3 symbol changes"
     assert plural(2, "entry", "entries") == "2 entries"
+    assert plural(1248, "symbol", grouped=True) == "1,248 symbols"
+    assert plural(1, "file", grouped=True) == "1 file"
     assert noun_for(1, "parameter") == "parameter"
     assert noun_for(2, "parameter") == "parameters"
