@@ -6,7 +6,14 @@ import re
 import time
 from pathlib import Path
 
-from tests.tui.conftest import EDIT_BLOCKS, AppFactory, answer_confirmation, settle
+from tests.tui.conftest import (
+    EDIT_BLOCKS,
+    TWO_HUNK_BLOCKS,
+    AppFactory,
+    answer_confirmation,
+    settle,
+    spread_config,
+)
 
 
 async def test_offline_app_opens_says_what_works_and_keeps_working(
@@ -77,18 +84,9 @@ async def test_committing_some_hunks_of_a_file_is_not_reported_as_a_change_on_di
     make_app: AppFactory, demo_repo: Path
 ) -> None:
     """semfora's own commit changes the file on disk; its other, still staged hunks are not stale."""
-    padding = "".join(f"\n\ndef helper_{i}():\n    return {i}\n" for i in range(4))
+    spread_config(demo_repo)
     config = demo_repo / "app/config.py"
-    config.write_text(config.read_text().replace("\n\n\ndef parse_port", padding + "\n\ndef parse_port"))
-    blocks = (
-        "app/config.py\n<<<<<<< SEARCH\n"
-        '    """Read the settings file."""\n=======\n'
-        '    """Read the settings file as text."""\n>>>>>>> REPLACE\n\n'
-        "app/config.py\n<<<<<<< SEARCH\n"
-        "    return int(text)\n=======\n"
-        "    return int(text.strip())\n>>>>>>> REPLACE\n"
-    )
-    (demo_repo / "edits.txt").write_text(blocks)
+    (demo_repo / "edits.txt").write_text(TWO_HUNK_BLOCKS)
     app = make_app(watch=True, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
         deadline = time.monotonic() + 30
