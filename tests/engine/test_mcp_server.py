@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -59,6 +60,15 @@ async def _session(root, body):
         return await body(session)
 
 
+def _error(result) -> dict:
+    """A failed call's content as the model and the client see it: a tool result with isError,
+    one text line (``message``) and the typed code in the structured content."""
+    assert result.is_error, result.content[0].text
+    data = dict(result.structured_content)
+    assert data["ok"] is False and result.content[0].text.startswith(f"error[{data['error_code']}]")
+    return {**data, "message": result.content[0].text}
+
+
 async def test_tools_search_symbols_and_bad_arguments(make_repo) -> None:
     from mcp.shared.exceptions import MCPError
 
@@ -94,27 +104,24 @@ async def test_tools_search_symbols_and_bad_arguments(make_repo) -> None:
         hybrid = await session.call_tool("search", {"query": "charge customer", "mode": "fts"})
         assert any(r["file"] == "pay/app.py" for r in hybrid.structured_content["results"])
 
-        with pytest.raises(MCPError) as too_many:
-            await session.call_tool("search_symbols", {"query": "x", "limit": 5000})
-        assert too_many.value.data["error_code"] == "USAGE" and "limit" in too_many.value.message
-        with pytest.raises(MCPError) as wrong_type:
-            await session.call_tool("get_symbol", {"symbol": 42})
-        assert wrong_type.value.data["error_code"] == "USAGE"
-        with pytest.raises(MCPError) as missing:
-            await session.call_tool("get_symbol", {"symbol": "no_such_symbol_anywhere"})
-        assert missing.value.data["error_code"] in ("SYMBOL_NOT_FOUND", "NOT_FOUND")
-        with pytest.raises(MCPError) as typo:  # a near miss names the symbol it probably meant
-            await session.call_tool("get_symbol", {"symbol": "chrage"})
-        assert typo.value.data["error_code"] == "SYMBOL_NOT_FOUND"
-        assert typo.value.data["hint"].startswith("nearest names: ") and "charge" in typo.value.data["hint"]
+        too_many = _error(await session.call_tool("search_symbols", {"query": "x", "limit": 5000}))
+        assert too_many["error_code"] == "USAGE" and "limit" in too_many["message"]
+        wrong_type = _error(await session.call_tool("get_symbol", {"symbol": 42}))
+        assert wrong_type["error_code"] == "USAGE"
+        missing = _error(await session.call_tool("get_symbol", {"symbol": "no_such_symbol_anywhere"}))
+        assert missing["error_code"] in ("SYMBOL_NOT_FOUND", "NOT_FOUND")
+        # A near miss names the symbol it probably meant.
+        typo = _error(await session.call_tool("get_symbol", {"symbol": "chrage"}))
+        assert typo["error_code"] == "SYMBOL_NOT_FOUND"
+        assert typo["hint"].startswith("nearest names: ") and "charge" in typo["hint"]
         # The message alone says it too: many clients show the model nothing else.
-        assert (
-            typo.value.message
-            == f"error[SYMBOL_NOT_FOUND]: no symbol named 'chrage' ({typo.value.data['hint']})"
-        )
-        with pytest.raises(MCPError) as outside:
-            await session.call_tool("analyze_file", {"path": "../../etc/passwd"})
-        assert outside.value.data["error_code"].startswith("PATH")
+        assert typo["message"] == f"error[SYMBOL_NOT_FOUND]: no symbol named 'chrage' ({typo['hint']})"
+        outside = _error(await session.call_tool("analyze_file", {"path": "../../etc/passwd"}))
+        assert outside["error_code"].startswith("PATH")
+        # A tool nobody listed is the one protocol error.
+        with pytest.raises(MCPError) as unknown:
+            await session.call_tool("no_such_tool", {})
+        assert unknown.value.data["error_code"] == "USAGE" and "get_symbol" in unknown.value.data["hint"]
         # The server is still healthy after errors.
         langs = await session.call_tool("list_languages", {})
         assert "python" in langs.content[0].text
@@ -123,8 +130,6 @@ async def test_tools_search_symbols_and_bad_arguments(make_repo) -> None:
 
 
 async def test_get_context_hands_an_agent_the_code_for_a_task(make_repo) -> None:
-    from mcp.shared.exceptions import MCPError
-
     root = make_repo({"pay/app.py": APP, "pay/refunds.py": REFUNDS, "README.md": "# pay\n"})
     cache = os.environ["XDG_CACHE_HOME"]
 
@@ -143,9 +148,8 @@ async def test_get_context_hands_an_agent_the_code_for_a_task(make_repo) -> None
         text = result.content[0].text
         assert all(i["text"] in text for i in data["items"])
         assert "def refund(charge, amount):" in text and "raise RefundTooLarge" in text
-        with pytest.raises(MCPError) as too_big:
-            await session.call_tool("get_context", {"task": task, "budget": 10**6})
-        assert too_big.value.data["error_code"] == "USAGE"
+        too_big = _error(await session.call_tool("get_context", {"task": task, "budget": 10**6}))
+        assert too_big["error_code"] == "USAGE"
 
     await _session(root, body)
     # The server wrote its index under the test's cache home, not ~/.cache.
@@ -226,3 +230,121 @@ def test_argument_validation_and_error_mapping_without_a_server() -> None:
     assert message == "error[SYMBOL_NOT_FOUND]: no symbol x"
     long = "x" * (MAX_REPLY_CHARS + 10)
     assert len(cap_reply(long)) < MAX_REPLY_CHARS + 200 and "truncated" in cap_reply(long)
+
+
+async def test_edits_between_calls_are_seen(make_repo) -> None:
+    """An agent edits files between calls: the next answer reads the files as they are now."""
+    root = make_repo({"pay/app.py": APP, "pay/refunds.py": REFUNDS})
+
+    async def body(session):
+        first = await session.call_tool("get_symbol_source", {"symbol": "charge"})
+        assert "def charge(customer, amount):" in first.structured_content["source"]
+        # Lines added above `charge`, a new function, a file renamed.
+        (root / "pay" / "app.py").write_text(
+            '"""Payments, moved down."""\n\nimport os\n\n' + APP + "\n\ndef void(c):\n    return c\n"
+        )
+        (root / "pay" / "refunds.py").rename(root / "pay" / "returns.py")
+        moved = await session.call_tool("get_symbol_source", {"symbol": "charge"})
+        assert moved.structured_content["source"].startswith("def charge(customer, amount):")
+        assert moved.structured_content["start_line"] == first.structured_content["start_line"] + 4
+        assert not (await session.call_tool("get_symbol", {"symbol": "void"})).is_error
+        renamed = await session.call_tool("get_symbol", {"symbol": "refund"})
+        assert renamed.structured_content["file"] == "pay/returns.py"
+        task = await session.call_tool(
+            "get_context", {"task": "refund larger than the charge", "budget": 1000}
+        )
+        assert all(i["file"] != "pay/refunds.py" for i in task.structured_content["items"])
+        # Deleted: not found, typed (not a read error on a file that is gone).
+        (root / "pay" / "returns.py").unlink()
+        gone = _error(await session.call_tool("get_symbol_source", {"symbol": "refund"}))
+        assert gone["error_code"] == "SYMBOL_NOT_FOUND"
+
+    await _session(root, body)
+
+
+async def test_errors_are_tool_results_the_model_reads(make_repo) -> None:
+    """Bad, wrong-typed and huge arguments fail as results with isError (not protocol errors),
+    one line each, and every reply stays bounded whatever the arguments."""
+    from engine.mcp_server import MAX_REPLY_CHARS, MAX_STRING_ARG
+
+    root = make_repo({"pay/app.py": APP})
+
+    async def body(session):
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert tools["search"].input_schema["properties"]["query"]["maxLength"] == MAX_STRING_ARG
+        assert tools["get_symbols"].input_schema["properties"]["ids"]["items"]["maxLength"] == MAX_STRING_ARG
+        huge = "word " * 200_000
+        for name, args in (
+            ("search", {"query": huge}),
+            ("search_symbols", {"query": huge}),
+            ("get_symbol", {"symbol": huge}),
+            ("get_context", {"task": huge}),
+            ("get_symbols", {"ids": [1, 2]}),
+            ("get_symbols", {"ids": [huge]}),
+        ):
+            result = await session.call_tool(name, args)
+            failed = _error(result)
+            assert failed["error_code"] == "USAGE", (name, failed)
+            assert len(failed["message"]) < 300 and "\n" not in failed["message"]
+        # A wide reply is cut in both parts, and says so in both.
+        wide = await session.call_tool("list_symbols", {"limit": 200})
+        assert len(json.dumps(wide.structured_content)) <= MAX_REPLY_CHARS
+
+    await _session(root, body)
+
+
+async def test_first_index_reports_progress(make_repo) -> None:
+    """The first call on a cold repository builds the index and tells a client that asked for
+    progress what it is doing, instead of going silent."""
+    files = {f"pkg/m{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(60)}
+    root = make_repo(files)
+    seen: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
+
+    async def body(session):
+        result = await session.call_tool("search_symbols", {"query": "f1"}, progress_callback=on_progress)
+        assert not result.is_error
+        assert seen and all(m and m.startswith("indexing: ") for _, m in seen)
+        assert any("parsing" in (m or "") for _, m in seen)
+        values = [p for p, _ in seen]
+        assert values == sorted(values) and len(set(values)) == len(values)  # strictly growing
+
+    await _session(root, body)
+
+
+async def test_abrupt_disconnect_ends_the_server(make_repo, tmp_path: Path) -> None:
+    """A client that dies without a shutdown leaves no server behind (nor its index lock)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = make_repo({"pay/app.py": APP})
+    client = tmp_path / "client.py"
+    client.write_text(
+        "import anyio, os, sys\n"
+        "from mcp.client.session import ClientSession\n"
+        "from mcp.client.stdio import StdioServerParameters, stdio_client\n"
+        "async def main():\n"
+        f"    p = StdioServerParameters(command={SEMFORA!r}, args=['mcp', '--path', {str(root)!r}], env=dict(os.environ))\n"
+        "    async with stdio_client(p) as (r, w), ClientSession(r, w) as s:\n"
+        "        await s.initialize()\n"
+        "        await s.call_tool('list_modules', {})\n"
+        "        print(os.getpid(), flush=True)\n"
+        "        os.kill(os.getpid(), 9)\n"
+        "anyio.run(main)\n"
+    )
+    proc = subprocess.run([sys.executable, str(client)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL
+    client_pid = proc.stdout.strip()
+
+    def servers() -> list[str]:
+        out = subprocess.run(["ps", "-eo", "pid,ppid,args"], capture_output=True, text=True).stdout
+        return [ln for ln in out.splitlines() if "mcp --path" in ln and str(root) in ln]
+
+    deadline = time.monotonic() + 30
+    while servers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not servers(), (client_pid, servers())
