@@ -348,3 +348,18 @@ async def test_abrupt_disconnect_ends_the_server(make_repo, tmp_path: Path) -> N
     while servers() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not servers(), (client_pid, servers())
+
+
+async def test_get_symbol_by_name_lists_its_calls(make_repo) -> None:
+    """get_symbol by name (what an agent types) shows what the symbol calls, as by id."""
+    root = make_repo({"pay/app.py": APP})
+
+    async def body(session):
+        by_name = (await session.call_tool("get_symbol", {"symbol": "Ledger.record"})).structured_content
+        assert by_name["calls_total"] == 1 and by_name["calls"][0]["name"] == "charge"
+        by_id = (await session.call_tool("get_symbol", {"symbol": by_name["id"]})).structured_content
+        assert by_id["calls"] == by_name["calls"]
+        short = (await session.call_tool("get_symbol", {"symbol": "record"})).structured_content
+        assert short["calls_total"] == 1
+
+    await _session(root, body)
