@@ -85,7 +85,13 @@ def _search_tool(engine: Engine) -> McpTool:
                 "default": "hybrid",
                 "description": "hybrid (full-text + vectors + symbols, fused), or one source alone",
             },
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "default": 10},
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_SEARCH_LIMIT,
+                "default": 10,
+                "description": "max results",
+            },
         },
         "required": ["query"],
     }
@@ -140,9 +146,9 @@ def build_tools(engine: Engine) -> dict[str, McpTool]:
             result = spec(engine if spec.needs_engine else None, **args)
             return result.to_json(), result.toon
 
-        description = spec.description
+        description = spec.description.replace("``", "`")  # docstring markup, not for a model
         if spec.token_cost:
-            description += f" Token cost: {spec.token_cost.rstrip('.')}."
+            description += f" Token cost: {spec.token_cost.rstrip('.').replace('``', '`')}."
         tools[name] = McpTool(name, description, bounded_schema(spec.input_schema()), call)
     for extra in (_search_tool(engine), _diff_tool(engine)):
         tools[extra.name] = McpTool(

@@ -560,6 +560,8 @@ class Param:
     required: bool = False
     default: Any = None
     maximum: int | None = None
+    minimum: int | None = None  # default: 0 for ``context``, 1 for other bounded integers
+    enum: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -583,7 +585,9 @@ class ToolSpec:
                     prop["maxItems"] = p.maximum
             elif p.maximum is not None:
                 prop["maximum"] = p.maximum
-                prop["minimum"] = 0 if p.name == "context" else 1
+                prop["minimum"] = p.minimum if p.minimum is not None else 0 if p.name == "context" else 1
+            if p.enum:
+                prop["enum"] = list(p.enum)
             if p.default is not None:
                 prop["default"] = p.default
             props[p.name] = prop
@@ -614,7 +618,7 @@ def _spec(func: Callable[..., ToolResult[JsonValue]], *params: Param, needs_engi
 
 _MODULE = Param("module", "string", "module (directory) path prefix, e.g. src/api")
 _KIND = Param("kind", "string", "symbol kind: function, method, class, struct, interface, ...")
-_RISK = Param("risk", "string", "risk level: low, medium or high")
+_RISK = Param("risk", "string", "risk level: low, medium or high", enum=("low", "medium", "high"))
 _SYMBOL = Param("symbol", "string", "symbol id, qualified name (Class.method) or name", required=True)
 
 TOOLS: dict[str, ToolSpec] = {
@@ -634,6 +638,7 @@ TOOLS: dict[str, ToolSpec] = {
                 f"tokens the pack may use ({MIN_CONTEXT_BUDGET}-{MAX_CONTEXT_BUDGET})",
                 default=DEFAULT_CONTEXT_BUDGET,
                 maximum=MAX_CONTEXT_BUDGET,
+                minimum=MIN_CONTEXT_BUDGET,
             ),
         ),
         _spec(get_repo_overview),
@@ -665,7 +670,13 @@ TOOLS: dict[str, ToolSpec] = {
             get_call_graph,
             _SYMBOL,
             Param("depth", "integer", "levels to walk", default=1, maximum=MAX_GRAPH_DEPTH),
-            Param("direction", "string", "callers, callees or both", default="callees"),
+            Param(
+                "direction",
+                "string",
+                "callers, callees or both",
+                default="callees",
+                enum=("callers", "callees", "both"),
+            ),
         ),
         _spec(
             get_callers,

@@ -363,3 +363,35 @@ async def test_get_symbol_by_name_lists_its_calls(make_repo) -> None:
         assert short["calls_total"] == 1
 
     await _session(root, body)
+
+
+def test_schemas_state_the_limits_the_tools_enforce(make_repo) -> None:
+    """What tools/list promises is what a call accepts: a value the schema allows never fails
+    validation for its bounds, a value it forbids fails before the tool runs."""
+    from engine.api import Engine
+    from engine.errors import UsageError
+    from engine.mcp_server import build_tools, validate_arguments
+
+    with Engine.open(make_repo({"pay/app.py": APP})) as engine:
+        tools = build_tools(engine)
+        budget = tools["get_context"].input_schema["properties"]["budget"]
+        assert (budget["minimum"], budget["maximum"]) == (500, 24_000)
+        assert tools["get_call_graph"].input_schema["properties"]["direction"]["enum"] == [
+            "callers",
+            "callees",
+            "both",
+        ]
+        assert tools["list_symbols"].input_schema["properties"]["risk"]["enum"] == ["low", "medium", "high"]
+        for tool in tools.values():
+            assert "``" not in tool.description, tool.name
+            for name, prop in tool.input_schema["properties"].items():
+                assert prop.get("description"), (tool.name, name)
+                if "default" in prop:
+                    required = {r: "x" for r in tool.input_schema["required"]}
+                    validate_arguments(tool, {**required, name: prop["default"]})
+                if "minimum" in prop:
+                    required = {r: "x" for r in tool.input_schema["required"]}
+                    with pytest.raises(UsageError):
+                        validate_arguments(tool, {**required, name: prop["minimum"] - 1})
+        # The real call agrees with the schema at its lower bound.
+        tools["get_context"].call(validate_arguments(tools["get_context"], {"task": "charge", "budget": 500}))
