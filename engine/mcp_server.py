@@ -135,6 +135,25 @@ def _toon(payload: Any) -> str:
     return toon_format.dumps(payload)
 
 
+def source_text(data: dict[str, Any]) -> str:
+    """get_symbol_source as a model reads code: a header line, then the lines themselves (TOON
+    would quote the source as one escaped string, every newline a ``\\n``)."""
+    from engine.api.tools import MAX_SOURCE_LINES
+
+    head = f"{data['symbol']}  {data['file']}:{data['start_line']}-{data['end_line']}  id {data['id']}"
+    text = f"{head}\n{data['source'].rstrip()}\n"
+    if data["truncated"]:
+        text += (
+            f"... cut after line {data['end_line']} ({MAX_SOURCE_LINES} lines): "
+            "ask for a method of it, or read the rest of the file\n"
+        )
+    return text
+
+
+# Tools whose text content is better as plain text than as TOON.
+TEXT_RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"get_symbol_source": source_text}
+
+
 def build_tools(engine: Engine) -> dict[str, McpTool]:
     """Every tool of engine.api.TOOLS, plus hybrid search and the semantic diff."""
     from engine.api import TOOLS
@@ -144,7 +163,9 @@ def build_tools(engine: Engine) -> dict[str, McpTool]:
 
         def call(args: dict[str, Any], spec: ToolSpec = spec) -> tuple[dict[str, Any], str]:
             result = spec(engine if spec.needs_engine else None, **args)
-            return result.to_json(), result.toon
+            data = result.to_json()
+            render = TEXT_RENDERERS.get(spec.name)
+            return data, render(data) if render else result.toon
 
         description = spec.description.replace("``", "`")  # docstring markup, not for a model
         if spec.token_cost:

@@ -395,3 +395,22 @@ def test_schemas_state_the_limits_the_tools_enforce(make_repo) -> None:
                         validate_arguments(tool, {**required, name: prop["minimum"] - 1})
         # The real call agrees with the schema at its lower bound.
         tools["get_context"].call(validate_arguments(tools["get_context"], {"task": "charge", "budget": 500}))
+
+
+async def test_symbol_source_text_is_code_a_model_can_read(make_repo) -> None:
+    """get_symbol_source's text is the code's own lines under a header, not one escaped string."""
+    body_lines = "\n".join(f"    total += {i}" for i in range(450))
+    big = f"def big():\n    total = 0\n{body_lines}\n    return total\n"
+    root = make_repo({"pay/refunds.py": REFUNDS, "pay/big.py": big})
+
+    async def body(session):
+        result = await session.call_tool("get_symbol_source", {"symbol": "refund"})
+        text = result.content[0].text
+        assert text.startswith("refund  pay/refunds.py:8-15  id ")
+        assert 'def refund(charge, amount):\n    """Give back part or all of a charge."""\n' in text
+        assert "\\n" not in text
+        cut = (await session.call_tool("get_symbol_source", {"symbol": "big"})).content[0].text
+        assert "    total += 397\n" in cut and "total += 449" not in cut
+        assert cut.rstrip().endswith("ask for a method of it, or read the rest of the file")
+
+    await _session(root, body)
