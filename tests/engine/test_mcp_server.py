@@ -414,3 +414,25 @@ async def test_symbol_source_text_is_code_a_model_can_read(make_repo) -> None:
         assert cut.rstrip().endswith("ask for a method of it, or read the rest of the file")
 
     await _session(root, body)
+
+
+async def test_a_shared_name_says_which_symbol_answered_and_lists_the_others(make_repo) -> None:
+    """`record` names two methods: the reply says which one it is and how to get the other."""
+    audit = "class Audit:\n    def record(self, event):\n        return event\n"
+    root = make_repo({"pay/app.py": APP, "pay/audit.py": audit})
+
+    async def body(session):
+        for tool in ("get_symbol", "get_symbol_source", "get_callers"):
+            result = await session.call_tool(tool, {"symbol": "record"})
+            data, text = result.structured_content, result.content[0].text
+            (other,) = data["also_named"]
+            assert other["qualified_name"] != (data.get("qualified_name") or data["symbol"])
+            assert text.startswith("note: 2 symbols are named 'record'; this is ")
+            assert other["id"] in text
+            chosen = await session.call_tool("get_symbol", {"symbol": other["id"]})
+            assert chosen.structured_content["qualified_name"] == other["qualified_name"]
+        unique = await session.call_tool("get_symbol", {"symbol": "Audit.record"})
+        assert "also_named" not in unique.structured_content
+        assert not unique.content[0].text.startswith("note:")
+
+    await _session(root, body)
