@@ -70,6 +70,8 @@ def _search_tool(engine: Engine) -> McpTool:
     def call(args: dict[str, Any]) -> tuple[dict[str, Any], str]:
         from engine.api import search
 
+        if not args["query"].strip():  # as `semfora search ""`: an empty query is a mistake, not "no hits"
+            raise UsageError("search: the query is empty", hint='e.g. "where are retries decided"')
         # Warnings (e.g. vectors unavailable: full-text and symbols answered) ride in the reply.
         found = search(engine, args["query"], mode=args.get("mode", "hybrid"), limit=args.get("limit", 10))
         data = found.to_json(always_warnings=False)

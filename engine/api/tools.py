@@ -258,6 +258,8 @@ def get_module(engine: Engine, module: str) -> ToolResult[ModuleSymbols]:
 
     Token cost: 8,000-12,000 for a typical module. Prefer list_symbols + get_symbol.
     """
+    if not module.strip():  # '' matched every symbol: the whole repository, cut at 500
+        raise UsageError("get_module: name a module", hint="list_modules lists them")
     store = engine.store()
     syms = store.list_symbols(module=module, limit=MAX_MODULE_SYMBOLS + 1)
     if not syms:

@@ -436,3 +436,18 @@ async def test_a_shared_name_says_which_symbol_answered_and_lists_the_others(mak
         assert not unique.content[0].text.startswith("note:")
 
     await _session(root, body)
+
+
+async def test_empty_query_or_module_is_a_mistake_not_an_answer(make_repo) -> None:
+    """An empty search is refused as the CLI refuses it (not 'no results'); an empty module is
+    refused (it used to return the whole repository's first 500 symbols)."""
+    root = make_repo({"pay/app.py": APP})
+
+    async def body(session):
+        for query in ("", "   "):
+            assert _error(await session.call_tool("search", {"query": query}))["error_code"] == "USAGE"
+        empty = _error(await session.call_tool("get_module", {"module": ""}))
+        assert empty["error_code"] == "USAGE" and "list_modules" in empty["message"]
+        assert not (await session.call_tool("get_module", {"module": "pay"})).is_error
+
+    await _session(root, body)
