@@ -451,3 +451,21 @@ async def test_empty_query_or_module_is_a_mistake_not_an_answer(make_repo) -> No
         assert not (await session.call_tool("get_module", {"module": "pay"})).is_error
 
     await _session(root, body)
+
+
+async def test_search_symbols_puts_the_name_as_typed_first(make_repo) -> None:
+    """`Ledger` finds the class before the `ledger` functions that sort earlier by place."""
+    root = make_repo(
+        {
+            "a/admin.py": "def ledger(x):\n    return x\n\n\nclass View:\n    def ledger(self):\n        return 1\n",
+            "pay/app.py": APP,
+        }
+    )
+
+    async def body(session):
+        found = (await session.call_tool("search_symbols", {"query": "Ledger"})).structured_content
+        assert [(s["name"], s["kind"]) for s in found["symbols"]][:1] == [("Ledger", "class")]
+        lower = (await session.call_tool("search_symbols", {"query": "ledger"})).structured_content
+        assert lower["symbols"][0]["name"] == "ledger"
+
+    await _session(root, body)
