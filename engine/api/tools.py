@@ -409,13 +409,18 @@ def analyze_file(engine: Engine, path: str) -> ToolResult[FileAnalysis]:
     from engine.policy.sandbox import read_bytes
     from engine.semantic.extract import analyze_source
     from engine.semantic.languages import language_for_path
+    from engine.store.discovery import content_problem
 
     target = _inside(engine, path)
     rel = target.rel
     limit = engine.settings.index.max_file_bytes
     data_bytes = read_bytes(target, max_bytes=limit + 1)
     if len(data_bytes) > limit:
-        raise UsageError(f"{rel} is larger than index.max_file_bytes")
+        raise UsageError(f"{rel} is larger than index.max_file_bytes ({limit:,} bytes)")
+    # As the indexer skips it: random bytes parsed as Python gave '532 syntax errors'.
+    problem = content_problem(rel, data_bytes)
+    if problem is not None:
+        raise UsageError(f"{rel} is {problem} content, not parsed (the index skips it too)")
     language = language_for_path(rel, data_bytes[:128].split(b"\n", 1)[0])
     if language is None:
         raise UsageError(f"{rel}: no supported language for this file")

@@ -469,3 +469,16 @@ async def test_search_symbols_puts_the_name_as_typed_first(make_repo) -> None:
         assert lower["symbols"][0]["name"] == "ledger"
 
     await _session(root, body)
+
+
+async def test_analyze_file_refuses_what_the_index_skips(make_repo) -> None:
+    """A binary file with a source extension is refused, as the indexer skips it, not parsed into
+    hundreds of syntax errors; an oversized one says the limit."""
+    root = make_repo({"pay/app.py": APP, "blob.py": bytes(range(256)) * 20})
+
+    async def body(session):
+        binary = _error(await session.call_tool("analyze_file", {"path": "blob.py"}))
+        assert binary["error_code"] == "USAGE" and "binary" in binary["message"]
+        assert not (await session.call_tool("analyze_file", {"path": "pay/app.py"})).is_error
+
+    await _session(root, body)
