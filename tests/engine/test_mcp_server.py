@@ -482,3 +482,33 @@ async def test_analyze_file_refuses_what_the_index_skips(make_repo) -> None:
         assert not (await session.call_tool("analyze_file", {"path": "pay/app.py"})).is_error
 
     await _session(root, body)
+
+
+def test_started_by_hand_it_says_what_it_is_waiting_for(make_repo) -> None:
+    """At a terminal, `semfora mcp` says on stderr that it serves MCP on stdio (it looked hung);
+    stdout stays the protocol's, empty."""
+    import pty
+    import select
+    import signal
+    import subprocess
+
+    root = make_repo({"pay/app.py": APP})
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(
+        [SEMFORA, "mcp", "--path", str(root)], stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert proc.stderr is not None
+        # Wait for the line (a state), with a bound so the old, silent command fails instead of hanging.
+        ready, _, _ = select.select([proc.stderr], [], [], 20)
+        assert ready, "nothing on stderr: a person at the terminal sees a command that looks hung"
+        line = proc.stderr.readline().decode()
+        assert line.startswith(f"semfora mcp: serving {root} over MCP on stdin/stdout")
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+        assert out == b""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(controller)
+        os.close(terminal)
