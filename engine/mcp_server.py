@@ -52,7 +52,9 @@ INSTRUCTIONS = (
     "call get_context first: it returns the code to read or change, budgeted (default 8k tokens). "
     "Otherwise start with get_repo_overview (bounded, ~2.5k tokens), then search_symbols or search, "
     "then get_symbol / get_symbol_source for just what you need. "
-    "Prefer list_symbols + get_symbol over get_module (8-12k tokens)."
+    "Prefer list_symbols + get_symbol over get_module (8-12k tokens). "
+    "The index follows file edits by itself (each call refreshes it first): generate_index is only "
+    "for a forced rebuild. Failed calls explain themselves in one line (error[CODE]: ...)."
 )
 
 
