@@ -512,3 +512,35 @@ def test_started_by_hand_it_says_what_it_is_waiting_for(make_repo) -> None:
             proc.kill()
         os.close(controller)
         os.close(terminal)
+
+
+def test_structured_content_is_bounded_like_the_text() -> None:
+    """Whatever a tool returns, the structured content sent stays under the reply cap (plus the
+    note saying it was cut); a reply under the cap is sent untouched."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from engine.mcp_server import MAX_REPLY_CHARS, cap_structured
+
+    leaf = st.one_of(st.integers(), st.text(max_size=50), st.just("x" * 30_000))
+    tree = st.recursive(
+        leaf,
+        lambda kids: st.lists(kids, max_size=40) | st.dictionaries(st.text(max_size=8), kids, max_size=5),
+        max_leaves=200,
+    )
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.dictionaries(st.text(max_size=8), tree, min_size=1, max_size=4))
+    def bounded(data: dict) -> None:
+        out = cap_structured(data)
+        size = len(json.dumps(data))
+        if size <= MAX_REPLY_CHARS:
+            assert out == data
+        else:
+            assert out["truncated"] is True and "ask for less" in out["truncation_note"]
+            assert len(json.dumps(out)) <= MAX_REPLY_CHARS + 300
+
+    bounded()
+    wide = {"symbols": [{"id": str(i), "signature": "def f(" + "a, " * 40 + ")"} for i in range(2_000)]}
+    cut = cap_structured(wide)
+    assert 0 < len(cut["symbols"]) < 2_000 and cut["symbols"][0] == wide["symbols"][0]
