@@ -14,7 +14,7 @@ import json
 import secrets
 import stat
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -933,14 +933,19 @@ class EditSession:
         return n
 
     @_exclusive
-    def rebase(self) -> RebaseReport:
-        """Re-apply staged hunks onto files that changed on disk; mark the ones that no longer fit."""
+    def rebase(self, only: Collection[str] | None = None) -> RebaseReport:
+        """Re-apply staged hunks onto files that changed on disk; mark the ones that no longer fit.
+
+        ``only`` limits it to those paths: after an undo, the files semfora itself put back.
+        """
         files: list[str] = []
         reapplied: list[str] = []
         conflicts: list[str] = []
         dropped: list[str] = []
         already: list[str] = []
         for rel, rec in list(self._records.items()):
+            if only is not None and rel not in only:
+                continue
             data, target = self._read_disk(rel)
             if sha256_bytes(data) == rec.base_hash:
                 continue
