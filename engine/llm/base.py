@@ -57,6 +57,15 @@ class ModelStreamInterrupted(ModelError):
 
     code = "MODEL_STREAM_INTERRUPTED"
 
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = "the text shown is only the start of the reply; ask again",
+        partial_text: str = "",
+    ) -> None:
+        super().__init__(message, hint=hint, partial_text=partial_text)
+
 
 class ModelTimeout(ServiceUnavailable):
     """The model gave no complete answer before the turn's deadline (``llm.turn_timeout``) (exit 3)."""

@@ -120,6 +120,7 @@ def test_disconnect_after_text_is_a_typed_error_keeping_the_partial_reply(
         _reasoner(fake_anthropic).complete("s", USER)
     assert info.value.partial_text == "abcdefghijklmnop"
     assert info.value.code == "MODEL_STREAM_INTERRUPTED"
+    assert info.value.hint is not None and "ask again" in info.value.hint
     assert len(fake_anthropic.message_requests()) == 1, "never retried once text was shown"
 
 
