@@ -103,6 +103,8 @@ async def test_escape_or_ctrl_c_cancels_a_streaming_reply(
         shown = app.main.turn.source
         assert 0 < len(shown) < len(long_text.strip())
         assert "cancelled" in [str(w.render()) for w in app.main.turn.query(".turn-status")]
+        # The prompt was sent, so the turn still cost something: the pane and the session say so.
+        assert app.budget_pane.turn.input_tokens > 0 and app.main.session_cost > 0
         # The prompt is usable again at once.
         await _submit(pilot, app, "/cost")
         await settle(pilot)
