@@ -25,6 +25,7 @@ APP_HINTS: tuple[tuple[str, str], ...] = (
     ("`semfora edits list`", "`/preview`"),
     ("`semfora index --rebuild`", "`/index --rebuild`"),
     ("`semfora index`", "`/index`"),
+    ("run `git init` or pass --path", "`/diff` needs a git repository: run `git init` here"),
 )
 
 _FENCE_LANGUAGE = {".py": "python", ".js": "javascript", ".ts": "typescript", ".go": "go", ".rs": "rust"}

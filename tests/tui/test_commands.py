@@ -493,3 +493,17 @@ async def test_a_hunk_still_staged_in_an_undone_file_stays_staged_without_a_conf
         await answer_confirmation(pilot, app, "y")
         await settle(pilot)
         assert (demo_repo / "app/config.py").read_text() == original.replace("int(text)", "int(text.strip())")
+
+
+async def test_diff_outside_git_gives_advice_that_works_in_the_app(
+    make_app: AppFactory, tmp_path: Path
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "a.py").write_text("def f():\n    return 1\n")
+    app = make_app(plain, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        out = await _run(pilot, app, "/diff")
+        assert "DIFF_NOT_GIT" in out and "git init" in out
+        assert "--path" not in out  # a command-line flag: the app has no such option
