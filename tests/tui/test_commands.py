@@ -184,6 +184,7 @@ async def test_status_budget_cost_model_clear(make_app: AppFactory) -> None:
         await settle(pilot)
         out = await _run(pilot, app, "/status")
         assert "index:" in out and "budget:" in out and "memory:" in out and "staged:" in out
+        assert "no context pack yet" in out and "last pack no pack" not in out
         out = await _run(pilot, app, "/budget 3000")
         assert "3,000 tokens" in out
         assert app.bridge.budget == 3000
@@ -507,3 +508,16 @@ async def test_diff_outside_git_gives_advice_that_works_in_the_app(
         out = await _run(pilot, app, "/diff")
         assert "DIFF_NOT_GIT" in out and "git init" in out
         assert "--path" not in out  # a command-line flag: the app has no such option
+
+
+async def test_status_names_the_model_once_then_says_how_it_is_reached(
+    make_app: AppFactory, fake_anthropic
+) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.main.offline is False
+        out = await _run(pilot, app, "/status")
+        (model_line,) = [line for line in out.splitlines() if "model:" in line]
+        assert model_line.count(app.bridge.model) == 1, model_line
+        assert "via the Anthropic API" in model_line
