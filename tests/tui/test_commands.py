@@ -521,3 +521,26 @@ async def test_status_names_the_model_once_then_says_how_it_is_reached(
         (model_line,) = [line for line in out.splitlines() if "model:" in line]
         assert model_line.count(app.bridge.model) == 1, model_line
         assert "via the Anthropic API" in model_line
+
+
+async def test_symbol_says_when_a_name_is_shared_and_which_one_it_shows(
+    make_app: AppFactory, make_repo
+) -> None:  # type: ignore[no-untyped-def]
+    root = make_repo(
+        {
+            "shop/cart.py": "class Cart:\n    def __init__(self):\n        self.items = []\n",
+            "shop/order.py": "class Order:\n    def __init__(self, cart):\n        self.cart = cart\n",
+        }
+    )
+    app = make_app(root, check_model=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        out = await _run(pilot, app, "/symbol __init__")
+        assert "2 symbols are named `__init__`" in out, out
+        cart_first = "this is `Cart" in out
+        shown, other = (
+            ("Cart.__init__", "Order.__init__") if cart_first else ("Order.__init__", "Cart.__init__")
+        )
+        assert f"this is `{shown}`" in out and f"Others: `{other}`" in out
+        out = await _run(pilot, app, f"/symbol {other}")
+        assert "are named" not in out and other in out
