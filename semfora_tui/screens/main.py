@@ -493,7 +493,9 @@ class MainScreen(Screen[None]):
         self.post_message(self.IndexFinished(report, error, rebuild=rebuild, announce=announce))
 
     def on_main_screen_index_progress(self, message: IndexProgress) -> None:
-        self.index_phase = f"{message.phase} {message.done:,}/{message.total:,}"
+        # Before a phase knows its total (discovery lists the files first), "0/0" says nothing.
+        counts = f" {message.done:,}/{message.total:,}" if message.total else "…"
+        self.index_phase = f"{message.phase}{counts}"
         self.header.index_state = f"index: {self.index_phase}"
         self.header.show_progress(message.done, message.total)
 
