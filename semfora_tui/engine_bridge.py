@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from engine.api import (
         IndexReport,
         Orchestrator,
+        RepoOverview,
         SearchHit,
         SemanticDiff,
         SourceView,
@@ -193,12 +194,13 @@ class EngineBridge:
             with Engine(self.layout, self.settings) as engine:
                 return get_symbol_source(engine, name).data
 
-    def overview(self) -> str:
+    def overview(self) -> RepoOverview:
+        """The repository overview (the model reads its TOON; the app renders its data)."""
         with engine_part("the repository overview"):
             from engine.api import Engine, get_repo_overview
 
             with Engine(self.layout, self.settings) as engine:
-                return get_repo_overview(engine).toon
+                return get_repo_overview(engine).data
 
     def semantic_diff(self, base: str | None, target: str | None) -> SemanticDiff:
         with engine_part("semantic diff"):

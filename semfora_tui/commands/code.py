@@ -6,8 +6,9 @@ writes the answer in the chat (paths in code spans, wide tables as tables that d
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
@@ -167,9 +168,61 @@ def _symbols_markdown(name: str, found: list[SymbolDetail]) -> str:
 
 @command("overview")
 async def overview(screen: MainScreen, _cmd: ParsedCommand) -> None:
-    screen.run_job(
-        screen.bridge.overview, lambda text: screen.note(f"**Repository overview**\n\n```\n{text}\n```")
+    screen.run_job(screen.bridge.overview, lambda ov: screen.note(overview_markdown(ov.data)))
+
+
+# The overview lists up to 50 modules for the model; the chat shows the largest first, this many.
+OVERVIEW_MODULES_SHOWN = 12
+
+
+def overview_markdown(data: Mapping[str, Any]) -> str:
+    """The repository overview for a person: sentences and lists, not the model's TOON table."""
+    totals = data.get("totals") or {}
+    risk = data.get("risk") or {}
+    name = data.get("project") or data.get("repo") or "this repository"
+    languages = ", ".join(
+        f"{lang['name']} ({plural(int(lang['files']), 'file', grouped=True)})"
+        for lang in data.get("languages") or ()
     )
+    lines = [
+        f"**Repository overview: {name}**",
+        "",
+        f"{plural(int(totals.get('files', 0)), 'file', grouped=True)}, "
+        f"{plural(int(totals.get('lines', 0)), 'line', grouped=True)}, "
+        f"{plural(int(totals.get('symbols', 0)), 'symbol', grouped=True)} and "
+        f"{plural(int(totals.get('call_edges', 0)), 'call site', grouped=True)}"
+        + (f"; {languages}." if languages else "."),
+        f"Risk: {int(risk.get('high', 0)):,} high and {int(risk.get('medium', 0)):,} medium symbols.",
+    ]
+    if data.get("frameworks"):
+        lines.append("Frameworks: " + ", ".join(code(str(f)) for f in data["frameworks"]) + ".")
+    modules = list(data.get("modules") or ())
+    if modules:
+        lines += ["", f"**Modules** ({len(modules)}, largest first)", ""]
+        for m in modules[:OVERVIEW_MODULES_SHOWN]:
+            purpose = f": {m['purpose']}" if m.get("purpose") else ""
+            counts = f"{plural(int(m['files']), 'file', grouped=True)}, {plural(int(m['symbols']), 'symbol', grouped=True)}"
+            lines.append(f"- {code(str(m['name']))} ({counts}){purpose}")
+        if len(modules) > OVERVIEW_MODULES_SHOWN:
+            lines.append(f"- … and {plural(len(modules) - OVERVIEW_MODULES_SHOWN, 'more module')}")
+    if data.get("entry_points"):
+        lines += ["", "**Entry points**", ""]
+        lines += [
+            f"- {code(str(e['name']))} ({e['kind']}): {code(str(e['where']))}" for e in data["entry_points"]
+        ]
+    if data.get("hubs"):
+        lines += ["", "**Most called**", ""]
+        lines += [
+            f"- {code(str(h['symbol']))} in {code(str(h['file']))}: {plural(int(h['callers']), 'caller', grouped=True)}"
+            for h in data["hubs"]
+        ]
+    if data.get("dependencies"):
+        lines += ["", "**Dependencies between modules**", ""]
+        lines += [
+            f"- {code(str(d['from']))} → {code(str(d['to']))}: {plural(int(d['imports']), 'import', grouped=True)}"
+            for d in data["dependencies"]
+        ]
+    return "\n".join(lines)
 
 
 @command("diff")

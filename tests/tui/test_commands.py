@@ -107,6 +107,9 @@ async def test_symbol_and_overview(make_app: AppFactory) -> None:
         assert "no_such_thing_anywhere" in out
         out = await _run(pilot, app, "/overview")
         assert "Repository overview" in out and "app/config.py" in out
+        # Written for a person: counts in words and lists, not the model's TOON tables.
+        assert "2 files" in out and "**Modules**" in out
+        assert "totals:" not in out and "{name," not in out
 
 
 async def test_diff_shows_a_semantic_diff_of_the_working_tree(make_app: AppFactory, demo_repo: Path) -> None:
