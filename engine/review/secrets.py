@@ -24,6 +24,10 @@ from engine.semantic.diff import FileChange
 FIXTURE_VALUE = re.compile(r"(?i)^(?:test.*|fake.*|sample.*|mock.*)$")
 # An assigned literal with this few distinct characters (``aaaa``, ``1234``) is not a credential.
 MIN_DISTINCT_CHARS = 5
+# Access levels, not credentials: a GitHub Actions workflow grants ``id-token: write`` (OIDC
+# publishing) and ``pull-requests: read``; a name ending in ``token`` assigned one of these is a
+# permission. (The redactor still masks them; masking a word costs nothing, blocking a merge does.)
+ACCESS_LEVELS = frozenset({"read", "write", "none", "read-all", "write-all"})
 # Source files named like ``secrets.py`` are often code about secrets: a medium finding, not high.
 CODE_SUFFIXES = (
     ".py",
@@ -97,7 +101,9 @@ def scan_matches(text: str) -> list[tuple[str, str]]:
     return [
         (h.kind, h.value)
         for h in hits
-        if len(set(h.value)) >= MIN_DISTINCT_CHARS and not FIXTURE_VALUE.match(h.value)
+        if len(set(h.value)) >= MIN_DISTINCT_CHARS
+        and not FIXTURE_VALUE.match(h.value)
+        and h.value.lower() not in ACCESS_LEVELS
     ]
 
 

@@ -123,6 +123,20 @@ def test_gate_invariants(severities: list[str], gate: str) -> None:
     assert risk_score(findings) == (max(severities, key=order.__getitem__) if severities else "low")
 
 
+def test_workflow_permissions_are_not_secrets(make_repo) -> None:
+    """``id-token: write`` (trusted publishing) is an access level, not a token: it must not
+    block the merge of a release workflow (it did on Flask's publish.yaml)."""
+    workflow = (
+        "jobs:\n  publish:\n    permissions:\n      id-token: write\n      pull-requests: read\n"
+        "    env:\n      GH_TOKEN: ${{ github.token }}\n"
+    )
+    root = make_repo({"README.md": "x\n"})
+    findings = _commit_change(root, {".github/workflows/publish.yaml": workflow})
+    assert [f for f in findings if f.type == "secrets"] == []
+    assert decide(findings, "high") == "approved"
+    assert scan_line("      api-token: wr1te-9xQ")  # a value that is not an access level still is one
+
+
 def test_fixture_lines_marked_as_fakes_are_not_reported() -> None:
     key = "sk-ant-api03-" + "Z" * 30
     assert scan_line(f'KEY = "{key}"')
