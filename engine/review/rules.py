@@ -315,6 +315,24 @@ def _fixture_only(f: FileChange) -> bool:
 
 
 _REMOVED_PARAMETER = re.compile(r"^parameter '(\w+)' removed$")
+# What pytest and unittest collect in Python: functions and methods whose name starts with
+# ``test``. A fixture (``ca_cert_pem_file``), a helper, or a view or exception class defined inside
+# a test is not a test, and deleting it deletes no test.
+PYTHON_TEST_PREFIX = "test"
+
+
+def _is_test(f: FileChange, s: SymbolChange) -> bool:
+    """A test (or a class of tests) rather than a fixture, a helper or a definition nested in a test."""
+    if s.kind not in FUNCTION_KINDS | CONTAINER_KINDS:
+        return False
+    parent = s.qualified_name.rpartition(".")[0]
+    if parent and any(o.qualified_name == parent and o.kind in FUNCTION_KINDS for o in f.symbols):
+        return False  # ``test_view.index``: a route the test defines
+    if s.language == "python" and s.kind in FUNCTION_KINDS:
+        return s.qualified_name.rsplit(".", 1)[-1].startswith(PYTHON_TEST_PREFIX)
+    if s.language == "python":
+        return any(o.qualified_name.startswith(s.qualified_name + ".") and _is_test(f, o) for o in f.symbols)
+    return True
 
 
 def rule_tests_removed(diff: SemanticDiff) -> list[Finding]:
@@ -355,7 +373,7 @@ def rule_tests_removed(diff: SemanticDiff) -> list[Finding]:
                 Finding("medium", "testing", f"test file deleted: {f.path}", f.path, rule="tests-removed")
             )
             continue
-        tests = [s for s in f.symbols if s.kind in FUNCTION_KINDS | CONTAINER_KINDS]
+        tests = [s for s in f.symbols if _is_test(f, s)]
         removed = [
             s
             for s in tests

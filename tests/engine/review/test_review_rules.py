@@ -52,6 +52,28 @@ def test_public_api_change_and_removed_tests(make_repo) -> None:
     assert any(f.rule == "tests-removed" and f.symbol == "test_other" for f in findings)
 
 
+def test_removed_tests_count_tests_not_fixtures_or_definitions_inside_them(make_repo) -> None:
+    """Flask a31e6b73 read as '5 tests removed' (3 tests, 2 views nested in them), and a deleted
+    conftest fixture as a removed test."""
+    test_file = (
+        "def test_keep():\n    assert True\n\n\n"
+        "def test_idna():\n    app = object()\n\n    def index():\n        return 'x'\n\n"
+        "    class Unacceptable(Exception):\n        pass\n\n    assert index() == 'x'\n"
+    )
+    conftest = "import pytest\n\n\n@pytest.fixture\ndef ca_cert():\n    return 'pem'\n"
+    root = make_repo({"tests/test_app.py": test_file, "tests/conftest.py": conftest, "app.py": "X = 1\n"})
+    findings = _commit_change(
+        root,
+        {
+            "tests/test_app.py": "def test_keep():\n    assert True\n",
+            "tests/conftest.py": "import pytest\n",
+        },
+    )
+    removed = [f for f in findings if f.rule == "tests-removed"]
+    assert [(f.file, f.count, f.symbol) for f in removed] == [("tests/test_app.py", 1, "test_idna")]
+    assert removed[0].message == "1 test removed without replacement: test_idna"
+
+
 def test_code_without_tests_nearby_is_a_low_finding(make_repo) -> None:
     root = make_repo(
         {
