@@ -934,9 +934,15 @@ def _is_overload(sym: Symbol) -> bool:
     return any(d.rsplit(".", 1)[-1] == "overload" for d in sym.decorators)
 
 
+# What a renamed symbol's own name becomes when its two versions are compared: an identifier,
+# so the masked text still parses (a NUL byte made every renamed Python definition unparsable,
+# and so never rename-only nor cosmetic).
+OWN_NAME_MASK = "_semfora_own_name_"
+
+
 def _masked(text: str, name: str) -> str:
     simple = name.rsplit(".", 1)[-1]
-    return re.sub(rf"\b{re.escape(simple)}\b", "\x00", text) if simple else text
+    return re.sub(rf"\b{re.escape(simple)}\b", OWN_NAME_MASK, text) if simple else text
 
 
 def _pair_file(
@@ -1546,11 +1552,19 @@ class _Collector:
 
     def mark_renames(self) -> None:
         """A change that only renames identifiers counts as a rename when the same rename recurs in
-        another symbol of the change, or renames one of the symbol's own parameters; a lone
-        identifier swapped in one place is a change of logic."""
+        another symbol of the change, renames one of the symbol's own parameters, or is the rename
+        of a symbol the change renames (``same_origin`` -> ``_same_origin``: its call sites only
+        follow it); a lone identifier swapped in one place is a change of logic."""
         from collections import Counter
 
         counts = Counter(pair for cs in self.per_file.values() for c in cs for pair in set(c.rename_pairs))
+        for cs in self.per_file.values():
+            for c in cs:
+                if c.change == "renamed" and c.old_qualified_name:
+                    old_leaf = c.old_qualified_name.rsplit(".", 1)[-1]
+                    new_leaf = c.qualified_name.rsplit(".", 1)[-1]
+                    if old_leaf != new_leaf:
+                        counts[(old_leaf, new_leaf)] += 2
         for key, changes in self.per_file.items():
             out = []
             for c in changes:

@@ -370,3 +370,51 @@ def test_tests_of_a_removed_parameter_go_with_it(make_repo) -> None:
     )
     assert _findings(findings, "tests-removed") == []
     assert [f.symbol for f in _findings(findings, "public-api")] == ["rfcformat"]
+
+
+UTILS = (
+    "def port_or_default(url):\n"
+    "    if url.port is not None:\n        return url.port\n"
+    '    return {"http": 80, "https": 443}.get(url.scheme)\n\n\n'
+    "def same_origin(url, other):\n"
+    "    return (\n        url.scheme == other.scheme\n        and url.host == other.host\n"
+    "        and port_or_default(url) == port_or_default(other)\n    )\n\n\n"
+    "def is_https_redirect(url, location):\n"
+    "    if url.host != location.host:\n        return False\n"
+    '    return url.scheme == "http" and location.scheme == "https" and port_or_default(location) == 443\n'
+)
+CLIENT = (
+    "from pkg.utils import is_https_redirect, same_origin\n\n\n"
+    "def redirect_headers(request, url, headers):\n"
+    "    if not same_origin(url, request.url):\n"
+    "        if not is_https_redirect(request.url, url):\n"
+    '            headers.pop("Authorization", None)\n'
+    "    return headers\n"
+)
+
+
+def _privatised(text: str) -> str:
+    for name in ("port_or_default", "same_origin", "is_https_redirect"):
+        text = text.replace(name, "_" + name)
+    return text
+
+
+def test_helpers_moved_and_renamed_with_their_call_sites_are_no_logic_change(make_repo) -> None:
+    """httpx 7b19cd5f moved three helpers into the client as ``_same_origin`` etc.: three
+    security-logic findings on a change that only moved and renamed (the renamed definitions
+    could not be compared, and call sites that follow a rename read as changed logic)."""
+    root = make_repo({"pkg/__init__.py": "", "pkg/utils.py": UTILS, "pkg/client.py": CLIENT, **TESTS})
+    client = "\n\n" + _privatised(UTILS) + "\n\n" + _privatised(CLIENT).replace(
+        "from pkg.utils import _is_https_redirect, _same_origin\n", ""
+    )
+    findings = _commit(root, {"pkg/utils.py": "", "pkg/client.py": client})
+    assert _findings(findings, "security-logic") == []
+    assert _findings(findings, "untested-change") == []
+    diff = analyze_commit(root, "HEAD")
+    renamed = {s.qualified_name: s for s in diff.symbols if s.change == "renamed"}
+    assert set(renamed) == {"_port_or_default", "_same_origin", "_is_https_redirect"}
+    assert all(not s.logic_changed for s in renamed.values())
+    # A rename that also changes the logic is still a change of logic.
+    root = make_repo({"pkg/__init__.py": "", "pkg/utils.py": UTILS, "pkg/client.py": CLIENT, **TESTS})
+    findings = _commit(root, {"pkg/utils.py": "", "pkg/client.py": client.replace("== 443", "== 8443")})
+    assert [f.symbol for f in _findings(findings, "security-logic")] == ["_is_https_redirect"]
