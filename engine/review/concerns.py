@@ -212,7 +212,9 @@ CONCERNS: tuple[Concern, ...] = (
             r"\bcompare_digest\b",
             r"\bconstant_time\w*",
             r"\btimingsafeequal\b",
-            r"\bsignature\w*",
+            # Not Python's introspection (``inspect.signature(func)``, ``from inspect import
+            # signature``): a function's parameters, nothing signed.
+            r"(?<!inspect\.)(?<!import )\bsignature(?!\s*\()\w*",
             r"\bsecret_?key\w*",
             r"\bprivate_?key\b",
             r"\bpublic_?key\b",
@@ -518,9 +520,12 @@ def named_concerns(qualified: str) -> tuple[Concern, ...]:
 
 def _readable(pattern: str) -> str:
     """A regex as a reader would say it: ``\\bcheck_hostname\\b`` is ``check_hostname``."""
-    text = pattern.replace("\\b", "").replace("(?:", "(").replace("\\w*", "…").replace("\\w+", "…")
+    text = re.sub(r"\(\?<!([^()]*)\)", r"(not after \1) ", pattern)
+    text = re.sub(r"\(\?!((?:[^()]|\\\()*)\)", r" (not before \1)", text)
+    text = text.replace("\\(", "(")
+    text = text.replace("\\b", "").replace("(?:", "(").replace("\\w*", "…").replace("\\w+", "…")
     text = text.replace("\\.", ".").replace("\\s*", " ").replace("\\s+", " ")
-    return text.replace("`", "'")
+    return re.sub(" {2,}", " ", text).replace("`", "'")
 
 
 def render_catalogue() -> str:

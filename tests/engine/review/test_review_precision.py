@@ -418,3 +418,26 @@ def test_helpers_moved_and_renamed_with_their_call_sites_are_no_logic_change(mak
     root = make_repo({"pkg/__init__.py": "", "pkg/utils.py": UTILS, "pkg/client.py": CLIENT, **TESTS})
     findings = _commit(root, {"pkg/utils.py": "", "pkg/client.py": client.replace("== 443", "== 8443")})
     assert [f.symbol for f in _findings(findings, "security-logic")] == ["_is_https_redirect"]
+
+
+def test_inspecting_a_functions_signature_is_not_signing(make_repo) -> None:
+    """Flask 6a649690 added ``__init_subclass__`` reading ``inspect.signature(method)``: raised as
+    'signing and keys'. Computing a signature is still raised."""
+    root = make_repo({"app.py": "import hmac\nimport inspect\n\n\nclass App:\n    pass\n", **TESTS})
+    introspect = (
+        "import hmac\nimport inspect\nfrom inspect import signature\n\n\nclass App:\n"
+        "    def __init_subclass__(cls, **kwargs):\n"
+        "        for method in (cls.dispatch, cls.finalize):\n"
+        "            params = list(inspect.signature(method).parameters.values())\n"
+        "            other = signature(method)\n"
+        "            if len(params) < 2 or other is None:\n"
+        "                raise TypeError(method.__name__)\n"
+    )
+    findings = _commit(root, {"app.py": introspect})
+    assert _findings(findings, "security-logic") == []
+    signing = introspect + (
+        "\n\ndef sign(key, body):\n    signature = hmac.new(key, body, 'sha256').hexdigest()\n"
+        "    return body + b'.' + signature.encode()\n"
+    )
+    findings = _commit(root, {"app.py": signing})
+    assert [f.symbol for f in _findings(findings, "security-logic")] == ["sign"]
