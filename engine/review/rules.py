@@ -276,7 +276,7 @@ def _collapse(findings: list[Finding]) -> Finding:
         "medium",
         "api",
         f"public API changed in bulk: {counts} across {plural(len(files), 'file')}; first: {first}",
-        None,
+        files[0] if len(files) == 1 else None,  # one file: the reader (and an annotation) goes there
         None,
         None,
         rule="public-api",

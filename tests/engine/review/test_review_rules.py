@@ -164,3 +164,16 @@ def test_fixture_lines_marked_as_fakes_are_not_reported() -> None:
     assert scan_line(f'KEY = "{key}"')
     assert scan_line(f'KEY = "{key}"  # pragma: allowlist secret') == []
     assert scan_line(f'KEY = "{key}"  # semfora: allow-secret') == []
+
+
+def test_public_api_changed_in_bulk_in_one_file_says_which_file(make_repo) -> None:
+    """Flask 6a649690 changed 13 signatures in app.py: the collapsed finding had no file, so the
+    text report showed '-' and a reader had nowhere to go."""
+    names = [f"handler_{i}" for i in range(12)]
+    before = "".join(f"def {n}(request):\n    return request\n\n\n" for n in names)
+    after = "".join(f"def {n}(ctx, request):\n    return request\n\n\n" for n in names)
+    root = make_repo({"lib/__init__.py": "", "lib/app.py": before})
+    findings = _commit_change(root, {"lib/app.py": after})
+    bulk = [f for f in findings if f.rule == "public-api"]
+    assert len(bulk) == 1 and bulk[0].count == 12
+    assert bulk[0].file == "lib/app.py" and "across 1 file" in bulk[0].message
