@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 from tests.conftest import git, run_semfora
@@ -45,6 +46,62 @@ def test_ci_exit_codes_follow_the_gate(make_repo) -> None:
     git(root, "commit", "-q", "--allow-empty", "-m", "nothing")
     approved = run_semfora("ci", "--mode", "commit", "--commit", "HEAD", "--path", str(root))
     assert approved.returncode == 0 and "approved" in approved.stdout
+
+
+def test_ci_json_flag_like_every_other_command(make_repo) -> None:
+    """`semfora ci ... --json` was an unknown flag (exit 2) while every other command takes it."""
+    root = _repo(make_repo)
+    out = run_semfora("ci", "--mode", "commit", "--commit", "HEAD", "--json", "--path", str(root))
+    assert out.returncode == 1, out.stderr
+    assert json.loads(out.stdout)["status"] == "changes_requested"
+    bad = run_semfora("ci", "--mode", "commit", "--commit", "nope", "--json", "--path", str(root))
+    assert bad.returncode == 2 and json.loads(bad.stdout)["error_code"] == "DIFF_REF_NOT_FOUND"
+
+
+def test_ci_sarif_is_what_code_scanning_accepts(make_repo) -> None:
+    """`--output sarif`: SARIF 2.1.0 with what GitHub code scanning requires of each result (a
+    known rule, a level, a message, a repository-relative location with a line, a fingerprint)."""
+    root = _repo(make_repo)
+    runs = [
+        run_semfora("ci", "--mode", "commit", "--commit", "HEAD", "--output", "sarif", "--path", str(root))
+        for _ in range(2)
+    ]
+    assert [r.returncode for r in runs] == [1, 1], runs[0].stderr
+    log = json.loads(runs[0].stdout)
+    assert log["version"] == "2.1.0" and log["$schema"].endswith("sarif-2.1.0.json")
+    (run,) = log["runs"]
+    rules = [r["id"] for r in run["tool"]["driver"]["rules"]]
+    assert run["tool"]["driver"]["name"] == "semfora" and len(rules) == len(set(rules))
+    assert run["results"], "the subprocess finding must be a result"
+    for result in run["results"]:
+        assert rules[result["ruleIndex"]] == result["ruleId"]
+        assert result["level"] in ("error", "warning", "note") and result["message"]["text"]
+        physical = result["locations"][0]["physicalLocation"]
+        assert physical["artifactLocation"]["uri"] == "svc.py" and physical["region"]["startLine"] >= 1
+    sub = next(r for r in run["results"] if r["ruleId"] == "new-subprocess")
+    assert sub["level"] == "error" and sub["locations"][0]["physicalLocation"]["region"]["startLine"] == 5
+    again = json.loads(runs[1].stdout)["runs"][0]["results"]
+    assert [r["partialFingerprints"] for r in again] == [r["partialFingerprints"] for r in run["results"]]
+    assert run["properties"]["status"] == "changes_requested"
+
+
+def test_ci_github_annotations_escape_what_could_start_a_command(make_repo) -> None:
+    """`--output github`: one workflow command a finding, then the verdict; a file name with a
+    comma or a colon cannot break the properties, and a newline cannot start a command."""
+    root = make_repo({"ok.py": "X = 1\n"})
+    (root / "we,ird:name.py").write_text(
+        "import subprocess\n\n\ndef go(cmd):\n    return subprocess.run(cmd)\n"
+    )
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "shell out")
+    out = run_semfora("ci", "--mode", "commit", "--commit", "HEAD", "--output", "github", "--path", str(root))
+    assert out.returncode == 1, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[-1].startswith("semfora ci: changes_requested (risk high, gate high)")
+    pattern = re.compile(r"^::(error|warning|notice) (file=[^,:]+(,line=\d+)?,)?title=[^,:]+::\S.*$")
+    assert all(pattern.match(line) for line in lines[:-1]), lines
+    error = next(line for line in lines if line.startswith("::error "))
+    assert "file=we%2Cird%3Aname.py,line=5," in error and "new subprocess use in go" in error
 
 
 def test_ci_usage_and_unavailable_model(make_repo) -> None:

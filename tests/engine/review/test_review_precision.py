@@ -404,8 +404,11 @@ def test_helpers_moved_and_renamed_with_their_call_sites_are_no_logic_change(mak
     security-logic findings on a change that only moved and renamed (the renamed definitions
     could not be compared, and call sites that follow a rename read as changed logic)."""
     root = make_repo({"pkg/__init__.py": "", "pkg/utils.py": UTILS, "pkg/client.py": CLIENT, **TESTS})
-    client = "\n\n" + _privatised(UTILS) + "\n\n" + _privatised(CLIENT).replace(
-        "from pkg.utils import _is_https_redirect, _same_origin\n", ""
+    client = (
+        "\n\n"
+        + _privatised(UTILS)
+        + "\n\n"
+        + _privatised(CLIENT).replace("from pkg.utils import _is_https_redirect, _same_origin\n", "")
     )
     findings = _commit(root, {"pkg/utils.py": "", "pkg/client.py": client})
     assert _findings(findings, "security-logic") == []
