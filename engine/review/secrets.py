@@ -46,6 +46,16 @@ CODE_SUFFIXES = (
 )
 
 
+# Tool configuration files that hold a credential only under some keys: ``.npmrc`` is also where
+# a project commits ``package-lock=false`` or ``ignore-scripts=true``. A change to one is a leak
+# when an added line sets such a key (``//registry.npmjs.org/:_authToken=…``, ``password = …``),
+# not by the file's name alone (the name still keeps it away from the model, engine.policy).
+CREDENTIAL_KEYS: dict[str, re.Pattern[str]] = {
+    ".npmrc": re.compile(r"(?i)(_authtoken|_auth|_password|\bpassword|\busername|\bemail)\s*="),
+    ".pypirc": re.compile(r"(?i)^\s*(password|username)\s*[=:]"),
+}
+
+
 def mask(value: str) -> str:
     """Enough to recognise which secret it was, never enough to use it."""
     return value[:4] + "…" if len(value) > 8 else "…"
@@ -145,6 +155,25 @@ def scan_files(files: Iterable[FileChange]) -> list[Finding]:
             continue
         fixture = is_fixture_path(f.path)
         matched = secret_patterns_matching(f.path, DEFAULT_DENY)
+        keys = CREDENTIAL_KEYS.get(f.path.rsplit("/", 1)[-1].lower())
+        if matched and keys is not None:
+            credential = [n for n, t in f.added_lines if keys.search(t)]
+            if credential:
+                findings.append(
+                    Finding(
+                        "info" if fixture else "high",
+                        "secrets",
+                        f"a credential is set in {f.path}"
+                        + (" (a fixture: reported, not blocking)" if fixture else "; remove it and rotate it"),
+                        f.path,
+                        credential[0],
+                        None,
+                        rule="secret-in-fixture" if fixture else "secret-file",
+                        blocking=not fixture,
+                    )
+                )
+                continue
+            matched = []  # settings only: its lines are scanned like any other file's
         if matched:
             # ``app/secrets.py`` matches by a word in its name only: code about secrets, probably.
             by_word_only = all(p in SUGGESTIVE_PATTERNS for p in matched) and f.path.endswith(CODE_SUFFIXES)
@@ -153,7 +182,8 @@ def scan_files(files: Iterable[FileChange]) -> list[Finding]:
                 Finding(
                     "high" if blocking else ("info" if fixture else "medium"),
                     "secrets",
-                    f"a secret-bearing file is added to the repository: {f.path}"
+                    f"a secret-bearing file is {'added to' if f.status == 'added' else 'changed in'} "
+                    f"the repository: {f.path}"
                     + (" (a fixture: reported, not blocking)" if fixture else "")
                     + (" (named like one: check it holds no secret)" if by_word_only and not fixture else ""),
                     f.path,

@@ -177,3 +177,22 @@ def test_public_api_changed_in_bulk_in_one_file_says_which_file(make_repo) -> No
     bulk = [f for f in findings if f.rule == "public-api"]
     assert len(bulk) == 1 and bulk[0].count == 12
     assert bulk[0].file == "lib/app.py" and "across 1 file" in bulk[0].message
+
+
+def test_npmrc_settings_do_not_block_but_a_token_in_it_does(make_repo) -> None:
+    """express 2eae22b1 added 'ignore-scripts=true' to its committed .npmrc: blocked as 'a
+    secret-bearing file is added' (it was neither added nor holding a secret)."""
+    root = make_repo({".npmrc": "package-lock=false\n", "index.js": "module.exports = 1\n"})
+    findings = _commit_change(root, {".npmrc": "package-lock=false\nignore-scripts=true\nallow-git=none\n"})
+    assert [f for f in findings if f.type == "secrets"] == []
+    assert decide(findings, "high") == "approved"
+    token = "//registry.npmjs.org/:_authToken=npm_" + "Q7w9ZrT2kLmN4xB8vC1dF6gH3jK5pS0aE2yU"
+    findings = _commit_change(root, {".npmrc": f"package-lock=false\n{token}\n"})
+    secrets = [f for f in findings if f.type == "secrets" and f.blocking]
+    assert secrets and all(f.file == ".npmrc" and f.line == 2 for f in secrets)
+    assert all("npm_Q7w9" not in f.message for f in secrets)
+    assert decide(findings, "high") == "blocked"
+    # Any other credential file is a leak by its name; the message says whether it was added.
+    findings = _commit_change(root, {".pgpass": "localhost:5432:db:me:pw\n"})
+    (leak,) = [f for f in findings if f.rule == "secret-file"]
+    assert leak.message == "a secret-bearing file is added to the repository: .pgpass"
