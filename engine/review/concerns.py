@@ -502,7 +502,11 @@ def match(
             continue
         evidence = [f"`{t}`" for t in dict.fromkeys(strong)]
         if named:
-            evidence.append("its name")
+            # Which word of the name: "its name" alone left the reader guessing.
+            word = named[0] if named[0] in words else re.search(named[0], lowered)
+            said = word if isinstance(word, str) else (word.group(0) if word else "")
+            if said.lower() not in {t.lower() for t in strong}:  # not "`redirect`, its name (`redirect`)"
+                evidence.append(f"its name (`{said}`)" if said else "its name")
         evidence.extend(f"calls `{c}`" for c in dict.fromkeys(called))
         if not strong:
             evidence.extend(f"`{t}`" for t in dict.fromkeys(weak))
