@@ -164,7 +164,9 @@ def scan_files(files: Iterable[FileChange]) -> list[Finding]:
                         "info" if fixture else "high",
                         "secrets",
                         f"a credential is set in {f.path}"
-                        + (" (a fixture: reported, not blocking)" if fixture else "; remove it and rotate it"),
+                        + (
+                            " (a fixture: reported, not blocking)" if fixture else "; remove it and rotate it"
+                        ),
                         f.path,
                         credential[0],
                         None,
@@ -196,15 +198,18 @@ def scan_files(files: Iterable[FileChange]) -> list[Finding]:
             if not by_word_only:
                 continue
         for line, text in f.added_lines:
+            # A docstring or a comment is documentation too: ``httpx.URL("https://jo:a%20secret@…")``
+            # in a class docstring is a sample, unless the value looks real.
+            sample = fixture or line in f.prose_added
             for kind, value in scan_matches(text):
-                blocking = not fixture or looks_real(kind, value)
+                blocking = not sample or looks_real(kind, value)
                 findings.append(
                     Finding(
                         "high" if blocking else "info",
                         "secrets",
                         f"{kind} added ({mask(value)}); remove it and rotate it"
                         if blocking
-                        else f"{kind} in a document, example or test fixture ({mask(value)}): "
+                        else f"{kind} in {'a document, example or test fixture' if fixture else 'a docstring or comment'} ({mask(value)}): "
                         "reported, not blocking; make sure it is not a real credential",
                         f.path,
                         line,

@@ -196,3 +196,25 @@ def test_npmrc_settings_do_not_block_but_a_token_in_it_does(make_repo) -> None:
     findings = _commit_change(root, {".pgpass": "localhost:5432:db:me:pw\n"})
     (leak,) = [f for f in findings if f.rule == "secret-file"]
     assert leak.message == "a secret-bearing file is added to the repository: .pgpass"
+
+
+def test_a_sample_credential_in_a_docstring_does_not_block(make_repo) -> None:
+    """httpx d07c4b44 (URL moved to a new module) was blocked by its class docstring's example,
+    ``httpx.URL("https://jo%40email.com:a%20secret@example.com")``; a real key in a comment blocks."""
+    code = (
+        "class URL:\n"
+        '    """\n'
+        '    url = URL("https://jo%40email.com:a%20secret@example.com:1234/path")\n'
+        '    url = URL("https://example.com").copy_with(username="jo", password="a secret")\n'
+        '    """\n\n'
+        "    def __init__(self, raw):\n        self.raw = raw\n"
+    )
+    root = make_repo({"pkg/__init__.py": "", "tests/test_x.py": "def test_x():\n    pass\n"})
+    findings = _commit_change(root, {"pkg/urls.py": code})
+    samples = [f for f in findings if f.type == "secrets"]
+    assert samples and all(f.severity == "info" and not f.blocking for f in samples)
+    assert all("in a docstring or comment" in f.message for f in samples)
+    assert decide(findings, "high") == "approved"
+    key = "ghp_" + "Zq8rT5mN2xC7vB4kL9pW3sD6fH1jG0aY5eRt"
+    findings = _commit_change(root, {"pkg/deploy.py": f"# token for the bot: {key}\nBOT = None\n"})
+    assert decide(findings, "high") == "blocked"
