@@ -107,3 +107,18 @@ def test_no_changes_is_approved_without_a_model_call(make_repo, fake_anthropic) 
     assert report.status == "approved" and report.findings == ()
     assert "nothing changed" in report.summary
     assert fake_anthropic.message_requests() == []
+
+
+def test_a_model_finding_never_points_outside_the_repository(make_repo, fake_anthropic) -> None:
+    """The model's ``file`` went verbatim into annotations and SARIF locations: ``/etc/passwd`` or
+    ``../../x.py`` would point a CI annotation outside the repository."""
+    root = _repo_with_change(make_repo)
+    findings = [
+        {"severity": "medium", "type": "correctness", "message": "m1", "file": "/etc/passwd", "line": 3},
+        {"severity": "medium", "type": "correctness", "message": "m2", "file": "../../x.py", "line": 4},
+        {"severity": "medium", "type": "correctness", "message": "m3", "file": "./app.py", "line": 5},
+    ]
+    fake_anthropic.reply(json.dumps({"summary": "s", "findings": findings}))
+    report = review(root, "commit", commit="HEAD")
+    located = {f.message: (f.file, f.line) for f in report.findings if f.source == "model"}
+    assert located == {"m1": (None, None), "m2": (None, None), "m3": ("app.py", 5)}
