@@ -475,6 +475,20 @@ def resolve_commit(root: Path, ref: str) -> str:
         return proc.stdout.decode().strip()
     if is_shallow(root):
         raise ShallowClone(f"ref '{ref}' is not in this shallow clone", hint=_shallow_hint())
+    if _git(root, "rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode != 0:
+        raise RefNotFound(
+            f"unknown revision '{ref}': the repository has no commits yet",
+            hint="make a first commit, or review the work tree (`semfora diff`; `semfora ci --mode commit --commit WORKING`)",
+        )
+    remote, _, branch = ref.partition("/")
+    remotes = _git(root, "remote", check=False).stdout.decode("utf-8", "replace").split()
+    if branch and remote in remotes:
+        # CI checkouts often fetch the pull request alone: the base branch is not there yet.
+        raise RefNotFound(
+            f"unknown revision '{ref}': not fetched from {remote}",
+            hint=f"fetch it first (`git fetch {remote} {branch}`; GitHub Actions: actions/checkout with "
+            "`fetch-depth: 0`)",
+        )
     raise RefNotFound(
         f"unknown revision '{ref}'", hint="check the branch or commit name (`git log --oneline`)"
     )

@@ -104,6 +104,23 @@ def test_ci_github_annotations_escape_what_could_start_a_command(make_repo) -> N
     assert "file=we%2Cird%3Aname.py,line=5," in error and "new subprocess use in go" in error
 
 
+def test_a_missing_ref_says_why_and_how_to_get_it(make_repo, tmp_path) -> None:
+    """'unknown revision' told a CI job to check the name when the base branch was simply not
+    fetched, and a new repository to read `git log`, which has nothing to show."""
+    root = _repo(make_repo)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--single-branch", str(root), str(clone))
+    missing = run_semfora("ci", "--mode", "pr", "--base", "origin/release", "--path", str(clone))
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.stderr.count("\n") == 1 and "error[DIFF_REF_NOT_FOUND]" in missing.stderr
+    assert "not fetched from origin" in missing.stderr and "git fetch origin release" in missing.stderr
+    fresh = make_repo({"a.py": "A = 1\n"}, commit=False)
+    empty = run_semfora("ci", "--mode", "commit", "--json", "--path", str(fresh))
+    error = json.loads(empty.stdout)
+    assert empty.returncode == 2 and "no commits yet" in error["error_message"]
+    assert "WORKING" in error["hint"]
+
+
 def test_ci_usage_and_unavailable_model(make_repo) -> None:
     root = _repo(make_repo)
     missing_base = run_semfora("ci", "--mode", "pr", "--path", str(root))
