@@ -10,6 +10,7 @@ changes that only rename, re-annotate or re-format are left out too.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 
 from engine.review.concerns import Concern, Match, match, named_concerns
@@ -96,6 +97,20 @@ def moved_lines(diff: SemanticDiff) -> frozenset[str]:
     return frozenset(added & removed)
 
 
+def _line_number(item: tuple[int, str]) -> int:
+    return item[0]
+
+
+def _span(
+    lines: tuple[tuple[int, str], ...], first: int | None, last: int | None
+) -> tuple[tuple[int, str], ...]:
+    """The changed lines between ``first`` and ``last`` (lines are in line order): a symbol's own
+    share of its file's change, found without reading the whole file's change for every symbol."""
+    if first is None or last is None:
+        return ()
+    return lines[bisect_left(lines, first, key=_line_number) : bisect_right(lines, last, key=_line_number)]
+
+
 def _inner_ranges(symbols: Iterable[SymbolChange], outer: SymbolChange, old: bool) -> list[tuple[int, int]]:
     """Line ranges of other changed symbols nested in ``outer``: their lines are theirs."""
     out = []
@@ -161,9 +176,16 @@ def _changed_code(f: FileChange, s: SymbolChange, moved: frozenset[str]) -> tupl
     """(added, removed) code of the symbol's own changed lines: prose, case-only edits, moved
     lines and inner definitions left out."""
     changed = [c for c in f.symbols if c.change != "removed"]
-    added_lines = _own(f.added_lines, _inner_ranges(changed, s, old=False)) if s.change != "removed" else ()
+    added_lines = (
+        _own(_span(f.added_lines, s.start_line, s.end_line), _inner_ranges(changed, s, old=False))
+        if s.change != "removed"
+        else ()
+    )
     removed_lines = (
-        _own(f.removed_lines, _inner_ranges([c for c in f.symbols if c.old_start_line], s, old=True))
+        _own(
+            _span(f.removed_lines, s.old_start_line, s.old_end_line),
+            _inner_ranges([c for c in f.symbols if c.old_start_line], s, old=True),
+        )
         if s.old_start_line is not None
         else ()
     )
