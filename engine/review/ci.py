@@ -21,6 +21,7 @@ from engine.semantic.diff import (
     MAX_ANALYZED_BYTES,
     STAGED,
     WORKING,
+    Progress,
     SemanticDiff,
     analyze_commit,
     analyze_diff,
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from engine.review.model_review import ModelReview
 
 Mode = Literal["pr", "commit"]
+RULES_PHASE = "running the review rules"
+MODEL_PHASE = "asking the model"
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,7 @@ def semantic_diff_for(
     head: str | None,
     commit: str | None,
     max_file_bytes: int = MAX_ANALYZED_BYTES,
+    progress: Progress | None = None,
 ) -> SemanticDiff:
     if mode == "pr":
         if not base:
@@ -137,7 +141,12 @@ def semantic_diff_for(
         if commit:
             raise UsageError("--commit belongs to --mode commit; use --base/--head with --mode pr")
         return analyze_range(
-            root, base, head or "HEAD", max_file_bytes=max_file_bytes, caller_graph=index_callers(root)
+            root,
+            base,
+            head or "HEAD",
+            max_file_bytes=max_file_bytes,
+            caller_graph=index_callers(root),
+            progress=progress,
         )
     if base or head:
         raise UsageError("--base/--head belong to --mode pr; use --commit with --mode commit")
@@ -146,10 +155,19 @@ def semantic_diff_for(
         # STAGED: a pre-commit hook, what is about to be committed. WORKING: everything not yet
         # committed (staged, unstaged and untracked files), reviewed before it is staged.
         return analyze_diff(
-            root, None, work_tree, max_file_bytes=max_file_bytes, caller_graph=index_callers(root)
+            root,
+            None,
+            work_tree,
+            max_file_bytes=max_file_bytes,
+            caller_graph=index_callers(root),
+            progress=progress,
         )
     return analyze_commit(
-        root, commit or "HEAD", max_file_bytes=max_file_bytes, caller_graph=index_callers(root)
+        root,
+        commit or "HEAD",
+        max_file_bytes=max_file_bytes,
+        caller_graph=index_callers(root),
+        progress=progress,
     )
 
 
@@ -195,16 +213,30 @@ def review(
     settings: Settings | None = None,
     environ: Mapping[str, str] | None = None,
     intent: str | None = None,
+    progress: Progress | None = None,
 ) -> ReviewReport:
-    """Run the whole review. Raises ModelUnavailable (exit 3) only when a named model cannot be used."""
+    """Run the whole review. Raises ModelUnavailable (exit 3) only when a named model cannot be used.
+
+    ``progress(phase, done, total)`` hears what a long review is doing (engine.semantic.diff's
+    phases, then the rules and the model review)."""
     env = os.environ if environ is None else environ
     root = find_repo_root(path)
     if settings is None:
         settings = load_settings(root).settings
     diff = semantic_diff_for(
-        root, mode, base=base, head=head, commit=commit, max_file_bytes=settings.index.max_file_bytes
+        root,
+        mode,
+        base=base,
+        head=head,
+        commit=commit,
+        max_file_bytes=settings.index.max_file_bytes,
+        progress=progress,
     )
+    if progress is not None:
+        progress(RULES_PHASE, 0, len(diff.files))
     findings, remarks = split_remarks(run_rules(diff))
+    if progress is not None and use_model and diff.files:
+        progress(MODEL_PHASE, 0, 0)
     how, result = _maybe_model_review(diff, findings, settings, model, use_model, env, intent)
     notes = list(diff.notes)
     if result is not None:

@@ -37,6 +37,11 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 TEXT_CALLERS = 5
 # Files above this size are listed but not parsed: a generated or vendored blob tells a reviewer nothing.
 MAX_ANALYZED_BYTES = 1_000_000
+# ``progress(phase, done, total)``: what a long diff is doing, in the words the index uses.
+Progress = Callable[[str, int, int], None]
+READING_PHASE = "reading changed files"
+MOVES_PHASE = "matching moves and renames"
+CALLERS_PHASE = "finding callers"
 # Above this many bytes (both sides together), added/removed lines are found by counting instead of
 # aligning: difflib's alignment is quadratic in the worst case, and a secret scan needs only the lines.
 MAX_ALIGNED_BYTES = 400_000
@@ -2010,8 +2015,12 @@ def analyze_diff(
     callers: bool = True,
     max_file_bytes: int = MAX_ANALYZED_BYTES,
     caller_graph: CallerGraph | None = None,
+    progress: Progress | None = None,
 ) -> SemanticDiff:
     """Semantic diff of ``base`` → ``target``.
+
+    ``progress(phase, done, total)``, when given, hears each changed file read and each later
+    phase begin (a change of thousands of files takes minutes).
 
     ``caller_graph`` (e.g. ``engine.store.callers.index_callers(root)``) adds callers from the
     index's resolved call graph for WORKING and STAGED; without it callers come from the text
@@ -2038,7 +2047,9 @@ def analyze_diff(
         )
     reader = git.BlobReader(repo, GIT_TIMEOUT)
     try:
-        for entry in sorted(entries, key=lambda e: e.path):
+        for done, entry in enumerate(sorted(entries, key=lambda e: e.path)):
+            if progress is not None:
+                progress(READING_PHASE, done, len(entries))
             old = reader.read(rng.base_sha, entry.old_path) if entry.old_path else None
             if entry.status == "deleted":
                 new = None
@@ -2051,11 +2062,15 @@ def analyze_diff(
             collector.add(entry, old, new)
     finally:
         reader.close()
+    if progress is not None:
+        progress(MOVES_PHASE, 0, 0)
     collector.match_moves()
     collector.mark_renames()
     listing = _TreeListing(repo, rng)
     collector.attach_surface(repo, rng, listing)
     if callers:
+        if progress is not None:
+            progress(CALLERS_PHASE, 0, 0)
         collector.attach_callers(repo, rng, caller_graph)
     files = collector.result()
     return SemanticDiff(

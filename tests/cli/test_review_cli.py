@@ -197,3 +197,26 @@ def test_diff_text_counts_the_callers_it_does_not_name(make_repo) -> None:
     line = next(ln for ln in out.stdout.splitlines() if "callers (" in ln)
     assert line.strip().startswith("callers (7): use.py:") and line.endswith(", and 2 more"), line
     assert line.count("use.py:") == 5
+
+
+def test_progress_lines_only_once_a_review_is_slow() -> None:
+    import io
+
+    from semfora_cli.commands.review_cmds import PROGRESS_AFTER_S, PROGRESS_EVERY_S, StderrProgress
+
+    now = [100.0]
+    out = io.StringIO()
+    progress = StderrProgress("ci", stream=out, clock=lambda: now[0])
+    progress("reading changed files", 0, 6809)
+    assert out.getvalue() == ""  # a short review prints nothing
+    now[0] += PROGRESS_AFTER_S
+    progress("reading changed files", 1200, 6809)
+    progress("reading changed files", 1201, 6809)  # not again within the same phase at once...
+    now[0] += PROGRESS_EVERY_S
+    progress("reading changed files", 4000, 6809)  # ...but after a while
+    progress("running the review rules", 0, 6809)  # and at every new phase
+    assert out.getvalue().splitlines() == [
+        "semfora ci: reading changed files 1200/6809 (2 s)",
+        "semfora ci: reading changed files 4000/6809 (7 s)",
+        "semfora ci: running the review rules 0/6809 (7 s)",
+    ]

@@ -122,3 +122,19 @@ def test_a_model_finding_never_points_outside_the_repository(make_repo, fake_ant
     report = review(root, "commit", commit="HEAD")
     located = {f.message: (f.file, f.line) for f in report.findings if f.source == "model"}
     assert located == {"m1": (None, None), "m2": (None, None), "m3": ("app.py", 5)}
+
+
+def test_a_long_review_says_what_it_is_doing(make_repo) -> None:
+    """Django's root commit (6,809 files) reviewed for minutes without a line of output: a CI log
+    could not tell it from a hang. ``progress`` hears every file read and every phase."""
+    root = _repo_with_change(make_repo)
+    heard: list[tuple[str, int, int]] = []
+    review(root, "commit", commit="HEAD", use_model=False, progress=lambda *e: heard.append(e))
+    phases = list(dict.fromkeys(p for p, _, _ in heard))
+    assert phases == [
+        "reading changed files",
+        "matching moves and renames",
+        "finding callers",
+        "running the review rules",
+    ]
+    assert [(d, t) for p, d, t in heard if p == "reading changed files"] == [(0, 1)]
