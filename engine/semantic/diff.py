@@ -1957,8 +1957,26 @@ class _Layout:
 _BASES = re.compile(r"^class\s+\w+\s*\((.*)\)")
 
 
+# Bases outside the project whose methods are known: the built-in containers and the
+# collections ABCs, by the word their name ends with (``CallbackDict`` is a dict, ``MutableMapping``
+# a mapping). A class that stops overriding ``get`` still has the ``get`` such a base defines.
+_CONTAINER_METHODS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("dict", frozenset(dir(dict))),
+    ("mapping", frozenset(dir(dict))),
+    ("list", frozenset(dir(list))),
+    ("sequence", frozenset(dir(list))),
+    ("set", frozenset(dir(set))),
+)
+
+
+def _container_defines(base: str, method: str) -> bool:
+    lowered = base.lower()
+    return any(lowered.endswith(word) and method in methods for word, methods in _CONTAINER_METHODS)
+
+
 def _inherited(owner: str, method: str, sides: dict[str, _Side]) -> bool:
-    """``owner`` still has ``method`` through a base class defined in the changed files."""
+    """``owner`` still has ``method`` through a base class defined in the changed files, or
+    through a container base from outside the project that defines it (``dict.get``)."""
     seen: set[str] = set()
     todo = [owner]
     by_name = {s.qualified_name: s for side in sides.values() for s in side.symbols}
@@ -1969,6 +1987,8 @@ def _inherited(owner: str, method: str, sides: dict[str, _Side]) -> bool:
         seen.add(cls)
         sym = by_name.get(cls)
         if sym is None:
+            if cls != owner and _container_defines(cls, method):
+                return True
             continue
         if cls != owner and f"{cls}.{method}" in by_name:
             return True

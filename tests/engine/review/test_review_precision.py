@@ -447,3 +447,20 @@ def test_inspecting_a_functions_signature_is_not_signing(make_repo) -> None:
     )
     findings = _commit(root, {"app.py": signing})
     assert [f.symbol for f in _findings(findings, "security-logic")] == ["sign"]
+
+
+def test_an_override_removed_from_a_dict_subclass_is_still_there(make_repo) -> None:
+    """Flask c17f3793 stopped overriding ``get`` and ``setdefault`` in ``SecureCookieSession``
+    (a ``CallbackDict``, so a dict): reported as 'public method ... was removed'."""
+    before = (
+        "from werkzeug.datastructures import CallbackDict\n\n\n"
+        "class Session(CallbackDict):\n"
+        "    def get(self, key, default=None):\n        self.accessed = True\n"
+        "        return super().get(key, default)\n\n"
+        "    def touch(self):\n        self.accessed = True\n"
+    )
+    after = "from werkzeug.datastructures import CallbackDict\n\n\nclass Session(CallbackDict):\n    pass\n"
+    root = make_repo({"pkg/__init__.py": "", "pkg/sessions.py": before, **TESTS})
+    findings = _commit(root, {"pkg/sessions.py": after})
+    removed = [f.symbol for f in _findings(findings, "public-api")]
+    assert removed == ["Session.touch"]  # a dict has no touch: that one is gone
