@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from engine.review.model_review import ModelReview
 
 Mode = Literal["pr", "commit"]
-RULES_PHASE = "running the review rules"
 MODEL_PHASE = "asking the model"
 
 
@@ -232,9 +231,7 @@ def review(
         max_file_bytes=settings.index.max_file_bytes,
         progress=progress,
     )
-    if progress is not None:
-        progress(RULES_PHASE, 0, len(diff.files))
-    findings, remarks = split_remarks(run_rules(diff))
+    findings, remarks = split_remarks(run_rules(diff, progress=progress))
     if progress is not None and use_model and diff.files:
         progress(MODEL_PHASE, 0, 0)
     how, result = _maybe_model_review(diff, findings, settings, model, use_model, env, intent)

@@ -721,12 +721,19 @@ def fold_same_symbol(findings: list[Finding]) -> list[Finding]:
     return [f for i, f in enumerate(out) if i not in dropped]
 
 
-def run_rules(diff: SemanticDiff, rules: Iterable[str] | None = None) -> list[Finding]:
+def run_rules(
+    diff: SemanticDiff,
+    rules: Iterable[str] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> list[Finding]:
     """Every deterministic rule (or the named ones), in a stable order; findings and remarks
-    (``severity == "info"``) together, one finding a symbol."""
+    (``severity == "info"``) together, one finding a symbol. ``progress(phase, done, total)``
+    hears each rule start (``running the review rules (security-logic)``, 3, 7)."""
     findings: list[Finding] = []
-    for name, rule in RULES.items():
+    for done, (name, rule) in enumerate(RULES.items()):
         if rules is None or name in rules:
+            if progress is not None:
+                progress(f"running the review rules ({name})", done, len(RULES))
             findings.extend(rule(diff))
     if rules is not None and "tests" in rules and "security-logic" not in rules:
         secured = {f.file for f in rule_security_logic(diff)}

@@ -8,6 +8,7 @@ import pytest
 
 from engine.llm.base import ModelUnavailable
 from engine.review.ci import review
+from engine.review.rules import RULES
 from tests.conftest import git
 
 APP = "def handler(request):\n    return request\n"
@@ -135,6 +136,6 @@ def test_a_long_review_says_what_it_is_doing(make_repo) -> None:
         "reading changed files",
         "matching moves and renames",
         "finding callers",
-        "running the review rules",
+        *(f"running the review rules ({name})" for name in RULES),
     ]
     assert [(d, t) for p, d, t in heard if p == "reading changed files"] == [(0, 1)]
