@@ -178,6 +178,7 @@ def _maybe_model_review(
     use_model: bool,
     env: Mapping[str, str],
     intent: str | None = None,
+    progress: Progress | None = None,
 ) -> tuple[str, ModelReview | None]:
     """(how the review was done, the model review or None); a named model that fails raises."""
     if not diff.files:
@@ -195,6 +196,8 @@ def _maybe_model_review(
         return f"deterministic review only: no model configured ({exc.message})", None
     from engine.review.model_review import review_with_model
 
+    if progress is not None:  # only when a model will be asked: not "asking" one that is not there
+        progress(MODEL_PHASE, 0, 0)
     result = review_with_model(reasoner, diff, findings, intent=intent)
     return f"deterministic rules plus a {result.model} review", result
 
@@ -232,9 +235,7 @@ def review(
         progress=progress,
     )
     findings, remarks = split_remarks(run_rules(diff, progress=progress))
-    if progress is not None and use_model and diff.files:
-        progress(MODEL_PHASE, 0, 0)
-    how, result = _maybe_model_review(diff, findings, settings, model, use_model, env, intent)
+    how, result = _maybe_model_review(diff, findings, settings, model, use_model, env, intent, progress)
     notes = list(diff.notes)
     if result is not None:
         findings.extend(result.findings)

@@ -139,3 +139,14 @@ def test_a_long_review_says_what_it_is_doing(make_repo) -> None:
         *(f"running the review rules ({name})" for name in RULES),
     ]
     assert [(d, t) for p, d, t in heard if p == "reading changed files"] == [(0, 1)]
+
+
+def test_the_model_phase_is_heard_only_when_a_model_is_asked(make_repo, fake_anthropic) -> None:
+    root = _repo_with_change(make_repo)
+    heard: list[str] = []
+    review(root, "commit", commit="HEAD", environ={}, progress=lambda p, d, t: heard.append(p))
+    assert "asking the model" not in heard  # no model configured: none is asked
+    fake_anthropic.reply(json.dumps({"summary": "fine", "findings": []}))
+    heard.clear()
+    review(root, "commit", commit="HEAD", progress=lambda p, d, t: heard.append(p))
+    assert heard[-1] == "asking the model"
