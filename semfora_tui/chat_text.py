@@ -25,7 +25,16 @@ APP_HINTS: tuple[tuple[str, str], ...] = (
     ("`semfora edits list`", "`/preview`"),
     ("`semfora index --rebuild`", "`/index --rebuild`"),
     ("`semfora index`", "`/index`"),
+    ("run `git init` or pass --path", "`/diff` needs a git repository: run `git init` here"),
+    (
+        "lower --budget (budget.context_tokens) or start a new session",
+        "lower the budget with `/budget N`, or restart semfora for a new session",
+    ),
+    ("lower --budget (budget.context_tokens)", "lower the budget with `/budget N`"),
+    ("with --model or llm.model", "with `/model NAME`"),
 )
+# A model named on the command line (`--model ollama/qwen2.5-coder:7b`) is `/model NAME` in the app.
+_MODEL_FLAG = re.compile(r"--model ([\w.:/-]*\w)")
 
 _FENCE_LANGUAGE = {".py": "python", ".js": "javascript", ".ts": "typescript", ".go": "go", ".rs": "rust"}
 
@@ -56,7 +65,7 @@ def in_app(text: str) -> str:
     """Rewrite command-line hints into the app's own actions."""
     for cli, app in APP_HINTS:
         text = text.replace(cli, app)
-    return text
+    return _MODEL_FLAG.sub(r"`/model \1`", text)
 
 
 def error_markdown(err: SemforaError) -> str:

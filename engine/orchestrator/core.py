@@ -30,7 +30,7 @@ from engine.llm.base import (
 from engine.orchestrator.budget import ContextBudget, ContextItem
 from engine.orchestrator.context import ContextGatherer, ContextPack
 from engine.orchestrator.intent import classify_intent
-from engine.orchestrator.memory import Episode, SemforaMemory, SessionStore, TurnRecall
+from engine.orchestrator.memory import Episode, NoEmbeddingProvider, SemforaMemory, SessionStore, TurnRecall
 from engine.orchestrator.prompts import (
     edit_failure_followup,
     need_followup,
@@ -143,7 +143,9 @@ class _TurnEmbedder:
 
             choice = choose_embedder(self.settings)
             if choice.embedder is None:
-                raise ModelUnavailable(f"no embedding provider: {choice.reason}", hint=None)
+                auto = (self.settings.search.embedding or "").strip().lower() == "auto"
+                error = NoEmbeddingProvider if auto else ModelUnavailable
+                raise error(f"no embedding provider: {choice.reason}", hint=None)
             self._embedder = choice.embedder
         return [list(v) for v in self._embedder.embed_documents(texts)]
 
@@ -426,6 +428,8 @@ class Orchestrator:
                     error_code = exc.code
         except ModelCancelled as exc:
             reply, outcome = exc.partial_text, "cancelled"
+            if exc.usage is not None:
+                usage, cost = usage + exc.usage, cost + exc.cost_usd
             errors.append(exc.message)
             error_code = exc.code
         except SemforaError as exc:  # model errors, a lost key mid-session: logged, then raised

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import Settings
-from engine.errors import NotFoundError
+from engine.errors import NotFoundError, ServiceUnavailable
 from engine.orchestrator.intent import is_debugging
 from engine.policy.redaction import redact, redact_json
 from engine.quarantine import set_aside
@@ -334,6 +334,10 @@ def lexical_score(query: str, text: str) -> float:
     return len(q & d) / math.sqrt(len(q) * len(d))
 
 
+class NoEmbeddingProvider(ServiceUnavailable):
+    """``search.embedding = auto`` found no provider on this machine: turn memory is lexical."""
+
+
 class TurnRecall:
     """Recall of past turns: by vector similarity when vectors are on, lexical over JSONL otherwise.
 
@@ -367,7 +371,10 @@ class TurnRecall:
         return str(getattr(self.embed, "spec", "") or "embeddings")
 
     def _degrade(self, exc: Exception) -> None:
-        log.warning("turn memory: vectors unavailable (%s); using lexical recall", exc)
+        # `auto` that found no provider is the normal offline set-up (the index says "vectors off"
+        # already): not worth a warning on every `ask`. A provider the user named that fails is.
+        level = logging.INFO if isinstance(exc, NoEmbeddingProvider) else logging.WARNING
+        log.log(level, "turn memory: vectors unavailable (%s); using lexical recall", exc)
         self.embed = None
         self.mode = "lexical"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -136,3 +137,23 @@ def test_ctrl_c_while_a_reply_streams_cancels_the_turn_and_exits_130(make_repo, 
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and "cancelling the turn" in stderr
     assert "-- problem: model reply cancelled" in out
+    # The prompt was sent and is billed all the same: the usage line says how much.
+    usage = re.search(r"input (\d+) .*; cost \$([0-9.]+)", out)
+    assert usage is not None and int(usage.group(1)) > 0 and float(usage.group(2)) > 0, out[-300:]
+
+
+def test_turn_memory_warns_about_a_named_embedding_provider_but_not_about_auto_finding_none(
+    make_repo, fake_anthropic
+) -> None:
+    """`auto` with no provider is the normal offline set-up: lexical recall without a warning on
+    every `ask`. A provider the user named that is down is worth the warning."""
+    root = make_repo(SHOP_FILES)
+    fake_anthropic.reply("Cart.total adds the prices.").reply("Still the prices.")
+    quiet = run_semfora("ask", "explain Cart.total", "--path", str(root), env={"SEMFORA_EMBEDDING": "auto"})
+    assert quiet.returncode == 0, quiet.stderr
+    assert "turn memory" not in quiet.stderr
+    named = run_semfora(
+        "ask", "explain Cart.total", "--path", str(root), env={"SEMFORA_EMBEDDING": "ollama:nomic-embed-text"}
+    )
+    assert named.returncode == 0, named.stderr
+    assert "turn memory: vectors unavailable" in named.stderr and "using lexical recall" in named.stderr

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -108,3 +111,24 @@ def test_a_block_the_model_fenced_itself_is_left_alone_and_a_cut_block_is_closed
         fencer.feed("x.py\n<<<<<<< SEARCH\na\n==") + fencer.flush()
         == "x.py\n```text\n<<<<<<< SEARCH\na\n==\n```\n"
     )
+
+
+def test_engine_hints_that_name_command_line_flags_read_as_app_commands() -> None:
+    """A hint shown in the app must not send the user to a flag the app has no place for."""
+    import ast
+
+    from semfora_tui.chat_text import in_app
+
+    engine = Path(__file__).resolve().parents[2] / "engine"
+    hints: list[str] = []
+    for source in engine.rglob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            value = node.value if isinstance(node, ast.keyword) and node.arg == "hint" else None
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                hints.append(value.value)
+    flagged = [h for h in hints if re.search(r"--(model|budget|path)\b", h)]
+    assert len(flagged) >= 5, flagged  # the scan finds the hints it is about
+    for hint in flagged:
+        shown = in_app(hint)
+        assert not re.search(r"--(model|budget|path)\b", shown), (hint, shown)
+        assert shown.count("`") % 2 == 0, shown  # every code span is closed
