@@ -74,6 +74,18 @@ class ReviewReport:
             "remarks": [f.to_json() for f in self.remarks],
         }
 
+    def to_sarif(self) -> dict[str, Any]:
+        """SARIF 2.1.0 for code scanning (engine.review.formats)."""
+        from engine.review.formats import to_sarif
+
+        return to_sarif(self)
+
+    def to_github(self) -> str:
+        """GitHub Actions annotations, then the verdict line (engine.review.formats)."""
+        from engine.review.formats import to_github
+
+        return to_github(self)
+
     def to_text(self) -> str:
         lines = [
             f"semfora ci: {self.status} (risk {self.risk_score}, gate {self.fail_on}) {self.base}..{self.head}"

@@ -2,7 +2,7 @@
 
 The work happens behind the front door (``engine.api``: the semantic diff and the CI review);
 this module only picks the
-output format (text, JSON, SARIF, GitHub annotations: engine.review.formats) and the exit code (ci: 0 approved, 1 changes requested or blocked). What it prints
+output format (text, JSON, SARIF, GitHub annotations: the report's own forms) and the exit code (ci: 0 approved, 1 changes requested or blocked). What it prints
 is redacted: a signature with a default password must not land in a CI log.
 """
 
@@ -94,13 +94,9 @@ def _run_ci(args: argparse.Namespace) -> int:
     if args.output == "json" or getattr(args, "json", False):
         print_json(redact_json(report.to_json()))
     elif args.output == "sarif":
-        from engine.review.formats import to_sarif
-
-        print_json(redact_json(to_sarif(report)))
+        print_json(redact_json(report.to_sarif()))
     elif args.output == "github":
-        from engine.review.formats import to_github
-
-        sys.stdout.write(redact(to_github(report)) + "\n")
+        sys.stdout.write(redact(report.to_github()) + "\n")
     else:
         sys.stdout.write(redact(report.to_text()) + "\n")
     return EXIT_OK if report.status == "approved" else EXIT_PROBLEM
