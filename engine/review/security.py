@@ -266,6 +266,22 @@ def _message(s: SymbolChange, matches: list[Match]) -> str:
     return f"security-sensitive logic {verb} in {s.qualified_name} ({concerns}): {evidence}"
 
 
+def _nested_in_scored(scored: list[tuple[int, SymbolChange, list[Match]]]) -> dict[str, str]:
+    """Functions defined inside another function that has a finding too, mapped to that function:
+    the digest helpers ``md5_utf8``, ``sha_utf8`` of ``build_digest_header`` are one change to
+    read, not four findings."""
+    functions = {s.qualified_name for _, s, _ in scored if s.kind in ("function", "method")}
+    out: dict[str, str] = {}
+    for _, s, _ in scored:
+        parts = s.qualified_name.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            outer = ".".join(parts[:cut])
+            if outer in functions:
+                out[s.qualified_name] = outer
+                break
+    return out
+
+
 def rule_security_logic(diff: SemanticDiff) -> list[Finding]:
     out: list[Finding] = []
     moved = moved_lines(diff)
@@ -280,10 +296,15 @@ def rule_security_logic(diff: SemanticDiff) -> list[Finding]:
                 scored.append((sum(m.strength for m in matches), s, matches))
         if not scored:
             continue
+        nested = _nested_in_scored(scored)
+        scored = [item for item in scored if item[1].qualified_name not in nested]
         scored.sort(key=lambda item: (-item[0], item[1].start_line))
         kept, rest = scored[:MAX_PER_FILE], scored[MAX_PER_FILE:]
         for i, (_score, s, matches) in enumerate(sorted(kept, key=lambda item: item[1].start_line)):
             message = _message(s, matches)
+            inner = [n for n, outer in nested.items() if outer == s.qualified_name]
+            if inner:
+                message += "; with its nested " + ", ".join(n.rsplit(".", 1)[-1] for n in inner[:6])
             if rest and i == len(kept) - 1:
                 message += "; also " + ", ".join(r[1].qualified_name for r in rest[:6])
             out.append(
@@ -295,7 +316,7 @@ def rule_security_logic(diff: SemanticDiff) -> list[Finding]:
                     s.start_line,
                     s.qualified_name,
                     rule="security-logic",
-                    count=1 + (len(rest) if rest and i == len(kept) - 1 else 0),
+                    count=1 + len(inner) + (len(rest) if rest and i == len(kept) - 1 else 0),
                 )
             )
     return out

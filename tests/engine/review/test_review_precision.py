@@ -464,3 +464,20 @@ def test_an_override_removed_from_a_dict_subclass_is_still_there(make_repo) -> N
     findings = _commit(root, {"pkg/sessions.py": after})
     removed = [f.symbol for f in _findings(findings, "public-api")]
     assert removed == ["Session.touch"]  # a dict has no touch: that one is gone
+
+
+def test_helpers_nested_in_a_changed_function_are_read_with_it(make_repo) -> None:
+    """requests a044b020 passed ``usedforsecurity=False`` to the hashes in build_digest_header and
+    its nested md5_utf8, sha_utf8...: four security-logic findings for one change."""
+    body = (
+        "import hashlib\n\n\nclass DigestAuth:\n    def build_digest_header(self, x, algorithm):\n"
+        "        def md5_utf8(x):\n            return hashlib.md5(x{flag}).hexdigest()\n\n"
+        "        def sha_utf8(x):\n            return hashlib.sha1(x{flag}).hexdigest()\n\n"
+        "        cnonce = hashlib.sha1(x{flag}).hexdigest()\n"
+        "        return (md5_utf8 if algorithm == 'MD5' else sha_utf8)(cnonce)\n"
+    )
+    root = make_repo({"pkg/__init__.py": "", "pkg/auth.py": body.format(flag=""), **TESTS})
+    findings = _commit(root, {"pkg/auth.py": body.format(flag=", usedforsecurity=False")})
+    (logic,) = _findings(findings, "security-logic")
+    assert logic.symbol == "DigestAuth.build_digest_header" and logic.count == 3
+    assert logic.message.endswith("; with its nested md5_utf8, sha_utf8")
