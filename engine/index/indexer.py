@@ -437,6 +437,8 @@ def _parse_all(
     total = len(items)
     done = 0
     text_done = 0
+    if progress:
+        progress(PHASE_PARSE, 0, total)
     if total <= INLINE_PARSE_MAX or workers <= 1:
         for start in range(0, total, BATCH_MAX):
             parsed = parse_batch(str(root), items[start : start + BATCH_MAX], chunk)
@@ -481,14 +483,20 @@ def _parse_all(
         # workers finish them: the parent numbers symbols and text chunks as it writes them, and
         # search breaks ties between equal scores by those numbers, so one tree must give one
         # numbering whatever the timing (or the number of workers).
-        pending: dict[Future[bytes], tuple[int, bool]] = {}  # -> (hand-out number, is text)
+        pending: dict[Future[bytes], tuple[int, bool, int]] = {}  # -> (hand-out number, is text, files)
         ready: dict[int, tuple[bool, bytes]] = {}  # finished out of order, waiting for an earlier batch
         queue: Iterator[tuple[bool, Sequence[object]]] = iter(batches)
         limit = workers * TASKS_IN_FLIGHT_PER_WORKER
         sequence = itertools.count()
 
         def hand_out(nxt: tuple[bool, Sequence[object]]) -> None:
-            pending[submit(*nxt)] = (next(sequence), nxt[0])
+            pending[submit(*nxt)] = (next(sequence), nxt[0], len(nxt[1]))
+
+        # Parsing progress counts the files of the batches the workers have finished, in whatever
+        # order they finish: counted as they are written, a slow first batch held it at 0 for
+        # seconds. (Every parse batch is written before any text batch, so the text phase, counted
+        # as written, never interleaves with this one.)
+        files_parsed = 0
 
         for first in queue:
             hand_out(first)
@@ -509,8 +517,12 @@ def _parse_all(
             if pending:
                 finished, _rest = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in finished:
-                    seq, is_text = pending.pop(fut)
+                    seq, is_text, files = pending.pop(fut)
                     ready[seq] = (is_text, fut.result())
+                    if not is_text:
+                        files_parsed += files
+                        if progress:
+                            progress(PHASE_PARSE, files_parsed, total)
             # Hand out the next batches before writing these results: the workers keep parsing
             # while this process writes (the consumer of this generator does that between yields).
             # Results held back behind a slow batch count against the limit, which bounds memory.
@@ -532,11 +544,7 @@ def _parse_all(
                 shard_path, results = _unpack_batch(data)
                 if shard_path is not None:
                     shards.add(shard_path)
-                for result in results:
-                    done += 1
-                    yield result
-                if progress:
-                    progress(PHASE_PARSE, done, total)
+                yield from results
 
 
 # --- writing -----------------------------------------------------------------------------------

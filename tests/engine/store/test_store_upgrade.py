@@ -78,6 +78,9 @@ def test_progress_names_each_phase_and_counts_up_to_its_total(make_repo) -> None
         assert [d for d, _t in counts] == sorted(d for d, _t in counts), phase
     last = {p: (d, t) for p, d, t in seen}
     assert last["parsing"] == (32, 32) and last["discovering"] == (32, 32)
+    # Parsing is announced when it starts, not when its first batch is written (seconds later on
+    # a large tree, with the header still saying "discovering").
+    assert next((d, t) for p, d, t in seen if p == "parsing") == (0, 32)
     # A cold build chunks code files while parsing them: the text phase is left with README.md.
     assert last["text index"] == (1, 1)
     with sqlite3.connect(layout.index_db) as conn:
