@@ -605,8 +605,8 @@ class EditSession:
 
         # The blocks were written against the files on disk (that is what the model was shown):
         # a staged file changed on disk since is rebased first, or no block could match its text.
-        before = self._transaction()
         stale = self._stale_targets(parsed)
+        before = self._transaction() if stale else self._records
         if stale:
             self._rebase_records(stale)
         try:
