@@ -211,7 +211,13 @@ def build_parser() -> argparse.ArgumentParser:
             "hooks; WORKING = everything not yet committed)"
         ),
     )
-    p.add_argument("--output", choices=["json", "text"], default="text", help="report format")
+    p.add_argument(
+        "--output",
+        choices=["json", "text", "sarif", "github"],
+        default="text",
+        help="report format (sarif: SARIF 2.1.0 for code scanning; github: GitHub Actions annotations)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON (the same as --output json)")
     p.add_argument(
         "--fail-on",
         choices=["low", "medium", "high"],

@@ -8,6 +8,7 @@ frozen values with ``to_json()`` (the JSON contract) and text forms. Must not pr
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ def semantic_diff(
     target: str | None = None,
     *,
     max_file_bytes: int | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> SemanticDiff:
     """Symbols added, removed, modified, moved or renamed between ``base`` and ``target``
     (default HEAD → the working tree). ``max_file_bytes`` (default: the diff's own cap) skips
@@ -31,8 +33,10 @@ def semantic_diff(
     # The index's call graph names the callers of what changed (the diff itself reads no store).
     callers = index_callers(root)
     if max_file_bytes is None:
-        return analyze_diff(root, base, target, caller_graph=callers)
-    return analyze_diff(root, base, target, max_file_bytes=max_file_bytes, caller_graph=callers)
+        return analyze_diff(root, base, target, caller_graph=callers, progress=progress)
+    return analyze_diff(
+        root, base, target, max_file_bytes=max_file_bytes, caller_graph=callers, progress=progress
+    )
 
 
 def ci_review(
@@ -46,10 +50,11 @@ def ci_review(
     model: str | None = None,
     use_model: bool = True,
     intent: str | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> ReviewReport:
     """Review a pull request (``mode="pr"``) or one commit: deterministic rules, the secret scan and,
     when a model is configured and allowed, a model review. ModelUnavailable (exit 3) only when a
-    named model cannot be used."""
+    named model cannot be used. ``progress(phase, done, total)`` hears what a long review is doing."""
     from engine.review.ci import review
 
     return review(
@@ -62,4 +67,5 @@ def ci_review(
         model=model,
         use_model=use_model,
         intent=intent,
+        progress=progress,
     )

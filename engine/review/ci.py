@@ -21,6 +21,7 @@ from engine.semantic.diff import (
     MAX_ANALYZED_BYTES,
     STAGED,
     WORKING,
+    Progress,
     SemanticDiff,
     analyze_commit,
     analyze_diff,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from engine.review.model_review import ModelReview
 
 Mode = Literal["pr", "commit"]
+MODEL_PHASE = "asking the model"
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,18 @@ class ReviewReport:
             "files": list(self.files),
             "remarks": [f.to_json() for f in self.remarks],
         }
+
+    def to_sarif(self) -> dict[str, Any]:
+        """SARIF 2.1.0 for code scanning (engine.review.formats)."""
+        from engine.review.formats import to_sarif
+
+        return to_sarif(self)
+
+    def to_github(self) -> str:
+        """GitHub Actions annotations, then the verdict line (engine.review.formats)."""
+        from engine.review.formats import to_github
+
+        return to_github(self)
 
     def to_text(self) -> str:
         lines = [
@@ -130,6 +144,7 @@ def semantic_diff_for(
     head: str | None,
     commit: str | None,
     max_file_bytes: int = MAX_ANALYZED_BYTES,
+    progress: Progress | None = None,
 ) -> SemanticDiff:
     if mode == "pr":
         if not base:
@@ -137,7 +152,12 @@ def semantic_diff_for(
         if commit:
             raise UsageError("--commit belongs to --mode commit; use --base/--head with --mode pr")
         return analyze_range(
-            root, base, head or "HEAD", max_file_bytes=max_file_bytes, caller_graph=index_callers(root)
+            root,
+            base,
+            head or "HEAD",
+            max_file_bytes=max_file_bytes,
+            caller_graph=index_callers(root),
+            progress=progress,
         )
     if base or head:
         raise UsageError("--base/--head belong to --mode pr; use --commit with --mode commit")
@@ -146,10 +166,19 @@ def semantic_diff_for(
         # STAGED: a pre-commit hook, what is about to be committed. WORKING: everything not yet
         # committed (staged, unstaged and untracked files), reviewed before it is staged.
         return analyze_diff(
-            root, None, work_tree, max_file_bytes=max_file_bytes, caller_graph=index_callers(root)
+            root,
+            None,
+            work_tree,
+            max_file_bytes=max_file_bytes,
+            caller_graph=index_callers(root),
+            progress=progress,
         )
     return analyze_commit(
-        root, commit or "HEAD", max_file_bytes=max_file_bytes, caller_graph=index_callers(root)
+        root,
+        commit or "HEAD",
+        max_file_bytes=max_file_bytes,
+        caller_graph=index_callers(root),
+        progress=progress,
     )
 
 
@@ -161,6 +190,7 @@ def _maybe_model_review(
     use_model: bool,
     env: Mapping[str, str],
     intent: str | None = None,
+    progress: Progress | None = None,
 ) -> tuple[str, ModelReview | None]:
     """(how the review was done, the model review or None); a named model that fails raises."""
     if not diff.files:
@@ -178,6 +208,8 @@ def _maybe_model_review(
         return f"deterministic review only: no model configured ({exc.message})", None
     from engine.review.model_review import review_with_model
 
+    if progress is not None:  # only when a model will be asked: not "asking" one that is not there
+        progress(MODEL_PHASE, 0, 0)
     result = review_with_model(reasoner, diff, findings, intent=intent)
     return f"deterministic rules plus a {result.model} review", result
 
@@ -195,17 +227,27 @@ def review(
     settings: Settings | None = None,
     environ: Mapping[str, str] | None = None,
     intent: str | None = None,
+    progress: Progress | None = None,
 ) -> ReviewReport:
-    """Run the whole review. Raises ModelUnavailable (exit 3) only when a named model cannot be used."""
+    """Run the whole review. Raises ModelUnavailable (exit 3) only when a named model cannot be used.
+
+    ``progress(phase, done, total)`` hears what a long review is doing (engine.semantic.diff's
+    phases, then the rules and the model review)."""
     env = os.environ if environ is None else environ
     root = find_repo_root(path)
     if settings is None:
         settings = load_settings(root).settings
     diff = semantic_diff_for(
-        root, mode, base=base, head=head, commit=commit, max_file_bytes=settings.index.max_file_bytes
+        root,
+        mode,
+        base=base,
+        head=head,
+        commit=commit,
+        max_file_bytes=settings.index.max_file_bytes,
+        progress=progress,
     )
-    findings, remarks = split_remarks(run_rules(diff))
-    how, result = _maybe_model_review(diff, findings, settings, model, use_model, env, intent)
+    findings, remarks = split_remarks(run_rules(diff, progress=progress))
+    how, result = _maybe_model_review(diff, findings, settings, model, use_model, env, intent, progress)
     notes = list(diff.notes)
     if result is not None:
         findings.extend(result.findings)

@@ -212,7 +212,9 @@ CONCERNS: tuple[Concern, ...] = (
             r"\bcompare_digest\b",
             r"\bconstant_time\w*",
             r"\btimingsafeequal\b",
-            r"\bsignature\w*",
+            # Not Python's introspection (``inspect.signature(func)``, ``from inspect import
+            # signature``): a function's parameters, nothing signed.
+            r"(?<!inspect\.)(?<!import )\bsignature(?!\s*\()\w*",
             r"\bsecret_?key\w*",
             r"\bprivate_?key\b",
             r"\bpublic_?key\b",
@@ -434,9 +436,50 @@ def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
     return tuple(re.compile(p, re.IGNORECASE) for p in patterns)
 
 
-def _hits(patterns: tuple[str, ...], text: str, confirm: str | None = None) -> list[str]:
+# A pattern's leading literal (``\bsignature…`` -> ``signature``) shorter than this is not worth
+# a look-up before the regular expression.
+MIN_PREFILTER_LITERAL = 3
+_LEADING_LITERAL = re.compile(r"^(?:\(\?<!(?:[^()\\]|\\.)*\))*(?:\\b)?([a-z0-9_]+)")
+
+
+@cache
+def _leading_literal(pattern: str) -> str | None:
+    """The literal every match of ``pattern`` starts with, lower-case, or None when there is no
+    such literal (a top-level alternation, a character class or a quantified first character)."""
+    depth = 0
+    escaped = False
+    for ch in pattern:  # a top-level ``|`` means no single literal is required
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            return None
+    m = _LEADING_LITERAL.match(pattern)
+    if m is None:
+        return None
+    literal = m.group(1)
+    rest = pattern[m.end() :]
+    if rest[:1] in ("?", "*", "{"):
+        literal = literal[:-1]  # ``execv?`` requires ``exec`` only
+    return literal if len(literal) >= MIN_PREFILTER_LITERAL else None
+
+
+def _hits(
+    patterns: tuple[str, ...], text: str, confirm: str | None = None, lowered: str | None = None
+) -> list[str]:
+    """The terms of ``patterns`` found in ``text`` (and in ``confirm`` when given). ``lowered``
+    (``text.lower()`` of an ASCII text) lets a pattern whose leading literal is absent be skipped
+    without running it: most symbols match none of the catalogue, and the expressions were most of
+    a large review's time. (Only for ASCII: case-insensitive matching folds ``ſ`` to ``s``.)"""
     out: list[str] = []
-    for pattern in _compiled(patterns):
+    for raw, pattern in zip(patterns, _compiled(patterns), strict=True):
+        if lowered is not None and (literal := _leading_literal(raw)) is not None and literal not in lowered:
+            continue
         m = pattern.search(text)
         if m is not None and (confirm is None or pattern.search(confirm) is not None):
             out.append(m.group(0).strip()[:40])
@@ -482,13 +525,14 @@ def match(
     code = f"{changed_code}\n{removed_code}"
     if confirm is not None and not confirm.strip():
         return []
+    code_lower = code.lower() if code.isascii() else None
     calls = tuple(calls)
     out: list[Match] = []
     for concern in CONCERNS:
         if concern.context and not (words & concern.context):
             continue
-        strong = _hits(concern.strong, code, confirm)
-        weak = _hits(concern.weak, code, confirm) if concern.weak else []
+        strong = _hits(concern.strong, code, confirm, code_lower)
+        weak = _hits(concern.weak, code, confirm, code_lower) if concern.weak else []
         named = (
             sorted(words & concern.names)
             + [p for p in concern.name_patterns if re.search(p, lowered) is not None][:1]
@@ -500,7 +544,11 @@ def match(
             continue
         evidence = [f"`{t}`" for t in dict.fromkeys(strong)]
         if named:
-            evidence.append("its name")
+            # Which word of the name: "its name" alone left the reader guessing.
+            word = named[0] if named[0] in words else re.search(named[0], lowered)
+            said = word if isinstance(word, str) else (word.group(0) if word else "")
+            if said.lower() not in {t.lower() for t in strong}:  # not "`redirect`, its name (`redirect`)"
+                evidence.append(f"its name (`{said}`)" if said else "its name")
         evidence.extend(f"calls `{c}`" for c in dict.fromkeys(called))
         if not strong:
             evidence.extend(f"`{t}`" for t in dict.fromkeys(weak))
@@ -518,9 +566,12 @@ def named_concerns(qualified: str) -> tuple[Concern, ...]:
 
 def _readable(pattern: str) -> str:
     """A regex as a reader would say it: ``\\bcheck_hostname\\b`` is ``check_hostname``."""
-    text = pattern.replace("\\b", "").replace("(?:", "(").replace("\\w*", "…").replace("\\w+", "…")
+    text = re.sub(r"\(\?<!([^()]*)\)", r"(not after \1) ", pattern)
+    text = re.sub(r"\(\?!((?:[^()]|\\\()*)\)", r" (not before \1)", text)
+    text = text.replace("\\(", "(")
+    text = text.replace("\\b", "").replace("(?:", "(").replace("\\w*", "…").replace("\\w+", "…")
     text = text.replace("\\.", ".").replace("\\s*", " ").replace("\\s+", " ")
-    return text.replace("`", "'")
+    return re.sub(" {2,}", " ", text).replace("`", "'")
 
 
 def render_catalogue() -> str:

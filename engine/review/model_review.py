@@ -90,6 +90,22 @@ def build_prompt(diff: SemanticDiff, rule_findings: list[Finding], intent: str |
 _JSON_BLOCK = re.compile(r"\{.*\}", re.S)
 
 
+def _repository_path(value: object) -> str | None:
+    """The model's ``file`` as a path relative to the repository root, or None when it is not one
+    (absolute, climbing out with ``..``, empty): a finding must not point a CI annotation or a
+    SARIF location outside the repository. ``./x.py`` and diff-style ``b/x.py`` are not guessed at
+    beyond the leading ``./``."""
+    if not isinstance(value, str):
+        return None
+    path = value.strip().replace("\\", "/")
+    while path.startswith("./"):
+        path = path[2:]
+    parts = path.split("/")
+    if not path or path.startswith("/") or re.match(r"^[A-Za-z]:", path) or ".." in parts or "" in parts:
+        return None
+    return path
+
+
 def parse_reply(text: str) -> tuple[str, list[Finding], str | None]:
     """(summary, findings, note) from the model's reply; a bad reply yields a note and no findings."""
     match = _JSON_BLOCK.search(text)
@@ -108,13 +124,14 @@ def parse_reply(text: str) -> tuple[str, list[Finding], str | None]:
         severity = str(item.get("severity", "low")).lower()
         kind = str(item.get("type", "correctness")).lower()
         line = item.get("line")
+        file = _repository_path(item.get("file"))
         findings.append(
             Finding(
                 severity if SEVERITY_ORDER.get(severity, -1) >= 0 else "low",  # type: ignore[arg-type]
                 kind if kind in FINDING_TYPES else "correctness",
                 item["message"].strip()[:500],
-                item.get("file") if isinstance(item.get("file"), str) else None,
-                line if isinstance(line, int) and line > 0 else None,
+                file,
+                line if file is not None and isinstance(line, int) and line > 0 else None,
                 item.get("symbol") if isinstance(item.get("symbol"), str) else None,
                 source="model",
             )

@@ -24,6 +24,10 @@ from engine.semantic.diff import FileChange
 FIXTURE_VALUE = re.compile(r"(?i)^(?:test.*|fake.*|sample.*|mock.*)$")
 # An assigned literal with this few distinct characters (``aaaa``, ``1234``) is not a credential.
 MIN_DISTINCT_CHARS = 5
+# Access levels, not credentials: a GitHub Actions workflow grants ``id-token: write`` (OIDC
+# publishing) and ``pull-requests: read``; a name ending in ``token`` assigned one of these is a
+# permission. (The redactor still masks them; masking a word costs nothing, blocking a merge does.)
+ACCESS_LEVELS = frozenset({"read", "write", "none", "read-all", "write-all"})
 # Source files named like ``secrets.py`` are often code about secrets: a medium finding, not high.
 CODE_SUFFIXES = (
     ".py",
@@ -40,6 +44,16 @@ CODE_SUFFIXES = (
     ".php",
     ".cs",
 )
+
+
+# Tool configuration files that hold a credential only under some keys: ``.npmrc`` is also where
+# a project commits ``package-lock=false`` or ``ignore-scripts=true``. A change to one is a leak
+# when an added line sets such a key (``//registry.npmjs.org/:_authToken=…``, ``password = …``),
+# not by the file's name alone (the name still keeps it away from the model, engine.policy).
+CREDENTIAL_KEYS: dict[str, re.Pattern[str]] = {
+    ".npmrc": re.compile(r"(?i)(_authtoken|_auth|_password|\bpassword|\busername|\bemail)\s*="),
+    ".pypirc": re.compile(r"(?i)^\s*(password|username)\s*[=:]"),
+}
 
 
 def mask(value: str) -> str:
@@ -97,7 +111,9 @@ def scan_matches(text: str) -> list[tuple[str, str]]:
     return [
         (h.kind, h.value)
         for h in hits
-        if len(set(h.value)) >= MIN_DISTINCT_CHARS and not FIXTURE_VALUE.match(h.value)
+        if len(set(h.value)) >= MIN_DISTINCT_CHARS
+        and not FIXTURE_VALUE.match(h.value)
+        and h.value.lower() not in ACCESS_LEVELS
     ]
 
 
@@ -139,6 +155,27 @@ def scan_files(files: Iterable[FileChange]) -> list[Finding]:
             continue
         fixture = is_fixture_path(f.path)
         matched = secret_patterns_matching(f.path, DEFAULT_DENY)
+        keys = CREDENTIAL_KEYS.get(f.path.rsplit("/", 1)[-1].lower())
+        if matched and keys is not None:
+            credential = [n for n, t in f.added_lines if keys.search(t)]
+            if credential:
+                findings.append(
+                    Finding(
+                        "info" if fixture else "high",
+                        "secrets",
+                        f"a credential is set in {f.path}"
+                        + (
+                            " (a fixture: reported, not blocking)" if fixture else "; remove it and rotate it"
+                        ),
+                        f.path,
+                        credential[0],
+                        None,
+                        rule="secret-in-fixture" if fixture else "secret-file",
+                        blocking=not fixture,
+                    )
+                )
+                continue
+            matched = []  # settings only: its lines are scanned like any other file's
         if matched:
             # ``app/secrets.py`` matches by a word in its name only: code about secrets, probably.
             by_word_only = all(p in SUGGESTIVE_PATTERNS for p in matched) and f.path.endswith(CODE_SUFFIXES)
@@ -147,7 +184,8 @@ def scan_files(files: Iterable[FileChange]) -> list[Finding]:
                 Finding(
                     "high" if blocking else ("info" if fixture else "medium"),
                     "secrets",
-                    f"a secret-bearing file is added to the repository: {f.path}"
+                    f"a secret-bearing file is {'added to' if f.status == 'added' else 'changed in'} "
+                    f"the repository: {f.path}"
                     + (" (a fixture: reported, not blocking)" if fixture else "")
                     + (" (named like one: check it holds no secret)" if by_word_only and not fixture else ""),
                     f.path,
@@ -160,15 +198,18 @@ def scan_files(files: Iterable[FileChange]) -> list[Finding]:
             if not by_word_only:
                 continue
         for line, text in f.added_lines:
+            # A docstring or a comment is documentation too: ``httpx.URL("https://jo:a%20secret@…")``
+            # in a class docstring is a sample, unless the value looks real.
+            sample = fixture or line in f.prose_added
             for kind, value in scan_matches(text):
-                blocking = not fixture or looks_real(kind, value)
+                blocking = not sample or looks_real(kind, value)
                 findings.append(
                     Finding(
                         "high" if blocking else "info",
                         "secrets",
                         f"{kind} added ({mask(value)}); remove it and rotate it"
                         if blocking
-                        else f"{kind} in a document, example or test fixture ({mask(value)}): "
+                        else f"{kind} in {'a document, example or test fixture' if fixture else 'a docstring or comment'} ({mask(value)}): "
                         "reported, not blocking; make sure it is not a real credential",
                         f.path,
                         line,

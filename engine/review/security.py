@@ -10,6 +10,7 @@ changes that only rename, re-annotate or re-format are left out too.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 
 from engine.review.concerns import Concern, Match, match, named_concerns
@@ -96,6 +97,20 @@ def moved_lines(diff: SemanticDiff) -> frozenset[str]:
     return frozenset(added & removed)
 
 
+def _line_number(item: tuple[int, str]) -> int:
+    return item[0]
+
+
+def _span(
+    lines: tuple[tuple[int, str], ...], first: int | None, last: int | None
+) -> tuple[tuple[int, str], ...]:
+    """The changed lines between ``first`` and ``last`` (lines are in line order): a symbol's own
+    share of its file's change, found without reading the whole file's change for every symbol."""
+    if first is None or last is None:
+        return ()
+    return lines[bisect_left(lines, first, key=_line_number) : bisect_right(lines, last, key=_line_number)]
+
+
 def _inner_ranges(symbols: Iterable[SymbolChange], outer: SymbolChange, old: bool) -> list[tuple[int, int]]:
     """Line ranges of other changed symbols nested in ``outer``: their lines are theirs."""
     out = []
@@ -161,9 +176,16 @@ def _changed_code(f: FileChange, s: SymbolChange, moved: frozenset[str]) -> tupl
     """(added, removed) code of the symbol's own changed lines: prose, case-only edits, moved
     lines and inner definitions left out."""
     changed = [c for c in f.symbols if c.change != "removed"]
-    added_lines = _own(f.added_lines, _inner_ranges(changed, s, old=False)) if s.change != "removed" else ()
+    added_lines = (
+        _own(_span(f.added_lines, s.start_line, s.end_line), _inner_ranges(changed, s, old=False))
+        if s.change != "removed"
+        else ()
+    )
     removed_lines = (
-        _own(f.removed_lines, _inner_ranges([c for c in f.symbols if c.old_start_line], s, old=True))
+        _own(
+            _span(f.removed_lines, s.old_start_line, s.old_end_line),
+            _inner_ranges([c for c in f.symbols if c.old_start_line], s, old=True),
+        )
         if s.old_start_line is not None
         else ()
     )
@@ -244,6 +266,22 @@ def _message(s: SymbolChange, matches: list[Match]) -> str:
     return f"security-sensitive logic {verb} in {s.qualified_name} ({concerns}): {evidence}"
 
 
+def _nested_in_scored(scored: list[tuple[int, SymbolChange, list[Match]]]) -> dict[str, str]:
+    """Functions defined inside another function that has a finding too, mapped to that function:
+    the digest helpers ``md5_utf8``, ``sha_utf8`` of ``build_digest_header`` are one change to
+    read, not four findings."""
+    functions = {s.qualified_name for _, s, _ in scored if s.kind in ("function", "method")}
+    out: dict[str, str] = {}
+    for _, s, _ in scored:
+        parts = s.qualified_name.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            outer = ".".join(parts[:cut])
+            if outer in functions:
+                out[s.qualified_name] = outer
+                break
+    return out
+
+
 def rule_security_logic(diff: SemanticDiff) -> list[Finding]:
     out: list[Finding] = []
     moved = moved_lines(diff)
@@ -258,10 +296,15 @@ def rule_security_logic(diff: SemanticDiff) -> list[Finding]:
                 scored.append((sum(m.strength for m in matches), s, matches))
         if not scored:
             continue
+        nested = _nested_in_scored(scored)
+        scored = [item for item in scored if item[1].qualified_name not in nested]
         scored.sort(key=lambda item: (-item[0], item[1].start_line))
         kept, rest = scored[:MAX_PER_FILE], scored[MAX_PER_FILE:]
         for i, (_score, s, matches) in enumerate(sorted(kept, key=lambda item: item[1].start_line)):
             message = _message(s, matches)
+            inner = [n for n, outer in nested.items() if outer == s.qualified_name]
+            if inner:
+                message += "; with its nested " + ", ".join(n.rsplit(".", 1)[-1] for n in inner[:6])
             if rest and i == len(kept) - 1:
                 message += "; also " + ", ".join(r[1].qualified_name for r in rest[:6])
             out.append(
@@ -273,7 +316,7 @@ def rule_security_logic(diff: SemanticDiff) -> list[Finding]:
                     s.start_line,
                     s.qualified_name,
                     rule="security-logic",
-                    count=1 + (len(rest) if rest and i == len(kept) - 1 else 0),
+                    count=1 + len(inner) + (len(rest) if rest and i == len(kept) - 1 else 0),
                 )
             )
     return out

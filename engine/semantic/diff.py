@@ -37,6 +37,11 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 TEXT_CALLERS = 5
 # Files above this size are listed but not parsed: a generated or vendored blob tells a reviewer nothing.
 MAX_ANALYZED_BYTES = 1_000_000
+# ``progress(phase, done, total)``: what a long diff is doing, in the words the index uses.
+Progress = Callable[[str, int, int], None]
+READING_PHASE = "reading changed files"
+MOVES_PHASE = "matching moves and renames"
+CALLERS_PHASE = "finding callers"
 # Above this many bytes (both sides together), added/removed lines are found by counting instead of
 # aligning: difflib's alignment is quadratic in the worst case, and a secret scan needs only the lines.
 MAX_ALIGNED_BYTES = 400_000
@@ -475,6 +480,20 @@ def resolve_commit(root: Path, ref: str) -> str:
         return proc.stdout.decode().strip()
     if is_shallow(root):
         raise ShallowClone(f"ref '{ref}' is not in this shallow clone", hint=_shallow_hint())
+    if _git(root, "rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode != 0:
+        raise RefNotFound(
+            f"unknown revision '{ref}': the repository has no commits yet",
+            hint="make a first commit, or review the work tree (`semfora diff`; `semfora ci --mode commit --commit WORKING`)",
+        )
+    remote, _, branch = ref.partition("/")
+    remotes = _git(root, "remote", check=False).stdout.decode("utf-8", "replace").split()
+    if branch and remote in remotes:
+        # CI checkouts often fetch the pull request alone: the base branch is not there yet.
+        raise RefNotFound(
+            f"unknown revision '{ref}': not fetched from {remote}",
+            hint=f"fetch it first (`git fetch {remote} {branch}`; GitHub Actions: actions/checkout with "
+            "`fetch-depth: 0`)",
+        )
     raise RefNotFound(
         f"unknown revision '{ref}'", hint="check the branch or commit name (`git log --oneline`)"
     )
@@ -934,9 +953,15 @@ def _is_overload(sym: Symbol) -> bool:
     return any(d.rsplit(".", 1)[-1] == "overload" for d in sym.decorators)
 
 
+# What a renamed symbol's own name becomes when its two versions are compared: an identifier,
+# so the masked text still parses (a NUL byte made every renamed Python definition unparsable,
+# and so never rename-only nor cosmetic).
+OWN_NAME_MASK = "_semfora_own_name_"
+
+
 def _masked(text: str, name: str) -> str:
     simple = name.rsplit(".", 1)[-1]
-    return re.sub(rf"\b{re.escape(simple)}\b", "\x00", text) if simple else text
+    return re.sub(rf"\b{re.escape(simple)}\b", OWN_NAME_MASK, text) if simple else text
 
 
 def _pair_file(
@@ -1546,11 +1571,19 @@ class _Collector:
 
     def mark_renames(self) -> None:
         """A change that only renames identifiers counts as a rename when the same rename recurs in
-        another symbol of the change, or renames one of the symbol's own parameters; a lone
-        identifier swapped in one place is a change of logic."""
+        another symbol of the change, renames one of the symbol's own parameters, or is the rename
+        of a symbol the change renames (``same_origin`` -> ``_same_origin``: its call sites only
+        follow it); a lone identifier swapped in one place is a change of logic."""
         from collections import Counter
 
         counts = Counter(pair for cs in self.per_file.values() for c in cs for pair in set(c.rename_pairs))
+        for cs in self.per_file.values():
+            for c in cs:
+                if c.change == "renamed" and c.old_qualified_name:
+                    old_leaf = c.old_qualified_name.rsplit(".", 1)[-1]
+                    new_leaf = c.qualified_name.rsplit(".", 1)[-1]
+                    if old_leaf != new_leaf:
+                        counts[(old_leaf, new_leaf)] += 2
         for key, changes in self.per_file.items():
             out = []
             for c in changes:
@@ -1924,8 +1957,26 @@ class _Layout:
 _BASES = re.compile(r"^class\s+\w+\s*\((.*)\)")
 
 
+# Bases outside the project whose methods are known: the built-in containers and the
+# collections ABCs, by the word their name ends with (``CallbackDict`` is a dict, ``MutableMapping``
+# a mapping). A class that stops overriding ``get`` still has the ``get`` such a base defines.
+_CONTAINER_METHODS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("dict", frozenset(dir(dict))),
+    ("mapping", frozenset(dir(dict))),
+    ("list", frozenset(dir(list))),
+    ("sequence", frozenset(dir(list))),
+    ("set", frozenset(dir(set))),
+)
+
+
+def _container_defines(base: str, method: str) -> bool:
+    lowered = base.lower()
+    return any(lowered.endswith(word) and method in methods for word, methods in _CONTAINER_METHODS)
+
+
 def _inherited(owner: str, method: str, sides: dict[str, _Side]) -> bool:
-    """``owner`` still has ``method`` through a base class defined in the changed files."""
+    """``owner`` still has ``method`` through a base class defined in the changed files, or
+    through a container base from outside the project that defines it (``dict.get``)."""
     seen: set[str] = set()
     todo = [owner]
     by_name = {s.qualified_name: s for side in sides.values() for s in side.symbols}
@@ -1936,6 +1987,8 @@ def _inherited(owner: str, method: str, sides: dict[str, _Side]) -> bool:
         seen.add(cls)
         sym = by_name.get(cls)
         if sym is None:
+            if cls != owner and _container_defines(cls, method):
+                return True
             continue
         if cls != owner and f"{cls}.{method}" in by_name:
             return True
@@ -1982,8 +2035,12 @@ def analyze_diff(
     callers: bool = True,
     max_file_bytes: int = MAX_ANALYZED_BYTES,
     caller_graph: CallerGraph | None = None,
+    progress: Progress | None = None,
 ) -> SemanticDiff:
     """Semantic diff of ``base`` → ``target``.
+
+    ``progress(phase, done, total)``, when given, hears each changed file read and each later
+    phase begin (a change of thousands of files takes minutes).
 
     ``caller_graph`` (e.g. ``engine.store.callers.index_callers(root)``) adds callers from the
     index's resolved call graph for WORKING and STAGED; without it callers come from the text
@@ -2010,7 +2067,9 @@ def analyze_diff(
         )
     reader = git.BlobReader(repo, GIT_TIMEOUT)
     try:
-        for entry in sorted(entries, key=lambda e: e.path):
+        for done, entry in enumerate(sorted(entries, key=lambda e: e.path)):
+            if progress is not None:
+                progress(READING_PHASE, done, len(entries))
             old = reader.read(rng.base_sha, entry.old_path) if entry.old_path else None
             if entry.status == "deleted":
                 new = None
@@ -2023,11 +2082,15 @@ def analyze_diff(
             collector.add(entry, old, new)
     finally:
         reader.close()
+    if progress is not None:
+        progress(MOVES_PHASE, 0, 0)
     collector.match_moves()
     collector.mark_renames()
     listing = _TreeListing(repo, rng)
     collector.attach_surface(repo, rng, listing)
     if callers:
+        if progress is not None:
+            progress(CALLERS_PHASE, 0, 0)
         collector.attach_callers(repo, rng, caller_graph)
     files = collector.result()
     return SemanticDiff(

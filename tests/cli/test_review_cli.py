@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 from tests.conftest import git, run_semfora
@@ -45,6 +46,79 @@ def test_ci_exit_codes_follow_the_gate(make_repo) -> None:
     git(root, "commit", "-q", "--allow-empty", "-m", "nothing")
     approved = run_semfora("ci", "--mode", "commit", "--commit", "HEAD", "--path", str(root))
     assert approved.returncode == 0 and "approved" in approved.stdout
+
+
+def test_ci_json_flag_like_every_other_command(make_repo) -> None:
+    """`semfora ci ... --json` was an unknown flag (exit 2) while every other command takes it."""
+    root = _repo(make_repo)
+    out = run_semfora("ci", "--mode", "commit", "--commit", "HEAD", "--json", "--path", str(root))
+    assert out.returncode == 1, out.stderr
+    assert json.loads(out.stdout)["status"] == "changes_requested"
+    bad = run_semfora("ci", "--mode", "commit", "--commit", "nope", "--json", "--path", str(root))
+    assert bad.returncode == 2 and json.loads(bad.stdout)["error_code"] == "DIFF_REF_NOT_FOUND"
+
+
+def test_ci_sarif_is_what_code_scanning_accepts(make_repo) -> None:
+    """`--output sarif`: SARIF 2.1.0 with what GitHub code scanning requires of each result (a
+    known rule, a level, a message, a repository-relative location with a line, a fingerprint)."""
+    root = _repo(make_repo)
+    runs = [
+        run_semfora("ci", "--mode", "commit", "--commit", "HEAD", "--output", "sarif", "--path", str(root))
+        for _ in range(2)
+    ]
+    assert [r.returncode for r in runs] == [1, 1], runs[0].stderr
+    log = json.loads(runs[0].stdout)
+    assert log["version"] == "2.1.0" and log["$schema"].endswith("sarif-2.1.0.json")
+    (run,) = log["runs"]
+    rules = [r["id"] for r in run["tool"]["driver"]["rules"]]
+    assert run["tool"]["driver"]["name"] == "semfora" and len(rules) == len(set(rules))
+    assert run["results"], "the subprocess finding must be a result"
+    for result in run["results"]:
+        assert rules[result["ruleIndex"]] == result["ruleId"]
+        assert result["level"] in ("error", "warning", "note") and result["message"]["text"]
+        physical = result["locations"][0]["physicalLocation"]
+        assert physical["artifactLocation"]["uri"] == "svc.py" and physical["region"]["startLine"] >= 1
+    sub = next(r for r in run["results"] if r["ruleId"] == "new-subprocess")
+    assert sub["level"] == "error" and sub["locations"][0]["physicalLocation"]["region"]["startLine"] == 5
+    again = json.loads(runs[1].stdout)["runs"][0]["results"]
+    assert [r["partialFingerprints"] for r in again] == [r["partialFingerprints"] for r in run["results"]]
+    assert run["properties"]["status"] == "changes_requested"
+
+
+def test_ci_github_annotations_escape_what_could_start_a_command(make_repo) -> None:
+    """`--output github`: one workflow command a finding, then the verdict; a file name with a
+    comma or a colon cannot break the properties, and a newline cannot start a command."""
+    root = make_repo({"ok.py": "X = 1\n"})
+    (root / "we,ird:name.py").write_text(
+        "import subprocess\n\n\ndef go(cmd):\n    return subprocess.run(cmd)\n"
+    )
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "shell out")
+    out = run_semfora("ci", "--mode", "commit", "--commit", "HEAD", "--output", "github", "--path", str(root))
+    assert out.returncode == 1, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[-1].startswith("semfora ci: changes_requested (risk high, gate high)")
+    pattern = re.compile(r"^::(error|warning|notice) (file=[^,:]+(,line=\d+)?,)?title=[^,:]+::\S.*$")
+    assert all(pattern.match(line) for line in lines[:-1]), lines
+    error = next(line for line in lines if line.startswith("::error "))
+    assert "file=we%2Cird%3Aname.py,line=5," in error and "new subprocess use in go" in error
+
+
+def test_a_missing_ref_says_why_and_how_to_get_it(make_repo, tmp_path) -> None:
+    """'unknown revision' told a CI job to check the name when the base branch was simply not
+    fetched, and a new repository to read `git log`, which has nothing to show."""
+    root = _repo(make_repo)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--single-branch", str(root), str(clone))
+    missing = run_semfora("ci", "--mode", "pr", "--base", "origin/release", "--path", str(clone))
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.stderr.count("\n") == 1 and "error[DIFF_REF_NOT_FOUND]" in missing.stderr
+    assert "not fetched from origin" in missing.stderr and "git fetch origin release" in missing.stderr
+    fresh = make_repo({"a.py": "A = 1\n"}, commit=False)
+    empty = run_semfora("ci", "--mode", "commit", "--json", "--path", str(fresh))
+    error = json.loads(empty.stdout)
+    assert empty.returncode == 2 and "no commits yet" in error["error_message"]
+    assert "WORKING" in error["hint"]
 
 
 def test_ci_usage_and_unavailable_model(make_repo) -> None:
@@ -123,3 +197,26 @@ def test_diff_text_counts_the_callers_it_does_not_name(make_repo) -> None:
     line = next(ln for ln in out.stdout.splitlines() if "callers (" in ln)
     assert line.strip().startswith("callers (7): use.py:") and line.endswith(", and 2 more"), line
     assert line.count("use.py:") == 5
+
+
+def test_progress_lines_only_once_a_review_is_slow() -> None:
+    import io
+
+    from semfora_cli.commands.review_cmds import PROGRESS_AFTER_S, PROGRESS_EVERY_S, StderrProgress
+
+    now = [100.0]
+    out = io.StringIO()
+    progress = StderrProgress("ci", stream=out, clock=lambda: now[0])
+    progress("reading changed files", 0, 6809)
+    assert out.getvalue() == ""  # a short review prints nothing
+    now[0] += PROGRESS_AFTER_S
+    progress("reading changed files", 1200, 6809)
+    progress("reading changed files", 1201, 6809)  # not again within the same phase at once...
+    now[0] += PROGRESS_EVERY_S
+    progress("reading changed files", 4000, 6809)  # ...but after a while
+    progress("running the review rules", 0, 6809)  # and at every new phase
+    assert out.getvalue().splitlines() == [
+        "semfora ci: reading changed files 1200/6809 (2 s)",
+        "semfora ci: reading changed files 4000/6809 (7 s)",
+        "semfora ci: running the review rules 0/6809 (7 s)",
+    ]

@@ -8,6 +8,7 @@ import pytest
 
 from engine.llm.base import ModelUnavailable
 from engine.review.ci import review
+from engine.review.rules import RULES
 from tests.conftest import git
 
 APP = "def handler(request):\n    return request\n"
@@ -107,3 +108,45 @@ def test_no_changes_is_approved_without_a_model_call(make_repo, fake_anthropic) 
     assert report.status == "approved" and report.findings == ()
     assert "nothing changed" in report.summary
     assert fake_anthropic.message_requests() == []
+
+
+def test_a_model_finding_never_points_outside_the_repository(make_repo, fake_anthropic) -> None:
+    """The model's ``file`` went verbatim into annotations and SARIF locations: ``/etc/passwd`` or
+    ``../../x.py`` would point a CI annotation outside the repository."""
+    root = _repo_with_change(make_repo)
+    findings = [
+        {"severity": "medium", "type": "correctness", "message": "m1", "file": "/etc/passwd", "line": 3},
+        {"severity": "medium", "type": "correctness", "message": "m2", "file": "../../x.py", "line": 4},
+        {"severity": "medium", "type": "correctness", "message": "m3", "file": "./app.py", "line": 5},
+    ]
+    fake_anthropic.reply(json.dumps({"summary": "s", "findings": findings}))
+    report = review(root, "commit", commit="HEAD")
+    located = {f.message: (f.file, f.line) for f in report.findings if f.source == "model"}
+    assert located == {"m1": (None, None), "m2": (None, None), "m3": ("app.py", 5)}
+
+
+def test_a_long_review_says_what_it_is_doing(make_repo) -> None:
+    """Django's root commit (6,809 files) reviewed for minutes without a line of output: a CI log
+    could not tell it from a hang. ``progress`` hears every file read and every phase."""
+    root = _repo_with_change(make_repo)
+    heard: list[tuple[str, int, int]] = []
+    review(root, "commit", commit="HEAD", use_model=False, progress=lambda *e: heard.append(e))
+    phases = list(dict.fromkeys(p for p, _, _ in heard))
+    assert phases == [
+        "reading changed files",
+        "matching moves and renames",
+        "finding callers",
+        *(f"running the review rules ({name})" for name in RULES),
+    ]
+    assert [(d, t) for p, d, t in heard if p == "reading changed files"] == [(0, 1)]
+
+
+def test_the_model_phase_is_heard_only_when_a_model_is_asked(make_repo, fake_anthropic) -> None:
+    root = _repo_with_change(make_repo)
+    heard: list[str] = []
+    review(root, "commit", commit="HEAD", environ={}, progress=lambda p, d, t: heard.append(p))
+    assert "asking the model" not in heard  # no model configured: none is asked
+    fake_anthropic.reply(json.dumps({"summary": "fine", "findings": []}))
+    heard.clear()
+    review(root, "commit", commit="HEAD", progress=lambda p, d, t: heard.append(p))
+    assert heard[-1] == "asking the model"

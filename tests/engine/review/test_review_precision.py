@@ -370,3 +370,114 @@ def test_tests_of_a_removed_parameter_go_with_it(make_repo) -> None:
     )
     assert _findings(findings, "tests-removed") == []
     assert [f.symbol for f in _findings(findings, "public-api")] == ["rfcformat"]
+
+
+UTILS = (
+    "def port_or_default(url):\n"
+    "    if url.port is not None:\n        return url.port\n"
+    '    return {"http": 80, "https": 443}.get(url.scheme)\n\n\n'
+    "def same_origin(url, other):\n"
+    "    return (\n        url.scheme == other.scheme\n        and url.host == other.host\n"
+    "        and port_or_default(url) == port_or_default(other)\n    )\n\n\n"
+    "def is_https_redirect(url, location):\n"
+    "    if url.host != location.host:\n        return False\n"
+    '    return url.scheme == "http" and location.scheme == "https" and port_or_default(location) == 443\n'
+)
+CLIENT = (
+    "from pkg.utils import is_https_redirect, same_origin\n\n\n"
+    "def redirect_headers(request, url, headers):\n"
+    "    if not same_origin(url, request.url):\n"
+    "        if not is_https_redirect(request.url, url):\n"
+    '            headers.pop("Authorization", None)\n'
+    "    return headers\n"
+)
+
+
+def _privatised(text: str) -> str:
+    for name in ("port_or_default", "same_origin", "is_https_redirect"):
+        text = text.replace(name, "_" + name)
+    return text
+
+
+def test_helpers_moved_and_renamed_with_their_call_sites_are_no_logic_change(make_repo) -> None:
+    """httpx 7b19cd5f moved three helpers into the client as ``_same_origin`` etc.: three
+    security-logic findings on a change that only moved and renamed (the renamed definitions
+    could not be compared, and call sites that follow a rename read as changed logic)."""
+    root = make_repo({"pkg/__init__.py": "", "pkg/utils.py": UTILS, "pkg/client.py": CLIENT, **TESTS})
+    client = (
+        "\n\n"
+        + _privatised(UTILS)
+        + "\n\n"
+        + _privatised(CLIENT).replace("from pkg.utils import _is_https_redirect, _same_origin\n", "")
+    )
+    findings = _commit(root, {"pkg/utils.py": "", "pkg/client.py": client})
+    assert _findings(findings, "security-logic") == []
+    assert _findings(findings, "untested-change") == []
+    diff = analyze_commit(root, "HEAD")
+    renamed = {s.qualified_name: s for s in diff.symbols if s.change == "renamed"}
+    assert set(renamed) == {"_port_or_default", "_same_origin", "_is_https_redirect"}
+    assert all(not s.logic_changed for s in renamed.values())
+    # A rename that also changes the logic is still a change of logic.
+    root = make_repo({"pkg/__init__.py": "", "pkg/utils.py": UTILS, "pkg/client.py": CLIENT, **TESTS})
+    findings = _commit(root, {"pkg/utils.py": "", "pkg/client.py": client.replace("== 443", "== 8443")})
+    (logic,) = _findings(findings, "security-logic")
+    assert logic.symbol == "_is_https_redirect"
+    # The evidence says which word of the name placed it in a concern ("its name" alone did not).
+    assert "its name (`https`)" in logic.message or "its name (`redirect`)" in logic.message
+
+
+def test_inspecting_a_functions_signature_is_not_signing(make_repo) -> None:
+    """Flask 6a649690 added ``__init_subclass__`` reading ``inspect.signature(method)``: raised as
+    'signing and keys'. Computing a signature is still raised."""
+    root = make_repo({"app.py": "import hmac\nimport inspect\n\n\nclass App:\n    pass\n", **TESTS})
+    introspect = (
+        "import hmac\nimport inspect\nfrom inspect import signature\n\n\nclass App:\n"
+        "    def __init_subclass__(cls, **kwargs):\n"
+        "        for method in (cls.dispatch, cls.finalize):\n"
+        "            params = list(inspect.signature(method).parameters.values())\n"
+        "            other = signature(method)\n"
+        "            if len(params) < 2 or other is None:\n"
+        "                raise TypeError(method.__name__)\n"
+    )
+    findings = _commit(root, {"app.py": introspect})
+    assert _findings(findings, "security-logic") == []
+    signing = introspect + (
+        "\n\ndef sign(key, body):\n    signature = hmac.new(key, body, 'sha256').hexdigest()\n"
+        "    return body + b'.' + signature.encode()\n"
+    )
+    findings = _commit(root, {"app.py": signing})
+    assert [f.symbol for f in _findings(findings, "security-logic")] == ["sign"]
+
+
+def test_an_override_removed_from_a_dict_subclass_is_still_there(make_repo) -> None:
+    """Flask c17f3793 stopped overriding ``get`` and ``setdefault`` in ``SecureCookieSession``
+    (a ``CallbackDict``, so a dict): reported as 'public method ... was removed'."""
+    before = (
+        "from werkzeug.datastructures import CallbackDict\n\n\n"
+        "class Session(CallbackDict):\n"
+        "    def get(self, key, default=None):\n        self.accessed = True\n"
+        "        return super().get(key, default)\n\n"
+        "    def touch(self):\n        self.accessed = True\n"
+    )
+    after = "from werkzeug.datastructures import CallbackDict\n\n\nclass Session(CallbackDict):\n    pass\n"
+    root = make_repo({"pkg/__init__.py": "", "pkg/sessions.py": before, **TESTS})
+    findings = _commit(root, {"pkg/sessions.py": after})
+    removed = [f.symbol for f in _findings(findings, "public-api")]
+    assert removed == ["Session.touch"]  # a dict has no touch: that one is gone
+
+
+def test_helpers_nested_in_a_changed_function_are_read_with_it(make_repo) -> None:
+    """requests a044b020 passed ``usedforsecurity=False`` to the hashes in build_digest_header and
+    its nested md5_utf8, sha_utf8...: four security-logic findings for one change."""
+    body = (
+        "import hashlib\n\n\nclass DigestAuth:\n    def build_digest_header(self, x, algorithm):\n"
+        "        def md5_utf8(x):\n            return hashlib.md5(x{flag}).hexdigest()\n\n"
+        "        def sha_utf8(x):\n            return hashlib.sha1(x{flag}).hexdigest()\n\n"
+        "        cnonce = hashlib.sha1(x{flag}).hexdigest()\n"
+        "        return (md5_utf8 if algorithm == 'MD5' else sha_utf8)(cnonce)\n"
+    )
+    root = make_repo({"pkg/__init__.py": "", "pkg/auth.py": body.format(flag=""), **TESTS})
+    findings = _commit(root, {"pkg/auth.py": body.format(flag=", usedforsecurity=False")})
+    (logic,) = _findings(findings, "security-logic")
+    assert logic.symbol == "DigestAuth.build_digest_header" and logic.count == 3
+    assert logic.message.endswith("; with its nested md5_utf8, sha_utf8")

@@ -52,6 +52,28 @@ def test_public_api_change_and_removed_tests(make_repo) -> None:
     assert any(f.rule == "tests-removed" and f.symbol == "test_other" for f in findings)
 
 
+def test_removed_tests_count_tests_not_fixtures_or_definitions_inside_them(make_repo) -> None:
+    """Flask a31e6b73 read as '5 tests removed' (3 tests, 2 views nested in them), and a deleted
+    conftest fixture as a removed test."""
+    test_file = (
+        "def test_keep():\n    assert True\n\n\n"
+        "def test_idna():\n    app = object()\n\n    def index():\n        return 'x'\n\n"
+        "    class Unacceptable(Exception):\n        pass\n\n    assert index() == 'x'\n"
+    )
+    conftest = "import pytest\n\n\n@pytest.fixture\ndef ca_cert():\n    return 'pem'\n"
+    root = make_repo({"tests/test_app.py": test_file, "tests/conftest.py": conftest, "app.py": "X = 1\n"})
+    findings = _commit_change(
+        root,
+        {
+            "tests/test_app.py": "def test_keep():\n    assert True\n",
+            "tests/conftest.py": "import pytest\n",
+        },
+    )
+    removed = [f for f in findings if f.rule == "tests-removed"]
+    assert [(f.file, f.count, f.symbol) for f in removed] == [("tests/test_app.py", 1, "test_idna")]
+    assert removed[0].message == "1 test removed without replacement: test_idna"
+
+
 def test_code_without_tests_nearby_is_a_low_finding(make_repo) -> None:
     root = make_repo(
         {
@@ -123,8 +145,76 @@ def test_gate_invariants(severities: list[str], gate: str) -> None:
     assert risk_score(findings) == (max(severities, key=order.__getitem__) if severities else "low")
 
 
+def test_workflow_permissions_are_not_secrets(make_repo) -> None:
+    """``id-token: write`` (trusted publishing) is an access level, not a token: it must not
+    block the merge of a release workflow (it did on Flask's publish.yaml)."""
+    workflow = (
+        "jobs:\n  publish:\n    permissions:\n      id-token: write\n      pull-requests: read\n"
+        "    env:\n      GH_TOKEN: ${{ github.token }}\n"
+    )
+    root = make_repo({"README.md": "x\n"})
+    findings = _commit_change(root, {".github/workflows/publish.yaml": workflow})
+    assert [f for f in findings if f.type == "secrets"] == []
+    assert decide(findings, "high") == "approved"
+    assert scan_line("      api-token: wr1te-9xQ")  # a value that is not an access level still is one
+
+
 def test_fixture_lines_marked_as_fakes_are_not_reported() -> None:
     key = "sk-ant-api03-" + "Z" * 30
     assert scan_line(f'KEY = "{key}"')
     assert scan_line(f'KEY = "{key}"  # pragma: allowlist secret') == []
     assert scan_line(f'KEY = "{key}"  # semfora: allow-secret') == []
+
+
+def test_public_api_changed_in_bulk_in_one_file_says_which_file(make_repo) -> None:
+    """Flask 6a649690 changed 13 signatures in app.py: the collapsed finding had no file, so the
+    text report showed '-' and a reader had nowhere to go."""
+    names = [f"handler_{i}" for i in range(12)]
+    before = "".join(f"def {n}(request):\n    return request\n\n\n" for n in names)
+    after = "".join(f"def {n}(ctx, request):\n    return request\n\n\n" for n in names)
+    root = make_repo({"lib/__init__.py": "", "lib/app.py": before})
+    findings = _commit_change(root, {"lib/app.py": after})
+    bulk = [f for f in findings if f.rule == "public-api"]
+    assert len(bulk) == 1 and bulk[0].count == 12
+    assert bulk[0].file == "lib/app.py" and "across 1 file" in bulk[0].message
+
+
+def test_npmrc_settings_do_not_block_but_a_token_in_it_does(make_repo) -> None:
+    """express 2eae22b1 added 'ignore-scripts=true' to its committed .npmrc: blocked as 'a
+    secret-bearing file is added' (it was neither added nor holding a secret)."""
+    root = make_repo({".npmrc": "package-lock=false\n", "index.js": "module.exports = 1\n"})
+    findings = _commit_change(root, {".npmrc": "package-lock=false\nignore-scripts=true\nallow-git=none\n"})
+    assert [f for f in findings if f.type == "secrets"] == []
+    assert decide(findings, "high") == "approved"
+    token = "//registry.npmjs.org/:_authToken=npm_" + "Q7w9ZrT2kLmN4xB8vC1dF6gH3jK5pS0aE2yU"
+    findings = _commit_change(root, {".npmrc": f"package-lock=false\n{token}\n"})
+    secrets = [f for f in findings if f.type == "secrets" and f.blocking]
+    assert secrets and all(f.file == ".npmrc" and f.line == 2 for f in secrets)
+    assert all("npm_Q7w9" not in f.message for f in secrets)
+    assert decide(findings, "high") == "blocked"
+    # Any other credential file is a leak by its name; the message says whether it was added.
+    findings = _commit_change(root, {".pgpass": "localhost:5432:db:me:pw\n"})
+    (leak,) = [f for f in findings if f.rule == "secret-file"]
+    assert leak.message == "a secret-bearing file is added to the repository: .pgpass"
+
+
+def test_a_sample_credential_in_a_docstring_does_not_block(make_repo) -> None:
+    """httpx d07c4b44 (URL moved to a new module) was blocked by its class docstring's example,
+    ``httpx.URL("https://jo%40email.com:a%20secret@example.com")``; a real key in a comment blocks."""
+    code = (
+        "class URL:\n"
+        '    """\n'
+        '    url = URL("https://jo%40email.com:a%20secret@example.com:1234/path")\n'
+        '    url = URL("https://example.com").copy_with(username="jo", password="a secret")\n'
+        '    """\n\n'
+        "    def __init__(self, raw):\n        self.raw = raw\n"
+    )
+    root = make_repo({"pkg/__init__.py": "", "tests/test_x.py": "def test_x():\n    pass\n"})
+    findings = _commit_change(root, {"pkg/urls.py": code})
+    samples = [f for f in findings if f.type == "secrets"]
+    assert samples and all(f.severity == "info" and not f.blocking for f in samples)
+    assert all("in a docstring or comment" in f.message for f in samples)
+    assert decide(findings, "high") == "approved"
+    key = "ghp_" + "Zq8rT5mN2xC7vB4kL9pW3sD6fH1jG0aY5eRt"
+    findings = _commit_change(root, {"pkg/deploy.py": f"# token for the bot: {key}\nBOT = None\n"})
+    assert decide(findings, "high") == "blocked"
