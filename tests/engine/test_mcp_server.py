@@ -488,7 +488,7 @@ def test_started_by_hand_it_says_what_it_is_waiting_for(make_repo) -> None:
     """At a terminal, `semfora mcp` says on stderr that it serves MCP on stdio (it looked hung);
     stdout stays the protocol's, empty."""
     import pty
-    import select
+    import selectors
     import signal
     import subprocess
 
@@ -500,7 +500,10 @@ def test_started_by_hand_it_says_what_it_is_waiting_for(make_repo) -> None:
     try:
         assert proc.stderr is not None
         # Wait for the line (a state), with a bound so the old, silent command fails instead of hanging.
-        ready, _, _ = select.select([proc.stderr], [], [], 20)
+        # (A selector, not select.select: late in a full run this process's descriptors pass 1024.)
+        with selectors.DefaultSelector() as waiting:
+            waiting.register(proc.stderr, selectors.EVENT_READ)
+            ready = waiting.select(timeout=20)
         assert ready, "nothing on stderr: a person at the terminal sees a command that looks hung"
         line = proc.stderr.readline().decode()
         assert line.startswith(f"semfora mcp: serving {root} over MCP on stdin/stdout")
