@@ -16,6 +16,19 @@ from tests.tui.conftest import (
 )
 
 
+def record_notifications(app: object) -> list[str]:
+    """Every message the app notifies from now on (a toast expires from ``_notifications``)."""
+    seen: list[str] = []
+    notify = app.notify  # type: ignore[attr-defined]
+
+    def recording(message: str, *args: object, **kwargs: object) -> None:
+        seen.append(str(message))
+        notify(message, *args, **kwargs)
+
+    app.notify = recording  # type: ignore[attr-defined]
+    return seen
+
+
 async def test_offline_app_opens_says_what_works_and_keeps_working(
     make_app: AppFactory, demo_repo: Path
 ) -> None:
@@ -64,6 +77,7 @@ async def test_index_follows_disk_changes_and_staged_files_turn_into_conflicts(
             assert time.monotonic() < deadline
             await pilot.pause(0.05)
         (demo_repo / "edits.txt").write_text(EDIT_BLOCKS)
+        notified = record_notifications(app)
         await app.main.run_slash("/edit --from edits.txt")
         while len(app.diff.files) != 2:
             assert time.monotonic() < deadline
@@ -75,7 +89,7 @@ async def test_index_follows_disk_changes_and_staged_files_turn_into_conflicts(
             assert time.monotonic() < deadline, (app.header.index_state, app.diff.files[0])
             await pilot.pause(0.05)
         assert "changed on disk" in app.diff.files[0].conflict
-        assert any("staged file changed on disk" in n.message for n in app._notifications)
+        assert any("staged file changed on disk" in n for n in notified), notified
         hits = app.bridge.search("warm_cache", mode="symbols", limit=5)
         assert any(h.symbol == "warm_cache" for h in hits)
 
@@ -89,6 +103,7 @@ async def test_committing_some_hunks_of_a_file_is_not_reported_as_a_change_on_di
     (demo_repo / "edits.txt").write_text(TWO_HUNK_BLOCKS)
     app = make_app(watch=True, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
+        notified = record_notifications(app)
         deadline = time.monotonic() + 30
         while not app.header.index_state.startswith("index: 2 files"):
             assert time.monotonic() < deadline
@@ -115,7 +130,7 @@ async def test_committing_some_hunks_of_a_file_is_not_reported_as_a_change_on_di
         await pilot.pause()
         assert [h.state for f in app.diff.files for h in f.hunks] == ["pending"]
         assert app.diff.files[0].conflict is None
-        assert not [n.message for n in app._notifications if "changed on disk" in n.message]
+        assert not [n for n in notified if "changed on disk" in n]
 
 
 async def test_header_shows_the_vector_index_building_then_ready(
