@@ -267,6 +267,26 @@ def test_the_mcp_tool_table_lists_every_tool() -> None:
     assert listed == {*TOOLS, "search", "analyze_diff"}
 
 
+def test_every_constant_the_docs_quote_has_that_value() -> None:
+    # orchestrator.md: "`BM25_K1` 1.2", "`MAP_SHARE` (12%)": a tuned constant and its page drift apart.
+    assignment = re.compile(r"^([A-Z][A-Z0-9_]+)(?:: [^=\n]+)? = \"?([0-9][0-9_.]*)\b", re.M)
+    values: dict[str, set[float]] = {}
+    for package in ("engine", "semfora_cli", "semfora_tui"):
+        for path in (ROOT / package).rglob("*.py"):
+            for name, value in assignment.findall(path.read_text(encoding="utf-8")):
+                values.setdefault(name, set()).add(float(value.replace("_", "")))
+    quoted = re.compile(r"`([A-Z][A-Z0-9_]{3,})`\s*\(?(?:=\s*)?([0-9][0-9,]*(?:\.[0-9]+)?)(%?)")
+    wrong = []
+    for page in _pages():
+        if page.name == "benchmarks.md":  # a record: it quotes constants as they were when measured
+            continue
+        for name, value, percent in quoted.findall(page.read_text(encoding="utf-8")):
+            number = float(value.replace(",", "")) / (100 if percent else 1)
+            if number not in values.get(name, set()):
+                wrong.append(f"{page.name}: {name} {value}{percent} (code: {sorted(values.get(name, []))})")
+    assert wrong == [], wrong
+
+
 def test_ci_doc_workflow_uses_full_history_and_the_real_command() -> None:
     doc = (DOCS / "ci.md").read_text(encoding="utf-8")
     assert "fetch-depth: 0" in doc
