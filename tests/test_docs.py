@@ -269,7 +269,9 @@ def test_the_mcp_tool_table_lists_every_tool() -> None:
 
 def test_every_constant_the_docs_quote_has_that_value() -> None:
     # orchestrator.md: "`BM25_K1` 1.2", "`MAP_SHARE` (12%)": a tuned constant and its page drift apart.
-    assignment = re.compile(r"^([A-Z][A-Z0-9_]+)(?:: [^=\n]+)? = \"?([0-9][0-9_.]*)\b", re.M)
+    assignment = re.compile(
+        r"^([A-Z][A-Z0-9_]+)(?:: [^=\n]+)? = \"?([0-9][0-9_]*(?:\.[0-9_]+)?)\"?(?:\s*#.*)?$", re.M
+    )
     values: dict[str, set[float]] = {}
     for package in ("engine", "semfora_cli", "semfora_tui"):
         for path in (ROOT / package).rglob("*.py"):
