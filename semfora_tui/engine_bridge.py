@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         SemanticDiff,
         SourceView,
         SymbolDetail,
+        SymbolView,
         TurnResult,
         VectorReport,
     )
@@ -174,12 +175,16 @@ class EngineBridge:
             with Engine(self.layout, self.settings) as engine:
                 return list(search(engine, query, mode=mode, limit=limit, on_warning=on_warning).hits)
 
-    def symbols(self, name: str) -> list[SymbolDetail]:
+    def symbols(self, name: str) -> tuple[SymbolDetail, tuple[SymbolView, ...]]:
+        """The symbol ``name`` designates, and the other symbols of that exact name (if any)."""
         with engine_part("the engine tools"):
-            from engine.api import Engine, get_symbol
+            from engine.api import Engine, find_symbols, get_symbol
 
             with Engine(self.layout, self.settings) as engine:  # its SQLite store belongs to this thread
-                return [get_symbol(engine, name).data]
+                detail = get_symbol(engine, name).data
+                matches = find_symbols(engine, name)
+                others = matches.symbols if matches.exact else ()
+                return detail, tuple(s for s in others if s.id != detail.symbol.id)
 
     def symbol_source(self, name: str) -> SourceView:
         with engine_part("the engine tools"):

@@ -20,7 +20,7 @@ from semfora_tui.slash import ParsedCommand
 from semfora_tui.views import PackView
 
 if TYPE_CHECKING:
-    from engine.api import SearchHit, SemanticDiff, SourceView, SymbolDetail
+    from engine.api import SearchHit, SemanticDiff, SourceView, SymbolDetail, SymbolView
     from semfora_tui.screens.main import MainScreen
 
 # Results listed by /search.
@@ -113,10 +113,31 @@ async def symbol(screen: MainScreen, cmd: ParsedCommand) -> None:
         raise UsageError("/symbol needs a name or id, e.g. /symbol Config.load")
     name = cmd.rest
 
-    async def show(found: list[SymbolDetail]) -> None:
-        await screen.note(_symbols_markdown(name, found))
+    async def show(found: tuple[SymbolDetail, tuple[SymbolView, ...]]) -> None:
+        detail, others = found
+        await screen.note(_others_markdown(name, detail, others) + _symbols_markdown(name, [detail]))
 
     screen.run_job(lambda: screen.bridge.symbols(name), show)
+
+
+# How many other symbols of the same name `/symbol` lists before "and N more".
+MAX_OTHERS_LISTED = 8
+
+
+def _others_markdown(name: str, detail: SymbolDetail, others: tuple[SymbolView, ...]) -> str:
+    """Say that ``name`` is ambiguous, which symbol is shown, and how to ask for another."""
+    if not others:
+        return ""
+    shown = detail.symbol.qualified_name or detail.symbol.name
+    listed = ", ".join(
+        f"{code(o.qualified_name or o.name)} ({code(f'{o.file}:{o.start_line}')})"
+        for o in others[:MAX_OTHERS_LISTED]
+    )
+    more = f" and {len(others) - MAX_OTHERS_LISTED} more" if len(others) > MAX_OTHERS_LISTED else ""
+    return (
+        f"{plural(len(others) + 1, 'symbol')} are named {code(name)}; this is {code(shown)}. "
+        f"Others: {listed}{more}. `/symbol` with a qualified name shows one of them.\n\n"
+    )
 
 
 def _symbols_markdown(name: str, found: list[SymbolDetail]) -> str:

@@ -116,7 +116,10 @@ async def theme(screen: MainScreen, cmd: ParsedCommand) -> None:
     name = cmd.args[0]
     if name not in app.available_themes:
         suggestion = difflib.get_close_matches(name, list(app.available_themes), n=1)
-        hint = f" Did you mean `{suggestion[0]}`?" if suggestion else ""
+        if suggestion:
+            hint = f" Did you mean `{suggestion[0]}`?"
+        else:
+            hint = " Available: " + ", ".join(f"`{n}`" for n in sorted(app.available_themes)) + "."
         raise UsageError(f"unknown theme {name!r}.{hint}")
     app.theme = name
     from engine.config import save_user_setting
@@ -140,9 +143,15 @@ async def status(screen: MainScreen, _cmd: ParsedCommand) -> None:
     if screen.offline is None:
         model_state = "checking"
     else:
-        model_state = ("offline — " if screen.offline else "") + screen.offline_reason
+        # The reason usually starts with the model's name, which the line already shows.
+        reason = screen.offline_reason.removeprefix(f"{screen.bridge.model} ").lstrip("— ")
+        model_state = ("offline — " if screen.offline else "") + reason
     pack = screen.last_pack
-    pack_line = f"{pack.total_tokens:,} tokens in {len(pack.items)} items" if pack else "no pack yet"
+    pack_line = (
+        f"the last pack held {pack.total_tokens:,} tokens in {plural(len(pack.items), 'item')}"
+        if pack
+        else "no context pack yet"
+    )
     staged = sum(len(f.hunks) for f in screen.diff.files)
     vectors = screen.header.vectors or "vectors: not started"
     if screen.vectors_reason:
@@ -153,7 +162,7 @@ async def status(screen: MainScreen, _cmd: ParsedCommand) -> None:
         f"- **model:** `{screen.bridge.model}` — {model_state}\n"
         f"- **{index_line}**\n"
         f"- **{vectors}**\n"
-        f"- **budget:** {screen.bridge.budget:,} tokens per request; last pack {pack_line}\n"
+        f"- **budget:** {screen.bridge.budget:,} tokens per request; {pack_line}\n"
         f"- **memory:** {plural(screen.turns, 'turn')} this session, ${screen.session_cost:.4f}\n"
         f"- **staged:** {plural(len(screen.diff.files), 'file')}, {plural(staged, 'hunk')}"
         + (f"\n- **queued:** {plural(len(screen.queue), 'message')}" if screen.queue else "")

@@ -493,7 +493,9 @@ class MainScreen(Screen[None]):
         self.post_message(self.IndexFinished(report, error, rebuild=rebuild, announce=announce))
 
     def on_main_screen_index_progress(self, message: IndexProgress) -> None:
-        self.index_phase = f"{message.phase} {message.done:,}/{message.total:,}"
+        # Before a phase knows its total (discovery lists the files first), "0/0" says nothing.
+        counts = f" {message.done:,}/{message.total:,}" if message.total else "…"
+        self.index_phase = f"{message.phase}{counts}"
         self.header.index_state = f"index: {self.index_phase}"
         self.header.show_progress(message.done, message.total)
 
@@ -653,9 +655,14 @@ class MainScreen(Screen[None]):
         mentions = [Mention(f"file   {f}", f) for f in files[:PICKER_LIMIT]]
         if len(query) >= 2:
             hits, _error = attempt(lambda: self.bridge.search(query, mode="symbols", limit=PICKER_LIMIT))
+            # One entry per name: `@name` reads the same whichever file defines it.
+            where: dict[str, list[str]] = {}
             for hit in hits or ():
                 if hit.symbol:
-                    mentions.append(Mention(f"symbol {hit.symbol}  ({hit.file})", hit.symbol))
+                    where.setdefault(hit.symbol, []).append(hit.file)
+            for name, files_of in where.items():
+                place = files_of[0] if len(files_of) == 1 else plural(len(set(files_of)), "file")
+                mentions.append(Mention(f"symbol {name}  ({place})", name))
         self.post_message(self.MentionsFound(query, mentions))
 
     def on_main_screen_mentions_found(self, message: MentionsFound) -> None:

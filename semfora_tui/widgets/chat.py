@@ -19,6 +19,23 @@ if TYPE_CHECKING:
     from semfora_tui.widgets.reply import Note, ReplyTurn, TableNote
 
 
+# A pasted log or traceback is sent whole, but shown folded: its first and last lines around a
+# count, so one paste does not push the conversation out of the chat.
+FOLD_ABOVE_LINES = 12
+FOLD_HEAD_LINES = 8
+FOLD_TAIL_LINES = 2
+
+
+def _folded(text: str) -> str:
+    lines = text.splitlines()
+    if len(lines) <= FOLD_ABOVE_LINES:
+        return text
+    hidden = len(lines) - FOLD_HEAD_LINES - FOLD_TAIL_LINES
+    return "\n".join(
+        [*lines[:FOLD_HEAD_LINES], f"  … {hidden:,} more lines (sent in full) …", *lines[-FOLD_TAIL_LINES:]]
+    )
+
+
 class UserMessage(Static):
     """One message the user sent (or queued)."""
 
@@ -29,7 +46,7 @@ class UserMessage(Static):
         self._draw()
 
     def _draw(self) -> None:
-        line = Text("› " + self.text)
+        line = Text("› " + _folded(self.text))
         if self.queued:
             line.append(f"  ⏳ queued: {self.queued}", style="italic dim")
         self.set_class(bool(self.queued), "-queued")

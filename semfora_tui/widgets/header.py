@@ -63,7 +63,7 @@ class StatusHeader(Horizontal):
     def show_progress(self, done: int, total: int) -> None:
         bar = self.query_one("#index-progress", ProgressBar)
         bar.display = True
-        bar.update(total=max(total, 1), progress=done)
+        bar.update(total=total or None, progress=done)  # no total yet: an indeterminate bar
 
     def hide_progress(self) -> None:
         self.query_one("#index-progress", ProgressBar).display = False

@@ -216,7 +216,9 @@ class PromptBar(Vertical):
         if not mentions:
             self.suggestions.display = False
             return
-        self._fill(Option(literal(m.label), id=MENTION_PREFIX + m.value) for m in mentions[:MAX_SUGGESTIONS])
+        unique = {m.value: m for m in reversed(mentions)}  # an option id may appear once: first wins
+        shown = [m for m in mentions if unique.get(m.value) is m][:MAX_SUGGESTIONS]
+        self._fill(Option(literal(m.label), id=MENTION_PREFIX + m.value) for m in shown)
 
     def _fill(self, options: Iterable[Option]) -> None:
         option_list = self.suggestions

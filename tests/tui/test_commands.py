@@ -184,6 +184,7 @@ async def test_status_budget_cost_model_clear(make_app: AppFactory) -> None:
         await settle(pilot)
         out = await _run(pilot, app, "/status")
         assert "index:" in out and "budget:" in out and "memory:" in out and "staged:" in out
+        assert "no context pack yet" in out and "last pack no pack" not in out
         out = await _run(pilot, app, "/budget 3000")
         assert "3,000 tokens" in out
         assert app.bridge.budget == 3000
@@ -507,3 +508,39 @@ async def test_diff_outside_git_gives_advice_that_works_in_the_app(
         out = await _run(pilot, app, "/diff")
         assert "DIFF_NOT_GIT" in out and "git init" in out
         assert "--path" not in out  # a command-line flag: the app has no such option
+
+
+async def test_status_names_the_model_once_then_says_how_it_is_reached(
+    make_app: AppFactory, fake_anthropic
+) -> None:  # type: ignore[no-untyped-def]
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.main.offline is False
+        out = await _run(pilot, app, "/status")
+        (model_line,) = [line for line in out.splitlines() if "model:" in line]
+        assert model_line.count(app.bridge.model) == 1, model_line
+        assert "via the Anthropic API" in model_line
+
+
+async def test_symbol_says_when_a_name_is_shared_and_which_one_it_shows(
+    make_app: AppFactory, make_repo
+) -> None:  # type: ignore[no-untyped-def]
+    root = make_repo(
+        {
+            "shop/cart.py": "class Cart:\n    def __init__(self):\n        self.items = []\n",
+            "shop/order.py": "class Order:\n    def __init__(self, cart):\n        self.cart = cart\n",
+        }
+    )
+    app = make_app(root, check_model=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        out = await _run(pilot, app, "/symbol __init__")
+        assert "2 symbols are named `__init__`" in out, out
+        cart_first = "this is `Cart" in out
+        shown, other = (
+            ("Cart.__init__", "Order.__init__") if cart_first else ("Order.__init__", "Cart.__init__")
+        )
+        assert f"this is `{shown}`" in out and f"Others: `{other}`" in out
+        out = await _run(pilot, app, f"/symbol {other}")
+        assert "are named" not in out and other in out

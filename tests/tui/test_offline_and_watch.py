@@ -168,3 +168,22 @@ async def test_a_repository_big_enough_for_worker_processes_indexes_inside_the_a
         assert "error[" not in app.chat.transcript()
         hits = app.bridge.search(f"helper_{count - 1}", mode="symbols", limit=3)
         assert hits and hits[0].symbol == f"helper_{count - 1}"
+
+
+async def test_the_header_never_shows_0_of_0_while_files_are_still_being_listed(make_app: AppFactory) -> None:
+    from textual.widgets import ProgressBar
+
+    from semfora_tui.screens.main import MainScreen
+
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        bar = app.header.query_one("#index-progress", ProgressBar)
+        app.main.post_message(MainScreen.IndexProgress("discovering", 0, 0))
+        await pilot.pause()
+        assert app.header.index_state == "index: discovering…"
+        assert bar.total is None  # indeterminate until the phase knows its total
+        app.main.post_message(MainScreen.IndexProgress("parsing", 120, 2833))
+        await pilot.pause()
+        assert app.header.index_state == "index: parsing 120/2,833"
+        assert bar.total == 2833 and bar.progress == 120

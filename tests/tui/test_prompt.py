@@ -117,6 +117,33 @@ async def test_an_at_mention_suggests_files_and_symbols_and_tab_takes_one(
         assert app.prompt.text == "explain @parse_port @app/server.py @ser"
 
 
+async def test_a_name_defined_in_several_files_is_one_suggestion_not_a_crash(
+    make_app: AppFactory, make_repo
+) -> None:  # type: ignore[no-untyped-def]
+    # Typing `@status` in httpx crashed the app: three test files define test_raise_for_status,
+    # and the list refused three options with one id (DuplicateID).
+    files = {f"tests/test_{n}.py": "def test_raise_for_status():\n    assert True\n" for n in ("a", "b", "c")}
+    root = make_repo({**files, "status.py": "def raise_for_status(code):\n    return code\n"})
+    app = make_app(root, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        suggestions = app.query_one("#completions", OptionList)
+        await pilot.press(*"why ", "@", *"raise_for")
+        await wait_for(
+            pilot, lambda: suggestions.display and suggestions.option_count >= 2, "the suggestions"
+        )
+        await settle(pilot)
+        labels = [str(suggestions.get_option_at_index(i).prompt) for i in range(suggestions.option_count)]
+        ids = [suggestions.get_option_at_index(i).id for i in range(suggestions.option_count)]
+        assert ids.count("at:test_raise_for_status") == 1, labels
+        assert "symbol test_raise_for_status  (3 files)" in labels, labels
+        assert "symbol raise_for_status  (status.py)" in labels, labels
+        while suggestions.get_option_at_index(suggestions.highlighted or 0).id != "at:test_raise_for_status":
+            await pilot.press("down")
+        await pilot.press("tab")
+        assert app.prompt.text == "why @test_raise_for_status "
+
+
 async def test_ordinary_typing_with_at_signs_is_never_captured(make_app: AppFactory, demo_repo: Path) -> None:
     sentence = "why does @app.route need methods? mail bob@example.com about @property\n"
     app = make_app(check_model=False)

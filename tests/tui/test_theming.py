@@ -88,6 +88,7 @@ async def test_theme_command_switches_and_persists(make_app: AppFactory, demo_re
         await app.main.run_slash("/theme nope-theme")
         await settle(pilot)
         assert "unknown theme" in app.chat.transcript()
+        assert "Available:" in app.chat.transcript() and "semfora-light" in app.chat.transcript()
     assert load_settings(demo_repo).settings.ui.theme == "semfora-high-contrast"
     # A new app starts in the saved theme.
     again = make_app(start_index=False, check_model=False)

@@ -13,7 +13,7 @@ from textual import events
 from textual.widgets import Collapsible
 
 from tests.fakes.fake_anthropic import FakeAnthropic
-from tests.tui.conftest import SOURCE, STATE_TIMEOUT, AppFactory, settle
+from tests.tui.conftest import SOURCE, STATE_TIMEOUT, AppFactory, paste, settle
 
 ANSWER = "The settings are read by `load_config` in **app/config.py**."
 EDIT_REPLY = (
@@ -308,3 +308,30 @@ async def test_the_budget_table_shows_each_items_tokens_and_priority_without_scr
         assert "3,825" in screen  # the bar and legend
         for tokens in ("1,357", "2,468"):  # each row's own figure, which only the table shows
             assert tokens in screen, f"the row with {tokens} tokens is cut off"
+
+
+async def test_a_pasted_traceback_is_sent_whole_but_shown_folded(
+    make_app: AppFactory, fake_anthropic: FakeAnthropic
+) -> None:
+    from semfora_tui.widgets.chat import UserMessage
+
+    trace = "\n".join(
+        ["Traceback (most recent call last):"]
+        + [f'  File "app/m{i}.py", line {i}, in f{i}' for i in range(300)]
+        + ["ValueError: port out of range"]
+    )
+    fake_anthropic.reply("It is the port check.")
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        paste(app, trace)
+        await pilot.pause()
+        await pilot.press("enter")
+        await settle(pilot)
+        message = app.chat.query(UserMessage).last()
+        assert message.size.height <= 12, message.size  # 302 lines would bury the conversation
+        shown = str(message.render())
+        assert "Traceback" in shown and "ValueError: port out of range" in shown
+        assert "292 more lines (sent in full)" in shown
+        sent = fake_anthropic.message_requests()[-1].all_text
+        assert 'File "app/m150.py", line 150' in sent and "ValueError: port out of range" in sent
