@@ -523,7 +523,7 @@ class MainScreen(Screen[None]):
                 self.index_ready = True
             files = plural(report.files, "file", grouped=True)
             symbols = plural(report.symbols, "symbol", grouped=True)
-            self.index_summary = f"index: {files} · {symbols} · FTS ready"
+            self.index_summary = f"index: {files} · {symbols}"
             self.header.index_state = self.index_summary
             if message.announce:
                 changes = (

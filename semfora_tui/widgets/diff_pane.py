@@ -28,7 +28,8 @@ STATE_BADGE: dict[str, str] = {
     "accepted": "[✓] accepted",
     "rejected": "[✗] rejected",
 }
-EMPTY_TEXT = "No staged changes. Ask for an edit, or stage blocks with /edit --from FILE."
+# Short lines: the diff body does not wrap (long diff lines scroll sideways), and the pane can be narrow.
+EMPTY_TEXT = "No staged changes.\nAsk for an edit, or stage\nblocks with /edit --from FILE."
 
 
 @dataclass(frozen=True)

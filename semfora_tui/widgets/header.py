@@ -12,6 +12,8 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import ProgressBar, Static
 
+SEPARATOR = " │ "
+
 
 class StatusHeader(Horizontal):
     """One line of state plus a progress bar that shows while indexing."""
@@ -47,16 +49,17 @@ class StatusHeader(Horizontal):
         text.append(f" {self.repo}", style="bold")
         if self.branch:
             text.append(f" ⎇ {self.branch}")
-        text.append("  │  ")
+        text.append(SEPARATOR)
         if self.offline:
             text.append("offline (no model)", style="bold")
         else:
             text.append(self.model or "model: checking")
-        text.append("  │  ")
+        text.append(SEPARATOR)
         text.append(self.index_state)
         if self.vectors:
-            text.append(f" · {self.vectors}")
-        text.append("  │  ")
+            # The reason vectors are off is /status's to tell: the bar keeps room for the cost.
+            text.append(" · " + ("vectors off" if self.vectors.startswith("vectors off") else self.vectors))
+        text.append(SEPARATOR)
         text.append(f"${self.session_cost:.4f}", style="bold")
         self.query_one("#header-text", Static).update(text)
 

@@ -170,7 +170,7 @@ def app_in_tmux(make_repo, tmp_path: Path) -> Iterator[Callable[[str], tuple[Tmu
         command = " ".join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), SEMFORA, str(root)])
         tmux.run("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", command)
         tmux.wait_for(
-            lambda s: "FTS ready" in s and "offline" not in s and "claude" in s and " PROMPT " in s,
+            lambda s: " symbol" in s and "offline" not in s and "claude" in s and " PROMPT " in s,
             "the app to be ready",
         )
         return tmux, root

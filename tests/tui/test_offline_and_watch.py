@@ -202,3 +202,17 @@ async def test_the_header_never_shows_0_of_0_while_files_are_still_being_listed(
         await pilot.pause()
         assert app.header.index_state == "index: parsing 120/2,833"
         assert bar.total == 2833 and bar.progress == 120
+
+
+async def test_at_120_columns_the_header_and_the_empty_diff_pane_are_not_cut(make_app: AppFactory) -> None:
+    app = make_app(check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        deadline = time.monotonic() + 30
+        while not app.header.index_state.startswith("index: 2 files"):
+            assert time.monotonic() < deadline
+            await pilot.pause(0.05)
+        await settle(pilot)
+        screen = app.export_screenshot().replace("&#160;", " ")
+        assert "index: 2 files" in screen and "vectors off" in screen
+        assert "$0.0000" in screen, "the session cost fell off the header"
+        assert "/edit --from FILE." in screen, "the empty staged-changes text is cut"
