@@ -1,0 +1,93 @@
+"""The command line as a demanding user meets it (polish round): set-up faults said in one line,
+warnings said as warnings, counts that read the same in every command."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_semfora
+
+REPO = {
+    "app/core.py": (
+        "def greet(name):\n    return 'hi ' + name\n\n"
+        "class Greeter:\n    def hello(self):\n        return greet('x')\n"
+    ),
+    "main.py": "from app.core import greet\n\ndef main():\n    greet('a')\n",
+}
+
+COMMANDS_THAT_WRITE_THE_CACHE = [
+    ("index", "--no-vectors"),
+    ("search", "greet"),
+    ("symbol", "greet"),
+    ("callers", "greet"),
+    ("overview",),
+    ("context", "explain greet"),
+    ("edits", "list"),
+    ("cache", "stats"),
+    ("metrics",),
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS_THAT_WRITE_THE_CACHE, ids=lambda c: "-".join(c))
+def test_a_cache_home_that_cannot_be_created_is_one_error_line(make_repo, tmp_path: Path, command) -> None:
+    """XDG_CACHE_HOME under a regular file (or a read-only disk) used to end in a traceback."""
+    root = make_repo(REPO)
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the cache should go\n")
+    env = {"XDG_CACHE_HOME": str(blocker / "cache")}
+    proc = run_semfora(*command, "--path", str(root), env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error[CACHE_DIR_UNWRITABLE]: "), proc.stderr
+    assert "XDG_CACHE_HOME" in lines[0]
+
+
+def test_a_cache_error_with_json_is_a_json_document(make_repo, tmp_path: Path) -> None:
+    root = make_repo(REPO)
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x\n")
+    proc = run_semfora("search", "greet", "--json", "--path", str(root), env={"XDG_CACHE_HOME": str(blocker)})
+    assert proc.returncode == 2
+    doc = json.loads(proc.stdout)
+    assert doc["ok"] is False and doc["error_code"] == "CACHE_DIR_UNWRITABLE"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only directory anyway")
+def test_an_existing_read_only_cache_dir_is_one_error_line(make_repo, tmp_path: Path) -> None:
+    root = make_repo(REPO)
+    cache = tmp_path / "cache"
+    assert (
+        run_semfora(
+            "index", "--no-vectors", "--path", str(root), env={"XDG_CACHE_HOME": str(cache)}
+        ).returncode
+        == 0
+    )
+    for path in [cache, *cache.rglob("*")]:
+        if path.is_dir():
+            path.chmod(0o500)
+    try:
+        proc = run_semfora("search", "greet", "--path", str(root), env={"XDG_CACHE_HOME": str(cache)})
+    finally:
+        for path in [cache, *cache.rglob("*")]:
+            if path.is_dir():
+                path.chmod(0o700)
+    assert proc.returncode == 2 and proc.stderr.startswith("error[CACHE_DIR_UNWRITABLE]: "), proc.stderr
+
+
+def test_doctor_says_the_cache_dir_once_and_skips_what_needs_it(make_repo, tmp_path: Path) -> None:
+    root = make_repo(REPO)
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x\n")
+    proc = run_semfora(
+        "doctor", "--no-network", "--json", "--path", str(root), env={"XDG_CACHE_HOME": str(blocker)}
+    )
+    checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
+    assert checks["cache dir"]["status"] == "fail" and checks["cache dir"]["code"] == "DOCTOR_CACHE_DIR"
+    for name in ("index", "chroma", "edit journal"):
+        assert checks[name]["status"] == "skip", checks[name]
+    assert not any(c["code"] == "DOCTOR_CHECK_CRASHED" for c in checks.values())
