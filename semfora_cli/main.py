@@ -319,9 +319,10 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help()
         return 0
     from engine.quarantine import add_listener
-    from semfora_cli.output import warn
+    from semfora_cli.output import show_log_warnings, warn
 
     add_listener(warn)  # a damaged state file set aside is said once, as a warning line
+    show_log_warnings()  # and so is anything the engine logs at WARNING
     module = importlib.import_module(f"semfora_cli.commands.{COMMANDS[args.command]}")
     as_json = bool(getattr(args, "json", False)) or getattr(args, "output", None) == "json"
     try:

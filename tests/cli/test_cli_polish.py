@@ -91,3 +91,17 @@ def test_doctor_says_the_cache_dir_once_and_skips_what_needs_it(make_repo, tmp_p
     for name in ("index", "chroma", "edit journal"):
         assert checks[name]["status"] == "skip", checks[name]
     assert not any(c["code"] == "DOCTOR_CHECK_CRASHED" for c in checks.values())
+
+
+def test_a_file_deleted_after_indexing_is_one_warning_line(make_repo) -> None:
+    """The engine's log warnings used to reach stderr bare (no `warning:`), once per chunk asked."""
+    files = dict(REPO)
+    files["app/gone.py"] = "".join(f"def greet_{i}():\n    return greet('{i}')\n\n" for i in range(60))
+    root = make_repo(files)
+    assert run_semfora("index", "--no-vectors", "--path", str(root)).returncode == 0
+    (root / "app" / "gone.py").unlink()
+    proc = run_semfora("search", "greet", "--limit", "20", "--path", str(root))
+    assert proc.returncode == 0, proc.stderr
+    about = [line for line in proc.stderr.splitlines() if "gone.py" in line]
+    assert about == ["warning: cannot read app/gone.py: No such file or directory"], proc.stderr
+
