@@ -25,6 +25,7 @@ from typing import Any
 
 from engine.config import Settings
 from engine.errors import NotFoundError
+from engine.llm.base import ModelUnavailable
 from engine.orchestrator.intent import is_debugging
 from engine.policy.redaction import redact, redact_json
 from engine.quarantine import set_aside
@@ -367,7 +368,11 @@ class TurnRecall:
         return str(getattr(self.embed, "spec", "") or "embeddings")
 
     def _degrade(self, exc: Exception) -> None:
-        log.warning("turn memory: vectors unavailable (%s); using lexical recall", exc)
+        # No embedding provider at all is the ordinary set-up without Ollama or a local model
+        # (the index says "vectors off" already): not worth a warning on every `context`/`ask`.
+        # An embedder that exists and fails is.
+        level = logging.INFO if isinstance(exc, ModelUnavailable) else logging.WARNING
+        log.log(level, "turn memory: vectors unavailable (%s); using lexical recall", exc)
         self.embed = None
         self.mode = "lexical"
 

@@ -105,3 +105,13 @@ def test_a_file_deleted_after_indexing_is_one_warning_line(make_repo) -> None:
     about = [line for line in proc.stderr.splitlines() if "gone.py" in line]
     assert about == ["warning: cannot read app/gone.py: No such file or directory"], proc.stderr
 
+
+def test_turn_memory_without_any_embedder_is_not_a_warning(make_repo, fake_anthropic) -> None:
+    """No Ollama and no local model is the ordinary set-up; `context` said so on every run."""
+    root = make_repo(REPO)
+    env = {"SEMFORA_EMBEDDING": "auto", "HF_HUB_OFFLINE": "1"}
+    fake_anthropic.reply("greet says hi.")
+    assert run_semfora("ask", "explain greet", "--path", str(root), env=env).returncode == 0
+    proc = run_semfora("context", "explain greet again", "--path", str(root), env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "turn memory" not in proc.stderr, proc.stderr
