@@ -12,7 +12,7 @@ import sys
 import threading
 from typing import Any
 
-from engine.errors import SemforaError
+from engine.errors import EngineWarning, SemforaError
 
 
 def print_json(payload: Any) -> None:
@@ -33,6 +33,11 @@ def report_error(err: SemforaError, *, as_json: bool) -> int:
 
 def warn(message: str) -> None:
     sys.stderr.write(f"warning: {message}\n")
+
+
+def engine_warning(w: EngineWarning) -> None:
+    """An engine's ``on_warning`` sink: ``warning: [CODE] message`` (a damaged index rebuilt...)."""
+    warn(f"[{w.code}] {w.message}")
 
 
 class _WarningLines(logging.Handler):

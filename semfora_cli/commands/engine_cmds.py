@@ -13,17 +13,14 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from engine import api
-from engine.api import MAX_GRAPH_DEPTH, EngineWarning
+from engine.api import MAX_GRAPH_DEPTH
 from engine.errors import UsageError
 from engine.words import plural
-from semfora_cli.output import is_tty, print_json, warn
+from semfora_cli.output import engine_warning as _warn
+from semfora_cli.output import is_tty, print_json
 
 # Lists in the index report that `index --json` prints only with --paths.
 PATH_LISTS = ("changed_paths", "deleted_paths", "skipped_files")
-
-
-def _warn(w: EngineWarning) -> None:
-    warn(f"[{w.code}] {w.message}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -115,3 +115,21 @@ def test_turn_memory_without_any_embedder_is_not_a_warning(make_repo, fake_anthr
     proc = run_semfora("context", "explain greet again", "--path", str(root), env=env)
     assert proc.returncode == 0, proc.stderr
     assert "turn memory" not in proc.stderr, proc.stderr
+
+
+def _cache_dir_of(root: Path) -> Path:
+    from engine.repo.layout import RepoLayout
+
+    return RepoLayout.for_path(root).cache_dir
+
+
+@pytest.mark.parametrize("command", [("search", "greet"), ("context", "explain greet")], ids=lambda c: c[0])
+def test_a_damaged_index_rebuilt_by_a_query_says_so(make_repo, command) -> None:
+    """`search` and `context` rebuilt a damaged index.db in silence (`search` even called it its first)."""
+    root = make_repo(REPO)
+    assert run_semfora("index", "--no-vectors", "--path", str(root)).returncode == 0
+    (_cache_dir_of(root) / "index.db").write_bytes(b"garbage" * 1000)
+    proc = run_semfora(*command, "--path", str(root))
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: [INDEX_CORRUPT] index.db was damaged" in proc.stderr, proc.stderr
+    assert "first search" not in proc.stderr and "greet" in proc.stdout
