@@ -133,3 +133,25 @@ def test_a_damaged_index_rebuilt_by_a_query_says_so(make_repo, command) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "warning: [INDEX_CORRUPT] index.db was damaged" in proc.stderr, proc.stderr
     assert "first search" not in proc.stderr and "greet" in proc.stdout
+
+
+def test_search_warns_when_a_hit_comes_from_a_file_changed_since_indexing(make_repo) -> None:
+    """A hit in an edited file printed the index's old line numbers as if they were true."""
+    root = make_repo(REPO)
+    assert run_semfora("index", "--no-vectors", "--path", str(root)).returncode == 0
+    core = root / "app" / "core.py"
+    core.write_text("# moved down\n" * 5 + core.read_text())
+    proc = run_semfora("search", "greet", "--json", "--path", str(root))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    stale = [w for w in doc["warnings"] if "changed on disk" in w]
+    assert len(stale) == 1 and "app/core.py" in stale[0] and "main.py" not in stale[0], doc["warnings"]
+    assert "semfora index" in stale[0]
+    text = run_semfora("search", "greet", "--path", str(root))
+    assert (
+        "warning: 1 file of these results changed on disk since it was indexed (app/core.py)" in text.stderr
+    )
+    # Once re-indexed, nothing is stale.
+    assert run_semfora("index", "--no-vectors", "--path", str(root)).returncode == 0
+    fresh = json.loads(run_semfora("search", "greet", "--json", "--path", str(root)).stdout)
+    assert fresh["warnings"] == [] and any(h["start_line"] == 6 for h in fresh["results"])
