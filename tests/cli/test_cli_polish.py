@@ -93,17 +93,31 @@ def test_doctor_says_the_cache_dir_once_and_skips_what_needs_it(make_repo, tmp_p
     assert not any(c["code"] == "DOCTOR_CHECK_CRASHED" for c in checks.values())
 
 
-def test_a_file_deleted_after_indexing_is_one_warning_line(make_repo) -> None:
+def test_an_engine_log_warning_is_one_warning_line(make_repo, tmp_path: Path) -> None:
     """The engine's log warnings used to reach stderr bare (no `warning:`), once per chunk asked."""
+    files = dict(REPO)
+    files["app/moved.py"] = "".join(f"def greet_{i}():\n    return greet('{i}')\n\n" for i in range(60))
+    root = make_repo(files)
+    assert run_semfora("index", "--no-vectors", "--path", str(root)).returncode == 0
+    outside = tmp_path / "outside.py"
+    outside.write_text((root / "app" / "moved.py").read_text())
+    (root / "app" / "moved.py").unlink()
+    (root / "app" / "moved.py").symlink_to(outside)  # now leads out of the repository
+    proc = run_semfora("search", "greet", "--limit", "20", "--path", str(root))
+    assert proc.returncode == 0, proc.stderr
+    about = [line for line in proc.stderr.splitlines() if "moved.py" in line and "outside" in line]
+    assert about == ["warning: not reading app/moved.py: it resolves outside the repository"], proc.stderr
+
+
+def test_a_file_deleted_after_indexing_is_said_once_as_stale(make_repo) -> None:
     files = dict(REPO)
     files["app/gone.py"] = "".join(f"def greet_{i}():\n    return greet('{i}')\n\n" for i in range(60))
     root = make_repo(files)
     assert run_semfora("index", "--no-vectors", "--path", str(root)).returncode == 0
     (root / "app" / "gone.py").unlink()
     proc = run_semfora("search", "greet", "--limit", "20", "--path", str(root))
-    assert proc.returncode == 0, proc.stderr
     about = [line for line in proc.stderr.splitlines() if "gone.py" in line]
-    assert about == ["warning: cannot read app/gone.py: No such file or directory"], proc.stderr
+    assert len(about) == 1 and "changed on disk since it was indexed (app/gone.py)" in about[0], proc.stderr
 
 
 def test_turn_memory_without_any_embedder_is_not_a_warning(make_repo, fake_anthropic) -> None:
@@ -155,3 +169,17 @@ def test_search_warns_when_a_hit_comes_from_a_file_changed_since_indexing(make_r
     assert run_semfora("index", "--no-vectors", "--path", str(root)).returncode == 0
     fresh = json.loads(run_semfora("search", "greet", "--json", "--path", str(root)).stdout)
     assert fresh["warnings"] == [] and any(h["start_line"] == 6 for h in fresh["results"])
+
+
+def test_counts_in_text_have_thousands_separators_as_in_the_app(make_repo) -> None:
+    """`semfora index` said "1248 symbols" where the app says "1,248 symbols"."""
+    many = "".join(f"def f_{i}():\n    return {i}\n\n" for i in range(1100))
+    root = make_repo({"many.py": many, **REPO})
+    proc = run_semfora("index", "--no-vectors", "--path", str(root))
+    assert proc.returncode == 0, proc.stderr
+    assert "1,104 symbols" in proc.stdout and "indexed 3 files (0 changed, 3 added," in proc.stdout, (
+        proc.stdout
+    )
+    ctx = run_semfora("context", "explain greet", "--budget", "8000", "--path", str(root))
+    footer = next(line for line in ctx.stdout.splitlines() if line.startswith("-- intent"))
+    assert footer.endswith("/8,000 tokens") and " items, " in footer, footer
