@@ -113,17 +113,18 @@ def _index(args: argparse.Namespace) -> int:
     vec = ""
     if vectors is not None:
         vec = (
-            f"; vectors: {vectors.embedded} embedded"
+            f"; vectors: {vectors.embedded:,} embedded"
             if vectors.enabled
             else f"; vectors off ({vectors.reason})"
         )
         if vectors.enabled and vectors.message:
             sys.stderr.write(f"vectors: {vectors.message}\n")
     print(
-        f"indexed {plural(report.files, 'file')} ({report.changed} changed, {report.added} added, "
-        f"{report.deleted} deleted, {report.renamed} renamed, {report.skipped} skipped), "
+        f"indexed {plural(report.files, 'file', grouped=True)} ({report.changed:,} changed, "
+        f"{report.added:,} added, {report.deleted:,} deleted, {report.renamed:,} renamed, "
+        f"{report.skipped:,} skipped), {plural(report.symbols, 'symbol', grouped=True)}, "
         # Every call site (the JSON's "edges"); the overview's call_edges are those resolved to a definition.
-        f"{plural(report.symbols, 'symbol')}, {plural(report.edges, 'call site')} in {report.seconds:.2f}s{vec}"
+        f"{plural(report.edges, 'call site', grouped=True)} in {report.seconds:.2f}s{vec}"
     )
     return 0
 

@@ -74,8 +74,8 @@ def run_context(args: argparse.Namespace) -> int:
             return EXIT_OK
         sys.stdout.write(orch.render(pack))
         sys.stdout.write(
-            f"\n-- intent {pack.intent} ({pack.intent_rule}); {len(pack.items)} items, "
-            f"{pack.total_tokens}/{pack.budget} tokens\n"
+            f"\n-- intent {pack.intent} ({pack.intent_rule}); {plural(len(pack.items), 'item')}, "
+            f"{pack.total_tokens:,}/{pack.budget:,} tokens\n"
         )
         for item in pack.items:
             where = (
@@ -95,9 +95,9 @@ def run_context(args: argparse.Namespace) -> int:
 def _usage_line(result: api.TurnResult) -> str:
     u = result.usage
     return (
-        f"-- {result.model}: input {u.input_tokens} (cache write {u.cache_creation_input_tokens}, "
-        f"cache read {u.cache_read_input_tokens}), output {u.output_tokens} tokens; "
-        f"cost ${result.cost:.4f}; context {result.pack.total_tokens}/{result.pack.budget} tokens; "
+        f"-- {result.model}: input {u.input_tokens:,} (cache write {u.cache_creation_input_tokens:,}, "
+        f"cache read {u.cache_read_input_tokens:,}), output {u.output_tokens:,} tokens; "
+        f"cost ${result.cost:.4f}; context {result.pack.total_tokens:,}/{result.pack.budget:,} tokens; "
         f"run {result.run_id}"
     )
 

@@ -11,6 +11,7 @@ import sys
 
 from engine import api
 from engine.errors import UsageError
+from engine.words import plural
 from semfora_cli.output import engine_warning, print_json, warn
 
 
@@ -61,7 +62,9 @@ def run_cache(args: argparse.Namespace) -> int:
             if args.json:
                 print_json({"ok": True, "removed": removed})
             else:
-                print(f"removed {removed} cached entries from {engine.layout.cache_db}")
+                print(
+                    f"removed {plural(removed, 'cached entry', 'cached entries')} from {engine.layout.cache_db}"
+                )
             return 0
         report = api.cache_stats(engine)
     if args.json:
