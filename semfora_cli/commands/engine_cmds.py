@@ -34,8 +34,18 @@ def run(args: argparse.Namespace) -> int:
     return handler(args)
 
 
+# Width of the phase column: the longest phase name ("resolving calls"). A wider fixed column
+# pushed the counts off an 80-column terminal once a phase name ran long.
+PHASE_COLUMN = 15
+# Below this many columns the bar and the ETA are left out: phase, counts and rate need about 40.
+NARROW_TERMINAL = 60
+
+
 class _Bar:
-    """A rich progress bar on stderr (files/s and ETA), created only on a terminal."""
+    """A rich progress bar per phase on stderr (done/total, rate, ETA), created only on a terminal.
+
+    The bar column shrinks to what the terminal leaves, so the counts stay visible when narrow.
+    """
 
     def __init__(self) -> None:
         from rich.console import Console
@@ -47,15 +57,17 @@ class _Bar:
             TimeRemainingColumn,
         )
 
-        self.progress = Progress(
-            TextColumn("{task.description:<34}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]:>8} files/s"),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-            transient=True,
+        console = Console(stderr=True)
+        phase = TextColumn(f"{{task.description:<{PHASE_COLUMN}}}")
+        rate = TextColumn("{task.fields[rate]:>7}")
+        # Too narrow for a bar and an ETA beside the counts: keep what says how far it got.
+        narrow = console.width < NARROW_TERMINAL
+        columns = (
+            (phase, MofNCompleteColumn(), rate)
+            if narrow
+            else (phase, BarColumn(bar_width=None), MofNCompleteColumn(), rate, TimeRemainingColumn())
         )
+        self.progress = Progress(*columns, console=console, transient=True)
         self.tasks: dict[str, Any] = {}
 
     def __enter__(self) -> _Bar:
@@ -70,7 +82,8 @@ class _Bar:
         if task is None:
             task = self.tasks[message] = self.progress.add_task(message, total=max(total, 1), rate="")
         elapsed = self.progress.tasks[task].elapsed or 0.0
-        rate = f"{done / elapsed:,.0f}" if elapsed > 0.2 else ""
+        # Files, chunks or call sites: the phase says which, so the rate is per second of it.
+        rate = f"{done / elapsed:,.0f}/s" if elapsed > 0.2 else ""
         self.progress.update(task, completed=done, total=max(total, 1), rate=rate)
 
 
@@ -113,7 +126,7 @@ def _index(args: argparse.Namespace) -> int:
     vec = ""
     if vectors is not None:
         vec = (
-            f"; vectors: {vectors.embedded:,} embedded"
+            f"; vectors: {vectors.embedded:,} embedded ({vectors.provider})"
             if vectors.enabled
             else f"; vectors off ({vectors.reason})"
         )

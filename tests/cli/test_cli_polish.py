@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_semfora
+from tests.conftest import SEMFORA, run_semfora
 
 REPO = {
     "app/core.py": (
@@ -183,3 +185,25 @@ def test_counts_in_text_have_thousands_separators_as_in_the_app(make_repo) -> No
     ctx = run_semfora("context", "explain greet", "--budget", "8000", "--path", str(root))
     footer = next(line for line in ctx.stdout.splitlines() if line.startswith("-- intent"))
     assert footer.endswith("/8,000 tokens") and " items, " in footer, footer
+
+
+@pytest.mark.skipif(shutil.which("script") is None, reason="needs script(1) for a pseudo-terminal")
+@pytest.mark.parametrize("columns", [40, 80])
+def test_the_progress_shows_its_counts_whole_on_a_narrow_terminal(make_repo, tmp_path: Path, columns) -> None:
+    """The fixed 34-column phase and 40-column bar pushed the counts off the screen ("134…")."""
+    root = make_repo({f"pkg/m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(30)})
+    log = tmp_path / "tty.log"
+    command = f"stty cols {columns}; {SEMFORA} index --no-vectors --path {root}"
+    proc = subprocess.run(
+        ["script", "-q", "-e", "-c", command, str(log)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        # The width as a shell reports it (rich reads COLUMNS first; the pty size is not seen here).
+        env={**os.environ, "COLUMNS": str(columns)},
+    )
+    assert proc.returncode == 0
+    screen = log.read_text(encoding="utf-8", errors="replace")
+    assert "30/30" in screen and "parsing" in screen, screen
+    assert "\N{HORIZONTAL ELLIPSIS}" not in screen, screen

@@ -197,8 +197,7 @@ def test_index_on_a_terminal_shows_a_progress_bar_then_the_summary(make_repo, tm
     )
     assert proc.returncode == 0
     screen = log.read_text(encoding="utf-8", errors="replace")
-    assert "files/s" in screen
-    assert "parsing" in screen and "resolving calls" in screen
+    assert "parsing" in screen and "resolving calls" in screen and "2/2" in screen
     assert "indexed 2 files" in screen
 
 
