@@ -145,7 +145,7 @@ def _index(args: argparse.Namespace) -> int:
 def _overview(args: argparse.Namespace) -> int:
     with api.Engine.open(args.path, on_warning=_warn) as engine:
         result = api.get_repo_overview(engine)
-    if args.format == "json":
+    if args.format == "json" or args.json:
         print_json(result.to_json())
     else:
         sys.stdout.write(result.toon.rstrip("\n") + "\n")

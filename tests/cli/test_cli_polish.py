@@ -207,3 +207,11 @@ def test_the_progress_shows_its_counts_whole_on_a_narrow_terminal(make_repo, tmp
     screen = log.read_text(encoding="utf-8", errors="replace")
     assert "30/30" in screen and "parsing" in screen, screen
     assert "\N{HORIZONTAL ELLIPSIS}" not in screen, screen
+
+
+def test_overview_takes_json_like_every_other_command(make_repo) -> None:
+    """`semfora overview --json` was a usage error (exit 2): it alone wanted `--format json`."""
+    root = make_repo(REPO)
+    proc = run_semfora("overview", "--json", "--path", str(root))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["totals"]["files"] == 2
