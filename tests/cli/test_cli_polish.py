@@ -215,3 +215,20 @@ def test_overview_takes_json_like_every_other_command(make_repo) -> None:
     proc = run_semfora("overview", "--json", "--path", str(root))
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["totals"]["files"] == 2
+
+
+def test_a_file_whose_path_has_spaces_can_be_edited(make_repo, tmp_path: Path) -> None:
+    """A path line with a space was taken for prose: 'no file path before the block', every time."""
+    root = make_repo({"docs/release notes/ünï é.py": "def f():\n    return 1\n", **REPO})
+    reply = tmp_path / "reply.txt"
+    reply.write_text(
+        "Return two.\n\ndocs/release notes/ünï é.py\n<<<<<<< SEARCH\n    return 1\n=======\n    return 2\n"
+        ">>>>>>> REPLACE\n\nAnd in prose mentioning app/core.py right above a block, the last path holds:\n"
+        "<<<<<<< SEARCH\n    return 2\n=======\n    return 3\n>>>>>>> REPLACE\n",
+        encoding="utf-8",
+    )
+    proc = run_semfora("edits", "stage", str(reply), "--json", "--path", str(root))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["staged_files"] == ["docs/release notes/ünï é.py"]
+    assert run_semfora("edits", "commit", "--all", "--path", str(root)).returncode == 0
+    assert (root / "docs/release notes/ünï é.py").read_text() == "def f():\n    return 3\n"
