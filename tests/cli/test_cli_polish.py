@@ -232,3 +232,31 @@ def test_a_file_whose_path_has_spaces_can_be_edited(make_repo, tmp_path: Path) -
     assert json.loads(proc.stdout)["staged_files"] == ["docs/release notes/ünï é.py"]
     assert run_semfora("edits", "commit", "--all", "--path", str(root)).returncode == 0
     assert (root / "docs/release notes/ünï é.py").read_text() == "def f():\n    return 3\n"
+
+
+def test_a_second_index_says_it_waits_for_the_first(make_repo) -> None:
+    """It sat silent for as long as the other run took, like a hang."""
+    import fcntl
+    import subprocess
+
+    from engine.repo.layout import RepoLayout
+
+    root = make_repo(REPO)
+    fd = os.open(RepoLayout.for_path(root).cache_dir / "index.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    proc = subprocess.Popen(
+        [SEMFORA, "index", "--no-vectors", "--json", "--path", str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()  # blocks until the waiting notice is written
+    finally:
+        os.close(fd)  # the "first indexer" finishes
+    out, err = proc.communicate(timeout=120)
+    assert line.startswith("warning: [INDEX_WAITING] another `semfora index` is writing"), line + err
+    assert proc.returncode == 0, err
+    report = json.loads(out)
+    assert report["files"] == 2 and [w["code"] for w in report["warnings"]] == ["INDEX_WAITING"]

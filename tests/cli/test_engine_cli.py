@@ -168,7 +168,9 @@ def test_second_indexer_fails_clearly_when_the_lock_wait_runs_out(make_repo) -> 
     finally:
         os.close(fd)
     assert proc.returncode == 1
-    assert proc.stderr.startswith("error[INDEX_LOCKED]: another `semfora index`")
+    first, last = proc.stderr.strip().splitlines()
+    assert first.startswith("warning: [INDEX_WAITING] another `semfora index` is writing")
+    assert last.startswith("error[INDEX_LOCKED]: another `semfora index`")
 
 
 def test_corrupt_index_is_rebuilt_with_a_warning_on_stderr(make_repo) -> None:
