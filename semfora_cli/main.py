@@ -324,6 +324,10 @@ def _main(argv: Sequence[str] | None) -> int:
 
     add_listener(warn)  # a damaged state file set aside is said once, as a warning line
     show_log_warnings()  # and so is anything the engine logs at WARNING
+    import engine.config
+
+    # An untrusted .semfora.toml is said like every other warning of the command line.
+    engine.config.notice_sink = lambda message: warn(f"[UNTRUSTED_CONFIG] {message}")
     module = importlib.import_module(f"semfora_cli.commands.{COMMANDS[args.command]}")
     as_json = bool(getattr(args, "json", False)) or getattr(args, "output", None) == "json"
     try:

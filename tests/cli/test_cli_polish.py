@@ -260,3 +260,13 @@ def test_a_second_index_says_it_waits_for_the_first(make_repo) -> None:
     assert proc.returncode == 0, err
     report = json.loads(out)
     assert report["files"] == 2 and [w["code"] for w in report["warnings"]] == ["INDEX_WAITING"]
+
+
+def test_an_untrusted_repository_file_is_a_warning_line_like_the_others(make_repo) -> None:
+    """It read 'semfora: warning[UNTRUSTED_CONFIG]: ... edits.test_cmd (runs a command: = "pytest")'."""
+    root = make_repo({".semfora.toml": '[edits]\ntest_cmd = "pytest -x"\n', **REPO})
+    proc = run_semfora("search", "greet", "--path", str(root))
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [line for line in proc.stderr.splitlines() if "UNTRUSTED_CONFIG" in line]
+    assert line.startswith("warning: [UNTRUSTED_CONFIG] "), line
+    assert 'edits.test_cmd = "pytest -x" (runs a command)' in line, line
