@@ -270,3 +270,17 @@ def test_an_untrusted_repository_file_is_a_warning_line_like_the_others(make_rep
     (line,) = [line for line in proc.stderr.splitlines() if "UNTRUSTED_CONFIG" in line]
     assert line.startswith("warning: [UNTRUSTED_CONFIG] "), line
     assert 'edits.test_cmd = "pytest -x" (runs a command)' in line, line
+
+
+@pytest.mark.parametrize(
+    ("var", "key"),
+    [("SEMFORA_BUDGET", "budget.context_tokens"), ("SEMFORA_INDEX__LOCK_TIMEOUT", "index.lock_timeout")],
+)
+def test_a_bad_environment_variable_is_named_in_the_error(make_repo, var, key) -> None:
+    """The error said '(from env)', leaving the user to guess which of the SEMFORA_* variables."""
+    root = make_repo(REPO)
+    proc = run_semfora("config", "--path", str(root), env={var: "abc"})
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"error[CONFIG_INVALID]: {key}: ") and f"(from {var})" in proc.stderr, (
+        proc.stderr
+    )
