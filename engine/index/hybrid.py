@@ -536,7 +536,7 @@ def validate_request(mode: str, limit: int) -> None:
     if mode not in MODES:
         raise UsageError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
     if limit < 1 or limit > MAX_LIMIT:
-        raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}")
+        raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}, not {limit}")
 
 
 def search(
