@@ -390,6 +390,12 @@ def get_callers(engine: Engine, symbol: str, depth: int = 1) -> ToolResult[Graph
     return get_call_graph(engine, symbol, depth, "callers")
 
 
+def unresolved_calls(engine: Engine, symbol: SymbolView) -> int:
+    """Calls named like ``symbol`` that the index tied to no definition: possible callers that
+    ``get_callers`` does not list (``x.filter()`` with ``x`` of unknown type, for a method)."""
+    return engine.store().unresolved_calls(symbol.name, method=symbol.kind == "method")
+
+
 def _inside(engine: Engine, path: str, *, directory: bool = False) -> ResolvedPath:
     """``path`` through the policy sandbox: inside the root through every link, not in ``.git``,
     not on the secret deny-list (``edits.deny``); loops, NUL bytes and over-long names are

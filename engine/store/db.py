@@ -352,6 +352,18 @@ class SymbolStore:
         """Who calls this symbol, breadth first, up to ``depth`` hops."""
         return self._walk(symbol_id, depth, incoming=True)
 
+    def unresolved_calls(self, name: str, *, method: bool) -> int:
+        """Calls named ``name`` tied to no definition and to no outside package: ``x.name()`` whose
+        receiver's type is unknown when ``method``, else a plain ``name()``. Possible callers of a
+        definition with that name that ``callers`` cannot list."""
+        receiver = "IS NOT NULL" if method else "IS NULL"
+        row = self._conn.execute(
+            "SELECT count(*) FROM calls WHERE name = ? AND callee_id IS NULL "
+            f"AND COALESCE(package, '') = '' AND receiver {receiver}",
+            (name,),
+        ).fetchone()
+        return int(row[0])
+
     def callees(self, symbol_id: str, depth: int = 1) -> list[GraphNode]:
         """What this symbol calls (resolved and external), up to ``depth`` hops."""
         return self._walk(symbol_id, depth, incoming=False)

@@ -182,6 +182,7 @@ def _callers(args: argparse.Namespace) -> int:
         raise UsageError(f"--depth must be between 1 and {MAX_GRAPH_DEPTH}, not {args.depth}")
     with api.Engine.open(args.path, on_warning=_warn) as engine:
         graph = api.get_callers(engine, args.symbol, args.depth).data
+        unresolved = api.unresolved_calls(engine, graph.symbol)
     sym = graph.symbol
     nodes = graph.callers or ()
     names = {n.symbol_id: n.name for n in nodes if n.symbol_id}
@@ -200,7 +201,9 @@ def _callers(args: argparse.Namespace) -> int:
         for n in nodes
     ]
     if args.json:
-        print_json({"symbol": sym.to_json(), "depth": args.depth, "callers": rows})
+        print_json(
+            {"symbol": sym.to_json(), "depth": args.depth, "callers": rows, "unresolved_calls": unresolved}
+        )
         return 0
     print(f"{sym.qualified_name}  {sym.file}:{sym.start_line}")
     if not rows:
@@ -217,6 +220,13 @@ def _callers(args: argparse.Namespace) -> int:
                 show(r["id"])
 
     show(None)
+    if unresolved:
+        # The listed callers are the calls tied to this definition; these may call it too.
+        method = sym.kind == "method"
+        call = f".{sym.name}()" if method else f"{sym.name}()"
+        why = " (receiver of unknown type)" if method else ""
+        calls = plural(unresolved, f"call of {call}", f"calls of {call}", grouped=True)
+        print(f"  ... and {calls} not tied to any definition{why}, which may call it too")
     return 0
 
 

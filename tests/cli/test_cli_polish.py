@@ -284,3 +284,21 @@ def test_a_bad_environment_variable_is_named_in_the_error(make_repo, var, key) -
     assert proc.stderr.startswith(f"error[CONFIG_INVALID]: {key}: ") and f"(from {var})" in proc.stderr, (
         proc.stderr
     )
+
+
+def test_callers_counts_the_same_name_calls_it_could_not_tie(make_repo) -> None:
+    """`callers QuerySet.filter` listed 28 callers in Django and was silent about 2,474 `x.filter()`."""
+    root = make_repo(
+        {
+            "a/box.py": "class Box:\n    def open(self):\n        return 1\n",
+            "b/door.py": "class Door:\n    def open(self):\n        return 2\n",
+            "c/use.py": "def use(thing):\n    return thing.open()\n\ndef again(x):\n    return x.open() + x.open()\n",
+        }
+    )
+    proc = run_semfora("callers", "Box.open", "--path", str(root))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.rstrip().endswith(
+        "... and 3 calls of .open() not tied to any definition (receiver of unknown type), which may call it too"
+    ), proc.stdout
+    data = json.loads(run_semfora("callers", "Box.open", "--json", "--path", str(root)).stdout)
+    assert data["unresolved_calls"] == 3
