@@ -343,7 +343,14 @@ def get_symbol_source(engine: Engine, symbol: str, context: int = 0) -> ToolResu
 
 def _source(engine: Engine, sym: Symbol, context: int) -> ToolResult[SourceView]:
     # Through the sandbox: a secret, a .git file or a link out of the root is refused, typed.
-    text, first, last = symbol_source(engine.layout, sym, context, deny=engine.settings.edits.deny)
+    record = engine.store().file(sym.file)
+    text, first, last = symbol_source(
+        engine.layout,
+        sym,
+        context,
+        deny=engine.settings.edits.deny,
+        indexed_sha256=record.sha256 if record is not None else None,
+    )
     lines = text.splitlines()
     truncated = len(lines) > MAX_SOURCE_LINES
     if truncated:

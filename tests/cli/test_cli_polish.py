@@ -302,3 +302,20 @@ def test_callers_counts_the_same_name_calls_it_could_not_tie(make_repo) -> None:
     ), proc.stdout
     data = json.loads(run_semfora("callers", "Box.open", "--json", "--path", str(root)).stdout)
     assert data["unresolved_calls"] == 3
+
+
+def test_symbol_source_follows_the_symbol_when_its_file_changed_since_indexing(make_repo) -> None:
+    """`symbol --source` printed the old line span of the new file: some other function's code."""
+    root = make_repo(REPO)
+    assert run_semfora("index", "--no-vectors", "--path", str(root)).returncode == 0
+    core = root / "app" / "core.py"
+    core.write_text("def added_above():\n    return 0\n\n\n" + core.read_text())
+    proc = run_semfora("symbol", "Greeter.hello", "--source", "--path", str(root))
+    assert proc.returncode == 0, proc.stderr
+    assert "    def hello(self):\n        return greet('x')" in proc.stdout, proc.stdout
+    assert "added_above" not in proc.stdout
+    core.write_text("def added_above():\n    return 0\n")  # Greeter is gone
+    gone = run_semfora("symbol", "Greeter.hello", "--source", "--path", str(root))
+    assert gone.returncode == 1 and gone.stderr.startswith(
+        "error[SYMBOL_NOT_FOUND]: Greeter.hello is no longer in"
+    )
