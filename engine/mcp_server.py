@@ -13,11 +13,13 @@ import json
 import os
 import sys
 import threading
+import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import NotFoundError, SemforaError, ServiceUnavailable, UsageError
+from engine.errors import LockBusy, NotFoundError, SemforaError, ServiceUnavailable, UsageError
 
 if TYPE_CHECKING:
     from engine.api import Engine, ToolSpec
@@ -34,12 +36,25 @@ RPC_INVALID_PARAMS = -32602
 RPC_NOT_FOUND = -32002
 RPC_UNAVAILABLE = -32001
 RPC_INTERNAL = -32603
+# A string argument longer than this is refused (a symbol name, a query, a path): every reply
+# echoes some of its arguments, and a 1 MB query would come back as a 1 MB reply.
+MAX_STRING_ARG = 4_096
+# get_context's task may be a pasted bug report with its traceback; still bounded.
+MAX_TASK_CHARS = 32_000
+# Tools that answer from the index: each call first brings it up to date (incremental; ~40 ms
+# on Django when nothing changed), because an agent edits files between calls and a stale index
+# serves the old line numbers, so get_symbol_source would return the wrong lines.
+NO_REFRESH = frozenset({"list_languages", "generate_index", "check_index", "analyze_file"})
+# Progress notifications while indexing: at most one per this many seconds (and one per phase).
+PROGRESS_INTERVAL_S = 0.5
 INSTRUCTIONS = (
     "semfora's semantic engine for one repository. For a task (a bug report, a change, a question), "
     "call get_context first: it returns the code to read or change, budgeted (default 8k tokens). "
     "Otherwise start with get_repo_overview (bounded, ~2.5k tokens), then search_symbols or search, "
     "then get_symbol / get_symbol_source for just what you need. "
-    "Prefer list_symbols + get_symbol over get_module (8-12k tokens)."
+    "Prefer list_symbols + get_symbol over get_module (8-12k tokens). "
+    "The index follows file edits by itself (each call refreshes it first): generate_index is only "
+    "for a forced rebuild. Failed calls explain themselves in one line (error[CODE]: ...)."
 )
 
 
@@ -57,6 +72,8 @@ def _search_tool(engine: Engine) -> McpTool:
     def call(args: dict[str, Any]) -> tuple[dict[str, Any], str]:
         from engine.api import search
 
+        if not args["query"].strip():  # as `semfora search ""`: an empty query is a mistake, not "no hits"
+            raise UsageError("search: the query is empty", hint='e.g. "where are retries decided"')
         # Warnings (e.g. vectors unavailable: full-text and symbols answered) ride in the reply.
         found = search(engine, args["query"], mode=args.get("mode", "hybrid"), limit=args.get("limit", 10))
         data = found.to_json(always_warnings=False)
@@ -72,7 +89,13 @@ def _search_tool(engine: Engine) -> McpTool:
                 "default": "hybrid",
                 "description": "hybrid (full-text + vectors + symbols, fused), or one source alone",
             },
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "default": 10},
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_SEARCH_LIMIT,
+                "default": 10,
+                "description": "max results",
+            },
         },
         "required": ["query"],
     }
@@ -116,6 +139,57 @@ def _toon(payload: Any) -> str:
     return toon_format.dumps(payload)
 
 
+def source_text(data: dict[str, Any]) -> str:
+    """get_symbol_source as a model reads code: a header line, then the lines themselves (TOON
+    would quote the source as one escaped string, every newline a ``\\n``)."""
+    from engine.api.tools import MAX_SOURCE_LINES
+
+    head = f"{data['symbol']}  {data['file']}:{data['start_line']}-{data['end_line']}  id {data['id']}"
+    text = f"{head}\n{data['source'].rstrip()}\n"
+    if data["truncated"]:
+        text += (
+            f"... cut after line {data['end_line']} ({MAX_SOURCE_LINES} lines): "
+            "ask for a method of it, or read the rest of the file\n"
+        )
+    return text
+
+
+# Tools that take one symbol by name answer for the first of several that share it; the reply
+# then names (at most this many of) the others, so the agent knows to pass an id.
+BY_NAME = frozenset({"get_symbol", "get_symbol_source", "get_call_graph", "get_callers"})
+MAX_ALSO_NAMED = 10
+
+
+def also_named(engine: Engine, name: str, chosen_id: str) -> tuple[list[dict[str, Any]], int]:
+    """The other symbols ``name`` designates besides ``chosen_id`` (at most ``MAX_ALSO_NAMED``),
+    and how many there are in all."""
+    from engine.api import find_symbols
+
+    try:
+        matches = find_symbols(engine, name)
+    except NotFoundError:
+        return [], 0
+    others = [s for s in matches.symbols if s.id != chosen_id] if matches.exact else []
+    rows = [
+        {"id": s.id, "qualified_name": s.qualified_name, "file": s.file, "start_line": s.start_line}
+        for s in others[:MAX_ALSO_NAMED]
+    ]
+    return rows, len(others)
+
+
+def _name_note(name: str, chosen: str, others: list[dict[str, Any]], total: int) -> str:
+    listed = ", ".join(f"{o['qualified_name']} ({o['file']}:{o['start_line']}, id {o['id']})" for o in others)
+    more = f" and {total - len(others)} more" if total > len(others) else ""
+    return (
+        f"note: {total + 1} symbols are named {name!r}; this is {chosen}. "
+        f"Others: {listed}{more}. Pass an id or a qualified name to choose.\n"
+    )
+
+
+# Tools whose text content is better as plain text than as TOON.
+TEXT_RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"get_symbol_source": source_text}
+
+
 def build_tools(engine: Engine) -> dict[str, McpTool]:
     """Every tool of engine.api.TOOLS, plus hybrid search and the semantic diff."""
     from engine.api import TOOLS
@@ -125,15 +199,43 @@ def build_tools(engine: Engine) -> dict[str, McpTool]:
 
         def call(args: dict[str, Any], spec: ToolSpec = spec) -> tuple[dict[str, Any], str]:
             result = spec(engine if spec.needs_engine else None, **args)
-            return result.to_json(), result.toon
+            data = result.to_json()
+            render = TEXT_RENDERERS.get(spec.name)
+            text = render(data) if render else result.toon
+            if spec.name in BY_NAME:
+                # get_symbol: id + qualified_name; the source and the graphs: id + symbol.
+                qualified = str(data.get("qualified_name") or data["symbol"])
+                others, total = also_named(engine, args["symbol"], data["id"])
+                if others:
+                    data = {**data, "also_named": others}
+                    text = _name_note(args["symbol"], qualified, others, total) + text
+            return data, text
 
-        description = spec.description
+        description = spec.description.replace("``", "`")  # docstring markup, not for a model
         if spec.token_cost:
-            description += f" Token cost: {spec.token_cost.rstrip('.')}."
-        tools[name] = McpTool(name, description, spec.input_schema(), call)
+            description += f" Token cost: {spec.token_cost.rstrip('.').replace('``', '`')}."
+        tools[name] = McpTool(name, description, bounded_schema(spec.input_schema()), call)
     for extra in (_search_tool(engine), _diff_tool(engine)):
-        tools[extra.name] = extra
+        tools[extra.name] = McpTool(
+            extra.name, extra.description, bounded_schema(extra.input_schema), extra.call
+        )
     return tools
+
+
+def bounded_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with a ``maxLength`` on every string (arguments and array items) that has none,
+    so the client sees the limit that ``validate_arguments`` enforces."""
+
+    def bound(name: str, prop: dict[str, Any]) -> dict[str, Any]:
+        prop = dict(prop)
+        if prop.get("type") == "string" and "maxLength" not in prop:
+            prop["maxLength"] = MAX_TASK_CHARS if name == "task" else MAX_STRING_ARG
+        if prop.get("type") == "array" and isinstance(prop.get("items"), dict):
+            prop["items"] = bound(name, prop["items"])
+        return prop
+
+    props = schema.get("properties", {})
+    return {**schema, "properties": {name: bound(name, prop) for name, prop in props.items()}}
 
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
@@ -168,8 +270,26 @@ def validate_arguments(tool: McpTool, arguments: dict[str, Any] | None) -> dict[
                 raise UsageError(f"{tool.name}: '{name}' is {value}; the limit is {prop['maximum']}")
             if "minimum" in prop and value < prop["minimum"]:
                 raise UsageError(f"{tool.name}: '{name}' is {value}; the minimum is {prop['minimum']}")
-        if isinstance(value, list) and "maxItems" in prop and len(value) > prop["maxItems"]:
-            raise UsageError(f"{tool.name}: '{name}' has {len(value)} items; the limit is {prop['maxItems']}")
+        if isinstance(value, str) and "maxLength" in prop and len(value) > prop["maxLength"]:
+            raise UsageError(
+                f"{tool.name}: '{name}' is {len(value):,} characters long; the limit is {prop['maxLength']:,}"
+            )
+        if isinstance(value, list):
+            if "maxItems" in prop and len(value) > prop["maxItems"]:
+                raise UsageError(
+                    f"{tool.name}: '{name}' has {len(value)} items; the limit is {prop['maxItems']}"
+                )
+            items = prop.get("items", {})
+            for item in value:
+                if items.get("type") == "string" and not isinstance(item, str):
+                    raise UsageError(
+                        f"{tool.name}: every item of '{name}' must be a string, got {type(item).__name__}"
+                    )
+                if isinstance(item, str) and "maxLength" in items and len(item) > items["maxLength"]:
+                    raise UsageError(
+                        f"{tool.name}: an item of '{name}' is {len(item):,} characters long; "
+                        f"the limit is {items['maxLength']:,}"
+                    )
         if "enum" in prop and value not in prop["enum"]:
             raise UsageError(f"{tool.name}: '{name}' must be one of {', '.join(prop['enum'])}")
     return args
@@ -197,11 +317,48 @@ def error_payload(err: SemforaError) -> tuple[int, str, dict[str, Any]]:
 def cap_reply(text: str) -> str:
     if len(text) <= MAX_REPLY_CHARS:
         return text
-    return (
-        text[:MAX_REPLY_CHARS]
-        + f"\n... truncated at {MAX_REPLY_CHARS} characters: ask for less (a lower limit, a module filter, "
-        "get_symbol instead of get_module)"
-    )
+    return text[:MAX_REPLY_CHARS] + f"\n... truncated at {MAX_REPLY_CHARS:,} characters: {CUT_NOTE}"
+
+
+CUT_NOTE = "ask for less (a lower limit, a module filter, get_symbol instead of get_module)"
+
+
+def cap_structured(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` bounded like the text: over ``MAX_REPLY_CHARS`` of JSON, its largest list (or
+    string) is halved until it fits, and ``truncated``/``truncation_note`` say so."""
+    if len(json.dumps(data)) <= MAX_REPLY_CHARS:
+        return data
+    data = json.loads(json.dumps(data))  # a private copy to cut
+
+    def largest(node: Any) -> tuple[int, Any, Any] | None:
+        """(size, container, key) of the largest cuttable list or string under ``node``."""
+        best: tuple[int, Any, Any] | None = None
+        children = (
+            node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        )
+        for key, value in children:
+            size = len(json.dumps(value))
+            cuttable = (isinstance(value, list) and len(value) > 1) or (
+                isinstance(value, str) and len(value) > 200
+            )
+            if cuttable and (best is None or size > best[0]):
+                best = (size, node, key)
+            if isinstance(value, dict | list):
+                inner = largest(value)
+                if inner is not None and (best is None or inner[0] > best[0]):
+                    best = inner
+        return best
+
+    while len(json.dumps(data)) > MAX_REPLY_CHARS:
+        found = largest(data)
+        if found is None:
+            break
+        _, container, key = found
+        value = container[key]
+        container[key] = value[: len(value) // 2]
+    data["truncated"] = True
+    data["truncation_note"] = f"cut to fit {MAX_REPLY_CHARS:,} characters: {CUT_NOTE}"
+    return data
 
 
 def answer(tool: McpTool, arguments: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
@@ -217,7 +374,70 @@ def answer(tool: McpTool, arguments: dict[str, Any] | None) -> tuple[dict[str, A
     # Round-trip through JSON: dataclass leftovers and paths become plain JSON values.
     plain = json.loads(json.dumps(data, default=str))
     structured = plain if isinstance(plain, dict) else {"result": plain}
-    return redact_json(structured), cap_reply(redact(text))
+    return cap_structured(redact_json(structured)), cap_reply(redact(text))
+
+
+def error_result(err: SemforaError) -> Any:
+    """A failed call as the MCP spec wants a tool's failure: a result with ``isError`` that the
+    model reads (the message, with the hint) and ``data``-like structured content."""
+    import mcp_types as types
+
+    _, message, data = error_payload(err)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=message)],
+        structured_content={"ok": False, **data},
+        is_error=True,
+    )
+
+
+def refresh_index(engine: Engine, progress: Callable[[str, int, int], None] | None = None) -> str | None:
+    """Bring the index up to date before a call that reads it (the first call builds it).
+
+    Returns a note for the reply when another process holds the index lock and an index exists
+    (it is then used as it is); with no index at all the ``LockBusy`` error propagates."""
+    empty = engine.store(ensure_index=False).is_empty()
+    try:
+        engine.index(progress=progress)
+    except LockBusy as exc:
+        if empty:
+            raise
+        return f"index not refreshed ({exc.message}); answers may not show the latest edits"
+    return None
+
+
+class ProgressRelay:
+    """The indexer's ``progress(phase, done, total)`` (called on a worker thread) relayed to the
+    client as MCP progress notifications for the running call (sent only when the client gave a
+    progress token). Throttled; ``progress`` only grows, across phases, as the spec requires."""
+
+    def __init__(self, report: Callable[..., Any]) -> None:
+        self._report = report
+        self._phase = ""
+        self._base = 0  # progress reached before the current phase
+        self._last_total = 0
+        self._last_sent = 0.0
+        self._last_value = -1.0
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        import anyio.from_thread
+
+        now = time.monotonic()
+        new_phase = phase != self._phase
+        if new_phase:
+            self._base += self._last_total
+            self._phase = phase
+        self._last_total = max(total, done)
+        if not new_phase and done < total and now - self._last_sent < PROGRESS_INTERVAL_S:
+            return
+        self._last_sent = now
+        message = f"indexing: {phase} {done:,}/{total:,}" if total else f"indexing: {phase}"
+        # Strictly growing, even when a phase starts where the last one ended.
+        value = max(float(self._base + done), self._last_value + 0.001)
+        self._last_value = value
+        try:
+            anyio.from_thread.run(self._report, value, None, message)
+        except Exception as exc:  # a client gone mid-index must not stop the index being written
+            sys.stderr.write(f"semfora: progress not sent: {type(exc).__name__}: {exc}\n")
 
 
 def build_server(path: str | os.PathLike[str] | None = None) -> Any:
@@ -237,9 +457,16 @@ def build_server(path: str | os.PathLike[str] | None = None) -> Any:
     # The store holds one SQLite connection: calls run one at a time, off the event loop.
     engine_lock = threading.Lock()
 
-    def run_tool(tool: McpTool, args: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
+    def run_tool(
+        tool: McpTool, args: dict[str, Any] | None, progress: Callable[[str, int, int], None]
+    ) -> tuple[dict[str, Any], str]:
         with engine_lock:
-            return answer(tool, args)
+            note = None if tool.name in NO_REFRESH else refresh_index(engine, progress)
+            structured, text = answer(tool, args)
+        if note:
+            sys.stderr.write(f"semfora: warning: {note}\n")
+            text = f"note: {note}\n{text}"
+        return structured, text
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(
@@ -251,15 +478,25 @@ def build_server(path: str | os.PathLike[str] | None = None) -> Any:
 
     async def call_tool(ctx: Any, params: Any) -> Any:
         tool = tools.get(params.name)
-        try:
-            if tool is None:
-                raise UsageError(
-                    f"unknown tool '{params.name}'", hint=f"known tools: {', '.join(sorted(tools))}"
-                )
-            structured, text = await anyio.to_thread.run_sync(run_tool, tool, params.arguments)
-        except SemforaError as err:
+        if tool is None:
+            # A protocol error (the MCP spec's own case): the client asked for what tools/list never offered.
+            err = UsageError(f"unknown tool '{params.name}'", hint=f"known tools: {', '.join(sorted(tools))}")
             rpc, message, payload = error_payload(err)
-            raise MCPError(rpc, message, data=payload) from err
+            raise MCPError(rpc, message, data=payload)
+        try:
+            progress = ProgressRelay(ctx.session.report_progress)
+            structured, text = await anyio.to_thread.run_sync(run_tool, tool, params.arguments, progress)
+        except SemforaError as err:
+            return error_result(err)
+        except Exception as exc:  # a bug: the model gets one line, stderr the traceback; the server lives on
+            traceback.print_exc(file=sys.stderr)
+            return error_result(
+                SemforaError(
+                    f"{tool.name} failed: {type(exc).__name__}: {exc}",
+                    code="INTERNAL",
+                    hint="the traceback is on the server's stderr; please report it",
+                )
+            )
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], structured_content=structured
         )

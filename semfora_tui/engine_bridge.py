@@ -329,7 +329,10 @@ class EngineBridge:
         with engine_part("undo"):
             from engine.edits.undo import undo
         edits = self.settings.edits
-        return undo(self.layout, force=force, deny=edits.deny, lock_timeout=edits.lock_timeout)
+        result = undo(self.layout, force=force, deny=edits.deny, lock_timeout=edits.lock_timeout)
+        # Hunks still staged in the files put back follow them, as they followed the commit.
+        self.session().rebase(only=result.files)
+        return result
 
     def recover(self) -> RecoveryReport | None:
         """Roll back a commit that a killed process left half-done (start-up)."""

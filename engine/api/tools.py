@@ -258,6 +258,8 @@ def get_module(engine: Engine, module: str) -> ToolResult[ModuleSymbols]:
 
     Token cost: 8,000-12,000 for a typical module. Prefer list_symbols + get_symbol.
     """
+    if not module.strip():  # '' matched every symbol: the whole repository, cut at 500
+        raise UsageError("get_module: name a module", hint="list_modules lists them")
     store = engine.store()
     syms = store.list_symbols(module=module, limit=MAX_MODULE_SYMBOLS + 1)
     if not syms:
@@ -420,13 +422,18 @@ def analyze_file(engine: Engine, path: str) -> ToolResult[FileAnalysis]:
     from engine.policy.sandbox import read_bytes
     from engine.semantic.extract import analyze_source
     from engine.semantic.languages import language_for_path
+    from engine.store.discovery import content_problem
 
     target = _inside(engine, path)
     rel = target.rel
     limit = engine.settings.index.max_file_bytes
     data_bytes = read_bytes(target, max_bytes=limit + 1)
     if len(data_bytes) > limit:
-        raise UsageError(f"{rel} is larger than index.max_file_bytes")
+        raise UsageError(f"{rel} is larger than index.max_file_bytes ({limit:,} bytes)")
+    # As the indexer skips it: random bytes parsed as Python gave '532 syntax errors'.
+    problem = content_problem(rel, data_bytes)
+    if problem is not None:
+        raise UsageError(f"{rel} is {problem} content, not parsed (the index skips it too)")
     language = language_for_path(rel, data_bytes[:128].split(b"\n", 1)[0])
     if language is None:
         raise UsageError(f"{rel}: no supported language for this file")
@@ -573,6 +580,8 @@ class Param:
     required: bool = False
     default: Any = None
     maximum: int | None = None
+    minimum: int | None = None  # default: 0 for ``context``, 1 for other bounded integers
+    enum: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -596,7 +605,9 @@ class ToolSpec:
                     prop["maxItems"] = p.maximum
             elif p.maximum is not None:
                 prop["maximum"] = p.maximum
-                prop["minimum"] = 0 if p.name == "context" else 1
+                prop["minimum"] = p.minimum if p.minimum is not None else 0 if p.name == "context" else 1
+            if p.enum:
+                prop["enum"] = list(p.enum)
             if p.default is not None:
                 prop["default"] = p.default
             props[p.name] = prop
@@ -627,7 +638,7 @@ def _spec(func: Callable[..., ToolResult[JsonValue]], *params: Param, needs_engi
 
 _MODULE = Param("module", "string", "module (directory) path prefix, e.g. src/api")
 _KIND = Param("kind", "string", "symbol kind: function, method, class, struct, interface, ...")
-_RISK = Param("risk", "string", "risk level: low, medium or high")
+_RISK = Param("risk", "string", "risk level: low, medium or high", enum=("low", "medium", "high"))
 _SYMBOL = Param("symbol", "string", "symbol id, qualified name (Class.method) or name", required=True)
 
 TOOLS: dict[str, ToolSpec] = {
@@ -647,6 +658,7 @@ TOOLS: dict[str, ToolSpec] = {
                 f"tokens the pack may use ({MIN_CONTEXT_BUDGET}-{MAX_CONTEXT_BUDGET})",
                 default=DEFAULT_CONTEXT_BUDGET,
                 maximum=MAX_CONTEXT_BUDGET,
+                minimum=MIN_CONTEXT_BUDGET,
             ),
         ),
         _spec(get_repo_overview),
@@ -678,7 +690,13 @@ TOOLS: dict[str, ToolSpec] = {
             get_call_graph,
             _SYMBOL,
             Param("depth", "integer", "levels to walk", default=1, maximum=MAX_GRAPH_DEPTH),
-            Param("direction", "string", "callers, callees or both", default="callees"),
+            Param(
+                "direction",
+                "string",
+                "callers, callees or both",
+                default="callees",
+                enum=("callers", "callees", "both"),
+            ),
         ),
         _spec(
             get_callers,

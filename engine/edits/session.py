@@ -14,7 +14,7 @@ import json
 import secrets
 import stat
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -49,7 +49,7 @@ from engine.edits.protocol import (
 from engine.edits.sandbox import check_editable, normalize_rel, resolve_in_repo
 from engine.edits.textformat import TextFormat, conform, decode, encode, sha256_bytes
 from engine.edits.writer import FileWrite, apply_change_set, read_bytes_or_none, write_json_atomic
-from engine.errors import NotFoundError, SandboxError
+from engine.errors import NotFoundError, SandboxError, SemforaError
 from engine.policy.redaction import redact
 from engine.repo.layout import RepoLayout
 from engine.words import plural
@@ -608,18 +608,49 @@ class EditSession:
                 analyze=self._analyze,
             )
 
+        # The blocks were written against the files on disk (that is what the model was shown):
+        # a staged file changed on disk since is rebased first, or no block could match its text.
+        before = self._transaction()
+        stale = self._stale_targets(parsed)
+        if stale:
+            self._rebase_records(stale)
         try:
-            results = apply(without_rejected=False)
-        except EditBlockError as first:
-            # A rejected hunk must not stand in the way of a new edit of the same lines: try
-            # again against the staged text minus its rejected hunks (issue 12, item 3).
-            if "rejected" not in {state for rec in self._records.values() for state in rec.states.values()}:
-                raise
             try:
-                results = apply(without_rejected=True)
-            except EditBlockError:
-                raise first from None  # it fails either way: report it against the staged text
+                results = apply(without_rejected=False)
+            except EditBlockError as first:
+                # A rejected hunk must not stand in the way of a new edit of the same lines: try
+                # again against the staged text minus its rejected hunks (issue 12, item 3).
+                if "rejected" not in {
+                    state for rec in self._records.values() for state in rec.states.values()
+                }:
+                    raise
+                try:
+                    results = apply(without_rejected=True)
+                except EditBlockError:
+                    raise first from None  # it fails either way: report it against the staged text
+        except EditBlockError:
+            self._records = before  # nothing staged, and nothing rebased either
+            raise
         return self._stage_results(results, task)
+
+    def _stale_targets(self, blocks: Sequence[EditBlock]) -> set[str]:
+        """Staged files that ``blocks`` edit and that changed on disk since they were staged."""
+        root = self.layout.root
+        out: set[str] = set()
+        for block in blocks:
+            if not block.path:
+                continue
+            try:
+                rel = real_rel(
+                    root,
+                    resolve_in_repo(root, normalize_rel(root, block.path), deny=self.settings.edits.deny),
+                )
+            except SemforaError:
+                continue  # apply_blocks reports the path
+            rec = self._records.get(rel)
+            if rec is not None and self._disk_hash(rel) != rec.base_hash:
+                out.add(rel)
+        return out
 
     def _stage_results(self, results: dict[str, str], task: str | None) -> list[StagedFile]:
         before = self._transaction()
@@ -938,14 +969,24 @@ class EditSession:
         return n
 
     @_exclusive
-    def rebase(self) -> RebaseReport:
-        """Re-apply staged hunks onto files that changed on disk; mark the ones that no longer fit."""
+    def rebase(self, only: Collection[str] | None = None) -> RebaseReport:
+        """Re-apply staged hunks onto files that changed on disk; mark the ones that no longer fit.
+
+        ``only`` limits it to those paths: after an undo, the files semfora itself put back.
+        """
+        report = self._rebase_records(only)
+        self.save()
+        return report
+
+    def _rebase_records(self, only: Collection[str] | None) -> RebaseReport:
         files: list[str] = []
         reapplied: list[str] = []
         conflicts: list[str] = []
         dropped: list[str] = []
         already: list[str] = []
         for rel, rec in list(self._records.items()):
+            if only is not None and rel not in only:
+                continue
             data, target = self._read_disk(rel)
             if sha256_bytes(data) == rec.base_hash:
                 continue
@@ -984,5 +1025,4 @@ class EditSession:
             reapplied.extend(r.id for r in placed)
             conflicts.extend(r.id for r in lost)
             self._refresh(rec)
-        self.save()
         return RebaseReport(tuple(files), tuple(reapplied), tuple(conflicts), tuple(dropped), tuple(already))

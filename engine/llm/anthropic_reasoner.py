@@ -8,6 +8,7 @@ It never logs request headers or the API key, and imports the SDK lazily.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -37,6 +38,7 @@ from engine.llm.base import (
 )
 from engine.llm.cancel import TurnStop, call_cancellable, iterate_cancellable
 from engine.llm.retry import RETRYABLE_STATUS, RetryPolicy, parse_retry_after
+from engine.tokens import estimate_tokens
 from engine.words import plural
 
 log = logging.getLogger("semfora.llm.anthropic")
@@ -189,10 +191,24 @@ class AnthropicReasoner(StreamingReasoner):
         usage = Usage()
         stop_reason: str | None = None
         finished = False
+
+        def cancelled() -> ModelCancelled:
+            # A cancelled reply is billed too: the prompt as message_start counted it, and the
+            # output so far (estimated from the text received; the final count never comes).
+            partial = "".join(parts)
+            if not usage.total_input_tokens:
+                return ModelCancelled(partial_text=partial)
+            spent = dataclasses.replace(
+                usage, output_tokens=max(usage.output_tokens, estimate_tokens(partial))
+            )
+            return ModelCancelled(
+                partial_text=partial, usage=spent, cost_usd=compute_cost(spent, self._price)
+            )
+
         try:
             for event in iterate_cancellable(stream, cancel):
                 if cancel is not None and cancel.is_set():
-                    raise ModelCancelled(partial_text="".join(parts))
+                    raise cancelled()
                 kind = event.type
                 if kind == "message_start":
                     usage = _usage_from(event.message.usage, usage)
@@ -205,10 +221,10 @@ class AnthropicReasoner(StreamingReasoner):
                 elif kind == "message_stop":
                     finished = True
         except ModelCancelled as exc:
-            raise ModelCancelled(partial_text="".join(parts)) from exc
+            raise cancelled() from exc
         except (anthropic.APIError, httpx2.HTTPError, httpx2.StreamError) as exc:
             if cancel is not None and cancel.is_set():
-                raise ModelCancelled(partial_text="".join(parts)) from exc
+                raise cancelled() from exc
             partial = "".join(parts)
             error_type = _stream_error_type(exc)
             message = (
@@ -227,7 +243,7 @@ class AnthropicReasoner(StreamingReasoner):
         finally:
             _close_quietly(stream)
         if cancel is not None and cancel.is_set():
-            raise ModelCancelled(partial_text="".join(parts))
+            raise cancelled()
         if not finished:
             partial = "".join(parts)
             if parts:

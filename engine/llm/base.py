@@ -57,6 +57,15 @@ class ModelStreamInterrupted(ModelError):
 
     code = "MODEL_STREAM_INTERRUPTED"
 
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = "the text shown is only the start of the reply; ask again",
+        partial_text: str = "",
+    ) -> None:
+        super().__init__(message, hint=hint, partial_text=partial_text)
+
 
 class ModelTimeout(ServiceUnavailable):
     """The model gave no complete answer before the turn's deadline (``llm.turn_timeout``) (exit 3)."""
@@ -73,9 +82,19 @@ class ModelCancelled(SemforaError):
 
     code = "MODEL_CANCELLED"
 
-    def __init__(self, message: str = "model reply cancelled", *, partial_text: str = "") -> None:
+    def __init__(
+        self,
+        message: str = "model reply cancelled",
+        *,
+        partial_text: str = "",
+        usage: Usage | None = None,
+        cost_usd: float = 0.0,
+    ) -> None:
         super().__init__(message)
         self.partial_text = partial_text
+        # What the cancelled request still cost, when the provider had said (billed all the same).
+        self.usage = usage
+        self.cost_usd = cost_usd
 
 
 @dataclass(frozen=True)

@@ -426,6 +426,8 @@ class Orchestrator:
                     error_code = exc.code
         except ModelCancelled as exc:
             reply, outcome = exc.partial_text, "cancelled"
+            if exc.usage is not None:
+                usage, cost = usage + exc.usage, cost + exc.cost_usd
             errors.append(exc.message)
             error_code = exc.code
         except SemforaError as exc:  # model errors, a lost key mid-session: logged, then raised

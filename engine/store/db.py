@@ -320,7 +320,8 @@ class SymbolStore:
                     hint=f"nearest names: {', '.join(near)}" if near else None,
                 )
             found = hits
-        return found[0]
+        # The name lookups read the symbols table alone; one symbol is worth its call sites.
+        return self._with_calls(found[0])
 
     def list_symbols(
         self, module: str | None = None, kind: str | None = None, risk: str | None = None, limit: int = 50

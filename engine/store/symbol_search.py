@@ -86,6 +86,9 @@ def rank_symbols(
         take(light("qualified_name = ?", [q], fetch))
         take(light("name = ?", [q], fetch))  # JavaScript assignments: res.send
         ql = ql.replace("::", ".").rsplit(".", 1)[-1]
+    else:
+        # The name as typed before its other casings: `QuerySet` is the class, not 11 `queryset` methods.
+        take(light("name = ?", [q], fetch))
     take(light("name_lower = ?", [ql], fetch))
     if len(chosen) < limit:
         # Narrow rows from the covering index, shortest first; full rows only for the winners.

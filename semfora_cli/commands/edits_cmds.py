@@ -98,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
         undone = undo(
             layout, force=args.force, deny=settings.edits.deny, lock_timeout=settings.edits.lock_timeout
         )
+        # Hunks still staged in the files put back follow them, as they followed the commit.
+        EditSession.load_or_create(layout, settings).rebase(only=undone.files)
         forced = f" (forced over changes in {', '.join(undone.forced)})" if undone.forced else ""
         _emit(
             args,

@@ -605,15 +605,28 @@ class MainScreen(Screen[None]):
             )
 
     def _files_changed(self, paths: tuple[str, ...]) -> None:
+        """Warn about staged files that someone else changed on disk.
+
+        A change is only news when the session now finds the file stale: semfora's own commit of
+        some of a file's hunks also changes it on disk, and leaves the file's other hunks staged.
+        """
         touched = {f.path for f in self.diff.files} & set(paths)
-        if touched:
-            self.refresh_staged()
-            self.notify(
-                "A staged file changed on disk: "
-                + ", ".join(sorted(touched))
-                + ". `/rebase` re-applies its hunks.",
-                severity="warning",
-            )
+        if not touched:
+            return
+        known = {f.path for f in self.diff.files if f.conflict}
+
+        def show(files: tuple[FileView, ...]) -> None:
+            self.show_staged(files)
+            stale = sorted(f.path for f in files if f.conflict and f.path in touched - known)
+            if stale:
+                self.notify(
+                    f"{plural(len(stale), 'staged file')} changed on disk: "
+                    + ", ".join(stale)
+                    + ". `/rebase` re-applies the hunks.",
+                    severity="warning",
+                )
+
+        self.run_job(self.bridge.staged_files, show, quiet=True)
 
     # -- the prompt -----------------------------------------------------------------------------
 

@@ -55,7 +55,9 @@ class BudgetPane(Vertical):
 
     def on_mount(self) -> None:
         table = self.query_one("#budget-table", DataTable)
-        table.add_columns("kind", "name", "tokens", "priority", "reason")
+        # Numbers first: a name with its path fills a 60-column pane, and the columns after it
+        # would only be seen by scrolling sideways.
+        table.add_columns("tokens", "priority", "kind", "name", "reason")
         self.watch(self.app, "theme", lambda _theme: self._render_all(), init=False)
         self._render_all()
 
@@ -74,10 +76,10 @@ class BudgetPane(Vertical):
         colours = self._colours()
         for item in pack.items:
             table.add_row(
+                Text(f"{item.tokens:,}", justify="right"),
+                Text(item.priority, style=Style(color=colours.get(item.priority, colours["low"]))),
                 item.kind,
                 item.name,
-                f"{item.tokens:,}",
-                Text(item.priority, style=Style(color=colours.get(item.priority, colours["low"]))),
                 item.reason,
             )
         self._render_all()

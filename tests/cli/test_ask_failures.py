@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -136,3 +137,6 @@ def test_ctrl_c_while_a_reply_streams_cancels_the_turn_and_exits_130(make_repo, 
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and "cancelling the turn" in stderr
     assert "-- problem: model reply cancelled" in out
+    # The prompt was sent and is billed all the same: the usage line says how much.
+    usage = re.search(r"input (\d+) .*; cost \$([0-9.]+)", out)
+    assert usage is not None and int(usage.group(1)) > 0 and float(usage.group(2)) > 0, out[-300:]

@@ -138,3 +138,28 @@ def test_stage_input_through_a_link_loop_or_an_overlong_name_is_a_typed_usage_er
     overlong = run_semfora("edits", "stage", "r" * 300 + ".txt", cwd=root)
     assert overlong.returncode == 2 and "error[PATH_TOO_LONG]" in overlong.stderr
     assert "Traceback" not in looped.stderr + overlong.stderr
+
+
+def test_hunks_still_staged_in_a_file_follow_its_undo(make_repo, tmp_path: Path) -> None:
+    """Commit one of a file's two hunks, undo it: the other hunk is still staged, not a conflict."""
+    root = make_repo({"app.py": APP})
+    patch = tmp_path / "reply.md"
+    patch.write_text(PATCH)
+    assert run_semfora("edits", "stage", str(patch), cwd=root).returncode == 0
+    first, second = (
+        h["id"] for h in _json(run_semfora("edits", "list", "--json", cwd=root))["files"][0]["hunks"]
+    )
+    assert run_semfora("edits", "accept", first, cwd=root).returncode == 0
+    assert _json(run_semfora("edits", "commit", "--json", cwd=root))["committed"] is True
+    assert run_semfora("edits", "undo", cwd=root).returncode == 0
+    assert (root / "app.py").read_text() == APP
+
+    listing = _json(run_semfora("edits", "list", "--json", cwd=root))
+    (entry,) = listing["files"]
+    assert entry["stale"] is False
+    assert [(h["id"], h["state"]) for h in entry["hunks"]] == [(second, "pending")]
+    assert "changed on disk" not in run_semfora("edits", "show", cwd=root).stdout
+    # The hunk still applies: committing it now writes only its own change.
+    assert run_semfora("edits", "accept", second, cwd=root).returncode == 0
+    assert run_semfora("edits", "commit", cwd=root).returncode == 0
+    assert (root / "app.py").read_text() == APP.replace('"hi"', '"hello"')

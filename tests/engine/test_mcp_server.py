@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -59,6 +60,15 @@ async def _session(root, body):
         return await body(session)
 
 
+def _error(result) -> dict:
+    """A failed call's content as the model and the client see it: a tool result with isError,
+    one text line (``message``) and the typed code in the structured content."""
+    assert result.is_error, result.content[0].text
+    data = dict(result.structured_content)
+    assert data["ok"] is False and result.content[0].text.startswith(f"error[{data['error_code']}]")
+    return {**data, "message": result.content[0].text}
+
+
 async def test_tools_search_symbols_and_bad_arguments(make_repo) -> None:
     from mcp.shared.exceptions import MCPError
 
@@ -94,27 +104,24 @@ async def test_tools_search_symbols_and_bad_arguments(make_repo) -> None:
         hybrid = await session.call_tool("search", {"query": "charge customer", "mode": "fts"})
         assert any(r["file"] == "pay/app.py" for r in hybrid.structured_content["results"])
 
-        with pytest.raises(MCPError) as too_many:
-            await session.call_tool("search_symbols", {"query": "x", "limit": 5000})
-        assert too_many.value.data["error_code"] == "USAGE" and "limit" in too_many.value.message
-        with pytest.raises(MCPError) as wrong_type:
-            await session.call_tool("get_symbol", {"symbol": 42})
-        assert wrong_type.value.data["error_code"] == "USAGE"
-        with pytest.raises(MCPError) as missing:
-            await session.call_tool("get_symbol", {"symbol": "no_such_symbol_anywhere"})
-        assert missing.value.data["error_code"] in ("SYMBOL_NOT_FOUND", "NOT_FOUND")
-        with pytest.raises(MCPError) as typo:  # a near miss names the symbol it probably meant
-            await session.call_tool("get_symbol", {"symbol": "chrage"})
-        assert typo.value.data["error_code"] == "SYMBOL_NOT_FOUND"
-        assert typo.value.data["hint"].startswith("nearest names: ") and "charge" in typo.value.data["hint"]
+        too_many = _error(await session.call_tool("search_symbols", {"query": "x", "limit": 5000}))
+        assert too_many["error_code"] == "USAGE" and "limit" in too_many["message"]
+        wrong_type = _error(await session.call_tool("get_symbol", {"symbol": 42}))
+        assert wrong_type["error_code"] == "USAGE"
+        missing = _error(await session.call_tool("get_symbol", {"symbol": "no_such_symbol_anywhere"}))
+        assert missing["error_code"] in ("SYMBOL_NOT_FOUND", "NOT_FOUND")
+        # A near miss names the symbol it probably meant.
+        typo = _error(await session.call_tool("get_symbol", {"symbol": "chrage"}))
+        assert typo["error_code"] == "SYMBOL_NOT_FOUND"
+        assert typo["hint"].startswith("nearest names: ") and "charge" in typo["hint"]
         # The message alone says it too: many clients show the model nothing else.
-        assert (
-            typo.value.message
-            == f"error[SYMBOL_NOT_FOUND]: no symbol named 'chrage' ({typo.value.data['hint']})"
-        )
-        with pytest.raises(MCPError) as outside:
-            await session.call_tool("analyze_file", {"path": "../../etc/passwd"})
-        assert outside.value.data["error_code"].startswith("PATH")
+        assert typo["message"] == f"error[SYMBOL_NOT_FOUND]: no symbol named 'chrage' ({typo['hint']})"
+        outside = _error(await session.call_tool("analyze_file", {"path": "../../etc/passwd"}))
+        assert outside["error_code"].startswith("PATH")
+        # A tool nobody listed is the one protocol error.
+        with pytest.raises(MCPError) as unknown:
+            await session.call_tool("no_such_tool", {})
+        assert unknown.value.data["error_code"] == "USAGE" and "get_symbol" in unknown.value.data["hint"]
         # The server is still healthy after errors.
         langs = await session.call_tool("list_languages", {})
         assert "python" in langs.content[0].text
@@ -123,8 +130,6 @@ async def test_tools_search_symbols_and_bad_arguments(make_repo) -> None:
 
 
 async def test_get_context_hands_an_agent_the_code_for_a_task(make_repo) -> None:
-    from mcp.shared.exceptions import MCPError
-
     root = make_repo({"pay/app.py": APP, "pay/refunds.py": REFUNDS, "README.md": "# pay\n"})
     cache = os.environ["XDG_CACHE_HOME"]
 
@@ -143,9 +148,8 @@ async def test_get_context_hands_an_agent_the_code_for_a_task(make_repo) -> None
         text = result.content[0].text
         assert all(i["text"] in text for i in data["items"])
         assert "def refund(charge, amount):" in text and "raise RefundTooLarge" in text
-        with pytest.raises(MCPError) as too_big:
-            await session.call_tool("get_context", {"task": task, "budget": 10**6})
-        assert too_big.value.data["error_code"] == "USAGE"
+        too_big = _error(await session.call_tool("get_context", {"task": task, "budget": 10**6}))
+        assert too_big["error_code"] == "USAGE"
 
     await _session(root, body)
     # The server wrote its index under the test's cache home, not ~/.cache.
@@ -226,3 +230,317 @@ def test_argument_validation_and_error_mapping_without_a_server() -> None:
     assert message == "error[SYMBOL_NOT_FOUND]: no symbol x"
     long = "x" * (MAX_REPLY_CHARS + 10)
     assert len(cap_reply(long)) < MAX_REPLY_CHARS + 200 and "truncated" in cap_reply(long)
+
+
+async def test_edits_between_calls_are_seen(make_repo) -> None:
+    """An agent edits files between calls: the next answer reads the files as they are now."""
+    root = make_repo({"pay/app.py": APP, "pay/refunds.py": REFUNDS})
+
+    async def body(session):
+        first = await session.call_tool("get_symbol_source", {"symbol": "charge"})
+        assert "def charge(customer, amount):" in first.structured_content["source"]
+        # Lines added above `charge`, a new function, a file renamed.
+        (root / "pay" / "app.py").write_text(
+            '"""Payments, moved down."""\n\nimport os\n\n' + APP + "\n\ndef void(c):\n    return c\n"
+        )
+        (root / "pay" / "refunds.py").rename(root / "pay" / "returns.py")
+        moved = await session.call_tool("get_symbol_source", {"symbol": "charge"})
+        assert moved.structured_content["source"].startswith("def charge(customer, amount):")
+        assert moved.structured_content["start_line"] == first.structured_content["start_line"] + 4
+        assert not (await session.call_tool("get_symbol", {"symbol": "void"})).is_error
+        renamed = await session.call_tool("get_symbol", {"symbol": "refund"})
+        assert renamed.structured_content["file"] == "pay/returns.py"
+        task = await session.call_tool(
+            "get_context", {"task": "refund larger than the charge", "budget": 1000}
+        )
+        assert all(i["file"] != "pay/refunds.py" for i in task.structured_content["items"])
+        # Deleted: not found, typed (not a read error on a file that is gone).
+        (root / "pay" / "returns.py").unlink()
+        gone = _error(await session.call_tool("get_symbol_source", {"symbol": "refund"}))
+        assert gone["error_code"] == "SYMBOL_NOT_FOUND"
+
+    await _session(root, body)
+
+
+async def test_errors_are_tool_results_the_model_reads(make_repo) -> None:
+    """Bad, wrong-typed and huge arguments fail as results with isError (not protocol errors),
+    one line each, and every reply stays bounded whatever the arguments."""
+    from engine.mcp_server import MAX_REPLY_CHARS, MAX_STRING_ARG
+
+    root = make_repo({"pay/app.py": APP})
+
+    async def body(session):
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert tools["search"].input_schema["properties"]["query"]["maxLength"] == MAX_STRING_ARG
+        assert tools["get_symbols"].input_schema["properties"]["ids"]["items"]["maxLength"] == MAX_STRING_ARG
+        huge = "word " * 200_000
+        for name, args in (
+            ("search", {"query": huge}),
+            ("search_symbols", {"query": huge}),
+            ("get_symbol", {"symbol": huge}),
+            ("get_context", {"task": huge}),
+            ("get_symbols", {"ids": [1, 2]}),
+            ("get_symbols", {"ids": [huge]}),
+        ):
+            result = await session.call_tool(name, args)
+            failed = _error(result)
+            assert failed["error_code"] == "USAGE", (name, failed)
+            assert len(failed["message"]) < 300 and "\n" not in failed["message"]
+        # A wide reply is cut in both parts, and says so in both.
+        wide = await session.call_tool("list_symbols", {"limit": 200})
+        assert len(json.dumps(wide.structured_content)) <= MAX_REPLY_CHARS
+
+    await _session(root, body)
+
+
+async def test_first_index_reports_progress(make_repo) -> None:
+    """The first call on a cold repository builds the index and tells a client that asked for
+    progress what it is doing, instead of going silent."""
+    files = {f"pkg/m{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(60)}
+    root = make_repo(files)
+    seen: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
+
+    async def body(session):
+        result = await session.call_tool("search_symbols", {"query": "f1"}, progress_callback=on_progress)
+        assert not result.is_error
+        assert seen and all(m and m.startswith("indexing: ") for _, m in seen)
+        assert any("parsing" in (m or "") for _, m in seen)
+        values = [p for p, _ in seen]
+        assert values == sorted(values) and len(set(values)) == len(values)  # strictly growing
+
+    await _session(root, body)
+
+
+async def test_abrupt_disconnect_ends_the_server(make_repo, tmp_path: Path) -> None:
+    """A client that dies without a shutdown leaves no server behind (nor its index lock)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = make_repo({"pay/app.py": APP})
+    client = tmp_path / "client.py"
+    client.write_text(
+        "import anyio, os, sys\n"
+        "from mcp.client.session import ClientSession\n"
+        "from mcp.client.stdio import StdioServerParameters, stdio_client\n"
+        "async def main():\n"
+        f"    p = StdioServerParameters(command={SEMFORA!r}, args=['mcp', '--path', {str(root)!r}], env=dict(os.environ))\n"
+        "    async with stdio_client(p) as (r, w), ClientSession(r, w) as s:\n"
+        "        await s.initialize()\n"
+        "        await s.call_tool('list_modules', {})\n"
+        "        print(os.getpid(), flush=True)\n"
+        "        os.kill(os.getpid(), 9)\n"
+        "anyio.run(main)\n"
+    )
+    proc = subprocess.run([sys.executable, str(client)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL
+    client_pid = proc.stdout.strip()
+
+    def servers() -> list[str]:
+        out = subprocess.run(["ps", "-eo", "pid,ppid,args"], capture_output=True, text=True).stdout
+        return [ln for ln in out.splitlines() if "mcp --path" in ln and str(root) in ln]
+
+    deadline = time.monotonic() + 30
+    while servers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not servers(), (client_pid, servers())
+
+
+async def test_get_symbol_by_name_lists_its_calls(make_repo) -> None:
+    """get_symbol by name (what an agent types) shows what the symbol calls, as by id."""
+    root = make_repo({"pay/app.py": APP})
+
+    async def body(session):
+        by_name = (await session.call_tool("get_symbol", {"symbol": "Ledger.record"})).structured_content
+        assert by_name["calls_total"] == 1 and by_name["calls"][0]["name"] == "charge"
+        by_id = (await session.call_tool("get_symbol", {"symbol": by_name["id"]})).structured_content
+        assert by_id["calls"] == by_name["calls"]
+        short = (await session.call_tool("get_symbol", {"symbol": "record"})).structured_content
+        assert short["calls_total"] == 1
+
+    await _session(root, body)
+
+
+def test_schemas_state_the_limits_the_tools_enforce(make_repo) -> None:
+    """What tools/list promises is what a call accepts: a value the schema allows never fails
+    validation for its bounds, a value it forbids fails before the tool runs."""
+    from engine.api import Engine
+    from engine.errors import UsageError
+    from engine.mcp_server import build_tools, validate_arguments
+
+    with Engine.open(make_repo({"pay/app.py": APP})) as engine:
+        tools = build_tools(engine)
+        budget = tools["get_context"].input_schema["properties"]["budget"]
+        assert (budget["minimum"], budget["maximum"]) == (500, 24_000)
+        assert tools["get_call_graph"].input_schema["properties"]["direction"]["enum"] == [
+            "callers",
+            "callees",
+            "both",
+        ]
+        assert tools["list_symbols"].input_schema["properties"]["risk"]["enum"] == ["low", "medium", "high"]
+        for tool in tools.values():
+            assert "``" not in tool.description, tool.name
+            for name, prop in tool.input_schema["properties"].items():
+                assert prop.get("description"), (tool.name, name)
+                if "default" in prop:
+                    required = {r: "x" for r in tool.input_schema["required"]}
+                    validate_arguments(tool, {**required, name: prop["default"]})
+                if "minimum" in prop:
+                    required = {r: "x" for r in tool.input_schema["required"]}
+                    with pytest.raises(UsageError):
+                        validate_arguments(tool, {**required, name: prop["minimum"] - 1})
+        # The real call agrees with the schema at its lower bound.
+        tools["get_context"].call(validate_arguments(tools["get_context"], {"task": "charge", "budget": 500}))
+
+
+async def test_symbol_source_text_is_code_a_model_can_read(make_repo) -> None:
+    """get_symbol_source's text is the code's own lines under a header, not one escaped string."""
+    body_lines = "\n".join(f"    total += {i}" for i in range(450))
+    big = f"def big():\n    total = 0\n{body_lines}\n    return total\n"
+    root = make_repo({"pay/refunds.py": REFUNDS, "pay/big.py": big})
+
+    async def body(session):
+        result = await session.call_tool("get_symbol_source", {"symbol": "refund"})
+        text = result.content[0].text
+        assert text.startswith("refund  pay/refunds.py:8-15  id ")
+        assert 'def refund(charge, amount):\n    """Give back part or all of a charge."""\n' in text
+        assert "\\n" not in text
+        cut = (await session.call_tool("get_symbol_source", {"symbol": "big"})).content[0].text
+        assert "    total += 397\n" in cut and "total += 449" not in cut
+        assert cut.rstrip().endswith("ask for a method of it, or read the rest of the file")
+
+    await _session(root, body)
+
+
+async def test_a_shared_name_says_which_symbol_answered_and_lists_the_others(make_repo) -> None:
+    """`record` names two methods: the reply says which one it is and how to get the other."""
+    audit = "class Audit:\n    def record(self, event):\n        return event\n"
+    root = make_repo({"pay/app.py": APP, "pay/audit.py": audit})
+
+    async def body(session):
+        for tool in ("get_symbol", "get_symbol_source", "get_callers"):
+            result = await session.call_tool(tool, {"symbol": "record"})
+            data, text = result.structured_content, result.content[0].text
+            (other,) = data["also_named"]
+            assert other["qualified_name"] != (data.get("qualified_name") or data["symbol"])
+            assert text.startswith("note: 2 symbols are named 'record'; this is ")
+            assert other["id"] in text
+            chosen = await session.call_tool("get_symbol", {"symbol": other["id"]})
+            assert chosen.structured_content["qualified_name"] == other["qualified_name"]
+        unique = await session.call_tool("get_symbol", {"symbol": "Audit.record"})
+        assert "also_named" not in unique.structured_content
+        assert not unique.content[0].text.startswith("note:")
+
+    await _session(root, body)
+
+
+async def test_empty_query_or_module_is_a_mistake_not_an_answer(make_repo) -> None:
+    """An empty search is refused as the CLI refuses it (not 'no results'); an empty module is
+    refused (it used to return the whole repository's first 500 symbols)."""
+    root = make_repo({"pay/app.py": APP})
+
+    async def body(session):
+        for query in ("", "   "):
+            assert _error(await session.call_tool("search", {"query": query}))["error_code"] == "USAGE"
+        empty = _error(await session.call_tool("get_module", {"module": ""}))
+        assert empty["error_code"] == "USAGE" and "list_modules" in empty["message"]
+        assert not (await session.call_tool("get_module", {"module": "pay"})).is_error
+
+    await _session(root, body)
+
+
+async def test_search_symbols_puts_the_name_as_typed_first(make_repo) -> None:
+    """`Ledger` finds the class before the `ledger` functions that sort earlier by place."""
+    root = make_repo(
+        {
+            "a/admin.py": "def ledger(x):\n    return x\n\n\nclass View:\n    def ledger(self):\n        return 1\n",
+            "pay/app.py": APP,
+        }
+    )
+
+    async def body(session):
+        found = (await session.call_tool("search_symbols", {"query": "Ledger"})).structured_content
+        assert [(s["name"], s["kind"]) for s in found["symbols"]][:1] == [("Ledger", "class")]
+        lower = (await session.call_tool("search_symbols", {"query": "ledger"})).structured_content
+        assert lower["symbols"][0]["name"] == "ledger"
+
+    await _session(root, body)
+
+
+async def test_analyze_file_refuses_what_the_index_skips(make_repo) -> None:
+    """A binary file with a source extension is refused, as the indexer skips it, not parsed into
+    hundreds of syntax errors; an oversized one says the limit."""
+    root = make_repo({"pay/app.py": APP, "blob.py": bytes(range(256)) * 20})
+
+    async def body(session):
+        binary = _error(await session.call_tool("analyze_file", {"path": "blob.py"}))
+        assert binary["error_code"] == "USAGE" and "binary" in binary["message"]
+        assert not (await session.call_tool("analyze_file", {"path": "pay/app.py"})).is_error
+
+    await _session(root, body)
+
+
+def test_started_by_hand_it_says_what_it_is_waiting_for(make_repo) -> None:
+    """At a terminal, `semfora mcp` says on stderr that it serves MCP on stdio (it looked hung);
+    stdout stays the protocol's, empty."""
+    import pty
+    import select
+    import signal
+    import subprocess
+
+    root = make_repo({"pay/app.py": APP})
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(
+        [SEMFORA, "mcp", "--path", str(root)], stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert proc.stderr is not None
+        # Wait for the line (a state), with a bound so the old, silent command fails instead of hanging.
+        ready, _, _ = select.select([proc.stderr], [], [], 20)
+        assert ready, "nothing on stderr: a person at the terminal sees a command that looks hung"
+        line = proc.stderr.readline().decode()
+        assert line.startswith(f"semfora mcp: serving {root} over MCP on stdin/stdout")
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+        assert out == b""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(controller)
+        os.close(terminal)
+
+
+def test_structured_content_is_bounded_like_the_text() -> None:
+    """Whatever a tool returns, the structured content sent stays under the reply cap (plus the
+    note saying it was cut); a reply under the cap is sent untouched."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from engine.mcp_server import MAX_REPLY_CHARS, cap_structured
+
+    leaf = st.one_of(st.integers(), st.text(max_size=50), st.just("x" * 30_000))
+    tree = st.recursive(
+        leaf,
+        lambda kids: st.lists(kids, max_size=40) | st.dictionaries(st.text(max_size=8), kids, max_size=5),
+        max_leaves=200,
+    )
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.dictionaries(st.text(max_size=8), tree, min_size=1, max_size=4))
+    def bounded(data: dict) -> None:
+        out = cap_structured(data)
+        size = len(json.dumps(data))
+        if size <= MAX_REPLY_CHARS:
+            assert out == data
+        else:
+            assert out["truncated"] is True and "ask for less" in out["truncation_note"]
+            assert len(json.dumps(out)) <= MAX_REPLY_CHARS + 300
+
+    bounded()
+    wide = {"symbols": [{"id": str(i), "signature": "def f(" + "a, " * 40 + ")"} for i in range(2_000)]}
+    cut = cap_structured(wide)
+    assert 0 < len(cut["symbols"]) < 2_000 and cut["symbols"][0] == wide["symbols"][0]

@@ -58,6 +58,24 @@ EDIT_BLOCKS = (
 )
 
 
+# Two edits of app/config.py, far enough apart (see ``spread_config``) to be two hunks of one file.
+TWO_HUNK_BLOCKS = (
+    "app/config.py\n<<<<<<< SEARCH\n"
+    '    """Read the settings file."""\n=======\n'
+    '    """Read the settings file as text."""\n>>>>>>> REPLACE\n\n'
+    "app/config.py\n<<<<<<< SEARCH\n"
+    "    return int(text)\n=======\n"
+    "    return int(text.strip())\n>>>>>>> REPLACE\n"
+)
+
+
+def spread_config(root: Path) -> None:
+    """Put four small functions between load_config and parse_port, so TWO_HUNK_BLOCKS are two hunks."""
+    padding = "".join(f"\n\ndef helper_{i}():\n    return {i}\n" for i in range(4))
+    config = root / "app/config.py"
+    config.write_text(config.read_text().replace("\n\n\ndef parse_port", padding + "\n\ndef parse_port"))
+
+
 @pytest.fixture
 def demo_repo(make_repo: Callable[..., Path]) -> Path:
     return make_repo(dict(SOURCE))

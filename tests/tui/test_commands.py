@@ -11,7 +11,16 @@ from engine.config import DEFAULT_MODEL, load_settings
 from semfora_tui import slash
 from semfora_tui.screens.confirm import ConfirmScreen
 from semfora_tui.screens.picker import PickerScreen
-from tests.tui.conftest import EDIT_BLOCKS, SOURCE, AppFactory, answer_confirmation, settle, wait_for
+from tests.tui.conftest import (
+    EDIT_BLOCKS,
+    SOURCE,
+    TWO_HUNK_BLOCKS,
+    AppFactory,
+    answer_confirmation,
+    settle,
+    spread_config,
+    wait_for,
+)
 
 
 async def _run(pilot, app, text: str) -> str:  # type: ignore[no-untyped-def]
@@ -455,3 +464,32 @@ async def test_resume_shows_the_whole_conversation_failed_turns_included(
         answer = transcript.index("The port is parsed by `parse_port`.")
         assert first < failed < second < answer
         assert "(2 earlier turns above)" in transcript
+
+
+async def test_a_hunk_still_staged_in_an_undone_file_stays_staged_without_a_conflict(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    spread_config(demo_repo)
+    original = (demo_repo / "app/config.py").read_text()
+    (demo_repo / "edits.txt").write_text(TWO_HUNK_BLOCKS)
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert "Staged 2 hunks in 1 file" in await _run(pilot, app, "/edit --from edits.txt")
+        first, second = (h.id for h in app.diff.files[0].hunks)
+        await _run(pilot, app, f"/accept {first}")
+        await _run(pilot, app, "/commit")
+        await answer_confirmation(pilot, app, "y")
+        await settle(pilot)
+        assert "as text" in (demo_repo / "app/config.py").read_text()
+        await _run(pilot, app, "/undo")
+        await answer_confirmation(pilot, app, "y")
+        await settle(pilot)
+        assert (demo_repo / "app/config.py").read_text() == original
+        (staged,) = app.diff.files
+        assert staged.conflict is None
+        assert [(h.id, h.state) for h in staged.hunks] == [(second, "pending")]
+        await _run(pilot, app, f"/accept {second}")
+        await _run(pilot, app, "/commit")
+        await answer_confirmation(pilot, app, "y")
+        await settle(pilot)
+        assert (demo_repo / "app/config.py").read_text() == original.replace("int(text)", "int(text.strip())")

@@ -6,7 +6,14 @@ import re
 import time
 from pathlib import Path
 
-from tests.tui.conftest import EDIT_BLOCKS, AppFactory, settle
+from tests.tui.conftest import (
+    EDIT_BLOCKS,
+    TWO_HUNK_BLOCKS,
+    AppFactory,
+    answer_confirmation,
+    settle,
+    spread_config,
+)
 
 
 async def test_offline_app_opens_says_what_works_and_keeps_working(
@@ -71,6 +78,44 @@ async def test_index_follows_disk_changes_and_staged_files_turn_into_conflicts(
         assert any("staged file changed on disk" in n.message for n in app._notifications)
         hits = app.bridge.search("warm_cache", mode="symbols", limit=5)
         assert any(h.symbol == "warm_cache" for h in hits)
+
+
+async def test_committing_some_hunks_of_a_file_is_not_reported_as_a_change_on_disk(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """semfora's own commit changes the file on disk; its other, still staged hunks are not stale."""
+    spread_config(demo_repo)
+    config = demo_repo / "app/config.py"
+    (demo_repo / "edits.txt").write_text(TWO_HUNK_BLOCKS)
+    app = make_app(watch=True, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        deadline = time.monotonic() + 30
+        while not app.header.index_state.startswith("index: 2 files"):
+            assert time.monotonic() < deadline
+            await pilot.pause(0.05)
+        await app.main.run_slash("/edit --from edits.txt")
+        while not (app.diff.files and len(app.diff.files[0].hunks) == 2):
+            assert time.monotonic() < deadline
+            await pilot.pause(0.05)
+        # Review from the keyboard: accept the first hunk, commit it, keep the second staged.
+        await pilot.press("f2", "a", "c")
+        await answer_confirmation(pilot, app)
+        while "as text" not in config.read_text():
+            assert time.monotonic() < deadline
+            await pilot.pause(0.05)
+        # A new file after the commit: once the index counts it, the commit's change was seen too.
+        (demo_repo / "app/cache.py").write_text("def warm_cache():\n    return {}\n")
+        while not app.header.index_state.startswith("index: 3 files"):
+            assert time.monotonic() < deadline, app.header.index_state
+            await pilot.pause(0.05)
+        # The staged files are read again in an engine job; wait for it and for its answer.
+        while any(w.group == "engine" and w.is_running for w in app.workers):
+            assert time.monotonic() < deadline
+            await pilot.pause(0.05)
+        await pilot.pause()
+        assert [h.state for f in app.diff.files for h in f.hunks] == ["pending"]
+        assert app.diff.files[0].conflict is None
+        assert not [n.message for n in app._notifications if "changed on disk" in n.message]
 
 
 async def test_header_shows_the_vector_index_building_then_ready(

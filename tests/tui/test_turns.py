@@ -103,6 +103,8 @@ async def test_escape_or_ctrl_c_cancels_a_streaming_reply(
         shown = app.main.turn.source
         assert 0 < len(shown) < len(long_text.strip())
         assert "cancelled" in [str(w.render()) for w in app.main.turn.query(".turn-status")]
+        # The prompt was sent, so the turn still cost something: the pane and the session say so.
+        assert app.budget_pane.turn.input_tokens > 0 and app.main.session_cost > 0
         # The prompt is usable again at once.
         await _submit(pilot, app, "/cost")
         await settle(pilot)
@@ -282,3 +284,27 @@ async def test_a_cancelled_question_is_marked_cancelled_not_an_edit_problem(
         transcript = app.chat.transcript()
         assert "cancelled" in transcript
         assert "edit problem" not in transcript and "problem" not in transcript
+
+
+async def test_the_budget_table_shows_each_items_tokens_and_priority_without_scrolling(
+    make_app: AppFactory,
+) -> None:
+    """Names carry their file path and fill the pane: the numbers must not be pushed off screen."""
+    from semfora_tui.views import PackItemView, PackView
+
+    long_path = "httpx-0.27.0/httpx/_transports/default_transport_with_a_long_name.py"
+    items = (
+        PackItemView(
+            "source", f"Response.raise_for_status ({long_path})", 1357, "critical", "named in the task"
+        ),
+        PackItemView("source", f"HTTPTransport.handle_request ({long_path})", 2468, "critical", "calls it"),
+    )
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        app.budget_pane.show_pack(PackView("why", "explain", 8000, 3825, items))
+        await pilot.pause()
+        screen = app.export_screenshot().replace("&#160;", " ")
+        assert "3,825" in screen  # the bar and legend
+        for tokens in ("1,357", "2,468"):  # each row's own figure, which only the table shows
+            assert tokens in screen, f"the row with {tokens} tokens is cut off"

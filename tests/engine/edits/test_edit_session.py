@@ -173,6 +173,35 @@ def test_changed_on_disk_refuses_commit_and_names_files_then_rebase(make_repo) -
     assert (root / "g.txt").read_text() == "G\n"
 
 
+def _block(path: str, search: str, replace: str) -> str:
+    return f"{path}\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE\n"
+
+
+def test_a_new_edit_of_a_staged_file_the_user_changed_is_applied_to_the_file_on_disk(make_repo) -> None:
+    """The model is shown the file on disk: its blocks must match that, not the stale staged text."""
+    root = make_repo({"f.txt": TEN})
+    s = _session(root)
+    s.stage_content("f.txt", _two_hunk_edit(TEN))
+    (root / "f.txt").write_text(TEN.replace("line 14\n", "line 14 edited by user\n"))
+    s.stage_blocks(_block("f.txt", "line 14 edited by user\n", "line fourteen\n"))
+    (staged,) = s.files()
+    assert not staged.stale and len(staged.hunks) == 3 and staged.pending == 3
+    s.accept_all()
+    s.commit()
+    assert (root / "f.txt").read_text() == _two_hunk_edit(TEN).replace("line 14\n", "line fourteen\n")
+
+
+def test_a_new_edit_that_fails_leaves_a_stale_staged_file_as_it_was(make_repo) -> None:
+    root = make_repo({"f.txt": TEN})
+    s = _session(root)
+    s.stage_content("f.txt", _two_hunk_edit(TEN))
+    (root / "f.txt").write_text(TEN.replace("line 14\n", "line 14 edited by user\n"))
+    with pytest.raises(EditBlockError):
+        s.stage_blocks(_block("f.txt", "no such line\n", "x\n"))
+    assert [f.stale for f in s.files()] == [True]
+    assert [f.stale for f in _session(root).files()] == [True]  # nor saved rebased
+
+
 def test_file_deleted_behind_our_back(make_repo) -> None:
     root = make_repo({"f.txt": TEN})
     s = _session(root)

@@ -120,6 +120,7 @@ def test_disconnect_after_text_is_a_typed_error_keeping_the_partial_reply(
         _reasoner(fake_anthropic).complete("s", USER)
     assert info.value.partial_text == "abcdefghijklmnop"
     assert info.value.code == "MODEL_STREAM_INTERRUPTED"
+    assert info.value.hint is not None and "ask again" in info.value.hint
     assert len(fake_anthropic.message_requests()) == 1, "never retried once text was shown"
 
 
@@ -151,6 +152,10 @@ def test_cancel_between_deltas_keeps_what_arrived(fake_anthropic: FakeAnthropic)
                 seen.append(event.text)
                 cancel.set()
     assert info.value.partial_text.startswith("xxxx") and len(info.value.partial_text) < 200
+    # The prompt was sent and is billed: the usage message_start reported comes with the error.
+    spent = info.value.usage
+    assert spent is not None and spent.total_input_tokens > 0 and spent.output_tokens >= 1
+    assert info.value.cost_usd > 0
 
 
 def test_missing_api_key_is_model_unavailable_with_exit_3_and_advice(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -229,7 +229,6 @@ def test_no_planted_secret_reaches_a_model_a_file_or_the_terminal(
 async def test_no_planted_secret_is_served_over_mcp(vault: Path) -> None:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
-    from mcp.shared.exceptions import MCPError
 
     calls = [
         ("search", {"query": "DATABASE_URL postgres admin connect", "mode": "fts", "limit": 20}),
@@ -253,17 +252,14 @@ async def test_no_planted_secret_is_served_over_mcp(vault: Path) -> None:
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         for name, args in calls:
-            try:
-                result = await session.call_tool(name, args)
-            except MCPError as exc:
-                served.append(f"{exc.message} {json.dumps(exc.data)}")
-                continue
+            # A failed call is a result with isError (its text and structured content are served too).
+            result = await session.call_tool(name, args)
             served.append(result.content[0].text + json.dumps(result.structured_content))
         errors = {}
         for path in ("loop", "x" * 300, "a\x00b"):
-            with pytest.raises(MCPError) as caught:
-                await session.call_tool("analyze_file", {"path": path})
-            errors[path[:4]] = caught.value.data["error_code"]
+            failed = await session.call_tool("analyze_file", {"path": path})
+            assert failed.is_error
+            errors[path[:4]] = failed.structured_content["error_code"]
     text = "\n".join(served)
     assert "def connect" in text or "connect(retries=3)" in text  # real content was served...
     assert _leaks(text) == []  # ...without a single secret
