@@ -500,7 +500,10 @@ def test_started_by_hand_it_says_what_it_is_waiting_for(make_repo) -> None:
     try:
         assert proc.stderr is not None
         # Wait for the line (a state), with a bound so the old, silent command fails instead of hanging.
-        ready, _, _ = select.select([proc.stderr], [], [], 20)
+        # poll(), not select(): an xdist worker late in the suite holds descriptors past select's 1024.
+        poller = select.poll()
+        poller.register(proc.stderr, select.POLLIN)
+        ready = poller.poll(20_000)
         assert ready, "nothing on stderr: a person at the terminal sees a command that looks hung"
         line = proc.stderr.readline().decode()
         assert line.startswith(f"semfora mcp: serving {root} over MCP on stdin/stdout")
