@@ -418,6 +418,14 @@ def _env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
     return found
 
 
+def _env_var_for(dotted: str, environ: Mapping[str, str]) -> str:
+    """The environment variable that set ``dotted`` (``SEMFORA_BUDGET``, ``SEMFORA_SEARCH__LIMIT``)."""
+    long_name = ENV_PREFIX + dotted.upper().replace(".", "__")
+    if environ.get(long_name):
+        return long_name
+    return next((var for var, key in ENV_ALIASES.items() if key == dotted and environ.get(var)), long_name)
+
+
 def named_by_environment(dotted: str, environ: Mapping[str, str] | None = None) -> bool:
     """Whether the environment sets ``dotted`` (its well-known alias, e.g. ``SEMFORA_MODEL`` for
     ``llm.model``, or ``SEMFORA_SECTION__KEY``): this module is the only reader of settings from
@@ -469,6 +477,8 @@ def load_settings(
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         origin = sources.get(where, "configuration")
+        if origin == "env":
+            origin = _env_var_for(where, env)  # the variable to fix, not just "env"
         message = str(first["msg"]).removeprefix("Value error, ")
         raise ConfigError(f"{where}: {message} (from {origin})") from exc
     loaded = LoadedSettings(settings, sources, files, trust=trust, ignored=tuple(ignored))

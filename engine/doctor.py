@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from engine.config import LoadedSettings, Settings, check_settings, load_settings
-from engine.errors import ConfigError, SemforaError
+from engine.errors import CacheDirUnwritable, ConfigError, SemforaError
 from engine.repo import git
 from engine.repo.layout import RepoLayout
 from engine.words import plural
@@ -226,11 +226,11 @@ def check_cache_dir(layout: RepoLayout) -> Check:
         with tempfile.NamedTemporaryFile(dir=directory, prefix=".doctor-", delete=True) as fh:
             fh.write(b"probe")
             fh.flush()
-    except OSError as exc:
+    except (OSError, CacheDirUnwritable) as exc:
         return Check(
             "cache dir",
             "fail",
-            f"not writable: {exc}",
+            exc.message if isinstance(exc, CacheDirUnwritable) else f"not writable: {exc}",
             "DOCTOR_CACHE_DIR",
             "chmod u+w the directory, or point XDG_CACHE_HOME at a writable place",
         )
@@ -377,11 +377,12 @@ def check_chroma(settings: Settings, layout: RepoLayout, network: bool) -> Check
         )
     if importlib.util.find_spec("chromadb") is None:
         return Check("chroma", "fail", "chromadb is not installed", "DOCTOR_CHROMA", "pip install -e .")
+    cache_dir = layout.cache_dir  # unwritable: the "cache dir" check says so, this one is skipped
     try:
         import chromadb
         from chromadb.config import Settings as ChromaSettings
 
-        with tempfile.TemporaryDirectory(dir=layout.cache_dir, prefix=".doctor-chroma-") as tmp:
+        with tempfile.TemporaryDirectory(dir=cache_dir, prefix=".doctor-chroma-") as tmp:
             client = chromadb.PersistentClient(path=tmp, settings=ChromaSettings(anonymized_telemetry=False))
             client.heartbeat()
     except Exception as exc:  # noqa: BLE001 - chromadb raises many unrelated types; all mean "unusable"
@@ -628,6 +629,9 @@ def _guard(name: str, fn: Callable[[], Check]) -> Check:
     """A check that crashes is itself a finding: report it rather than abort the whole report."""
     try:
         return fn()
+    except CacheDirUnwritable:
+        # Said once, by the "cache dir" check; every check that reads the cache would repeat it.
+        return Check(name, "skip", "not checked: the cache directory is not writable (see cache dir)")
     except SemforaError as exc:
         return Check(
             name,

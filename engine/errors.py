@@ -134,6 +134,14 @@ class EmbeddingUnavailable(ConfigError):
     code = "EMBEDDING_UNAVAILABLE"
 
 
+class CacheDirUnwritable(UsageError):
+    """semfora's cache directory cannot be created or written (read-only file system, permissions).
+
+    Exit 2: the set-up is the problem, as with an invalid configuration."""
+
+    code = "CACHE_DIR_UNWRITABLE"
+
+
 class IndexError_(SemforaError):
     """The index is missing, locked or corrupt."""
 

@@ -110,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("overview", help="print the bounded repository overview")
     _path(p)
     p.add_argument("--format", choices=["toon", "json"], default="toon", help="output format")
+    p.add_argument("--json", action="store_true", help="print JSON instead of TOON (same as --format json)")
 
     p = sub.add_parser("search", help="search code: hybrid, full-text, vector or symbols")
     p.add_argument("query", help="what to look for")
@@ -325,9 +326,14 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help()
         return 0
     from engine.quarantine import add_listener
-    from semfora_cli.output import warn
+    from semfora_cli.output import show_log_warnings, warn
 
     add_listener(warn)  # a damaged state file set aside is said once, as a warning line
+    show_log_warnings()  # and so is anything the engine logs at WARNING
+    import engine.config
+
+    # An untrusted .semfora.toml is said like every other warning of the command line.
+    engine.config.notice_sink = lambda message: warn(f"[UNTRUSTED_CONFIG] {message}")
     module = importlib.import_module(f"semfora_cli.commands.{COMMANDS[args.command]}")
     as_json = bool(getattr(args, "json", False)) or getattr(args, "output", None) == "json"
     try:

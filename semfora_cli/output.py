@@ -7,10 +7,12 @@ Errors go to stderr as ``error[CODE]: message``; with ``--json`` they become
 from __future__ import annotations
 
 import json
+import logging
 import sys
+import threading
 from typing import Any
 
-from engine.errors import SemforaError
+from engine.errors import EngineWarning, SemforaError
 
 
 def print_json(payload: Any) -> None:
@@ -31,6 +33,42 @@ def report_error(err: SemforaError, *, as_json: bool) -> int:
 
 def warn(message: str) -> None:
     sys.stderr.write(f"warning: {message}\n")
+
+
+def engine_warning(w: EngineWarning) -> None:
+    """An engine's ``on_warning`` sink: ``warning: [CODE] message`` (a damaged index rebuilt...)."""
+    warn(f"[{w.code}] {w.message}")
+
+
+class _WarningLines(logging.Handler):
+    """Engine log records of WARNING and above, printed as ``warning: ...`` lines, each once.
+
+    Without it Python's last-resort handler printed them bare ("cannot read x.py: No such
+    file"), unlike every other warning, and once per chunk that asked: three times for one file.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self._seen: set[str] = set()
+        self._seen_lock = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage()
+        except (TypeError, ValueError):  # a malformed %-format in someone's log call
+            text = str(record.msg)
+        with self._seen_lock:
+            if text in self._seen:
+                return
+            self._seen.add(text)
+        warn(text.replace("\n", " "))
+
+
+def show_log_warnings() -> None:
+    """Route WARNING+ log records to stderr as one-time ``warning:`` lines (the commands, not the app)."""
+    root = logging.getLogger()
+    if not any(isinstance(h, _WarningLines) for h in root.handlers):
+        root.addHandler(_WarningLines())
 
 
 def is_tty() -> bool:

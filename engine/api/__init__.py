@@ -62,6 +62,7 @@ from engine.api.tools import (
     list_modules,
     list_symbols,
     search_symbols,
+    unresolved_calls,
 )
 from engine.api.turns import (
     build_vectors,
@@ -219,5 +220,6 @@ __all__ = [
     "search_symbols",
     "semantic_diff",
     "text_index_missing",
+    "unresolved_calls",
     "validate_search",
 ]

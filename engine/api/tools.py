@@ -345,7 +345,14 @@ def get_symbol_source(engine: Engine, symbol: str, context: int = 0) -> ToolResu
 
 def _source(engine: Engine, sym: Symbol, context: int) -> ToolResult[SourceView]:
     # Through the sandbox: a secret, a .git file or a link out of the root is refused, typed.
-    text, first, last = symbol_source(engine.layout, sym, context, deny=engine.settings.edits.deny)
+    record = engine.store().file(sym.file)
+    text, first, last = symbol_source(
+        engine.layout,
+        sym,
+        context,
+        deny=engine.settings.edits.deny,
+        indexed_sha256=record.sha256 if record is not None else None,
+    )
     lines = text.splitlines()
     truncated = len(lines) > MAX_SOURCE_LINES
     if truncated:
@@ -390,6 +397,12 @@ def get_callers(engine: Engine, symbol: str, depth: int = 1) -> ToolResult[Graph
     Token cost: ~15 tokens per caller.
     """
     return get_call_graph(engine, symbol, depth, "callers")
+
+
+def unresolved_calls(engine: Engine, symbol: SymbolView) -> int:
+    """Calls named like ``symbol`` that the index tied to no definition: possible callers that
+    ``get_callers`` does not list (``x.filter()`` with ``x`` of unknown type, for a method)."""
+    return engine.store().unresolved_calls(symbol.name, method=symbol.kind == "method")
 
 
 def _inside(engine: Engine, path: str, *, directory: bool = False) -> ResolvedPath:

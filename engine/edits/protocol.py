@@ -106,7 +106,13 @@ class EditBlockError(SemforaError):
 # ---------------------------------------------------------------------------- parsing
 
 
-def _clean_path_line(line: str) -> str | None:
+def _clean_path_line(line: str, is_file: Callable[[str], bool] | None = None) -> str | None:
+    """The file path a line above a block names, or None for prose.
+
+    A line with a space is prose ("Apply the discount after tax.") unless ``is_file`` says the
+    repository has a file by that name (``docs/release notes.md``): otherwise such a file could
+    never be edited, its block failing as "no file path".
+    """
     text = line.strip()
     if not text or _FENCE.match(text):
         return None
@@ -114,9 +120,25 @@ def _clean_path_line(line: str) -> str | None:
     if text.lower().startswith("file:"):
         text = text[5:].strip()
     text = text.rstrip(":").strip("`").strip()
-    if not text or any(ch.isspace() for ch in text):
+    if not text:
+        return None
+    if any(ch.isspace() for ch in text) and not (is_file is not None and is_file(text)):
         return None
     return text
+
+
+def repo_file_check(root: Path) -> Callable[[str], bool]:
+    """``is_file`` for ``parse_blocks``: whether ``rel`` names a regular file under ``root``.
+
+    Only decides whether a line is a path; the write sandbox still checks the path when it is used.
+    """
+
+    def is_file(rel: str) -> bool:
+        if os.path.isabs(rel) or ".." in rel.replace("\\", "/").split("/"):
+            return False
+        return os.path.isfile(os.path.join(root, rel))
+
+    return is_file
 
 
 def _body(lines: list[str]) -> str:
@@ -146,8 +168,11 @@ def _reply_lines(lines: list[str], at: int) -> str:
     return numbered(lines, at - 3, at - 3 + NEAREST_MAX_LINES)
 
 
-def parse_blocks(text: str) -> list[EditBlock]:
+def parse_blocks(text: str, *, is_file: Callable[[str], bool] | None = None) -> list[EditBlock]:
     """Every block in ``text`` (fenced or not, LF or CRLF, with or without a leading BOM).
+
+    ``is_file`` (a repository-relative path -> whether that file exists) lets a path line with
+    spaces count as a path.
 
     Only exact markers count. A malformed marker, a doubled divider or a truncated block
     raises EditBlockError for the whole reply, with the reply's nearest lines.
@@ -184,7 +209,7 @@ def parse_blocks(text: str) -> list[EditBlock]:
         for back in range(i - 1, prose_start - 1, -1):
             if not lines[back].strip() or _FENCE.match(lines[back]):
                 continue
-            path = _clean_path_line(lines[back])
+            path = _clean_path_line(lines[back], is_file)
             break
         path = path or last_path
         i += 1

@@ -43,6 +43,7 @@ from engine.edits.protocol import (
     join_lines,
     parse_blocks,
     real_rel,
+    repo_file_check,
     split_lines,
 )
 from engine.edits.sandbox import check_editable, normalize_rel, resolve_in_repo
@@ -578,7 +579,11 @@ class EditSession:
     @_exclusive
     def stage_blocks(self, blocks: str | Sequence[EditBlock], *, task: str | None = None) -> list[StagedFile]:
         """Stage a model reply (text) or parsed blocks: all of them, or none (EditBlockError)."""
-        parsed = parse_blocks(blocks) if isinstance(blocks, str) else list(blocks)
+        parsed = (
+            parse_blocks(blocks, is_file=repo_file_check(self.layout.root))
+            if isinstance(blocks, str)
+            else list(blocks)
+        )
         if not parsed:
             raise NoEditBlocks("no edit blocks found (expected SEARCH/REPLACE or SYMBOL blocks)")
 

@@ -64,6 +64,10 @@ def read_source(root: Path, rel: str, real_dirs: dict[str, bool] | None = None) 
     try:
         with open(full, "rb") as fh:
             data = fh.read()
+    except FileNotFoundError:
+        # Deleted since it was indexed: ordinary, and the caller says so (search: INDEX_STALE).
+        log.info("cannot read %s: it was deleted", rel)
+        return None
     except OSError as exc:
         log.warning("cannot read %s: %s", rel, exc.strerror)
         return None

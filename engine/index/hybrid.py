@@ -34,6 +34,7 @@ from engine.policy.paths import is_test_path
 from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
 from engine.store.cache import ResultCache
+from engine.words import plural
 
 log = logging.getLogger("semfora.index.hybrid")
 
@@ -118,6 +119,8 @@ LOCALITY_WEIGHTS = (1.0, 0.5, 0.25)
 MAX_CACHED_CHUNK_TERMS = 20_000
 # Snippet shown per hit, in lines.
 SNIPPET_LINES = 3
+# Files an INDEX_STALE warning names before "and N more": enough to act on, one line.
+STALE_FILES_NAMED = 3
 MAX_LIMIT = 200
 
 # A word that is an identifier rather than English: snake_case, camelCase, dotted.path, or with digits.
@@ -533,7 +536,7 @@ def validate_request(mode: str, limit: int) -> None:
     if mode not in MODES:
         raise UsageError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
     if limit < 1 or limit > MAX_LIMIT:
-        raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}")
+        raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}, not {limit}")
 
 
 def search(
@@ -736,7 +739,31 @@ def _search(
         timings["rerank_ms"] = round((time.perf_counter() - t) * 1000, 2)
     chosen = _without_nested(ranked, limit)
     texts = chunk_texts(layout.root, [c.row for c in chosen if c.row is not None])
+    _warn_stale([c.row for c in chosen if c.row is not None and c.row.chunk_id not in texts], sink)
     return [_to_hit(c, terms, texts) for c in chosen], rewrites, cache_hits
+
+
+def _warn_stale(rows: list[fts.ChunkRow], sink: WarningSink | None) -> None:
+    """Say which hits come from files changed (or gone) since they were indexed.
+
+    Their lines are the index's, no longer the file's, and their text is not shown (the chunk
+    no longer matches its hash): without this a script took the old line numbers as true.
+    Said on every search that meets them, not once per process: the files differ each time.
+    """
+    files = sorted({r.file for r in rows})
+    if not files or sink is None:
+        return
+    shown = ", ".join(files[:STALE_FILES_NAMED]) + (
+        f" and {len(files) - STALE_FILES_NAMED} more" if len(files) > STALE_FILES_NAMED else ""
+    )
+    sink(
+        EngineWarning(
+            "INDEX_STALE",
+            f"{plural(len(files), 'file')} of these results changed on disk since "
+            f"{'it was' if len(files) == 1 else 'they were'} indexed ({shown}): their line numbers "
+            "may be off and their text is not shown; `semfora index` brings them up to date",
+        )
+    )
 
 
 def _comments_to_definitions(s: _Searcher, rows: list[fts.ChunkRow]) -> list[fts.ChunkRow]:

@@ -1235,7 +1235,16 @@ def index_repository(
         if on_warning is not None:
             on_warning(w)
 
-    with writer_lock(layout, settings.index.lock_timeout):
+    def waiting() -> None:
+        warn(
+            EngineWarning(
+                "INDEX_WAITING",
+                "another `semfora index` is writing this repository's index; waiting for it to finish "
+                f"(at most {settings.index.lock_timeout:g} s)",
+            )
+        )
+
+    with writer_lock(layout, settings.index.lock_timeout, on_wait=waiting):
         if rebuild:
             for suffix in ("", "-wal", "-shm"):
                 Path(str(layout.index_db) + suffix).unlink(missing_ok=True)

@@ -49,6 +49,10 @@ VERIFY_SAMPLE = 64
 RECONCILE_PAGE = 5000
 # What search says, once, when vectors are configured but this repository has none yet.
 NOT_BUILT = "the vector index is not built yet (run `semfora index`)"
+# The progress phase of the embedding pass (COMMON contract 3: one human name per phase). It once
+# changed between calls ("embedding 1354 chunks with M", then "embedding chunks with M"), and the
+# CLI drew two bars, one stuck at 0.
+PHASE_EMBED = "embedding"
 # An embedded collection's HNSW files are persisted only at a sync point, once
 # ``hnsw:sync_threshold`` vectors changed since the last one (Chroma's default is 1,000). Until the
 # first, every process that opens the store rebuilds those files from Chroma's log and writes them,
@@ -442,7 +446,7 @@ class VectorIndexer:
             )
 
         if progress is not None:
-            progress(f"embedding {total} chunks with {embedder.spec}", 0, total)
+            progress(PHASE_EMBED, 0, total)
         for i in range(0, total, batch_limit):
             if cancel is not None and cancel.is_set():
                 cancelled = True
@@ -477,7 +481,7 @@ class VectorIndexer:
             collection = sync.wrote(len(present), collection)
             done += len(present)
             if progress is not None:
-                progress(f"embedding chunks with {embedder.spec}", done, total)
+                progress(PHASE_EMBED, done, total)
         if done or orphans or missing or reembed:
             # Long-lived readers (the app, the MCP server, the query service) reopen an embedded
             # store when this changes; this process's own client already holds the new vectors.

@@ -486,9 +486,9 @@ class Orchestrator:
 
     def _edits(self, task: str, reply: str, stage: bool) -> tuple[tuple[str, ...], int]:
         """Stage (or, with ``stage=False``, only check) every block of ``reply``; all or nothing."""
-        from engine.edits.protocol import apply_blocks, parse_blocks
+        from engine.edits.protocol import apply_blocks, parse_blocks, repo_file_check
 
-        blocks = parse_blocks(reply)
+        blocks = parse_blocks(reply, is_file=repo_file_check(self.layout.root))
         if not stage:
             from engine.edits.textformat import decode
 

@@ -71,6 +71,9 @@ class IgnoredSetting:
     detail: str = ""  # e.g. "would remove .env, *.pem"
 
     def describe(self) -> str:
+        """``edits.test_cmd = "pytest -x" (runs a command)``, as `semfora trust` lists it."""
+        if self.detail.startswith("= "):
+            return f"{self.key} {self.detail} ({self.reason})"
         return f"{self.key} ({self.reason}{': ' + self.detail if self.detail else ''})"
 
 

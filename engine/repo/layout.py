@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from engine.errors import PathError
+from engine.errors import CacheDirUnwritable, PathError
 from engine.repo import git
 
 
@@ -74,6 +74,27 @@ def find_repo_root(path: str | os.PathLike[str] | None = None) -> Path:
     return root
 
 
+def _make_writable_dir(path: Path) -> None:
+    """Create ``path`` (mode 0700) if needed; CacheDirUnwritable when it cannot be made or written.
+
+    Every command writes its cache (the index lock, the databases), so a read-only file system
+    or a foreign-owned directory is said once, here, instead of as a traceback from the first write.
+    """
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _unwritable(path, exc.strerror or str(exc)) from exc
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise _unwritable(path, "it is not writable")
+
+
+def _unwritable(path: Path, why: str) -> CacheDirUnwritable:
+    return CacheDirUnwritable(
+        f"cannot write semfora's cache directory {path}: {why}",
+        hint="point XDG_CACHE_HOME at a writable directory, or make this one writable",
+    )
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:40] or "repo"
 
@@ -113,7 +134,7 @@ class RepoLayout:
     def cache_dir(self) -> Path:
         # Only the user may list or read a cache: it holds source excerpts, sessions and backups.
         path = cache_home() / self.repo_id
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _make_writable_dir(path)
         return path
 
     @property
@@ -135,7 +156,7 @@ class RepoLayout:
     def subdir(self, name: str) -> Path:
         """``sessions``, ``runs`` or ``edits``: created on first use."""
         path = self.cache_dir / name
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _make_writable_dir(path)
         return path
 
     @property

@@ -7,6 +7,7 @@ the read-only view of symbols, calls and graphs. Writing is the indexer's job.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
 import struct
@@ -353,6 +354,18 @@ class SymbolStore:
         """Who calls this symbol, breadth first, up to ``depth`` hops."""
         return self._walk(symbol_id, depth, incoming=True)
 
+    def unresolved_calls(self, name: str, *, method: bool) -> int:
+        """Calls named ``name`` tied to no definition and to no outside package: ``x.name()`` whose
+        receiver's type is unknown when ``method``, else a plain ``name()``. Possible callers of a
+        definition with that name that ``callers`` cannot list."""
+        receiver = "IS NOT NULL" if method else "IS NULL"
+        row = self._conn.execute(
+            "SELECT count(*) FROM calls WHERE name = ? AND callee_id IS NULL "
+            f"AND COALESCE(package, '') = '' AND receiver {receiver}",
+            (name,),
+        ).fetchone()
+        return int(row[0])
+
     def callees(self, symbol_id: str, depth: int = 1) -> list[GraphNode]:
         """What this symbol calls (resolved and external), up to ``depth`` hops."""
         return self._walk(symbol_id, depth, incoming=False)
@@ -459,24 +472,53 @@ class SymbolStore:
 
 
 def symbol_source(
-    layout: RepoLayout, sym: Symbol, context: int = 0, *, deny: Sequence[str] | None = None
+    layout: RepoLayout,
+    sym: Symbol,
+    context: int = 0,
+    *,
+    deny: Sequence[str] | None = None,
+    indexed_sha256: str | None = None,
 ) -> tuple[str, int, int]:
     """The text of a symbol plus ``context`` lines either side: (text, first_line, last_line).
 
     The file is read through the policy sandbox (inside the root through every link, not in
-    .git, not on ``deny``), and the text is redacted.
+    .git, not on ``deny``), and the text is redacted. When the file no longer has the content
+    it was indexed with (``indexed_sha256``), the symbol is found again in the file as it is
+    now: its old line numbers would show some other code. Gone from the file, it is
+    SYMBOL_NOT_FOUND.
     """
     from engine.policy.redaction import redact
     from engine.policy.sandbox import read_bytes, resolve
 
     resolved = resolve(layout.root, sym.file, deny=deny)
     try:
-        lines = redact(read_bytes(resolved).decode("utf-8", errors="replace")).splitlines()
+        data = read_bytes(resolved)
     except NotFoundError as exc:
         raise NotFoundError(f"cannot read {sym.file}: {exc.message}", code="FILE_UNREADABLE") from exc
-    first = max(1, sym.start_line - context)
-    last = min(len(lines), sym.end_line + context)
+    start, end = sym.start_line, sym.end_line
+    if indexed_sha256 is not None and hashlib.sha256(data).hexdigest() != indexed_sha256:
+        start, end = _relocate(sym, data)
+    lines = redact(data.decode("utf-8", errors="replace")).splitlines()
+    first = max(1, start - context)
+    last = min(len(lines), end + context)
     return "\n".join(lines[first - 1 : last]), first, last
+
+
+def _relocate(sym: Symbol, data: bytes) -> tuple[int, int]:
+    """``sym``'s lines in ``data``, the file's content now (changed since it was indexed)."""
+    from engine.semantic.extract import analyze_source
+
+    now = analyze_source(sym.file, data, sym.language).symbols
+    same = [s for s in now if s.id == sym.id] or [
+        s for s in now if s.qualified_name == sym.qualified_name and s.kind == sym.kind
+    ]
+    if not same:
+        raise NotFoundError(
+            f"{sym.qualified_name} is no longer in {sym.file} (the file changed since it was indexed)",
+            code="SYMBOL_NOT_FOUND",
+            hint="`semfora index` brings the index up to date",
+        )
+    return same[0].start_line, same[0].end_line
 
 
 def relative_module(path: str) -> str:

@@ -8,7 +8,7 @@ share it without importing each other. Must not open databases.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from engine import flock
@@ -19,9 +19,20 @@ LOCK_FILE = "index.lock"
 
 
 @contextmanager
-def writer_lock(layout: RepoLayout, timeout: float) -> Iterator[None]:
-    """Hold ``index.lock`` exclusively; wait up to ``timeout`` seconds, then raise LockBusy."""
-    fd = flock.acquire(layout.cache_dir / LOCK_FILE, timeout)
+def writer_lock(
+    layout: RepoLayout, timeout: float, *, on_wait: Callable[[], None] | None = None
+) -> Iterator[None]:
+    """Hold ``index.lock`` exclusively; wait up to ``timeout`` seconds, then raise LockBusy.
+
+    ``on_wait`` hears, before the wait begins, that another process holds the lock: a second
+    `semfora index` otherwise sat silent for as long as the first one took.
+    """
+    path = layout.cache_dir / LOCK_FILE
+    fd = flock.acquire(path, 0) if on_wait is not None else None
+    if fd is None:
+        if on_wait is not None and timeout > 0:
+            on_wait()
+        fd = flock.acquire(path, timeout)
     if fd is None:
         raise LockBusy(
             "another `semfora index` is writing this repository's index",

@@ -13,17 +13,14 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from engine import api
-from engine.api import MAX_GRAPH_DEPTH, EngineWarning
+from engine.api import MAX_GRAPH_DEPTH
 from engine.errors import UsageError
 from engine.words import plural
-from semfora_cli.output import is_tty, print_json, warn
+from semfora_cli.output import engine_warning as _warn
+from semfora_cli.output import is_tty, print_json
 
 # Lists in the index report that `index --json` prints only with --paths.
 PATH_LISTS = ("changed_paths", "deleted_paths", "skipped_files")
-
-
-def _warn(w: EngineWarning) -> None:
-    warn(f"[{w.code}] {w.message}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,8 +34,18 @@ def run(args: argparse.Namespace) -> int:
     return handler(args)
 
 
+# Width of the phase column: the longest phase name ("resolving calls"). A wider fixed column
+# pushed the counts off an 80-column terminal once a phase name ran long.
+PHASE_COLUMN = 15
+# Below this many columns the bar and the ETA are left out: phase, counts and rate need about 40.
+NARROW_TERMINAL = 60
+
+
 class _Bar:
-    """A rich progress bar on stderr (files/s and ETA), created only on a terminal."""
+    """A rich progress bar per phase on stderr (done/total, rate, ETA), created only on a terminal.
+
+    The bar column shrinks to what the terminal leaves, so the counts stay visible when narrow.
+    """
 
     def __init__(self) -> None:
         from rich.console import Console
@@ -50,15 +57,17 @@ class _Bar:
             TimeRemainingColumn,
         )
 
-        self.progress = Progress(
-            TextColumn("{task.description:<34}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]:>8} files/s"),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-            transient=True,
+        console = Console(stderr=True)
+        phase = TextColumn(f"{{task.description:<{PHASE_COLUMN}}}")
+        rate = TextColumn("{task.fields[rate]:>7}")
+        # Too narrow for a bar and an ETA beside the counts: keep what says how far it got.
+        narrow = console.width < NARROW_TERMINAL
+        columns = (
+            (phase, MofNCompleteColumn(), rate)
+            if narrow
+            else (phase, BarColumn(bar_width=None), MofNCompleteColumn(), rate, TimeRemainingColumn())
         )
+        self.progress = Progress(*columns, console=console, transient=True)
         self.tasks: dict[str, Any] = {}
 
     def __enter__(self) -> _Bar:
@@ -73,7 +82,8 @@ class _Bar:
         if task is None:
             task = self.tasks[message] = self.progress.add_task(message, total=max(total, 1), rate="")
         elapsed = self.progress.tasks[task].elapsed or 0.0
-        rate = f"{done / elapsed:,.0f}" if elapsed > 0.2 else ""
+        # Files, chunks or call sites: the phase says which, so the rate is per second of it.
+        rate = f"{done / elapsed:,.0f}/s" if elapsed > 0.2 else ""
         self.progress.update(task, completed=done, total=max(total, 1), rate=rate)
 
 
@@ -116,17 +126,18 @@ def _index(args: argparse.Namespace) -> int:
     vec = ""
     if vectors is not None:
         vec = (
-            f"; vectors: {vectors.embedded} embedded"
+            f"; vectors: {vectors.embedded:,} embedded ({vectors.provider})"
             if vectors.enabled
             else f"; vectors off ({vectors.reason})"
         )
         if vectors.enabled and vectors.message:
             sys.stderr.write(f"vectors: {vectors.message}\n")
     print(
-        f"indexed {plural(report.files, 'file')} ({report.changed} changed, {report.added} added, "
-        f"{report.deleted} deleted, {report.renamed} renamed, {report.skipped} skipped), "
+        f"indexed {plural(report.files, 'file', grouped=True)} ({report.changed:,} changed, "
+        f"{report.added:,} added, {report.deleted:,} deleted, {report.renamed:,} renamed, "
+        f"{report.skipped:,} skipped), {plural(report.symbols, 'symbol', grouped=True)}, "
         # Every call site (the JSON's "edges"); the overview's call_edges are those resolved to a definition.
-        f"{plural(report.symbols, 'symbol')}, {plural(report.edges, 'call site')} in {report.seconds:.2f}s{vec}"
+        f"{plural(report.edges, 'call site', grouped=True)} in {report.seconds:.2f}s{vec}"
     )
     return 0
 
@@ -134,7 +145,7 @@ def _index(args: argparse.Namespace) -> int:
 def _overview(args: argparse.Namespace) -> int:
     with api.Engine.open(args.path, on_warning=_warn) as engine:
         result = api.get_repo_overview(engine)
-    if args.format == "json":
+    if args.format == "json" or args.json:
         print_json(result.to_json())
     else:
         sys.stdout.write(result.toon.rstrip("\n") + "\n")
@@ -171,6 +182,7 @@ def _callers(args: argparse.Namespace) -> int:
         raise UsageError(f"--depth must be between 1 and {MAX_GRAPH_DEPTH}, not {args.depth}")
     with api.Engine.open(args.path, on_warning=_warn) as engine:
         graph = api.get_callers(engine, args.symbol, args.depth).data
+        unresolved = api.unresolved_calls(engine, graph.symbol)
     sym = graph.symbol
     nodes = graph.callers or ()
     names = {n.symbol_id: n.name for n in nodes if n.symbol_id}
@@ -189,7 +201,9 @@ def _callers(args: argparse.Namespace) -> int:
         for n in nodes
     ]
     if args.json:
-        print_json({"symbol": sym.to_json(), "depth": args.depth, "callers": rows})
+        print_json(
+            {"symbol": sym.to_json(), "depth": args.depth, "callers": rows, "unresolved_calls": unresolved}
+        )
         return 0
     print(f"{sym.qualified_name}  {sym.file}:{sym.start_line}")
     if not rows:
@@ -206,6 +220,13 @@ def _callers(args: argparse.Namespace) -> int:
                 show(r["id"])
 
     show(None)
+    if unresolved:
+        # The listed callers are the calls tied to this definition; these may call it too.
+        method = sym.kind == "method"
+        call = f".{sym.name}()" if method else f"{sym.name}()"
+        why = " (receiver of unknown type)" if method else ""
+        calls = plural(unresolved, f"call of {call}", f"calls of {call}", grouped=True)
+        print(f"  ... and {calls} not tied to any definition{why}, which may call it too")
     return 0
 
 

@@ -17,7 +17,7 @@ from engine.config import Settings, load_settings
 from engine.errors import EXIT_OK, EXIT_PROBLEM, UsageError
 from engine.repo.layout import RepoLayout
 from engine.words import plural
-from semfora_cli.output import print_json, warn
+from semfora_cli.output import engine_warning, print_json, warn
 
 EXIT_INTERRUPTED = 130
 # How often the main thread wakes while a turn streams, so Ctrl-C is noticed promptly.
@@ -40,7 +40,7 @@ def _ensure_index(engine: api.Engine, quiet: bool, *, refresh: bool = False) -> 
 
     def first() -> None:
         if not quiet:
-            warn("no index yet for this repository: indexing it now")
+            warn("the index is empty: building it now")
 
     api.refresh_index(
         engine,
@@ -65,7 +65,7 @@ def run_context(args: argparse.Namespace) -> int:
     api.prefer_query_service()  # one pack per process: the shared service holds chromadb and the model
     layout = RepoLayout.for_path(args.path)
     settings = _settings(layout, args)
-    with api.Engine(layout, settings) as engine:
+    with api.Engine(layout, settings, on_warning=engine_warning) as engine:
         _ensure_index(engine, quiet=args.json)
         orch = engine.orchestrator()
         pack = orch.build_context(args.task, settings.budget.context_tokens)
@@ -74,8 +74,8 @@ def run_context(args: argparse.Namespace) -> int:
             return EXIT_OK
         sys.stdout.write(orch.render(pack))
         sys.stdout.write(
-            f"\n-- intent {pack.intent} ({pack.intent_rule}); {len(pack.items)} items, "
-            f"{pack.total_tokens}/{pack.budget} tokens\n"
+            f"\n-- intent {pack.intent} ({pack.intent_rule}); {plural(len(pack.items), 'item')}, "
+            f"{pack.total_tokens:,}/{pack.budget:,} tokens\n"
         )
         for item in pack.items:
             where = (
@@ -95,9 +95,9 @@ def run_context(args: argparse.Namespace) -> int:
 def _usage_line(result: api.TurnResult) -> str:
     u = result.usage
     return (
-        f"-- {result.model}: input {u.input_tokens} (cache write {u.cache_creation_input_tokens}, "
-        f"cache read {u.cache_read_input_tokens}), output {u.output_tokens} tokens; "
-        f"cost ${result.cost:.4f}; context {result.pack.total_tokens}/{result.pack.budget} tokens; "
+        f"-- {result.model}: input {u.input_tokens:,} (cache write {u.cache_creation_input_tokens:,}, "
+        f"cache read {u.cache_read_input_tokens:,}), output {u.output_tokens:,} tokens; "
+        f"cost ${result.cost:.4f}; context {result.pack.total_tokens:,}/{result.pack.budget:,} tokens; "
         f"run {result.run_id}"
     )
 
@@ -106,7 +106,7 @@ def run_ask(args: argparse.Namespace) -> int:
     layout = RepoLayout.for_path(args.path)
     settings = _settings(layout, args)
     reasoner = api.make_reasoner(settings, args.model)  # ModelUnavailable (exit 3) before any work
-    engine = api.Engine(layout, settings)
+    engine = api.Engine(layout, settings, on_warning=engine_warning)
     try:
         _ensure_index(engine, quiet=args.json, refresh=True)
         # Its own orchestrator, not the engine's: the turn runs on a worker thread.

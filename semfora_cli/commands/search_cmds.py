@@ -11,7 +11,8 @@ import sys
 
 from engine import api
 from engine.errors import UsageError
-from semfora_cli.output import print_json, warn
+from engine.words import plural
+from semfora_cli.output import engine_warning, print_json, warn
 
 
 def run_search(args: argparse.Namespace) -> int:
@@ -20,12 +21,12 @@ def run_search(args: argparse.Namespace) -> int:
         raise UsageError("search needs a query", hint='e.g. semfora search "where are retries decided"')
     api.validate_search(args.mode, args.limit)
     api.prefer_query_service()  # one query per process: the shared service holds chromadb and the model
-    engine = api.Engine.open(args.path)
+    engine = api.Engine.open(args.path, on_warning=engine_warning)
     with engine:
 
         def first_index() -> None:
             if not args.json:
-                sys.stderr.write("indexing the repository (first search)...\n")
+                sys.stderr.write("no usable index yet: indexing the repository first...\n")
 
         api.ensure_text_index(engine, on_start=first_index)
         found = api.search(
@@ -55,13 +56,15 @@ def run_search(args: argparse.Namespace) -> int:
 
 
 def run_cache(args: argparse.Namespace) -> int:
-    with api.Engine.open(args.path) as engine:
+    with api.Engine.open(args.path, on_warning=engine_warning) as engine:
         if args.action == "clear":
             removed = api.clear_cache(engine)
             if args.json:
                 print_json({"ok": True, "removed": removed})
             else:
-                print(f"removed {removed} cached entries from {engine.layout.cache_db}")
+                print(
+                    f"removed {plural(removed, 'cached entry', 'cached entries')} from {engine.layout.cache_db}"
+                )
             return 0
         report = api.cache_stats(engine)
     if args.json:
@@ -76,7 +79,7 @@ def run_cache(args: argparse.Namespace) -> int:
 
 
 def run_metrics(args: argparse.Namespace) -> int:
-    with api.Engine.open(args.path) as engine:
+    with api.Engine.open(args.path, on_warning=engine_warning) as engine:
         metrics = api.search_metrics(engine, args.days)
     if args.json:
         print_json(metrics.to_json())

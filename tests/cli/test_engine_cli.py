@@ -168,7 +168,9 @@ def test_second_indexer_fails_clearly_when_the_lock_wait_runs_out(make_repo) -> 
     finally:
         os.close(fd)
     assert proc.returncode == 1
-    assert proc.stderr.startswith("error[INDEX_LOCKED]: another `semfora index`")
+    first, last = proc.stderr.strip().splitlines()
+    assert first.startswith("warning: [INDEX_WAITING] another `semfora index` is writing")
+    assert last.startswith("error[INDEX_LOCKED]: another `semfora index`")
 
 
 def test_corrupt_index_is_rebuilt_with_a_warning_on_stderr(make_repo) -> None:
@@ -197,8 +199,7 @@ def test_index_on_a_terminal_shows_a_progress_bar_then_the_summary(make_repo, tm
     )
     assert proc.returncode == 0
     screen = log.read_text(encoding="utf-8", errors="replace")
-    assert "files/s" in screen
-    assert "parsing" in screen and "resolving calls" in screen
+    assert "parsing" in screen and "resolving calls" in screen and "2/2" in screen
     assert "indexed 2 files" in screen
 
 

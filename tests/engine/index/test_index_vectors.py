@@ -345,3 +345,15 @@ def test_mcp_search_answers_and_warns_when_the_vector_store_is_unreachable(
         engine.close()
     assert data["results"] and data["results"][0]["file"] == "app/auth.py"
     assert len(data["warnings"]) == 1 and "not reachable" in data["warnings"][0]
+
+
+def test_the_embedding_pass_reports_one_phase_name(fake_ollama, monkeypatch, indexed_repo) -> None:
+    """COMMON contract 3: "embedding N chunks with M" then "embedding chunks with M" drew two CLI bars."""
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    files = {f"pkg/m{i}.py": f"def func_{i}(a):\n    return a + {i}\n" for i in range(20)}
+    layout, settings = indexed_repo(files)
+    calls: list[tuple[str, int, int]] = []
+    VectorIndexer(layout, settings).run(progress=lambda m, d, t: calls.append((m, d, t)))
+    phases = {m for m, _d, t in calls if t}
+    assert phases == {"embedding"}, calls
+    assert calls[-1][1] == calls[-1][2] > 0
