@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.config import Settings, load_settings
-from engine.errors import ServiceUnavailable, UsageError
+from engine.errors import EngineWarning, ServiceUnavailable, UsageError
 from engine.repo.layout import RepoLayout
 from semfora_tui.history import HISTORY_FILE, PromptHistory
 from semfora_tui.views import FileView, PackView, PastTurn, files_from_session, pack_from_engine
@@ -137,11 +137,24 @@ class EngineBridge:
         """An index from an earlier run is on disk (questions can use it while it refreshes)."""
         return self.layout.index_db.is_file()
 
-    def index(self, *, rebuild: bool = False, progress: Progress | None = None) -> IndexReport:
+    def index(
+        self,
+        *,
+        rebuild: bool = False,
+        progress: Progress | None = None,
+        on_wait: Callable[[], None] | None = None,
+    ) -> IndexReport:
+        """Index the repository; ``on_wait`` is called if another process's index run holds the lock."""
         with engine_part("indexing"):
             from engine.api import index_repository
 
-            return index_repository(self.layout, self.settings, rebuild=rebuild, progress=progress)
+            def warned(warning: EngineWarning) -> None:
+                if warning.code == "INDEX_WAITING" and on_wait is not None:
+                    on_wait()
+
+            return index_repository(
+                self.layout, self.settings, rebuild=rebuild, progress=progress, on_warning=warned
+            )
 
     def vectors_enabled(self) -> bool:
         return (self.settings.search.embedding or "").strip().lower() not in ("none", "off", "")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from engine.api.tools import Engine
     from engine.config import Settings
+    from engine.errors import WarningSink
     from engine.index.indexer import IndexReport
     from engine.index.vectors import VectorReport
     from engine.llm.base import Reasoner
@@ -61,12 +62,17 @@ def refresh_index(
 
 
 def index_repository(
-    layout: RepoLayout, settings: Settings, *, rebuild: bool = False, progress: Progress | None = None
+    layout: RepoLayout,
+    settings: Settings,
+    *,
+    rebuild: bool = False,
+    progress: Progress | None = None,
+    on_warning: WarningSink | None = None,
 ) -> IndexReport:
     """One indexing run without an ``Engine`` (the app's worker threads own no store)."""
     from engine.index.indexer import index_repository as run_indexer
 
-    return run_indexer(layout, settings, rebuild=rebuild, progress=progress)
+    return run_indexer(layout, settings, rebuild=rebuild, progress=progress, on_warning=on_warning)
 
 
 def build_vectors(

@@ -57,6 +57,8 @@ WATCH_DEBOUNCE_MS = 300
 PICKER_LIMIT = 30
 # Seconds of typing pause before an `@` query asks the symbol index.
 MENTION_DEBOUNCE = 0.15
+# What the header says while another process is writing the index this app waits for.
+INDEX_WAITING_PHASE = "waiting for another semfora to finish indexing"
 # Below this width the review mode gives the whole main area to the diff pane.
 NARROW_WIDTH = 120
 
@@ -489,7 +491,13 @@ class MainScreen(Screen[None]):
                 last[0] = (phase, pct)
                 self.post_message(self.IndexProgress(phase, done, total))
 
-        report, error = attempt(lambda: self.bridge.index(rebuild=rebuild, progress=progress))
+        def waiting() -> None:
+            # Another semfora (a `semfora index` in a terminal, say) holds the index lock.
+            self.post_message(self.IndexProgress(INDEX_WAITING_PHASE, 0, 0))
+
+        report, error = attempt(
+            lambda: self.bridge.index(rebuild=rebuild, progress=progress, on_wait=waiting)
+        )
         self.post_message(self.IndexFinished(report, error, rebuild=rebuild, announce=announce))
 
     def on_main_screen_index_progress(self, message: IndexProgress) -> None:

@@ -216,3 +216,30 @@ async def test_at_120_columns_the_header_and_the_empty_diff_pane_are_not_cut(mak
         assert "index: 2 files" in screen and "vectors off" in screen
         assert "$0.0000" in screen, "the session cost fell off the header"
         assert "/edit --from FILE." in screen, "the empty staged-changes text is cut"
+
+
+async def test_the_header_says_when_the_index_waits_for_another_semfora(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    import fcntl
+    import os
+
+    from engine.repo.layout import RepoLayout
+
+    cache = RepoLayout.for_path(demo_repo).cache_dir
+    cache.mkdir(parents=True, exist_ok=True)
+    fd = os.open(cache / "index.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a `semfora index` in another terminal, say
+    try:
+        app = make_app(check_model=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            deadline = time.monotonic() + 30
+            while app.header.index_state != "index: waiting for another semfora to finish indexing…":
+                assert time.monotonic() < deadline, app.header.index_state
+                await pilot.pause(0.05)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            while not app.header.index_state.startswith("index: 2 files"):
+                assert time.monotonic() < deadline, app.header.index_state
+                await pilot.pause(0.05)
+    finally:
+        os.close(fd)
