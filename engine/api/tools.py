@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from engine.api.values import (
@@ -181,8 +181,21 @@ def find_symbols(engine: Engine, name_or_id: str, *, with_source: bool = False) 
         found = store.search_symbols(name_or_id, limit=FIND_FALLBACK_LIMIT)
     if not found:
         raise NotFoundError(f"no symbol named {name_or_id!r}", code="SYMBOL_NOT_FOUND")
-    sources = tuple(_source(engine, sym, 0).data.source for sym in found) if with_source else None
-    return SymbolMatches(tuple(SymbolView.of(sym) for sym in found), sources, exact)
+    views = tuple(SymbolView.of(sym) for sym in found)
+    if not with_source:
+        return SymbolMatches(views, None, exact)
+    shown = [_source(engine, sym, 0).data for sym in found]
+    # The source is read now, from a file that may have changed since indexing (it is found
+    # again there): its place is where the source was read, not the indexed lines.
+    moved = tuple(
+        replace(
+            view,
+            start_line=src.start_line,
+            end_line=src.start_line + (view.end_line - view.start_line) if src.truncated else src.end_line,
+        )
+        for view, src in zip(views, shown, strict=True)
+    )
+    return SymbolMatches(moved, tuple(src.source for src in shown), exact)
 
 
 def _check_limit(name: str, value: int, maximum: int) -> int:
