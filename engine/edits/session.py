@@ -737,6 +737,11 @@ class EditSession:
             return matches[0]
         if len(matches) > 1:
             raise HunkNotFound(f"hunk id {hunk!r} is ambiguous ({len(matches)} hunks); type more characters")
+        if 0 < len(key) < MIN_ID_PREFIX:
+            raise HunkNotFound(
+                f"hunk id {hunk!r} is too short: give at least {MIN_ID_PREFIX} characters of the id",
+                hint="`semfora edits list` shows the ids",
+            )
         raise HunkNotFound(f"no staged hunk with id {hunk!r}", hint="`semfora edits list` shows the ids")
 
     @_exclusive

@@ -89,6 +89,9 @@ def test_accept_file_reject_file_and_id_prefixes(make_repo) -> None:
     assert s.reject_file("g.txt") == 1
     with pytest.raises(HunkNotFound):
         s.accept("zzzzzzzz")
+    with pytest.raises(HunkNotFound) as short:
+        s.accept(g.id[:3])  # a real id's start, too short to count: say so, not "no such hunk"
+    assert "too short: give at least 4 characters" in short.value.message
     with pytest.raises(HunkNotFound):
         s.accept_file("nope.txt")
 
