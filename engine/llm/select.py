@@ -56,7 +56,12 @@ def make_reasoner(
         host = normalise_host(settings.ollama.host)  # carries OLLAMA_HOST (engine.config)
         with OllamaClient(host, timeout=settings.ollama.timeout) as client:
             if not client.available():
-                raise ModelUnavailable(f"{chosen} needs Ollama, which is not reachable at {host}")
+                local = chosen.split("/", 1)[1] if "/" in chosen else chosen
+                raise ModelUnavailable(
+                    f"{chosen} needs Ollama, which is not reachable at {host}",
+                    hint=f"start Ollama (`ollama serve`, then `ollama pull {local}`), set OLLAMA_HOST if it "
+                    "runs elsewhere, or set ANTHROPIC_API_KEY and choose a Claude model",
+                )
     from engine.llm.litellm_reasoner import LiteLLMReasoner, check_provider
 
     if not chosen.startswith(LOCAL_PROVIDERS):

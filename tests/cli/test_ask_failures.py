@@ -157,3 +157,13 @@ def test_turn_memory_warns_about_a_named_embedding_provider_but_not_about_auto_f
     )
     assert named.returncode == 0, named.stderr
     assert "turn memory: vectors unavailable" in named.stderr and "using lexical recall" in named.stderr
+
+
+def test_a_local_model_with_ollama_down_says_to_start_ollama(make_repo) -> None:
+    """The advice was to 'pick a local model with --model ollama/...': the one already picked."""
+    root = make_repo(SHOP_FILES)
+    proc = run_semfora("ask", "explain Cart", "--path", str(root), "--model", "ollama/qwen2.5-coder:7b")
+    assert proc.returncode == 3, proc.stderr
+    assert "needs Ollama, which is not reachable" in proc.stderr
+    assert "ollama serve" in proc.stderr and "ollama pull qwen2.5-coder:7b" in proc.stderr
+    assert "--model ollama/" not in proc.stderr

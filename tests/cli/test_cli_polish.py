@@ -316,7 +316,9 @@ def test_symbol_source_follows_the_symbol_when_its_file_changed_since_indexing(m
     assert "added_above" not in proc.stdout
     # Its place is where the source was read: four lines lower than the index says.
     assert "app/core.py:9-10" in proc.stdout.splitlines()[0], proc.stdout
-    data = json.loads(run_semfora("symbol", "Greeter.hello", "--source", "--json", "--path", str(root)).stdout)
+    data = json.loads(
+        run_semfora("symbol", "Greeter.hello", "--source", "--json", "--path", str(root)).stdout
+    )
     assert (data["symbols"][0]["start_line"], data["symbols"][0]["end_line"]) == (9, 10)
     core.write_text("def added_above():\n    return 0\n")  # Greeter is gone
     gone = run_semfora("symbol", "Greeter.hello", "--source", "--path", str(root))
