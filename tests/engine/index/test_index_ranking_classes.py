@@ -5,9 +5,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engine.config import Settings
 from engine.index import hybrid
 from engine.index.fusion import SEARCH_RRF_K, TEST_WEIGHT
 from engine.index.hybrid import FTS_CANDIDATES, search
+from engine.repo.layout import RepoLayout
 
 IMPL = '''"""Key rotation."""
 
@@ -136,6 +138,9 @@ def test_a_name_made_of_two_query_words_is_found_from_plain_words(indexed_repo) 
     assert search(layout, settings, "the object we get back", mode="symbols", limit=5) == []
 
 
+_HASHERS_REPO: dict[int, tuple[RepoLayout, Settings]] = {}
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     query=st.text(max_size=300)
@@ -144,7 +149,12 @@ def test_a_name_made_of_two_query_words_is_found_from_plain_words(indexed_repo) 
     ).map(" ".join)
 )
 def test_any_query_composes_names_without_error(indexed_repo, query) -> None:
-    layout, settings_ = indexed_repo({"auth/hashers.py": HASHERS})
+    # One repository for every example (the fixture lives as long as the test): a repository
+    # per example cost an index build each and left ~340 descriptors open per worker.
+    if id(indexed_repo) not in _HASHERS_REPO:
+        _HASHERS_REPO.clear()
+        _HASHERS_REPO[id(indexed_repo)] = indexed_repo({"auth/hashers.py": HASHERS})
+    layout, settings_ = _HASHERS_REPO[id(indexed_repo)]
     hits = search(layout, settings_, query, mode="symbols", limit=10, record_metrics=False)
     assert len(hits) <= 10
 
