@@ -494,8 +494,19 @@ def resolve_commit(root: Path, ref: str) -> str:
             hint=f"fetch it first (`git fetch {remote} {branch}`; GitHub Actions: actions/checkout with "
             "`fetch-depth: 0`)",
         )
+    branches = _git(root, "for-each-ref", "--format=%(refname:short)", "refs/heads", "refs/tags", check=False)
+    names = branches.stdout.decode("utf-8", "replace").split()
+    # `main` in a repository whose branch is `master` (or the reverse) is the usual slip.
+    close = (
+        difflib.get_close_matches(ref, names, n=1, cutoff=0.5)
+        or ([n for n in ("main", "master", "trunk") if n in names and ref in ("main", "master", "trunk")][:1])
+    )
+    if close:
+        raise RefNotFound(
+            f"unknown revision '{ref}'", hint=f"did you mean '{close[0]}'? `git branch -a` lists the branches"
+        )
     raise RefNotFound(
-        f"unknown revision '{ref}'", hint="check the branch or commit name (`git log --oneline`)"
+        f"unknown revision '{ref}'", hint="check the branch or commit name: `git log --oneline`"
     )
 
 

@@ -220,3 +220,16 @@ def test_progress_lines_only_once_a_review_is_slow() -> None:
         "semfora ci: reading changed files 4000/6809 (7 s)",
         "semfora ci: running the review rules 0/6809 (7 s)",
     ]
+
+
+def test_a_branch_name_that_is_not_there_suggests_the_one_that_is(make_repo) -> None:
+    """`semfora diff main WORKING` in a repository whose branch is `master` said only 'check the name'."""
+    root = _repo(make_repo)
+    git(root, "branch", "-M", "master")
+    proc = run_semfora("diff", "main", "WORKING", "--path", str(root))
+    assert proc.returncode == 2 and "error[DIFF_REF_NOT_FOUND]: unknown revision 'main'" in proc.stderr
+    assert "did you mean 'master'?" in proc.stderr, proc.stderr
+    typo = run_semfora("diff", "mastr", "--path", str(root))
+    assert "did you mean 'master'?" in typo.stderr, typo.stderr
+    nothing_like = run_semfora("diff", "zzzz", "--path", str(root))
+    assert "did you mean" not in nothing_like.stderr and "git log --oneline" in nothing_like.stderr
