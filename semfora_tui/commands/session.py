@@ -31,7 +31,7 @@ streaming reply.
 **Review mode** (`F2`, a click on the diff pane, or `/review`; `esc` goes back to the prompt): \
 `n`/`p` or `j`/`k` hunk, `N`/`P` file, `a`/`r` accept/reject, `space` toggle, `A`/`R` whole file, \
 `c` commit, `u` undo, `x` rollback, `e` edit the proposed version in $EDITOR, `b` rebase onto the \
-files on disk, `m` maximize, `h`/`l` or `←`/`→` scroll long lines. Commit, undo, rollback, accept-all \
+files on disk, `m` maximize, `h`/`l` or `←`/`→` scroll long lines, `?` these keys. Commit, undo, rollback, accept-all \
 and the editor ask first; keys typed before the question appeared never answer it.
 
 `ctrl+p` opens the command palette; `ctrl+q` quits."""

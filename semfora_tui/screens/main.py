@@ -873,6 +873,11 @@ class MainScreen(Screen[None]):
 
         request_undo(self, force=False)
 
+    async def on_diff_pane_keys_help_requested(self, _event: DiffPane.KeysHelpRequested) -> None:
+        from semfora_tui.commands.session import KEYS_HELP
+
+        await self.note(KEYS_HELP)
+
     def on_diff_pane_rollback_requested(self, _event: DiffPane.RollbackRequested) -> None:
         from semfora_tui.commands.review import request_rollback
 

@@ -56,6 +56,7 @@ REVIEW_HINTS: tuple[ReviewHint, ...] = (
     ReviewHint("edit", "e", "edit", 3),
     ReviewHint("rebase", "b", "rebase", 5),
     ReviewHint("maximize", "m", "maximize", 4),
+    ReviewHint("keys_help", "?", "all keys", 1),
     ReviewHint("leave", "esc", "back", 0),
 )
 
@@ -86,6 +87,7 @@ class DiffPane(ScrollableContainer, can_focus=True):
         Binding("e", "edit", "Edit proposal"),
         Binding("b", "rebase", "Rebase"),
         Binding("m", "maximize", "Maximize"),
+        Binding("question_mark", "keys_help", "All keys"),
         Binding("h", "scroll_left", "Scroll left", show=False),
         Binding("l", "scroll_right", "Scroll right", show=False),
     ]
@@ -111,6 +113,9 @@ class DiffPane(ScrollableContainer, can_focus=True):
 
     class UndoRequested(Message):
         """Revert the last commit."""
+
+    class KeysHelpRequested(Message):
+        """Show every key (a narrow footer shows only the most used)."""
 
     class RollbackRequested(Message):
         """Discard the pending session (the app asks for confirmation first)."""
@@ -310,6 +315,9 @@ class DiffPane(ScrollableContainer, can_focus=True):
 
     def action_undo(self) -> None:
         self.post_message(self.UndoRequested())
+
+    def action_keys_help(self) -> None:
+        self.post_message(self.KeysHelpRequested())
 
     def action_rollback(self) -> None:
         self.post_message(self.RollbackRequested())

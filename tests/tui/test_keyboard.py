@@ -287,3 +287,20 @@ async def test_a_question_sent_during_a_rebuild_waits_for_the_index(
         assert transcript.index("Index ready") < transcript.index("It is `load_config`.")
         # The question went out with a real pack, not the empty one of a half-built index.
         assert "def load_config" in fake_anthropic.message_requests()[0].all_text
+
+
+async def test_question_mark_in_review_mode_lists_every_key_and_stays_in_review(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        (demo_repo / "edits.txt").write_text(EDIT_BLOCKS)
+        await app.main.run_slash("/edit --from edits.txt")
+        await settle(pilot)
+        await pilot.press("f2", "question_mark")
+        await settle(pilot)
+        shown = app.chat.transcript()
+        for key in ("`a`/`r` accept/reject", "`e` edit", "`b` rebase", "`m` maximize", "`x` rollback"):
+            assert key in shown, key  # the 80-column footer has no room for most of these
+        assert app.main.mode == "review" and app.main.has_class("-review")
+        assert app.prompt.text == ""  # `?` was a key, not text
