@@ -97,13 +97,13 @@ class ReviewReport:
         for f in self.findings:
             where = f"{f.file}:{f.line}" if f.file and f.line else (f.file or "-")
             sym = f" [{f.symbol}]" if f.symbol else ""
-            lines.append(f"  {f.severity.upper():<6} {f.type:<11} {where}{sym}  {f.message}")
+            lines.append(f"  {f.severity.upper():<6} {f.type:<11} {where}{sym}  {_indented(f.message)}")
         if self.remarks:
             lines.append("remarks (not findings; they never gate):")
         for f in self.remarks:
             where = f"{f.file}:{f.line}" if f.file and f.line else (f.file or "-")
             sym = f" [{f.symbol}]" if f.symbol else ""
-            lines.append(f"  {'INFO':<6} {f.type:<11} {where}{sym}  {f.message}")
+            lines.append(f"  {'INFO':<6} {f.type:<11} {where}{sym}  {_indented(f.message)}")
         if self.changed_symbols:
             lines.append(f"changed symbols ({len(self.changed_symbols)}):")
             for s in self.changed_symbols[:50]:
@@ -111,6 +111,16 @@ class ReviewReport:
             if len(self.changed_symbols) > 50:
                 lines.append(f"  ... {len(self.changed_symbols) - 50} more")
         return "\n".join(lines)
+
+
+# A model's finding may run over several lines: they stay under their finding, indented this much.
+MESSAGE_CONTINUATION_INDENT = " " * 8
+
+
+def _indented(message: str) -> str:
+    """``message`` on its first line, later lines indented, blank lines dropped (one finding, one block)."""
+    lines = [line.rstrip() for line in message.strip().splitlines() if line.strip()]
+    return ("\n" + MESSAGE_CONTINUATION_INDENT).join(lines)
 
 
 def _changed_symbols(diff: SemanticDiff) -> tuple[dict[str, Any], ...]:

@@ -56,3 +56,14 @@ def test_findings_across_files_still_have_a_location_and_remarks_are_left_out() 
         == "::warning title=semfora medium api::public API changed in bulk: 12 removed across 3 files"
     )
     assert "long" not in text
+
+
+def test_a_finding_over_several_lines_stays_one_indented_block_in_the_text_report() -> None:
+    """A model's finding with line breaks started its later lines at column 0, where they read
+    as findings (or the report's own lines) of their own."""
+    told = Finding("high", "model", "The token is logged.\n\nRedact it before\nthe debug call.", "a.py", 3)
+    after = Finding("low", "complexity", "long function", "b.py", 9)
+    lines = _report(told, after).to_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if "The token is logged." in line)
+    assert lines[start + 1 : start + 3] == ["        Redact it before", "        the debug call."]
+    assert lines[start + 3].startswith("  LOW ")  # the next finding follows at once
