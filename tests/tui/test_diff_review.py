@@ -210,7 +210,7 @@ async def test_footer_hides_review_keys_that_do_not_apply(make_app: AppFactory, 
         keys = set(app.active_bindings)
         assert {"a", "r", "space", "c", "x", "e"}.isdisjoint(keys)  # nothing staged
         assert "u" in keys and "f2" in keys
-        assert app.main.keybar.plain == "REVIEW u undo esc back"
+        assert app.main.keybar.plain == "REVIEW u undo ? all keys esc back"
         await pilot.press("escape")
         await _staged(pilot, app, demo_repo)
         keys = set(app.active_bindings)

@@ -123,14 +123,19 @@ async def test_typing_while_an_edit_reply_streams_goes_to_the_prompt(
         _assert_nothing_changed(app, demo_repo, editor_log)
 
 
+async def _stage_edit_blocks(pilot, app: SemforaApp, root: Path) -> None:  # type: ignore[no-untyped-def]
+    """Stage EDIT_BLOCKS (one hunk in each of two files) as `/edit --from` does."""
+    (root / "edits.txt").write_text(EDIT_BLOCKS)
+    await app.main.run_slash("/edit --from edits.txt")
+    await settle(pilot)
+
+
 async def test_enter_and_y_typed_before_a_confirmation_never_answer_it(
     make_app: AppFactory, demo_repo: Path
 ) -> None:
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        (demo_repo / "edits.txt").write_text(EDIT_BLOCKS)
-        await app.main.run_slash("/edit --from edits.txt")
-        await settle(pilot)
+        await _stage_edit_blocks(pilot, app, demo_repo)
         # `/accept all`, Enter and a `y` in one burst: the y was typed before the question existed.
         type_fast(app, "/accept all\ny")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the accept-all confirmation")
@@ -227,9 +232,7 @@ async def test_undo_in_review_mode_asks_first(make_app: AppFactory, demo_repo: P
 async def test_resume_does_not_move_the_focus(make_app: AppFactory, demo_repo: Path) -> None:
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        (demo_repo / "edits.txt").write_text(EDIT_BLOCKS)
-        await app.main.run_slash("/edit --from edits.txt")
-        await settle(pilot)
+        await _stage_edit_blocks(pilot, app, demo_repo)
     again = make_app(start_index=False, check_model=False, resume=True)
     async with again.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: "Resumed the last session" in again.chat.transcript(), "the resume")
@@ -294,9 +297,7 @@ async def test_question_mark_in_review_mode_lists_every_key_and_stays_in_review(
 ) -> None:
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        (demo_repo / "edits.txt").write_text(EDIT_BLOCKS)
-        await app.main.run_slash("/edit --from edits.txt")
-        await settle(pilot)
+        await _stage_edit_blocks(pilot, app, demo_repo)
         await pilot.press("f2", "question_mark")
         await settle(pilot)
         shown = app.chat.transcript()
