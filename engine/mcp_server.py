@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import LockBusy, NotFoundError, SemforaError, ServiceUnavailable, UsageError
+from engine.errors import NotFoundError, SemforaError, ServiceUnavailable, UsageError
 
 if TYPE_CHECKING:
     from engine.api import Engine, ToolSpec
@@ -390,21 +390,6 @@ def error_result(err: SemforaError) -> Any:
     )
 
 
-def refresh_index(engine: Engine, progress: Callable[[str, int, int], None] | None = None) -> str | None:
-    """Bring the index up to date before a call that reads it (the first call builds it).
-
-    Returns a note for the reply when another process holds the index lock and an index exists
-    (it is then used as it is); with no index at all the ``LockBusy`` error propagates."""
-    empty = engine.store(ensure_index=False).is_empty()
-    try:
-        engine.index(progress=progress)
-    except LockBusy as exc:
-        if empty:
-            raise
-        return f"index not refreshed ({exc.message}); answers may not show the latest edits"
-    return None
-
-
 class ProgressRelay:
     """The indexer's ``progress(phase, done, total)`` (called on a worker thread) relayed to the
     client as MCP progress notifications for the running call (sent only when the client gave a
@@ -447,7 +432,7 @@ def build_server(path: str | os.PathLike[str] | None = None) -> Any:
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
 
-    from engine.api import Engine
+    from engine.api import Engine, refresh_index
 
     def on_warning(warning: Any) -> None:
         sys.stderr.write(f"semfora: warning[{warning.code}]: {warning.message}\n")
@@ -460,10 +445,13 @@ def build_server(path: str | os.PathLike[str] | None = None) -> Any:
     def run_tool(
         tool: McpTool, args: dict[str, Any] | None, progress: Callable[[str, int, int], None]
     ) -> tuple[dict[str, Any], str]:
+        busy: list[str] = []  # why the index was not refreshed (another process holds its lock)
         with engine_lock:
-            note = None if tool.name in NO_REFRESH else refresh_index(engine, progress)
+            if tool.name not in NO_REFRESH:
+                refresh_index(engine, refresh=True, on_busy=busy.append, progress=progress)
             structured, text = answer(tool, args)
-        if note:
+        if busy:
+            note = f"index not refreshed ({busy[0]}); answers may not show the latest edits"
             sys.stderr.write(f"semfora: warning: {note}\n")
             text = f"note: {note}\n{text}"
         return structured, text

@@ -38,12 +38,13 @@ def refresh_index(
     refresh: bool,
     on_first: Callable[[], None] | None = None,
     on_busy: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
 ) -> None:
     """Build the index the first time; with ``refresh`` also bring it up to date (incremental).
 
-    ``on_first`` hears that a first build begins. When another process holds the index lock and
-    an index exists, ``on_busy`` hears why it was not refreshed and the index is used as it is;
-    with no index at all the ``LockBusy`` error propagates.
+    ``on_first`` hears that a first build begins, ``progress`` follows the indexing. When another
+    process holds the index lock and an index exists, ``on_busy`` hears why it was not refreshed
+    and the index is used as it is; with no index at all the ``LockBusy`` error propagates.
     """
     from engine.errors import LockBusy
 
@@ -53,7 +54,7 @@ def refresh_index(
     if empty and on_first is not None:
         on_first()
     try:
-        engine.index()
+        engine.index(progress=progress)
     except LockBusy as exc:
         if empty:
             raise
