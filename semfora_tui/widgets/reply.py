@@ -8,12 +8,16 @@ runs two appends at once, which is the batching ``Markdown.get_stream`` would ad
 
 from __future__ import annotations
 
+from pygments.token import Token
 from rich.console import RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.content import Content
+from textual.highlight import ANSIDarkHighlightTheme, HighlightTheme
 from textual.widget import Widget
 from textual.widgets import Collapsible, Markdown, Static
+from textual.widgets.markdown import MarkdownFence
 
 from semfora_tui.views import PackView
 
@@ -44,6 +48,47 @@ def pack_listing(pack: PackView) -> Text:
     if len(pack.items) > MAX_LISTED_ITEMS:
         text.append(f"… {len(pack.items) - MAX_LISTED_ITEMS} more (see /context)\n", style="dim")
     return text
+
+
+class DiffHighlightTheme(HighlightTheme):
+    """Textual's code colours, plus the two a diff needs (its theme leaves them plain)."""
+
+    STYLES = {
+        **HighlightTheme.STYLES,
+        Token.Generic.Inserted: "$text-success",
+        Token.Generic.Deleted: "$text-error",
+        Token.Generic.Subheading: "$text-primary",
+    }
+
+
+class AnsiDiffHighlightTheme(HighlightTheme):
+    """The same in the terminal's own colours (``ansi_color`` mode)."""
+
+    STYLES = {
+        **ANSIDarkHighlightTheme.STYLES,
+        Token.Generic.Inserted: "ansi_green",
+        Token.Generic.Deleted: "ansi_red",
+        Token.Generic.Subheading: "ansi_blue",
+    }
+
+
+class ReplyFence(MarkdownFence):
+    """A code fence of a reply: an edit block (a ``diff`` fence) shows removed lines red and
+    added lines green."""
+
+    @classmethod
+    def highlight(cls, code: str, language: str, ansi: bool = False, dark: bool = False) -> Content:
+        if language != "diff":
+            return super().highlight(code, language, ansi=ansi, dark=dark)
+        from textual.highlight import highlight
+
+        return highlight(code, language="diff", theme=AnsiDiffHighlightTheme if ansi else DiffHighlightTheme)
+
+
+class ReplyMarkdown(Markdown):
+    """The Markdown of a model reply (its fences know diffs)."""
+
+    BLOCKS = {**Markdown.BLOCKS, "fence": ReplyFence, "code_block": ReplyFence}
 
 
 class Note(Markdown):
@@ -109,7 +154,7 @@ class ReplyTurn(Vertical):
 
     def __init__(self, *, live: bool = True) -> None:
         super().__init__(classes="reply")
-        self.segments: list[Markdown] = [Markdown("", classes="reply-body")]
+        self.segments: list[Markdown] = [ReplyMarkdown("", classes="reply-body")]
         self.frozen: list[FrozenSegment] = []
         self.cancelled = False
         self.spinner: TurnSpinner | None = TurnSpinner(WAITING_TEXT) if live else None
@@ -178,7 +223,7 @@ class ReplyTurn(Vertical):
         await self._freeze(self.segments[-1])
         if between is not None:
             await self._mount_in_flow(between)
-        segment = Markdown("", classes="reply-body")
+        segment = ReplyMarkdown("", classes="reply-body")
         await self._mount_in_flow(segment)
         self.segments.append(segment)
         self._segment_text = ""
@@ -235,11 +280,17 @@ class ReplyTurn(Vertical):
 
 
 class EditBlockFencer:
-    """Wraps the SEARCH/REPLACE and SYMBOL blocks of a streamed reply in code fences.
+    """Shows the SEARCH/REPLACE and SYMBOL blocks of a streamed reply as coloured diffs.
 
-    Unfenced, Markdown would turn ``=======`` into a heading rule and ``>>>>>>>`` into
-    nested quotes. Text streams through at once, except the start of a line that could
-    be a marker (it waits for the end of that line).
+    A block becomes a ``diff`` code fence: the SEARCH lines prefixed ``-``, the replacement
+    ``+``, a header line for a new file or a whole-symbol replacement; the path line above
+    it stays as text. Unfenced, Markdown would turn ``=======`` into a heading rule and
+    ``>>>>>>>`` into nested quotes; fenced as plain text, the reader had to find the change
+    between conflict markers. A block the model wrapped in its own fence is shown the same
+    way (the model's fence lines are dropped around it). Text streams through at once,
+    except the start of a line that could be a marker (it waits for the end of that line)
+    and the opening of the model's fence with the line after it (they wait until it is
+    known whether an edit block follows).
     """
 
     # A line starting with one of these may be a marker or a fence: hold it until it is whole.
@@ -248,8 +299,11 @@ class EditBlockFencer:
     def __init__(self) -> None:
         self._partial = ""
         self._mid_line = False  # the start of the current line has been passed through already
-        self._in_fence = False  # inside the model's own code fence
-        self._in_block = False  # inside an edit block we fenced
+        self._in_fence = False  # inside the model's own code fence, shown as it is
+        self._section = ""  # inside a block: "search", "replace" or "symbol"; "" outside
+        self._fresh_search = False  # the SEARCH section has no line yet (a new file if it stays so)
+        self._model_fence = False  # inside the model's fence around blocks (its lines are dropped)
+        self._held: list[str] = []  # the model's fence opening, and the line after it, held
 
     def feed(self, text: str) -> str:
         out: list[str] = []
@@ -262,7 +316,7 @@ class EditBlockFencer:
             if self._partial.endswith("\n"):
                 out.append(self._line(self._partial))
                 self._partial = ""
-            elif not self._partial.startswith(self.MAY_BE_MARKER):
+            elif not self._held and not self._section and not self._partial.startswith(self.MAY_BE_MARKER):
                 out.append(self._partial)
                 self._partial = ""
                 self._mid_line = True
@@ -272,24 +326,75 @@ class EditBlockFencer:
         """The held text, and a closing fence if the reply stopped inside a block."""
         rest = self._line(self._partial) if self._partial else ""
         self._partial = ""
-        if self._in_block:
-            self._in_block = False
+        if self._held:
+            rest += self._release()
+        if self._section:
+            self._section = ""
             rest += ("" if not rest or rest.endswith("\n") else "\n") + "```\n"
         return rest
 
+    def _release(self) -> str:
+        """Show the held fence opening and line as the model wrote them (no block followed)."""
+        held, self._held = self._held, []
+        self._in_fence = True
+        return held[0] + "".join(self._line(line) for line in held[1:])
+
     def _line(self, line: str) -> str:
-        if self._in_block:
-            if line.startswith(">>>>>>> REPLACE"):
-                self._in_block = False
-                return line + ("" if line.endswith("\n") else "\n") + "```\n"
+        if self._held:
+            if _is_block_start(line):
+                # The model fenced its block: drop its fence, keep the path line as text.
+                path = "".join(self._held[1:])
+                self._held = []
+                self._model_fence = True
+                return path + self._open(line)
+            if len(self._held) == 1 and line.strip() and not _is_fence(line):
+                self._held.append(line)
+                return ""
+            return self._release() + self._line(line)
+        if self._section:
+            return self._in_block(line)
+        if self._in_fence:
+            if _is_fence(line):
+                self._in_fence = False
             return line
-        if line.lstrip().startswith(("```", "~~~")):
-            self._in_fence = not self._in_fence
-            return line
-        if not self._in_fence and line.startswith(("<<<<<<< SEARCH", "<<<<<<< SYMBOL")):
-            self._in_block = True
-            return "```text\n" + line
+        if self._model_fence and _is_fence(line):
+            self._model_fence = False  # the model's closing fence: already closed by ours
+            return ""
+        if _is_block_start(line):
+            return self._open(line)
+        if _is_fence(line) and not self._model_fence:
+            self._held = [line]
+            return ""
         return line
+
+    def _open(self, line: str) -> str:
+        if line.startswith("<<<<<<< SYMBOL"):
+            self._section = "symbol"
+            name = line[len("<<<<<<< SYMBOL") :].strip()
+            return f"```diff\n@@ new definition of {name} @@\n"
+        self._section = "search"
+        self._fresh_search = True
+        return "```diff\n"
+
+    def _in_block(self, line: str) -> str:
+        body = line.rstrip("\n")
+        if line.startswith(">>>>>>> REPLACE"):
+            self._section = ""
+            return "```\n"
+        if self._section == "search" and body.rstrip() == "=======":
+            self._section = "replace"
+            return "@@ new file @@\n" if self._fresh_search else ""
+        self._fresh_search = False
+        sign = "-" if self._section == "search" else "+"
+        return f"{sign}{body}\n"
+
+
+def _is_fence(line: str) -> bool:
+    return line.lstrip().startswith(("```", "~~~"))
+
+
+def _is_block_start(line: str) -> bool:
+    return line.startswith(("<<<<<<< SEARCH", "<<<<<<< SYMBOL"))
 
 
 def _paragraph_break(text: str, start: int) -> int | None:

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 from textual import events
-from textual.widgets import Collapsible
+from textual.color import Color
+from textual.widgets import Collapsible, Label
 
+from semfora_tui.widgets.reply import ReplyFence
 from tests.fakes.fake_anthropic import FakeAnthropic
 from tests.tui.conftest import SOURCE, STATE_TIMEOUT, AppFactory, paste, settle
 
@@ -81,6 +83,25 @@ async def test_an_edit_reply_is_staged_and_shown_for_review(
         assert app.focused is app.prompt  # the user decides when to review
         assert "✓ staged 1 hunk in app/config.py" in app.chat.transcript()
         assert "int(text)" in (demo_repo / "app/config.py").read_text()  # nothing written before review
+        # The chat shows the change as a diff, removed lines red and added ones green, not
+        # the protocol's conflict markers.
+        assert "<<<<<<<" not in app.chat.transcript() and "=======" not in app.chat.transcript()
+        (fence,) = app.main.turn.query(ReplyFence)
+        assert fence.code.splitlines() == [
+            "-def parse_port(text):",
+            "-    return int(text)",
+            "+def parse_port(text):",
+            "+    return int(text.strip())",
+        ]
+        label = fence.query_one(Label)
+        colours: dict[str, set[object]] = {"-": set(), "+": set()}
+        for strip in label.render_lines(label.size.region):
+            for segment in strip:
+                if segment.text.strip()[:1] in colours:
+                    colours[segment.text.strip()[:1]].add(segment.style.color)
+        variables = app.theme_variables
+        assert colours["-"] == {Color.parse(variables["text-error"]).rich_color}
+        assert colours["+"] == {Color.parse(variables["text-success"]).rich_color}
 
 
 @pytest.mark.parametrize("key", ["escape", "ctrl+c"])

@@ -85,32 +85,54 @@ def test_engine_flags_become_readable_text() -> None:
 
 
 EDIT_REPLY = "Here is the change.\n\napp/x.py\n<<<<<<< SEARCH\n    a = 1\n=======\n    a = 2\n>>>>>>> REPLACE\n\nDone.\n"
+# The same reply as the chat shows it: the change as a coloured diff, no conflict markers.
+EDIT_SHOWN = "Here is the change.\n\napp/x.py\n```diff\n-    a = 1\n+    a = 2\n```\n\nDone.\n"
+# Every shape a reply takes: the model fences its blocks itself, quotes code, creates a file,
+# replaces a symbol, writes two blocks in one fence.
+REPLIES = {
+    EDIT_REPLY: EDIT_SHOWN,
+    "```python\napp/x.py\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n```\nok\n": (
+        "app/x.py\n```diff\n-a\n+b\n```\nok\n"
+    ),
+    "Run:\n```bash\nmake test\n```\n": "Run:\n```bash\nmake test\n```\n",
+    "```python\ndef f():\n    return '=======' \n```\n": "```python\ndef f():\n    return '=======' \n```\n",
+    "docs/release notes.md\n<<<<<<< SEARCH\n=======\n# Notes\n>>>>>>> REPLACE\n": (
+        "docs/release notes.md\n```diff\n@@ new file @@\n+# Notes\n```\n"
+    ),
+    "x.py\n<<<<<<< SYMBOL Box.size\n    def size(self):\n        return 2\n>>>>>>> REPLACE\n": (
+        "x.py\n```diff\n@@ new definition of Box.size @@\n+    def size(self):\n+        return 2\n```\n"
+    ),
+    "```\na.py\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\nb.py\n<<<<<<< SEARCH\nc\n=======\n>>>>>>> REPLACE\n```\n": (
+        "a.py\n```diff\n-a\n+b\n```\nb.py\n```diff\n-c\n```\n"
+    ),
+}
 
 
-@given(st.lists(st.integers(min_value=1, max_value=len(EDIT_REPLY)), max_size=12))
-def test_edit_blocks_are_fenced_however_the_stream_is_cut(cuts: list[int]) -> None:
+def test_edit_blocks_show_as_diffs_without_conflict_markers() -> None:
+    from semfora_tui.widgets.reply import EditBlockFencer
+
+    for reply, shown in REPLIES.items():
+        fencer = EditBlockFencer()
+        assert fencer.feed(reply) + fencer.flush() == shown, reply
+
+
+@given(st.sampled_from(sorted(REPLIES)), st.lists(st.integers(min_value=1, max_value=200), max_size=12))
+def test_edit_blocks_show_the_same_however_the_stream_is_cut(reply: str, cuts: list[int]) -> None:
     from semfora_tui.widgets.reply import EditBlockFencer
 
     fencer = EditBlockFencer()
-    points = sorted(set(cuts))
-    pieces = [EDIT_REPLY[a:b] for a, b in zip([0, *points], [*points, len(EDIT_REPLY)], strict=True)]
-    shown = "".join(fencer.feed(p) for p in pieces) + fencer.flush()
-    assert shown == EDIT_REPLY.replace("<<<<<<< SEARCH", "```text\n<<<<<<< SEARCH").replace(
-        ">>>>>>> REPLACE\n", ">>>>>>> REPLACE\n```\n"
-    )
+    points = sorted({cut for cut in cuts if cut < len(reply)})
+    pieces = [reply[a:b] for a, b in zip([0, *points], [*points, len(reply)], strict=True)]
+    assert "".join(fencer.feed(p) for p in pieces) + fencer.flush() == REPLIES[reply]
 
 
-def test_a_block_the_model_fenced_itself_is_left_alone_and_a_cut_block_is_closed() -> None:
+def test_a_block_cut_off_mid_stream_is_closed() -> None:
     from semfora_tui.widgets.reply import EditBlockFencer
 
-    fenced = "```\napp/x.py\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n```\n"
     fencer = EditBlockFencer()
-    assert fencer.feed(fenced) + fencer.flush() == fenced
+    assert fencer.feed("x.py\n<<<<<<< SEARCH\na\n==") + fencer.flush() == "x.py\n```diff\n-a\n-==\n```\n"
     fencer = EditBlockFencer()
-    assert (
-        fencer.feed("x.py\n<<<<<<< SEARCH\na\n==") + fencer.flush()
-        == "x.py\n```text\n<<<<<<< SEARCH\na\n==\n```\n"
-    )
+    assert fencer.feed("```python\nx = 1\n") + fencer.flush() == "```python\nx = 1\n"
 
 
 def test_engine_hints_that_name_command_line_flags_read_as_app_commands() -> None:
