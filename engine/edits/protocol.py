@@ -80,6 +80,8 @@ class EditBlockError(SemforaError):
 
     def __init__(self, failures: Sequence[BlockFailure]) -> None:
         self.failures = tuple(failures)
+        # Said to the model when a retry is asked for (e.g. that a file has staged changes).
+        self.note_for_model: str | None = None
         first = self.failures[0]
         more = f" (and {len(self.failures) - 1} more)" if len(self.failures) > 1 else ""
         where = f"block {first.index} ({first.path or 'no path'})"
@@ -99,6 +101,8 @@ class EditBlockError(SemforaError):
                 parts.append("Your reply around there (numbered lines of the reply):\n" + f.nearest)
             elif f.nearest:
                 parts.append("The nearest real lines of the file are:\n" + f.nearest)
+        if self.note_for_model:
+            parts.append("\n" + self.note_for_model)
         parts.append("\nSend corrected blocks for every change (SEARCH must copy the file's lines exactly).")
         return "\n".join(parts)
 

@@ -587,11 +587,11 @@ class EditSession:
         if not parsed:
             raise NoEditBlocks("no edit blocks found (expected SEARCH/REPLACE or SYMBOL blocks)")
 
-        def reader(without_rejected: bool) -> Callable[[str], str | None]:
+        def reader(against: str) -> Callable[[str], str | None]:
             def read_file(rel: str) -> str | None:
                 rec = self._records.get(rel)
-                if rec is not None:
-                    if without_rejected:
+                if rec is not None and against != "disk":
+                    if against == "kept":
                         return self._kept_text(rec)
                     return None if rec.kind == "delete" else rec.target
                 data, _ = self._read_disk(rel)
@@ -599,11 +599,11 @@ class EditSession:
 
             return read_file
 
-        def apply(without_rejected: bool) -> dict[str, str]:
+        def apply(against: str) -> dict[str, str]:
             return apply_blocks(
                 self.layout.root,
                 parsed,
-                reader(without_rejected),
+                reader(against),
                 deny=self.settings.edits.deny,
                 analyze=self._analyze,
             )
@@ -616,22 +616,58 @@ class EditSession:
             self._rebase_records(stale)
         try:
             try:
-                results = apply(without_rejected=False)
+                results = apply("staged")
             except EditBlockError as first:
-                # A rejected hunk must not stand in the way of a new edit of the same lines: try
-                # again against the staged text minus its rejected hunks (issue 12, item 3).
-                if "rejected" not in {
-                    state for rec in self._records.values() for state in rec.states.values()
-                }:
-                    raise
-                try:
-                    results = apply(without_rejected=True)
-                except EditBlockError:
-                    raise first from None  # it fails either way: report it against the staged text
+                results = self._retry_blocks(first, apply)
         except EditBlockError:
             self._records = before  # nothing staged, and nothing rebased either
             raise
         return self._stage_results(results, task)
+
+    def _retry_blocks(self, first: EditBlockError, apply: Callable[[str], dict[str, str]]) -> dict[str, str]:
+        """The blocks of a reply that failed against the staged text, tried the two other ways
+        they may have been meant; ``first`` (reported against the staged text) if neither works.
+
+        A rejected hunk must not stand in the way of a new edit of the same lines: try again
+        against the staged text minus its rejected hunks (issue 12, item 3). And the model was
+        shown the files on disk, not their staged text: blocks that match the disk are applied
+        there, and the file's staged hunks are then placed on the result, as a rebase places
+        them on a changed file. A staged hunk that the blocks rewrite makes it a conflict.
+        """
+        if any(state == "rejected" for rec in self._records.values() for state in rec.states.values()):
+            try:
+                return apply("kept")
+            except EditBlockError:
+                pass
+        if not any(rec.kind == "modify" for rec in self._records.values()):
+            raise first
+        try:
+            on_disk = apply("disk")
+        except EditBlockError:
+            raise first from None
+        results: dict[str, str] = {}
+        for rel, text in on_disk.items():
+            rec = self._records.get(rel)
+            if rec is None:
+                results[rel] = text
+                continue
+            if rec.kind != "modify":
+                raise first
+            kept = [raw for raw in _raw_hunks(rec) if rec.states.get(raw.id) != "rejected"]
+            merged, _placed, lost, _already = _relocate(rec.original, kept, text)
+            if lost:
+                first.hint = (
+                    f"the reply was written against {rel} as it is on disk, and changes lines that its staged "
+                    f"hunk {', '.join('#' + raw.id for raw in lost)} already changes: commit or reject that "
+                    "hunk first, or ask again"
+                )
+                first.note_for_model = (
+                    f"{rel} has staged changes that are not on disk yet, so the lines above are its staged "
+                    "text, not the file you were shown: write SEARCH against these lines."
+                )
+                raise first
+            results[rel] = merged
+        return results
 
     def _stale_targets(self, blocks: Sequence[EditBlock]) -> set[str]:
         """Staged files that ``blocks`` edit and that changed on disk since they were staged."""

@@ -396,7 +396,7 @@ class Orchestrator:
                 except SemforaError as exc:
                     prompt = getattr(exc, "retry_prompt", None)
                     if prompt is None or retries >= self.settings.llm.edit_retries:
-                        errors.append(exc.message)
+                        errors.append(exc.message + (f" ({exc.hint})" if exc.hint else ""))
                         outcome, error_code = "edit_failed", exc.code
                         break
                     retries += 1

@@ -205,6 +205,36 @@ def test_a_new_edit_that_fails_leaves_a_stale_staged_file_as_it_was(make_repo) -
     assert [f.stale for f in _session(root).files()] == [True]  # nor saved rebased
 
 
+def test_a_follow_up_edit_written_against_the_disk_is_merged_with_the_staged_hunks(make_repo) -> None:
+    """The model sees the file on disk, not its staged text: a block whose SEARCH context takes
+    in lines a staged hunk changed still applies, and the staged hunk stays with it."""
+    root = make_repo({"f.txt": TEN})
+    s = _session(root)
+    s.stage_blocks(_block("f.txt", "line 5\n", "line five\n"))
+    (first,) = s.hunks()
+    s.accept(first.id)
+    # The follow-up quotes lines 4-6 as on disk (line 5 unchanged there) and edits line 4.
+    s.stage_blocks(_block("f.txt", "line 4\nline 5\nline 6\n", "line four\nline 5\nline 6\n"))
+    s.accept_all()
+    s.commit()
+    assert (root / "f.txt").read_text() == TEN.replace("line 4\n", "line four\n").replace(
+        "line 5\n", "line five\n"
+    )
+
+
+def test_a_follow_up_edit_that_rewrites_a_staged_hunk_fails_and_says_which(make_repo) -> None:
+    root = make_repo({"f.txt": TEN})
+    s = _session(root)
+    s.stage_blocks(_block("f.txt", "line 5\n", "line five\n"))
+    (staged,) = s.hunks()
+    with pytest.raises(EditBlockError) as failed:
+        s.stage_blocks(_block("f.txt", "line 5\nline 6\n", "line 5 again\nline 6\n"))
+    assert f"staged hunk #{staged.id}" in (failed.value.hint or "")
+    assert "staged changes that are not on disk yet" in failed.value.retry_prompt()
+    assert [h.id for h in s.hunks()] == [staged.id]  # the session is as it was
+    assert (root / "f.txt").read_text() == TEN
+
+
 def test_file_deleted_behind_our_back(make_repo) -> None:
     root = make_repo({"f.txt": TEN})
     s = _session(root)

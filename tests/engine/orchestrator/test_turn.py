@@ -175,6 +175,26 @@ def test_failed_block_is_retried_with_nearest_lines_then_staged(shop, fake_anthr
     assert "none of them were staged" in retry[-1]["content"]
 
 
+def test_a_second_edit_of_a_staged_change_is_retried_against_the_staged_text(shop, fake_anthropic) -> None:
+    """The model is shown the file on disk. When its next edit rewrites lines that an edit of
+    an earlier turn has staged, the retry shows it the staged lines and says why, and if it
+    still fails the user is told which staged hunk is in the way."""
+    layout, cfg = shop
+    fake_anthropic.reply(GOOD_EDIT)
+    orch = _orch(layout, cfg)
+    assert orch.run_turn("apply the discount after tax").outcome == "staged"
+    (hunk,) = EditSession.load_or_create(layout, cfg).hunks()
+    rewrite = GOOD_EDIT.replace("return apply_discount(sub + tax_for(sub), code)", "return sub")
+    for _ in range(cfg.llm.edit_retries + 1):
+        fake_anthropic.reply(rewrite)
+    result = orch.run_turn("return the subtotal unchanged")
+    assert result.outcome == "edit_failed"
+    retry = fake_anthropic.message_requests()[2].body["messages"][-1]["content"]
+    assert "return apply_discount(sub + tax_for(sub), code)" in retry  # the staged line
+    assert "staged changes that are not on disk yet" in retry
+    assert f"staged hunk #{hunk.id}" in result.errors[0]
+
+
 @pytest.mark.parametrize("kind", sorted(BAD_REPLIES))
 def test_malformed_replies_stage_nothing_after_bounded_retries(shop, fake_anthropic, kind: str) -> None:
     layout, cfg = shop
