@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Any, Literal
 
-ItemKind = Literal["overview", "symbol", "source", "summary", "search", "memory", "file"]
+ItemKind = Literal["overview", "symbol", "source", "summary", "search", "memory", "file", "staged"]
 
 # Below this many tokens a truncated CRITICAL item says too little to be worth sending.
 MIN_CRITICAL_TOKENS = 64

@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 
 # Rounds of NEED follow-up per turn (issue 5): enough to fill a gap, too few to explore.
 MAX_NEED_ROUNDS = 2
+# A staged file's diff shown to the model is cut here (a new file of a thousand lines is not sent whole).
+MAX_STAGED_CHARS = 6000
 # Each NEED round may add this share of the request budget: the first pack spends the budget
 # on code, so a round gets its own allowance (a turn's context stays within
 # budget x (1 + MAX_NEED_ROUNDS x NEED_ROUND_SHARE)), enough for a few whole definitions.
@@ -247,7 +249,34 @@ class Orchestrator:
     def _build(self, task: str, budget: ContextBudget) -> ContextPack:
         recalled = self.recall.recall(task)
         lines = self.session.summary_lines(SESSION_MEMORY_TURNS)
-        return self.gatherer.build(task, budget, session_lines=lines, recalled=recalled)
+        return self.gatherer.build(
+            task, budget, session_lines=lines, recalled=recalled, staged=self._staged_diffs()
+        )
+
+    def _staged_diffs(self) -> list[tuple[str, str]]:
+        """(path, diff) of each file with pending or accepted hunks in the edit session."""
+        from engine.edits.session import EditSession
+
+        try:
+            files = EditSession.load_or_create(self.layout, self.settings).files()
+        except SemforaError as exc:  # an unreadable session is reported where it is used
+            log.info("staged edits not shown to the model: %s", exc.message)
+            return []
+        out = []
+        for staged in files:
+            hunks = [h for h in staged.hunks if h.state != "rejected"]
+            if not hunks:
+                continue
+            lines = [f"{staged.kind} {staged.path}"]
+            for h in hunks:
+                lines.append(f"@@ -{h.old_start},{h.old_count} +{h.new_start},{h.new_count} @@ ({h.state})")
+                lines += ["-" + line for line in h.old_lines] + ["+" + line for line in h.new_lines]
+            text = "\n".join(lines)
+            if len(text) > MAX_STAGED_CHARS:
+                cut = text.rfind("\n", 0, MAX_STAGED_CHARS)
+                text = text[:cut] + f"\n[... {text.count(chr(10), cut)} more staged lines]"
+            out.append((staged.path, text))
+        return out
 
     def resolve_need(
         self, pack: ContextPack, names: list[str], budget: int | None = None, round_no: int = 1

@@ -50,6 +50,8 @@ full new definition
 >>>>>>> REPLACE
 
 Put the file path alone on the line before each block, relative to the repository root.
+An item of kind `staged` lists edits staged earlier in this session and not yet on disk:
+the file is its lines with those edits applied, so SEARCH may quote the staged lines.
 Never edit secret files (.env, keys, *.pem, credentials). Keep explanations short and
 put them before the blocks.
 

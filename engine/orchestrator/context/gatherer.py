@@ -47,6 +47,9 @@ OVERVIEW_SHARE = 0.03
 MAX_RECALLED = 2
 # Send order of the pack's sections: the cached prefix, files named with @, code, the map, memory.
 SECTION_PREFIX, SECTION_MEMORY = 0, 4
+# Edits staged earlier in the session go right after the prefix, before the code they change.
+SECTION_STAGED = 0.5
+STAGED_REASON = "staged earlier in this session, not on disk yet: the file's lines with these applied"
 
 
 @dataclass(frozen=True)
@@ -270,8 +273,13 @@ class ContextGatherer:
         *,
         session_lines: list[str] | None = None,
         recalled: list[RecalledTurn] | None = None,
+        staged: list[tuple[str, str]] | None = None,
     ) -> ContextPack:
-        """The context pack for ``task`` within ``budget`` (which it fills while code is relevant)."""
+        """The context pack for ``task`` within ``budget`` (which it fills while code is relevant).
+
+        ``staged`` is (path, diff) of the files the session has staged edits in: the model is
+        shown the files on disk, so it is told what is staged on top of them, before the code.
+        """
         t0 = time.perf_counter()
         self.warnings = []
         self.reader.refresh()
@@ -280,7 +288,7 @@ class ContextGatherer:
         classification = classify_intent(task)
         anchors = extract_anchors(task)
         notes: list[str] = []
-        sections: dict[str, int] = {}
+        sections: dict[str, float] = {}
         overview = self._overview_item(budget)
         if overview is not None and budget.add(overview).admitted:
             sections[overview.id] = SECTION_PREFIX
@@ -294,6 +302,10 @@ class ContextGatherer:
             )
             if budget.add(memory_item).admitted:
                 sections[memory_item.id] = SECTION_PREFIX
+        for path, diff in staged or []:
+            staged_item = self.item(f"staged:{path}", "staged", diff, Priority.HIGH, STAGED_REASON, file=path)
+            if budget.add(staged_item).admitted:
+                sections[staged_item.id] = SECTION_STAGED
         t_terms = time.perf_counter()
         terms = self.terms(task)
         t_terms = time.perf_counter() - t_terms

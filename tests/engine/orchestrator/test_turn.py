@@ -175,6 +175,26 @@ def test_failed_block_is_retried_with_nearest_lines_then_staged(shop, fake_anthr
     assert "none of them were staged" in retry[-1]["content"]
 
 
+def test_the_next_turn_is_shown_what_is_staged_and_not_what_was_rejected(shop, fake_anthropic) -> None:
+    """The model reads the files on disk: an edit staged by an earlier turn, which is not on
+    disk yet, is in the next request (as the diff the user reviews), until it is rejected."""
+    layout, cfg = shop
+    fake_anthropic.reply(GOOD_EDIT).reply("Done.").reply("Done.")
+    orch = _orch(layout, cfg)
+    assert orch.run_turn("apply the discount after tax").outcome == "staged"
+    orch.run_turn("now make the tax rate configurable")
+    sent = fake_anthropic.message_requests()[1].all_text
+    assert "### staged src/shop/cart.py" in sent
+    assert "+        return apply_discount(sub + tax_for(sub), code)" in sent
+    assert "-        return sub + tax_for(sub)" in sent
+    pack = orch.build_context("now make the tax rate configurable")
+    assert [i.kind for i in pack.items if i.file == "src/shop/cart.py"][0] == "staged"
+    session = EditSession.load_or_create(layout, cfg)
+    session.reject_all()
+    orch.run_turn("now make the tax rate configurable")
+    assert "### staged" not in fake_anthropic.message_requests()[2].all_text
+
+
 def test_a_second_edit_of_a_staged_change_is_retried_against_the_staged_text(shop, fake_anthropic) -> None:
     """The model is shown the file on disk. When its next edit rewrites lines that an edit of
     an earlier turn has staged, the retry shows it the staged lines and says why, and if it
