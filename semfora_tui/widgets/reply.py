@@ -74,7 +74,18 @@ class AnsiDiffHighlightTheme(HighlightTheme):
 
 class ReplyFence(MarkdownFence):
     """A code fence of a reply: an edit block (a ``diff`` fence) shows removed lines red and
-    added lines green."""
+    added lines green. Long lines wrap: the chat pane is narrow, and a fence that scrolls
+    sideways hid the end of every long line (the chat has no sideways scrolling key)."""
+
+    DEFAULT_CSS = """
+    ReplyFence {
+        overflow-x: hidden;
+        & > Label {
+            width: 1fr;
+            text-wrap: wrap;
+        }
+    }
+    """
 
     @classmethod
     def highlight(cls, code: str, language: str, ansi: bool = False, dark: bool = False) -> Content:

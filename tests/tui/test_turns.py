@@ -104,6 +104,24 @@ async def test_an_edit_reply_is_staged_and_shown_for_review(
         assert colours["+"] == {Color.parse(variables["text-success"]).rich_color}
 
 
+async def test_a_long_line_of_a_reply_wraps_in_the_narrow_chat_pane(
+    make_app: AppFactory, fake_anthropic: FakeAnthropic
+) -> None:
+    """The chat has no sideways scrolling: a long line of an edit block must wrap, not be cut."""
+    long_line = "    return int(text.strip())  # " + " ".join(f"word{i}" for i in range(30)) + " TAIL"
+    fake_anthropic.reply(EDIT_REPLY.replace("    return int(text.strip())\n", long_line + "\n"))
+    app = make_app()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await settle(pilot)
+        await _submit(pilot, app, "make parse_port strip whitespace")
+        await settle(pilot)
+        (fence,) = app.main.turn.query(ReplyFence)
+        # The long line takes as many rows as it needs (4 lines: 3 short, 1 long; padding 1).
+        label = fence.query_one(Label)
+        rows = -(-len(long_line) // label.content_region.width)
+        assert label.size.height >= 3 + rows > 4
+
+
 @pytest.mark.parametrize("key", ["escape", "ctrl+c"])
 async def test_escape_or_ctrl_c_cancels_a_streaming_reply(
     make_app: AppFactory, fake_anthropic: FakeAnthropic, key: str
