@@ -267,7 +267,8 @@ class Orchestrator:
             hunks = [h for h in staged.hunks if h.state != "rejected"]
             if not hunks:
                 continue
-            lines = [f"{staged.kind} {staged.path}"]
+            what = {"create": "a new file", "delete": "the deletion of this file"}.get(staged.kind, "edits")
+            lines = [f"{what} staged earlier in this session, not on disk yet (the user reviews them):"]
             for h in hunks:
                 lines.append(f"@@ -{h.old_start},{h.old_count} +{h.new_start},{h.new_count} @@ ({h.state})")
                 lines += ["-" + line for line in h.old_lines] + ["+" + line for line in h.new_lines]
