@@ -55,7 +55,6 @@ from engine.repo.layout import RepoLayout
 from engine.words import plural
 
 SESSION_VERSION = 1
-SESSION_FILE = "session.json"
 # Shortest hunk-id prefix accepted from a user; shorter ones match too much.
 MIN_ID_PREFIX = 4
 # Lines of context around a hunk when looking for it again in a file changed on disk.
@@ -332,7 +331,7 @@ class EditSession:
 
     @property
     def path(self) -> Path:
-        return self.layout.edits_dir / SESSION_FILE
+        return self.layout.edit_session_file
 
     @classmethod
     def load_or_create(

@@ -33,6 +33,8 @@ def config_home() -> Path:
 
 # Seconds a `git rev-parse` may take while resolving a root: it answers at once in a sound repository.
 ROOT_GIT_TIMEOUT_S = 10
+# The pending edit session inside the cache's edits directory.
+EDIT_SESSION_FILE = "session.json"
 
 
 def _git(root: Path, *args: str) -> str | None:
@@ -170,6 +172,11 @@ class RepoLayout:
     @property
     def edits_dir(self) -> Path:
         return self.subdir("edits")
+
+    @property
+    def edit_session_file(self) -> Path:
+        """The pending edit session, which every semfora process (app, CLI, MCP) reads and writes."""
+        return self.edits_dir / EDIT_SESSION_FILE
 
     def relpath(self, path: str | os.PathLike[str]) -> str:
         """A repository-relative POSIX path for ``path`` (absolute or relative)."""

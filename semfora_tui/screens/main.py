@@ -11,6 +11,7 @@ failure path shown as a state) and of indexing. Every blocking engine call runs 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -53,6 +54,8 @@ T = TypeVar("T")
 STREAM_FLUSH_INTERVAL = 1 / 20
 # watchfiles waits this long for a burst of saves to settle before re-indexing.
 WATCH_DEBOUNCE_MS = 300
+# The watcher wakes this often when nothing changes (so it can say it is watching, and stop).
+WATCH_READY_MS = 1000
 # Results offered for an `@` mention and shown by /search.
 PICKER_LIMIT = 30
 # Seconds of typing pause before an `@` query asks the symbol index.
@@ -141,6 +144,15 @@ class MainScreen(Screen[None]):
             self.done = done
             self.total = total
 
+    class SessionChanged(Message):
+        """The edit session's file changed (this app, or `semfora edits` in another terminal)."""
+
+    def on_main_screen_session_changed(self, _message: SessionChanged) -> None:
+        """Show the staged changes as they are now: another process may have staged, committed
+        or rolled back. The pane keeps its selected hunk."""
+
+        self.run_job(self.bridge.staged_files, self._show_reloaded, quiet=True)
+
     class IndexFinished(Message):
         def __init__(
             self,
@@ -200,6 +212,7 @@ class MainScreen(Screen[None]):
         self.resume = resume
         self.start_index = start_index
         self.watch_enabled = watch
+        self.watch_ready = threading.Event()  # set once the disk watcher is following the files
         self.check_model = check_model
         self.mode = "prompt"
         self.offline: bool | None = None
@@ -592,18 +605,34 @@ class MainScreen(Screen[None]):
 
         root = self.bridge.root
         skip = set(self.bridge.settings.index.exclude_dirs) | {".git"}
+        # The edit session's file too: `semfora edits ...` in another terminal changes what is staged.
+        try:
+            session_file = self.bridge.layout.edit_session_file  # its folder is made if missing
+            watched = [root, session_file.parent]
+        except (OSError, SemforaError):
+            session_file, watched = root / ".git" / "no-session", [root]
 
         def wanted(_change: watchfiles.Change, path: str) -> bool:
+            if path.startswith(str(session_file.parent)) and not path.startswith(str(root) + os.sep):
+                return path == str(session_file)
             rel = Path(path).relative_to(root) if path.startswith(str(root)) else Path(path)
             return not any(part in skip for part in rel.parts)
 
         for changes in watchfiles.watch(
-            root,
+            *watched,
             watch_filter=wanted,
             debounce=WATCH_DEBOUNCE_MS,
             stop_event=self._stop,
             raise_interrupt=False,
+            rust_timeout=WATCH_READY_MS,
+            yield_on_timeout=True,
         ):
+            self.watch_ready.set()  # the first yield, a change or a timeout: the watch is on
+            if any(p == str(session_file) for _c, p in changes):
+                self.post_message(self.SessionChanged())
+            changes = {(c, p) for c, p in changes if p != str(session_file)}
+            if not changes:
+                continue
             paths = tuple(
                 sorted({str(Path(p).relative_to(root)) for _c, p in changes if p.startswith(str(root))})
             )
@@ -623,20 +652,24 @@ class MainScreen(Screen[None]):
         touched = {f.path for f in self.diff.files} & set(paths)
         if not touched:
             return
+        self.run_job(self.bridge.staged_files, lambda files: self._show_reloaded(files, touched), quiet=True)
+
+    def _show_reloaded(self, files: tuple[FileView, ...], among: set[str] | None = None) -> None:
+        """Show the staged files as read again, and warn about those (``among`` the paths given)
+        that have just become stale: changed on disk by someone else since they were staged."""
         known = {f.path for f in self.diff.files if f.conflict}
-
-        def show(files: tuple[FileView, ...]) -> None:
+        if files != self.diff.files:
             self.show_staged(files)
-            stale = sorted(f.path for f in files if f.conflict and f.path in touched - known)
-            if stale:
-                self.notify(
-                    f"{plural(len(stale), 'staged file')} changed on disk: "
-                    + ", ".join(stale)
-                    + ". `/rebase` re-applies the hunks.",
-                    severity="warning",
-                )
-
-        self.run_job(self.bridge.staged_files, show, quiet=True)
+        stale = sorted(
+            f.path for f in files if f.conflict and f.path not in known and f.path in (among or {f.path})
+        )
+        if stale:
+            self.notify(
+                f"{plural(len(stale), 'staged file')} changed on disk: "
+                + ", ".join(stale)
+                + ". `/rebase` re-applies the hunks.",
+                severity="warning",
+            )
 
     # -- the prompt -----------------------------------------------------------------------------
 

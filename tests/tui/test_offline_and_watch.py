@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -92,6 +94,38 @@ async def test_index_follows_disk_changes_and_staged_files_turn_into_conflicts(
         assert any("staged file changed on disk" in n for n in notified), notified
         hits = app.bridge.search("warm_cache", mode="symbols", limit=5)
         assert any(h.symbol == "warm_cache" for h in hits)
+
+
+async def test_the_diff_pane_follows_edits_commands_run_in_another_terminal(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """`semfora edits stage` or `rollback` in another terminal change what is staged: the
+    open app shows it, not the session it last read."""
+    semfora = str(Path(sys.executable).with_name("semfora"))
+    (demo_repo / "edits.txt").write_text(EDIT_BLOCKS)
+    app = make_app(watch=True, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        deadline = time.monotonic() + 30
+        while not (app.header.index_state.startswith("index: 2 files") and app.main.watch_ready.is_set()):
+            assert time.monotonic() < deadline, (
+                app.header.index_state,
+                app.main.watch_ready.is_set(),
+                [(w.group, w.state, w.error) for w in app.workers],
+            )
+            await pilot.pause(0.05)
+        assert app.diff.files == ()
+        staged = subprocess.run(
+            [semfora, "edits", "stage", "edits.txt"], cwd=demo_repo, capture_output=True, text=True
+        )
+        assert staged.returncode == 0, staged.stderr
+        while len(app.diff.files) != 2:
+            assert time.monotonic() < deadline, app.diff.files
+            await pilot.pause(0.05)
+        rolled = subprocess.run([semfora, "edits", "rollback"], cwd=demo_repo, capture_output=True, text=True)
+        assert rolled.returncode == 0, rolled.stderr
+        while app.diff.files:
+            assert time.monotonic() < deadline, app.diff.files
+            await pilot.pause(0.05)
 
 
 async def test_committing_some_hunks_of_a_file_is_not_reported_as_a_change_on_disk(
