@@ -242,3 +242,26 @@ def test_no_hint_for_a_path_like_nothing_and_none_that_the_sandbox_refuses(tmp_p
     message = _unknown_file_message(tmp_path, "util.py", files, deny=["private/*"])
     assert "private" not in message and "did you mean" not in message
     assert "did you mean private/util.py?" in _unknown_file_message(tmp_path, "util.py", files)
+
+
+@pytest.mark.parametrize(
+    ("line", "path"),
+    [
+        ("docs/release notes.md", "docs/release notes.md"),
+        ("release notes.md", "release notes.md"),
+        ("`notes/the plan.md`", "notes/the plan.md"),
+        ("**docs/a b.md**", "docs/a b.md"),
+        ("docs/x y.md:", "docs/x y.md"),
+    ],
+)
+def test_a_new_file_path_with_spaces_is_a_path(line: str, path: str) -> None:
+    """Spaced paths counted only for files that existed: a new one was 'no file path'."""
+    blocks = parse_blocks(f"{line}\n<<<<<<< SEARCH\n=======\nhello\n>>>>>>> REPLACE\n")
+    assert [b.path for b in blocks] == [path]
+
+
+@pytest.mark.parametrize("line", ["Create setup.py", "Then update the caller in app.py:", "Apply it now."])
+def test_a_sentence_above_a_block_is_not_a_path(line: str) -> None:
+    with pytest.raises(EditBlockError) as err:
+        parse_blocks(f"{line}\n<<<<<<< SEARCH\n=======\nhello\n>>>>>>> REPLACE\n")
+    assert err.value.failures[0].reason == "missing_path"
