@@ -43,11 +43,12 @@ NEAREST_CANDIDATES = 8
 # A path line with spaces that names no existing file is a new file's path only when it ends in
 # an extension and uses none of these words (the small words and verbs of a sentence).
 _EXTENSION = re.compile(r"\.[A-Za-z0-9][A-Za-z0-9_+-]{0,11}$")
-_PROSE_WORDS = frozenset(
+_PROSE_TEXT = (
     "a an and are as at be by for from here i i'll in into is it it's its let's now of on or so "
     "that the then this to we we'll will with you add change create delete edit fix make modify "
-    "put remove replace update write".split()
+    "put remove replace update write"
 )
+_PROSE_WORDS = frozenset(_PROSE_TEXT.split())
 
 BlockKind = Literal["search", "symbol"]
 
