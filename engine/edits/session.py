@@ -215,6 +215,75 @@ class RebaseReport:
         }
 
 
+@dataclass(frozen=True)
+class UndoFollowUp:
+    """What the hunks still staged did when an undo put their files back (``rebase_after_undo``).
+
+    The undo itself is done whatever this says. ``conflicts`` maps a file to the ids of its hunks
+    that no longer fit it (kept, marked as conflicts); ``problem`` is why the hunks could not be
+    moved at all (they stay staged against the old text, marked as changed on disk).
+    """
+
+    report: RebaseReport = field(default_factory=RebaseReport)
+    conflicts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    problem: SemforaError | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "reapplied": list(self.report.reapplied),
+            "conflicts": {path: list(ids) for path, ids in self.conflicts.items()},
+            "error_code": self.problem.code if self.problem else None,
+            "error_message": self.problem.message if self.problem else None,
+        }
+
+    def notes(self) -> list[str]:
+        """One line per thing the user should know, for a face to print after the undo's own line."""
+        out = [
+            f"{plural(len(ids), 'staged hunk')} in {path} no longer "
+            f"{'fits' if len(ids) == 1 else 'fit'} the restored file and "
+            f"{'is' if len(ids) == 1 else 'are'} kept as {'a conflict' if len(ids) == 1 else 'conflicts'}: "
+            f"{', '.join(ids)} (reject {'it' if len(ids) == 1 else 'them'}, or stage the change again)"
+            for path, ids in self.conflicts.items()
+        ]
+        if self.problem is not None:
+            kept = (
+                ""
+                if isinstance(self.problem, SessionCorrupt)
+                else "; they stay staged (`semfora edits rebase` tries again)"
+            )
+            out.append(
+                "the undo is done, but the hunks still staged could not follow the restored files: "
+                f"{self.problem.message}{kept}"
+            )
+        return out
+
+
+def rebase_after_undo(
+    layout: RepoLayout, settings: Settings | None, files: Collection[str], *, analyze: AnalyzeFn | None = None
+) -> UndoFollowUp:
+    """Move the hunks still staged in ``files`` (just put back by an undo) onto them.
+
+    Never raises for the session's sake: the undo has happened, and a failure here (a damaged
+    session file, a file now refused) must not be told as a failed undo.
+    """
+    try:
+        session = EditSession.load_or_create(layout, settings, analyze=analyze)
+        report = session.rebase(only=files)
+        wanted = set(report.conflicts)
+        conflicts: dict[str, tuple[str, ...]] = {}
+        for f in session.files():
+            ids = tuple(h.id for h in f.hunks if h.conflict and h.id in wanted)
+            if ids:
+                conflicts[f.path] = ids
+        return UndoFollowUp(report, conflicts)
+    except SemforaError as exc:
+        return UndoFollowUp(problem=exc)
+    except OSError as exc:
+        return UndoFollowUp(
+            problem=SemforaError(f"the edit session could not be saved: {exc.strerror or exc}")
+        )
+
+
 def _raw_hunks(rec: _Record) -> list[RawHunk]:
     if rec.kind == "delete":
         lines = tuple(split_lines(rec.original)[0])

@@ -43,3 +43,58 @@ def test_a_sentence_above_a_new_file_block_is_not_taken_for_its_path(make_repo, 
     assert payload["error_code"] == "EDIT_BLOCK_FAILED"
     assert "in backticks" in payload["failures"][0]["message"]
     assert not (root / "Create setup.py").exists()
+
+
+LINES = "".join(f"line{i} = {i}\n" for i in range(1, 21))
+THREE_EDITS = "".join(
+    f"m.py\n<<<<<<< SEARCH\nline{n} = {n}\n=======\nline{n} = {n}{n}\n>>>>>>> REPLACE\n\n" for n in (3, 15)
+)
+
+
+def _commit_first_then_stage_a_follow_up(root: Path, tmp_path: Path) -> str:
+    """Commit the first of two hunks, then stage an edit of the committed line: after an undo
+    that edit no longer fits. Returns the follow-up hunk's id."""
+    code, payload, err = _stage(root, tmp_path, THREE_EDITS)
+    assert code == 0, err
+    first = payload["files"][0]["hunks"][0]["id"]
+    assert run_semfora("edits", "accept", first, "--path", str(root)).returncode == 0
+    assert run_semfora("edits", "commit", "--path", str(root)).returncode == 0
+    code, payload, err = _stage(
+        root, tmp_path, "m.py\n<<<<<<< SEARCH\nline3 = 33\n=======\nline3 = 333\n>>>>>>> REPLACE\n"
+    )
+    assert code == 0, err
+    return next(h["id"] for h in payload["files"][0]["hunks"] if "+line3 = 333" in h["lines"])
+
+
+def test_undo_says_which_staged_hunks_no_longer_fit(make_repo, tmp_path: Path) -> None:
+    """The undo put m.py back and turned a staged hunk into a conflict without a word."""
+    root = make_repo({"m.py": LINES})
+    follow_up = _commit_first_then_stage_a_follow_up(root, tmp_path)
+    proc = run_semfora("edits", "undo", "--path", str(root))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("undid change set")
+    assert (
+        f"1 staged hunk in m.py no longer fits the restored file and is kept as a conflict: {follow_up}"
+        in (proc.stderr)
+    )
+    assert (root / "m.py").read_text() == LINES
+    listed = json.loads(run_semfora("edits", "list", "--json", "--path", str(root)).stdout)
+    assert listed["counts"]["conflicts"] == 1 and listed["counts"]["pending"] == 1
+
+
+def test_undo_that_succeeds_is_not_reported_as_failed_when_the_session_cannot_follow(
+    make_repo, tmp_path: Path
+) -> None:
+    """A staged session that could not be rebased made `edits undo` print an error and exit 1,
+    although the files were already put back."""
+    from engine.repo.layout import RepoLayout
+
+    root = make_repo({"m.py": LINES})
+    _commit_first_then_stage_a_follow_up(root, tmp_path)
+    (RepoLayout.for_path(root).edits_dir / "session.json").write_text("{not json", encoding="utf-8")
+    proc = run_semfora("edits", "undo", "--json", "--path", str(root))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    payload = json.loads(proc.stdout)
+    assert payload["ok"] is True and payload["files"] == ["m.py"]
+    assert payload["staged"]["error_code"] == "EDIT_SESSION_CORRUPT"
+    assert (root / "m.py").read_text() == LINES
