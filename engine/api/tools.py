@@ -174,6 +174,7 @@ class Engine:
 def find_symbols(engine: Engine, name_or_id: str, *, with_source: bool = False) -> SymbolMatches:
     """Symbols named ``name_or_id`` (or with that id); failing that, the best name matches (at
     most ``FIND_FALLBACK_LIMIT``). ``with_source`` adds each one's source (deny-list applies)."""
+    _named(name_or_id)
     store = engine.store()
     found = store.symbols_by_name(name_or_id)
     exact = bool(found)
@@ -196,6 +197,14 @@ def find_symbols(engine: Engine, name_or_id: str, *, with_source: bool = False) 
         for view, src in zip(views, shown, strict=True)
     )
     return SymbolMatches(moved, tuple(src.source for src in shown), exact)
+
+
+def _named(symbol: str) -> str:
+    """``symbol`` when it names something; a blank name is a usage error (exit 2), as a blank
+    search query is, not "no symbol named ''" (exit 1) as if the index lacked it."""
+    if not symbol.strip():
+        raise UsageError("the symbol name is empty: give a name, a qualified name or an id")
+    return symbol
 
 
 def _check_limit(name: str, value: int, maximum: int) -> int:
@@ -328,7 +337,7 @@ def get_symbol(engine: Engine, symbol: str) -> ToolResult[SymbolDetail]:
     Token cost: ~350.
     """
     store = engine.store()
-    detail = _symbol_detail(store, store.resolve_one(symbol))
+    detail = _symbol_detail(store, store.resolve_one(_named(symbol)))
     return ToolResult(detail, _toon(detail.to_json()))
 
 
@@ -353,7 +362,7 @@ def get_symbol_source(engine: Engine, symbol: str, context: int = 0) -> ToolResu
     """
     if context < 0 or context > MAX_SOURCE_CONTEXT:
         raise UsageError(f"context must be between 0 and {MAX_SOURCE_CONTEXT}, not {context}")
-    return _source(engine, engine.store().resolve_one(symbol), context)
+    return _source(engine, engine.store().resolve_one(_named(symbol)), context)
 
 
 def _source(engine: Engine, sym: Symbol, context: int) -> ToolResult[SourceView]:
@@ -387,7 +396,7 @@ def get_call_graph(
         raise UsageError(f"direction must be callers, callees or both, not {direction!r}")
     _check_limit("depth", depth, MAX_GRAPH_DEPTH)
     store = engine.store()
-    sym = store.resolve_one(symbol)
+    sym = store.resolve_one(_named(symbol))
     value = GraphView(
         SymbolView.of(sym),
         callers=(
