@@ -289,7 +289,20 @@ def _raw_hunks(rec: _Record) -> list[RawHunk]:
         lines = tuple(split_lines(rec.original)[0])
         hid = hunk_id(rec.path, ("<delete>",), (rec.base_hash or "",), 0)
         return [RawHunk(hid, 0, len(lines), 0, 0, lines, ())]
+    if _empty_new_file(rec):
+        # No line to diff, yet a change to review: an empty package marker (``__init__.py``).
+        return [RawHunk(hunk_id(rec.path, (), ("<empty file>",), 0), 0, 0, 0, 0, (), ())]
     return diff_hunks(rec.path, rec.original, rec.target)
+
+
+def _empty_new_file(rec: _Record) -> bool:
+    """A staged creation of an empty file (not a lost creation kept only for its conflicts)."""
+    return rec.kind == "create" and rec.target == "" and not rec.conflicts
+
+
+def _empty_file_patch(path: str) -> str:
+    """The git patch that creates ``path`` empty: a unified diff has no way to say it."""
+    return f"diff --git a/{path} b/{path}\nnew file mode 100644\n"
 
 
 def _unique(hay: Sequence[str], probes: Sequence[list[str]]) -> int | None:
@@ -899,6 +912,7 @@ class EditSession:
     def preview(self) -> str:
         """The unified diff of the accepted hunks only (what `commit` would write)."""
         out: list[str] = []
+        empty: list[str] = []
         for rec in self._records.values():
             text, n = self._accepted_text(rec)
             if not n:
@@ -907,6 +921,9 @@ class EditSession:
             new_name = f"b/{rec.path}" if text is not None else "/dev/null"
             if rec.syntax_error:
                 out.append(f"# warning: {rec.path}: {rec.syntax_error}\n")
+            if _empty_new_file(rec):
+                empty.append(_empty_file_patch(rec.path))
+                continue
             out.extend(
                 difflib.unified_diff(
                     rec.original.splitlines(True), (text or "").splitlines(True), old_name, new_name
@@ -914,16 +931,18 @@ class EditSession:
             )
             if out and not out[-1].endswith("\n"):
                 out[-1] += "\n\\ No newline at end of file\n"
-        return "".join(out)
+        return "".join(out + empty)
 
     def show(self) -> str:
         """Every staged hunk as a unified diff that `git apply` accepts.
 
         Each hunk header carries its id and state after the closing ``@@`` (where git allows a
         section name); notes, warnings and conflicting hunks (which no longer fit the file) are
-        ``#`` lines before the file's ``---`` header, which patch tools skip.
+        ``#`` lines before the file's ``---`` header, which patch tools skip. A new empty file,
+        which a unified diff cannot express, is a git ``new file`` patch at the end.
         """
         out: list[str] = []
+        empty: list[str] = []
         for f in self.files():
             rec = self._records[f.path]
             if f.stale:
@@ -937,6 +956,10 @@ class EditSession:
             live = [h for h in f.hunks if not h.conflict]
             if not live:
                 continue
+            if _empty_new_file(rec):
+                empty.append(f"# {f.path}: hunk [{live[0].id}] {live[0].state}: a new empty file\n")
+                empty.append(_empty_file_patch(f.path))
+                continue
             old_name = f"a/{f.path}" if rec.base_hash is not None else "/dev/null"
             new_name = "/dev/null" if f.kind == "delete" else f"b/{f.path}"
             out.append(f"--- {old_name}\n+++ {new_name}\n")
@@ -945,7 +968,8 @@ class EditSession:
             target = "" if rec.kind == "delete" else rec.target
             body = unified_diff(rec.original, target, raws, functools.partial(_hunk_label, states))
             out.extend(line + "\n" for line in body)
-        return "".join(out)
+        # Last: after a git header, git apply reads a following '---' line as part of that patch.
+        return "".join(out + empty)
 
     # ------------------------------------------------------------------ commit, rollback, rebase
 

@@ -98,3 +98,27 @@ def test_undo_that_succeeds_is_not_reported_as_failed_when_the_session_cannot_fo
     assert payload["ok"] is True and payload["files"] == ["m.py"]
     assert payload["staged"]["error_code"] == "EDIT_SESSION_CORRUPT"
     assert (root / "m.py").read_text() == LINES
+
+
+def test_an_empty_new_file_is_staged_shown_and_created(make_repo, tmp_path: Path) -> None:
+    """A block creating an empty `pkg/__init__.py` was dropped without a word: 'staged 1 hunk in
+    1 file' for a reply of two files, and the package had no marker after the commit."""
+    import subprocess
+
+    root = make_repo(REPO)
+    reply = (
+        "pkg/__init__.py\n<<<<<<< SEARCH\n=======\n>>>>>>> REPLACE\n\n"
+        "pkg/core.py\n<<<<<<< SEARCH\n=======\nX = 1\n>>>>>>> REPLACE\n"
+    )
+    code, payload, err = _stage(root, tmp_path, reply)
+    assert code == 0, err
+    assert payload["staged_files"] == ["pkg/__init__.py", "pkg/core.py"]
+    shown = run_semfora("edits", "show", "--path", str(root)).stdout
+    check = subprocess.run(
+        ["git", "apply", "--check", "-"], input=shown, cwd=root, capture_output=True, text=True
+    )
+    assert check.returncode == 0, shown + check.stderr
+    assert run_semfora("edits", "commit", "--all", "--path", str(root)).returncode == 0
+    assert (root / "pkg/__init__.py").read_bytes() == b""
+    assert (root / "pkg/core.py").read_text() == "X = 1\n"
+    assert json.loads(run_semfora("edits", "list", "--json", "--path", str(root)).stdout)["files"] == []
