@@ -819,6 +819,12 @@ class EditSession:
             return matches[0]
         if len(matches) > 1:
             raise HunkNotFound(f"hunk id {hunk!r} is ambiguous ({len(matches)} hunks); type more characters")
+        if key and not all(ch in "0123456789abcdef" for ch in key):
+            # Not an id (ids are hex): a path the user meant as a file, told as such, not "no hunk id".
+            raise HunkNotFound(
+                f"{hunk.strip()!r} is not a staged file (nor a hunk id)",
+                hint="`semfora edits list` shows the staged files and their hunk ids",
+            )
         if 0 < len(key) < MIN_ID_PREFIX:
             raise HunkNotFound(
                 f"hunk id {hunk!r} is too short: give at least {MIN_ID_PREFIX} characters of the id",

@@ -122,3 +122,19 @@ def test_an_empty_new_file_is_staged_shown_and_created(make_repo, tmp_path: Path
     assert (root / "pkg/__init__.py").read_bytes() == b""
     assert (root / "pkg/core.py").read_text() == "X = 1\n"
     assert json.loads(run_semfora("edits", "list", "--json", "--path", str(root)).stdout)["files"] == []
+
+
+def test_accepting_a_file_that_has_no_staged_change_says_so(make_repo, tmp_path: Path) -> None:
+    """`semfora edits accept docs/index.md` said "no staged hunk with id 'docs/index.md'", and
+    `accept a.c` that the hunk id was too short: both are files, not ids."""
+    root = make_repo(REPO)
+    code, _payload, err = _stage(
+        root, tmp_path, "app.py\n<<<<<<< SEARCH\n    return 1\n=======\n    return 2\n>>>>>>> REPLACE\n"
+    )
+    assert code == 0, err
+    for target in ("docs/index.md", "a.c"):
+        proc = run_semfora("edits", "accept", target, "--path", str(root))
+        assert proc.returncode == 1
+        assert proc.stderr.startswith(
+            f"error[HUNK_NOT_FOUND]: {target!r} is not a staged file (nor a hunk id)"
+        )
