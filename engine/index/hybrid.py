@@ -955,13 +955,26 @@ def _names_of(c: _Candidate) -> tuple[str, str]:
     return "", ""
 
 
+def _module_qualified(query: str, qualified: str, file: str) -> bool:
+    """Whether ``query`` is ``qualified`` behind module names of its file (``httpx.Client`` for
+    ``Client`` in ``httpx/_client.py``, ``_models.Response``): how an import spells a definition."""
+    parts = query.replace("::", ".").split(".")
+    folders = {p.lower() for p in file.replace("\\", "/").rsplit(".", 1)[0].split("/")}
+    folders |= {p.lstrip("_") for p in folders}
+    for k in range(1, len(parts)):
+        if ".".join(parts[k:]).lower() == qualified.lower():
+            return all(p.lower() in folders for p in parts[:k])
+    return False
+
+
 def _exact_names_first(query: str, ranked: list[_Candidate]) -> list[_Candidate]:
     """The definitions a one-identifier query names exactly, first (see EXACT_NAME_QUERY).
 
-    Typing ``client`` or ``Client.send`` asks for that definition: the rescoring alone put files
-    that say "client" thirty times above the class ``Client``. Among several definitions of the
-    name, the qualified name before a member's name (``request`` before ``HTTPError.request``),
-    the casing as typed, then implementation before tests; the rescored order breaks ties.
+    Typing ``client``, ``Client.send`` or ``httpx.Client`` asks for that definition: the rescoring
+    alone put files that say "client" thirty times above the class ``Client``. Among several
+    definitions of the name, the qualified name (bare or behind its module) before a member's name
+    (``request`` before ``HTTPError.request``), the casing as typed, then implementation before
+    tests; the rescored order breaks ties.
     """
     q = query.strip()
     if not EXACT_NAME_QUERY.fullmatch(q):
@@ -971,10 +984,10 @@ def _exact_names_first(query: str, ranked: list[_Candidate]) -> list[_Candidate]
     rest: list[_Candidate] = []
     for n, c in enumerate(ranked):
         name, qualified = _names_of(c)
-        if ql in (name.lower(), qualified.lower()):
-            keyed.append(
-                ((qualified.lower() != ql, q not in (name, qualified), is_test_path(_file_of(c)), n), c)
-            )
+        whole = bool(qualified) and (qualified.lower() == ql or _module_qualified(q, qualified, _file_of(c)))
+        if whole or (name and name.lower() == ql):
+            cased = q in (name, qualified) or q.endswith("." + qualified)
+            keyed.append(((not whole, not cased, is_test_path(_file_of(c)), n), c))
         else:
             rest.append(c)
     if not keyed:

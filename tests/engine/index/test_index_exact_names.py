@@ -70,6 +70,14 @@ def test_a_top_level_definition_comes_before_members_of_the_same_name(indexed_re
     assert hits[0].symbol == "Client.send"
 
 
+def test_a_name_behind_its_module_lists_that_definition_first(indexed_repo) -> None:
+    """`semfora search httpx.Client`, as an import spells it, put ClientState above Client."""
+    layout, settings = _repo(indexed_repo)
+    for query in ("pkg.Client", "pkg.client.Client", "client.Client"):
+        hits = search(layout, settings, query, limit=3, record_metrics=False)
+        assert hits[0].symbol == "Client", (query, [h.symbol for h in hits])
+
+
 def test_words_that_are_not_one_identifier_are_ranked_as_before(indexed_repo) -> None:
     layout, settings = _repo(indexed_repo)
     hits = search(layout, settings, "client error", limit=3, record_metrics=False)
