@@ -148,6 +148,9 @@ def _clean_path_line(line: str, is_file: Callable[[str], bool] | None = None) ->
     text = text.rstrip(":").strip("`").strip()
     if not text:
         return None
+    if "\\" in text and "/" not in text:
+        # A Windows path (src\app.py): on POSIX it was one file named with backslashes, in the root.
+        text = text.replace("\\", "/")
     if any(ch.isspace() for ch in text) and not (
         (is_file is not None and is_file(text)) or _spaced_path(text, quoted)
     ):

@@ -265,3 +265,13 @@ def test_a_sentence_above_a_block_is_not_a_path(line: str) -> None:
     with pytest.raises(EditBlockError) as err:
         parse_blocks(f"{line}\n<<<<<<< SEARCH\n=======\nhello\n>>>>>>> REPLACE\n")
     assert err.value.failures[0].reason == "missing_path"
+
+
+def test_a_windows_path_names_the_file_under_its_folders(tmp_path: Path) -> None:
+    """`docs\\index.md` above a block created a file named 'docs\\index.md' in the root."""
+    blocks = parse_blocks("docs\\guide\\new page.md\n<<<<<<< SEARCH\n=======\nhello\n>>>>>>> REPLACE\n")
+    assert [b.path for b in blocks] == ["docs/guide/new page.md"]
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("x = 1\n")
+    blocks = parse_blocks("src\\app.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n")
+    assert apply_blocks(tmp_path, blocks, _reader({"src/app.py": "x = 1\n"})) == {"src/app.py": "x = 2\n"}
