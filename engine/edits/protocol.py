@@ -595,6 +595,7 @@ def apply_blocks(
     EditBlockError listing every failed block (then nothing may be staged).
     """
     working: dict[str, str] = {}
+    created: dict[str, int] = {}  # files this reply creates -> the block that does
     failures: list[BlockFailure] = []
     for block in blocks:
         try:
@@ -615,8 +616,20 @@ def apply_blocks(
         else:
             result = _apply_search(rel, current, block)
         if isinstance(result, BlockFailure):
+            if result.reason == "file_exists" and rel in created:
+                # The file exists only in this reply: "already exists" read as a stale view of disk.
+                result = BlockFailure(
+                    result.index,
+                    result.path,
+                    result.reason,
+                    f"block {created[rel]} of this reply already creates {rel}; an empty SEARCH cannot add "
+                    "to it: put the whole file in that block, or SEARCH for lines of the new file",
+                    result.nearest,
+                )
             failures.append(result)
         else:
+            if current is None:
+                created.setdefault(rel, block.index)
             working[rel] = result
     if failures:
         raise EditBlockError(_with_path_hints(root, failures, deny))

@@ -275,3 +275,15 @@ def test_a_windows_path_names_the_file_under_its_folders(tmp_path: Path) -> None
     (tmp_path / "src" / "app.py").write_text("x = 1\n")
     blocks = parse_blocks("src\\app.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n")
     assert apply_blocks(tmp_path, blocks, _reader({"src/app.py": "x = 1\n"})) == {"src/app.py": "x = 2\n"}
+
+
+def test_a_second_empty_search_for_a_file_the_reply_creates_says_so(tmp_path: Path) -> None:
+    """It said the file 'already exists and is not empty', of a file that was nowhere on disk."""
+    reply = "".join(
+        f"docs/new.md\n<<<<<<< SEARCH\n=======\n{text}\n>>>>>>> REPLACE\n\n" for text in ("# New", "more")
+    )
+    with pytest.raises(EditBlockError) as err:
+        apply_blocks(tmp_path, parse_blocks(reply), _reader({}))
+    failure = err.value.failures[0]
+    assert (failure.index, failure.reason) == (2, "file_exists")
+    assert failure.message.startswith("block 1 of this reply already creates docs/new.md")
