@@ -67,6 +67,9 @@ MAX_MODULE_SYMBOLS = 500
 MAX_DIRECTORY_FILES = 300
 # `semfora symbol NAME` with no exact match lists at most this many name matches.
 FIND_FALLBACK_LIMIT = 10
+# `semfora symbol NAME` lists at most this many symbols of that name, and counts them up to the cap.
+FIND_LIMIT = 50
+FIND_COUNT_CAP = 10_000
 # Calls shown inside one get_symbol reply.
 MAX_SYMBOL_CALLS = 40
 # get_context budgets: the app's default; at most what one MCP reply carries (its cap is
@@ -176,15 +179,19 @@ def find_symbols(engine: Engine, name_or_id: str, *, with_source: bool = False) 
     most ``FIND_FALLBACK_LIMIT``). ``with_source`` adds each one's source (deny-list applies)."""
     _named(name_or_id)
     store = engine.store()
-    found = store.symbols_by_name(name_or_id)
+    # Counted up to a cap, shown up to FIND_LIMIT: "50 of 66", never 50 as if that were all.
+    found = store.symbols_by_name(name_or_id, limit=FIND_COUNT_CAP)
+    total = len(found)
+    found = found[:FIND_LIMIT]
     exact = bool(found)
     if not exact:
         found = store.search_symbols(name_or_id, limit=FIND_FALLBACK_LIMIT)
+        total = len(found)
     if not found:
         raise NotFoundError(f"no symbol named {name_or_id!r}", code="SYMBOL_NOT_FOUND")
     views = tuple(SymbolView.of(sym) for sym in found)
     if not with_source:
-        return SymbolMatches(views, None, exact)
+        return SymbolMatches(views, None, exact, total)
     shown = [_source(engine, sym, 0).data for sym in found]
     # The source is read now, from a file that may have changed since indexing (it is found
     # again there): its place is where the source was read, not the indexed lines.
@@ -196,7 +203,7 @@ def find_symbols(engine: Engine, name_or_id: str, *, with_source: bool = False) 
         )
         for view, src in zip(views, shown, strict=True)
     )
-    return SymbolMatches(moved, tuple(src.source for src in shown), exact)
+    return SymbolMatches(moved, tuple(src.source for src in shown), exact, total)
 
 
 def _named(symbol: str) -> str:
