@@ -18,6 +18,12 @@ def _stage(root: Path, tmp_path: Path, reply: str) -> tuple[int, dict, str]:
     return proc.returncode, json.loads(proc.stdout or "{}"), proc.stderr
 
 
+def _staged(root: Path, tmp_path: Path, reply: str) -> list[str]:
+    code, payload, err = _stage(root, tmp_path, reply)
+    assert code == 0, err
+    return payload["staged_files"]
+
+
 def test_a_new_file_whose_path_has_spaces_is_created(make_repo, tmp_path: Path) -> None:
     """A reply creating `docs/release notes.md` failed with 'no file path before the block'."""
     root = make_repo(REPO)
@@ -25,9 +31,7 @@ def test_a_new_file_whose_path_has_spaces_is_created(make_repo, tmp_path: Path) 
         "I'll add release notes.\n\ndocs/release notes.md\n```\n<<<<<<< SEARCH\n=======\n# Release notes\n"
         ">>>>>>> REPLACE\n```\n\n`notes/the plan.md`\n<<<<<<< SEARCH\n=======\nplan\n>>>>>>> REPLACE\n"
     )
-    code, payload, err = _stage(root, tmp_path, reply)
-    assert code == 0, err
-    assert payload["staged_files"] == ["docs/release notes.md", "notes/the plan.md"]
+    assert _staged(root, tmp_path, reply) == ["docs/release notes.md", "notes/the plan.md"]
     assert run_semfora("edits", "commit", "--all", "--path", str(root)).returncode == 0
     assert (root / "docs/release notes.md").read_text() == "# Release notes\n"
     assert (root / "notes/the plan.md").read_text() == "plan\n"
@@ -110,9 +114,7 @@ def test_an_empty_new_file_is_staged_shown_and_created(make_repo, tmp_path: Path
         "pkg/__init__.py\n<<<<<<< SEARCH\n=======\n>>>>>>> REPLACE\n\n"
         "pkg/core.py\n<<<<<<< SEARCH\n=======\nX = 1\n>>>>>>> REPLACE\n"
     )
-    code, payload, err = _stage(root, tmp_path, reply)
-    assert code == 0, err
-    assert payload["staged_files"] == ["pkg/__init__.py", "pkg/core.py"]
+    assert _staged(root, tmp_path, reply) == ["pkg/__init__.py", "pkg/core.py"]
     shown = run_semfora("edits", "show", "--path", str(root)).stdout
     check = subprocess.run(
         ["git", "apply", "--check", "-"], input=shown, cwd=root, capture_output=True, text=True
