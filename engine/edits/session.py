@@ -819,11 +819,11 @@ class EditSession:
             return matches[0]
         if len(matches) > 1:
             raise HunkNotFound(f"hunk id {hunk!r} is ambiguous ({len(matches)} hunks); type more characters")
-        if key and not all(ch in "0123456789abcdef" for ch in key):
-            # Not an id (ids are hex): a path the user meant as a file, told as such, not "no hunk id".
+        if "/" in key or "." in key:
+            # Never an id (ids are hex): a path the user meant as a file, told as such, not "no hunk id".
             raise HunkNotFound(
                 f"{hunk.strip()!r} is not a staged file (nor a hunk id)",
-                hint="`semfora edits list` shows the staged files and their hunk ids",
+                hint="`semfora edits list` shows the ids",
             )
         if 0 < len(key) < MIN_ID_PREFIX:
             raise HunkNotFound(
