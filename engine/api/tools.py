@@ -67,6 +67,9 @@ MAX_MODULE_SYMBOLS = 500
 MAX_DIRECTORY_FILES = 300
 # `semfora symbol NAME` with no exact match lists at most this many name matches.
 FIND_FALLBACK_LIMIT = 10
+# `semfora symbol NAME` lists at most this many symbols of that name, and counts them up to the cap.
+FIND_LIMIT = 50
+FIND_COUNT_CAP = 10_000
 # Calls shown inside one get_symbol reply.
 MAX_SYMBOL_CALLS = 40
 # get_context budgets: the app's default; at most what one MCP reply carries (its cap is
@@ -174,16 +177,21 @@ class Engine:
 def find_symbols(engine: Engine, name_or_id: str, *, with_source: bool = False) -> SymbolMatches:
     """Symbols named ``name_or_id`` (or with that id); failing that, the best name matches (at
     most ``FIND_FALLBACK_LIMIT``). ``with_source`` adds each one's source (deny-list applies)."""
+    _named(name_or_id)
     store = engine.store()
-    found = store.symbols_by_name(name_or_id)
+    # Counted up to a cap, shown up to FIND_LIMIT: "50 of 66", never 50 as if that were all.
+    found = store.symbols_by_name(name_or_id, limit=FIND_COUNT_CAP)
+    total = len(found)
+    found = found[:FIND_LIMIT]
     exact = bool(found)
     if not exact:
         found = store.search_symbols(name_or_id, limit=FIND_FALLBACK_LIMIT)
+        total = len(found)
     if not found:
         raise NotFoundError(f"no symbol named {name_or_id!r}", code="SYMBOL_NOT_FOUND")
     views = tuple(SymbolView.of(sym) for sym in found)
     if not with_source:
-        return SymbolMatches(views, None, exact)
+        return SymbolMatches(views, None, exact, total)
     shown = [_source(engine, sym, 0).data for sym in found]
     # The source is read now, from a file that may have changed since indexing (it is found
     # again there): its place is where the source was read, not the indexed lines.
@@ -195,7 +203,15 @@ def find_symbols(engine: Engine, name_or_id: str, *, with_source: bool = False) 
         )
         for view, src in zip(views, shown, strict=True)
     )
-    return SymbolMatches(moved, tuple(src.source for src in shown), exact)
+    return SymbolMatches(moved, tuple(src.source for src in shown), exact, total)
+
+
+def _named(symbol: str) -> str:
+    """``symbol`` when it names something; a blank name is a usage error (exit 2), as a blank
+    search query is, not "no symbol named ''" (exit 1) as if the index lacked it."""
+    if not symbol.strip():
+        raise UsageError("the symbol name is empty: give a name, a qualified name or an id")
+    return symbol
 
 
 def _check_limit(name: str, value: int, maximum: int) -> int:
@@ -328,7 +344,7 @@ def get_symbol(engine: Engine, symbol: str) -> ToolResult[SymbolDetail]:
     Token cost: ~350.
     """
     store = engine.store()
-    detail = _symbol_detail(store, store.resolve_one(symbol))
+    detail = _symbol_detail(store, store.resolve_one(_named(symbol)))
     return ToolResult(detail, _toon(detail.to_json()))
 
 
@@ -353,7 +369,7 @@ def get_symbol_source(engine: Engine, symbol: str, context: int = 0) -> ToolResu
     """
     if context < 0 or context > MAX_SOURCE_CONTEXT:
         raise UsageError(f"context must be between 0 and {MAX_SOURCE_CONTEXT}, not {context}")
-    return _source(engine, engine.store().resolve_one(symbol), context)
+    return _source(engine, engine.store().resolve_one(_named(symbol)), context)
 
 
 def _source(engine: Engine, sym: Symbol, context: int) -> ToolResult[SourceView]:
@@ -387,7 +403,7 @@ def get_call_graph(
         raise UsageError(f"direction must be callers, callees or both, not {direction!r}")
     _check_limit("depth", depth, MAX_GRAPH_DEPTH)
     store = engine.store()
-    sym = store.resolve_one(symbol)
+    sym = store.resolve_one(_named(symbol))
     value = GraphView(
         SymbolView.of(sym),
         callers=(

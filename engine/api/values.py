@@ -240,6 +240,7 @@ class SymbolMatches:
     symbols: tuple[SymbolView, ...]
     sources: tuple[str, ...] | None = None  # one per symbol, in order, when asked for
     exact: bool = True  # False: nothing has this name or id; these are the nearest names
+    total: int = 0  # how many have the name (counted up to a cap); more than shown when cut
 
     def to_json(self) -> dict[str, Any]:
         rows = []
@@ -248,7 +249,7 @@ class SymbolMatches:
             if self.sources is not None:
                 row["source"] = self.sources[i]
             rows.append(row)
-        return {"symbols": rows, "exact": self.exact}
+        return {"symbols": rows, "exact": self.exact, "total": max(self.total, len(rows))}
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,14 @@ from __future__ import annotations
 from engine.edits.hunks import Hunk, HunkId, HunkState
 from engine.edits.protocol import BlockFailure, EditBlock, EditBlockError, apply_blocks, parse_blocks
 from engine.edits.sandbox import is_secret_path, resolve_in_repo
-from engine.edits.session import CommitResult, EditSession, RebaseReport, StagedFile
+from engine.edits.session import (
+    CommitResult,
+    EditSession,
+    RebaseReport,
+    StagedFile,
+    UndoFollowUp,
+    rebase_after_undo,
+)
 from engine.edits.undo import UndoResult, undo
 from engine.edits.writer import RecoveryReport, recover
 
@@ -26,10 +33,12 @@ __all__ = [
     "HunkState",
     "RebaseReport",
     "RecoveryReport",
+    "UndoFollowUp",
     "UndoResult",
     "apply_blocks",
     "is_secret_path",
     "parse_blocks",
+    "rebase_after_undo",
     "recover",
     "resolve_in_repo",
     "undo",

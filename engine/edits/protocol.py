@@ -40,6 +40,16 @@ NEAREST_MAX_LINES = 12
 # Candidate windows scored with difflib when looking for the nearest real lines.
 NEAREST_CANDIDATES = 8
 
+# A path line with spaces that names no existing file is a new file's path only when it ends in
+# an extension and uses none of these words (the small words and verbs of a sentence).
+_EXTENSION = re.compile(r"\.[A-Za-z0-9][A-Za-z0-9_+-]{0,11}$")
+_PROSE_TEXT = (
+    "a an and are as at be by for from here i i'll in into is it it's its let's now of on or so "
+    "that the then this to we we'll will with you add change create delete edit fix make modify "
+    "put remove replace update write"
+)
+_PROSE_WORDS = frozenset(_PROSE_TEXT.split())
+
 BlockKind = Literal["search", "symbol"]
 
 
@@ -110,23 +120,44 @@ class EditBlockError(SemforaError):
 # ---------------------------------------------------------------------------- parsing
 
 
+def _spaced_path(text: str, quoted: bool) -> bool:
+    """Whether ``text``, a path line with a space that names no existing file, is still a path:
+    a new file such as ``docs/release notes.md``. Quoted, bold or in backticks it is; bare, it must end in
+    an extension and hold none of the small words and verbs prose is made of ("Create setup.py",
+    "Then update the caller in app.py")."""
+    if not _EXTENSION.search(text):
+        return False
+    if quoted:
+        return True
+    words = {w.lower() for w in re.findall(r"[A-Za-z']+", text)}
+    return not words & _PROSE_WORDS
+
+
 def _clean_path_line(line: str, is_file: Callable[[str], bool] | None = None) -> str | None:
     """The file path a line above a block names, or None for prose.
 
     A line with a space is prose ("Apply the discount after tax.") unless ``is_file`` says the
-    repository has a file by that name (``docs/release notes.md``): otherwise such a file could
-    never be edited, its block failing as "no file path".
+    repository has a file by that name (``docs/release notes.md``) or it reads as a new file's path
+    (``_spaced_path``): otherwise such a file could never be edited or created, its block failing
+    as "no file path".
     """
     text = line.strip()
     if not text or _FENCE.match(text):
         return None
-    text = text.lstrip("#").strip().strip("*`'\"").strip()
+    text = text.lstrip("#").strip()
+    quoted = len(text) > 2 and text[0] == text[-1] and text[0] in "`'\"*"
+    text = text.strip("*`'\"").strip()
     if text.lower().startswith("file:"):
         text = text[5:].strip()
     text = text.rstrip(":").strip("`").strip()
     if not text:
         return None
-    if any(ch.isspace() for ch in text) and not (is_file is not None and is_file(text)):
+    if "\\" in text and "/" not in text:
+        # A Windows path (src\app.py): on POSIX it was one file named with backslashes, in the root.
+        text = text.replace("\\", "/")
+    if any(ch.isspace() for ch in text) and not (
+        (is_file is not None and is_file(text)) or _spaced_path(text, quoted)
+    ):
         return None
     return text
 
@@ -143,6 +174,17 @@ def repo_file_check(root: Path) -> Callable[[str], bool]:
         return os.path.isfile(os.path.join(root, rel))
 
     return is_file
+
+
+def _missing_path_message(above: str) -> str:
+    message = "no file path before the block (put the path on the line above it)"
+    if any(ch.isspace() for ch in above) and _EXTENSION.search(above.rstrip(":").strip("*`'\"")):
+        # It may have been meant as a path: say how to write one with spaces.
+        message += (
+            f"; the line above it, {above!r}, reads as a sentence: a path with spaces goes alone on "
+            "its line in backticks, like `docs/release notes.md`"
+        )
+    return message
 
 
 def _body(lines: list[str]) -> str:
@@ -210,9 +252,11 @@ def parse_blocks(text: str, *, is_file: Callable[[str], bool] | None = None) -> 
         ordinal += 1
         start_line = i + 1
         path = None
+        above = ""
         for back in range(i - 1, prose_start - 1, -1):
             if not lines[back].strip() or _FENCE.match(lines[back]):
                 continue
+            above = lines[back].strip()
             path = _clean_path_line(lines[back], is_file)
             break
         path = path or last_path
@@ -262,7 +306,7 @@ def parse_blocks(text: str, *, is_file: Callable[[str], bool] | None = None) -> 
                     ordinal,
                     "",
                     "missing_path",
-                    "no file path before the block (put the path on the line above it)",
+                    _missing_path_message(above),
                     nearest=_reply_lines(lines, start_line - 1),
                 )
             )
@@ -555,6 +599,7 @@ def apply_blocks(
     EditBlockError listing every failed block (then nothing may be staged).
     """
     working: dict[str, str] = {}
+    created: dict[str, int] = {}  # files this reply creates -> the block that does
     failures: list[BlockFailure] = []
     for block in blocks:
         try:
@@ -575,8 +620,20 @@ def apply_blocks(
         else:
             result = _apply_search(rel, current, block)
         if isinstance(result, BlockFailure):
+            if result.reason == "file_exists" and rel in created:
+                # The file exists only in this reply: "already exists" read as a stale view of disk.
+                result = BlockFailure(
+                    result.index,
+                    result.path,
+                    result.reason,
+                    f"block {created[rel]} of this reply already creates {rel}; an empty SEARCH cannot add "
+                    "to it: put the whole file in that block, or SEARCH for lines of the new file",
+                    result.nearest,
+                )
             failures.append(result)
         else:
+            if current is None:
+                created.setdefault(rel, block.index)
             working[rel] = result
     if failures:
         raise EditBlockError(_with_path_hints(root, failures, deny))

@@ -214,12 +214,94 @@ class RebaseReport:
         }
 
 
+@dataclass(frozen=True)
+class UndoFollowUp:
+    """What the hunks still staged did when an undo put their files back (``rebase_after_undo``).
+
+    The undo itself is done whatever this says. ``conflicts`` maps a file to the ids of its hunks
+    that no longer fit it (kept, marked as conflicts); ``problem`` is why the hunks could not be
+    moved at all (they stay staged against the old text, marked as changed on disk).
+    """
+
+    report: RebaseReport = field(default_factory=RebaseReport)
+    conflicts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    problem: SemforaError | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "reapplied": list(self.report.reapplied),
+            "conflicts": {path: list(ids) for path, ids in self.conflicts.items()},
+            "error_code": self.problem.code if self.problem else None,
+            "error_message": self.problem.message if self.problem else None,
+        }
+
+    def notes(self) -> list[str]:
+        """One line per thing the user should know, for a face to print after the undo's own line."""
+        out = [
+            f"{plural(len(ids), 'staged hunk')} in {path} no longer "
+            f"{'fits' if len(ids) == 1 else 'fit'} the restored file and "
+            f"{'is' if len(ids) == 1 else 'are'} kept as {'a conflict' if len(ids) == 1 else 'conflicts'}: "
+            f"{', '.join(ids)} (reject {'it' if len(ids) == 1 else 'them'}, or stage the change again)"
+            for path, ids in self.conflicts.items()
+        ]
+        if self.problem is not None:
+            kept = (
+                ""
+                if isinstance(self.problem, SessionCorrupt)
+                else "; they stay staged (`semfora edits rebase` tries again)"
+            )
+            out.append(
+                "the undo is done, but the hunks still staged could not follow the restored files: "
+                f"{self.problem.message}{kept}"
+            )
+        return out
+
+
+def rebase_after_undo(
+    layout: RepoLayout, settings: Settings | None, files: Collection[str], *, analyze: AnalyzeFn | None = None
+) -> UndoFollowUp:
+    """Move the hunks still staged in ``files`` (just put back by an undo) onto them.
+
+    Never raises for the session's sake: the undo has happened, and a failure here (a damaged
+    session file, a file now refused) must not be told as a failed undo.
+    """
+    try:
+        session = EditSession.load_or_create(layout, settings, analyze=analyze)
+        report = session.rebase(only=files)
+        wanted = set(report.conflicts)
+        conflicts: dict[str, tuple[str, ...]] = {}
+        for f in session.files():
+            ids = tuple(h.id for h in f.hunks if h.conflict and h.id in wanted)
+            if ids:
+                conflicts[f.path] = ids
+        return UndoFollowUp(report, conflicts)
+    except SemforaError as exc:
+        return UndoFollowUp(problem=exc)
+    except OSError as exc:
+        return UndoFollowUp(
+            problem=SemforaError(f"the edit session could not be saved: {exc.strerror or exc}")
+        )
+
+
 def _raw_hunks(rec: _Record) -> list[RawHunk]:
     if rec.kind == "delete":
         lines = tuple(split_lines(rec.original)[0])
         hid = hunk_id(rec.path, ("<delete>",), (rec.base_hash or "",), 0)
         return [RawHunk(hid, 0, len(lines), 0, 0, lines, ())]
+    if _empty_new_file(rec):
+        # No line to diff, yet a change to review: an empty package marker (``__init__.py``).
+        return [RawHunk(hunk_id(rec.path, (), ("<empty file>",), 0), 0, 0, 0, 0, (), ())]
     return diff_hunks(rec.path, rec.original, rec.target)
+
+
+def _empty_new_file(rec: _Record) -> bool:
+    """A staged creation of an empty file (not a lost creation kept only for its conflicts)."""
+    return rec.kind == "create" and rec.target == "" and not rec.conflicts
+
+
+def _empty_file_patch(path: str) -> str:
+    """The git patch that creates ``path`` empty: a unified diff has no way to say it."""
+    return f"diff --git a/{path} b/{path}\nnew file mode 100644\n"
 
 
 def _unique(hay: Sequence[str], probes: Sequence[list[str]]) -> int | None:
@@ -772,6 +854,12 @@ class EditSession:
             return matches[0]
         if len(matches) > 1:
             raise HunkNotFound(f"hunk id {hunk!r} is ambiguous ({len(matches)} hunks); type more characters")
+        if "/" in key or "." in key:
+            # Never an id (ids are hex): a path the user meant as a file, told as such, not "no hunk id".
+            raise HunkNotFound(
+                f"{hunk.strip()!r} is not a staged file (nor a hunk id)",
+                hint="`semfora edits list` shows the ids",
+            )
         if 0 < len(key) < MIN_ID_PREFIX:
             raise HunkNotFound(
                 f"hunk id {hunk!r} is too short: give at least {MIN_ID_PREFIX} characters of the id",
@@ -865,6 +953,7 @@ class EditSession:
     def preview(self) -> str:
         """The unified diff of the accepted hunks only (what `commit` would write)."""
         out: list[str] = []
+        empty: list[str] = []
         for rec in self._records.values():
             text, n = self._accepted_text(rec)
             if not n:
@@ -873,6 +962,9 @@ class EditSession:
             new_name = f"b/{rec.path}" if text is not None else "/dev/null"
             if rec.syntax_error:
                 out.append(f"# warning: {rec.path}: {rec.syntax_error}\n")
+            if _empty_new_file(rec):
+                empty.append(_empty_file_patch(rec.path))
+                continue
             out.extend(
                 difflib.unified_diff(
                     rec.original.splitlines(True), (text or "").splitlines(True), old_name, new_name
@@ -880,16 +972,18 @@ class EditSession:
             )
             if out and not out[-1].endswith("\n"):
                 out[-1] += "\n\\ No newline at end of file\n"
-        return "".join(out)
+        return "".join(out + empty)
 
     def show(self) -> str:
         """Every staged hunk as a unified diff that `git apply` accepts.
 
         Each hunk header carries its id and state after the closing ``@@`` (where git allows a
         section name); notes, warnings and conflicting hunks (which no longer fit the file) are
-        ``#`` lines before the file's ``---`` header, which patch tools skip.
+        ``#`` lines before the file's ``---`` header, which patch tools skip. A new empty file,
+        which a unified diff cannot express, is a git ``new file`` patch at the end.
         """
         out: list[str] = []
+        empty: list[str] = []
         for f in self.files():
             rec = self._records[f.path]
             if f.stale:
@@ -903,6 +997,10 @@ class EditSession:
             live = [h for h in f.hunks if not h.conflict]
             if not live:
                 continue
+            if _empty_new_file(rec):
+                empty.append(f"# {f.path}: hunk [{live[0].id}] {live[0].state}: a new empty file\n")
+                empty.append(_empty_file_patch(f.path))
+                continue
             old_name = f"a/{f.path}" if rec.base_hash is not None else "/dev/null"
             new_name = "/dev/null" if f.kind == "delete" else f"b/{f.path}"
             out.append(f"--- {old_name}\n+++ {new_name}\n")
@@ -911,7 +1009,8 @@ class EditSession:
             target = "" if rec.kind == "delete" else rec.target
             body = unified_diff(rec.original, target, raws, functools.partial(_hunk_label, states))
             out.extend(line + "\n" for line in body)
-        return "".join(out)
+        # Last: after a git header, git apply reads a following '---' line as part of that patch.
+        return "".join(out + empty)
 
     # ------------------------------------------------------------------ commit, rollback, rebase
 

@@ -392,7 +392,9 @@ def query_terms(text: str) -> list[str]:
     for match in _WORD.finditer(text):
         token = match.group(0)
         words.append(token.lower())
-        parts = split_identifier(token)
+        # The identifier splitter knows ASCII letters only: it cut "héllo" into "h" and "llo",
+        # fragments that matched one-letter names everywhere. Other words split at "_" alone.
+        parts = split_identifier(token) if token.isascii() else [p.lower() for p in token.split("_") if p]
         if len(parts) > 1:
             words.extend(parts)
     unique = list(dict.fromkeys(w for w in words if w.strip("_")))
@@ -449,11 +451,18 @@ class TermStats:
 
 
 def informative_terms(conn: sqlite3.Connection, terms: list[str], stats: TermStats) -> list[str]:
-    """Drop terms found in most chunks; if all are common, keep the rarest one so the query still runs."""
+    """Drop terms found in most chunks; if all are common, keep the rarest one so the query still runs.
+
+    Terms found nowhere match nothing and are dropped too, unless nothing matches at all: in a small
+    index (3 chunks: one is a third) they used to be all that was kept of "greet xyzzy", and the
+    search found nothing although "greet" was there.
+    """
     total = stats.total(conn)
     if total == 0 or len(terms) <= 1:
         return terms
-    scored = [(stats.df(conn, t), t) for t in terms]
+    scored = [(df, t) for t in terms if (df := stats.df(conn, t)) > 0]
+    if not scored:
+        return terms
     kept = [t for df, t in scored if df <= COMMON_TERM_FRACTION * total]
     if kept:
         return kept

@@ -117,6 +117,11 @@ LOCALITY_WEIGHTS = (1.0, 0.5, 0.25)
 # Chunk token lists kept for rescoring, by content hash (process-wide): repeated searches
 # over the same code do not tokenize it again.
 MAX_CACHED_CHUNK_TERMS = 20_000
+# A query that is one identifier (``client``, ``Client.send``, ``get_user``) asks for the definitions
+# of that name: they go first, whatever the text scores say (``_exact_names_first``).
+# How far above the next hit a promoted definition scores, when its own score was lower.
+EXACT_NAME_MARGIN = 0.001
+EXACT_NAME_QUERY = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*")
 # Snippet shown per hit, in lines.
 SNIPPET_LINES = 3
 # Files an INDEX_STALE warning names before "and N more": enough to act on, one line.
@@ -737,6 +742,8 @@ def _search(
         ranked, hits_from_cache = _apply_rerank(settings, s, query, ranked, reranker, rerank_mode, sink)
         cache_hits += hits_from_cache
         timings["rerank_ms"] = round((time.perf_counter() - t) * 1000, 2)
+    if mode == "hybrid" and rescore:
+        ranked = _exact_names_first(query, ranked)
     chosen = _without_nested(ranked, limit)
     texts = chunk_texts(layout.root, [c.row for c in chosen if c.row is not None])
     _warn_stale([c.row for c in chosen if c.row is not None and c.row.chunk_id not in texts], sink)
@@ -935,6 +942,64 @@ def _score_text(
             lexical_weight = TEST_WEIGHT
         fused = (1 + RESCORE_RANK_K) / (order[c.key] + RESCORE_RANK_K) if c.fused > 0 else 0.0
         c.score = fused_weight * W_FUSED * fused + lexical_weight * W_LEXICAL * lex / best_lexical
+
+
+def _names_of(c: _Candidate) -> tuple[str, str]:
+    """A candidate definition's (name, qualified name), or ("", "") for module code and prose."""
+    if c.row is not None:
+        if c.row.kind not in ("symbol", "header"):
+            return "", ""
+        return c.row.name.split(" ", 1)[0], c.row.qualified_name or ""
+    if c.symbol is not None:
+        return c.symbol.name, c.symbol.qualified_name
+    return "", ""
+
+
+def _module_qualified(query: str, qualified: str, file: str) -> bool:
+    """Whether ``query`` is ``qualified`` behind module names of its file (``httpx.Client`` for
+    ``Client`` in ``httpx/_client.py``, ``_models.Response``): how an import spells a definition."""
+    parts = query.replace("::", ".").split(".")
+    folders = {p.lower() for p in file.replace("\\", "/").rsplit(".", 1)[0].split("/")}
+    folders |= {p.lstrip("_") for p in folders}
+    for k in range(1, len(parts)):
+        if ".".join(parts[k:]).lower() == qualified.lower():
+            return all(p.lower() in folders for p in parts[:k])
+    return False
+
+
+def _exact_names_first(query: str, ranked: list[_Candidate]) -> list[_Candidate]:
+    """The definitions a one-identifier query names exactly, first (see EXACT_NAME_QUERY).
+
+    Typing ``client``, ``Client.send`` or ``httpx.Client`` asks for that definition: the rescoring
+    alone put files that say "client" thirty times above the class ``Client``. Among several
+    definitions of the name, the qualified name (bare or behind its module) before a member's name
+    (``request`` before ``HTTPError.request``), the casing as typed, then implementation before
+    tests; the rescored order breaks ties.
+    """
+    q = query.strip()
+    if not EXACT_NAME_QUERY.fullmatch(q):
+        return ranked
+    ql = q.lower()
+    keyed: list[tuple[tuple[bool, bool, bool, int], _Candidate]] = []
+    rest: list[_Candidate] = []
+    for n, c in enumerate(ranked):
+        name, qualified = _names_of(c)
+        whole = bool(qualified) and (qualified.lower() == ql or _module_qualified(q, qualified, _file_of(c)))
+        if whole or (name and name.lower() == ql):
+            cased = q in (name, qualified) or q.endswith("." + qualified)
+            keyed.append(((not whole, not cased, is_test_path(_file_of(c)), n), c))
+        else:
+            rest.append(c)
+    if not keyed:
+        return ranked
+    first = [c for _key, c in sorted(keyed, key=lambda kc: kc[0])]
+    # Scores read in the order shown: each named definition scores just above the hit after it.
+    floor = rest[0].score if rest else -math.inf
+    for c in reversed(first):
+        if c.score <= floor:
+            c.score = floor + EXACT_NAME_MARGIN
+        floor = c.score
+    return first + rest
 
 
 def _without_nested(ranked: list[_Candidate], limit: int) -> list[_Candidate]:

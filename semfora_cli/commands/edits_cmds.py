@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from engine.config import load_settings
-from engine.edits import EditBlockError, EditSession, StagedFile, recover, undo
+from engine.edits import EditBlockError, EditSession, StagedFile, rebase_after_undo, recover, undo
 from engine.edits.errors import CheckFailed
 from engine.errors import EXIT_PROBLEM, PathTooLong, SymlinkLoop, UsageError
 from engine.repo.layout import RepoLayout
@@ -99,14 +99,19 @@ def run(args: argparse.Namespace) -> int:
             layout, force=args.force, deny=settings.edits.deny, lock_timeout=settings.edits.lock_timeout
         )
         # Hunks still staged in the files put back follow them, as they followed the commit.
-        EditSession.load_or_create(layout, settings).rebase(only=undone.files)
+        follow = rebase_after_undo(layout, settings, undone.files)
         forced = f" (forced over changes in {', '.join(undone.forced)})" if undone.forced else ""
+        payload = undone.to_json()
+        payload["staged"] = follow.to_json()
         _emit(
             args,
-            undone.to_json(),
+            payload,
             f"undid change set {undone.txid}: restored {plural(len(undone.files), 'file')}{forced}; "
             f"{undone.remaining} more can be undone",
         )
+        if not args.json:
+            for note in follow.notes():
+                warn(note)
         return 0
     session = EditSession.load_or_create(layout, settings)
     action = args.action

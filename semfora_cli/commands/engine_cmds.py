@@ -174,6 +174,12 @@ def _symbol(args: argparse.Namespace) -> int:
             print(f"  risk: {', '.join(sym.risk_reasons)}")
         if found.sources is not None:
             print(found.sources[i])
+    if found.exact and found.total > len(found.symbols):
+        print(
+            f"{len(found.symbols)} of {found.total:,} symbols named {args.name_or_id!r} shown; "
+            "a qualified name (Class.method) or an id narrows it",
+            file=sys.stderr,
+        )
     return 0
 
 

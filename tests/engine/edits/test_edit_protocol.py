@@ -242,3 +242,48 @@ def test_no_hint_for_a_path_like_nothing_and_none_that_the_sandbox_refuses(tmp_p
     message = _unknown_file_message(tmp_path, "util.py", files, deny=["private/*"])
     assert "private" not in message and "did you mean" not in message
     assert "did you mean private/util.py?" in _unknown_file_message(tmp_path, "util.py", files)
+
+
+@pytest.mark.parametrize(
+    ("line", "path"),
+    [
+        ("docs/release notes.md", "docs/release notes.md"),
+        ("release notes.md", "release notes.md"),
+        ("`notes/the plan.md`", "notes/the plan.md"),
+        ("**docs/a b.md**", "docs/a b.md"),
+        ("docs/x y.md:", "docs/x y.md"),
+    ],
+)
+def test_a_new_file_path_with_spaces_is_a_path(line: str, path: str) -> None:
+    """Spaced paths counted only for files that existed: a new one was 'no file path'."""
+    blocks = parse_blocks(f"{line}\n<<<<<<< SEARCH\n=======\nhello\n>>>>>>> REPLACE\n")
+    assert [b.path for b in blocks] == [path]
+
+
+@pytest.mark.parametrize("line", ["Create setup.py", "Then update the caller in app.py:", "Apply it now."])
+def test_a_sentence_above_a_block_is_not_a_path(line: str) -> None:
+    with pytest.raises(EditBlockError) as err:
+        parse_blocks(f"{line}\n<<<<<<< SEARCH\n=======\nhello\n>>>>>>> REPLACE\n")
+    assert err.value.failures[0].reason == "missing_path"
+
+
+def test_a_windows_path_names_the_file_under_its_folders(tmp_path: Path) -> None:
+    """`docs\\index.md` above a block created a file named 'docs\\index.md' in the root."""
+    blocks = parse_blocks("docs\\guide\\new page.md\n<<<<<<< SEARCH\n=======\nhello\n>>>>>>> REPLACE\n")
+    assert [b.path for b in blocks] == ["docs/guide/new page.md"]
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("x = 1\n")
+    blocks = parse_blocks("src\\app.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n")
+    assert apply_blocks(tmp_path, blocks, _reader({"src/app.py": "x = 1\n"})) == {"src/app.py": "x = 2\n"}
+
+
+def test_a_second_empty_search_for_a_file_the_reply_creates_says_so(tmp_path: Path) -> None:
+    """It said the file 'already exists and is not empty', of a file that was nowhere on disk."""
+    reply = "".join(
+        f"docs/new.md\n<<<<<<< SEARCH\n=======\n{text}\n>>>>>>> REPLACE\n\n" for text in ("# New", "more")
+    )
+    with pytest.raises(EditBlockError) as err:
+        apply_blocks(tmp_path, parse_blocks(reply), _reader({}))
+    failure = err.value.failures[0]
+    assert (failure.index, failure.reason) == (2, "file_exists")
+    assert failure.message.startswith("block 1 of this reply already creates docs/new.md")

@@ -1,0 +1,43 @@
+"""`semfora search`, `symbol` and `callers` as a demanding user meets them (polish round)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import run_semfora
+
+REPO = {
+    "app/client.py": (
+        "class Client:\n    def send(self, request):\n        return request\n\n\n"
+        "def make_client():\n    return Client()\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("command", [("symbol",), ("symbol", "--source"), ("callers",)], ids=" ".join)
+@pytest.mark.parametrize("name", ["", "  "], ids=["empty", "blank"])
+def test_a_blank_symbol_name_is_a_usage_error(make_repo, command, name) -> None:
+    """`semfora symbol ''` said "no symbol named ''" and exited 1, as if the index lacked it."""
+    root = make_repo(REPO)
+    assert run_semfora("index", "--no-vectors", "--path", str(root)).returncode == 0
+    proc = run_semfora(command[0], name, *command[1:], "--path", str(root), "--json")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["error_code"] == "USAGE"
+
+
+def test_symbol_says_when_more_share_the_name_than_it_lists(make_repo) -> None:
+    """`semfora symbol __init__` listed 50 of 66 definitions as if they were all."""
+    files = {
+        f"pkg/m{i}.py": f"class C{i}:\n    def __init__(self):\n        self.n = {i}\n" for i in range(55)
+    }
+    root = make_repo(files)
+    assert run_semfora("index", "--no-vectors", "--path", str(root)).returncode == 0
+    proc = run_semfora("symbol", "__init__", "--path", str(root))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("  id=") == 50
+    assert "50 of 55 symbols named '__init__' shown" in proc.stderr
+    body = json.loads(run_semfora("symbol", "__init__", "--json", "--path", str(root)).stdout)
+    assert (len(body["symbols"]), body["total"], body["exact"]) == (50, 55, True)
+    assert json.loads(run_semfora("symbol", "C3", "--json", "--path", str(root)).stdout)["total"] == 1
