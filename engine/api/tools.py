@@ -130,15 +130,25 @@ class Engine:
         return self._store
 
     def index(
-        self, *, rebuild: bool = False, progress: Callable[[str, int, int], None] | None = None
+        self,
+        *,
+        rebuild: bool = False,
+        progress: Callable[[str, int, int], None] | None = None,
+        lock_timeout: float | None = None,
     ) -> IndexReport:
+        """Bring the index up to date; ``lock_timeout`` (default ``index.lock_timeout``) bounds the
+        wait for another process's writer lock, then LockBusy."""
         from engine.index.indexer import index_repository
 
         if self._store is not None and rebuild:
             self._store.close()
             self._store = None
+        settings = self.settings
+        if lock_timeout is not None:
+            index = settings.index.model_copy(update={"lock_timeout": lock_timeout})
+            settings = settings.model_copy(update={"index": index})
         self.last_report = index_repository(
-            self.layout, self.settings, rebuild=rebuild, progress=progress, on_warning=self.on_warning
+            self.layout, settings, rebuild=rebuild, progress=progress, on_warning=self.on_warning
         )
         return self.last_report
 
