@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ from engine.errors import EXIT_UNAVAILABLE, NotFoundError, SemforaError, Service
 
 if TYPE_CHECKING:
     from engine.api import Engine, ToolSpec
+    from engine.semantic.diff import FileChange, SemanticDiff
 
 SERVER_NAME = "semfora"
 SERVER_VERSION = "0.1.0"
@@ -119,7 +120,10 @@ def _diff_tool(engine: Engine) -> McpTool:
     def call(args: dict[str, Any]) -> tuple[dict[str, Any], str]:
         from engine.api import semantic_diff
 
-        diff = semantic_diff(engine.layout.root, args.get("base"), args.get("target"))
+        diff = without_secret_content(
+            semantic_diff(engine.layout.root, args.get("base"), args.get("target")),
+            engine.settings.edits.deny,
+        )
         return diff.to_json(), diff.to_toon()
 
     schema = {
@@ -138,6 +142,42 @@ def _diff_tool(engine: Engine) -> McpTool:
         schema,
         call,
     )
+
+
+SECRET_FILE_NOTE = "secret (on the deny-list, edits.deny): content not shown"
+
+
+def without_secret_content(diff: SemanticDiff, deny: Sequence[str]) -> SemanticDiff:
+    """``diff`` with the deny-listed files' content taken out: the file is listed (its existence
+    may be said, docs/security.md) but not its symbols, signatures or defaults. Redaction alone
+    let ``def load_secret(password="hunter3")`` through. (`semfora ci` keeps them: its secret scan
+    must read a committed secret.)"""
+    from dataclasses import replace
+
+    from engine.policy.names import is_secret_name
+
+    def secret(change: FileChange) -> bool:
+        return is_secret_name(change.path, deny) or bool(
+            change.old_path and is_secret_name(change.old_path, deny)
+        )
+
+    files = tuple(
+        replace(
+            f,
+            language=None,
+            note=SECRET_FILE_NOTE,
+            symbols=(),
+            module=None,
+            lost_exports=(),
+            added_lines=(),
+            removed_lines=(),
+            test_identifiers=frozenset(),
+        )
+        if secret(f)
+        else f
+        for f in diff.files
+    )
+    return replace(diff, files=files)
 
 
 def _toon(payload: Any) -> str:
