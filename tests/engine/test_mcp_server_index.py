@@ -182,3 +182,103 @@ async def test_the_index_is_built_as_the_server_starts(make_repo) -> None:
                 await anyio.sleep(0.1)
 
     await mcp_session(root, body)
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every living process below ``pid`` (children, their children...)."""
+    out = subprocess.run(["ps", "-eo", "pid=,ppid="], capture_output=True, text=True, check=True).stdout
+    children: dict[int, list[int]] = {}
+    for line in out.splitlines():
+        child, parent = (int(x) for x in line.split())
+        children.setdefault(parent, []).append(child)
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text()
+    except OSError:  # gone already
+        return ""
+
+
+def _alive(pids: set[int]) -> set[int]:
+    living = set()
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    living.add(pid)
+        except OSError:
+            continue
+    return living
+
+
+async def test_a_server_killed_mid_index_leaves_nothing_behind_and_a_restart_finishes_the_index(
+    make_repo,
+) -> None:
+    """A client that quits while the index is being built kills the server (the SDK sends SIGKILL
+    after a 2 s grace): its worker processes, their forkserver and resource tracker went on living
+    for good, orphaned. Now they exit with it, and the next server builds a complete index."""
+    import os
+    import signal
+
+    files = {
+        f"pkg/m{i}.py": "".join(f"def f{i}_{j}(x):\n    return g{j}(x) + {j}\n\n" for j in range(80))
+        for i in range(300)
+    }
+    root = make_repo(files)
+    me = os.getpid()
+    killed: set[int] = set()
+    parsing = anyio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        if (message or "").startswith("indexing: parsing") and not message.endswith(" 0/300"):
+            parsing.set()
+
+    async def body(session):
+        async with anyio.create_task_group() as tg:
+
+            async def call() -> None:
+                try:
+                    await session.call_tool("check_index", {}, progress_callback=on_progress)
+                except Exception:  # the server is killed under it
+                    return
+
+            tg.start_soon(call)
+            with anyio.fail_after(120):
+                await parsing.wait()
+            (server,) = [p for p in _descendants(me) if "\0mcp\0--path\0" in _cmdline(p)]
+            below = _descendants(server)
+            assert below, "the index is parsed by worker processes"
+            os.kill(server, signal.SIGKILL)
+            killed.update(below)
+            tg.cancel_scope.cancel()
+
+    try:
+        await mcp_session(root, body)
+    except Exception:  # the session ends with its server killed
+        if not killed:
+            raise
+    assert killed, "the server was never killed"
+    try:
+        with anyio.fail_after(30):
+            while _alive(killed):
+                await anyio.sleep(0.1)
+    finally:
+        for orphan in _alive(killed):  # this test's own processes: leave none on the machine
+            os.kill(orphan, signal.SIGKILL)
+
+    async def after(session):
+        with anyio.fail_after(300):
+            health = await session.call_tool("check_index", {}, progress_callback=on_progress)
+        assert not health.is_error
+        assert health.structured_content["fresh"] and health.structured_content["files"] == 300
+
+    await mcp_session(root, after)
