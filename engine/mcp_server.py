@@ -512,13 +512,12 @@ class ServerIndex:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        # Not a daemon: a client that leaves mid-build lets it finish (and commit) before exit.
-        self._thread = threading.Thread(target=self._build, name="semfora-mcp-index")
+        # A daemon: a client that leaves mid-build does not keep the server running (see serve()).
+        self._thread = threading.Thread(target=self._build, name="semfora-mcp-index", daemon=True)
         self._thread.start()
 
-    def join(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
 
     def _build(self) -> None:
         from engine.api import refresh_index
@@ -592,7 +591,7 @@ def build_server(
     path: str | os.PathLike[str] | None = None, *, first_call_wait: float = DEFAULT_FIRST_CALL_WAIT_S
 ) -> Any:
     """The MCP server for the repository at ``path`` (a low-level ``mcp`` Server); its index
-    starts building in the background at once (``server.semfora_index``)."""
+    starts building in the background once ``serve`` starts ``server.semfora_index``."""
     import anyio
     import mcp_types as types
     from mcp.server.lowlevel import Server
@@ -680,7 +679,7 @@ def build_server(
         on_call_tool=call_tool,
     )
     server.semfora_engine = engine  # type: ignore[attr-defined]  # closed by serve()
-    server.semfora_index = index  # type: ignore[attr-defined]  # started and joined by serve()
+    server.semfora_index = index  # type: ignore[attr-defined]  # started by serve()
     return server
 
 
@@ -688,7 +687,7 @@ def serve(
     path: str | os.PathLike[str] | None = None, *, first_call_wait: float = DEFAULT_FIRST_CALL_WAIT_S
 ) -> int:
     """Run the server on stdin/stdout until the client disconnects; the index starts building at
-    once, in the background, and a build under way is finished before the server exits."""
+    once, in the background, and a build under way when the client leaves is abandoned."""
     import anyio
     from mcp.server.stdio import stdio_server
 
@@ -702,6 +701,12 @@ def serve(
     try:
         anyio.run(main)
     finally:
-        server.semfora_index.join()
+        if server.semfora_index.running():
+            # The client is gone (an SDK client kills the server 2 s after closing stdin anyway).
+            # Stopping mid-build is safe: nothing half-written is committed, the index lock is
+            # released with this process, its workers exit with it, and the next start goes on.
+            sys.stderr.write("semfora: the client left while the index was being built; the next start finishes it\n")
+            sys.stderr.flush()
+            os._exit(0)
         server.semfora_engine.close()
     return 0

@@ -282,3 +282,52 @@ async def test_a_server_killed_mid_index_leaves_nothing_behind_and_a_restart_fin
         assert health.structured_content["fresh"] and health.structured_content["files"] == 300
 
     await mcp_session(root, after)
+
+
+def test_a_client_that_leaves_during_the_first_build_does_not_keep_the_server_running(
+    make_repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing stdin ends the server at once, even while its first index is being built (it used
+    to keep building, for up to index.lock_timeout while another process held the lock); the next
+    start builds the index."""
+    import json
+
+    root = make_repo({"pay/app.py": APP, **_many_files()})
+    monkeypatch.setenv("SEMFORA_INDEX__LOCK_TIMEOUT", "600")
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    with index_lock_held(root):
+        server = subprocess.Popen(
+            [SEMFORA, "mcp", "--path", str(root)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(json.dumps(hello) + "\n")
+        server.stdin.flush()
+        assert '"result"' in server.stdout.readline()  # initialised; the build waits on the lock
+        server.stdin.close()
+        try:
+            server.wait(timeout=30)
+        finally:
+            if server.poll() is None:
+                server.kill()
+        assert server.returncode == 0
+        assert "the client left while the index was being built" in server.stderr.read()
+    out = subprocess.run(
+        [SEMFORA, "symbol", "charge", "--path", str(root), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert json.loads(out.stdout)["symbols"][0]["file"] == "pay/app.py", out.stderr
