@@ -41,7 +41,7 @@ from engine.api.values import (
     SymbolView,
 )
 from engine.config import Settings, load_settings
-from engine.errors import EngineWarning, NotFoundError, UsageError, WarningSink
+from engine.errors import EngineWarning, NotFoundError, PathDenied, UsageError, WarningSink
 from engine.policy.sandbox import ResolvedPath
 from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
@@ -447,7 +447,11 @@ def analyze_file(engine: Engine, path: str) -> ToolResult[FileAnalysis]:
     from engine.semantic.languages import language_for_path
     from engine.store.discovery import content_problem
 
-    target = _inside(engine, path)
+    target = _inside(engine, path, directory=True)
+    if target.is_dir:  # an agent's common slip: say which tool takes a directory
+        raise PathDenied(
+            f"{target.asked} is a directory", code="PATH_INVALID", hint="analyze_directory takes a directory"
+        )
     rel = target.rel
     limit = engine.settings.index.max_file_bytes
     data_bytes = read_bytes(target, max_bytes=limit + 1)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from tests.engine.mcp_client import mcp_session
+from tests.engine.mcp_client import mcp_session, tool_error
 
 CREDENTIALS = 'def load_secret():\n    return "hunter2"\n'
 
@@ -36,5 +36,38 @@ async def test_analyze_diff_names_a_changed_secret_file_but_never_shows_its_cont
         # The rest of the diff is untouched.
         assert files["app.py"]["symbols"][0]["qualified_name"] == "run"
         assert result.structured_content["summary"]["modified"] == 1
+
+    await mcp_session(root, body)
+
+
+async def test_paths_with_spaces_and_accents_symlinks_out_and_directories(make_repo, tmp_path) -> None:
+    """A repository under a path with a space and accents answers by those names; a link out of
+    it is refused by name, never read; a directory given to analyze_file names the tool to use."""
+    outside = tmp_path / "outside.py"
+    outside.write_text('def stolen():\n    return "outside canary"\n')
+    root = make_repo({"src dir/ünï/café.py": 'def grüße(name):\n    return f"hallo {name}"\n'})
+    (root / "linked.py").symlink_to(outside)
+    (root / "linked_dir").symlink_to(tmp_path)
+
+    async def body(session):
+        found = await session.call_tool("search_symbols", {"query": "grüße"})
+        assert found.structured_content["symbols"][0]["file"] == "src dir/ünï/café.py"
+        source = await session.call_tool("get_symbol_source", {"symbol": "grüße"})
+        assert source.content[0].text.startswith("grüße  src dir/ünï/café.py:1-2")
+        parsed = await session.call_tool("analyze_file", {"path": "src dir/ünï/café.py"})
+        assert not parsed.is_error
+        for path in ("linked.py", "linked_dir/outside.py"):
+            refused = tool_error(await session.call_tool("analyze_file", {"path": path}))
+            assert refused["error_code"] == "SYMLINK_ESCAPE" and "canary" not in refused["message"]
+        assert (await session.call_tool("search_symbols", {"query": "stolen"})).structured_content[
+            "symbols"
+        ] == []
+        folder = tool_error(await session.call_tool("analyze_file", {"path": "src dir"}))
+        assert folder["error_code"] == "PATH_INVALID"
+        assert (
+            folder["message"]
+            == "error[PATH_INVALID]: src dir is a directory (analyze_directory takes a directory)"
+        )
+        assert not (await session.call_tool("analyze_directory", {"path": "src dir"})).is_error
 
     await mcp_session(root, body)
