@@ -120,10 +120,13 @@ def _diff_tool(engine: Engine) -> McpTool:
     def call(args: dict[str, Any]) -> tuple[dict[str, Any], str]:
         from engine.api import semantic_diff
 
-        diff = without_secret_content(
-            semantic_diff(engine.layout.root, args.get("base"), args.get("target")),
-            engine.settings.edits.deny,
-        )
+        try:
+            found = semantic_diff(engine.layout.root, args.get("base"), args.get("target"))
+        except UsageError as err:
+            if err.code == "DIFF_NOT_GIT":  # the agent cannot pass --path: say what it can do
+                err.hint = "analyze_diff needs git history; the other tools work without it"
+            raise
+        diff = without_secret_content(found, engine.settings.edits.deny)
         return diff.to_json(), diff.to_toon()
 
     schema = {
@@ -705,7 +708,9 @@ def serve(
             # The client is gone (an SDK client kills the server 2 s after closing stdin anyway).
             # Stopping mid-build is safe: nothing half-written is committed, the index lock is
             # released with this process, its workers exit with it, and the next start goes on.
-            sys.stderr.write("semfora: the client left while the index was being built; the next start finishes it\n")
+            sys.stderr.write(
+                "semfora: the client left while the index was being built; the next start finishes it\n"
+            )
             sys.stderr.flush()
             os._exit(0)
         server.semfora_engine.close()

@@ -71,3 +71,20 @@ async def test_paths_with_spaces_and_accents_symlinks_out_and_directories(make_r
         assert not (await session.call_tool("analyze_directory", {"path": "src dir"})).is_error
 
     await mcp_session(root, body)
+
+
+async def test_a_directory_that_is_not_a_git_repository(make_repo) -> None:
+    """Without git every index tool works; analyze_diff says it needs git history, not to
+    'pass --path' (an agent cannot: the path is the server's)."""
+    root = make_repo(
+        {"a.py": "def alpha():\n    return beta()\n\n\ndef beta():\n    return 1\n"}, git_init=False
+    )
+
+    async def body(session):
+        callers = await session.call_tool("get_callers", {"symbol": "beta"})
+        assert callers.structured_content["callers"][0]["name"] == "alpha"
+        diff = tool_error(await session.call_tool("analyze_diff", {}))
+        assert diff["error_code"] == "DIFF_NOT_GIT" and "--path" not in diff["message"]
+        assert diff["message"].endswith("(analyze_diff needs git history; the other tools work without it)")
+
+    await mcp_session(root, body)
