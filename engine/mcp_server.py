@@ -9,6 +9,7 @@ MCP errors whose ``data.error_code`` is the semfora code. The ``mcp`` SDK is imp
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shlex
@@ -16,7 +17,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,6 @@ from engine.errors import EXIT_UNAVAILABLE, NotFoundError, SemforaError, Service
 
 if TYPE_CHECKING:
     from engine.api import Engine, ToolSpec
-    from engine.semantic.diff import FileChange, SemanticDiff
 
 SERVER_NAME = "semfora"
 SERVER_VERSION = "0.1.0"
@@ -118,7 +118,7 @@ def _search_tool(engine: Engine) -> McpTool:
 
 def _diff_tool(engine: Engine) -> McpTool:
     def call(args: dict[str, Any]) -> tuple[dict[str, Any], str]:
-        from engine.api import semantic_diff
+        from engine.api import semantic_diff, without_secret_content
 
         try:
             found = semantic_diff(engine.layout.root, args.get("base"), args.get("target"))
@@ -145,42 +145,6 @@ def _diff_tool(engine: Engine) -> McpTool:
         schema,
         call,
     )
-
-
-SECRET_FILE_NOTE = "secret (on the deny-list, edits.deny): content not shown"
-
-
-def without_secret_content(diff: SemanticDiff, deny: Sequence[str]) -> SemanticDiff:
-    """``diff`` with the deny-listed files' content taken out: the file is listed (its existence
-    may be said, docs/security.md) but not its symbols, signatures or defaults. Redaction alone
-    let ``def load_secret(password="hunter3")`` through. (`semfora ci` keeps them: its secret scan
-    must read a committed secret.)"""
-    from dataclasses import replace
-
-    from engine.policy.names import is_secret_name
-
-    def secret(change: FileChange) -> bool:
-        return is_secret_name(change.path, deny) or bool(
-            change.old_path and is_secret_name(change.old_path, deny)
-        )
-
-    files = tuple(
-        replace(
-            f,
-            language=None,
-            note=SECRET_FILE_NOTE,
-            symbols=(),
-            module=None,
-            lost_exports=(),
-            added_lines=(),
-            removed_lines=(),
-            test_identifiers=frozenset(),
-        )
-        if secret(f)
-        else f
-        for f in diff.files
-    )
-    return replace(diff, files=files)
 
 
 def _toon(payload: Any) -> str:
@@ -711,6 +675,10 @@ def serve(
             sys.stderr.write(
                 "semfora: the client left while the index was being built; the next start finishes it\n"
             )
+            # The process's exit handlers run, but not the wait for the build's worker pool that
+            # a normal exit adds (threading's own exit hooks); os._exit skips that wait.
+            atexit._run_exitfuncs()
+            sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
         server.semfora_engine.close()
