@@ -9,8 +9,10 @@ MCP errors whose ``data.error_code`` is the semfora code. The ``mcp`` SDK is imp
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shlex
 import sys
 import threading
 import time
@@ -19,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import NotFoundError, SemforaError, ServiceUnavailable, UsageError
+from engine.errors import EXIT_UNAVAILABLE, NotFoundError, SemforaError, ServiceUnavailable, UsageError
 
 if TYPE_CHECKING:
     from engine.api import Engine, ToolSpec
@@ -45,6 +47,11 @@ MAX_TASK_CHARS = 32_000
 # on Django when nothing changed), because an agent edits files between calls and a stale index
 # serves the old line numbers, so get_symbol_source would return the wrong lines.
 NO_REFRESH = frozenset({"list_languages", "generate_index", "check_index", "analyze_file"})
+# Tools that never read the index: they answer at once, even while it is being built.
+NO_INDEX = frozenset({"list_languages", "analyze_file"})
+# Seconds a call without a progress token waits for an index being built before it answers
+# INDEX_BUILDING (many clients give up on a call after 60 s); `semfora mcp --wait` sets it.
+DEFAULT_FIRST_CALL_WAIT_S = 25
 # Progress notifications while indexing: at most one per this many seconds (and one per phase).
 PROGRESS_INTERVAL_S = 0.5
 INSTRUCTIONS = (
@@ -54,7 +61,8 @@ INSTRUCTIONS = (
     "then get_symbol / get_symbol_source for just what you need. "
     "Prefer list_symbols + get_symbol over get_module (8-12k tokens). "
     "The index follows file edits by itself (each call refreshes it first): generate_index is only "
-    "for a forced rebuild. Failed calls explain themselves in one line (error[CODE]: ...)."
+    "for a forced rebuild. Failed calls explain themselves in one line (error[CODE]: ...); "
+    "INDEX_BUILDING means the first index is still being built: call again in a moment."
 )
 
 
@@ -110,9 +118,15 @@ def _search_tool(engine: Engine) -> McpTool:
 
 def _diff_tool(engine: Engine) -> McpTool:
     def call(args: dict[str, Any]) -> tuple[dict[str, Any], str]:
-        from engine.api import semantic_diff
+        from engine.api import semantic_diff, without_secret_content
 
-        diff = semantic_diff(engine.layout.root, args.get("base"), args.get("target"))
+        try:
+            found = semantic_diff(engine.layout.root, args.get("base"), args.get("target"))
+        except UsageError as err:
+            if err.code == "DIFF_NOT_GIT":  # the agent cannot pass --path: say what it can do
+                err.hint = "analyze_diff needs git history; the other tools work without it"
+            raise
+        diff = without_secret_content(found, engine.settings.edits.deny)
         return diff.to_json(), diff.to_toon()
 
     schema = {
@@ -402,11 +416,21 @@ class ProgressRelay:
         self._last_total = 0
         self._last_sent = 0.0
         self._last_value = -1.0
+        self._last_state: tuple[str, int, int] | None = None
+        self._quiet_until = 0.0
+
+    def quiet_for(self, seconds: float) -> None:
+        """Send nothing for the next ``seconds``: the refresh before each call usually ends in
+        tens of milliseconds, and its 'discovering' on every call was noise to the client."""
+        self._quiet_until = time.monotonic() + seconds
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         import anyio.from_thread
 
         now = time.monotonic()
+        if (phase, done, total) == self._last_state or now < self._quiet_until:
+            return  # nothing new (a wait that woke for nothing), or a refresh too short to mention
+        self._last_state = (phase, done, total)
         new_phase = phase != self._phase
         if new_phase:
             self._base += self._last_total
@@ -425,35 +449,157 @@ class ProgressRelay:
             sys.stderr.write(f"semfora: progress not sent: {type(exc).__name__}: {exc}\n")
 
 
-def build_server(path: str | os.PathLike[str] | None = None) -> Any:
-    """The MCP server for the repository at ``path`` (a low-level ``mcp`` Server)."""
+class IndexBuilding(SemforaError):
+    """A call that needs the index came while it is being built and waited as long as it may."""
+
+    code = "INDEX_BUILDING"
+    exit_code = EXIT_UNAVAILABLE
+
+
+class ServerIndex:
+    """This server's index: built (or brought up to date) in the background from the moment the
+    server starts, so the first call waits less; then refreshed before each call that answers
+    from it. One run at a time, under the engine lock (the store has one connection).
+
+    A call that comes while the start-up build runs waits for it: with a progress token until it
+    ends, relaying where it is; without one at most ``wait`` seconds, then INDEX_BUILDING says how
+    far it got (a client that gives up after 60 s would otherwise show a bare timeout).
+    """
+
+    def __init__(self, engine: Engine, engine_lock: threading.Lock, wait: float) -> None:
+        self._engine = engine
+        self._engine_lock = engine_lock
+        self._wait = wait
+        self._state = threading.Condition()
+        self._built = False  # the start-up run ended (well or not; a failure is retried by calls)
+        self._phase = "starting"
+        self._done = 0
+        self._total = 0
+        self._started = time.monotonic()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        # A daemon: a client that leaves mid-build does not keep the server running (see serve()).
+        self._thread = threading.Thread(target=self._build, name="semfora-mcp-index", daemon=True)
+        self._thread.start()
+
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _build(self) -> None:
+        from engine.api import refresh_index
+
+        busy: list[str] = []
+        try:
+            with self._engine_lock:
+                refresh_index(
+                    self._engine, refresh=True, progress=self._progressed, on_busy=busy.append, busy_wait=0
+                )
+        except SemforaError as err:  # the first call that needs the index tries again and says why
+            sys.stderr.write(f"semfora: the index was not built at start: error[{err.code}]: {err.message}\n")
+        except Exception:  # a bug: logged; calls still try (and report) their own refresh
+            traceback.print_exc(file=sys.stderr)
+        finally:
+            with self._state:
+                self._built = True
+                self._state.notify_all()
+
+    def _progressed(self, phase: str, done: int, total: int) -> None:
+        with self._state:
+            self._phase, self._done, self._total = phase, done, total
+            self._state.notify_all()
+
+    def waiting_for_lock(self) -> None:
+        """The start-up run waits for another process that holds the index lock."""
+        self._progressed("waiting for another semfora process to finish writing it", 0, 0)
+
+    def describe(self) -> str:
+        """Where the start-up build is, for a person: ``parsing 1,200/2,833, 14 s so far``."""
+        with self._state:
+            phase, done, total = self._phase, self._done, self._total
+        seconds = time.monotonic() - self._started
+        where = f"{phase} {done:,}/{total:,}" if total else phase
+        return f"{where}, {seconds:.0f} s so far"
+
+    def wait_until_built(self, relay: ProgressRelay | None) -> None:
+        """Return once the start-up build has ended. With ``relay`` (the client gave a progress
+        token) wait as long as it takes, relaying progress; without, raise INDEX_BUILDING after
+        ``wait`` seconds."""
+        root = self._engine.layout.root
+        deadline = time.monotonic() + self._wait
+        while True:
+            with self._state:
+                if self._built:
+                    return
+                remaining = deadline - time.monotonic()
+                if relay is None and remaining <= 0:
+                    break
+                self._state.wait(PROGRESS_INTERVAL_S if relay is not None else remaining)
+                if self._built:
+                    return
+                phase, done, total = self._phase, self._done, self._total
+            if relay is not None:
+                relay(phase, done, total)
+        raise IndexBuilding(
+            f"the index of this repository is being built ({self.describe()}); call again in a moment",
+            hint=f"a call waits {self._wait:g} s for it; `semfora index --path {shlex.quote(str(root))}` "
+            "builds it ahead of time",
+        )
+
+    def refresh(self, progress: ProgressRelay, busy: list[str]) -> None:
+        """Bring the index up to date before a call answers from it (under the engine lock)."""
+        from engine.api import refresh_index
+
+        progress.quiet_for(PROGRESS_INTERVAL_S)
+        refresh_index(self._engine, refresh=True, on_busy=busy.append, progress=progress, busy_wait=0)
+
+
+def build_server(
+    path: str | os.PathLike[str] | None = None, *, first_call_wait: float = DEFAULT_FIRST_CALL_WAIT_S
+) -> Any:
+    """The MCP server for the repository at ``path`` (a low-level ``mcp`` Server); its index
+    starts building in the background once ``serve`` starts ``server.semfora_index``."""
     import anyio
     import mcp_types as types
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
 
-    from engine.api import Engine, refresh_index
+    from engine.api import Engine
 
     def on_warning(warning: Any) -> None:
+        if warning.code == "INDEX_WAITING":
+            index.waiting_for_lock()
         sys.stderr.write(f"semfora: warning[{warning.code}]: {warning.message}\n")
 
     engine = Engine.open(path, on_warning=on_warning)
     tools = build_tools(engine)
     # The store holds one SQLite connection: calls run one at a time, off the event loop.
     engine_lock = threading.Lock()
+    index = ServerIndex(engine, engine_lock, first_call_wait)
 
     def run_tool(
-        tool: McpTool, args: dict[str, Any] | None, progress: Callable[[str, int, int], None]
+        tool: McpTool, args: dict[str, Any] | None, progress: ProgressRelay, asked_progress: bool
     ) -> tuple[dict[str, Any], str]:
+        if tool.name in NO_INDEX:  # reads files or nothing, never the store: no wait, no lock
+            return answer(tool, args)
+        validate_arguments(tool, args)  # a bad call fails at once, not after the index is built
+        index.wait_until_built(progress if asked_progress else None)
         busy: list[str] = []  # why the index was not refreshed (another process holds its lock)
         with engine_lock:
             if tool.name not in NO_REFRESH:
-                refresh_index(engine, refresh=True, on_busy=busy.append, progress=progress)
-            structured, text = answer(tool, args)
-        if busy:
-            note = f"index not refreshed ({busy[0]}); answers may not show the latest edits"
-            sys.stderr.write(f"semfora: warning: {note}\n")
+                index.refresh(progress, busy)
+            note = f"index not refreshed ({busy[0]}); answers may not show the latest edits" if busy else ""
+            if note:
+                sys.stderr.write(f"semfora: warning: {note}\n")
+            try:
+                structured, text = answer(tool, args)
+            except SemforaError as err:
+                if note:  # a miss may be a symbol added since: the agent should know the index is behind
+                    err.hint = f"{err.hint}; {note}" if err.hint else note
+                raise
+        if note:
             text = f"note: {note}\n{text}"
+            structured = {**structured, "note": note}
         return structured, text
 
     async def list_tools(ctx: Any, params: Any) -> Any:
@@ -471,9 +617,12 @@ def build_server(path: str | os.PathLike[str] | None = None) -> Any:
             err = UsageError(f"unknown tool '{params.name}'", hint=f"known tools: {', '.join(sorted(tools))}")
             rpc, message, payload = error_payload(err)
             raise MCPError(rpc, message, data=payload)
+        asked_progress = (params.meta or {}).get("progress_token") is not None
         try:
             progress = ProgressRelay(ctx.session.report_progress)
-            structured, text = await anyio.to_thread.run_sync(run_tool, tool, params.arguments, progress)
+            structured, text = await anyio.to_thread.run_sync(
+                run_tool, tool, params.arguments, progress, asked_progress
+            )
         except SemforaError as err:
             return error_result(err)
         except Exception as exc:  # a bug: the model gets one line, stderr the traceback; the server lives on
@@ -497,22 +646,40 @@ def build_server(path: str | os.PathLike[str] | None = None) -> Any:
         on_call_tool=call_tool,
     )
     server.semfora_engine = engine  # type: ignore[attr-defined]  # closed by serve()
+    server.semfora_index = index  # type: ignore[attr-defined]  # started by serve()
     return server
 
 
-def serve(path: str | os.PathLike[str] | None = None) -> int:
-    """Run the server on stdin/stdout until the client disconnects."""
+def serve(
+    path: str | os.PathLike[str] | None = None, *, first_call_wait: float = DEFAULT_FIRST_CALL_WAIT_S
+) -> int:
+    """Run the server on stdin/stdout until the client disconnects; the index starts building at
+    once, in the background, and a build under way when the client leaves is abandoned."""
     import anyio
     from mcp.server.stdio import stdio_server
 
-    server = build_server(path)
+    server = build_server(path, first_call_wait=first_call_wait)
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
+    server.semfora_index.start()
     try:
         anyio.run(main)
     finally:
+        if server.semfora_index.running():
+            # The client is gone (an SDK client kills the server 2 s after closing stdin anyway).
+            # Stopping mid-build is safe: nothing half-written is committed, the index lock is
+            # released with this process, its workers exit with it, and the next start goes on.
+            sys.stderr.write(
+                "semfora: the client left while the index was being built; the next start finishes it\n"
+            )
+            # The process's exit handlers run, but not the wait for the build's worker pool that
+            # a normal exit adds (threading's own exit hooks); os._exit skips that wait.
+            atexit._run_exitfuncs()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
         server.semfora_engine.close()
     return 0

@@ -234,6 +234,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("mcp", help="serve the engine tools over MCP (stdio)")
     _path(p)
+    p.add_argument(
+        "--wait",
+        type=_int_in(0, 3600, "--wait"),
+        default=25,
+        metavar="SECONDS",
+        help="how long a call waits for an index being built before it answers INDEX_BUILDING "
+        "(a call with a progress token waits until it is built)",
+    )
 
     p = sub.add_parser("doctor", help="check the installation, services and index")
     _path(p)

@@ -21,7 +21,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from engine.api.repository import branch_name, listed_paths
-from engine.api.review import ci_review, semantic_diff
+from engine.api.review import ci_review, semantic_diff, without_secret_content
 from engine.api.search import (
     CacheReport,
     SearchMetrics,
@@ -219,6 +219,7 @@ __all__ = [
     "search_metrics",
     "search_symbols",
     "semantic_diff",
+    "without_secret_content",
     "text_index_missing",
     "unresolved_calls",
     "validate_search",

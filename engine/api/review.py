@@ -8,12 +8,12 @@ frozen values with ``to_json()`` (the JSON contract) and text forms. Must not pr
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from engine.review.ci import Mode, ReviewReport
-    from engine.semantic.diff import SemanticDiff
+    from engine.semantic.diff import FileChange, SemanticDiff
 
 
 def semantic_diff(
@@ -37,6 +37,42 @@ def semantic_diff(
     return analyze_diff(
         root, base, target, max_file_bytes=max_file_bytes, caller_graph=callers, progress=progress
     )
+
+
+SECRET_FILE_NOTE = "secret (on the deny-list, edits.deny): content not shown"
+
+
+def without_secret_content(diff: SemanticDiff, deny: Sequence[str]) -> SemanticDiff:
+    """``diff`` with the deny-listed files' content taken out: the file is listed (its existence
+    may be said, docs/security.md) but not its symbols, signatures or defaults. Redaction alone
+    let ``def load_secret(password="hunter3")`` through. The MCP server's ``analyze_diff`` sends
+    this; `semfora ci` keeps the content (its secret scan must read a committed secret)."""
+    from dataclasses import replace
+
+    from engine.policy.names import is_secret_name
+
+    def secret(change: FileChange) -> bool:
+        return is_secret_name(change.path, deny) or bool(
+            change.old_path and is_secret_name(change.old_path, deny)
+        )
+
+    files = tuple(
+        replace(
+            f,
+            language=None,
+            note=SECRET_FILE_NOTE,
+            symbols=(),
+            module=None,
+            lost_exports=(),
+            added_lines=(),
+            removed_lines=(),
+            test_identifiers=frozenset(),
+        )
+        if secret(f)
+        else f
+        for f in diff.files
+    )
+    return replace(diff, files=files)
 
 
 def ci_review(

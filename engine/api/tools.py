@@ -41,7 +41,7 @@ from engine.api.values import (
     SymbolView,
 )
 from engine.config import Settings, load_settings
-from engine.errors import EngineWarning, NotFoundError, UsageError, WarningSink
+from engine.errors import EngineWarning, NotFoundError, PathDenied, UsageError, WarningSink
 from engine.policy.sandbox import ResolvedPath
 from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
@@ -133,15 +133,25 @@ class Engine:
         return self._store
 
     def index(
-        self, *, rebuild: bool = False, progress: Callable[[str, int, int], None] | None = None
+        self,
+        *,
+        rebuild: bool = False,
+        progress: Callable[[str, int, int], None] | None = None,
+        lock_timeout: float | None = None,
     ) -> IndexReport:
+        """Bring the index up to date; ``lock_timeout`` (default ``index.lock_timeout``) bounds the
+        wait for another process's writer lock, then LockBusy."""
         from engine.index.indexer import index_repository
 
         if self._store is not None and rebuild:
             self._store.close()
             self._store = None
+        settings = self.settings
+        if lock_timeout is not None:
+            index = settings.index.model_copy(update={"lock_timeout": lock_timeout})
+            settings = settings.model_copy(update={"index": index})
         self.last_report = index_repository(
-            self.layout, self.settings, rebuild=rebuild, progress=progress, on_warning=self.on_warning
+            self.layout, settings, rebuild=rebuild, progress=progress, on_warning=self.on_warning
         )
         return self.last_report
 
@@ -453,7 +463,11 @@ def analyze_file(engine: Engine, path: str) -> ToolResult[FileAnalysis]:
     from engine.semantic.languages import language_for_path
     from engine.store.discovery import content_problem
 
-    target = _inside(engine, path)
+    target = _inside(engine, path, directory=True)
+    if target.is_dir:  # an agent's common slip: say which tool takes a directory
+        raise PathDenied(
+            f"{target.asked} is a directory", code="PATH_INVALID", hint="analyze_directory takes a directory"
+        )
     rel = target.rel
     limit = engine.settings.index.max_file_bytes
     data_bytes = read_bytes(target, max_bytes=limit + 1)

@@ -39,12 +39,15 @@ def refresh_index(
     on_first: Callable[[], None] | None = None,
     on_busy: Callable[[str], None] | None = None,
     progress: Progress | None = None,
+    busy_wait: float | None = None,
 ) -> None:
     """Build the index the first time; with ``refresh`` also bring it up to date (incremental).
 
     ``on_first`` hears that a first build begins, ``progress`` follows the indexing. When another
     process holds the index lock and an index exists, ``on_busy`` hears why it was not refreshed
     and the index is used as it is; with no index at all the ``LockBusy`` error propagates.
+    ``busy_wait`` bounds the wait for that lock when an index exists (default
+    ``index.lock_timeout``; the MCP server answers at once); a first build waits the full timeout.
     """
     from engine.errors import LockBusy
 
@@ -54,7 +57,7 @@ def refresh_index(
     if empty and on_first is not None:
         on_first()
     try:
-        engine.index(progress=progress)
+        engine.index(progress=progress, lock_timeout=None if empty else busy_wait)
     except LockBusy as exc:
         if empty:
             raise

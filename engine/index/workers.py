@@ -37,9 +37,11 @@ def worker_pool(workers: int, context: BaseContext | None = None) -> ProcessPool
     so how they start and end is decided in one place: they die with semfora (a killed `index`
     must leave no orphan holding index.lock)."""
     context = context or pool_context()
-    parent = os.getpid() if context.get_start_method() == "fork" else None
+    forked = context.get_start_method() == "fork"
+    # A forked worker dies with its parent (us); a forkserver's worker watches us as its owner.
+    parent, owner = (os.getpid(), None) if forked else (None, os.getpid())
     return ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=die_with_parent, initargs=(parent,)
+        max_workers=workers, mp_context=context, initializer=die_with_parent, initargs=(parent, owner)
     )
 
 

@@ -23,4 +23,4 @@ def run(args: argparse.Namespace) -> int:
         )
     from engine.mcp_server import serve
 
-    return serve(root)
+    return serve(root, first_call_wait=args.wait)

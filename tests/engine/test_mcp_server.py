@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SEMFORA
+from tests.engine.mcp_client import mcp_session, tool_error
 
 APP = '''"""Payments."""
 
@@ -48,27 +49,6 @@ def list_refunds(ledger):
 '''
 
 
-async def _session(root, body):
-    from mcp.client.session import ClientSession
-    from mcp.client.stdio import StdioServerParameters, stdio_client
-
-    # The whole environment: the client's default keeps only HOME/PATH-like variables, which
-    # dropped XDG_CACHE_HOME and made the server write to the real ~/.cache/semfora.
-    params = StdioServerParameters(command=SEMFORA, args=["mcp", "--path", str(root)], env=dict(os.environ))
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        return await body(session)
-
-
-def _error(result) -> dict:
-    """A failed call's content as the model and the client see it: a tool result with isError,
-    one text line (``message``) and the typed code in the structured content."""
-    assert result.is_error, result.content[0].text
-    data = dict(result.structured_content)
-    assert data["ok"] is False and result.content[0].text.startswith(f"error[{data['error_code']}]")
-    return {**data, "message": result.content[0].text}
-
-
 async def test_tools_search_symbols_and_bad_arguments(make_repo) -> None:
     from mcp.shared.exceptions import MCPError
 
@@ -104,19 +84,19 @@ async def test_tools_search_symbols_and_bad_arguments(make_repo) -> None:
         hybrid = await session.call_tool("search", {"query": "charge customer", "mode": "fts"})
         assert any(r["file"] == "pay/app.py" for r in hybrid.structured_content["results"])
 
-        too_many = _error(await session.call_tool("search_symbols", {"query": "x", "limit": 5000}))
+        too_many = tool_error(await session.call_tool("search_symbols", {"query": "x", "limit": 5000}))
         assert too_many["error_code"] == "USAGE" and "limit" in too_many["message"]
-        wrong_type = _error(await session.call_tool("get_symbol", {"symbol": 42}))
+        wrong_type = tool_error(await session.call_tool("get_symbol", {"symbol": 42}))
         assert wrong_type["error_code"] == "USAGE"
-        missing = _error(await session.call_tool("get_symbol", {"symbol": "no_such_symbol_anywhere"}))
+        missing = tool_error(await session.call_tool("get_symbol", {"symbol": "no_such_symbol_anywhere"}))
         assert missing["error_code"] in ("SYMBOL_NOT_FOUND", "NOT_FOUND")
         # A near miss names the symbol it probably meant.
-        typo = _error(await session.call_tool("get_symbol", {"symbol": "chrage"}))
+        typo = tool_error(await session.call_tool("get_symbol", {"symbol": "chrage"}))
         assert typo["error_code"] == "SYMBOL_NOT_FOUND"
         assert typo["hint"].startswith("nearest names: ") and "charge" in typo["hint"]
         # The message alone says it too: many clients show the model nothing else.
         assert typo["message"] == f"error[SYMBOL_NOT_FOUND]: no symbol named 'chrage' ({typo['hint']})"
-        outside = _error(await session.call_tool("analyze_file", {"path": "../../etc/passwd"}))
+        outside = tool_error(await session.call_tool("analyze_file", {"path": "../../etc/passwd"}))
         assert outside["error_code"].startswith("PATH")
         # A tool nobody listed is the one protocol error.
         with pytest.raises(MCPError) as unknown:
@@ -126,7 +106,7 @@ async def test_tools_search_symbols_and_bad_arguments(make_repo) -> None:
         langs = await session.call_tool("list_languages", {})
         assert "python" in langs.content[0].text
 
-    await _session(root, body)
+    await mcp_session(root, body)
 
 
 async def test_get_context_hands_an_agent_the_code_for_a_task(make_repo) -> None:
@@ -148,10 +128,10 @@ async def test_get_context_hands_an_agent_the_code_for_a_task(make_repo) -> None
         text = result.content[0].text
         assert all(i["text"] in text for i in data["items"])
         assert "def refund(charge, amount):" in text and "raise RefundTooLarge" in text
-        too_big = _error(await session.call_tool("get_context", {"task": task, "budget": 10**6}))
+        too_big = tool_error(await session.call_tool("get_context", {"task": task, "budget": 10**6}))
         assert too_big["error_code"] == "USAGE"
 
-    await _session(root, body)
+    await mcp_session(root, body)
     # The server wrote its index under the test's cache home, not ~/.cache.
     assert list(Path(cache).rglob("index.db"))
 
@@ -170,7 +150,7 @@ async def test_analyze_diff_over_mcp(make_repo) -> None:
         assert changed["qualified_name"] == "charge" and changed["signature_changed"]
         assert "charge" in result.content[0].text
 
-    await _session(root, body)
+    await mcp_session(root, body)
 
 
 def test_help_does_not_import_mcp() -> None:
@@ -256,10 +236,10 @@ async def test_edits_between_calls_are_seen(make_repo) -> None:
         assert all(i["file"] != "pay/refunds.py" for i in task.structured_content["items"])
         # Deleted: not found, typed (not a read error on a file that is gone).
         (root / "pay" / "returns.py").unlink()
-        gone = _error(await session.call_tool("get_symbol_source", {"symbol": "refund"}))
+        gone = tool_error(await session.call_tool("get_symbol_source", {"symbol": "refund"}))
         assert gone["error_code"] == "SYMBOL_NOT_FOUND"
 
-    await _session(root, body)
+    await mcp_session(root, body)
 
 
 async def test_errors_are_tool_results_the_model_reads(make_repo) -> None:
@@ -283,35 +263,14 @@ async def test_errors_are_tool_results_the_model_reads(make_repo) -> None:
             ("get_symbols", {"ids": [huge]}),
         ):
             result = await session.call_tool(name, args)
-            failed = _error(result)
+            failed = tool_error(result)
             assert failed["error_code"] == "USAGE", (name, failed)
             assert len(failed["message"]) < 300 and "\n" not in failed["message"]
         # A wide reply is cut in both parts, and says so in both.
         wide = await session.call_tool("list_symbols", {"limit": 200})
         assert len(json.dumps(wide.structured_content)) <= MAX_REPLY_CHARS
 
-    await _session(root, body)
-
-
-async def test_first_index_reports_progress(make_repo) -> None:
-    """The first call on a cold repository builds the index and tells a client that asked for
-    progress what it is doing, instead of going silent."""
-    files = {f"pkg/m{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(60)}
-    root = make_repo(files)
-    seen: list[tuple[float, str | None]] = []
-
-    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-        seen.append((progress, message))
-
-    async def body(session):
-        result = await session.call_tool("search_symbols", {"query": "f1"}, progress_callback=on_progress)
-        assert not result.is_error
-        assert seen and all(m and m.startswith("indexing: ") for _, m in seen)
-        assert any("parsing" in (m or "") for _, m in seen)
-        values = [p for p, _ in seen]
-        assert values == sorted(values) and len(set(values)) == len(values)  # strictly growing
-
-    await _session(root, body)
+    await mcp_session(root, body)
 
 
 async def test_abrupt_disconnect_ends_the_server(make_repo, tmp_path: Path) -> None:
@@ -362,7 +321,7 @@ async def test_get_symbol_by_name_lists_its_calls(make_repo) -> None:
         short = (await session.call_tool("get_symbol", {"symbol": "record"})).structured_content
         assert short["calls_total"] == 1
 
-    await _session(root, body)
+    await mcp_session(root, body)
 
 
 def test_schemas_state_the_limits_the_tools_enforce(make_repo) -> None:
@@ -413,7 +372,7 @@ async def test_symbol_source_text_is_code_a_model_can_read(make_repo) -> None:
         assert "    total += 397\n" in cut and "total += 449" not in cut
         assert cut.rstrip().endswith("ask for a method of it, or read the rest of the file")
 
-    await _session(root, body)
+    await mcp_session(root, body)
 
 
 async def test_a_shared_name_says_which_symbol_answered_and_lists_the_others(make_repo) -> None:
@@ -435,7 +394,7 @@ async def test_a_shared_name_says_which_symbol_answered_and_lists_the_others(mak
         assert "also_named" not in unique.structured_content
         assert not unique.content[0].text.startswith("note:")
 
-    await _session(root, body)
+    await mcp_session(root, body)
 
 
 async def test_empty_query_or_module_is_a_mistake_not_an_answer(make_repo) -> None:
@@ -445,12 +404,12 @@ async def test_empty_query_or_module_is_a_mistake_not_an_answer(make_repo) -> No
 
     async def body(session):
         for query in ("", "   "):
-            assert _error(await session.call_tool("search", {"query": query}))["error_code"] == "USAGE"
-        empty = _error(await session.call_tool("get_module", {"module": ""}))
+            assert tool_error(await session.call_tool("search", {"query": query}))["error_code"] == "USAGE"
+        empty = tool_error(await session.call_tool("get_module", {"module": ""}))
         assert empty["error_code"] == "USAGE" and "list_modules" in empty["message"]
         assert not (await session.call_tool("get_module", {"module": "pay"})).is_error
 
-    await _session(root, body)
+    await mcp_session(root, body)
 
 
 async def test_search_symbols_puts_the_name_as_typed_first(make_repo) -> None:
@@ -468,7 +427,7 @@ async def test_search_symbols_puts_the_name_as_typed_first(make_repo) -> None:
         lower = (await session.call_tool("search_symbols", {"query": "ledger"})).structured_content
         assert lower["symbols"][0]["name"] == "ledger"
 
-    await _session(root, body)
+    await mcp_session(root, body)
 
 
 async def test_analyze_file_refuses_what_the_index_skips(make_repo) -> None:
@@ -477,11 +436,11 @@ async def test_analyze_file_refuses_what_the_index_skips(make_repo) -> None:
     root = make_repo({"pay/app.py": APP, "blob.py": bytes(range(256)) * 20})
 
     async def body(session):
-        binary = _error(await session.call_tool("analyze_file", {"path": "blob.py"}))
+        binary = tool_error(await session.call_tool("analyze_file", {"path": "blob.py"}))
         assert binary["error_code"] == "USAGE" and "binary" in binary["message"]
         assert not (await session.call_tool("analyze_file", {"path": "pay/app.py"})).is_error
 
-    await _session(root, body)
+    await mcp_session(root, body)
 
 
 def test_started_by_hand_it_says_what_it_is_waiting_for(make_repo) -> None:

@@ -1,0 +1,90 @@
+"""`semfora mcp` over awkward repositories, as an agent meets them: secret files, symlinks out of
+the tree, paths with spaces and accents, a directory that is not a git repository."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from tests.engine.mcp_client import mcp_session, tool_error
+
+CREDENTIALS = 'def load_secret():\n    return "hunter2"\n'
+
+
+def _git(root, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+
+async def test_analyze_diff_names_a_changed_secret_file_but_never_shows_its_content(make_repo) -> None:
+    """A deny-listed file changed in the diff is listed (its existence may be said) without its
+    symbols, signatures or defaults: analyze_diff served `def load_secret(password="hunter3")`."""
+    root = make_repo({"app.py": "def run():\n    return 1\n", "config/credentials.py": CREDENTIALS})
+    (root / "config" / "credentials.py").write_text(
+        'def load_secret(password="hunter3"):\n    return password\n\n\ndef rotate_secret():\n    return 2\n'
+    )
+    (root / "app.py").write_text("def run(fast=False):\n    return 1\n")
+
+    async def body(session):
+        result = await session.call_tool("analyze_diff", {})
+        assert not result.is_error
+        everything = result.content[0].text + json.dumps(result.structured_content)
+        for leaked in ("hunter", "load_secret", "rotate_secret", "password"):
+            assert leaked not in everything, leaked
+        files = {f["path"]: f for f in result.structured_content["files"]}
+        secret = files["config/credentials.py"]
+        assert secret["symbols"] == [] and "deny-list" in secret["note"]
+        # The rest of the diff is untouched.
+        assert files["app.py"]["symbols"][0]["qualified_name"] == "run"
+        assert result.structured_content["summary"]["modified"] == 1
+
+    await mcp_session(root, body)
+
+
+async def test_paths_with_spaces_and_accents_symlinks_out_and_directories(make_repo, tmp_path) -> None:
+    """A repository under a path with a space and accents answers by those names; a link out of
+    it is refused by name, never read; a directory given to analyze_file names the tool to use."""
+    outside = tmp_path / "outside.py"
+    outside.write_text('def stolen():\n    return "outside canary"\n')
+    root = make_repo({"src dir/ünï/café.py": 'def grüße(name):\n    return f"hallo {name}"\n'})
+    (root / "linked.py").symlink_to(outside)
+    (root / "linked_dir").symlink_to(tmp_path)
+
+    async def body(session):
+        found = await session.call_tool("search_symbols", {"query": "grüße"})
+        assert found.structured_content["symbols"][0]["file"] == "src dir/ünï/café.py"
+        source = await session.call_tool("get_symbol_source", {"symbol": "grüße"})
+        assert source.content[0].text.startswith("grüße  src dir/ünï/café.py:1-2")
+        parsed = await session.call_tool("analyze_file", {"path": "src dir/ünï/café.py"})
+        assert not parsed.is_error
+        for path in ("linked.py", "linked_dir/outside.py"):
+            refused = tool_error(await session.call_tool("analyze_file", {"path": path}))
+            assert refused["error_code"] == "SYMLINK_ESCAPE" and "canary" not in refused["message"]
+        assert (await session.call_tool("search_symbols", {"query": "stolen"})).structured_content[
+            "symbols"
+        ] == []
+        folder = tool_error(await session.call_tool("analyze_file", {"path": "src dir"}))
+        assert folder["error_code"] == "PATH_INVALID"
+        assert (
+            folder["message"]
+            == "error[PATH_INVALID]: src dir is a directory (analyze_directory takes a directory)"
+        )
+        assert not (await session.call_tool("analyze_directory", {"path": "src dir"})).is_error
+
+    await mcp_session(root, body)
+
+
+async def test_a_directory_that_is_not_a_git_repository(make_repo) -> None:
+    """Without git every index tool works; analyze_diff says it needs git history, not to
+    'pass --path' (an agent cannot: the path is the server's)."""
+    root = make_repo(
+        {"a.py": "def alpha():\n    return beta()\n\n\ndef beta():\n    return 1\n"}, git_init=False
+    )
+
+    async def body(session):
+        callers = await session.call_tool("get_callers", {"symbol": "beta"})
+        assert callers.structured_content["callers"][0]["name"] == "alpha"
+        diff = tool_error(await session.call_tool("analyze_diff", {}))
+        assert diff["error_code"] == "DIFF_NOT_GIT" and "--path" not in diff["message"]
+        assert diff["message"].endswith("(analyze_diff needs git history; the other tools work without it)")
+
+    await mcp_session(root, body)

@@ -1,0 +1,333 @@
+"""`semfora mcp` and its index, as an agent meets them: a cold repository whose first index takes
+longer than a client waits, another process writing the index, a server killed mid-index."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.conftest import SEMFORA
+from tests.engine.mcp_client import index_lock_held, mcp_session, tool_error
+
+APP = '''"""Payments."""
+
+
+def charge(customer, amount):
+    """Charge a customer."""
+    return customer.pay(amount)
+
+
+class Ledger:
+    def record(self, entry):
+        return charge(entry.customer, entry.amount)
+'''
+
+NOT_REFRESHED = (
+    "note: index not refreshed (another `semfora index` is writing this repository's index); "
+    "answers may not show the latest edits\n"
+)
+
+
+def _index(root: Path) -> None:
+    subprocess.run([SEMFORA, "index", "--path", str(root)], check=True, capture_output=True, timeout=120)
+
+
+async def test_another_process_writing_the_index_gets_an_answer_at_once_with_a_note(
+    make_repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While `semfora index` runs elsewhere, a call answers from the index as it is, at once, and
+    says so (it used to sit out the other writer's whole index.lock_timeout first); once the lock
+    is free the next call refreshes and sees the edit."""
+    root = make_repo({"pay/app.py": APP})
+    _index(root)
+    # Long enough that a call waiting for the lock outlives any client's patience (and this test's).
+    monkeypatch.setenv("SEMFORA_INDEX__LOCK_TIMEOUT", "600")
+    (root / "pay" / "app.py").write_text(APP + "\n\ndef void(c):\n    return c\n")
+
+    with index_lock_held(root) as release:
+
+        async def body(session):
+            with anyio.fail_after(60):
+                result = await session.call_tool("get_symbol", {"symbol": "charge"})
+            assert not result.is_error
+            text = result.content[0].text
+            assert text.startswith(NOT_REFRESHED) and "pay/app.py" in text
+            assert result.structured_content["note"] == NOT_REFRESHED[len("note: ") : -1]
+            # A miss says the index may be behind too: the symbol may exist since.
+            with anyio.fail_after(60):
+                missing = tool_error(await session.call_tool("get_symbol", {"symbol": "void"}))
+            assert missing["error_code"] == "SYMBOL_NOT_FOUND" and "index not refreshed" in missing["message"]
+            release()
+            with anyio.fail_after(60):
+                fresh = await session.call_tool("get_symbol", {"symbol": "void"})
+            assert not fresh.is_error and not fresh.content[0].text.startswith("note:")
+            assert "note" not in fresh.structured_content
+
+        await mcp_session(root, body)
+
+
+def _many_files(n: int = 60) -> dict[str, str]:
+    return {f"pkg/m{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(n)}
+
+
+async def test_a_first_call_while_the_index_is_built_is_a_clear_retry_not_a_timeout(
+    make_repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a cold repository whose first index takes longer than the client waits, a call without
+    a progress token answers within `--wait` seconds with INDEX_BUILDING saying how far the build
+    is (instead of hanging into the client's timeout); tools that need no index answer at once,
+    and a bad argument fails at once."""
+    root = make_repo({"pay/app.py": APP, **_many_files()})
+    monkeypatch.setenv("SEMFORA_INDEX__LOCK_TIMEOUT", "600")
+
+    with index_lock_held(root) as release:  # the first build cannot finish until released
+
+        async def body(session):
+            with anyio.fail_after(60):
+                building = tool_error(await session.call_tool("search_symbols", {"query": "charge"}))
+            assert building["error_code"] == "INDEX_BUILDING" and building["exit_code"] == 3
+            assert building["message"].startswith(
+                "error[INDEX_BUILDING]: the index of this repository is being built (waiting for another "
+                "semfora process to finish writing it, "
+            )
+            assert (
+                "call again in a moment" in building["message"] and "a call waits 1 s" in building["message"]
+            )
+            with anyio.fail_after(20):
+                langs = await session.call_tool("list_languages", {})
+                parsed = await session.call_tool("analyze_file", {"path": "pay/app.py"})
+                bad = tool_error(await session.call_tool("get_symbol", {"symbol": 42}))
+            assert not langs.is_error and not parsed.is_error and "charge" in parsed.content[0].text
+            assert bad["error_code"] == "USAGE"
+            release()
+            # Once built, the same call answers (the build went on without any call waiting).
+            with anyio.fail_after(120):
+                while (found := await session.call_tool("search_symbols", {"query": "charge"})).is_error:
+                    assert tool_error(found)["error_code"] == "INDEX_BUILDING"
+            assert "pay/app.py" in found.content[0].text
+
+        await mcp_session(root, body, ["--wait", "1"])
+
+
+async def test_a_call_with_a_progress_token_waits_for_the_build_and_hears_its_progress(
+    make_repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that sends a progress token waits for the first index however long it takes and
+    hears where it is (waiting for another indexer, then parsing...), in strictly growing steps."""
+    root = make_repo(_many_files())
+    monkeypatch.setenv("SEMFORA_INDEX__LOCK_TIMEOUT", "600")
+    seen: list[tuple[float, str | None]] = []
+    heard = anyio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
+        heard.set()
+
+    with index_lock_held(root) as release:
+
+        async def body(session):
+            result = None
+
+            async def call() -> None:
+                nonlocal result
+                result = await session.call_tool(
+                    "search_symbols", {"query": "f1"}, progress_callback=on_progress
+                )
+
+            with anyio.fail_after(120):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(call)
+                    await heard.wait()  # the call is waiting on the held lock, and says so
+                    release()
+            assert result is not None and not result.is_error and "f1" in result.content[0].text
+
+        await mcp_session(root, body, ["--wait", "0"])
+
+    messages = [m or "" for _, m in seen]
+    assert messages[0] == "indexing: waiting for another semfora process to finish writing it"
+    assert all(m.startswith("indexing: ") for m in messages)
+    assert any(m.startswith("indexing: parsing") for m in messages)
+    values = [p for p, _ in seen]
+    assert values == sorted(values) and len(set(values)) == len(values)  # strictly growing
+    assert len(set(messages)) == len(messages)  # nothing said twice
+
+
+async def test_the_index_is_built_as_the_server_starts(make_repo) -> None:
+    """The server starts indexing when it starts, before any call, so an agent's first call on a
+    big repository waits for what is left rather than for all of it."""
+    import sqlite3
+
+    root = make_repo(_many_files())
+
+    def indexed_files() -> int:
+        import os
+
+        dbs = list(Path(os.environ["XDG_CACHE_HOME"]).rglob("index.db"))
+        if not dbs:
+            return 0
+        conn = sqlite3.connect(f"file:{dbs[0]}?mode=ro", uri=True)
+        try:
+            return conn.execute("SELECT count(*) FROM files").fetchone()[0]
+        except sqlite3.Error:
+            return 0
+        finally:
+            conn.close()
+
+    async def body(session):
+        with anyio.fail_after(120):
+            while indexed_files() < 60:  # no call made: the server got on with it by itself
+                await anyio.sleep(0.1)
+
+    await mcp_session(root, body)
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every living process below ``pid`` (children, their children...)."""
+    out = subprocess.run(["ps", "-eo", "pid=,ppid="], capture_output=True, text=True, check=True).stdout
+    children: dict[int, list[int]] = {}
+    for line in out.splitlines():
+        child, parent = (int(x) for x in line.split())
+        children.setdefault(parent, []).append(child)
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text()
+    except OSError:  # gone already
+        return ""
+
+
+def _alive(pids: set[int]) -> set[int]:
+    living = set()
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    living.add(pid)
+        except OSError:
+            continue
+    return living
+
+
+async def test_a_server_killed_mid_index_leaves_nothing_behind_and_a_restart_finishes_the_index(
+    make_repo,
+) -> None:
+    """A client that quits while the index is being built kills the server (the SDK sends SIGKILL
+    after a 2 s grace): its worker processes, their forkserver and resource tracker went on living
+    for good, orphaned. Now they exit with it, and the next server builds a complete index."""
+    import os
+    import signal
+
+    files = {
+        f"pkg/m{i}.py": "".join(f"def f{i}_{j}(x):\n    return g{j}(x) + {j}\n\n" for j in range(80))
+        for i in range(300)
+    }
+    root = make_repo(files)
+    me = os.getpid()
+    killed: set[int] = set()
+    parsing = anyio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        if (message or "").startswith("indexing: parsing") and not message.endswith(" 0/300"):
+            parsing.set()
+
+    async def body(session):
+        async with anyio.create_task_group() as tg:
+
+            async def call() -> None:
+                try:
+                    await session.call_tool("check_index", {}, progress_callback=on_progress)
+                except Exception:  # the server is killed under it
+                    return
+
+            tg.start_soon(call)
+            with anyio.fail_after(120):
+                await parsing.wait()
+            (server,) = [p for p in _descendants(me) if "\0mcp\0--path\0" in _cmdline(p)]
+            below = _descendants(server)
+            assert below, "the index is parsed by worker processes"
+            os.kill(server, signal.SIGKILL)
+            killed.update(below)
+            tg.cancel_scope.cancel()
+
+    try:
+        await mcp_session(root, body)
+    except Exception:  # the session ends with its server killed
+        if not killed:
+            raise
+    assert killed, "the server was never killed"
+    try:
+        with anyio.fail_after(30):
+            while _alive(killed):
+                await anyio.sleep(0.1)
+    finally:
+        for orphan in _alive(killed):  # this test's own processes: leave none on the machine
+            os.kill(orphan, signal.SIGKILL)
+
+    async def after(session):
+        with anyio.fail_after(300):
+            health = await session.call_tool("check_index", {}, progress_callback=on_progress)
+        assert not health.is_error
+        assert health.structured_content["fresh"] and health.structured_content["files"] == 300
+
+    await mcp_session(root, after)
+
+
+def test_a_client_that_leaves_during_the_first_build_does_not_keep_the_server_running(
+    make_repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing stdin ends the server at once, even while its first index is being built (it used
+    to keep building, for up to index.lock_timeout while another process held the lock); the next
+    start builds the index."""
+    import json
+
+    root = make_repo({"pay/app.py": APP, **_many_files()})
+    monkeypatch.setenv("SEMFORA_INDEX__LOCK_TIMEOUT", "600")
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    with index_lock_held(root):
+        server = subprocess.Popen(
+            [SEMFORA, "mcp", "--path", str(root)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(json.dumps(hello) + "\n")
+        server.stdin.flush()
+        assert '"result"' in server.stdout.readline()  # initialised; the build waits on the lock
+        server.stdin.close()
+        try:
+            server.wait(timeout=30)
+        finally:
+            if server.poll() is None:
+                server.kill()
+        assert server.returncode == 0
+        assert "the client left while the index was being built" in server.stderr.read()
+    out = subprocess.run(
+        [SEMFORA, "symbol", "charge", "--path", str(root), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert json.loads(out.stdout)["symbols"][0]["file"] == "pay/app.py", out.stderr
