@@ -345,14 +345,16 @@ class EngineBridge:
             return None
         return tuple(str(e.get("rel", "")) for e in records[-1].get("entries", ()))
 
-    def undo(self, *, force: bool = False) -> UndoResult:
+    def undo(self, *, force: bool = False) -> tuple[UndoResult, list[str]]:
+        """Revert the newest commit; also what the hunks still staged in its files did (notes)."""
         with engine_part("undo"):
+            from engine.edits import rebase_after_undo
             from engine.edits.undo import undo
         edits = self.settings.edits
         result = undo(self.layout, force=force, deny=edits.deny, lock_timeout=edits.lock_timeout)
-        # Hunks still staged in the files put back follow them, as they followed the commit.
-        self.session().rebase(only=result.files)
-        return result
+        # Hunks still staged in the files put back follow them, as they followed the commit. That
+        # never fails the undo, which has happened: what could not follow is said after it.
+        return result, rebase_after_undo(self.layout, self.settings, result.files).notes()
 
     def recover(self) -> RecoveryReport | None:
         """Roll back a commit that a killed process left half-done (start-up)."""

@@ -179,9 +179,12 @@ def request_undo(screen: MainScreen, *, force: bool) -> None:
     """Ask before reverting the newest commit; ``force`` also overwrites later changes to its files."""
     bridge = screen.bridge
 
-    async def undone(result: UndoResult) -> None:
+    async def undone(outcome: tuple[UndoResult, list[str]]) -> None:
+        result, notes = outcome
         forced = f" (overwrote later changes to {_names(result.forced)})" if result.forced else ""
-        await screen.note(f"Undid the last commit: {_names(result.files)}{forced}.")
+        await screen.note(
+            f"Undid the last commit: {_names(result.files)}{forced}." + "".join(f"\n\n⚠ {n}" for n in notes)
+        )
         screen.refresh_staged()
 
     async def ask(files: tuple[str, ...] | None) -> None:

@@ -100,6 +100,29 @@ async def test_commit_confirms_with_counts_then_undo_restores(make_app: AppFacto
         assert "Undid the last commit" in app.chat.transcript()
 
 
+async def test_an_undo_that_staged_hunks_cannot_follow_is_still_reported_as_done(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """The undo puts the files back; a session that cannot follow (here its file is damaged)
+    is said after it, not shown as a failed undo."""
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        await pilot.press("a", "c")
+        await answer_confirmation(pilot, app, "y")
+        await settle(pilot)
+        assert "return int(text.strip())" in (demo_repo / "app/config.py").read_text()
+        (RepoLayout.for_path(demo_repo).edits_dir / "session.json").write_text("{not json", encoding="utf-8")
+        await pilot.press("u")
+        await answer_confirmation(pilot, app, "y")
+        await settle(pilot)
+        assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]
+        transcript = app.chat.transcript()
+        assert "Undid the last commit: `app/config.py`." in transcript
+        assert "⚠ the undo is done, but the hunks still staged could not follow" in transcript
+        assert "error[" not in transcript
+
+
 async def test_declining_the_commit_changes_nothing(make_app: AppFactory, demo_repo: Path) -> None:
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
