@@ -217,9 +217,10 @@ class EngineBridge:
 
     def semantic_diff(self, base: str | None, target: str | None) -> SemanticDiff:
         with engine_part("semantic diff"):
-            from engine.api import semantic_diff
+            from engine.api import semantic_diff, without_secret_content
 
-            return semantic_diff(self.root, base, target)
+            # A secret file is listed, never shown: its symbols' signatures carry its values.
+            return without_secret_content(semantic_diff(self.root, base, target), self.settings.edits.deny)
 
     # -- orchestrator ---------------------------------------------------------------------------
 

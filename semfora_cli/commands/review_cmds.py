@@ -54,18 +54,20 @@ class StderrProgress:
 
 
 def _run_diff(args: argparse.Namespace) -> int:
-    from engine.api import semantic_diff
+    from engine.api import semantic_diff, without_secret_content
     from engine.config import load_settings
 
     root = find_repo_root(args.path)
     settings = load_settings(root).settings
-    diff = semantic_diff(
+    found = semantic_diff(
         root,
         args.base,
         args.target,
         max_file_bytes=settings.index.max_file_bytes,
         progress=StderrProgress("diff"),
     )
+    # A secret file is listed, never shown: its symbols' signatures carry its values.
+    diff = without_secret_content(found, settings.edits.deny)
     fmt = "json" if args.json else (args.format or ("text" if sys.stdout.isatty() else "toon"))
     if fmt == "json":
         print_json(redact_json(diff.to_json()))

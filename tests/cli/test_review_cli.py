@@ -233,3 +233,18 @@ def test_a_branch_name_that_is_not_there_suggests_the_one_that_is(make_repo) -> 
     assert "did you mean 'master'?" in typo.stderr, typo.stderr
     nothing_like = run_semfora("diff", "zzzz", "--path", str(root))
     assert "did you mean" not in nothing_like.stderr and "git log --oneline" in nothing_like.stderr
+
+
+def test_diff_lists_a_changed_secret_file_but_never_shows_its_content(make_repo) -> None:
+    """`semfora diff` printed `def load_secret(password="hunter3")` from config/credentials.py."""
+    root = make_repo(
+        {"app.py": "def run():\n    return 1\n", "config/credentials.py": "def load():\n    return 1\n"}
+    )
+    (root / "config/credentials.py").write_text('def load_secret(password="hunter3"):\n    return password\n')
+    (root / "app.py").write_text("def run(fast=False):\n    return 1\n")
+    for fmt in ("--json", "--format=text", "--format=toon"):
+        proc = run_semfora("diff", "HEAD", "WORKING", fmt, "--path", str(root))
+        assert proc.returncode == 0, proc.stderr
+        for leaked in ("hunter3", "load_secret", "password"):
+            assert leaked not in proc.stdout, (fmt, leaked)
+        assert "config/credentials.py" in proc.stdout and "run" in proc.stdout

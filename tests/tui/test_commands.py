@@ -11,6 +11,7 @@ from engine.config import DEFAULT_MODEL, load_settings
 from semfora_tui import slash
 from semfora_tui.screens.confirm import ConfirmScreen
 from semfora_tui.screens.picker import PickerScreen
+from tests.conftest import git
 from tests.tui.conftest import (
     EDIT_BLOCKS,
     SOURCE,
@@ -123,6 +124,14 @@ async def test_diff_shows_a_semantic_diff_of_the_working_tree(make_app: AppFacto
         assert "parse_host" in out
         out = await _run(pilot, app, "/diff no-such-ref")
         assert "error[" in out
+        # A secret file that changed is named, never shown (its defaults carry its values).
+        (demo_repo / "credentials.py").write_text(
+            'def load_secret(password="hunter3"):\n    return password\n'
+        )
+        git(demo_repo, "add", "credentials.py")
+        out = await _run(pilot, app, "/diff")
+        assert "credentials.py" in out and "parse_host" in out
+        assert "hunter3" not in out and "load_secret" not in out
 
 
 async def test_preview_accept_reject_commit_undo_rollback(make_app: AppFactory, demo_repo: Path) -> None:
