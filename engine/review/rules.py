@@ -60,13 +60,48 @@ def _reviewable(diff: SemanticDiff, path: str) -> bool:
     return diff.in_library(path) and not path.endswith(DOC_SUFFIXES)
 
 
+def _effect_calls(reasons: Iterable[str]) -> dict[str, list[str]]:
+    """``network: requests.get, requests.post`` -> {"network": ["requests.get", "requests.post"]}
+    (complexity is no effect: size and nesting have their own rule)."""
+    out: dict[str, list[str]] = {}
+    for reason in reasons:
+        category, sep, detail = reason.partition(": ")
+        if sep and not category.startswith("complexity"):
+            out.setdefault(category, []).extend(d for d in detail.split(", ") if d)
+    return out
+
+
+def _called_name(call: str) -> str:
+    """``subprocess.Popen`` -> ``Popen``; ``os.open(flags=...)`` -> ``open(flags=...)``."""
+    name, paren, args = call.partition("(")
+    return name.rsplit(".", 1)[-1] + paren + args
+
+
+def _added_effects(s: SymbolChange) -> list[str]:
+    """The effects the change added to ``s``, each with only the calls that are new: a reason
+    whose list of calls changed (``network: requests.get`` -> ``network: requests.get,
+    requests.post``) names the calls the function already made too. Compared by category and
+    called name, as new external calls are (``Popen`` and ``subprocess.Popen`` are one call)."""
+    before = {
+        (category, _called_name(call))
+        for category, calls in _effect_calls(s.risk_reasons_removed).items()
+        for call in calls
+    }
+    out = []
+    for category, calls in _effect_calls(s.risk_reasons_added).items():
+        new = [c for c in dict.fromkeys(calls) if (category, _called_name(c)) not in before]
+        if new:
+            out.append(f"{category}: {', '.join(new)}")
+    return out
+
+
 def rule_risk_raised(diff: SemanticDiff) -> list[Finding]:
     """A symbol gained an effect (not merely branches: size and nesting have their own rule)."""
     out = []
     for s in diff.symbols:
         if is_test_path(s.file) or not s.logic_changed:
             continue
-        effects = [r for r in s.risk_reasons_added if not r.startswith("complexity")]
+        effects = _added_effects(s)
         if s.risk_raised and s.change != "added" and effects:
             # A rise to high is worth a finding; a rise to medium is a remark: the new effect
             # itself, when it is external, has its own finding (new-network, new-filesystem...).

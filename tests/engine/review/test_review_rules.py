@@ -218,3 +218,33 @@ def test_a_sample_credential_in_a_docstring_does_not_block(make_repo) -> None:
     key = "ghp_" + "Zq8rT5mN2xC7vB4kL9pW3sD6fH1jG0aY5eRt"
     findings = _commit_change(root, {"pkg/deploy.py": f"# token for the bot: {key}\nBOT = None\n"})
     assert decide(findings, "high") == "blocked"
+
+
+def test_risk_raised_names_only_the_calls_the_change_added(make_repo) -> None:
+    """A function that already fetched a URL and now also posts and writes a file: the finding
+    listed ``requests.get`` as if the commit had added it."""
+    before = "import requests\n\n\ndef sync(url, path):\n    resp = requests.get(url)\n    return resp.text\n"
+    root = make_repo({"sync.py": before})
+    after = before.replace(
+        "    return resp.text\n",
+        "    requests.post(url, data=resp.text)\n"
+        "    with open(path, 'w') as fh:\n        fh.write(resp.text)\n    return resp.text\n",
+    )
+    findings = _commit_change(root, {"sync.py": after})
+    raised = [f for f in findings if f.rule == "risk-raised"]
+    assert len(raised) == 1 and raised[0].severity == "high"
+    assert "requests.post" in raised[0].message and "open(mode='w')" in raised[0].message
+    assert "requests.get" not in raised[0].message
+
+
+def test_risk_raised_is_silent_when_the_change_adds_no_effect(make_repo) -> None:
+    """The function already fetched and posted; the commit swapped the two calls and added
+    branches (risk medium -> high). It added no effect, so there is nothing to raise."""
+    calls = "    a = requests.get(url)\n    b = requests.post(url)\n"
+    branches = "".join(f"    if url == {i}:\n        url = str(url)\n" for i in range(21))
+    before = "import requests\n\n\ndef sync(url):\n" + calls + "    return a, b\n"
+    root = make_repo({"sync.py": before})
+    swapped = "    b = requests.post(url)\n    a = requests.get(url)\n"
+    after = "import requests\n\n\ndef sync(url):\n" + branches + swapped + "    return a, b\n"
+    findings = _commit_change(root, {"sync.py": after})
+    assert "risk-raised" not in _rules(findings)
