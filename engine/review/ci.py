@@ -159,6 +159,16 @@ def semantic_diff_for(
     if mode == "pr":
         if not base:
             raise UsageError("--mode pr needs --base (and --head, default HEAD)")
+        if ".." in base:
+            # ``--base main..feature`` (or ``main...feature``), as ``semfora diff`` and git take a
+            # range: the PR's base and head in one (the review uses the merge base either way).
+            if head:
+                raise UsageError(
+                    f"--base {base} is a range and --head {head} names the head too: "
+                    "give --base the branch alone (--base A --head B)"
+                )
+            base, _, head = base.replace("...", "..").partition("..")
+            base = base or "HEAD"
         if commit:
             raise UsageError("--commit belongs to --mode commit; use --base/--head with --mode pr")
         return analyze_range(
@@ -171,6 +181,12 @@ def semantic_diff_for(
         )
     if base or head:
         raise UsageError("--base/--head belong to --mode pr; use --commit with --mode commit")
+    if commit and ".." in commit:
+        left, _, right = commit.replace("...", "..").partition("..")
+        raise UsageError(
+            f"--commit takes one commit, not the range {commit}; to review the range, use "
+            f"--mode pr --base {left or 'HEAD'} --head {right or 'HEAD'}"
+        )
     work_tree = (commit or "").upper()
     if work_tree in (STAGED, WORKING):
         # STAGED: a pre-commit hook, what is about to be committed. WORKING: everything not yet

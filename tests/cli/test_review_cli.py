@@ -233,3 +233,20 @@ def test_a_branch_name_that_is_not_there_suggests_the_one_that_is(make_repo) -> 
     assert "did you mean 'master'?" in typo.stderr, typo.stderr
     nothing_like = run_semfora("diff", "zzzz", "--path", str(root))
     assert "did you mean" not in nothing_like.stderr and "git log --oneline" in nothing_like.stderr
+
+
+def test_a_range_in_base_or_commit_is_understood_or_explained(make_repo) -> None:
+    """`--base HEAD~1..HEAD` and `--commit HEAD~1..HEAD` were 'unknown revision' (exit 2), though
+    `semfora diff` takes ranges: a PR range now reviews, and a range given as one commit says how."""
+    root = _repo(make_repo)
+    for spelled in ("HEAD~1..HEAD", "HEAD~1...HEAD"):
+        out = run_semfora("ci", "--mode", "pr", "--base", spelled, "--json", "--path", str(root))
+        assert out.returncode == 1, out.stdout + out.stderr
+        report = json.loads(out.stdout)
+        assert (report["base"], report["head"]) == ("HEAD~1", "HEAD")
+        assert report["findings"][0]["file"] == "svc.py"
+    both = run_semfora("ci", "--mode", "pr", "--base", "HEAD~1..HEAD", "--head", "HEAD", "--path", str(root))
+    assert both.returncode == 2 and "--base" in both.stderr and "--head" in both.stderr
+    commit = run_semfora("ci", "--mode", "commit", "--commit", "HEAD~1..HEAD", "--path", str(root))
+    assert commit.returncode == 2
+    assert "--mode pr --base HEAD~1 --head HEAD" in commit.stderr, commit.stderr
