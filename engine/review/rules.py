@@ -14,10 +14,11 @@ from dataclasses import replace
 from pathlib import PurePosixPath
 
 from engine.policy.paths import is_test_path
+from engine.review.dependencies import rule_dependencies
 from engine.review.findings import SEVERITY_ORDER, Finding, Severity
 from engine.review.secrets import scan_files
 from engine.review.security import housekeeping_only, moved_lines, rule_security_logic
-from engine.semantic.diff import FileChange, SemanticDiff, SymbolChange
+from engine.semantic.diff import CallerRef, FileChange, SemanticDiff, SymbolChange
 from engine.semantic.graph import family
 from engine.semantic.surface import SOURCE_ROOTS, is_private_name
 from engine.words import plural
@@ -258,7 +259,10 @@ def rule_public_api(diff: SemanticDiff) -> list[Finding]:
             if message is None:
                 continue
             if s.callers_total:
-                message += f" ({plural(s.callers_total, 'call site')} to check)"
+                sites = _caller_sites(s)
+                message += f" ({plural(s.callers_total, 'call site')} to check" + (
+                    f": {sites})" if sites else ")"
+                )
             out.append(
                 Finding(
                     "medium",
@@ -317,6 +321,142 @@ def _collapse(findings: list[Finding]) -> Finding:
         rule="public-api",
         count=total,
     )
+
+
+# --------------------------------------------------------------------------- file modes
+
+
+def _escapes_repository(path: str, target: str) -> bool:
+    """A symlink at ``path`` pointing at ``target`` leaves the repository (absolute, or ``..``
+    past its root)."""
+    if target.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", target):
+        return True
+    depth = len(PurePosixPath(path).parts) - 1
+    for part in PurePosixPath(target).parts:
+        depth += -1 if part == ".." else (0 if part == "." else 1)
+        if depth < 0:
+            return True
+    return False
+
+
+def rule_file_modes(diff: SemanticDiff) -> list[Finding]:
+    """What a diff of lines does not show: a symlink that now points outside the repository
+    (whatever reads, packages or serves the file reads ``/etc/passwd`` or a home directory), and
+    a file that gained or lost its executable bit (a remark: usually deliberate, worth a glance)."""
+    from engine.semantic.diff import EXECUTABLE_MODE, SYMLINK_MODE
+
+    out = []
+    for f in diff.files:
+        if f.status == "deleted":
+            continue
+        if f.mode_after == SYMLINK_MODE and f.link_target is not None:
+            target = f.link_target.strip()
+            was = "" if f.mode_before == SYMLINK_MODE else "now "
+            if _escapes_repository(f.path, target):
+                out.append(
+                    Finding(
+                        "medium",
+                        "security",
+                        f"{f.path} is {was}a symlink to {target}, outside the repository: whatever reads, "
+                        "packages or serves it reads that file instead; commit the file itself",
+                        f.path,
+                        None,
+                        None,
+                        rule="symlink-outside",
+                    )
+                )
+        elif f.mode_before and f.mode_after and f.mode_before != f.mode_after:
+            became = "executable" if f.mode_after == EXECUTABLE_MODE else "no longer executable"
+            if f.mode_before == SYMLINK_MODE or f.mode_after == SYMLINK_MODE:
+                continue
+            out.append(
+                Finding(
+                    "info",
+                    "permissions",
+                    f"{f.path} became {became} (mode {f.mode_before} -> {f.mode_after})",
+                    f.path,
+                    None,
+                    None,
+                    rule="file-mode",
+                )
+            )
+    return out
+
+
+# --------------------------------------------------------------------------- dangling calls
+
+
+def _caller_sites(s: SymbolChange) -> str:
+    """``pkg/cli.py:5, tests/test_core.py:9`` for the first code callers (the count says how many)."""
+    return _sites(c for c in s.callers if c.via != "documentation")
+
+
+def _sites(refs: Iterable[CallerRef], limit: int = 3) -> str:
+    """``file:line (symbol)`` for the first ``limit`` refs, and how many more."""
+    refs = list(refs)
+    shown = ", ".join(f"{c.file}:{c.line}" + (f" ({c.symbol})" if c.symbol else "") for c in refs[:limit])
+    return shown + (f" and {len(refs) - limit} more" if len(refs) > limit else "")
+
+
+def _still_defined(f: FileChange, name: str) -> bool:
+    """The change gives the module ``name`` another way: an import, an assignment, a definition."""
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    for _n, text in f.added_lines:
+        for m in word.finditer(text):
+            if not text[m.end() :].lstrip().startswith("("):
+                return True
+    return False
+
+
+def rule_removed_still_called(diff: SemanticDiff) -> list[Finding]:
+    """A function or class removed while the project still imports it by name (``from pkg.core
+    import render``: ImportError) or its own module still calls it (NameError): the first use
+    fails, whatever else the change does. A bare call in another module may be that module's own
+    function, so only these two are certain; the public-API finding lists the other call sites."""
+    out = []
+    for f in diff.files:
+        for s in f.symbols:
+            if (
+                s.change != "removed"
+                or s.kind not in ("function", "class")
+                or "." in s.qualified_name
+                or s.file.endswith(".pyi")  # a stub removed beside its module: the module still defines it
+                or s.still_importable
+                or _still_defined(f, s.qualified_name)
+            ):
+                continue
+            name = s.qualified_name
+            bare = re.compile(rf"(?<![\w.]){re.escape(name)}\s*\(")
+            own = [
+                c
+                for c in s.callers
+                if f.status != "deleted"
+                and c.file == f.path
+                and c.via != "documentation"
+                and bare.search(c.text)
+            ]
+            if not own and not s.importers:
+                continue
+            uses = []
+            if s.importers:
+                uses.append(
+                    f"{_sites(s.importers)} still {'imports' if len(s.importers) == 1 else 'import'} it"
+                )
+            if own:
+                uses.append(f"{f.path} still calls it at {_sites(own)}")
+            out.append(
+                Finding(
+                    "high",
+                    "correctness",
+                    f"{s.kind} {name} was removed but {' and '.join(uses)}: restore it or update "
+                    + ("the imports" if not own else "the callers"),
+                    f.path,  # where the removal is, in the diff a reviewer reads
+                    own[0].line if own else None,
+                    name,
+                    rule="removed-still-called",
+                )
+            )
+    return out
 
 
 # --------------------------------------------------------------------------- tests
@@ -719,40 +859,49 @@ RULES: dict[str, Callable[[SemanticDiff], list[Finding]]] = {
     "external-calls": rule_external_calls,
     "security-logic": rule_security_logic,
     "public-api": rule_public_api,
+    "removed-still-called": rule_removed_still_called,
+    "file-modes": rule_file_modes,
+    "dependencies": rule_dependencies,
     "tests": rule_tests,
     "size": rule_size,
     "secrets": rule_secrets,
 }
 
 
-# When two rules find something on one symbol, the first of these leads and the other is folded
-# into its message: a reviewer reads one finding a symbol (the security concern first).
-FOLD_ORDER = ("security-logic", "public-api")
+# When several rules find something on one symbol, one finding leads and the others are folded
+# into its message: a reviewer reads one finding a symbol. The most severe leads; on a tie, the
+# first of these (the security concern first). ``new-*`` stands for every new-effect rule.
+FOLD_ORDER = ("security-logic", "removed-still-called", "new-*", "risk-raised", "public-api")
+
+
+def _fold_rank(rule: str | None) -> int | None:
+    key = "new-*" if rule and rule.startswith("new-") else rule
+    return FOLD_ORDER.index(key) if key in FOLD_ORDER else None
 
 
 def fold_same_symbol(findings: list[Finding]) -> list[Finding]:
-    """One finding a symbol: a ``public-api`` finding on a symbol that also has a
-    ``security-logic`` finding becomes part of it (``also`` names the folded rule)."""
-    lead: dict[tuple[str | None, str], int] = {}
+    """One finding a symbol: findings of the rules in ``FOLD_ORDER`` on the same symbol become
+    one, led by the most severe (``also`` names the folded rules): a new ``subprocess.run`` was
+    three findings (new-subprocess, risk-raised, security-logic) on one line."""
+    groups: dict[tuple[str | None, str], list[int]] = {}
     for i, f in enumerate(findings):
-        if f.rule == FOLD_ORDER[0] and f.symbol and not f.is_remark:
-            lead.setdefault((f.file, f.symbol), i)
+        if f.symbol and not f.is_remark and _fold_rank(f.rule) is not None:
+            groups.setdefault((f.file, f.symbol), []).append(i)
     out = list(findings)
     dropped: set[int] = set()
-    for i, f in enumerate(findings):
-        if f.rule not in FOLD_ORDER[1:] or not f.symbol or f.is_remark:
+    for members in groups.values():
+        if len(members) < 2:
             continue
-        j = lead.get((f.file, f.symbol))
-        if j is None:
-            continue
-        head = out[j]
-        out[j] = replace(
+        members.sort(key=lambda i: (-SEVERITY_ORDER[findings[i].severity], _fold_rank(findings[i].rule)))
+        lead, rest = members[0], members[1:]
+        head = findings[lead]
+        out[lead] = replace(
             head,
-            message=f"{head.message}; also {f.message}",
-            severity=max(head.severity, f.severity, key=lambda x: SEVERITY_ORDER[x]),
-            also=(*head.also, f.rule or ""),
+            message="; also ".join([head.message, *(findings[i].message for i in rest)]),
+            blocking=head.blocking or any(findings[i].blocking for i in rest),
+            also=(*head.also, *(findings[i].rule or "" for i in rest)),
         )
-        dropped.add(i)
+        dropped.update(rest)
     return [f for i, f in enumerate(out) if i not in dropped]
 
 

@@ -14,7 +14,7 @@ def _rules(findings: list[Finding]) -> set[str]:
     return {f.rule or "" for f in findings}
 
 
-def test_new_subprocess_and_risk_raised_are_high(make_repo) -> None:
+def test_new_subprocess_is_one_high_finding_with_the_risk_it_raised(make_repo) -> None:
     root = make_repo(
         {"tool.py": "def run(cmd):\n    return cmd\n", "tests/test_tool.py": "def test_run():\n    pass\n"}
     )
@@ -27,9 +27,12 @@ def test_new_subprocess_and_risk_raised_are_high(make_repo) -> None:
     )
     kinds = {(f.rule, f.severity) for f in findings}
     assert ("new-subprocess", "high") in kinds
-    assert ("risk-raised", "high") in kinds
     sub = next(f for f in findings if f.rule == "new-subprocess")
     assert (sub.file, sub.line, sub.symbol) == ("tool.py", 5, "run")
+    # One finding for the one new call: the risk it raised and the concern it touches are folded in.
+    assert [f.rule for f in findings if f.symbol == "run"] == ["new-subprocess"]
+    assert set(sub.also) == {"risk-raised", "security-logic"}
+    assert "risk of run rose from low to high" in sub.message
     assert "untested-change" not in _rules(findings)  # its test changed alongside
 
 
@@ -248,3 +251,104 @@ def test_risk_raised_is_silent_when_the_change_adds_no_effect(make_repo) -> None
     after = "import requests\n\n\ndef sync(url):\n" + branches + swapped + "    return a, b\n"
     findings = _commit_change(root, {"sync.py": after})
     assert "risk-raised" not in _rules(findings)
+
+
+def test_a_removed_function_its_own_module_still_calls_is_a_high_finding(make_repo) -> None:
+    """``_norm`` deleted while ``clean`` beside it still calls it: a NameError on the first call,
+    and the review approved it without a word."""
+    before = (
+        "def _norm(text):\n    return text.strip().lower()\n\n\n"
+        "def clean(items):\n    return [_norm(i) for i in items]\n"
+    )
+    root = make_repo({"pkg/core.py": before, "tests/test_core.py": "def test_x():\n    pass\n"})
+    findings = _commit_change(
+        root, {"pkg/core.py": "def clean(items):\n    return [_norm(i) for i in items]\n"}
+    )
+    dangling = [f for f in findings if f.rule == "removed-still-called"]
+    assert len(dangling) == 1
+    f = dangling[0]
+    assert (f.severity, f.file, f.symbol) == ("high", "pkg/core.py", "_norm")
+    assert "pkg/core.py:2 (clean)" in f.message
+
+
+def test_a_removed_function_replaced_by_an_import_is_not_dangling(make_repo) -> None:
+    before = (
+        "def _norm(text):\n    return text.strip().lower()\n\n\n"
+        "def clean(items):\n    return [_norm(i) for i in items]\n"
+    )
+    root = make_repo({"pkg/core.py": before, "pkg/text.py": "X = 1\n"})
+    findings = _commit_change(
+        root,
+        {
+            "pkg/text.py": "def _norm(text):\n    value = text.strip()\n    return value.casefold()\n",
+            "pkg/core.py": "from pkg.text import _norm\n\n\ndef clean(items):\n    return [_norm(i) for i in items]\n",
+        },
+    )
+    assert "removed-still-called" not in _rules(findings)
+
+
+def test_public_api_finding_names_the_call_sites_to_check(make_repo) -> None:
+    """'2 call sites to check' left the reader to find them; now it says where."""
+    root = make_repo(
+        {
+            "pkg/__init__.py": "",
+            "pkg/core.py": "def render(items):\n    return ', '.join(items)\n",
+            "pkg/cli.py": "from pkg.core import render\n\n\ndef main(argv):\n    return render(argv)\n",
+        }
+    )
+    findings = _commit_change(root, {"pkg/core.py": "def render(items, sep):\n    return sep.join(items)\n"})
+    api = next(f for f in findings if f.rule == "public-api")
+    assert api.message.endswith("(1 call site to check: pkg/cli.py:5)")
+
+
+def test_a_removed_function_another_module_still_imports_is_a_high_finding(make_repo) -> None:
+    """``render`` deleted from pkg/core.py while the package's __init__ (relative, parenthesised)
+    and the CLI still import it: the package no longer imports at all, and the review approved."""
+    root = make_repo(
+        {
+            "pkg/__init__.py": "from .core import (\n    parse,\n    render,\n)\n",
+            "pkg/core.py": "def parse(t):\n    return t\n\n\ndef render(items):\n    return ''.join(items)\n",
+            "pkg/cli.py": "from pkg.core import render\n\n\ndef main(argv):\n    return render(argv)\n",
+        }
+    )
+    findings = _commit_change(root, {"pkg/core.py": "def parse(t):\n    return t\n"})
+    dangling = [f for f in findings if f.rule == "removed-still-called"]
+    assert len(dangling) == 1 and dangling[0].severity == "high"
+    assert "pkg/__init__.py:1, pkg/cli.py:1 still import it" in dangling[0].message
+    assert (dangling[0].file, dangling[0].line) == ("pkg/core.py", None)
+    # The public-api finding on the same removal is folded into it: one finding a symbol.
+    assert dangling[0].also == ("public-api",) and "public-api" not in _rules(findings)
+
+
+def test_a_stub_removed_beside_its_module_breaks_no_import(make_repo) -> None:
+    """werkzeug 0294d88b deleted its .pyi stubs: the modules still define every name imported."""
+    root = make_repo(
+        {
+            "pkg/__init__.py": "from .core import Headers\n",
+            "pkg/core.py": "class Headers:\n    pass\n",
+            "pkg/core.pyi": "class Headers: ...\n",
+        }
+    )
+    findings = _commit_change(root, {"pkg/core.pyi": None})
+    assert "removed-still-called" not in _rules(findings)
+
+
+def test_a_symlink_out_of_the_repository_is_a_finding_and_a_mode_change_a_remark(make_repo) -> None:
+    """`ln -s /etc/passwd pkg/data.txt` and `chmod +x pkg/core.py` were reviewed as '1 file,
+    0 symbol changes' and nothing else."""
+    import os
+
+    root = make_repo({"pkg/core.py": "X = 1\n", "pkg/ok.txt": "fine\n"})
+    os.symlink("/etc/passwd", root / "pkg" / "data.txt")
+    os.symlink("../pkg/ok.txt", root / "pkg" / "inside.txt")
+    os.symlink("../../home/secret", root / "pkg" / "up.txt")
+    (root / "pkg" / "core.py").chmod(0o755)
+    findings = _commit_change(root, {})
+    out = {(f.rule, f.file, f.severity) for f in findings}
+    assert ("symlink-outside", "pkg/data.txt", "medium") in out
+    assert ("symlink-outside", "pkg/up.txt", "medium") in out
+    assert not any(f.file == "pkg/inside.txt" for f in findings)
+    mode = next(f for f in findings if f.rule == "file-mode")
+    assert mode.severity == "info" and mode.message == "pkg/core.py became executable (mode 100644 -> 100755)"
+    link = next(f for f in findings if f.file == "pkg/data.txt")
+    assert "symlink to /etc/passwd, outside the repository" in link.message
