@@ -869,8 +869,10 @@ RULES: dict[str, Callable[[SemanticDiff], list[Finding]]] = {
 
 
 # When several rules find something on one symbol, one finding leads and the others are folded
-# into its message: a reviewer reads one finding a symbol. The most severe leads; on a tie, the
-# first of these (the security concern first). ``new-*`` stands for every new-effect rule.
+# into its message: a reviewer reads one finding a symbol. The most severe leads (with the
+# group's highest severity); on a tie, the first of these (the security concern first), and
+# risk-raised, which reports what the others' change did, never leads another. ``new-*`` stands
+# for every new-effect rule.
 FOLD_ORDER = ("security-logic", "removed-still-called", "new-*", "risk-raised", "public-api")
 
 
@@ -892,11 +894,19 @@ def fold_same_symbol(findings: list[Finding]) -> list[Finding]:
     for members in groups.values():
         if len(members) < 2:
             continue
-        members.sort(key=lambda i: (-SEVERITY_ORDER[findings[i].severity], _fold_rank(findings[i].rule)))
+        # risk-raised says what another finding's change did to the risk: it leads only alone.
+        members.sort(
+            key=lambda i: (
+                findings[i].rule == "risk-raised",
+                -SEVERITY_ORDER[findings[i].severity],
+                _fold_rank(findings[i].rule),
+            )
+        )
         lead, rest = members[0], members[1:]
         head = findings[lead]
         out[lead] = replace(
             head,
+            severity=max((findings[i].severity for i in members), key=lambda x: SEVERITY_ORDER[x]),
             message="; also ".join([head.message, *(findings[i].message for i in rest)]),
             blocking=head.blocking or any(findings[i].blocking for i in rest),
             also=(*head.also, *(findings[i].rule or "" for i in rest)),

@@ -234,7 +234,7 @@ def test_risk_raised_names_only_the_calls_the_change_added(make_repo) -> None:
         "    with open(path, 'w') as fh:\n        fh.write(resp.text)\n    return resp.text\n",
     )
     findings = _commit_change(root, {"sync.py": after})
-    raised = [f for f in findings if f.rule == "risk-raised"]
+    raised = [f for f in findings if "risk-raised" in (f.rule, *f.also)]
     assert len(raised) == 1 and raised[0].severity == "high"
     assert "requests.post" in raised[0].message and "open(mode='w')" in raised[0].message
     assert "requests.get" not in raised[0].message
@@ -352,3 +352,21 @@ def test_a_symlink_out_of_the_repository_is_a_finding_and_a_mode_change_a_remark
     assert mode.severity == "info" and mode.message == "pkg/core.py became executable (mode 100644 -> 100755)"
     link = next(f for f in findings if f.file == "pkg/data.txt")
     assert "symlink to /etc/passwd, outside the repository" in link.message
+
+
+def test_a_risk_rise_folds_into_the_security_finding_it_comes_with(make_repo) -> None:
+    """httpx create_ssl_context: 'risk ... rose from medium to high: os.environ.get' led, and
+    the TLS verification change it came with read as an afterthought."""
+    before = (
+        "import ssl\n\n\ndef make_context(verify):\n    ctx = ssl.create_default_context()\n    return ctx\n"
+    )
+    root = make_repo({"tls.py": before})
+    after = before.replace(
+        "    return ctx\n",
+        "    if not verify:\n        ctx.check_hostname = False\n        ctx.verify_mode = ssl.CERT_NONE\n"
+        "    import requests\n    requests.get(verify)\n    return ctx\n",
+    )
+    findings = [f for f in _commit_change(root, {"tls.py": after}) if f.symbol == "make_context"]
+    assert len(findings) == 1
+    assert findings[0].message.startswith("security-sensitive logic changed in make_context")
+    assert "risk-raised" in findings[0].also and findings[0].severity == "high"
