@@ -20,6 +20,7 @@ from engine.review.rules import run_rules
 from engine.semantic.diff import (
     MAX_ANALYZED_BYTES,
     STAGED,
+    SYMLINK_MODE,
     WORKING,
     Progress,
     SemanticDiff,
@@ -104,13 +105,38 @@ class ReviewReport:
             where = f"{f.file}:{f.line}" if f.file and f.line else (f.file or "-")
             sym = f" [{f.symbol}]" if f.symbol else ""
             lines.append(f"  {'INFO':<6} {f.type:<11} {where}{sym}  {_indented(f.message)}")
+        if self.files:
+            lines.append(f"files ({len(self.files)}):")
+            for entry in self.files[:MAX_TEXT_ROWS]:
+                lines.append(f"  {_file_line(entry)}")
+            if len(self.files) > MAX_TEXT_ROWS:
+                lines.append(f"  ... {len(self.files) - MAX_TEXT_ROWS} more")
         if self.changed_symbols:
             lines.append(f"changed symbols ({len(self.changed_symbols)}):")
-            for s in self.changed_symbols[:50]:
+            for s in self.changed_symbols[:MAX_TEXT_ROWS]:
                 lines.append(f"  {s['change']:<8} {s['kind']:<8} {s['symbol']}  {s['file']}:{s['line']}")
-            if len(self.changed_symbols) > 50:
-                lines.append(f"  ... {len(self.changed_symbols) - 50} more")
+            if len(self.changed_symbols) > MAX_TEXT_ROWS:
+                lines.append(f"  ... {len(self.changed_symbols) - MAX_TEXT_ROWS} more")
         return "\n".join(lines)
+
+
+# Files and changed symbols listed in the text report; the JSON report has them all.
+MAX_TEXT_ROWS = 50
+
+
+def _file_line(entry: Mapping[str, Any]) -> str:
+    """``renamed  pkg/cli.py -> pkg/command.py  +1 -0 (binary file: not analysed)``."""
+    path = f"{entry['old_path']} -> {entry['path']}" if entry.get("old_path") else entry["path"]
+    extra = []
+    if entry.get("note"):
+        extra.append(entry["note"])
+    before, after = entry.get("mode_before"), entry.get("mode_after")
+    if before and after and before != after:
+        extra.append(f"mode {before} -> {after}")
+    elif after == SYMLINK_MODE:
+        extra.append("symlink")
+    counts = f"  +{entry['lines_added']} -{entry['lines_removed']}" if not entry.get("binary") else ""
+    return f"{entry['status']:<8} {path}{counts}" + (f" ({'; '.join(extra)})" if extra else "")
 
 
 # A model's finding may run over several lines: they stay under their finding, indented this much.
@@ -310,6 +336,11 @@ def review(
                 "status": f.status,
                 "lines_added": f.lines_added,
                 "lines_removed": f.lines_removed,
+                "old_path": f.old_path,
+                "binary": f.binary,
+                "note": f.note,
+                "mode_before": f.mode_before or None,
+                "mode_after": f.mode_after or None,
             }
             for f in diff.files
         ),

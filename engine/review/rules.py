@@ -20,7 +20,7 @@ from engine.review.secrets import scan_files
 from engine.review.security import housekeeping_only, moved_lines, rule_security_logic
 from engine.semantic.diff import CallerRef, FileChange, SemanticDiff, SymbolChange
 from engine.semantic.graph import family
-from engine.semantic.surface import SOURCE_ROOTS, is_private_name
+from engine.semantic.surface import SOURCE_ROOTS, is_private_name, module_name
 from engine.words import plural
 
 # A function longer than this no longer fits on one screen; reviewers skim such code.
@@ -213,7 +213,11 @@ def _python_api_message(s: SymbolChange, removed_code: frozenset[str] = frozense
             return f"public {s.kind} {s.import_path} was removed"
         where = f"{s.old_qualified_name} is now {s.qualified_name}" if s.change == "renamed" else ""
         where = where or f"it moved to {s.file}"
-        return f"public {s.kind} {s.old_qualified_name or s.qualified_name} no longer imports from its old path ({where})"
+        old_name = s.old_qualified_name or s.qualified_name
+        old_module = module_name(s.old_file or s.file)
+        # The dotted path users import it by today (``pkg.command.main``), not the bare name.
+        old_path = f"{old_module}.{old_name}" if old_module else old_name
+        return f"public {s.kind} {old_path} no longer imports from its old path ({where})"
     if s.change == "modified" and s.kind not in CONTAINER_KINDS:
         changes = [c for c in s.parameter_changes if not _fallback_moved_to_default(c, removed_code)]
         if changes:
@@ -366,14 +370,14 @@ def rule_file_modes(diff: SemanticDiff) -> list[Finding]:
                     )
                 )
         elif f.mode_before and f.mode_after and f.mode_before != f.mode_after:
-            became = "executable" if f.mode_after == EXECUTABLE_MODE else "no longer executable"
+            became = "became executable" if f.mode_after == EXECUTABLE_MODE else "is no longer executable"
             if f.mode_before == SYMLINK_MODE or f.mode_after == SYMLINK_MODE:
                 continue
             out.append(
                 Finding(
                     "info",
                     "permissions",
-                    f"{f.path} became {became} (mode {f.mode_before} -> {f.mode_after})",
+                    f"{f.path} {became} (mode {f.mode_before} -> {f.mode_after})",
                     f.path,
                     None,
                     None,

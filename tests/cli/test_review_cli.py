@@ -250,3 +250,29 @@ def test_a_range_in_base_or_commit_is_understood_or_explained(make_repo) -> None
     commit = run_semfora("ci", "--mode", "commit", "--commit", "HEAD~1..HEAD", "--path", str(root))
     assert commit.returncode == 2
     assert "--mode pr --base HEAD~1 --head HEAD" in commit.stderr, commit.stderr
+
+
+def test_ci_text_lists_the_files_a_binary_a_rename_and_a_mode_change(make_repo) -> None:
+    """A commit adding a binary, renaming a file and dropping an executable bit read
+    '3 files, 0 symbol changes' with nothing to say which files."""
+    root = make_repo({"run.sh": "#!/bin/sh\necho hi\n", "notes/a.txt": "a\n"})
+    (root / "run.sh").chmod(0o755)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "exec")
+    (root / "run.sh").chmod(0o644)
+    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00" + bytes(range(256)))
+    git(root, "mv", "notes/a.txt", "notes/b.txt")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "assets")
+    out = run_semfora("ci", "--mode", "commit", "--no-model", "--path", str(root))
+    assert out.returncode == 0, out.stderr
+    assert "files (3):" in out.stdout
+    assert "added    logo.png (binary file: not analysed)" in out.stdout
+    assert "renamed  notes/a.txt -> notes/b.txt  +0 -0" in out.stdout
+    assert "modified run.sh  +0 -0 (mode 100755 -> 100644)" in out.stdout
+    assert "run.sh is no longer executable (mode 100755 -> 100644)" in out.stdout
+    report = json.loads(
+        run_semfora("ci", "--mode", "commit", "--no-model", "--json", "--path", str(root)).stdout
+    )
+    png = next(f for f in report["files"] if f["path"] == "logo.png")
+    assert png["binary"] is True and png["note"] == "binary file: not analysed"

@@ -370,3 +370,15 @@ def test_a_risk_rise_folds_into_the_security_finding_it_comes_with(make_repo) ->
     assert len(findings) == 1
     assert findings[0].message.startswith("security-sensitive logic changed in make_context")
     assert "risk-raised" in findings[0].also and findings[0].severity == "high"
+
+
+def test_a_moved_public_function_names_the_import_path_that_broke(make_repo) -> None:
+    """'public function main no longer imports from its old path' left the reader to work out
+    which path: `from pkg.command import main` is what breaks."""
+    body = "def main(argv):\n    return len(argv)\n"
+    root = make_repo({"pkg/__init__.py": "", "pkg/command.py": body})
+    findings = _commit_change(root, {"pkg/command.py": None, "pkg/cmd.py": body})
+    api = next(f for f in findings if f.rule == "public-api")
+    assert api.message == (
+        "public function pkg.command.main no longer imports from its old path (it moved to pkg/cmd.py)"
+    )
