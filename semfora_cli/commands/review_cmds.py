@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from engine.errors import EXIT_OK, EXIT_PROBLEM
+from engine.errors import EXIT_OK, EXIT_PROBLEM, UsageError
 from engine.policy.redaction import redact, redact_json
 from engine.repo.layout import find_repo_root
 from semfora_cli.output import print_json
@@ -79,6 +79,12 @@ def _run_diff(args: argparse.Namespace) -> int:
 def _run_ci(args: argparse.Namespace) -> int:
     from engine.api import ci_review
 
+    if getattr(args, "json", False) and args.output not in ("json", "text"):
+        # ``--output sarif --json`` printed JSON: an upload step then failed on a file that was
+        # no SARIF. Two formats asked for is a usage error, before any work.
+        raise UsageError(
+            f"--json and --output {args.output} ask for two formats; keep one (--json is --output json)"
+        )
     report = ci_review(
         args.path,
         args.mode,

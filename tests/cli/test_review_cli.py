@@ -276,3 +276,14 @@ def test_ci_text_lists_the_files_a_binary_a_rename_and_a_mode_change(make_repo) 
     )
     png = next(f for f in report["files"] if f["path"] == "logo.png")
     assert png["binary"] is True and png["note"] == "binary file: not analysed"
+
+
+def test_json_with_another_output_format_is_a_usage_error(make_repo) -> None:
+    """`--output sarif --json` printed the JSON report: the SARIF upload then failed on it."""
+    root = _repo(make_repo)
+    out = run_semfora("ci", "--mode", "commit", "--output", "sarif", "--json", "--path", str(root))
+    assert out.returncode == 2
+    error = json.loads(out.stdout)
+    assert error["error_code"] == "USAGE" and "--output sarif" in error["error_message"]
+    same = run_semfora("ci", "--mode", "commit", "--output", "json", "--json", "--path", str(root))
+    assert same.returncode == 1 and json.loads(same.stdout)["status"] == "changes_requested"
