@@ -9,6 +9,7 @@ no findings: a reviewer reads them in seconds.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import PurePosixPath
@@ -325,6 +326,88 @@ def _collapse(findings: list[Finding]) -> Finding:
         rule="public-api",
         count=total,
     )
+
+
+# --------------------------------------------------------------------------- SQL from strings
+
+# A SQL statement in a string literal, then glued to a value: ``"... WHERE name = '" + name``,
+# ``"... %s" % name``, ``f"... {name}"``, ``"... {}".format(name)``. A query passed with its
+# parameters (``execute(sql, (name,))``) matches none of these.
+# SQL as people write it in code: keywords in capitals, or in lower case with a WHERE condition
+# (or ``insert into t (``); "please select a file from the list" is English.
+_SQL_WORDS = re.compile(
+    r"\b(?:SELECT\b.*?\bFROM|INSERT\s+INTO|UPDATE\s+[\w.]+\s+SET|DELETE\s+FROM"
+    r"|WHERE\s+[\w.]+\s*(?:=|<|>|!=|LIKE\b|IN\b))"
+    r"|(?i:\b(?:select|update|delete)\b.*\bwhere\s+[\w.]+\s*(?:=|<|>|!=|like\b|in\b)"
+    r"|\binsert\s+into\s+[\w.]+\s*\()"
+)
+_LITERAL = re.compile(
+    r"""(?P<prefix>(?<!\w)[rRbBuUfF]{0,2})(?P<q>["'])(?P<body>(?:\\.|(?!(?P=q)).)*)(?P=q)"""
+)
+# What glues a value to a literal: ``+ name``, ``% name``, ``.format(``; or ``name +`` before it.
+_GLUED_AFTER = re.compile(r"^\s*(?:\+\s*[\w(]|%\s*[\w(]|\.format\s*\()")
+_GLUED_BEFORE = re.compile(r"[\w)\]]\s*\+\s*$")
+
+
+def _builds_sql(text: str) -> bool:
+    """The line glues a value into the text of a SQL statement (``"... WHERE name = '" + name``,
+    ``"... %s" % name``, ``f"... {name}"``, ``"... {}".format(name)``); a query passed with its
+    parameters (``execute(sql, (name,))``) does not."""
+    for m in _LITERAL.finditer(text):
+        body = m.group("body")
+        if not _SQL_WORDS.search(body):
+            continue
+        if "f" in m.group("prefix").lower() and "{" in body:
+            return True
+        if _GLUED_AFTER.match(text[m.end() :]) or _GLUED_BEFORE.search(text[: m.start()]):
+            return True
+    return False
+
+
+_SQL_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "php", "ruby", "go", "java"})
+
+
+def rule_sql_from_strings(diff: SemanticDiff) -> list[Finding]:
+    """SQL the change builds by gluing values into the statement's text: an injection when a
+    value comes from a user. Only lines the change adds, and only what was not there before in
+    the same symbol (an edit next to an old concatenation is not news)."""
+    out = []
+    for f in diff.files:
+        if f.status == "deleted" or f.language not in _SQL_LANGUAGES or not _reviewable(diff, f.path):
+            continue
+        added = [(n, t) for n, t in f.added_lines if n not in f.prose_added and _builds_sql(t)]
+        if not added:
+            continue
+        before = Counter(" ".join(t.split()) for n, t in f.removed_lines if _builds_sql(t))
+        for n, text in added:
+            key = " ".join(text.split())
+            if before[key] > 0:
+                before[key] -= 1
+                continue
+            owner = _innermost(f.symbols, n)
+            where = f" in {owner}" if owner else ""
+            out.append(
+                Finding(
+                    "high",
+                    "security",
+                    f"SQL built from strings{where}: `{text.strip()[:100]}`; pass the values as query "
+                    "parameters (execute(sql, params)) instead",
+                    f.path,
+                    n,
+                    owner,
+                    rule="sql-from-strings",
+                )
+            )
+    return out
+
+
+def _innermost(symbols: Iterable[SymbolChange], line: int) -> str | None:
+    best: SymbolChange | None = None
+    for s in symbols:
+        if s.change != "removed" and s.start_line <= line <= s.end_line:
+            if best is None or s.start_line >= best.start_line:
+                best = s
+    return best.qualified_name if best is not None else None
 
 
 # --------------------------------------------------------------------------- file modes
@@ -864,6 +947,7 @@ RULES: dict[str, Callable[[SemanticDiff], list[Finding]]] = {
     "security-logic": rule_security_logic,
     "public-api": rule_public_api,
     "removed-still-called": rule_removed_still_called,
+    "sql-from-strings": rule_sql_from_strings,
     "file-modes": rule_file_modes,
     "dependencies": rule_dependencies,
     "tests": rule_tests,
@@ -877,7 +961,14 @@ RULES: dict[str, Callable[[SemanticDiff], list[Finding]]] = {
 # group's highest severity); on a tie, the first of these (the security concern first), and
 # risk-raised, which reports what the others' change did, never leads another. ``new-*`` stands
 # for every new-effect rule.
-FOLD_ORDER = ("security-logic", "removed-still-called", "new-*", "risk-raised", "public-api")
+FOLD_ORDER = (
+    "sql-from-strings",
+    "security-logic",
+    "removed-still-called",
+    "new-*",
+    "risk-raised",
+    "public-api",
+)
 
 
 def _fold_rank(rule: str | None) -> int | None:

@@ -382,3 +382,38 @@ def test_a_moved_public_function_names_the_import_path_that_broke(make_repo) -> 
     assert api.message == (
         "public function pkg.command.main no longer imports from its old path (it moved to pkg/cmd.py)"
     )
+
+
+def test_sql_built_by_concatenation_is_a_high_finding(make_repo) -> None:
+    """A parameterised query turned into string concatenation was a medium 'security-sensitive
+    logic changed' with three overlapping fragments as evidence, and the gate approved it."""
+    before = (
+        "import sqlite3\n\n\ndef lookup(db, name):\n    conn = sqlite3.connect(db)\n"
+        '    return conn.execute("SELECT * FROM users WHERE name = ?", (name,)).fetchall()\n'
+    )
+    root = make_repo({"app/users.py": before, "tests/test_users.py": "def test_x():\n    pass\n"})
+    after = before.replace(
+        '"SELECT * FROM users WHERE name = ?", (name,)', '"SELECT * FROM users WHERE name = \'" + name + "\'"'
+    )
+    findings = [f for f in _commit_change(root, {"app/users.py": after}) if f.symbol == "lookup"]
+    assert len(findings) == 1
+    f = findings[0]
+    assert (f.rule, f.severity, f.file, f.line) == ("sql-from-strings", "high", "app/users.py", 6)
+    assert f.message.startswith("SQL built from strings in lookup: `return conn.execute(")
+    assert "query parameters" in f.message and "security-logic" in f.also
+    # Editing another line of a function that already built its SQL so is not news.
+    again = after.replace("conn = sqlite3.connect(db)", "conn = sqlite3.connect(db, timeout=5)")
+    assert "sql-from-strings" not in _rules(_commit_change(root, {"app/users.py": again}))
+
+
+def test_security_evidence_shows_one_piece_of_code_once(make_repo) -> None:
+    """'`execute("SELECT * FROM users WHERE name `, `SELECT * FROM users WHERE name = '" + na`,
+    `WHERE name = '" + n`': three cuts of one line."""
+    before = "def lookup(conn, name):\n    return conn.execute('SELECT 1', ())\n"
+    root = make_repo({"app/users.py": before})
+    after = 'def lookup(conn, name):\n    return conn.execute("SELECT * FROM users WHERE name = \'" + name + "\'")\n'
+    f = next(
+        f for f in _commit_change(root, {"app/users.py": after}) if "security-logic" in (f.rule, *f.also)
+    )
+    logic = f.message.split("; also ")[-1] if f.rule != "security-logic" else f.message
+    assert logic.count("FROM users") == 1, logic
