@@ -404,9 +404,9 @@ def rule_sql_from_strings(diff: SemanticDiff) -> list[Finding]:
 def _innermost(symbols: Iterable[SymbolChange], line: int) -> str | None:
     best: SymbolChange | None = None
     for s in symbols:
-        if s.change != "removed" and s.start_line <= line <= s.end_line:
-            if best is None or s.start_line >= best.start_line:
-                best = s
+        inside = s.change != "removed" and s.start_line <= line <= s.end_line
+        if inside and (best is None or s.start_line >= best.start_line):
+            best = s
     return best.qualified_name if best is not None else None
 
 
