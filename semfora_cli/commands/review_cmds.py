@@ -44,9 +44,12 @@ class StderrProgress:
         now = self._clock()
         if now - self._start < PROGRESS_AFTER_S:
             return
-        if phase == self._phase and now - self._said_at < PROGRESS_EVERY_S:
+        # ``running the review rules (security-logic)`` and ``(public-api)`` are steps of one
+        # phase: eleven rules in a second were eleven log lines.
+        key = phase.split(" (", 1)[0]
+        if key == self._phase and now - self._said_at < PROGRESS_EVERY_S:
             return
-        self._phase, self._said_at = phase, now
+        self._phase, self._said_at = key, now
         count = f" {done}/{total}" if total else ""
         stream = self._stream or sys.stderr
         stream.write(f"semfora {self._command}: {phase}{count} ({now - self._start:.0f} s)\n")

@@ -220,6 +220,18 @@ def test_progress_lines_only_once_a_review_is_slow() -> None:
         "semfora ci: reading changed files 4000/6809 (7 s)",
         "semfora ci: running the review rules 0/6809 (7 s)",
     ]
+    # The rules are steps of one phase: one line for all of them, unless one takes a while.
+    out = io.StringIO()
+    progress = StderrProgress("ci", stream=out, clock=lambda: now[0])
+    now[0] += PROGRESS_AFTER_S
+    for done, rule in enumerate(("risk-raised", "security-logic", "public-api")):
+        progress(f"running the review rules ({rule})", done, 11)
+    now[0] += PROGRESS_EVERY_S
+    progress("running the review rules (secrets)", 10, 11)
+    assert out.getvalue().splitlines() == [
+        "semfora ci: running the review rules (risk-raised) 0/11 (2 s)",
+        "semfora ci: running the review rules (secrets) 10/11 (7 s)",
+    ]
 
 
 def test_a_branch_name_that_is_not_there_suggests_the_one_that_is(make_repo) -> None:
