@@ -28,6 +28,7 @@ MIN_DISTINCT_CHARS = 5
 # publishing) and ``pull-requests: read``; a name ending in ``token`` assigned one of these is a
 # permission. (The redactor still masks them; masking a word costs nothing, blocking a merge does.)
 ACCESS_LEVELS = frozenset({"read", "write", "none", "read-all", "write-all"})
+QUOTES = ("'", '"', "`")
 # Source files named like ``secrets.py`` are often code about secrets: a medium finding, not high.
 CODE_SUFFIXES = (
     ".py",
@@ -93,15 +94,20 @@ PROVIDER_FORMATS = frozenset(
 REAL_KEY_ENTROPY = 3.0
 # Words that mark a documented example value (AWS documents ``AKIAIOSFODNN7EXAMPLE``).
 EXAMPLE_MARKERS = ("example", "sample", "dummy", "fake", "test", "xxxx", "0000", "1234")
-# Directories of test fixtures that are not test code by name (certificates, keys, recordings).
-FIXTURE_DIRS = re.compile(r"(^|/)(fixtures?|testdata|test_data|certs?|keys|cassettes|snapshots)/", re.I)
+# Directories of test fixtures that are not test code by name (certificates, keys, recordings),
+# and test directories inside a package (``tornado/test/test.key``), whose data files are samples.
+FIXTURE_DIRS = re.compile(
+    r"(^|/)(fixtures?|testdata|test_data|certs?|keys|cassettes|snapshots|tests?)/", re.I
+)
 
 
-def scan_matches(text: str) -> list[tuple[str, str]]:
+def scan_matches(text: str, *, code: bool = False) -> list[tuple[str, str]]:
     """(kind, raw value) for every secret on one line (none on a line marked as a fixture).
 
     Format matches always count; a literal assigned to a secret-named key only when no format
-    matched and it does not look like a fixture (``test…``, ``aaaa``)."""
+    matched and it does not look like a fixture (``test…``, ``aaaa``). In ``code`` (a source
+    file) a literal is quoted: ``secret: _CookieSecretTypes,`` is a parameter's annotation, where
+    the same line in a YAML or .env file would be a value."""
     if any(marker in text for marker in ALLOW_MARKERS):
         return []
     hits = find_secrets(text)
@@ -114,6 +120,7 @@ def scan_matches(text: str) -> list[tuple[str, str]]:
         if len(set(h.value)) >= MIN_DISTINCT_CHARS
         and not FIXTURE_VALUE.match(h.value)
         and h.value.lower() not in ACCESS_LEVELS
+        and (not code or text[h.start - 1 : h.start] in QUOTES)
     ]
 
 
@@ -197,11 +204,12 @@ def scan_files(files: Iterable[FileChange]) -> list[Finding]:
             )
             if not by_word_only:
                 continue
+        code = f.path.endswith(CODE_SUFFIXES)
         for line, text in f.added_lines:
             # A docstring or a comment is documentation too: ``httpx.URL("https://jo:a%20secret@…")``
             # in a class docstring is a sample, unless the value looks real.
             sample = fixture or line in f.prose_added
-            for kind, value in scan_matches(text):
+            for kind, value in scan_matches(text, code=code):
                 blocking = not sample or looks_real(kind, value)
                 findings.append(
                     Finding(

@@ -417,3 +417,28 @@ def test_security_evidence_shows_one_piece_of_code_once(make_repo) -> None:
     )
     logic = f.message.split("; also ")[-1] if f.rule != "security-logic" else f.message
     assert logic.count("FROM users") == 1, logic
+
+
+def test_a_parameter_annotated_secret_and_a_test_key_in_a_package_do_not_block(make_repo) -> None:
+    """tornado v5.1.0..v6.0.0 was blocked: `secret: _CookieSecretTypes,` (a parameter's type) read
+    as a secret assigned to a literal, and tornado/test/test.key as a secret file in the code."""
+    root = make_repo({"pkg/web.py": "def sign(secret, name):\n    return name\n", "pkg/test/__init__.py": ""})
+    findings = _commit_change(
+        root,
+        {
+            "pkg/web.py": "def sign(\n    secret: _CookieSecretTypes,\n    name: str,\n) -> str:\n    return name\n",
+            "pkg/test/test.key": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSj\n"
+            "-----END PRIVATE KEY-----\n",
+        },
+    )
+    assert decide(findings, "high") != "blocked", [f.message for f in findings if f.blocking]
+    assert any(f.rule == "secret-in-fixture" and f.file == "pkg/test/test.key" for f in findings)
+    # A quoted literal in code, and an unquoted value in a YAML file, still block.
+    findings = _commit_change(
+        root,
+        {
+            "pkg/settings.py": 'API_SECRET = "f8Kq2LmZr7XwPb3N"\n',
+            "deploy.yaml": "secret: f8Kq2LmZr7XwPb3N\n",
+        },
+    )
+    assert {f.file for f in findings if f.blocking} == {"pkg/settings.py", "deploy.yaml"}
