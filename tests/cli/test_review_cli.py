@@ -299,3 +299,21 @@ def test_json_with_another_output_format_is_a_usage_error(make_repo) -> None:
     assert error["error_code"] == "USAGE" and "--output sarif" in error["error_message"]
     same = run_semfora("ci", "--mode", "commit", "--output", "json", "--json", "--path", str(root))
     assert same.returncode == 1 and json.loads(same.stdout)["status"] == "changes_requested"
+
+
+def test_sarif_locations_are_uris_for_names_with_spaces_and_accents(make_repo) -> None:
+    """`my pkg/módulo #1.py` went into SARIF as it is: not a URI (a space, and `#` starts a
+    fragment), so code scanning could not place the alert."""
+    root = make_repo({"my pkg/módulo #1.py": "def ping(host):\n    return host\n"})
+    (root / "my pkg" / "módulo #1.py").write_text(
+        "import os\n\n\ndef ping(host):\n    return os.system(host)\n"
+    )
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "shell out")
+    out = run_semfora("ci", "--mode", "commit", "--no-model", "--output", "sarif", "--path", str(root))
+    assert out.returncode == 1, out.stderr
+    uris = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in json.loads(out.stdout)["runs"][0]["results"]
+    }
+    assert uris == {"my%20pkg/m%C3%B3dulo%20%231.py"}
