@@ -93,6 +93,7 @@ class ShallowClone(RefNotFound):
 # Dynamic code execution: the risk tables (engine.semantic.risk) cover effects on the outside world;
 # a reviewer also wants to know when a change starts running code built from data. Dynamic imports
 # (importlib.import_module, __import__) are left out: lazy imports of constant names are everywhere.
+_DYNAMIC_IMPORTS = frozenset({"__import__", "importlib.import_module"})
 _EVAL_CALLS = frozenset(
     {
         "eval",
@@ -134,6 +135,8 @@ def classify_call(call: CallSite, language: str, aliases: Mapping[str, str] | No
         dotted = f"{aliases.get(root, root)}{dot}{rest}.{call.name}"
     else:
         dotted = aliases.get(call.name, call.name)
+    if dotted in _DYNAMIC_IMPORTS:
+        return None  # the risk tables count it as running code; as a new effect it is an import
     js_exec = call.name == "exec" and language in ("javascript", "typescript", "tsx")
     if not js_exec and (dotted in _EVAL_CALLS or (not call.receiver and call.name in _EVAL_CALLS)):
         return "eval"

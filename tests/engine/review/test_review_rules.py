@@ -442,3 +442,27 @@ def test_a_parameter_annotated_secret_and_a_test_key_in_a_package_do_not_block(m
         },
     )
     assert {f.file for f in findings if f.blocking} == {"pkg/settings.py", "deploy.yaml"}
+
+
+def test_a_dynamic_import_is_no_new_subprocess(make_repo) -> None:
+    """pip's vendored packaging bump: 'new subprocess use in _get_manylinux_module: __import__'
+    (high); a lazy import runs no command."""
+    root = make_repo({"pkg/plat.py": "def load(name):\n    return name\n"})
+    findings = _commit_change(
+        root,
+        {
+            "pkg/plat.py": "import importlib\n\n\ndef load(name):\n    importlib.import_module(name)\n    return __import__(name)\n"
+        },
+    )
+    assert not [f for f in findings if f.rule and f.rule.startswith("new-")]
+
+
+def test_a_ca_bundle_update_does_not_block_but_a_private_key_does(make_repo) -> None:
+    """pip 8c903dfc (certifi's cacert.pem updated) was blocked as 'a secret-bearing file'."""
+    cert = "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBa\n-----END CERTIFICATE-----\n"
+    root = make_repo({"pkg/cacert.pem": cert})
+    findings = _commit_change(root, {"pkg/cacert.pem": cert + "# Issuer: CN=New Root\n" + cert})
+    assert not [f for f in findings if f.type == "secrets"]
+    key = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSj\n-----END PRIVATE KEY-----\n"
+    findings = _commit_change(root, {"pkg/server.pem": cert + key})
+    assert [(f.rule, f.blocking) for f in findings if f.type == "secrets"] == [("secret-file", True)]
