@@ -155,6 +155,19 @@ def is_fixture_path(path: str) -> bool:
     return kind in (PathKind.TEST, PathKind.DOCS, PathKind.EXAMPLE) or bool(FIXTURE_DIRS.search(path))
 
 
+# Files that may hold certificates only (public) or a private key too (a secret).
+CERTIFICATE_SUFFIXES = (".pem", ".crt", ".cer")
+
+
+def _certificates_only(f: FileChange) -> bool:
+    """A PEM file whose added lines are certificates and no private key: a CA bundle update
+    (pip vendoring certifi's cacert.pem) blocked the merge as 'a secret-bearing file'."""
+    if f.binary or not f.path.lower().endswith(CERTIFICATE_SUFFIXES) or not f.added_lines:
+        return False
+    text = "\n".join(t for _, t in f.added_lines)
+    return "-----BEGIN CERTIFICATE-----" in text and "PRIVATE KEY" not in text
+
+
 def scan_files(files: Iterable[FileChange]) -> list[Finding]:
     findings: list[Finding] = []
     for f in files:
@@ -183,6 +196,8 @@ def scan_files(files: Iterable[FileChange]) -> list[Finding]:
                 )
                 continue
             matched = []  # settings only: its lines are scanned like any other file's
+        if matched and _certificates_only(f):
+            matched = []  # a CA bundle (certifi's cacert.pem): public certificates, no key
         if matched:
             # ``app/secrets.py`` matches by a word in its name only: code about secrets, probably.
             by_word_only = all(p in SUGGESTIVE_PATTERNS for p in matched) and f.path.endswith(CODE_SUFFIXES)
