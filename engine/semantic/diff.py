@@ -94,6 +94,9 @@ class ShallowClone(RefNotFound):
 # a reviewer also wants to know when a change starts running code built from data. Dynamic imports
 # (importlib.import_module, __import__) are left out: lazy imports of constant names are everywhere.
 _DYNAMIC_IMPORTS = frozenset({"__import__", "importlib.import_module"})
+# Functions of a module the risk tables count as filesystem writes as a whole (``shutil``) that
+# only read: finding a program on PATH is no new write.
+_READS_ONLY = frozenset({"shutil.which", "shutil.disk_usage", "shutil.get_terminal_size"})
 _EVAL_CALLS = frozenset(
     {
         "eval",
@@ -135,7 +138,7 @@ def classify_call(call: CallSite, language: str, aliases: Mapping[str, str] | No
         dotted = f"{aliases.get(root, root)}{dot}{rest}.{call.name}"
     else:
         dotted = aliases.get(call.name, call.name)
-    if dotted in _DYNAMIC_IMPORTS:
+    if dotted in _DYNAMIC_IMPORTS or dotted in _READS_ONLY:
         return None  # the risk tables count it as running code; as a new effect it is an import
     js_exec = call.name == "exec" and language in ("javascript", "typescript", "tsx")
     if not js_exec and (dotted in _EVAL_CALLS or (not call.receiver and call.name in _EVAL_CALLS)):

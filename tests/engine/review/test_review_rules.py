@@ -466,3 +466,16 @@ def test_a_ca_bundle_update_does_not_block_but_a_private_key_does(make_repo) -> 
     key = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSj\n-----END PRIVATE KEY-----\n"
     findings = _commit_change(root, {"pkg/server.pem": cert + key})
     assert [(f.rule, f.blocking) for f in findings if f.type == "secrets"] == [("secret-file", True)]
+
+
+def test_finding_a_program_on_path_is_no_new_filesystem_write(make_repo) -> None:
+    """click 9835b0f7: 'new filesystem use in _resolve_pager_command: shutil.which'."""
+    root = make_repo({"pkg/pager.py": "def resolve(cmd):\n    return cmd\n"})
+    findings = _commit_change(
+        root, {"pkg/pager.py": "import shutil\n\n\ndef resolve(cmd):\n    return shutil.which(cmd)\n"}
+    )
+    assert "new-filesystem" not in _rules(findings)
+    findings = _commit_change(
+        root, {"pkg/pager.py": "import shutil\n\n\ndef resolve(cmd):\n    shutil.rmtree(cmd)\n"}
+    )
+    assert "new-filesystem" in _rules(findings)
