@@ -997,11 +997,16 @@ def fold_same_symbol(findings: list[Finding]) -> list[Finding]:
                 _fold_rank(findings[i].rule),
             )
         )
-        lead, rest = members[0], members[1:]
+        lead = members[0]
+        # Two definitions of one name (an ``if``/``else`` pair) are two places to read: a rule's
+        # own findings stay apart, only other rules' fold in.
+        rest = [i for i in members[1:] if findings[i].rule != findings[lead].rule]
+        if not rest:
+            continue
         head = findings[lead]
         out[lead] = replace(
             head,
-            severity=max((findings[i].severity for i in members), key=lambda x: SEVERITY_ORDER[x]),
+            severity=max((findings[i].severity for i in (lead, *rest)), key=lambda x: SEVERITY_ORDER[x]),
             message="; also ".join([head.message, *(findings[i].message for i in rest)]),
             blocking=head.blocking or any(findings[i].blocking for i in rest),
             also=(*head.also, *(findings[i].rule or "" for i in rest)),

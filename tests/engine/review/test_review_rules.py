@@ -479,3 +479,15 @@ def test_finding_a_program_on_path_is_no_new_filesystem_write(make_repo) -> None
         root, {"pkg/pager.py": "import shutil\n\n\ndef resolve(cmd):\n    shutil.rmtree(cmd)\n"}
     )
     assert "new-filesystem" in _rules(findings)
+
+
+def test_two_definitions_of_one_name_keep_their_own_findings(make_repo) -> None:
+    """urllib3 e18a0d1a: `_tunnel` defined in both branches of a version check; its two
+    security-logic findings were folded into one message that said the same thing twice."""
+    branch = "        def _tunnel(self):\n            return self.host\n"
+    before = f"import sys\n\n\nclass Conn:\n    if sys.version_info < (3, 12):\n{branch}    else:\n{branch}"
+    root = make_repo({"conn.py": before})
+    fixed = "        def _tunnel(self):\n            if '\\r\\n' in self.host:\n                raise ValueError('control characters')\n            return self.host\n"
+    findings = _commit_change(root, {"conn.py": before.replace(branch, fixed)})
+    logic = [f for f in findings if f.rule == "security-logic"]
+    assert [f.line for f in logic] == [6, 11] and all("; also" not in f.message for f in logic)
