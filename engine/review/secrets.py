@@ -13,6 +13,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
 
 from engine.policy.content import find_secrets
 from engine.policy.names import DEFAULT_DENY, SUGGESTIVE_PATTERNS, is_secret_name, secret_patterns_matching
@@ -168,6 +169,40 @@ def _certificates_only(f: FileChange) -> bool:
     return "-----BEGIN CERTIFICATE-----" in text and "PRIVATE KEY" not in text
 
 
+# More sample secrets than this in one file are one remark with their lines: a test module of
+# URL parsing holds a dozen ``user:pass@`` samples, and a dozen identical remarks say no more.
+MAX_SAMPLE_REMARKS = 3
+
+
+_SAMPLE_WHERE = re.compile(r" in (?:a document, example or test fixture|a docstring or comment) \(")
+
+
+def _collapse_samples(findings: list[Finding]) -> list[Finding]:
+    by_file: dict[str | None, list[Finding]] = {}
+    for f in findings:
+        if f.rule == "secret-in-fixture" and f.line is not None:
+            by_file.setdefault(f.file, []).append(f)
+    out: list[Finding] = []
+    done: set[str | None] = set()
+    for f in findings:
+        samples = by_file.get(f.file, [])
+        if f not in samples or len(samples) <= MAX_SAMPLE_REMARKS:
+            out.append(f)
+        elif f.file not in done:
+            done.add(f.file)
+            lines = ", ".join(str(x.line) for x in samples[:10]) + (" ..." if len(samples) > 10 else "")
+            kinds = ", ".join(dict.fromkeys(_SAMPLE_WHERE.split(x.message, 1)[0] for x in samples))
+            out.append(
+                replace(
+                    f,
+                    message=f"{len(samples)} sample secrets ({kinds}) in {f.file}, lines {lines}: "
+                    "reported, not blocking; make sure none is a real credential",
+                    count=len(samples),
+                )
+            )
+    return out
+
+
 def scan_files(files: Iterable[FileChange]) -> list[Finding]:
     findings: list[Finding] = []
     for f in files:
@@ -241,4 +276,4 @@ def scan_files(files: Iterable[FileChange]) -> list[Finding]:
                         blocking=blocking,
                     )
                 )
-    return findings
+    return _collapse_samples(findings)

@@ -491,3 +491,17 @@ def test_two_definitions_of_one_name_keep_their_own_findings(make_repo) -> None:
     findings = _commit_change(root, {"conn.py": before.replace(branch, fixed)})
     logic = [f for f in findings if f.rule == "security-logic"]
     assert [f.line for f in logic] == [6, 11] and all("; also" not in f.message for f in logic)
+
+
+def test_many_sample_secrets_in_one_test_file_are_one_remark(make_repo) -> None:
+    """urllib3 5cf02470: twelve `user:pass@host` URLs in test/test_util.py were twelve remarks."""
+    root = make_repo({"tests/test_url.py": "def test_x():\n    pass\n"})
+    urls = "".join(f'    ("http://user{i}:Secr3tPassw0rd{i}@host{i}/", "x"),\n' for i in range(6))
+    findings = _commit_change(
+        root, {"tests/test_url.py": "CASES = [\n" + urls + "]\n\n\ndef test_x():\n    pass\n"}
+    )
+    samples = [f for f in findings if f.rule == "secret-in-fixture"]
+    assert len(samples) == 1 and samples[0].count == 6 and samples[0].severity == "info"
+    assert samples[0].message.startswith(
+        "6 sample secrets (credentials in a URL) in tests/test_url.py, lines 2, 3, 4"
+    )
