@@ -570,7 +570,10 @@ def match(
             said = word if isinstance(word, str) else (word.group(0) if word else "")
             if said.lower() not in {t.lower() for t in strong}:  # not "`redirect`, its name (`redirect`)"
                 evidence.append(f"its name (`{said}`)" if said else "its name")
-        evidence.extend(f"calls `{c}`" for c in dict.fromkeys(called))
+        shown = {t.strip("`") for t in evidence}
+        evidence.extend(
+            f"calls `{c}`" for c in dict.fromkeys(called) if c not in shown
+        )  # not "`os.system`, calls `os.system`"
         if not strong:
             evidence.extend(f"`{t}`" for t in dict.fromkeys(weak))
         out.append(Match(concern, tuple(evidence[:4]), strength))

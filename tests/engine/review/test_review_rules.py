@@ -505,3 +505,11 @@ def test_many_sample_secrets_in_one_test_file_are_one_remark(make_repo) -> None:
     assert samples[0].message.startswith(
         "6 sample secrets (credentials in a URL) in tests/test_url.py, lines 2, 3, 4"
     )
+
+
+def test_security_evidence_does_not_name_one_call_twice(make_repo) -> None:
+    """'security-sensitive logic added in f (subprocess and shell commands): `os.system`, calls `os.system`'."""
+    root = make_repo({"pkg/run.py": "def f(x):\n    return x\n"})
+    findings = _commit_change(root, {"pkg/run.py": "import os\n\n\ndef f(x):\n    os.system(x)\n"})
+    (f,) = [f for f in findings if f.symbol == "f"]
+    assert "`os.system`" in f.message and "calls `os.system`" not in f.message, f.message
