@@ -597,6 +597,11 @@ def _is_test(f: FileChange, s: SymbolChange) -> bool:
     return True
 
 
+def _first_names(names: list[str], limit: int = 5) -> str:
+    """``a, b, c, d, e and 3 more``."""
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
 def rule_tests_removed(diff: SemanticDiff) -> list[Finding]:
     """Tests deleted without replacement, other than tests of code the same change removes."""
     removed_code = {
@@ -631,8 +636,18 @@ def rule_tests_removed(diff: SemanticDiff) -> list[Finding]:
                     )
                 )
                 continue
+            tests = [t for t in f.symbols if _is_test(f, t) and t.kind in FUNCTION_KINDS]
+            what = f" with its {plural(len(tests), 'test')}" if tests else ""
+            names = _first_names([t.qualified_name for t in tests])
             out.append(
-                Finding("medium", "testing", f"test file deleted: {f.path}", f.path, rule="tests-removed")
+                Finding(
+                    "medium",
+                    "testing",
+                    f"test file deleted{what}: {f.path}" + (f" ({names})" if names else ""),
+                    f.path,
+                    rule="tests-removed",
+                    count=max(1, len(tests)),
+                )
             )
             continue
         tests = [s for s in f.symbols if _is_test(f, s)]
@@ -647,13 +662,12 @@ def rule_tests_removed(diff: SemanticDiff) -> list[Finding]:
             continue  # replaced: as many tests written as deleted
         if not removed_functions and all(s.kind in CONTAINER_KINDS for s in removed):
             removed_functions = removed
-        names = ", ".join(s.qualified_name for s in removed_functions[:5])
-        more = f" and {len(removed_functions) - 5} more" if len(removed_functions) > 5 else ""
+        names = _first_names([s.qualified_name for s in removed_functions])
         out.append(
             Finding(
                 "medium",
                 "testing",
-                f"{plural(len(removed_functions), 'test')} removed without replacement: {names}{more}",
+                f"{plural(len(removed_functions), 'test')} removed without replacement: {names}",
                 f.path,
                 None,
                 removed_functions[0].qualified_name,

@@ -513,3 +513,17 @@ def test_security_evidence_does_not_name_one_call_twice(make_repo) -> None:
     findings = _commit_change(root, {"pkg/run.py": "import os\n\n\ndef f(x):\n    os.system(x)\n"})
     (f,) = [f for f in findings if f.symbol == "f"]
     assert "`os.system`" in f.message and "calls `os.system`" not in f.message, f.message
+
+
+def test_a_deleted_test_file_says_which_tests_went_with_it(make_repo) -> None:
+    """'test file deleted: tests/test_core.py' did not say it took two tests with it."""
+    root = make_repo(
+        {
+            "pkg/core.py": "def parse(t):\n    return t\n",
+            "tests/test_core.py": "def test_parse():\n    pass\n\n\ndef test_empty():\n    pass\n",
+        }
+    )
+    findings = _commit_change(root, {"tests/test_core.py": None})
+    (f,) = [f for f in findings if f.rule == "tests-removed"]
+    assert f.message == "test file deleted with its 2 tests: tests/test_core.py (test_parse, test_empty)"
+    assert (f.severity, f.count) == ("medium", 2)
