@@ -1808,9 +1808,28 @@ class _Collector:
         importers = _find_stale_importers(repo, rng.target_sha, all_changes, staged=rng.staged)
         for key, changes in self.per_file.items():
             self.per_file[key] = [
-                replace(c, importers=tuple(importers.get(c.id, ()))) if c.id in importers else c
+                self._still_bound(
+                    replace(c, importers=tuple(importers.get(c.id, ()))) if c.id in importers else c
+                )
                 for c in (self._with_callers(c, found, graph) for c in changes)
             ]
+
+    def _still_bound(self, c: SymbolChange) -> SymbolChange:
+        """A removed module-level Python definition whose module still binds its name another way
+        (``from functools import cache as _cache`` beside a removed fallback ``def _cache``)."""
+        if c.change != "removed" or c.language != "python" or "." in c.qualified_name:
+            return c
+        side = self.new_sides.get(c.file)
+        if c.still_importable is not None or side is None or not side.text:
+            return c
+        from engine.semantic.surface import module_surface
+
+        surface = module_surface(side.text)
+        return (
+            replace(c, still_importable=True)
+            if surface is not None and surface.binds(c.qualified_name)
+            else c
+        )
 
     def _with_callers(
         self,

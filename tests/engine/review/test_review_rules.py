@@ -527,3 +527,16 @@ def test_a_deleted_test_file_says_which_tests_went_with_it(make_repo) -> None:
     (f,) = [f for f in findings if f.rule == "tests-removed"]
     assert f.message == "test file deleted with its 2 tests: tests/test_core.py (test_parse, test_empty)"
     assert (f.severity, f.count) == ("medium", 2)
+
+
+def test_a_removed_fallback_whose_name_is_still_imported_is_not_dangling(make_repo) -> None:
+    """The fallback `def _cache` of a `try: from functools import cache as _cache` goes; the
+    import stays, so `_cache(...)` below still resolves: no NameError to report."""
+    before = (
+        "try:\n    from functools import cache as _cache\nexcept ImportError:\n    pass\n\n\n"
+        "def _cache(f):\n    return f\n\n\n@_cache\ndef answer():\n    return _cache(42)\n"
+    )
+    root = make_repo({"pkg/compat.py": before})
+    after = before.replace("def _cache(f):\n    return f\n\n\n", "")
+    findings = _commit_change(root, {"pkg/compat.py": after})
+    assert "removed-still-called" not in _rules(findings)
