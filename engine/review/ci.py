@@ -105,23 +105,27 @@ class ReviewReport:
             where = f"{f.file}:{f.line}" if f.file and f.line else (f.file or "-")
             sym = f" [{f.symbol}]" if f.symbol else ""
             lines.append(f"  {'INFO':<6} {f.type:<11} {where}{sym}  {_indented(f.message)}")
-        if self.files:
-            lines.append(f"files ({len(self.files)}):")
-            for entry in self.files[:MAX_TEXT_ROWS]:
-                lines.append(f"  {_file_line(entry)}")
-            if len(self.files) > MAX_TEXT_ROWS:
-                lines.append(f"  ... {len(self.files) - MAX_TEXT_ROWS} more")
-        if self.changed_symbols:
-            lines.append(f"changed symbols ({len(self.changed_symbols)}):")
-            for s in self.changed_symbols[:MAX_TEXT_ROWS]:
-                lines.append(f"  {s['change']:<8} {s['kind']:<8} {s['symbol']}  {s['file']}:{s['line']}")
-            if len(self.changed_symbols) > MAX_TEXT_ROWS:
-                lines.append(f"  ... {len(self.changed_symbols) - MAX_TEXT_ROWS} more")
+        lines += _listing("files", [_file_line(entry) for entry in self.files])
+        lines += _listing(
+            "changed symbols",
+            [
+                f"{s['change']:<8} {s['kind']:<8} {s['symbol']}  {s['file']}:{s['line']}"
+                for s in self.changed_symbols
+            ],
+        )
         return "\n".join(lines)
 
 
 # Files and changed symbols listed in the text report; the JSON report has them all.
 MAX_TEXT_ROWS = 50
+
+
+def _listing(title: str, rows: list[str]) -> list[str]:
+    """``title (N):`` and the first rows, indented; nothing when there are none."""
+    if not rows:
+        return []
+    more = [f"  ... {len(rows) - MAX_TEXT_ROWS} more"] if len(rows) > MAX_TEXT_ROWS else []
+    return [f"{title} ({len(rows)}):", *(f"  {row}" for row in rows[:MAX_TEXT_ROWS]), *more]
 
 
 def _file_line(entry: Mapping[str, Any]) -> str:
