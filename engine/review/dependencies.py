@@ -1,6 +1,7 @@
 """Dependency changes in a review: what a diff of manifest lines leaves for the reader to work out.
 
-Reads the added and removed lines of Python requirement files (``requirements*.txt``, ``*.in``,
+Reads the added and removed lines of Python requirement files (``requirements*.txt`` and ``.in``,
+``constraints*.txt``,
 ``pyproject.toml``, ``setup.cfg``, ``setup.py``) and ``package.json``, pairs requirements by
 name, and says what changed: a pinned version lowered, a dependency installed from outside the
 package index (a URL, a VCS or a local path), or the plain list of upgrades, additions and
@@ -16,7 +17,7 @@ from pathlib import PurePosixPath
 from engine.review.findings import Finding
 from engine.semantic.diff import FileChange, SemanticDiff
 
-PYTHON_MANIFESTS = frozenset({"pyproject.toml", "setup.cfg", "setup.py", "pipfile"})
+PYTHON_MANIFESTS = frozenset({"pyproject.toml", "setup.cfg", "setup.py"})
 # Requirements listed in a remark before the rest are counted: a lock-file refresh changes hundreds.
 MAX_LISTED = 6
 # ``name[extra] op version, op version ; marker`` or ``name @ url``, as pip reads a requirement.
@@ -54,8 +55,8 @@ class Requirement:
 
 
 def _manifest_kind(path: str) -> str | None:
-    """ "js", "requirements" (one requirement a line), "python" (quoted in TOML or Python, or
-    indented in setup.cfg), or None for any other file."""
+    """How the file lists requirements: ``js`` (package.json), ``requirements`` (one a line),
+    ``setup.cfg`` (indented), ``python`` (quoted, in TOML or Python), or None."""
     name = PurePosixPath(path).name.lower()
     if name == "package.json":
         return "js"
