@@ -23,7 +23,7 @@ from engine.repo import git
 from engine.semantic.model import CallSite, FileAnalysis, Symbol
 
 if TYPE_CHECKING:
-    from engine.semantic.surface import NormalizedCode
+    from engine.semantic.surface import ModuleSurface, NormalizedCode
 
 _log = logging.getLogger(__name__)
 
@@ -1489,6 +1489,8 @@ def _find_stale_importers(
     for c in changes:
         if c.change != "removed" or c.language != "python" or "." in c.qualified_name:
             continue
+        if c.file.endswith(".pyi"):
+            continue  # a stub removed beside its module: the module still defines the name
         module = module_name(c.file)
         if module and c.kind in ("function", "class"):
             wanted[(module, c.qualified_name)] = c.id
@@ -1647,6 +1649,8 @@ class _Collector:
         self.per_file: dict[str, list[SymbolChange]] = {}
         self.left_old: list[tuple[_Side, int]] = []
         self.left_new: list[tuple[_Side, int]] = []
+        # Target-side module surfaces read for removed definitions, by path (one parse a file).
+        self.bound_names: dict[str, ModuleSurface | None] = {}
 
     def _note(self, entry: _Entry, old: bytes | None, new: bytes | None, language: str | None) -> str | None:
         if _is_binary(old) or _is_binary(new):
@@ -1824,7 +1828,9 @@ class _Collector:
             return c
         from engine.semantic.surface import module_surface
 
-        surface = module_surface(side.text)
+        if c.file not in self.bound_names:
+            self.bound_names[c.file] = module_surface(side.text)
+        surface = self.bound_names[c.file]
         return (
             replace(c, still_importable=True)
             if surface is not None and surface.binds(c.qualified_name)
