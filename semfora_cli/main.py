@@ -202,7 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--mode", choices=["pr", "commit"], required=True, help="review a pull request or one commit"
     )
-    p.add_argument("--base", default=None, help="with --mode pr: the branch the PR merges into")
+    p.add_argument(
+        "--base", default=None, help="with --mode pr: the branch the PR merges into (or the range BASE..HEAD)"
+    )
     p.add_argument("--head", default=None, help="with --mode pr: the PR's head (default HEAD)")
     p.add_argument(
         "--commit",

@@ -20,6 +20,7 @@ from engine.review.rules import run_rules
 from engine.semantic.diff import (
     MAX_ANALYZED_BYTES,
     STAGED,
+    SYMLINK_MODE,
     WORKING,
     Progress,
     SemanticDiff,
@@ -104,13 +105,42 @@ class ReviewReport:
             where = f"{f.file}:{f.line}" if f.file and f.line else (f.file or "-")
             sym = f" [{f.symbol}]" if f.symbol else ""
             lines.append(f"  {'INFO':<6} {f.type:<11} {where}{sym}  {_indented(f.message)}")
-        if self.changed_symbols:
-            lines.append(f"changed symbols ({len(self.changed_symbols)}):")
-            for s in self.changed_symbols[:50]:
-                lines.append(f"  {s['change']:<8} {s['kind']:<8} {s['symbol']}  {s['file']}:{s['line']}")
-            if len(self.changed_symbols) > 50:
-                lines.append(f"  ... {len(self.changed_symbols) - 50} more")
+        lines += _listing("files", [_file_line(entry) for entry in self.files])
+        lines += _listing(
+            "changed symbols",
+            [
+                f"{s['change']:<8} {s['kind']:<8} {s['symbol']}  {s['file']}:{s['line']}"
+                for s in self.changed_symbols
+            ],
+        )
         return "\n".join(lines)
+
+
+# Files and changed symbols listed in the text report; the JSON report has them all.
+MAX_TEXT_ROWS = 50
+
+
+def _listing(title: str, rows: list[str]) -> list[str]:
+    """``title (N):`` and the first rows, indented; nothing when there are none."""
+    if not rows:
+        return []
+    more = [f"  ... {len(rows) - MAX_TEXT_ROWS} more"] if len(rows) > MAX_TEXT_ROWS else []
+    return [f"{title} ({len(rows)}):", *(f"  {row}" for row in rows[:MAX_TEXT_ROWS]), *more]
+
+
+def _file_line(entry: Mapping[str, Any]) -> str:
+    """``renamed  pkg/cli.py -> pkg/command.py  +1 -0 (binary file: not analysed)``."""
+    path = f"{entry['old_path']} -> {entry['path']}" if entry.get("old_path") else entry["path"]
+    extra = []
+    if entry.get("note"):
+        extra.append(entry["note"])
+    before, after = entry.get("mode_before"), entry.get("mode_after")
+    if before and after and before != after:
+        extra.append(f"mode {before} -> {after}")
+    elif after == SYMLINK_MODE:
+        extra.append("symlink")
+    counts = f"  +{entry['lines_added']} -{entry['lines_removed']}" if not entry.get("binary") else ""
+    return f"{entry['status']:<8} {path}{counts}" + (f" ({'; '.join(extra)})" if extra else "")
 
 
 # A model's finding may run over several lines: they stay under their finding, indented this much.
@@ -159,6 +189,16 @@ def semantic_diff_for(
     if mode == "pr":
         if not base:
             raise UsageError("--mode pr needs --base (and --head, default HEAD)")
+        if ".." in base:
+            # ``--base main..feature`` (or ``main...feature``), as ``semfora diff`` and git take a
+            # range: the PR's base and head in one (the review uses the merge base either way).
+            if head:
+                raise UsageError(
+                    f"--base {base} is a range and --head {head} names the head too: "
+                    "give --base the branch alone (--base A --head B)"
+                )
+            base, _, head = base.replace("...", "..").partition("..")
+            base = base or "HEAD"
         if commit:
             raise UsageError("--commit belongs to --mode commit; use --base/--head with --mode pr")
         return analyze_range(
@@ -171,6 +211,12 @@ def semantic_diff_for(
         )
     if base or head:
         raise UsageError("--base/--head belong to --mode pr; use --commit with --mode commit")
+    if commit and ".." in commit:
+        left, _, right = commit.replace("...", "..").partition("..")
+        raise UsageError(
+            f"--commit takes one commit, not the range {commit}; to review the range, use "
+            f"--mode pr --base {left or 'HEAD'} --head {right or 'HEAD'}"
+        )
     work_tree = (commit or "").upper()
     if work_tree in (STAGED, WORKING):
         # STAGED: a pre-commit hook, what is about to be committed. WORKING: everything not yet
@@ -294,6 +340,11 @@ def review(
                 "status": f.status,
                 "lines_added": f.lines_added,
                 "lines_removed": f.lines_removed,
+                "old_path": f.old_path,
+                "binary": f.binary,
+                "note": f.note,
+                "mode_before": f.mode_before or None,
+                "mode_after": f.mode_after or None,
             }
             for f in diff.files
         ),

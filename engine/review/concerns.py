@@ -500,6 +500,27 @@ def _call_hits(concern: Concern, family: str, calls: Iterable[str]) -> list[str]
     return out
 
 
+# Two terms that share this many characters are two cuts of one piece of code (``execute("SELECT
+# * FROM users WHERE name `` and ``SELECT * FROM users WHERE name = '" + na``): shown once.
+SAME_TEXT_CHARS = 12
+
+
+def _distinct(terms: Iterable[str]) -> list[str]:
+    """The terms in order, without one that repeats (in part) the text of a term already kept."""
+    from difflib import SequenceMatcher
+
+    kept: list[str] = []
+    for term in dict.fromkeys(terms):
+        if any(
+            SequenceMatcher(None, k, term, autojunk=False).find_longest_match().size
+            >= min(SAME_TEXT_CHARS, len(term))
+            for k in kept
+        ):
+            continue
+        kept.append(term)
+    return kept
+
+
 def match(
     qualified: str,
     changed_code: str,
@@ -542,14 +563,17 @@ def match(
         supported = bool(strong) or (bool(named) and bool(code.strip())) or (bool(called) and bool(weak))
         if not supported or (strong_only and not strong):
             continue
-        evidence = [f"`{t}`" for t in dict.fromkeys(strong)]
+        evidence = [f"`{t}`" for t in _distinct(strong)]
         if named:
             # Which word of the name: "its name" alone left the reader guessing.
             word = named[0] if named[0] in words else re.search(named[0], lowered)
             said = word if isinstance(word, str) else (word.group(0) if word else "")
             if said.lower() not in {t.lower() for t in strong}:  # not "`redirect`, its name (`redirect`)"
                 evidence.append(f"its name (`{said}`)" if said else "its name")
-        evidence.extend(f"calls `{c}`" for c in dict.fromkeys(called))
+        shown = {t.strip("`") for t in evidence}
+        evidence.extend(
+            f"calls `{c}`" for c in dict.fromkeys(called) if c not in shown
+        )  # not "`os.system`, calls `os.system`"
         if not strong:
             evidence.extend(f"`{t}`" for t in dict.fromkeys(weak))
         out.append(Match(concern, tuple(evidence[:4]), strength))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from engine import __version__
 
@@ -44,7 +45,10 @@ def _location(f: Finding, fallback: str | None) -> dict[str, Any] | None:
     path = f.file or fallback
     if not path:
         return None
-    physical: dict[str, Any] = {"artifactLocation": {"uri": path, "uriBaseId": "%SRCROOT%"}}
+    # A URI reference, not a path: ``my pkg/módulo ü.py`` is ``my%20pkg/m%C3%B3dulo%20%C3%BC.py``,
+    # and a ``#`` in a name would otherwise start a fragment.
+    uri = quote(path, safe="/")
+    physical: dict[str, Any] = {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"}}
     # A file-level finding (a removed symbol, a deleted test file) points at the file's first line:
     # code scanning needs a region to show it.
     physical["region"] = {"startLine": f.line if f.file and f.line else 1}

@@ -24,6 +24,20 @@ MAX_LINES_CHARS_PER_FILE = 4_000
 MAX_PROMPT_CHARS = 40_000
 # The reply is a short JSON document; this bounds cost if the model rambles.
 REVIEW_MAX_TOKENS = 2_000
+# Severities models use beyond the three asked for: "critical" is the most severe, not the least
+# (it became "low", so the gate approved what the model called critical).
+SEVERITY_ALIASES = {
+    "critical": "high",
+    "blocker": "high",
+    "severe": "high",
+    "error": "high",
+    "major": "medium",
+    "moderate": "medium",
+    "warning": "medium",
+    "minor": "low",
+    "trivial": "low",
+    "nit": "low",
+}
 FINDING_TYPES = ("security", "correctness", "testing", "architecture", "api", "performance", "style")
 
 SYSTEM_PROMPT = """You review code changes for a CI pipeline. You get a semantic diff (symbols added, \
@@ -119,11 +133,18 @@ def parse_reply(text: str) -> tuple[str, list[Finding], str | None]:
         return "", [], "the model reply was not a JSON object; model findings ignored"
     findings: list[Finding] = []
     for item in data.get("findings") or []:
-        if not isinstance(item, dict) or not isinstance(item.get("message"), str):
-            continue
-        severity = str(item.get("severity", "low")).lower()
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("message"), str)
+            or not item["message"].strip()
+        ):
+            continue  # a finding with nothing to read is no finding
+        severity = str(item.get("severity", "low")).strip().lower()
+        severity = SEVERITY_ALIASES.get(severity, severity)
         kind = str(item.get("type", "correctness")).lower()
         line = item.get("line")
+        if isinstance(line, str) and line.strip().isdigit():
+            line = int(line)
         file = _repository_path(item.get("file"))
         findings.append(
             Finding(

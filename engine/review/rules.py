@@ -9,17 +9,19 @@ no findings: a reviewer reads them in seconds.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import PurePosixPath
 
 from engine.policy.paths import is_test_path
+from engine.review.dependencies import rule_dependencies
 from engine.review.findings import SEVERITY_ORDER, Finding, Severity
 from engine.review.secrets import scan_files
 from engine.review.security import housekeeping_only, moved_lines, rule_security_logic
-from engine.semantic.diff import FileChange, SemanticDiff, SymbolChange
+from engine.semantic.diff import CallerRef, FileChange, SemanticDiff, SymbolChange
 from engine.semantic.graph import family
-from engine.semantic.surface import SOURCE_ROOTS, is_private_name
+from engine.semantic.surface import SOURCE_ROOTS, is_private_name, module_name
 from engine.words import plural
 
 # A function longer than this no longer fits on one screen; reviewers skim such code.
@@ -60,13 +62,48 @@ def _reviewable(diff: SemanticDiff, path: str) -> bool:
     return diff.in_library(path) and not path.endswith(DOC_SUFFIXES)
 
 
+def _effect_calls(reasons: Iterable[str]) -> dict[str, list[str]]:
+    """``network: requests.get, requests.post`` -> {"network": ["requests.get", "requests.post"]}
+    (complexity is no effect: size and nesting have their own rule)."""
+    out: dict[str, list[str]] = {}
+    for reason in reasons:
+        category, sep, detail = reason.partition(": ")
+        if sep and not category.startswith("complexity"):
+            out.setdefault(category, []).extend(d for d in detail.split(", ") if d)
+    return out
+
+
+def _called_name(call: str) -> str:
+    """``subprocess.Popen`` -> ``Popen``; ``os.open(flags=...)`` -> ``open(flags=...)``."""
+    name, paren, args = call.partition("(")
+    return name.rsplit(".", 1)[-1] + paren + args
+
+
+def _added_effects(s: SymbolChange) -> list[str]:
+    """The effects the change added to ``s``, each with only the calls that are new: a reason
+    whose list of calls changed (``network: requests.get`` -> ``network: requests.get,
+    requests.post``) names the calls the function already made too. Compared by category and
+    called name, as new external calls are (``Popen`` and ``subprocess.Popen`` are one call)."""
+    before = {
+        (category, _called_name(call))
+        for category, calls in _effect_calls(s.risk_reasons_removed).items()
+        for call in calls
+    }
+    out = []
+    for category, calls in _effect_calls(s.risk_reasons_added).items():
+        new = [c for c in dict.fromkeys(calls) if (category, _called_name(c)) not in before]
+        if new:
+            out.append(f"{category}: {', '.join(new)}")
+    return out
+
+
 def rule_risk_raised(diff: SemanticDiff) -> list[Finding]:
     """A symbol gained an effect (not merely branches: size and nesting have their own rule)."""
     out = []
     for s in diff.symbols:
         if is_test_path(s.file) or not s.logic_changed:
             continue
-        effects = [r for r in s.risk_reasons_added if not r.startswith("complexity")]
+        effects = _added_effects(s)
         if s.risk_raised and s.change != "added" and effects:
             # A rise to high is worth a finding; a rise to medium is a remark: the new effect
             # itself, when it is external, has its own finding (new-network, new-filesystem...).
@@ -177,7 +214,11 @@ def _python_api_message(s: SymbolChange, removed_code: frozenset[str] = frozense
             return f"public {s.kind} {s.import_path} was removed"
         where = f"{s.old_qualified_name} is now {s.qualified_name}" if s.change == "renamed" else ""
         where = where or f"it moved to {s.file}"
-        return f"public {s.kind} {s.old_qualified_name or s.qualified_name} no longer imports from its old path ({where})"
+        old_name = s.old_qualified_name or s.qualified_name
+        old_module = module_name(s.old_file or s.file)
+        # The dotted path users import it by today (``pkg.command.main``), not the bare name.
+        old_path = f"{old_module}.{old_name}" if old_module else old_name
+        return f"public {s.kind} {old_path} no longer imports from its old path ({where})"
     if s.change == "modified" and s.kind not in CONTAINER_KINDS:
         changes = [c for c in s.parameter_changes if not _fallback_moved_to_default(c, removed_code)]
         if changes:
@@ -223,7 +264,10 @@ def rule_public_api(diff: SemanticDiff) -> list[Finding]:
             if message is None:
                 continue
             if s.callers_total:
-                message += f" ({plural(s.callers_total, 'call site')} to check)"
+                sites = _caller_sites(s)
+                message += f" ({plural(s.callers_total, 'call site')} to check" + (
+                    f": {sites})" if sites else ")"
+                )
             out.append(
                 Finding(
                     "medium",
@@ -284,6 +328,224 @@ def _collapse(findings: list[Finding]) -> Finding:
     )
 
 
+# --------------------------------------------------------------------------- SQL from strings
+
+# A SQL statement in a string literal, then glued to a value: ``"... WHERE name = '" + name``,
+# ``"... %s" % name``, ``f"... {name}"``, ``"... {}".format(name)``. A query passed with its
+# parameters (``execute(sql, (name,))``) matches none of these.
+# SQL as people write it in code: keywords in capitals, or in lower case with a WHERE condition
+# (or ``insert into t (``); "please select a file from the list" is English.
+_SQL_WORDS = re.compile(
+    r"\b(?:SELECT\b.*?\bFROM|INSERT\s+INTO|UPDATE\s+[\w.]+\s+SET|DELETE\s+FROM"
+    r"|WHERE\s+[\w.]+\s*(?:=|<|>|!=|LIKE\b|IN\b))"
+    r"|(?i:\b(?:select|update|delete)\b.*\bwhere\s+[\w.]+\s*(?:=|<|>|!=|like\b|in\b)"
+    r"|\binsert\s+into\s+[\w.]+\s*\()"
+)
+_LITERAL = re.compile(
+    r"""(?P<prefix>(?<!\w)[rRbBuUfF]{0,2})(?P<q>["'])(?P<body>(?:\\.|(?!(?P=q)).)*)(?P=q)"""
+)
+# What glues a value to a literal: ``+ name``, ``% name``, ``.format(``; or ``name +`` before it.
+_GLUED_AFTER = re.compile(r"^\s*(?:\+\s*[\w(]|%\s*[\w(]|\.format\s*\()")
+_GLUED_BEFORE = re.compile(r"[\w)\]]\s*\+\s*$")
+
+
+def _builds_sql(text: str) -> bool:
+    """The line glues a value into the text of a SQL statement (``"... WHERE name = '" + name``,
+    ``"... %s" % name``, ``f"... {name}"``, ``"... {}".format(name)``); a query passed with its
+    parameters (``execute(sql, (name,))``) does not."""
+    for m in _LITERAL.finditer(text):
+        body = m.group("body")
+        if not _SQL_WORDS.search(body):
+            continue
+        if "f" in m.group("prefix").lower() and "{" in body:
+            return True
+        if _GLUED_AFTER.match(text[m.end() :]) or _GLUED_BEFORE.search(text[: m.start()]):
+            return True
+    return False
+
+
+_SQL_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "php", "ruby", "go", "java"})
+
+
+def rule_sql_from_strings(diff: SemanticDiff) -> list[Finding]:
+    """SQL the change builds by gluing values into the statement's text: an injection when a
+    value comes from a user. Only lines the change adds, and only what was not there before in
+    the same symbol (an edit next to an old concatenation is not news)."""
+    out = []
+    for f in diff.files:
+        if f.status == "deleted" or f.language not in _SQL_LANGUAGES or not _reviewable(diff, f.path):
+            continue
+        added = [(n, t) for n, t in f.added_lines if n not in f.prose_added and _builds_sql(t)]
+        if not added:
+            continue
+        before = Counter(" ".join(t.split()) for n, t in f.removed_lines if _builds_sql(t))
+        for n, text in added:
+            key = " ".join(text.split())
+            if before[key] > 0:
+                before[key] -= 1
+                continue
+            owner = _innermost(f.symbols, n)
+            where = f" in {owner}" if owner else ""
+            out.append(
+                Finding(
+                    "high",
+                    "security",
+                    f"SQL built from strings{where}: `{text.strip()[:100]}`; pass the values as query "
+                    "parameters (execute(sql, params)) instead",
+                    f.path,
+                    n,
+                    owner,
+                    rule="sql-from-strings",
+                )
+            )
+    return out
+
+
+def _innermost(symbols: Iterable[SymbolChange], line: int) -> str | None:
+    best: SymbolChange | None = None
+    for s in symbols:
+        inside = s.change != "removed" and s.start_line <= line <= s.end_line
+        if inside and (best is None or s.start_line >= best.start_line):
+            best = s
+    return best.qualified_name if best is not None else None
+
+
+# --------------------------------------------------------------------------- file modes
+
+
+def _escapes_repository(path: str, target: str) -> bool:
+    """A symlink at ``path`` pointing at ``target`` leaves the repository (absolute, or ``..``
+    past its root)."""
+    if target.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", target):
+        return True
+    depth = len(PurePosixPath(path).parts) - 1
+    for part in PurePosixPath(target).parts:
+        depth += -1 if part == ".." else (0 if part == "." else 1)
+        if depth < 0:
+            return True
+    return False
+
+
+def rule_file_modes(diff: SemanticDiff) -> list[Finding]:
+    """What a diff of lines does not show: a symlink that now points outside the repository
+    (whatever reads, packages or serves the file reads ``/etc/passwd`` or a home directory), and
+    a file that gained or lost its executable bit (a remark: usually deliberate, worth a glance)."""
+    from engine.semantic.diff import EXECUTABLE_MODE, SYMLINK_MODE
+
+    out = []
+    for f in diff.files:
+        if f.status == "deleted":
+            continue
+        if f.mode_after == SYMLINK_MODE and f.link_target is not None:
+            target = f.link_target.strip()
+            was = "" if f.mode_before == SYMLINK_MODE else "now "
+            if _escapes_repository(f.path, target):
+                out.append(
+                    Finding(
+                        "medium",
+                        "security",
+                        f"{f.path} is {was}a symlink to {target}, outside the repository: whatever reads, "
+                        "packages or serves it reads that file instead; commit the file itself",
+                        f.path,
+                        None,
+                        None,
+                        rule="symlink-outside",
+                    )
+                )
+        elif f.mode_before and f.mode_after and f.mode_before != f.mode_after:
+            became = "became executable" if f.mode_after == EXECUTABLE_MODE else "is no longer executable"
+            if f.mode_before == SYMLINK_MODE or f.mode_after == SYMLINK_MODE:
+                continue
+            out.append(
+                Finding(
+                    "info",
+                    "permissions",
+                    f"{f.path} {became} (mode {f.mode_before} -> {f.mode_after})",
+                    f.path,
+                    None,
+                    None,
+                    rule="file-mode",
+                )
+            )
+    return out
+
+
+# --------------------------------------------------------------------------- dangling calls
+
+
+def _caller_sites(s: SymbolChange) -> str:
+    """``pkg/cli.py:5, tests/test_core.py:9`` for the first code callers (the count says how many)."""
+    return _sites(c for c in s.callers if c.via != "documentation")
+
+
+def _sites(refs: Iterable[CallerRef], limit: int = 3) -> str:
+    """``file:line (symbol)`` for the first ``limit`` refs, and how many more."""
+    refs = list(refs)
+    shown = ", ".join(f"{c.file}:{c.line}" + (f" ({c.symbol})" if c.symbol else "") for c in refs[:limit])
+    return shown + (f" and {len(refs) - limit} more" if len(refs) > limit else "")
+
+
+def _still_defined(f: FileChange, name: str) -> bool:
+    """The change gives the module ``name`` another way: an import, an assignment, a definition."""
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    for _n, text in f.added_lines:
+        for m in word.finditer(text):
+            if not text[m.end() :].lstrip().startswith("("):
+                return True
+    return False
+
+
+def rule_removed_still_called(diff: SemanticDiff) -> list[Finding]:
+    """A function or class removed while the project still imports it by name (``from pkg.core
+    import render``: ImportError) or its own module still calls it (NameError): the first use
+    fails, whatever else the change does. A bare call in another module may be that module's own
+    function, so only these two are certain; the public-API finding lists the other call sites."""
+    out = []
+    for f in diff.files:
+        for s in f.symbols:
+            if (
+                s.change != "removed"
+                or s.kind not in ("function", "class")
+                or "." in s.qualified_name
+                or s.file.endswith(".pyi")  # a stub removed beside its module: the module still defines it
+                or s.still_importable
+                or _still_defined(f, s.qualified_name)
+            ):
+                continue
+            name = s.qualified_name
+            bare = re.compile(rf"(?<![\w.]){re.escape(name)}\s*\(")
+            own = [
+                c
+                for c in s.callers
+                if f.status != "deleted"
+                and c.file == f.path
+                and c.via != "documentation"
+                and bare.search(c.text)
+            ]
+            if not own and not s.importers:
+                continue
+            uses = []
+            if s.importers:
+                uses.append(
+                    f"{_sites(s.importers)} still {'imports' if len(s.importers) == 1 else 'import'} it"
+                )
+            if own:
+                uses.append(f"{f.path} still calls it at {_sites(own)}")
+            out.append(
+                Finding(
+                    "high",
+                    "correctness",
+                    f"{s.kind} {name} was removed but {' and '.join(uses)}: restore it or update "
+                    + ("the imports" if not own else "the callers"),
+                    f.path,  # where the removal is, in the diff a reviewer reads
+                    own[0].line if own else None,
+                    name,
+                    rule="removed-still-called",
+                )
+            )
+    return out
+
+
 # --------------------------------------------------------------------------- tests
 
 
@@ -335,6 +597,11 @@ def _is_test(f: FileChange, s: SymbolChange) -> bool:
     return True
 
 
+def _first_names(names: list[str], limit: int = 5) -> str:
+    """``a, b, c, d, e and 3 more``."""
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
 def rule_tests_removed(diff: SemanticDiff) -> list[Finding]:
     """Tests deleted without replacement, other than tests of code the same change removes."""
     removed_code = {
@@ -369,8 +636,18 @@ def rule_tests_removed(diff: SemanticDiff) -> list[Finding]:
                     )
                 )
                 continue
+            tests = [t for t in f.symbols if _is_test(f, t) and t.kind in FUNCTION_KINDS]
+            what = f" with its {plural(len(tests), 'test')}" if tests else ""
+            names = _first_names([t.qualified_name for t in tests])
             out.append(
-                Finding("medium", "testing", f"test file deleted: {f.path}", f.path, rule="tests-removed")
+                Finding(
+                    "medium",
+                    "testing",
+                    f"test file deleted{what}: {f.path}" + (f" ({names})" if names else ""),
+                    f.path,
+                    rule="tests-removed",
+                    count=max(1, len(tests)),
+                )
             )
             continue
         tests = [s for s in f.symbols if _is_test(f, s)]
@@ -385,13 +662,12 @@ def rule_tests_removed(diff: SemanticDiff) -> list[Finding]:
             continue  # replaced: as many tests written as deleted
         if not removed_functions and all(s.kind in CONTAINER_KINDS for s in removed):
             removed_functions = removed
-        names = ", ".join(s.qualified_name for s in removed_functions[:5])
-        more = f" and {len(removed_functions) - 5} more" if len(removed_functions) > 5 else ""
+        names = _first_names([s.qualified_name for s in removed_functions])
         out.append(
             Finding(
                 "medium",
                 "testing",
-                f"{plural(len(removed_functions), 'test')} removed without replacement: {names}{more}",
+                f"{plural(len(removed_functions), 'test')} removed without replacement: {names}",
                 f.path,
                 None,
                 removed_functions[0].qualified_name,
@@ -684,40 +960,72 @@ RULES: dict[str, Callable[[SemanticDiff], list[Finding]]] = {
     "external-calls": rule_external_calls,
     "security-logic": rule_security_logic,
     "public-api": rule_public_api,
+    "removed-still-called": rule_removed_still_called,
+    "sql-from-strings": rule_sql_from_strings,
+    "file-modes": rule_file_modes,
+    "dependencies": rule_dependencies,
     "tests": rule_tests,
     "size": rule_size,
     "secrets": rule_secrets,
 }
 
 
-# When two rules find something on one symbol, the first of these leads and the other is folded
-# into its message: a reviewer reads one finding a symbol (the security concern first).
-FOLD_ORDER = ("security-logic", "public-api")
+# When several rules find something on one symbol, one finding leads and the others are folded
+# into its message: a reviewer reads one finding a symbol. The most severe leads (with the
+# group's highest severity); on a tie, the first of these (the security concern first), and
+# risk-raised, which reports what the others' change did, never leads another. ``new-*`` stands
+# for every new-effect rule.
+FOLD_ORDER = (
+    "sql-from-strings",
+    "security-logic",
+    "removed-still-called",
+    "new-*",
+    "risk-raised",
+    "public-api",
+)
+
+
+def _fold_rank(rule: str | None) -> int | None:
+    key = "new-*" if rule and rule.startswith("new-") else rule
+    return FOLD_ORDER.index(key) if key in FOLD_ORDER else None
 
 
 def fold_same_symbol(findings: list[Finding]) -> list[Finding]:
-    """One finding a symbol: a ``public-api`` finding on a symbol that also has a
-    ``security-logic`` finding becomes part of it (``also`` names the folded rule)."""
-    lead: dict[tuple[str | None, str], int] = {}
+    """One finding a symbol: findings of the rules in ``FOLD_ORDER`` on the same symbol become
+    one, led by the most severe (``also`` names the folded rules): a new ``subprocess.run`` was
+    three findings (new-subprocess, risk-raised, security-logic) on one line."""
+    groups: dict[tuple[str | None, str], list[int]] = {}
     for i, f in enumerate(findings):
-        if f.rule == FOLD_ORDER[0] and f.symbol and not f.is_remark:
-            lead.setdefault((f.file, f.symbol), i)
+        if f.symbol and not f.is_remark and _fold_rank(f.rule) is not None:
+            groups.setdefault((f.file, f.symbol), []).append(i)
     out = list(findings)
     dropped: set[int] = set()
-    for i, f in enumerate(findings):
-        if f.rule not in FOLD_ORDER[1:] or not f.symbol or f.is_remark:
+    for members in groups.values():
+        if len(members) < 2:
             continue
-        j = lead.get((f.file, f.symbol))
-        if j is None:
-            continue
-        head = out[j]
-        out[j] = replace(
-            head,
-            message=f"{head.message}; also {f.message}",
-            severity=max(head.severity, f.severity, key=lambda x: SEVERITY_ORDER[x]),
-            also=(*head.also, f.rule or ""),
+        # risk-raised says what another finding's change did to the risk: it leads only alone.
+        members.sort(
+            key=lambda i: (
+                findings[i].rule == "risk-raised",
+                -SEVERITY_ORDER[findings[i].severity],
+                _fold_rank(findings[i].rule),
+            )
         )
-        dropped.add(i)
+        lead = members[0]
+        # Two definitions of one name (an ``if``/``else`` pair) are two places to read: a rule's
+        # own findings stay apart, only other rules' fold in.
+        rest = [i for i in members[1:] if findings[i].rule != findings[lead].rule]
+        if not rest:
+            continue
+        head = findings[lead]
+        out[lead] = replace(
+            head,
+            severity=max((findings[i].severity for i in (lead, *rest)), key=lambda x: SEVERITY_ORDER[x]),
+            message="; also ".join([head.message, *(findings[i].message for i in rest)]),
+            blocking=head.blocking or any(findings[i].blocking for i in rest),
+            also=(*head.also, *(findings[i].rule or "" for i in rest)),
+        )
+        dropped.update(rest)
     return [f for i, f in enumerate(out) if i not in dropped]
 
 

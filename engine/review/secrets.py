@@ -13,6 +13,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
 
 from engine.policy.content import find_secrets
 from engine.policy.names import DEFAULT_DENY, SUGGESTIVE_PATTERNS, is_secret_name, secret_patterns_matching
@@ -28,6 +29,7 @@ MIN_DISTINCT_CHARS = 5
 # publishing) and ``pull-requests: read``; a name ending in ``token`` assigned one of these is a
 # permission. (The redactor still masks them; masking a word costs nothing, blocking a merge does.)
 ACCESS_LEVELS = frozenset({"read", "write", "none", "read-all", "write-all"})
+QUOTES = ("'", '"', "`")
 # Source files named like ``secrets.py`` are often code about secrets: a medium finding, not high.
 CODE_SUFFIXES = (
     ".py",
@@ -93,15 +95,20 @@ PROVIDER_FORMATS = frozenset(
 REAL_KEY_ENTROPY = 3.0
 # Words that mark a documented example value (AWS documents ``AKIAIOSFODNN7EXAMPLE``).
 EXAMPLE_MARKERS = ("example", "sample", "dummy", "fake", "test", "xxxx", "0000", "1234")
-# Directories of test fixtures that are not test code by name (certificates, keys, recordings).
-FIXTURE_DIRS = re.compile(r"(^|/)(fixtures?|testdata|test_data|certs?|keys|cassettes|snapshots)/", re.I)
+# Directories of test fixtures that are not test code by name (certificates, keys, recordings),
+# and test directories inside a package (``tornado/test/test.key``), whose data files are samples.
+FIXTURE_DIRS = re.compile(
+    r"(^|/)(fixtures?|testdata|test_data|certs?|keys|cassettes|snapshots|tests?)/", re.I
+)
 
 
-def scan_matches(text: str) -> list[tuple[str, str]]:
+def scan_matches(text: str, *, code: bool = False) -> list[tuple[str, str]]:
     """(kind, raw value) for every secret on one line (none on a line marked as a fixture).
 
     Format matches always count; a literal assigned to a secret-named key only when no format
-    matched and it does not look like a fixture (``test…``, ``aaaa``)."""
+    matched and it does not look like a fixture (``test…``, ``aaaa``). In ``code`` (a source
+    file) a literal is quoted: ``secret: _CookieSecretTypes,`` is a parameter's annotation, where
+    the same line in a YAML or .env file would be a value."""
     if any(marker in text for marker in ALLOW_MARKERS):
         return []
     hits = find_secrets(text)
@@ -114,6 +121,7 @@ def scan_matches(text: str) -> list[tuple[str, str]]:
         if len(set(h.value)) >= MIN_DISTINCT_CHARS
         and not FIXTURE_VALUE.match(h.value)
         and h.value.lower() not in ACCESS_LEVELS
+        and (not code or text[h.start - 1 : h.start] in QUOTES)
     ]
 
 
@@ -148,6 +156,53 @@ def is_fixture_path(path: str) -> bool:
     return kind in (PathKind.TEST, PathKind.DOCS, PathKind.EXAMPLE) or bool(FIXTURE_DIRS.search(path))
 
 
+# Files that may hold certificates only (public) or a private key too (a secret).
+CERTIFICATE_SUFFIXES = (".pem", ".crt", ".cer")
+
+
+def _certificates_only(f: FileChange) -> bool:
+    """A PEM file whose added lines are certificates and no private key: a CA bundle update
+    (pip vendoring certifi's cacert.pem) blocked the merge as 'a secret-bearing file'."""
+    if f.binary or not f.path.lower().endswith(CERTIFICATE_SUFFIXES) or not f.added_lines:
+        return False
+    text = "\n".join(t for _, t in f.added_lines)
+    return "-----BEGIN CERTIFICATE-----" in text and "PRIVATE KEY" not in text
+
+
+# More sample secrets than this in one file are one remark with their lines: a test module of
+# URL parsing holds a dozen ``user:pass@`` samples, and a dozen identical remarks say no more.
+MAX_SAMPLE_REMARKS = 3
+
+
+_SAMPLE_WHERE = re.compile(r" in (?:a document, example or test fixture|a docstring or comment) \(")
+
+
+def _collapse_samples(findings: list[Finding]) -> list[Finding]:
+    by_file: dict[str | None, list[Finding]] = {}
+    for f in findings:
+        if f.rule == "secret-in-fixture" and f.line is not None:
+            by_file.setdefault(f.file, []).append(f)
+    out: list[Finding] = []
+    done: set[str | None] = set()
+    for f in findings:
+        samples = by_file.get(f.file, [])
+        if f not in samples or len(samples) <= MAX_SAMPLE_REMARKS:
+            out.append(f)
+        elif f.file not in done:
+            done.add(f.file)
+            lines = ", ".join(str(x.line) for x in samples[:10]) + (" ..." if len(samples) > 10 else "")
+            kinds = ", ".join(dict.fromkeys(_SAMPLE_WHERE.split(x.message, 1)[0] for x in samples))
+            out.append(
+                replace(
+                    f,
+                    message=f"{len(samples)} sample secrets ({kinds}) in {f.file}, lines {lines}: "
+                    "reported, not blocking; make sure none is a real credential",
+                    count=len(samples),
+                )
+            )
+    return out
+
+
 def scan_files(files: Iterable[FileChange]) -> list[Finding]:
     findings: list[Finding] = []
     for f in files:
@@ -176,6 +231,8 @@ def scan_files(files: Iterable[FileChange]) -> list[Finding]:
                 )
                 continue
             matched = []  # settings only: its lines are scanned like any other file's
+        if matched and _certificates_only(f):
+            matched = []  # a CA bundle (certifi's cacert.pem): public certificates, no key
         if matched:
             # ``app/secrets.py`` matches by a word in its name only: code about secrets, probably.
             by_word_only = all(p in SUGGESTIVE_PATTERNS for p in matched) and f.path.endswith(CODE_SUFFIXES)
@@ -197,11 +254,12 @@ def scan_files(files: Iterable[FileChange]) -> list[Finding]:
             )
             if not by_word_only:
                 continue
+        code = f.path.endswith(CODE_SUFFIXES)
         for line, text in f.added_lines:
             # A docstring or a comment is documentation too: ``httpx.URL("https://jo:a%20secret@…")``
             # in a class docstring is a sample, unless the value looks real.
             sample = fixture or line in f.prose_added
-            for kind, value in scan_matches(text):
+            for kind, value in scan_matches(text, code=code):
                 blocking = not sample or looks_real(kind, value)
                 findings.append(
                     Finding(
@@ -218,4 +276,4 @@ def scan_files(files: Iterable[FileChange]) -> list[Finding]:
                         blocking=blocking,
                     )
                 )
-    return findings
+    return _collapse_samples(findings)

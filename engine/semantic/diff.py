@@ -23,7 +23,7 @@ from engine.repo import git
 from engine.semantic.model import CallSite, FileAnalysis, Symbol
 
 if TYPE_CHECKING:
-    from engine.semantic.surface import NormalizedCode
+    from engine.semantic.surface import ModuleSurface, NormalizedCode
 
 _log = logging.getLogger(__name__)
 
@@ -93,6 +93,10 @@ class ShallowClone(RefNotFound):
 # Dynamic code execution: the risk tables (engine.semantic.risk) cover effects on the outside world;
 # a reviewer also wants to know when a change starts running code built from data. Dynamic imports
 # (importlib.import_module, __import__) are left out: lazy imports of constant names are everywhere.
+_DYNAMIC_IMPORTS = frozenset({"__import__", "importlib.import_module"})
+# Functions of a module the risk tables count as filesystem writes as a whole (``shutil``) that
+# only read: finding a program on PATH is no new write.
+_READS_ONLY = frozenset({"shutil.which", "shutil.disk_usage", "shutil.get_terminal_size"})
 _EVAL_CALLS = frozenset(
     {
         "eval",
@@ -134,6 +138,8 @@ def classify_call(call: CallSite, language: str, aliases: Mapping[str, str] | No
         dotted = f"{aliases.get(root, root)}{dot}{rest}.{call.name}"
     else:
         dotted = aliases.get(call.name, call.name)
+    if dotted in _DYNAMIC_IMPORTS or dotted in _READS_ONLY:
+        return None  # the risk tables count it as running code; as a new effect it is an import
     js_exec = call.name == "exec" and language in ("javascript", "typescript", "tsx")
     if not js_exec and (dotted in _EVAL_CALLS or (not call.receiver and call.name in _EVAL_CALLS)):
         return "eval"
@@ -224,6 +230,9 @@ class SymbolChange:
     # Python, removed functions: their body as normalized statements (the form ``code_delta``
     # uses), so a rule can tell a helper folded into its caller from new behaviour.
     body_before: tuple[str, ...] = field(default=(), repr=False)
+    # Python, removed module-level definitions: target-side ``from module import name`` lines
+    # that still import it (each fails with ImportError).
+    importers: tuple[CallerRef, ...] = ()
 
     @property
     def signature_changed(self) -> bool:
@@ -291,6 +300,7 @@ class SymbolChange:
             "import_path": self.import_path,
             "still_importable": self.still_importable,
             "signature_only": self.signature_only,
+            "importers": [{"file": c.file, "line": c.line, "text": c.text} for c in self.importers],
         }
 
 
@@ -324,6 +334,12 @@ class FileChange:
     prose_removed: frozenset[int] = field(default=frozenset(), repr=False)
     # Identifiers in the target-side text of a changed test file (what the tests refer to).
     test_identifiers: frozenset[str] = field(default=frozenset(), repr=False)
+    # git file modes on each side ("100644", "100755" executable, "120000" a symlink whose
+    # blob is its target); "" where the side has no file or the mode is not known.
+    mode_before: str = ""
+    mode_after: str = ""
+    # Where a symlink on the target side points, as written in it.
+    link_target: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -337,6 +353,9 @@ class FileChange:
             "note": self.note,
             "module": self.module,
             "lost_exports": list(self.lost_exports),
+            "mode_before": self.mode_before or None,
+            "mode_after": self.mode_after or None,
+            "link_target": self.link_target,
             "symbols": [s.to_json() for s in self.symbols],
         }
 
@@ -540,35 +559,90 @@ class _Entry:
     status: FileStatus
     path: str
     old_path: str | None
+    # git file modes ("100644", "100755", "120000" a symlink); "" when the side has no file.
+    old_mode: str = ""
+    new_mode: str = ""
+    # A symlink in the work tree: where it points (a committed one's blob is its target).
+    link_target: str | None = None
 
 
 _STATUS = {"A": "added", "D": "deleted", "M": "modified", "T": "modified", "R": "renamed", "C": "added"}
+_NO_MODE = "000000"
+SYMLINK_MODE = "120000"
+EXECUTABLE_MODE = "100755"
 
 
 def _changed_entries(root: Path, base: str, target: str | None, *, staged: bool = False) -> list[_Entry]:
-    args = ["diff", "--name-status", "-z", "-M", "--no-ext-diff", *(["--cached"] if staged else []), base]
+    # --raw rather than --name-status: the same entries with their modes (a file made executable,
+    # a file turned into a symlink).
+    args = ["diff", "--raw", "-z", "-M", "--no-ext-diff", *(["--cached"] if staged else []), base]
     if target is not None:
         args.append(target)
     tokens = _git(root, *args).stdout.decode("utf-8", "surrogateescape").split("\0")
     entries: list[_Entry] = []
     i = 0
     while i < len(tokens) and tokens[i]:
-        code = tokens[i][0]
+        meta = tokens[i].lstrip(":").split()
+        if len(meta) < 5:
+            i += 1
+            continue
+        old_mode, new_mode, code = meta[0], meta[1], meta[4][0]
+        old_mode = "" if old_mode == _NO_MODE else old_mode
+        new_mode = "" if new_mode == _NO_MODE else new_mode
         if code in "RC":
             old, new = tokens[i + 1], tokens[i + 2]
             status: FileStatus = "renamed" if code == "R" else "added"
-            entries.append(_Entry(status, new, old if code == "R" else None))
+            entries.append(
+                _Entry(status, new, old if code == "R" else None, old_mode if code == "R" else "", new_mode)
+            )
             i += 3
             continue
         if code in _STATUS:
-            entries.append(_Entry(_STATUS[code], tokens[i + 1], tokens[i + 1] if code != "A" else None))  # type: ignore[arg-type]
+            path = tokens[i + 1]
+            entries.append(
+                _Entry(_STATUS[code], path, path if code != "A" else None, old_mode, new_mode)  # type: ignore[arg-type]
+            )
         i += 2
     if target is None and not staged:
         untracked = _git(root, "ls-files", "-z", "--others", "--exclude-standard").stdout.decode(
             "utf-8", "surrogateescape"
         )
-        entries.extend(_Entry("added", p, None) for p in untracked.split("\0") if p)
+        entries.extend(
+            _Entry("added", p, None, "", _working_mode(root, p)) for p in untracked.split("\0") if p
+        )
+        entries = [
+            replace(e, link_target=_working_link(root, e.path)) if e.new_mode == SYMLINK_MODE else e
+            for e in entries
+        ]
     return entries
+
+
+def _working_link(root: Path, rel: str) -> str | None:
+    try:
+        return os.readlink(root / rel)
+    except OSError:
+        return None
+
+
+def _link_target(entry: _Entry, new: bytes | None) -> str | None:
+    if entry.new_mode != SYMLINK_MODE:
+        return None
+    if entry.link_target is not None:
+        return entry.link_target
+    return new.decode("utf-8", "surrogateescape") if new is not None else None
+
+
+def _working_mode(root: Path, rel: str) -> str:
+    """The git mode an untracked file would be committed with."""
+    import stat
+
+    try:
+        st = os.lstat(root / rel)
+    except OSError:
+        return ""
+    if stat.S_ISLNK(st.st_mode):
+        return SYMLINK_MODE
+    return EXECUTABLE_MODE if st.st_mode & stat.S_IXUSR else "100644"
 
 
 def _read_working(root: Path, rel: str) -> bytes | None:
@@ -1397,6 +1471,79 @@ def _find_callers(
     return out
 
 
+# Files read to find the imports of removed definitions; past this many the name is common and
+# the rest is left unread (the public-API finding still lists the call sites).
+MAX_IMPORT_CHECK_FILES = 60
+
+
+def _find_stale_importers(
+    root: Path, tree: str | None, changes: Sequence[SymbolChange], *, staged: bool = False
+) -> dict[str, list[CallerRef]]:
+    """Removed module-level Python definitions that a target-side file still imports by name
+    (``from pkg.core import render``, also relative and parenthesised): symbol id -> the lines."""
+    import ast
+
+    from engine.semantic.surface import module_name
+
+    wanted: dict[tuple[str, str], str] = {}
+    for c in changes:
+        if c.change != "removed" or c.language != "python" or "." in c.qualified_name:
+            continue
+        if c.file.endswith(".pyi"):
+            continue  # a stub removed beside its module: the module still defines the name
+        module = module_name(c.file)
+        if module and c.kind in ("function", "class"):
+            wanted[(module, c.qualified_name)] = c.id
+    if not wanted:
+        return {}
+    names = sorted({name for _, name in wanted})
+    pattern = r"\b(" + "|".join(re.escape(n) for n in names) + r")\b"
+    args = ["grep", "-l", "-I", "-E", *(["--cached"] if staged else []), "-e", pattern]
+    if tree is not None:
+        args.append(tree)
+    args += ["--", "*.py"]
+    proc = _git(root, *args, check=False)
+    files = []
+    for raw in proc.stdout.decode("utf-8", "replace").splitlines():
+        files.append(raw[len(tree) + 1 :] if tree is not None and raw.startswith(tree + ":") else raw)
+    out: dict[str, list[CallerRef]] = {}
+    reader = git.BlobReader(root, GIT_TIMEOUT) if tree is not None or staged else None
+    try:
+        for path in files[:MAX_IMPORT_CHECK_FILES]:
+            data = (
+                reader.read("" if staged else tree or "", path)
+                if reader is not None
+                else _read_working(root, path)
+            )
+            if not data or b"import" not in data:
+                continue
+            text = data.decode("utf-8", "replace")
+            try:
+                parsed = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            here = module_name(path) or ""
+            package = here if path.endswith("__init__.py") else here.rpartition(".")[0]
+            lines = text.splitlines()
+            for node in ast.walk(parsed):
+                if not isinstance(node, ast.ImportFrom):
+                    continue
+                source = node.module or ""
+                if node.level:
+                    base = package.split(".") if package else []
+                    base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+                    source = ".".join([*base, *([source] if source else [])])
+                for alias in node.names:
+                    sid = wanted.get((source, alias.name))
+                    if sid is not None:
+                        line = lines[node.lineno - 1].strip()[:160] if node.lineno <= len(lines) else ""
+                        out.setdefault(sid, []).append(CallerRef(path, node.lineno, None, line, "import"))
+    finally:
+        if reader is not None:
+            reader.close()
+    return out
+
+
 # Files read to drop matches inside comments and docstrings; past this many a text search is
 # about a common name anyway, and the rest is left as found.
 MAX_PROSE_CHECK_FILES = 60
@@ -1502,6 +1649,8 @@ class _Collector:
         self.per_file: dict[str, list[SymbolChange]] = {}
         self.left_old: list[tuple[_Side, int]] = []
         self.left_new: list[tuple[_Side, int]] = []
+        # Target-side module surfaces read for removed definitions, by path (one parse a file).
+        self.bound_names: dict[str, ModuleSurface | None] = {}
 
     def _note(self, entry: _Entry, old: bytes | None, new: bytes | None, language: str | None) -> str | None:
         if _is_binary(old) or _is_binary(new):
@@ -1554,6 +1703,9 @@ class _Collector:
                 test_identifiers=frozenset(_IDENTIFIER.findall(new.decode("utf-8", "replace")))
                 if new is not None and not binary and is_test_path(entry.path)
                 else frozenset(),
+                mode_before=entry.old_mode,
+                mode_after=entry.new_mode,
+                link_target=_link_target(entry, new),
             )
         )
         if note is not None or language is None:
@@ -1657,8 +1809,33 @@ class _Collector:
         # The index describes the work tree, so its call graph answers only for WORKING/STAGED.
         use_graph = caller_graph is not None and (rng.working or rng.staged)
         graph = caller_graph(all_changes) if caller_graph is not None and use_graph else {}
+        importers = _find_stale_importers(repo, rng.target_sha, all_changes, staged=rng.staged)
         for key, changes in self.per_file.items():
-            self.per_file[key] = [self._with_callers(c, found, graph) for c in changes]
+            self.per_file[key] = [
+                self._still_bound(
+                    replace(c, importers=tuple(importers.get(c.id, ()))) if c.id in importers else c
+                )
+                for c in (self._with_callers(c, found, graph) for c in changes)
+            ]
+
+    def _still_bound(self, c: SymbolChange) -> SymbolChange:
+        """A removed module-level Python definition whose module still binds its name another way
+        (``from functools import cache as _cache`` beside a removed fallback ``def _cache``)."""
+        if c.change != "removed" or c.language != "python" or "." in c.qualified_name:
+            return c
+        side = self.new_sides.get(c.file)
+        if c.still_importable is not None or side is None or not side.text:
+            return c
+        from engine.semantic.surface import module_surface
+
+        if c.file not in self.bound_names:
+            self.bound_names[c.file] = module_surface(side.text)
+        surface = self.bound_names[c.file]
+        return (
+            replace(c, still_importable=True)
+            if surface is not None and surface.binds(c.qualified_name)
+            else c
+        )
 
     def _with_callers(
         self,

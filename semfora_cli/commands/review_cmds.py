@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from engine.errors import EXIT_OK, EXIT_PROBLEM
+from engine.errors import EXIT_OK, EXIT_PROBLEM, UsageError
 from engine.policy.redaction import redact, redact_json
 from engine.repo.layout import find_repo_root
 from semfora_cli.output import print_json
@@ -44,9 +44,12 @@ class StderrProgress:
         now = self._clock()
         if now - self._start < PROGRESS_AFTER_S:
             return
-        if phase == self._phase and now - self._said_at < PROGRESS_EVERY_S:
+        # ``running the review rules (security-logic)`` and ``(public-api)`` are steps of one
+        # phase: eleven rules in a second were eleven log lines.
+        key = phase.split(" (", 1)[0]
+        if key == self._phase and now - self._said_at < PROGRESS_EVERY_S:
             return
-        self._phase, self._said_at = phase, now
+        self._phase, self._said_at = key, now
         count = f" {done}/{total}" if total else ""
         stream = self._stream or sys.stderr
         stream.write(f"semfora {self._command}: {phase}{count} ({now - self._start:.0f} s)\n")
@@ -81,6 +84,12 @@ def _run_diff(args: argparse.Namespace) -> int:
 def _run_ci(args: argparse.Namespace) -> int:
     from engine.api import ci_review
 
+    if getattr(args, "json", False) and args.output not in ("json", "text"):
+        # ``--output sarif --json`` printed JSON: an upload step then failed on a file that was
+        # no SARIF. Two formats asked for is a usage error, before any work.
+        raise UsageError(
+            f"--json and --output {args.output} ask for two formats; keep one (--json is --output json)"
+        )
     report = ci_review(
         args.path,
         args.mode,

@@ -220,6 +220,18 @@ def test_progress_lines_only_once_a_review_is_slow() -> None:
         "semfora ci: reading changed files 4000/6809 (7 s)",
         "semfora ci: running the review rules 0/6809 (7 s)",
     ]
+    # The rules are steps of one phase: one line for all of them, unless one takes a while.
+    out = io.StringIO()
+    progress = StderrProgress("ci", stream=out, clock=lambda: now[0])
+    now[0] += PROGRESS_AFTER_S
+    for done, rule in enumerate(("risk-raised", "security-logic", "public-api")):
+        progress(f"running the review rules ({rule})", done, 11)
+    now[0] += PROGRESS_EVERY_S
+    progress("running the review rules (secrets)", 10, 11)
+    assert out.getvalue().splitlines() == [
+        "semfora ci: running the review rules (risk-raised) 0/11 (2 s)",
+        "semfora ci: running the review rules (secrets) 10/11 (7 s)",
+    ]
 
 
 def test_a_branch_name_that_is_not_there_suggests_the_one_that_is(make_repo) -> None:
@@ -248,3 +260,75 @@ def test_diff_lists_a_changed_secret_file_but_never_shows_its_content(make_repo)
         for leaked in ("hunter3", "load_secret", "password"):
             assert leaked not in proc.stdout, (fmt, leaked)
         assert "config/credentials.py" in proc.stdout and "run" in proc.stdout
+
+
+def test_a_range_in_base_or_commit_is_understood_or_explained(make_repo) -> None:
+    """`--base HEAD~1..HEAD` and `--commit HEAD~1..HEAD` were 'unknown revision' (exit 2), though
+    `semfora diff` takes ranges: a PR range now reviews, and a range given as one commit says how."""
+    root = _repo(make_repo)
+    for spelled in ("HEAD~1..HEAD", "HEAD~1...HEAD"):
+        out = run_semfora("ci", "--mode", "pr", "--base", spelled, "--json", "--path", str(root))
+        assert out.returncode == 1, out.stdout + out.stderr
+        report = json.loads(out.stdout)
+        assert (report["base"], report["head"]) == ("HEAD~1", "HEAD")
+        assert report["findings"][0]["file"] == "svc.py"
+    both = run_semfora("ci", "--mode", "pr", "--base", "HEAD~1..HEAD", "--head", "HEAD", "--path", str(root))
+    assert both.returncode == 2 and "--base" in both.stderr and "--head" in both.stderr
+    commit = run_semfora("ci", "--mode", "commit", "--commit", "HEAD~1..HEAD", "--path", str(root))
+    assert commit.returncode == 2
+    assert "--mode pr --base HEAD~1 --head HEAD" in commit.stderr, commit.stderr
+
+
+def test_ci_text_lists_the_files_a_binary_a_rename_and_a_mode_change(make_repo) -> None:
+    """A commit adding a binary, renaming a file and dropping an executable bit read
+    '3 files, 0 symbol changes' with nothing to say which files."""
+    root = make_repo({"run.sh": "#!/bin/sh\necho hi\n", "notes/a.txt": "a\n"})
+    (root / "run.sh").chmod(0o755)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "exec")
+    (root / "run.sh").chmod(0o644)
+    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00" + bytes(range(256)))
+    git(root, "mv", "notes/a.txt", "notes/b.txt")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "assets")
+    out = run_semfora("ci", "--mode", "commit", "--no-model", "--path", str(root))
+    assert out.returncode == 0, out.stderr
+    assert "files (3):" in out.stdout
+    assert "added    logo.png (binary file: not analysed)" in out.stdout
+    assert "renamed  notes/a.txt -> notes/b.txt  +0 -0" in out.stdout
+    assert "modified run.sh  +0 -0 (mode 100755 -> 100644)" in out.stdout
+    assert "run.sh is no longer executable (mode 100755 -> 100644)" in out.stdout
+    report = json.loads(
+        run_semfora("ci", "--mode", "commit", "--no-model", "--json", "--path", str(root)).stdout
+    )
+    png = next(f for f in report["files"] if f["path"] == "logo.png")
+    assert png["binary"] is True and png["note"] == "binary file: not analysed"
+
+
+def test_json_with_another_output_format_is_a_usage_error(make_repo) -> None:
+    """`--output sarif --json` printed the JSON report: the SARIF upload then failed on it."""
+    root = _repo(make_repo)
+    out = run_semfora("ci", "--mode", "commit", "--output", "sarif", "--json", "--path", str(root))
+    assert out.returncode == 2
+    error = json.loads(out.stdout)
+    assert error["error_code"] == "USAGE" and "--output sarif" in error["error_message"]
+    same = run_semfora("ci", "--mode", "commit", "--output", "json", "--json", "--path", str(root))
+    assert same.returncode == 1 and json.loads(same.stdout)["status"] == "changes_requested"
+
+
+def test_sarif_locations_are_uris_for_names_with_spaces_and_accents(make_repo) -> None:
+    """`my pkg/módulo #1.py` went into SARIF as it is: not a URI (a space, and `#` starts a
+    fragment), so code scanning could not place the alert."""
+    root = make_repo({"my pkg/módulo #1.py": "def ping(host):\n    return host\n"})
+    (root / "my pkg" / "módulo #1.py").write_text(
+        "import os\n\n\ndef ping(host):\n    return os.system(host)\n"
+    )
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "shell out")
+    out = run_semfora("ci", "--mode", "commit", "--no-model", "--output", "sarif", "--path", str(root))
+    assert out.returncode == 1, out.stderr
+    uris = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in json.loads(out.stdout)["runs"][0]["results"]
+    }
+    assert uris == {"my%20pkg/m%C3%B3dulo%20%231.py"}

@@ -150,3 +150,30 @@ def test_the_model_phase_is_heard_only_when_a_model_is_asked(make_repo, fake_ant
     heard.clear()
     review(root, "commit", commit="HEAD", progress=lambda p, d, t: heard.append(p))
     assert heard[-1] == "asking the model"
+
+
+def test_a_critical_model_finding_gates_and_an_empty_one_is_dropped(make_repo, fake_anthropic) -> None:
+    """A model reply with "severity": "critical" became a low finding (the gate approved what the
+    model called critical); one with an empty message was listed as a finding with nothing in it."""
+    root = _repo_with_change(make_repo)
+    fake_anthropic.reply(
+        json.dumps(
+            {
+                "summary": "One real problem.",
+                "findings": [
+                    {
+                        "severity": "Critical",
+                        "type": "security",
+                        "message": "user input reaches the shell",
+                        "file": "app.py",
+                        "line": "5",
+                    },
+                    {"severity": "minor", "type": "style", "message": "  "},
+                ],
+            }
+        )
+    )
+    report = review(root, "commit", commit="HEAD", fail_on="high")
+    model = [f for f in report.findings if f.source == "model"]
+    assert [(f.severity, f.file, f.line) for f in model] == [("high", "app.py", 5)]
+    assert report.status == "changes_requested"

@@ -18,8 +18,8 @@ from tests.engine.review.conftest import commit_and_review as _commit
 
 
 def _findings(items: list[Finding], rule: str | None = None) -> list[Finding]:
-    """Findings proper (remarks left out), of one rule when named."""
-    return [f for f in items if f.severity != "info" and (rule is None or f.rule == rule)]
+    """Findings proper (remarks left out), of one rule when named (leading or folded into another)."""
+    return [f for f in items if f.severity != "info" and (rule is None or rule in (f.rule, *f.also))]
 
 
 def _remarks(items: list[Finding], rule: str) -> list[Finding]:
