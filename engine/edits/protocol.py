@@ -33,6 +33,7 @@ _NEAR_MARKER = re.compile(r"^(<{2,}\s*(SEARCH|SYMBOL)|>{2,}\s*REPLACE)\b", re.IG
 # Failures found while reading the reply itself: their ``nearest`` lines are the reply's.
 PARSE_REASONS = frozenset({"malformed_marker", "ambiguous_divider", "truncated", "missing_path"})
 _FENCE = re.compile(r"^\s*(```|~~~)")
+_LIST_MARKER = re.compile(r"^(?:[-+*]|\d{1,3}[.)])\s+")
 # A reply may start with a byte-order mark (some clients add one); it is never content.
 BOM = "\ufeff"
 # How many numbered lines of the real file a failure shows the model at most.
@@ -145,6 +146,8 @@ def _clean_path_line(line: str, is_file: Callable[[str], bool] | None = None) ->
     if not text or _FENCE.match(text):
         return None
     text = text.lstrip("#").strip()
+    # A list item names a path as well as a line does: "- `src/app.py`", "2. src/app.py".
+    text = _LIST_MARKER.sub("", text).rstrip(":").strip()  # "**src/app.py**:" is a bold path too
     quoted = len(text) > 2 and text[0] == text[-1] and text[0] in "`'\"*"
     text = text.strip("*`'\"").strip()
     if text.lower().startswith("file:"):

@@ -267,6 +267,15 @@ def test_a_sentence_above_a_block_is_not_a_path(line: str) -> None:
     assert err.value.failures[0].reason == "missing_path"
 
 
+@pytest.mark.parametrize(
+    "line", ["- src/app.py", "* `src/app.py`", "2. src/app.py", "1) **src/app.py**:", "+ File: src/app.py"]
+)
+def test_a_path_written_as_a_list_item_is_a_path(line: str) -> None:
+    """A model that lists its files ("- src/app.py" above each block) got 'no file path'."""
+    blocks = parse_blocks(f"{line}\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n")
+    assert [b.path for b in blocks] == ["src/app.py"]
+
+
 def test_a_windows_path_names_the_file_under_its_folders(tmp_path: Path) -> None:
     """`docs\\index.md` above a block created a file named 'docs\\index.md' in the root."""
     blocks = parse_blocks("docs\\guide\\new page.md\n<<<<<<< SEARCH\n=======\nhello\n>>>>>>> REPLACE\n")
