@@ -25,7 +25,7 @@ from engine.semantic.model import Symbol
 # 2: a definition's leading comment is cut from the module code above it.
 # 3: the redactor leaves a bare code value before a ``,`` or ``;`` alone (chunks are cut from the
 #    redacted text, so what it masks is part of what a chunk is).
-CHUNKING_VERSION = "3"
+CHUNKING_VERSION = "4"
 # Symbols longer than this are split so one chunk stays within an embedding model's reach.
 MAX_SYMBOL_LINES = 120
 # Lines shared by consecutive parts of a split symbol, so a statement cut in two is seen whole once.

@@ -108,6 +108,12 @@ _KEYWORD_WORDS = (
 _KEYWORDS: tuple[re.Pattern[str], ...] = tuple(re.compile(kw + _OPERATOR) for kw in _KEYWORD_WORDS)
 # After the operator: a quoted literal on the same line...
 _QUOTED_VALUE = re.compile(r"[ \t]*(?P<q>[\"'`])(?P<v>[^\"'`\n]+?)(?P=q)")
+# ...or, after a colon, a type annotation and then one (``password: str = "..."``, TypeScript's
+# ``apiKey: string = "..."``, ``DB_PASSWORD: Final[str] = "..."``).
+_ANNOTATED_VALUE = re.compile(
+    r"[ \t]*[A-Za-z_][\w.]*(?:\[[\w., |\[\]]*\])?(?:[ \t]*\|[ \t]*[A-Za-z_][\w.]*)*[ \t]*=(?![=>])"
+    r"[ \t]*(?P<q>[\"'`])(?P<v>[^\"'`\n]+?)(?P=q)"
+)
 # ...or (only for a name that starts its line: dotenv, shell, YAML, INI) a bare value to the
 # end of the line, an optional comment after it.
 _BARE_VALUE = re.compile(r"[ \t]*(?P<v>[^\s\"'`#=][^\s#]*)[ \t]*(?:#[^\n]*)?(?=\n|\r|$)")
@@ -319,6 +325,8 @@ def _assignment_hits(text: str, low: str | None) -> Iterator[SecretHit]:
             if not SECRET_NAME.fullmatch(name):
                 continue
             value_match = _QUOTED_VALUE.match(text, match.end())
+            if value_match is None and match.group("op") == ":":
+                value_match = _ANNOTATED_VALUE.match(text, match.end())
             if value_match is None:
                 line_start = text.rfind("\n", 0, start) + 1
                 if _LINE_LEAD.match(text, line_start, start):
