@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from engine.config import Settings
 from engine.errors import EngineWarning, WarningSink
 from engine.index.workers import pool_context, worker_pool
-from engine.policy.redaction import redact
+from engine.policy.redaction import redact_many
 from engine.repo.layout import RepoLayout
 from engine.semantic.graph import (
     CALLABLE_KINDS,
@@ -204,8 +204,11 @@ def _rows(path: str, file_id: int, fa: FileAnalysis, size: int, mtime_ns: int, s
     module = relative_module(path)
     symbols: list[tuple[object, ...]] = []
     calls: list[tuple[object, ...]] = []
+    # index.db never stores a secret a signature or doc holds: both redacted, all of a file's at once.
+    count = len(fa.symbols)
+    texts = redact_many([s.signature for s in fa.symbols] + [s.doc for s in fa.symbols])
     # Booleans go in as they are: SQLite stores True/False as the integers 1/0.
-    for s in fa.symbols:
+    for i, s in enumerate(fa.symbols):
         short = _short(s.name)
         symbols.append(
             (
@@ -220,8 +223,8 @@ def _rows(path: str, file_id: int, fa: FileAnalysis, size: int, mtime_ns: int, s
                 s.language,
                 s.start_line,
                 s.end_line,
-                redact(s.signature),  # index.db never stores a secret a signature or doc holds
-                redact(s.doc),
+                texts[i],
+                texts[count + i],
                 s.parent,
                 s.exported,
                 _json_list(s.decorators),
