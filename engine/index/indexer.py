@@ -1321,11 +1321,15 @@ def _store_terms_and_index(
     writer: _Writer, conn: sqlite3.Connection, still_resolving: Callable[[], bool]
 ) -> None:
     """The bulk load's work that needs no resolved call: the search terms, then every
-    secondary index except those on calls; then, if the workers are still resolving calls,
+    secondary index except those on calls (the text chunks' too); then, if the workers are still resolving calls,
     the text index's segment merge, which would otherwise run after the commit with the
     other core idle (a second of ansible's build)."""
     writer.flush_terms()
     create_secondary_indexes(conn, skip_tables=LATE_TABLES)
+    if writer.text:
+        from engine.index.fts import create_chunk_indexes
+
+        create_chunk_indexes(conn)
     if writer.text and still_resolving():
         from engine.index.fts import merge_segments
 
@@ -1464,6 +1468,10 @@ def _run(
     if bulk:
         _remove_shards(layout.cache_dir)  # a killed run's leftovers
         drop_secondary_indexes(conn)
+        if prefill:
+            from engine.index.fts import drop_chunk_indexes
+
+            drop_chunk_indexes(conn)
         conn.execute(f"PRAGMA threads = {min(4, workers)}")  # parallel sorter for the index builds
     for cand, _digest in plan.touched_only:
         conn.execute(
@@ -1568,6 +1576,10 @@ def _run(
     writer.flush_terms()  # no-op unless resolution was skipped
     if bulk:
         create_secondary_indexes(conn)
+    if prefill:
+        from engine.index.fts import create_chunk_indexes
+
+        create_chunk_indexes(conn)
     files, symbols, edges = _counts(conn)
     meta = [
         ("last_indexed", json.dumps({"at": now_ts, "git": found.used_git})),
