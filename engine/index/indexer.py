@@ -641,12 +641,17 @@ class _Writer:
         self.chunks_written = 0
         self.text_merged = False  # the text index's segments were merged during this load
         self.pending_terms = bulk
+        # Bulk: every file written, as (path, language, id), so call resolution can start before the
+        # last rows are flushed (it needs the files, not the rows).
+        self.graph_files: list[tuple[str, str, int]] = []
         if bulk:
             conn.execute("CREATE TEMP TABLE IF NOT EXISTS pending_terms (sid INTEGER, terms TEXT)")
 
     def add(self, rows: FileRows, now: float) -> None:
         f = rows.file
         self.files.append((*f[:8], now, f[8]))
+        if self.bulk:
+            self.graph_files.append((f[0], f[1], f[8]))  # type: ignore[arg-type]
         sid = self.next_sid
         symbols, terms = self.symbols, self.terms
         if self.bulk:
@@ -807,12 +812,21 @@ class _Graph:
 
     @classmethod
     def load(cls, conn: sqlite3.Connection) -> _Graph:
+        return cls.of(conn.execute("SELECT path, language, id FROM files"))
+
+    @classmethod
+    def of(cls, files: Iterable[tuple[str, str, int]]) -> _Graph:
+        """From ``(path, language, id)`` rows in id order (the order of ``files``'s rowids)."""
         languages: dict[str, str] = {}
         ids: dict[str, int] = {}
-        for path, language, file_id in conn.execute("SELECT path, language, id FROM files"):
+        for path, language, file_id in files:
             languages[path] = language
             ids[path] = file_id
         return cls(languages, ids, {i: p for p, i in ids.items()})
+
+
+def _by_id(row: tuple[str, str, int]) -> int:
+    return row[2]
 
 
 def _resolve_graphs(
@@ -834,7 +848,10 @@ def _resolve_graphs(
     ``full`` recomputes everything; otherwise only the changed files, files whose
     import targets moved, and files calling a name whose definitions changed.
     """
-    graph = _Graph.load(conn)
+    # A bulk load's files are known in memory: resolution starts before their last rows are written.
+    graph = (
+        _Graph.of(sorted(preloaded.graph_files, key=_by_id)) if preloaded is not None else _Graph.load(conn)
+    )
     languages = graph.languages
     modules = ModuleIndex(languages)
     import_scope = None if (full or structure_changed) else sorted(changed & set(languages))
@@ -1320,10 +1337,11 @@ def _compact_if_sparse(layout: RepoLayout) -> None:
 def _store_terms_and_index(
     writer: _Writer, conn: sqlite3.Connection, still_resolving: Callable[[], bool]
 ) -> None:
-    """The bulk load's work that needs no resolved call: the search terms, then every
-    secondary index except those on calls (the text chunks' too); then, if the workers are still resolving calls,
-    the text index's segment merge, which would otherwise run after the commit with the
-    other core idle (a second of ansible's build)."""
+    """The bulk load's work that needs no resolved call: the last rows parsed, the search terms,
+    then every secondary index except those on calls (the text chunks' too); then, if the workers
+    are still resolving calls, the text index's segment merge, which would otherwise run after the
+    commit with the other core idle (a second of ansible's build)."""
+    writer.flush()
     writer.flush_terms()
     create_secondary_indexes(conn, skip_tables=LATE_TABLES)
     if writer.text:
@@ -1544,7 +1562,8 @@ def _run(
             writer.add(res.rows, now_ts)
             parsed_ok.append(res.path)
             new_sha[res.path] = res.sha256
-        writer.flush()
+        if not bulk:  # a bulk load's last rows are written while the workers resolve calls
+            writer.flush()
         gone = [s.path for s in content_skipped if s.path in known]
         if gone:
             _delete_file_rows(conn, {p: known[p][3] for p in gone})
@@ -1573,7 +1592,8 @@ def _run(
     finally:
         for path in shards:
             Path(path).unlink(missing_ok=True)
-    writer.flush_terms()  # no-op unless resolution was skipped
+    writer.flush()  # no-op unless resolution was skipped
+    writer.flush_terms()
     if bulk:
         create_secondary_indexes(conn)
     if prefill:

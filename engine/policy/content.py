@@ -17,8 +17,8 @@ import os
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import accumulate
 from dataclasses import dataclass
+from itertools import accumulate
 
 
 @dataclass(frozen=True)

@@ -256,7 +256,9 @@ def test_short_texts_such_as_signatures_are_still_redacted() -> None:
 
 
 @settings(max_examples=300)
-@given(st.lists(st.lists(_CUE_PIECES, max_size=6).map("".join) | st.sampled_from(["", "İstanbul"]), max_size=12))
+@given(
+    st.lists(st.lists(_CUE_PIECES, max_size=6).map("".join) | st.sampled_from(["", "İstanbul"]), max_size=12)
+)
 def test_many_texts_redacted_at_once_are_each_redacted_as_alone(texts: list[str]) -> None:
     """The indexer redacts a file's signatures and docstrings together; a text that holds a secret
     only when joined to its neighbour, or one whose lower case is longer, changes nothing."""
