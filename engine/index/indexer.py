@@ -1274,11 +1274,22 @@ def index_repository(
                 Path(str(layout.index_db) + suffix).unlink(missing_ok=True)
         conn = open_index(layout, on_warning=warn, holding_lock=True)
         rebuilt = rebuild or any(w.code in ("INDEX_CORRUPT", "INDEX_UPGRADED") for w in warnings)
+        checkpoint: threading.Thread | None = None
         try:
             with _gc_paused():
                 report = _run(conn, layout, settings, progress, rebuilt, started, warnings, text_index)
+            if report.cold:
+                checkpoint = _checkpoint_beside(layout)  # opened before this connection closes
         finally:
             conn.close()
+        if report.cold:
+            # The overview is built while the new pages are copied into index.db (both need only
+            # the committed index), and before the text refresh, which may fork workers.
+            try:
+                _store_overview(layout)
+            finally:
+                if checkpoint is not None:
+                    checkpoint.join()
         if text_index:
             # Still under the writer lock: two text refreshes must not interleave either.
             from engine.index.pipeline import refresh_text_index
@@ -1293,9 +1304,37 @@ def index_repository(
                 }
             )
         _compact_if_sparse(layout)
-        if report.cold:
-            _store_overview(layout)
     return report
+
+
+# SQLite's default: a commit that leaves more WAL pages than this copies them into the database.
+WAL_AUTOCHECKPOINT_PAGES = 1000
+
+
+def _checkpoint_beside(layout: RepoLayout) -> threading.Thread | None:
+    """Copy a cold build's committed pages from the WAL into index.db on a thread of its own.
+
+    The build commits without the checkpoint (tens of MB copied with one core idle); this thread's
+    connection, opened before the builder's closes, does it while the overview is built, and is
+    the last to close (SQLite then removes the WAL). Joined before the build returns. None when it
+    cannot connect: the builder's connection, closing last, checkpoints instead.
+    """
+    try:
+        conn = sqlite3.connect(str(layout.index_db), timeout=5, check_same_thread=False)
+    except sqlite3.Error:
+        return None  # the builder's connection checkpoints as it closes
+
+    def run() -> None:
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error:
+            pass  # a later writer's commit copies what is left
+        finally:
+            conn.close()
+
+    thread = threading.Thread(target=run, name="semfora-checkpoint", daemon=True)
+    thread.start()
+    return thread
 
 
 def _store_overview(layout: RepoLayout) -> None:
@@ -1611,11 +1650,15 @@ def _run(
         generation = int(_meta(conn, META_GENERATION) or 0) + 1
         meta.append((META_GENERATION, str(generation)))
     conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta)
+    if bulk:
+        # Not copied into index.db by this commit: _checkpoint_beside does it on another thread.
+        conn.execute("PRAGMA wal_autocheckpoint=0")
     conn.commit()
     _detach_shards(conn)
     if bulk:
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KB}")
+        conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
     skipped = found.skipped + plan.still_skipped + content_skipped
     if scope is not None:  # the skips recorded earlier, outside this run's scope, still hold
         seen = {s.path for s in skipped}
