@@ -56,6 +56,13 @@ FTS_HASH_BYTES = 32 * 1024 * 1024
 COMPACT_DEAD_SHARE = 0.2
 COMPACT_DEAD_MIN = 2000
 
+# The chunk table's secondary indexes: a cold build drops them and builds them after its inserts.
+CHUNK_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS text_chunks_file ON text_chunks(file)",
+    "CREATE INDEX IF NOT EXISTS text_chunks_symbol ON text_chunks(symbol_id) WHERE symbol_id IS NOT NULL",
+)
+_CHUNK_INDEX_DDL = ";\n".join(CHUNK_INDEXES)
+
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS text_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS text_files (
@@ -78,8 +85,7 @@ CREATE TABLE IF NOT EXISTS text_chunks (
     part INTEGER NOT NULL DEFAULT 0,
     name TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS text_chunks_file ON text_chunks(file);
-CREATE INDEX IF NOT EXISTS text_chunks_symbol ON text_chunks(symbol_id) WHERE symbol_id IS NOT NULL;
+{_CHUNK_INDEX_DDL};
 CREATE VIRTUAL TABLE IF NOT EXISTS text_fts USING fts5(
     name, path, sigdoc, body, parts, content='', tokenize='porter unicode61'
 );
@@ -178,6 +184,17 @@ def reset_tables(conn: sqlite3.Connection) -> None:
     drop_text_tables(conn)
     conn.executescript(SCHEMA)
     conn.commit()
+
+
+def drop_chunk_indexes(conn: sqlite3.Connection) -> None:
+    """Drop ``CHUNK_INDEXES`` (before a bulk load: building them after it costs a sixth as much)."""
+    for ddl in CHUNK_INDEXES:
+        conn.execute(f"DROP INDEX IF EXISTS {ddl.split()[5]}")
+
+
+def create_chunk_indexes(conn: sqlite3.Connection) -> None:
+    for ddl in CHUNK_INDEXES:
+        conn.execute(ddl)
 
 
 def clear_chunks(conn: sqlite3.Connection) -> None:

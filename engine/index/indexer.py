@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from engine.config import Settings
 from engine.errors import EngineWarning, WarningSink
 from engine.index.workers import pool_context, worker_pool
-from engine.policy.redaction import redact
+from engine.policy.redaction import redact_many
 from engine.repo.layout import RepoLayout
 from engine.semantic.graph import (
     CALLABLE_KINDS,
@@ -204,8 +204,11 @@ def _rows(path: str, file_id: int, fa: FileAnalysis, size: int, mtime_ns: int, s
     module = relative_module(path)
     symbols: list[tuple[object, ...]] = []
     calls: list[tuple[object, ...]] = []
+    # index.db never stores a secret a signature or doc holds: both redacted, all of a file's at once.
+    count = len(fa.symbols)
+    texts = redact_many([s.signature for s in fa.symbols] + [s.doc for s in fa.symbols])
     # Booleans go in as they are: SQLite stores True/False as the integers 1/0.
-    for s in fa.symbols:
+    for i, s in enumerate(fa.symbols):
         short = _short(s.name)
         symbols.append(
             (
@@ -220,8 +223,8 @@ def _rows(path: str, file_id: int, fa: FileAnalysis, size: int, mtime_ns: int, s
                 s.language,
                 s.start_line,
                 s.end_line,
-                redact(s.signature),  # index.db never stores a secret a signature or doc holds
-                redact(s.doc),
+                texts[i],
+                texts[count + i],
                 s.parent,
                 s.exported,
                 _json_list(s.decorators),
@@ -583,6 +586,10 @@ FLUSH_ROWS = 20_000
 # final file is parsed) is short; the earlier ones overlap with the workers' parsing.
 BULK_FLUSH_ROWS = 2_000
 _FILES_INSERT = "INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?,?,?)"
+# Into an empty table (a cold build). Not OR REPLACE: a statement that may replace rows opens a
+# statement journal, and with it a savepoint in which FTS5 flushes its pending postings to disk
+# as a new segment: one per flush instead of one per 32 MB of postings (more to merge later).
+_FILES_BULK_INSERT = "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?)"
 _CALLS_INSERT = "INSERT INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?)"
 
 
@@ -634,12 +641,17 @@ class _Writer:
         self.chunks_written = 0
         self.text_merged = False  # the text index's segments were merged during this load
         self.pending_terms = bulk
+        # Bulk: every file written, as (path, language, id), so call resolution can start before the
+        # last rows are flushed (it needs the files, not the rows).
+        self.graph_files: list[tuple[str, str, int]] = []
         if bulk:
             conn.execute("CREATE TEMP TABLE IF NOT EXISTS pending_terms (sid INTEGER, terms TEXT)")
 
     def add(self, rows: FileRows, now: float) -> None:
         f = rows.file
         self.files.append((*f[:8], now, f[8]))
+        if self.bulk:
+            self.graph_files.append((f[0], f[1], f[8]))  # type: ignore[arg-type]
         sid = self.next_sid
         symbols, terms = self.symbols, self.terms
         if self.bulk:
@@ -681,7 +693,7 @@ class _Writer:
 
     def flush(self) -> None:
         c = self.conn
-        c.executemany(_FILES_INSERT, self.files)
+        c.executemany(_FILES_BULK_INSERT if self.bulk else _FILES_INSERT, self.files)
         c.executemany(f"INSERT INTO symbols VALUES ({','.join('?' * 24)})", self.symbols)
         if self.bulk:
             c.executemany("INSERT INTO temp.pending_terms VALUES (?,?)", self.terms)
@@ -800,12 +812,21 @@ class _Graph:
 
     @classmethod
     def load(cls, conn: sqlite3.Connection) -> _Graph:
+        return cls.of(conn.execute("SELECT path, language, id FROM files"))
+
+    @classmethod
+    def of(cls, files: Iterable[tuple[str, str, int]]) -> _Graph:
+        """From ``(path, language, id)`` rows in id order (the order of ``files``'s rowids)."""
         languages: dict[str, str] = {}
         ids: dict[str, int] = {}
-        for path, language, file_id in conn.execute("SELECT path, language, id FROM files"):
+        for path, language, file_id in files:
             languages[path] = language
             ids[path] = file_id
         return cls(languages, ids, {i: p for p, i in ids.items()})
+
+
+def _by_id(row: tuple[str, str, int]) -> int:
+    return row[2]
 
 
 def _resolve_graphs(
@@ -827,7 +848,10 @@ def _resolve_graphs(
     ``full`` recomputes everything; otherwise only the changed files, files whose
     import targets moved, and files calling a name whose definitions changed.
     """
-    graph = _Graph.load(conn)
+    # A bulk load's files are known in memory: resolution starts before their last rows are written.
+    graph = (
+        _Graph.of(sorted(preloaded.graph_files, key=_by_id)) if preloaded is not None else _Graph.load(conn)
+    )
     languages = graph.languages
     modules = ModuleIndex(languages)
     import_scope = None if (full or structure_changed) else sorted(changed & set(languages))
@@ -1250,11 +1274,22 @@ def index_repository(
                 Path(str(layout.index_db) + suffix).unlink(missing_ok=True)
         conn = open_index(layout, on_warning=warn, holding_lock=True)
         rebuilt = rebuild or any(w.code in ("INDEX_CORRUPT", "INDEX_UPGRADED") for w in warnings)
+        checkpoint: threading.Thread | None = None
         try:
             with _gc_paused():
                 report = _run(conn, layout, settings, progress, rebuilt, started, warnings, text_index)
+            if report.cold:
+                checkpoint = _checkpoint_beside(layout)  # opened before this connection closes
         finally:
             conn.close()
+        if report.cold:
+            # The overview is built while the new pages are copied into index.db (both need only
+            # the committed index), and before the text refresh, which may fork workers.
+            try:
+                _store_overview(layout)
+            finally:
+                if checkpoint is not None:
+                    checkpoint.join()
         if text_index:
             # Still under the writer lock: two text refreshes must not interleave either.
             from engine.index.pipeline import refresh_text_index
@@ -1269,9 +1304,37 @@ def index_repository(
                 }
             )
         _compact_if_sparse(layout)
-        if report.cold:
-            _store_overview(layout)
     return report
+
+
+# SQLite's default: a commit that leaves more WAL pages than this copies them into the database.
+WAL_AUTOCHECKPOINT_PAGES = 1000
+
+
+def _checkpoint_beside(layout: RepoLayout) -> threading.Thread | None:
+    """Copy a cold build's committed pages from the WAL into index.db on a thread of its own.
+
+    The build commits without the checkpoint (tens of MB copied with one core idle); this thread's
+    connection, opened before the builder's closes, does it while the overview is built, and is
+    the last to close (SQLite then removes the WAL). Joined before the build returns. None when it
+    cannot connect: the builder's connection, closing last, checkpoints instead.
+    """
+    try:
+        conn = sqlite3.connect(str(layout.index_db), timeout=5, check_same_thread=False)
+    except sqlite3.Error:
+        return None  # the builder's connection checkpoints as it closes
+
+    def run() -> None:
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error:
+            pass  # a later writer's commit copies what is left
+        finally:
+            conn.close()
+
+    thread = threading.Thread(target=run, name="semfora-checkpoint", daemon=True)
+    thread.start()
+    return thread
 
 
 def _store_overview(layout: RepoLayout) -> None:
@@ -1313,12 +1376,17 @@ def _compact_if_sparse(layout: RepoLayout) -> None:
 def _store_terms_and_index(
     writer: _Writer, conn: sqlite3.Connection, still_resolving: Callable[[], bool]
 ) -> None:
-    """The bulk load's work that needs no resolved call: the search terms, then every
-    secondary index except those on calls; then, if the workers are still resolving calls,
-    the text index's segment merge, which would otherwise run after the commit with the
-    other core idle (a second of ansible's build)."""
+    """The bulk load's work that needs no resolved call: the last rows parsed, the search terms,
+    then every secondary index except those on calls (the text chunks' too); then, if the workers
+    are still resolving calls, the text index's segment merge, which would otherwise run after the
+    commit with the other core idle (a second of ansible's build)."""
+    writer.flush()
     writer.flush_terms()
     create_secondary_indexes(conn, skip_tables=LATE_TABLES)
+    if writer.text:
+        from engine.index.fts import create_chunk_indexes
+
+        create_chunk_indexes(conn)
     if writer.text and still_resolving():
         from engine.index.fts import merge_segments
 
@@ -1457,6 +1525,10 @@ def _run(
     if bulk:
         _remove_shards(layout.cache_dir)  # a killed run's leftovers
         drop_secondary_indexes(conn)
+        if prefill:
+            from engine.index.fts import drop_chunk_indexes
+
+            drop_chunk_indexes(conn)
         conn.execute(f"PRAGMA threads = {min(4, workers)}")  # parallel sorter for the index builds
     for cand, _digest in plan.touched_only:
         conn.execute(
@@ -1529,7 +1601,8 @@ def _run(
             writer.add(res.rows, now_ts)
             parsed_ok.append(res.path)
             new_sha[res.path] = res.sha256
-        writer.flush()
+        if not bulk:  # a bulk load's last rows are written while the workers resolve calls
+            writer.flush()
         gone = [s.path for s in content_skipped if s.path in known]
         if gone:
             _delete_file_rows(conn, {p: known[p][3] for p in gone})
@@ -1558,9 +1631,14 @@ def _run(
     finally:
         for path in shards:
             Path(path).unlink(missing_ok=True)
-    writer.flush_terms()  # no-op unless resolution was skipped
+    writer.flush()  # no-op unless resolution was skipped
+    writer.flush_terms()
     if bulk:
         create_secondary_indexes(conn)
+    if prefill:
+        from engine.index.fts import create_chunk_indexes
+
+        create_chunk_indexes(conn)
     files, symbols, edges = _counts(conn)
     meta = [
         ("last_indexed", json.dumps({"at": now_ts, "git": found.used_git})),
@@ -1572,11 +1650,15 @@ def _run(
         generation = int(_meta(conn, META_GENERATION) or 0) + 1
         meta.append((META_GENERATION, str(generation)))
     conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta)
+    if bulk:
+        # Not copied into index.db by this commit: _checkpoint_beside does it on another thread.
+        conn.execute("PRAGMA wal_autocheckpoint=0")
     conn.commit()
     _detach_shards(conn)
     if bulk:
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KB}")
+        conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
     skipped = found.skipped + plan.still_skipped + content_skipped
     if scope is not None:  # the skips recorded earlier, outside this run's scope, still hold
         seen = {s.path for s in skipped}

@@ -8,11 +8,11 @@ changes nothing more.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import is_dataclass, replace
 from typing import Any, TypeVar
 
-from engine.policy.content import find_secrets
+from engine.policy.content import find_secrets, secret_free
 
 MASK = "[REDACTED]"
 # Line breaks as str.splitlines() counts them: a masked span keeps every one, in order.
@@ -38,6 +38,13 @@ def redact(text: str) -> str:
         pos = hit.end
     out.append(text[pos:])
     return "".join(out)
+
+
+def redact_many(texts: Sequence[str]) -> list[str]:
+    """``[redact(t) for t in texts]``, with one search deciding the texts that hold nothing to mask
+    (the short texts of a file: a search per text cost the indexer 0.3 s on Django)."""
+    free = secret_free(texts)
+    return [text if ok else redact(text) for text, ok in zip(texts, free, strict=True)]
 
 
 def contains_secret(text: str) -> bool:

@@ -467,7 +467,7 @@ def _section(corpus: str, fig: Figures, base: Figures | None, meta: dict[str, An
     overview_second = _med(fig.overview_cli[1:])
     warm_ov = fig.warm.get("overview", [float("nan"), float("nan")])
 
-    base_rule = "|---" if base is not None else ""
+    base_rule = "---|" if base is not None else ""
     rows = [
         (
             "cold index vs ctags (in-process wall, median)",

@@ -66,3 +66,30 @@ def test_a_cold_build_leaves_the_text_index_the_refresh_alone_would_build(make_r
     again = index_repository(cold, settings)  # nothing changed: the next run finds nothing to do
     assert again.text_index is not None
     assert (again.text_index.files_changed, again.text_index.chunks_written) == (0, 0)
+
+
+def test_a_cold_build_leaves_every_page_in_index_db_with_its_indexes_and_overview(make_repo) -> None:
+    """A cold build loads its tables without their secondary indexes and commits without copying the WAL
+    into index.db (a thread does it beside the overview): what it leaves is whole all the same."""
+    from pathlib import Path
+
+    from engine.index.fts import CHUNK_INDEXES
+    from engine.store.schema import SECONDARY_INDEXES
+
+    root = make_repo(_tree(30))
+    settings = load_settings(root).settings
+    settings = settings.model_copy(update={"index": settings.index.model_copy(update={"workers": 2})})
+    layout = RepoLayout.for_path(root)
+    report = index_repository(layout, settings)
+    assert report.cold
+    wal = Path(f"{layout.index_db}-wal")
+    assert not wal.exists() or wal.stat().st_size == 0  # every page is in index.db itself
+    with sqlite3.connect(layout.index_db) as conn:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert {ddl.split()[5] for ddl in (*SECONDARY_INDEXES, *CHUNK_INDEXES)} <= names
+        plan = conn.execute(
+            "EXPLAIN QUERY PLAN SELECT * FROM text_chunks WHERE file = 'pkg/m1.py'"
+        ).fetchall()
+        assert "text_chunks_file" in str(plan)
+        assert conn.execute("SELECT count(*) FROM overview").fetchone()[0] == 1
+        assert conn.execute("SELECT count(*) FROM symbols").fetchone()[0] == 30

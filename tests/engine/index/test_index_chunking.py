@@ -166,3 +166,19 @@ def test_no_secret_in_a_signature_or_docstring_reaches_index_db(make_repo) -> No
         for secret in ("hunter22secret", "hunter22pw", "abcd1234efgh"):
             assert matches(secret) == 0, secret
             assert secret not in symbols, secret
+
+
+def test_chunks_are_whole_chunks() -> None:
+    """Chunking fills every field of each Chunk (it builds them without ``__init__``)."""
+    from dataclasses import fields, replace
+
+    from engine.index.chunking import Chunk
+
+    names = [f.name for f in fields(Chunk)]
+    symbols = [_sym("s1", "Box", "Box", "class", 4, 12), _sym("s2", "open", "Box.open", "method", 7, 8)]
+    chunks = chunk_file("m.py", SOURCE, symbols, "python") + chunk_file("README.md", "# Title\n\ntext\n")
+    assert {c.kind for c in chunks} >= {"header", "symbol", "module", "prose"}
+    for chunk in chunks:
+        assert list(vars(chunk)) == names
+        assert chunk == Chunk(**vars(chunk)) and hash(chunk) == hash(Chunk(**vars(chunk)))
+        assert replace(chunk, text="x").text == "x"

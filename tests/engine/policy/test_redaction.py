@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from engine.policy import content
 from engine.policy.content import find_secrets
-from engine.policy.redaction import MASK, contains_secret, redact, redact_json, redact_request
+from engine.policy.redaction import MASK, contains_secret, redact, redact_json, redact_many, redact_request
 
 # (text, the secret part that must disappear)
 LEAKS = [
@@ -253,3 +253,31 @@ def test_short_texts_such_as_signatures_are_still_redacted() -> None:
     assert redact("def connect(password='hunter22'):") == "def connect(password='[REDACTED]'):"
     assert "AKIA" not in redact('"""Use AKIAIOSFODNN7EXAMPLE for tests."""')
     assert redact("def f(self, key=None):") == "def f(self, key=None):"
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.lists(_CUE_PIECES, max_size=6).map("".join) | st.sampled_from(["", "İstanbul"]), max_size=12)
+)
+def test_many_texts_redacted_at_once_are_each_redacted_as_alone(texts: list[str]) -> None:
+    """The indexer redacts a file's signatures and docstrings together; a text that holds a secret
+    only when joined to its neighbour, or one whose lower case is longer, changes nothing."""
+    assert redact_many(texts) == [redact(t) for t in texts]
+
+
+def test_a_secret_split_over_two_signatures_is_not_masked_but_each_whole_one_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    texts = ["def connect(password", "='hunter22'):", "def login(token='abcdef123')", "def f(self):"]
+    assert redact_many(texts) == [
+        "def connect(password",
+        "='hunter22'):",
+        "def login(token='[REDACTED]')",
+        "def f(self):",
+    ]
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "plainlookingvalue123")
+    assert redact_many(["x plainlookingvalue123", "plain", "lookingvalue123"]) == [
+        f"x {MASK}",
+        "plain",
+        "lookingvalue123",
+    ]
