@@ -232,6 +232,8 @@ class DiffPane(ScrollableContainer, can_focus=True):
             if hunk.syntax_error:
                 add(f"  ⚠ syntax error: {hunk.syntax_error}", warn)
             dim = hunk.state == "rejected"
+            if not hunk.lines:
+                add("  (an empty file)", Style(italic=True, dim=True))
             for line in hunk.lines:
                 if line.startswith("+"):
                     style = added

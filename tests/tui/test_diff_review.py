@@ -123,6 +123,18 @@ async def test_an_undo_that_staged_hunks_cannot_follow_is_still_reported_as_done
         assert "error[" not in transcript
 
 
+async def test_a_new_empty_file_says_so_in_the_diff_pane(make_app: AppFactory, demo_repo: Path) -> None:
+    """A staged empty `__init__.py` showed a hunk header over nothing."""
+    (demo_repo / "edits.txt").write_text("app/sub/__init__.py\n<<<<<<< SEARCH\n=======\n>>>>>>> REPLACE\n")
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.main.run_slash("/edit --from edits.txt")
+        await settle(pilot)
+        assert [f.path for f in app.diff.files] == ["app/sub/__init__.py"]
+        body = str(app.diff.query_one("#diff-body").render())
+        assert "app/sub/__init__.py" in body and "(an empty file)" in body
+
+
 async def test_declining_the_commit_changes_nothing(make_app: AppFactory, demo_repo: Path) -> None:
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
