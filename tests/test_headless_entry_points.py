@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.engine.mcp_client import INITIALIZE
 
 # Packages a headless command must never load: the Textual framework and semfora's app.
 APP_PACKAGES = ("textual", "semfora_tui")
@@ -172,18 +173,7 @@ def test_mcp_server_starts_and_answers_without_the_app(tmp_path: Path, repo: Pat
                 return message
 
     try:
-        send(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "probe", "version": "0"},
-                },
-            }
-        )
+        send(INITIALIZE)
         init = reply(1)
         assert init["result"]["serverInfo"]["name"] == "semfora"  # type: ignore[index]
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})

@@ -13,6 +13,18 @@ from typing import Any
 
 from tests.conftest import SEMFORA
 
+# The first request of an MCP client speaking raw JSON-RPC over the server's stdio.
+INITIALIZE: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "semfora-tests", "version": "0"},
+    },
+}
+
 
 async def mcp_session(root: Path, body: Callable[[Any], Awaitable[Any]], args: Sequence[str] = ()) -> Any:
     """Run ``body(session)`` against `semfora mcp --path root ARGS`, initialised."""

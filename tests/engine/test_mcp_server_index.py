@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from tests.conftest import SEMFORA
-from tests.engine.mcp_client import index_lock_held, mcp_session, tool_error
+from tests.engine.mcp_client import INITIALIZE, index_lock_held, mcp_session, tool_error
 
 APP = '''"""Payments."""
 
@@ -294,16 +294,6 @@ def test_a_client_that_leaves_during_the_first_build_does_not_keep_the_server_ru
 
     root = make_repo({"pay/app.py": APP, **_many_files()})
     monkeypatch.setenv("SEMFORA_INDEX__LOCK_TIMEOUT", "600")
-    hello = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
     with index_lock_held(root):
         server = subprocess.Popen(
             [SEMFORA, "mcp", "--path", str(root)],
@@ -313,7 +303,7 @@ def test_a_client_that_leaves_during_the_first_build_does_not_keep_the_server_ru
             text=True,
         )
         assert server.stdin is not None and server.stdout is not None
-        server.stdin.write(json.dumps(hello) + "\n")
+        server.stdin.write(json.dumps(INITIALIZE) + "\n")
         server.stdin.flush()
         assert '"result"' in server.stdout.readline()  # initialised; the build waits on the lock
         server.stdin.close()

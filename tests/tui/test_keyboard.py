@@ -245,7 +245,8 @@ async def test_a_message_sent_while_a_reply_streams_is_queued_and_sent_after_it(
     make_app: AppFactory, fake_anthropic: FakeAnthropic
 ) -> None:
     first = "First answer. " * 60
-    fake_anthropic.reply(first, chunk_chars=6, delay=0.01)
+    # Slow enough (4 s) that a loaded machine cannot finish it before the test types into it.
+    fake_anthropic.reply(first, chunk_chars=6, delay=0.03)
     fake_anthropic.reply("Second answer.")
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
