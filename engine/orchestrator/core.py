@@ -269,9 +269,8 @@ class Orchestrator:
                 continue
             what = {"create": "a new file", "delete": "the deletion of this file"}.get(staged.kind, "edits")
             lines = [f"{what} staged earlier in this session, not on disk yet (the user reviews them):"]
-            for h in hunks:
-                lines.append(f"@@ -{h.old_start},{h.old_count} +{h.new_start},{h.new_count} @@ ({h.state})")
-                lines += ["-" + line for line in h.old_lines] + ["+" + line for line in h.new_lines]
+            for h in hunks:  # as the diff pane and `semfora edits show` give them, context included
+                lines += [f"{h.header} ({h.state})", *h.lines]
             text = "\n".join(lines)
             if len(text) > MAX_STAGED_CHARS:
                 cut = text.rfind("\n", 0, MAX_STAGED_CHARS)

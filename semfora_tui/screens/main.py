@@ -608,15 +608,15 @@ class MainScreen(Screen[None]):
         # The edit session's file too: `semfora edits ...` in another terminal changes what is staged.
         try:
             session_file = self.bridge.layout.edit_session_file  # its folder is made if missing
-            watched = [root, session_file.parent]
+            watched, session = [root, session_file.parent], str(session_file)
         except (OSError, SemforaError):
-            session_file, watched = root / ".git" / "no-session", [root]
+            watched, session = [root], ""
+        inside = str(root) + os.sep
 
         def wanted(_change: watchfiles.Change, path: str) -> bool:
-            if path.startswith(str(session_file.parent)) and not path.startswith(str(root) + os.sep):
-                return path == str(session_file)
-            rel = Path(path).relative_to(root) if path.startswith(str(root)) else Path(path)
-            return not any(part in skip for part in rel.parts)
+            if not path.startswith(inside):
+                return path == session  # the one file followed outside the work tree
+            return not any(part in skip for part in Path(path).relative_to(root).parts)
 
         for changes in watchfiles.watch(
             *watched,
@@ -628,14 +628,13 @@ class MainScreen(Screen[None]):
             yield_on_timeout=True,
         ):
             self.watch_ready.set()  # the first yield, a change or a timeout: the watch is on
-            if any(p == str(session_file) for _c, p in changes):
+            if any(p == session for _c, p in changes):
                 self.post_message(self.SessionChanged())
-            changes = {(c, p) for c, p in changes if p != str(session_file)}
-            if not changes:
-                continue
             paths = tuple(
-                sorted({str(Path(p).relative_to(root)) for _c, p in changes if p.startswith(str(root))})
+                sorted({str(Path(p).relative_to(root)) for _c, p in changes if p.startswith(inside)})
             )
+            if not paths:
+                continue
             report, error = attempt(lambda: self.bridge.index(rebuild=False))
             self.post_message(
                 self.IndexFinished(
@@ -661,7 +660,7 @@ class MainScreen(Screen[None]):
         if files != self.diff.files:
             self.show_staged(files)
         stale = sorted(
-            f.path for f in files if f.conflict and f.path not in known and f.path in (among or {f.path})
+            f.path for f in files if f.conflict and f.path not in known and (among is None or f.path in among)
         )
         if stale:
             self.notify(

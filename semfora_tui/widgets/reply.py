@@ -373,7 +373,7 @@ class EditBlockFencer:
             return ""
         if _is_block_start(line):
             return self._open(line)
-        if _is_fence(line) and not self._model_fence:
+        if _is_fence(line):
             self._held = [line]
             return ""
         return line
@@ -413,7 +413,7 @@ def _paragraph_break(text: str, start: int) -> int | None:
     at = text.rfind("\n\n", start)
     while at != -1:
         cut = at + 2
-        fences = sum(1 for line in text[:cut].splitlines() if line.lstrip().startswith(("```", "~~~")))
+        fences = sum(1 for line in text[:cut].splitlines() if _is_fence(line))
         if fences % 2 == 0:
             return cut
         at = text.rfind("\n\n", start, at)

@@ -90,7 +90,8 @@ class Layout:
         return [(x, y) for x, y in self.shown.get(file, ()) if a <= x and y <= b and (x, y) != (a, b)]
 
 
-SECTION_FILES, SECTION_CODE, SECTION_MAP = 1, 2, 3
+# Send order (see gatherer): 0 the cached prefix, 1 staged edits, then these, then 5 recalled turns.
+SECTION_FILES, SECTION_CODE, SECTION_MAP = 2, 3, 4
 
 
 def relevant(c: Candidate) -> bool:

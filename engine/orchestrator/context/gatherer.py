@@ -45,10 +45,9 @@ log = logging.getLogger(__name__)
 OVERVIEW_SHARE = 0.03
 # Recalled past turns added at most (LOW priority).
 MAX_RECALLED = 2
-# Send order of the pack's sections: the cached prefix, files named with @, code, the map, memory.
-SECTION_PREFIX, SECTION_MEMORY = 0, 4
-# Edits staged earlier in the session go right after the prefix, before the code they change.
-SECTION_STAGED = 0.5
+# Send order of the pack's sections: the cached prefix, edits staged earlier in the session (before
+# the code they change), files named with @, code, the map (fill.py's 2-4), recalled turns.
+SECTION_PREFIX, SECTION_STAGED, SECTION_MEMORY = 0, 1, 5
 STAGED_REASON = "staged earlier in this session, not on disk yet: the file's lines with these applied"
 
 
@@ -288,7 +287,7 @@ class ContextGatherer:
         classification = classify_intent(task)
         anchors = extract_anchors(task)
         notes: list[str] = []
-        sections: dict[str, float] = {}
+        sections: dict[str, int] = {}
         overview = self._overview_item(budget)
         if overview is not None and budget.add(overview).admitted:
             sections[overview.id] = SECTION_PREFIX
