@@ -29,6 +29,9 @@ SEGMENT_CHARS = 1500
 # The spinner of a running turn: braille frames, 8 a second (smooth, and cheap to redraw).
 SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 SPINNER_INTERVAL = 1 / 8
+# An edit block shows this many lines of each side in the chat; the rest are folded into one
+# line (a 300-line new file streamed whole into the chat; the diff pane shows all of it).
+FOLD_AFTER = 24
 WAITING_TEXT = "building the context pack and asking the model…"
 
 
@@ -207,9 +210,14 @@ class ReplyTurn(Vertical):
         """Append streamed text, opening a new segment at a paragraph break when this one is long."""
         if not self._streaming:
             return
+        shown = self._fencer.feed(text)
         if self.spinner is not None and text:
-            self.spinner.display = False  # the text itself now shows that the turn is alive
-        await self._append(self._fencer.feed(text))
+            folded = self._fencer.folding
+            if folded:  # the text goes on, out of sight: say so, or the reply looks stuck
+                self.spinner.say(f"writing the rest of the block: {folded:,} lines folded")
+            else:
+                self.spinner.display = False  # the text itself now shows that the turn is alive
+        await self._append(shown)
 
     async def _append(self, text: str) -> None:
         if not self._streaming or not text:
@@ -298,7 +306,8 @@ class EditBlockFencer:
     it stays as text. Unfenced, Markdown would turn ``=======`` into a heading rule and
     ``>>>>>>>`` into nested quotes; fenced as plain text, the reader had to find the change
     between conflict markers. A block the model wrapped in its own fence is shown the same
-    way (the model's fence lines are dropped around it). Text streams through at once,
+    way (the model's fence lines are dropped around it). Past ``FOLD_AFTER`` lines, the rest of
+    a side is counted, not shown, and one line says how many. Text streams through at once,
     except the start of a line that could be a marker (it waits for the end of that line)
     and the opening of the model's fence with the line after it (they wait until it is
     known whether an edit block follows).
@@ -315,6 +324,8 @@ class EditBlockFencer:
         self._fresh_search = False  # the SEARCH section has no line yet (a new file if it stays so)
         self._model_fence = False  # inside the model's fence around blocks (its lines are dropped)
         self._held: list[str] = []  # the model's fence opening, and the line after it, held
+        self._shown = 0  # lines of the current side of the block shown so far
+        self.folding = 0  # lines of the current side folded so far (not shown)
 
     def feed(self, text: str) -> str:
         out: list[str] = []
@@ -341,7 +352,7 @@ class EditBlockFencer:
             rest += self._release()
         if self._section:
             self._section = ""
-            rest += ("" if not rest or rest.endswith("\n") else "\n") + "```\n"
+            rest += ("" if not rest or rest.endswith("\n") else "\n") + self._fold_line() + "```\n"
         return rest
 
     def _release(self) -> str:
@@ -391,13 +402,25 @@ class EditBlockFencer:
         body = line.rstrip("\n")
         if line.startswith(">>>>>>> REPLACE"):
             self._section = ""
-            return "```\n"
+            return self._fold_line() + "```\n"
         if self._section == "search" and body.rstrip() == "=======":
             self._section = "replace"
-            return "@@ new file @@\n" if self._fresh_search else ""
+            return self._fold_line() + ("@@ new file @@\n" if self._fresh_search else "")
         self._fresh_search = False
+        if self._shown >= FOLD_AFTER:
+            self.folding += 1
+            return ""
+        self._shown += 1
         sign = "-" if self._section == "search" else "+"
         return f"{sign}{body}\n"
+
+    def _fold_line(self) -> str:
+        """The line that stands for the folded rest of a side (none if nothing was folded);
+        the counts start again for the next side."""
+        folded, self.folding, self._shown = self.folding, 0, 0
+        if not folded:
+            return ""
+        return f"@@ {folded:,} more line{'s' if folded > 1 else ''} folded: F2 shows the whole change @@\n"
 
 
 def _is_fence(line: str) -> bool:

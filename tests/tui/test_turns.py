@@ -122,6 +122,34 @@ async def test_a_long_line_of_a_reply_wraps_in_the_narrow_chat_pane(
         assert label.size.height >= 3 + rows > 4
 
 
+async def test_a_long_new_file_is_folded_in_the_chat_and_staged_whole(
+    make_app: AppFactory, fake_anthropic: FakeAnthropic
+) -> None:
+    """400 lines streamed into the chat buried the conversation; the diff pane has them all."""
+    body = "".join(f"ROW_{i} = {i}\n" for i in range(400))
+    reply = f"A table of rows.\n\napp/table.py\n<<<<<<< SEARCH\n=======\n{body}>>>>>>> REPLACE\n\nDone.\n"
+    fake_anthropic.reply(reply, chunk_chars=60, delay=0.03)
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await _submit(pilot, app, "add a table of rows")
+        # While the folded lines stream, the spinner says so (the chat itself stops growing).
+        await _wait_for(pilot, lambda: app.main.turn is not None and app.main.turn._fencer.folding > 0)
+        spinner = app.main.turn.spinner
+        assert spinner is not None and spinner.display
+        assert re.search(r"writing the rest of the block: [\d,]+ lines folded", str(spinner.render()))
+        await _wait_for(pilot, lambda: not app.main.streaming)
+        await settle(pilot)
+        (fence,) = app.main.turn.query(ReplyFence)
+        shown = fence.code.splitlines()
+        assert shown[0] == "@@ new file @@" and shown[1:25] == [f"+ROW_{i} = {i}" for i in range(24)]
+        assert shown[25:] == ["@@ 376 more lines folded: F2 shows the whole change @@"]
+        assert "ROW_399" not in app.chat.transcript() and "Done." in app.chat.transcript()
+        # Nothing the model wrote is lost: the staged file has every line.
+        (staged,) = app.diff.files
+        assert staged.path == "app/table.py" and staged.added == 400
+
+
 @pytest.mark.parametrize("key", ["escape", "ctrl+c"])
 async def test_escape_or_ctrl_c_cancels_a_streaming_reply(
     make_app: AppFactory, fake_anthropic: FakeAnthropic, key: str

@@ -105,6 +105,17 @@ REPLIES = {
     "```\na.py\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\nb.py\n<<<<<<< SEARCH\nc\n=======\n>>>>>>> REPLACE\n```\n": (
         "a.py\n```diff\n-a\n+b\n```\nb.py\n```diff\n-c\n```\n"
     ),
+    # A long block is folded past FOLD_AFTER lines a side: one line counts the rest.
+    "big.py\n<<<<<<< SEARCH\n=======\n"
+    + "".join(f"x{i} = {i}\n" for i in range(30))
+    + ">>>>>>> REPLACE\nok\n": (
+        "big.py\n```diff\n@@ new file @@\n"
+        + "".join(f"+x{i} = {i}\n" for i in range(24))
+        + "@@ 6 more lines folded: F2 shows the whole change @@\n```\nok\n"
+    ),
+    "a.py\n<<<<<<< SEARCH\n" + "old\n" * 25 + "=======\nnew\n>>>>>>> REPLACE\n": (
+        "a.py\n```diff\n" + "-old\n" * 24 + "@@ 1 more line folded: F2 shows the whole change @@\n+new\n```\n"
+    ),
 }
 
 
