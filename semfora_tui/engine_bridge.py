@@ -337,14 +337,22 @@ class EngineBridge:
     def rollback(self) -> int:
         return self.session().rollback()
 
-    def last_commit(self) -> tuple[str, ...] | None:
-        """The files of the newest commit that `/undo` would revert, or None when there is none."""
+    def last_commit(self) -> dict[str, list[str]] | None:
+        """The files of the newest commit that `/undo` would revert, by what undo does to each
+        (``remove`` what the commit created, ``restore`` what it deleted, ``put back`` the
+        rest), or None when there is none."""
         with engine_part("undo"):
             from engine.edits.writer import history_records
         records = history_records(self.layout)
         if not records:
             return None
-        return tuple(str(e.get("rel", "")) for e in records[-1].get("entries", ()))
+        out: dict[str, list[str]] = {}
+        for e in records[-1].get("entries", ()):
+            action = (
+                "remove" if not e.get("existed") else "restore" if e.get("new_hash") is None else "put back"
+            )
+            out.setdefault(action, []).append(str(e.get("rel", "")))
+        return out
 
     def undo(self, *, force: bool = False) -> tuple[UndoResult, list[str]]:
         """Revert the newest commit; also what the hunks still staged in its files did (notes)."""

@@ -34,6 +34,11 @@ def _names(paths: tuple[str, ...] | list[str]) -> str:
     return ", ".join(code(p) for p in paths)
 
 
+def _listed(paths: list[str]) -> str:
+    """Plain text (a confirmation is not Markdown): the path, or a count and the paths."""
+    return paths[0] if len(paths) == 1 else f"{plural(len(paths), 'file')}: {', '.join(paths)}"
+
+
 @command("edit")
 async def edit(screen: MainScreen, cmd: ParsedCommand) -> None:
     if cmd.args[:1] == ("--from",):
@@ -187,13 +192,20 @@ def request_undo(screen: MainScreen, *, force: bool) -> None:
         )
         screen.refresh_staged()
 
-    async def ask(files: tuple[str, ...] | None) -> None:
+    async def ask(files: dict[str, list[str]] | None) -> None:
         if files is None:
             from engine.edits.errors import NothingToUndo
 
             await screen.show_error(NothingToUndo("nothing to undo: no committed change set in the history"))
             return
-        question = f"Undo the last commit? It puts back {plural(len(files), 'file')}: {', '.join(files)}."
+        # What happens to each file: a file the commit created is removed, not "put back".
+        told = {
+            "remove": "removes {} it created",
+            "restore": "restores {} it deleted",
+            "put back": "puts back {}",
+        }
+        parts = [told[action].format(_listed(names)) for action, names in files.items()]
+        question = f"Undo the last commit? It {' and '.join(parts)}."
         if force:
             question += "\n--force: changes made to them since the commit are overwritten."
         screen.confirm(question, "Undo", lambda: screen.run_job(lambda: bridge.undo(force=force), undone))

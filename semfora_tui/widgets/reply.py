@@ -420,7 +420,7 @@ class EditBlockFencer:
         folded, self.folding, self._shown = self.folding, 0, 0
         if not folded:
             return ""
-        return f"@@ {folded:,} more line{'s' if folded > 1 else ''} folded: F2 shows the whole change @@\n"
+        return f"@@ {folded:,} more line{'s' if folded > 1 else ''} folded (F2 shows all) @@\n"
 
 
 def _is_fence(line: str) -> bool:

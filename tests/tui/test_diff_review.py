@@ -100,6 +100,34 @@ async def test_commit_confirms_with_counts_then_undo_restores(make_app: AppFacto
         assert "Undid the last commit" in app.chat.transcript()
 
 
+async def test_the_undo_question_says_a_file_the_commit_created_is_removed(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """It said "puts back 2 files" of a commit that created one of them: undo deletes that one."""
+    blocks = (
+        EDIT_BLOCKS.split("\n\n")[0] + "\n\napp/notes.md\n<<<<<<< SEARCH\n=======\n# Notes\n>>>>>>> REPLACE\n"
+    )
+    (demo_repo / "edits.txt").write_text(blocks)
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.main.run_slash("/edit --from edits.txt")
+        await settle(pilot)
+        await pilot.press("f2", "A", "N", "A", "c")
+        await answer_confirmation(pilot, app, "y")
+        await settle(pilot)
+        assert (demo_repo / "app/notes.md").read_text() == "# Notes\n"
+        await pilot.press("u")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert (
+            app.screen.question
+            == "Undo the last commit? It puts back app/config.py and removes app/notes.md it created."
+        )
+        await answer_confirmation(pilot, app, "y")
+        await settle(pilot)
+        assert not (demo_repo / "app/notes.md").exists()
+        assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]
+
+
 async def test_an_undo_that_staged_hunks_cannot_follow_is_still_reported_as_done(
     make_app: AppFactory, demo_repo: Path
 ) -> None:

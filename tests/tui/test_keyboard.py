@@ -218,7 +218,7 @@ async def test_undo_in_review_mode_asks_first(make_app: AppFactory, demo_repo: P
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("f2", "u")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the undo confirmation")
-        assert "Undo the last commit? It puts back 1 file: app/server.py." in app.screen.question
+        assert "Undo the last commit? It puts back app/server.py." in app.screen.question
         await answer_confirmation(pilot, app, "n")
         await settle(pilot)
         assert (demo_repo / "app/server.py").read_text() == COMMITTED_SERVER

@@ -143,7 +143,7 @@ async def test_a_long_new_file_is_folded_in_the_chat_and_staged_whole(
         (fence,) = app.main.turn.query(ReplyFence)
         shown = fence.code.splitlines()
         assert shown[0] == "@@ new file @@" and shown[1:25] == [f"+ROW_{i} = {i}" for i in range(24)]
-        assert shown[25:] == ["@@ 376 more lines folded: F2 shows the whole change @@"]
+        assert shown[25:] == ["@@ 376 more lines folded (F2 shows all) @@"]
         assert "ROW_399" not in app.chat.transcript() and "Done." in app.chat.transcript()
         # Nothing the model wrote is lost: the staged file has every line.
         (staged,) = app.diff.files

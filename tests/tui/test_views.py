@@ -111,10 +111,10 @@ REPLIES = {
     + ">>>>>>> REPLACE\nok\n": (
         "big.py\n```diff\n@@ new file @@\n"
         + "".join(f"+x{i} = {i}\n" for i in range(24))
-        + "@@ 6 more lines folded: F2 shows the whole change @@\n```\nok\n"
+        + "@@ 6 more lines folded (F2 shows all) @@\n```\nok\n"
     ),
     "a.py\n<<<<<<< SEARCH\n" + "old\n" * 25 + "=======\nnew\n>>>>>>> REPLACE\n": (
-        "a.py\n```diff\n" + "-old\n" * 24 + "@@ 1 more line folded: F2 shows the whole change @@\n+new\n```\n"
+        "a.py\n```diff\n" + "-old\n" * 24 + "@@ 1 more line folded (F2 shows all) @@\n+new\n```\n"
     ),
 }
 
