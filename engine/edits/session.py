@@ -798,6 +798,12 @@ class EditSession:
             return None  # the whole new file was refused: it does not exist for new blocks
         return apply_selected(rec.original, rec.target, raws, kept)
 
+    def kept_text(self, path: str) -> str | None:
+        """What ``path`` will read with its pending and accepted hunks (None: it will not
+        exist, or it has no staged change)."""
+        rec = self._records.get(self._rel(path))
+        return None if rec is None else self._kept_text(rec)
+
     def proposed_text(self, path: str) -> str:
         """The whole proposed (staged) text of ``path``: what its hunks would make it."""
         rel = self._rel(path)

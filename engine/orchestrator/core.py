@@ -28,7 +28,7 @@ from engine.llm.base import (
     Usage,
 )
 from engine.orchestrator.budget import ContextBudget, ContextItem
-from engine.orchestrator.context import ContextGatherer, ContextPack
+from engine.orchestrator.context import ContextGatherer, ContextPack, StagedView
 from engine.orchestrator.intent import classify_intent
 from engine.orchestrator.memory import Episode, NoEmbeddingProvider, SemforaMemory, SessionStore, TurnRecall
 from engine.orchestrator.prompts import (
@@ -50,6 +50,9 @@ log = logging.getLogger(__name__)
 MAX_NEED_ROUNDS = 2
 # A staged file's diff shown to the model is cut here (a new file of a thousand lines is not sent whole).
 MAX_STAGED_CHARS = 6000
+# A staged file up to this size is shown whole as it will read (its diff's few context lines
+# left the model to piece the staged code together from the diff and the lines on disk).
+MAX_STAGED_WHOLE_CHARS = 4000
 # Each NEED round may add this share of the request budget: the first pack spends the budget
 # on code, so a round gets its own allowance (a turn's context stays within
 # budget x (1 + MAX_NEED_ROUNDS x NEED_ROUND_SHARE)), enough for a few whole definitions.
@@ -253,12 +256,14 @@ class Orchestrator:
             task, budget, session_lines=lines, recalled=recalled, staged=self._staged_diffs()
         )
 
-    def _staged_diffs(self) -> list[tuple[str, str]]:
-        """(path, diff) of each file with pending or accepted hunks in the edit session."""
+    def _staged_diffs(self) -> list[StagedView]:
+        """What the model is shown of each file with pending or accepted hunks in the edit
+        session: the file as it will read when it is small, else the diff of its hunks."""
         from engine.edits.session import EditSession
 
         try:
-            files = EditSession.load_or_create(self.layout, self.settings).files()
+            session = EditSession.load_or_create(self.layout, self.settings)
+            files = session.files()
         except SemforaError as exc:  # an unreadable session is reported where it is used
             log.info("staged edits not shown to the model: %s", exc.message)
             return []
@@ -268,6 +273,15 @@ class Orchestrator:
             if not hunks:
                 continue
             what = {"create": "a new file", "delete": "the deletion of this file"}.get(staged.kind, "edits")
+            whole = session.kept_text(staged.path) if staged.kind != "delete" else None
+            if whole is not None and len(whole) <= MAX_STAGED_WHOLE_CHARS:
+                headers = ", ".join(f"{h.header} ({h.state})" for h in hunks)
+                text = (
+                    f"{what} staged earlier in this session, not on disk yet (the user reviews them): "
+                    f"{headers}. The whole file as it will read with them:\n{whole}"
+                )
+                out.append(StagedView(staged.path, text, whole=True))
+                continue
             lines = [f"{what} staged earlier in this session, not on disk yet (the user reviews them):"]
             for h in hunks:  # as the diff pane and `semfora edits show` give them, context included
                 lines += [f"{h.header} ({h.state})", *h.lines]
@@ -275,7 +289,7 @@ class Orchestrator:
             if len(text) > MAX_STAGED_CHARS:
                 cut = text.rfind("\n", 0, MAX_STAGED_CHARS)
                 text = text[:cut] + f"\n[... {text.count(chr(10), cut)} more staged lines]"
-            out.append((staged.path, text))
+            out.append(StagedView(staged.path, text))
         return out
 
     def resolve_need(

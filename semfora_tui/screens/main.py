@@ -736,7 +736,7 @@ class MainScreen(Screen[None]):
         if self.offline:
             await self.chat.add_user(task)
             await self.note(
-                "No model is available, so this was not sent. " + self.offline_reason + "\n\n"
+                "No model is available, so this was not sent: " + self.offline_reason + "\n\n"
                 "Try `/context " + task.replace("`", "'") + "` to see the context pack semfora would send."
             )
             return

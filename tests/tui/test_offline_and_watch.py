@@ -49,7 +49,7 @@ async def test_offline_app_opens_says_what_works_and_keeps_working(
         app.prompt.load_text("explain parse_port")
         await pilot.press("enter")
         await settle(pilot)
-        assert "No model is available, so this was not sent" in app.chat.transcript()
+        assert "No model is available, so this was not sent: no API key" in app.chat.transcript()
         assert not app.main.streaming
         # What works offline really works.
         for command in ("/search parse_port", "/context how is the port parsed", "/symbol parse_port"):

@@ -30,8 +30,8 @@ through the read floor, ``engine.query`` (symbols, search hits, term statistics,
 from __future__ import annotations
 
 from engine.orchestrator.context.candidates import Candidate
-from engine.orchestrator.context.gatherer import ContextGatherer, ContextPack
+from engine.orchestrator.context.gatherer import ContextGatherer, ContextPack, StagedView
 from engine.orchestrator.context.need import NeedAnswer
 from engine.query.summaries import summary_cache_key
 
-__all__ = ["Candidate", "ContextGatherer", "ContextPack", "NeedAnswer", "summary_cache_key"]
+__all__ = ["Candidate", "ContextGatherer", "ContextPack", "NeedAnswer", "StagedView", "summary_cache_key"]

@@ -49,6 +49,20 @@ MAX_RECALLED = 2
 # the code they change), files named with @, code, the map (fill.py's 2-4), recalled turns.
 SECTION_PREFIX, SECTION_STAGED, SECTION_MEMORY = 0, 1, 5
 STAGED_REASON = "staged earlier in this session, not on disk yet: the file's lines with these applied"
+STAGED_WHOLE_REASON = "staged earlier in this session, not on disk yet: the whole file as it will read"
+# Where a staged file is sent whole, it stands for every line of the file: its definitions on
+# disk are not sent as well (they are the old lines).
+WHOLE_FILE = (1, 10**9)
+
+
+@dataclass(frozen=True)
+class StagedView:
+    """What the model is shown of a file with staged edits: their diff, or (``whole``) the
+    file as it will read with them, when it is small."""
+
+    path: str
+    text: str
+    whole: bool = False
 
 
 @dataclass(frozen=True)
@@ -272,12 +286,13 @@ class ContextGatherer:
         *,
         session_lines: list[str] | None = None,
         recalled: list[RecalledTurn] | None = None,
-        staged: list[tuple[str, str]] | None = None,
+        staged: list[StagedView] | None = None,
     ) -> ContextPack:
         """The context pack for ``task`` within ``budget`` (which it fills while code is relevant).
 
-        ``staged`` is (path, diff) of the files the session has staged edits in: the model is
+        ``staged`` is what to show of the files the session has staged edits in: the model is
         shown the files on disk, so it is told what is staged on top of them, before the code.
+        A small staged file is shown whole, and its lines on disk are then not sent.
         """
         t0 = time.perf_counter()
         self.warnings = []
@@ -301,10 +316,16 @@ class ContextGatherer:
             )
             if budget.add(memory_item).admitted:
                 sections[memory_item.id] = SECTION_PREFIX
-        for path, diff in staged or []:
-            staged_item = self.item(f"staged:{path}", "staged", diff, Priority.HIGH, STAGED_REASON, file=path)
+        whole: list[str] = []
+        for view in staged or []:
+            reason = STAGED_WHOLE_REASON if view.whole else STAGED_REASON
+            staged_item = self.item(
+                f"staged:{view.path}", "staged", view.text, Priority.HIGH, reason, file=view.path
+            )
             if budget.add(staged_item).admitted:
                 sections[staged_item.id] = SECTION_STAGED
+                if view.whole:
+                    whole.append(view.path)
         t_terms = time.perf_counter()
         terms = self.terms(task)
         t_terms = time.perf_counter() - t_terms
@@ -328,6 +349,8 @@ class ContextGatherer:
             header_tokens=self.header_tokens,
             notes=notes,
         )
+        for path in whole:
+            filler.layout.shown[path] = [WHOLE_FILE]
         laid = filler.fill(ranked, mentioned)
         sections.update(laid.sections)
         for turn in (recalled or [])[:MAX_RECALLED]:

@@ -185,14 +185,34 @@ def test_the_next_turn_is_shown_what_is_staged_and_not_what_was_rejected(shop, f
     orch.run_turn("now make the tax rate configurable")
     sent = fake_anthropic.message_requests()[1].all_text
     assert "### staged src/shop/cart.py" in sent
-    assert "+        return apply_discount(sub + tax_for(sub), code)" in sent
-    assert "-        return sub + tax_for(sub)" in sent
+    # cart.py is small: the model reads it whole as it will be, not a diff and the old lines.
+    assert "The whole file as it will read with them:" in sent
+    assert "        return apply_discount(sub + tax_for(sub), code)" in sent
+    assert "def add_item(self, name, price, qty=1):" in sent  # far from the hunk's context lines
+    assert "sub = apply_discount(self.subtotal(), code)" not in sent  # the line on disk is not sent
     pack = orch.build_context("now make the tax rate configurable")
-    assert [i.kind for i in pack.items if i.file == "src/shop/cart.py"][0] == "staged"
+    assert [i.kind for i in pack.items if i.file == "src/shop/cart.py"] == ["staged"]
     session = EditSession.load_or_create(layout, cfg)
     session.reject_all()
     orch.run_turn("now make the tax rate configurable")
     assert "### staged" not in fake_anthropic.message_requests()[2].all_text
+
+
+def test_a_large_staged_file_is_shown_as_the_diff_of_its_hunks(shop, fake_anthropic) -> None:
+    """A file too large to send whole is shown as its staged diff; its code on disk still competes."""
+    layout, cfg = shop
+    filler = "".join(f"\n\ndef helper_{i}(x):\n    return x + {i}\n" for i in range(200))
+    cart = layout.root / "src/shop/cart.py"
+    cart.write_text(cart.read_text() + filler)
+    fake_anthropic.reply(GOOD_EDIT)
+    orch = _orch(layout, cfg)
+    assert orch.run_turn("apply the discount after tax").outcome == "staged"
+    pack = orch.build_context("apply the discount after tax in Cart.total")
+    (staged,) = [i for i in pack.items if i.kind == "staged"]
+    assert "+        return apply_discount(sub + tax_for(sub), code)" in staged.text
+    assert "-        return sub + tax_for(sub)" in staged.text
+    assert "helper_150" not in staged.text and "whole file" not in staged.text
+    assert any(i.kind == "source" and i.file == "src/shop/cart.py" for i in pack.items)
 
 
 def test_a_second_edit_of_a_staged_change_is_retried_against_the_staged_text(shop, fake_anthropic) -> None:
