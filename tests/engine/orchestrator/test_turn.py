@@ -198,6 +198,21 @@ def test_the_next_turn_is_shown_what_is_staged_and_not_what_was_rejected(shop, f
     assert "### staged" not in fake_anthropic.message_requests()[2].all_text
 
 
+def test_a_secret_in_a_staged_file_shown_whole_is_masked(shop, fake_anthropic) -> None:
+    """The whole staged file goes to the model: a key the edit put in it must not."""
+    layout, cfg = shop
+    session = EditSession.load_or_create(layout, cfg)
+    block = (
+        "src/shop/cart.py\n<<<<<<< SEARCH\n    def subtotal(self):\n=======\n"
+        f'    api_key: str = "{ENV_SECRET}"\n\n    def subtotal(self):\n>>>>>>> REPLACE\n'
+    )
+    session.stage_blocks(block)
+    pack = _orch(layout, cfg).build_context("use the api key in Cart")
+    (staged,) = [i for i in pack.items if i.kind == "staged"]
+    assert "The whole file as it will read" in staged.text and "def subtotal(self):" in staged.text
+    assert ENV_SECRET not in staged.text
+
+
 def test_a_large_staged_file_is_shown_as_the_diff_of_its_hunks(shop, fake_anthropic) -> None:
     """A file too large to send whole is shown as its staged diff; its code on disk still competes."""
     layout, cfg = shop
