@@ -568,7 +568,7 @@ class MainScreen(Screen[None]):
             self.header.vectors = "vectors off: embedding=none"
             return
         if not any(w.group == "vectors" and w.is_running for w in self.workers):
-            self.header.vectors = "vectors 0%"
+            self.header.vectors = "vectors: starting"  # no share done is claimed before one is
             self._vectors_worker()  # incremental: only changed chunks are embedded again
 
     @work(thread=True, group="vectors", exit_on_error=False)

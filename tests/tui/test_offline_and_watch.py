@@ -189,6 +189,30 @@ async def test_header_shows_the_vector_index_building_then_ready(
     assert any(s.startswith("vectors ") and s.endswith("%") for s in states), states
 
 
+async def test_the_header_claims_no_vector_progress_when_no_embedder_answers(
+    make_app: AppFactory,
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """It said "vectors 0%" until the embedder was found missing, then "vectors off"."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
+    monkeypatch.setenv("OLLAMA_HOST", f"http://127.0.0.1:{port}")
+    app = make_app(check_model=False)
+    states: list[str] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        deadline = time.monotonic() + 60
+        while not app.header.vectors.startswith("vectors off"):
+            assert time.monotonic() < deadline, states
+            if not states or states[-1] != app.header.vectors:
+                states.append(app.header.vectors)
+            await pilot.pause(0.02)
+    assert not any(s.endswith("%") for s in states), states
+
+
 async def test_a_repository_big_enough_for_worker_processes_indexes_inside_the_app(
     make_app: AppFactory, make_repo
 ) -> None:
