@@ -161,7 +161,7 @@ def check_grammars() -> Check:
     return Check("grammars", "ok", f"{len(PROBED_GRAMMARS)} grammars load offline")
 
 
-def check_git() -> Check:
+def check_git(root: Path) -> Check:
     out = git.version()
     if out is None:
         return Check(
@@ -170,6 +170,15 @@ def check_git() -> Check:
             "git is not on PATH (diff, ci and repo ids need it)",
             "DOCTOR_GIT",
             "install git (e.g. `apt-get install git`)",
+        )
+    if git.refuses_owner(root):
+        return Check(
+            "git",
+            "warn",
+            f"{out}, but git refuses this repository: another user owns it (dubious ownership); "
+            "diff and ci fail, and the index walks the tree instead of asking git",
+            "DOCTOR_GIT_OWNERSHIP",
+            f"if you trust it: {git.safe_directory_fix(root)}",
         )
     return Check("git", "ok", out)
 
@@ -656,7 +665,7 @@ def run_doctor(path: str | os.PathLike[str] | None = None, *, network: bool = Tr
     checks: list[Check] = [
         _guard("python", check_python),
         _guard("grammars", check_grammars),
-        _guard("git", check_git),
+        _guard("git", lambda: check_git(layout.root)),
     ]
     config_check, loaded = check_config(layout.root)
     checks.append(config_check)

@@ -132,3 +132,21 @@ def test_configured_chroma_server_is_probed_only_with_network(make_repo, monkeyp
     chroma = _checks(run_doctor(root, network=True))["chroma"]
     assert chroma.status == "fail" and chroma.code == "DOCTOR_CHROMA" and "chroma run" in chroma.fix
     assert _checks(run_doctor(root, network=False))["chroma"].status == "skip"
+
+
+def test_a_repository_git_refuses_for_its_owner_is_said_with_the_fix(make_repo) -> None:
+    # A repository owned by another user (a mounted volume, a tarball extracted as root): git
+    # refuses it, `semfora diff` said "not a git repository (run `git init`)" and doctor said ok.
+    root = make_repo(FILES)
+    other_owner = {"GIT_TEST_ASSUME_DIFFERENT_OWNER": "1"}  # git's own switch for this check
+    out = run_semfora("doctor", "--path", str(root), "--no-network", "--json", env=other_owner)
+    git_check = next(c for c in json.loads(out.stdout)["checks"] if c["name"] == "git")
+    assert git_check["status"] == "warn" and git_check["code"] == "DOCTOR_GIT_OWNERSHIP"
+    assert "another user owns it" in git_check["detail"]
+    assert git_check["fix"] == f"if you trust it: git config --global --add safe.directory {root}"
+    diff = run_semfora("diff", "--path", str(root), env=other_owner)
+    assert diff.returncode == 2
+    assert diff.stderr.startswith(f"error[DIFF_NOT_GIT]: git refuses to work in {root}: the repository")
+    assert "safe.directory" in diff.stderr and "git init" not in diff.stderr
+    healthy = run_semfora("doctor", "--path", str(root), "--no-network", "--json")
+    assert next(c for c in json.loads(healthy.stdout)["checks"] if c["name"] == "git")["status"] == "ok"
