@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="hybrid",
         help="which index to search",
     )
-    p.add_argument("--limit", type=int, default=10, help="maximum number of results")
+    p.add_argument("--limit", type=int, default=10, help="maximum number of results, 1-200")
     p.add_argument("--expand", action="store_true", help="expand the query with a local LLM")
     p.add_argument("--rerank", action="store_true", help="rerank with a local LLM")
     _json(p)
@@ -135,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("callers", help="walk the callers of a symbol")
     p.add_argument("symbol", help="a symbol name, qualified name (`Class.method`) or id")
     _path(p)
-    p.add_argument("--depth", type=int, default=1, help="how many levels of callers to walk")
+    p.add_argument("--depth", type=int, default=1, help="how many levels of callers to walk, 1-6")
     _json(p)
 
     p = sub.add_parser("languages", help="list supported languages and their level")

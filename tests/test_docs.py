@@ -127,6 +127,25 @@ def test_every_argument_says_what_it_is_for_in_help() -> None:
     assert silent == []
 
 
+def test_the_ranges_commands_enforce_are_in_their_help() -> None:
+    # `semfora search --limit 500` answered "--limit must be between 1 and 200" though neither
+    # --help nor commands.md gave the range.
+    from engine.index.hybrid import MAX_LIMIT
+    from engine.store.db import MAX_GRAPH_DEPTH
+    from semfora_cli.main import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {
+        (name, o): a.help or ""
+        for name, p in sub.choices.items()
+        for a in p._actions
+        for o in a.option_strings
+    }
+    assert f"1-{MAX_LIMIT}" in helps[("search", "--limit")]
+    assert f"1-{MAX_GRAPH_DEPTH}" in helps[("callers", "--depth")]
+
+
 def _pages() -> list:
     return sorted([*DOCS.glob("*.md"), ROOT / "README.md"])
 
