@@ -104,6 +104,29 @@ def test_every_error_code_is_documented() -> None:
     assert not missing, f"add these codes to docs/errors.md: {missing}"
 
 
+def test_every_documented_error_code_is_still_emitted() -> None:
+    # The other direction: a code renamed or dropped in the code must leave the tables of the docs,
+    # or a user searches errors.md for a code semfora can no longer print.
+    code = "\n".join(
+        path.read_text(encoding="utf-8")
+        for package in ("engine", "semfora_cli", "semfora_tui")
+        for path in (ROOT / package).rglob("*.py")
+    )
+    stale = [
+        f"{page.name}: {name}"
+        for page in sorted(DOCS.glob("*.md"))
+        for name in sorted(
+            set(
+                re.findall(
+                    r"^\| (?:warning )?`([A-Z][A-Z0-9]*_[A-Z0-9_]+)`", page.read_text(encoding="utf-8"), re.M
+                )
+            )
+        )
+        if page.name != "commands.md" and not re.search(rf"\b{name}\b", code)
+    ]
+    assert stale == [], stale
+
+
 def test_command_reference_matches_the_parser() -> None:
     doc = (DOCS / "commands.md").read_text(encoding="utf-8")
     kinds = {m.group(2) for m in GENERATED.finditer(doc)}
