@@ -568,10 +568,38 @@ def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Chec
     return Check("vectors", "ok", detail, data=data)
 
 
+def check_litellm_model(model: str) -> Check:
+    """A LiteLLM model: its provider is known and its key variable is set (as `semfora ask` needs)."""
+    from engine.llm.select import LOCAL_PROVIDERS
+
+    if model.startswith(LOCAL_PROVIDERS):  # the ollama check probes the server and its models
+        return Check("model", "ok", f"{model} via LiteLLM on Ollama (no API key needed)")
+    from engine.llm.base import ModelUnavailable
+    from engine.llm.litellm_reasoner import check_provider, missing_credentials
+
+    local = "or SEMFORA_MODEL=ollama/qwen2.5-coder:7b for a local model"
+    try:
+        check_provider(model)
+    except ModelUnavailable as exc:
+        return Check("model", "fail", exc.message, "DOCTOR_MODEL", exc.hint)
+    missing = missing_credentials(model)
+    if missing:
+        return Check(
+            "model",
+            "fail",
+            f"{model} via LiteLLM, but {missing[0]} is not set"
+            if len(missing) == 1
+            else f"{model} via LiteLLM, but its key variables are not set: {', '.join(missing)}",
+            "DOCTOR_MODEL",
+            f"export {missing[0]}=... ({local})",
+        )
+    return Check("model", "ok", f"{model} via LiteLLM (its key variable is set)")
+
+
 def check_anthropic(settings: Settings, network: bool) -> Check:
     model = settings.llm.model
     if not model.startswith("claude"):
-        return Check("model", "ok", f"{model} via LiteLLM (no Anthropic key needed)")
+        return check_litellm_model(model)
     key = os.environ.get("ANTHROPIC_API_KEY", "")
     if not key:
         return Check(

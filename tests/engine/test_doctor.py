@@ -179,3 +179,23 @@ def test_the_grammar_check_covers_every_language_semfora_lists(make_repo) -> Non
     grammars = _checks(run_doctor(root, network=False))["grammars"]
     assert grammars.status == "ok"
     assert grammars.detail.startswith(f"{len(listed)} grammars load offline")
+
+
+def test_a_litellm_model_without_its_key_fails_like_ask_would(make_repo, monkeypatch) -> None:
+    # SEMFORA_MODEL=gpt-4o without OPENAI_API_KEY: doctor said "ok (no Anthropic key needed)" and
+    # `semfora ask` then failed with MODEL_AUTH; an unknown provider was ok too.
+    root = make_repo(FILES)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("SEMFORA_MODEL", "openai/gpt-4o")
+    model = _checks(run_doctor(root, network=False))["model"]
+    assert (model.status, model.code) == ("fail", "DOCTOR_MODEL")
+    assert model.detail == "openai/gpt-4o via LiteLLM, but OPENAI_API_KEY is not set"
+    assert model.fix.startswith("export OPENAI_API_KEY=...")
+    monkeypatch.setenv("SEMFORA_MODEL", "mistral-large-latest")
+    model = _checks(run_doctor(root, network=False))["model"]
+    assert model.status == "fail" and "does not know which provider" in model.detail
+    assert "mistral/mistral-large-latest" in model.fix
+    monkeypatch.setenv("SEMFORA_MODEL", "openai/gpt-4o")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-doctor-test-not-a-key")
+    model = _checks(run_doctor(root, network=False))["model"]
+    assert model.status == "ok" and "sk-doctor" not in model.detail
