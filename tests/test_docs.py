@@ -169,6 +169,22 @@ def test_the_ranges_commands_enforce_are_in_their_help() -> None:
     assert f"1-{MAX_GRAPH_DEPTH}" in helps[("callers", "--depth")]
 
 
+def test_the_budget_cap_commands_md_quotes_is_the_defaults() -> None:
+    # `context --budget 150000` shows `.../94,000 tokens`: the page says why, with the default's number.
+    from engine.config import BudgetSettings
+    from engine.orchestrator.budget import ContextBudget
+
+    b = BudgetSettings()
+    window = ContextBudget(
+        200_000,  # the largest --budget
+        max_context_tokens=b.max_context_tokens,
+        reserved_for_response=b.reserved_for_response,
+        reserved_for_system=b.reserved_for_system,
+    ).limit
+    doc = (DOCS / "commands.md").read_text(encoding="utf-8")
+    assert f"{window:,} by default" in doc and f'"budget": {window}' in doc
+
+
 def _pages() -> list:
     return sorted([*DOCS.glob("*.md"), ROOT / "README.md"])
 
