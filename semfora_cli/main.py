@@ -277,6 +277,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _tui_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="semfora", description="Open the semfora app on a repository.")
     p.add_argument("path", nargs="?", default=None, help="the repository (default: current directory)")
+    # `--path P` as every command takes it: `semfora --path ~/repo` was "unrecognized arguments".
+    p.add_argument("--path", dest="path_option", default=None, help="the repository, as the commands take it")
     p.add_argument("--model", default=None, help="model to use (default: llm.model / SEMFORA_MODEL)")
     _budget(p)
     p.add_argument("--resume", action="store_true", help="continue the last session")
@@ -326,7 +328,12 @@ def _main(argv: Sequence[str] | None) -> int:
     # Anything but a command name or the parser's own flags opens the app: `semfora --resume`
     # and `semfora --model M` need no PATH (issue 12, item 10).
     if first is None or (first not in COMMANDS and first not in ("-h", "--help", "--version")):
-        args = _tui_parser().parse_args(args_list)
+        tui = _tui_parser()
+        args = tui.parse_args(args_list)
+        if args.path_option is not None:
+            if args.path is not None and args.path != args.path_option:
+                tui.error(f"two repositories given: {args.path} and --path {args.path_option}")
+            args.path = args.path_option
         from semfora_tui.launch import run_app
 
         return run_app(args)

@@ -66,7 +66,7 @@ def render_cli() -> str:
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     helps = {choice.dest: choice.help for choice in sub._choices_actions}
     out = [
-        "`semfora [PATH] [--model M] [--budget N] [--resume]` opens the app on the repository at PATH.",
+        "`semfora [PATH] [--path P] [--model M] [--budget N] [--resume]` opens the app on the repository at PATH.",
         "",
     ]
     for name, p in sub.choices.items():
