@@ -40,7 +40,13 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but usage errors exit 2 with our one-line error format."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        as_json = "--json" in sys.argv or "json" in sys.argv
+        argv = sys.argv[1:]
+        # `--json`, `--output json` or `--output=json`; not a query or task that reads "json".
+        as_json = (
+            "--json" in argv
+            or "--output=json" in argv
+            or ("--output", "json") in zip(argv, argv[1:], strict=False)
+        )
         from semfora_cli.output import report_error
 
         report_error(UsageError(f"{self.prog}: {message}"), as_json=as_json)

@@ -72,6 +72,16 @@ def test_the_app_takes_path_as_the_commands_do(make_repo) -> None:
     assert both.returncode == 2 and "two repositories given" in both.stderr
 
 
+def test_a_query_that_reads_json_does_not_turn_usage_errors_into_json(make_repo) -> None:
+    # `semfora search json --limit x` printed {"ok": false, ...} on stdout: any argument "json" counted.
+    root = make_repo(REPO)
+    typo = run_semfora("search", "json", "--limit", "x", "--path", str(root))
+    assert typo.returncode == 2 and typo.stdout == ""
+    assert typo.stderr.startswith("error[USAGE]: semfora search: argument --limit")
+    ci = run_semfora("ci", "--mode", "pr", "--output", "json", "--fail-on", "x", "--path", str(root))
+    assert ci.returncode == 2 and json.loads(ci.stdout)["error_code"] == "USAGE"
+
+
 def test_a_file_path_is_refused_by_the_engine_too(make_repo) -> None:
     from engine.errors import PathError
     from engine.repo.layout import RepoLayout
