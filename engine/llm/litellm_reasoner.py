@@ -76,6 +76,17 @@ def check_provider(model: str) -> None:
         ) from None
 
 
+def missing_credentials(model: str) -> list[str]:
+    """The key variables LiteLLM's provider for ``model`` needs and finds unset (``OPENAI_API_KEY``);
+    [] when they are set or the provider needs none. Never calls the network."""
+    litellm = import_litellm()
+    try:
+        found = litellm.validate_environment(model=model)
+    except (ValueError, KeyError, litellm.exceptions.BadRequestError):  # a provider it cannot name
+        return []
+    return [str(v) for v in found.get("missing_keys") or []]
+
+
 class LiteLLMReasoner(StreamingReasoner):
     """A ``Reasoner`` for any LiteLLM model string; local models cost 0 unless priced in config."""
 

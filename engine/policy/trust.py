@@ -100,7 +100,9 @@ def filter_untrusted(
         if key in NARROWING_LISTS and isinstance(value, list):
             base = list(base_value(key) or [])
             dropped = [v for v in base if v not in value]
-            kept[key] = base + [v for v in value if v not in base]
+            added = [v for v in value if v not in base]
+            if added:  # else the file changes nothing here, and `semfora config` must not name it
+                kept[key] = base + added
             if dropped:
                 ignored.append(IgnoredSetting(key, reason, f"would remove {_short(dropped)}"))
             continue

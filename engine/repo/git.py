@@ -76,6 +76,22 @@ def list_files(root: str | os.PathLike[str], *, timeout: float | None = GIT_TIME
     return sorted({n for n in names if n})
 
 
+# What git says when it refuses a repository owned by another user (git 2.35.2+, CVE-2022-24765):
+# a mounted volume, a checkout made with sudo, a tarball extracted as root.
+OWNERSHIP_REFUSAL = "dubious ownership"
+
+
+def refuses_owner(root: str | os.PathLike[str]) -> bool:
+    """Whether git refuses to work in ``root`` because another user owns the repository."""
+    proc = run(root, "rev-parse", "--git-dir")
+    return proc is not None and proc.returncode != 0 and OWNERSHIP_REFUSAL.encode() in proc.stderr
+
+
+def safe_directory_fix(root: str | os.PathLike[str]) -> str:
+    """The command that tells git to trust ``root`` although another user owns it."""
+    return f"git config --global --add safe.directory {os.fspath(root)}"
+
+
 def version() -> str | None:
     """``git --version`` (e.g. ``git version 2.43.0``); None when git is not on PATH."""
     git = shutil.which("git")

@@ -488,8 +488,16 @@ def _shallow_hint() -> str:
 
 
 def require_git(root: Path) -> None:
-    if _git(root, "rev-parse", "--git-dir", check=False).returncode != 0:
-        raise NotAGitRepository(f"{root} is not a git repository", hint="run `git init` or pass --path")
+    proc = _git(root, "rev-parse", "--git-dir", check=False)
+    if proc.returncode == 0:
+        return
+    if git.OWNERSHIP_REFUSAL.encode() in proc.stderr:
+        # `git init` (the usual hint) would not help: the repository is there, git distrusts it.
+        raise NotAGitRepository(
+            f"git refuses to work in {root}: the repository belongs to another user (dubious ownership)",
+            hint=f"if you trust it: `{git.safe_directory_fix(root)}`",
+        )
+    raise NotAGitRepository(f"{root} is not a git repository", hint="run `git init` or pass --path")
 
 
 def resolve_commit(root: Path, ref: str) -> str:

@@ -12,7 +12,7 @@ import sys
 from engine import api
 from engine.errors import UsageError
 from engine.words import plural
-from semfora_cli.output import engine_warning, print_json, warn
+from semfora_cli.output import engine_warning, print_json
 
 
 def run_search(args: argparse.Namespace) -> int:
@@ -36,7 +36,7 @@ def run_search(args: argparse.Namespace) -> int:
             limit=args.limit,
             expand=True if args.expand else None,
             rerank=True if args.rerank else None,
-            on_warning=warn,
+            on_engine_warning=engine_warning,  # `warning: [VECTORS_OFF] ...`, the code errors.md lists
         )
     hits = found.hits
     if args.json:

@@ -165,7 +165,8 @@ def test_search_warns_when_a_hit_comes_from_a_file_changed_since_indexing(make_r
     assert "semfora index" in stale[0]
     text = run_semfora("search", "greet", "--path", str(root))
     assert (
-        "warning: 1 file of these results changed on disk since it was indexed (app/core.py)" in text.stderr
+        "warning: [INDEX_STALE] 1 file of these results changed on disk since it was indexed (app/core.py)"
+        in text.stderr
     )
     # Once re-indexed, nothing is stale.
     assert run_semfora("index", "--no-vectors", "--path", str(root)).returncode == 0

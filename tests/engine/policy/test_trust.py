@@ -111,3 +111,14 @@ def test_trust_needs_a_file(make_repo) -> None:
     root = make_repo({"app.py": APP})
     out = run_semfora("trust", "--path", str(root))
     assert out.returncode == 2 and out.stderr.startswith("error[REPO_CONFIG_NOT_FOUND]")
+
+
+def test_an_ignored_deny_list_is_not_shown_as_set_by_the_untrusted_file(make_repo) -> None:
+    # `semfora config` said `edits.deny [".env", ...] [REPO/.semfora.toml]` for `deny = []`: the file
+    # had been ignored, yet the default list was shown as coming from it.
+    root = _repo(make_repo)
+    config = json.loads(run_semfora("config", "--path", str(root), "--json").stdout)
+    rows = {r["key"]: r for r in config["settings"]}
+    assert "id_rsa*" in rows["edits.deny"]["value"]
+    assert rows["edits.deny"]["source"] == "default"
+    assert "edits.deny" in [i["key"] for i in config["ignored"]]
