@@ -29,6 +29,17 @@ def test_context_json_needs_no_model_and_respects_the_budget(make_repo) -> None:
     assert ENV_SECRET not in proc.stdout
 
 
+def test_a_budget_above_the_window_says_why_it_was_capped(make_repo) -> None:
+    """`--budget 150000` showed `/94,000 tokens` and no word why."""
+    root = make_repo(SHOP_FILES)
+    proc = run_semfora("context", "explain Cart.total", "--budget", "150000", "--path", str(root))
+    assert proc.returncode == 0, proc.stderr
+    assert "/94,000 tokens" in proc.stdout
+    assert "note: budget capped at 94,000 tokens (asked 150,000): the model's window" in proc.stdout
+    data = json.loads(run_semfora("context", "explain Cart.total", "--path", str(root), "--json").stdout)
+    assert not [n for n in data["notes"] if "capped" in n]  # the default budget fits
+
+
 def test_context_text_prints_what_would_be_sent(make_repo) -> None:
     root = make_repo(SHOP_FILES)
     proc = run_semfora("context", "explain apply_discount", cwd=root)

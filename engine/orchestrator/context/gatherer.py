@@ -302,6 +302,12 @@ class ContextGatherer:
         classification = classify_intent(task)
         anchors = extract_anchors(task)
         notes: list[str] = []
+        if budget.request_budget > budget.limit:  # --budget 150000 showed /94,000 with no word why
+            notes.append(
+                f"budget capped at {budget.limit:,} tokens (asked {budget.request_budget:,}): the model's "
+                f"window, budget.max_context_tokens {budget.max_context_tokens:,}, less the reply's "
+                f"{budget.reserved_for_response:,} and the system prompt's {budget.reserved_for_system:,}"
+            )
         sections: dict[str, int] = {}
         overview = self._overview_item(budget)
         if overview is not None and budget.add(overview).admitted:
