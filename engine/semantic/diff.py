@@ -497,6 +497,14 @@ def resolve_commit(root: Path, ref: str) -> str:
     proc = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
     if proc.returncode == 0:
         return proc.stdout.decode().strip()
+    kind = _git(root, "cat-file", "-t", ref, check=False)
+    if kind.returncode == 0 and kind.stdout.strip():
+        # ``HEAD^{tree}``, a blob's sha, ``HEAD:path``: git knows it, but it is no commit to diff.
+        raise RefNotFound(
+            f"'{ref}' names a {kind.stdout.decode().strip()}, not a commit",
+            hint="pass a commit: a branch, a tag or a commit sha (`HEAD`, `main`, `git log --oneline` "
+            "lists them)",
+        )
     if is_shallow(root):
         raise ShallowClone(f"ref '{ref}' is not in this shallow clone", hint=_shallow_hint())
     if _git(root, "rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode != 0:
