@@ -92,8 +92,8 @@ class ShallowClone(RefNotFound):
 
 # Dynamic code execution: the risk tables (engine.semantic.risk) cover effects on the outside world;
 # a reviewer also wants to know when a change starts running code built from data. Dynamic imports
-# (importlib.import_module, __import__) are left out: lazy imports of constant names are everywhere.
-_DYNAMIC_IMPORTS = frozenset({"__import__", "importlib.import_module"})
+# (importlib.import_module, __import__) are no new effect: the risk tables class them as
+# ``dynamic-import``, and lazy imports of constant names are everywhere.
 # Functions of a module the risk tables count as filesystem writes as a whole (``shutil``) that
 # only read: finding a program on PATH is no new write.
 _READS_ONLY = frozenset({"shutil.which", "shutil.disk_usage", "shutil.get_terminal_size"})
@@ -138,8 +138,8 @@ def classify_call(call: CallSite, language: str, aliases: Mapping[str, str] | No
         dotted = f"{aliases.get(root, root)}{dot}{rest}.{call.name}"
     else:
         dotted = aliases.get(call.name, call.name)
-    if dotted in _DYNAMIC_IMPORTS or dotted in _READS_ONLY:
-        return None  # the risk tables count it as running code; as a new effect it is an import
+    if dotted in _READS_ONLY:
+        return None  # the risk tables count the module (``shutil``) as writing; this call only reads
     js_exec = call.name == "exec" and language in ("javascript", "typescript", "tsx")
     if not js_exec and (dotted in _EVAL_CALLS or (not call.receiver and call.name in _EVAL_CALLS)):
         return "eval"

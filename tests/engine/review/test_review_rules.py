@@ -455,6 +455,12 @@ def test_a_dynamic_import_is_no_new_subprocess(make_repo) -> None:
         },
     )
     assert not [f for f in findings if f.rule and f.rule.startswith("new-")]
+    # The risk it raised is named for what it is: an import, not a subprocess (and not high).
+    risk = [f for f in findings if f.rule == "risk-raised"]
+    assert [f.message for f in risk] == [
+        "risk of load rose from low to medium: dynamic-import: importlib.import_module, __import__"
+    ]
+    assert all(f.is_remark for f in risk) and "subprocess" not in risk[0].message
 
 
 def test_a_ca_bundle_update_does_not_block_but_a_private_key_does(make_repo) -> None:
