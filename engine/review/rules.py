@@ -19,7 +19,7 @@ from engine.review.dependencies import rule_dependencies
 from engine.review.findings import SEVERITY_ORDER, Finding, Severity
 from engine.review.secrets import scan_files
 from engine.review.security import housekeeping_only, moved_lines, rule_security_logic
-from engine.semantic.diff import CallerRef, FileChange, SemanticDiff, SymbolChange
+from engine.semantic.diff import CallerRef, ExternalCall, FileChange, SemanticDiff, SymbolChange
 from engine.semantic.graph import family
 from engine.semantic.surface import SOURCE_ROOTS, is_private_name, module_name
 from engine.words import plural
@@ -141,16 +141,29 @@ def rule_external_calls(diff: SemanticDiff) -> list[Finding]:
     for s in diff.symbols:
         if not _reviewable(diff, s.file):
             continue
+        # One finding a category a symbol: a function that opens, writes and removes files is one
+        # place to read, its calls named with their lines (it was one finding a call).
+        by_category: dict[str, list[ExternalCall]] = {}
         for call in s.new_external_calls:
+            by_category.setdefault(call.category, []).append(call)
+        for category, calls in by_category.items():
+            calls.sort(key=lambda c: c.line)
+            line = calls[0].line or s.start_line
+            named = (
+                calls[0].call
+                if len(calls) == 1
+                else ", ".join(f"{c.call} (line {c.line})" if c.line else c.call for c in calls)
+            )
             out.append(
                 Finding(
-                    EXTERNAL_SEVERITY.get(call.category, "medium"),
+                    EXTERNAL_SEVERITY.get(category, "medium"),
                     "security",
-                    f"new {call.category} use in {s.qualified_name}: {call.call}",
+                    f"new {category} use in {s.qualified_name}: {named}",
                     s.file,
-                    call.line or s.start_line,
+                    line,
                     s.qualified_name,
-                    rule=f"new-{call.category}",
+                    rule=f"new-{category}",
+                    count=len(calls),
                 )
             )
     return out

@@ -811,13 +811,44 @@ def _internal_call(call: CallSite, side: _Side | None, packages: frozenset[str])
     return bool(dotted) and dotted.split(".", 1)[0] in packages
 
 
+# Python ``open(path, mode)`` writes when the extraction marked it (engine.semantic.lang_python):
+# the mark is in the symbol's risk reasons, ``filesystem-write: ..., open(mode='w')``.
+_OPEN_WRITE_MARK = re.compile(r"\bopen\(mode='([^']*)'\)")
+# Lines read after a call's first line to find its mode (``open(\n    path,\n    "w",\n)``).
+OPEN_CALL_SPAN = 4
+
+
+def _inner_call_is_effect(call: CallSite, language: str, aliases: Mapping[str, str]) -> bool:
+    """``requests.get(u).json()``: the call on the receiver has the effect (``Path(p)`` has none)."""
+    callee = (call.receiver or "").partition("(")[0]
+    if not callee:
+        return False  # ``(root / "x").write_text()``: a parenthesised expression, not a call
+    receiver, _, name = callee.rpartition(".")
+    return classify_call(CallSite(name, receiver or None, call.line), language, aliases) is not None
+
+
+def _open_write(sym: Symbol, side: _Side | None) -> ExternalCall | None:
+    """The first ``open()`` call of ``sym`` that writes, as the extraction marked it."""
+    modes = [m for reason in sym.risk.reasons for m in _OPEN_WRITE_MARK.findall(reason)]
+    opens = [c for c in sym.calls if c.name == "open" and c.receiver is None]
+    if not modes or not opens:
+        return None
+    quoted = (f"'{modes[0]}'", f'"{modes[0]}"')
+    lines = side.lines if side is not None else []
+    at = next(
+        (c for c in opens if any(q in "".join(lines[c.line - 1 : c.line + OPEN_CALL_SPAN]) for q in quoted)),
+        opens[0],
+    )
+    return ExternalCall("filesystem", f"open(mode={modes[0]!r})", at.line)
+
+
 def _external_calls(
     sym: Symbol, side: _Side | None, packages: frozenset[str]
 ) -> dict[tuple[str, str], ExternalCall]:
     aliases = side.aliases if side is not None else {}
     found: dict[tuple[str, str], ExternalCall] = {}
     for call in sym.calls:
-        if call.receiver and "(" in call.receiver:
+        if call.receiver and "(" in call.receiver and _inner_call_is_effect(call, sym.language, aliases):
             continue  # a method on a call's result (`requests.get(u).json()`): the inner call is the effect
         if _internal_call(call, side, packages):
             continue  # the project's own helpers (`parse_url`, `self.urlopen`) are not external effects
@@ -825,6 +856,10 @@ def _external_calls(
         if category:
             name = f"{call.receiver}.{call.name}" if call.receiver else call.name
             found.setdefault((category, name), ExternalCall(category, name, call.line))
+    write = _open_write(sym, side) if sym.language == "python" else None
+    if write is not None:
+        # Keyed ``open``: a write that only changed its mode (``"w"`` -> ``"wb"``) is no new one.
+        found.setdefault(("filesystem", "open"), write)
     return found
 
 

@@ -181,6 +181,8 @@ PYTHON_RULES = RiskRules(
             "rename",
             "chmod",
             "symlink_to",
+            "hardlink_to",
+            "rmdir",
         ),
         network=("urlopen", "sendall", "recv"),
         crypto=("set_password", "check_password", "make_password", "encrypt", "decrypt", "sign", "verify"),

@@ -546,3 +546,48 @@ def test_a_removed_fallback_whose_name_is_still_imported_is_not_dangling(make_re
     after = before.replace("def _cache(f):\n    return f\n\n\n", "")
     findings = _commit_change(root, {"pkg/compat.py": after})
     assert "removed-still-called" not in _rules(findings)
+
+
+def test_writing_files_is_a_new_filesystem_finding_one_per_function(make_repo) -> None:
+    """`open(path, "w")` and `Path(path).write_text(...)` added by a commit gave no new-filesystem
+    finding (only os.remove and shutil.rmtree did, one finding each)."""
+    root = make_repo(
+        {"pkg/store.py": "def save(path, data):\n    return data\n\n\ndef read(path):\n    return path\n"}
+    )
+    findings = _commit_change(
+        root,
+        {
+            "pkg/store.py": "import os\nfrom pathlib import Path\n\n\ndef save(path, data):\n"
+            "    with open(\n        path,\n        'w',\n    ) as fh:\n        fh.write(data)\n"
+            "    Path(path + '.bak').write_text(data)\n    os.remove(path + '.tmp')\n    return data\n\n\n"
+            "def read(path):\n    with open(path) as fh:\n        return fh.read()\n"
+        },
+    )
+    fs = [f for f in findings if f.rule == "new-filesystem"]
+    assert [(f.symbol, f.line, f.severity, f.count) for f in fs] == [("save", 6, "low", 3)]
+    assert fs[0].message == (
+        "new filesystem use in save: open(mode='w') (line 6), "
+        "Path(path + '.bak').write_text (line 11), os.remove (line 12)"
+    )
+    # Reading a file is no write; a write whose mode only changed ("w" -> "wb") is no new one.
+    findings = _commit_change(
+        root,
+        {
+            "pkg/store.py": "import os\nfrom pathlib import Path\n\n\ndef save(path, data):\n"
+            "    with open(path, mode='wb') as fh:\n        fh.write(data)\n"
+            "    Path(path + '.bak').write_text(data)\n    os.remove(path + '.tmp')\n    return data\n\n\n"
+            "def read(path):\n    with open(path, 'r') as fh:\n        return fh.read().strip()\n"
+        },
+    )
+    assert "new-filesystem" not in _rules(findings), [f.message for f in findings]
+
+
+def test_a_method_on_a_network_calls_result_is_not_a_second_effect(make_repo) -> None:
+    root = make_repo({"pkg/api.py": "def fetch(url):\n    return url\n"})
+    findings = _commit_change(
+        root,
+        {"pkg/api.py": "import requests\n\n\ndef fetch(url):\n    return requests.get(url).json()\n"},
+    )
+    assert [f.message for f in findings if f.rule == "new-network"] == [
+        "new network use in fetch: requests.get"
+    ]
