@@ -17,6 +17,7 @@ from engine.errors import UsageError
 from engine.repo.layout import find_repo_root
 from engine.review.findings import Finding, decide, risk_score, sort_findings, split_remarks
 from engine.review.rules import run_rules
+from engine.review.vendored import review_vendored, split_vendored
 from engine.semantic.diff import (
     MAX_ANALYZED_BYTES,
     STAGED,
@@ -302,8 +303,17 @@ def review(
         max_file_bytes=settings.index.max_file_bytes,
         progress=progress,
     )
-    findings, remarks = split_remarks(run_rules(diff, progress=progress))
-    how, result = _maybe_model_review(diff, findings, settings, model, use_model, env, intent, progress)
+    # Vendored libraries are scanned for secrets and summed up; the rules and the model read the
+    # project's own code (engine.review.vendored).
+    vendored_dirs = settings.review.vendored_dirs
+    own, vendored = split_vendored(diff, vendored_dirs)
+    findings, remarks = split_remarks(
+        [*run_rules(own, progress=progress), *review_vendored(vendored, vendored_dirs)]
+    )
+    if vendored and not own.files:
+        how, result = "only vendored code changed", None
+    else:
+        how, result = _maybe_model_review(own, findings, settings, model, use_model, env, intent, progress)
     notes = list(diff.notes)
     if result is not None:
         findings.extend(result.findings)
