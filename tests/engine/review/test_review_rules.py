@@ -474,6 +474,17 @@ def test_a_ca_bundle_update_does_not_block_but_a_private_key_does(make_repo) -> 
     assert [(f.rule, f.blocking) for f in findings if f.type == "secrets"] == [("secret-file", True)]
 
 
+def test_a_ca_bundle_that_only_loses_certificates_does_not_block(make_repo) -> None:
+    """pip f761f27d (certifi drops a root CA: cacert.pem +0 -29) was blocked as 'a secret-bearing
+    file is changed in the repository'; taking lines out of a key file exposes nothing new."""
+    cert = "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBa\n-----END CERTIFICATE-----\n"
+    root = make_repo({"pkg/cacert.pem": "# Issuer: CN=Old Root\n" + cert + cert, "deploy/.env": "A=1\n"})
+    findings = _commit_change(root, {"pkg/cacert.pem": cert})
+    assert not [f for f in findings if f.type == "secrets"], [f.message for f in findings]
+    findings = _commit_change(root, {"deploy/.env": "A=1\nAPI_TOKEN=f8Kq2LmZr7XwPb3N\n"})
+    assert [(f.file, f.blocking) for f in findings if f.type == "secrets"] == [("deploy/.env", True)]
+
+
 def test_finding_a_program_on_path_is_no_new_filesystem_write(make_repo) -> None:
     """click 9835b0f7: 'new filesystem use in _resolve_pager_command: shutil.which'."""
     root = make_repo({"pkg/pager.py": "def resolve(cmd):\n    return cmd\n"})
