@@ -577,6 +577,8 @@ class _Entry:
 _STATUS = {"A": "added", "D": "deleted", "M": "modified", "T": "modified", "R": "renamed", "C": "added"}
 _NO_MODE = "000000"
 SYMLINK_MODE = "120000"
+# A gitlink: the commit a submodule points to.
+SUBMODULE_MODE = "160000"
 EXECUTABLE_MODE = "100755"
 
 
@@ -1675,6 +1677,29 @@ def _resolve_range(repo: Path, base: str | None, target: str | None) -> _Range:
     return _Range(base_sha, base_label, target, resolve_commit(repo, target), tuple(notes))
 
 
+_SUBPROJECT = re.compile(r"Subproject commit ([0-9a-f]{7,40})")
+
+
+def _submodule_note(delta: tuple[Lines, Lines] | None) -> str:
+    """``submodule: 1a2b3c4d5e6f -> 7d8e9f0a1b2c (its own changes are not reviewed here)``."""
+
+    def commit(lines: Lines) -> str | None:
+        found = [m.group(1)[:12] for _, t in lines if (m := _SUBPROJECT.search(t))]
+        return found[0] if found else None
+
+    added, removed = delta or ((), ())
+    before, after = commit(removed), commit(added)
+    if before and after:
+        moved = f"{before} -> {after}"
+    elif after:
+        moved = f"added at {after}"
+    elif before:
+        moved = f"removed (was at {before})"
+    else:
+        moved = "changed"
+    return f"submodule {moved}: its own changes are not reviewed here"
+
+
 class _Collector:
     """Accumulates file changes and per-file symbol pairings while the blobs stream in."""
 
@@ -1696,6 +1721,8 @@ class _Collector:
         self.bound_names: dict[str, ModuleSurface | None] = {}
 
     def _note(self, entry: _Entry, old: bytes | None, new: bytes | None, language: str | None) -> str | None:
+        if SUBMODULE_MODE in (entry.old_mode, entry.new_mode):
+            return _submodule_note(self.deltas.get(entry.path) if self.deltas is not None else None)
         if _is_binary(old) or _is_binary(new):
             return "binary file: not analysed"
         if entry.status != "deleted" and new is None:
@@ -1716,8 +1743,8 @@ class _Collector:
         known = self.deltas.get(entry.path) if self.deltas is not None else None
         added: Lines
         removed: Lines
-        if binary:
-            added, removed = (), ()
+        if binary or SUBMODULE_MODE in (entry.old_mode, entry.new_mode):
+            added, removed = (), ()  # a submodule's "Subproject commit" line is no line of code
         elif known is not None:
             added, removed = known
         elif self.deltas is not None and entry.status in ("modified", "renamed") and old == new:

@@ -220,11 +220,16 @@ def test_a_vendored_library_bump_is_one_remark_not_a_flood_of_findings(make_repo
     ]
     assert "only vendored code changed" in report.summary
     # The report still lists what changed.
-    assert {f["path"] for f in report.files} == {"src/pkg/_vendor/lib/__init__.py", "node_modules/left-pad/index.js"}
+    assert {f["path"] for f in report.files} == {
+        "src/pkg/_vendor/lib/__init__.py",
+        "node_modules/left-pad/index.js",
+    }
 
 
 def test_a_secret_in_vendored_code_still_blocks(make_repo) -> None:
-    root = _bump_vendored(make_repo, {"src/pkg/core.py": f"def api(x):\n    return x\n\n\nKEY = '{SECRET}'\n"})
+    root = _bump_vendored(
+        make_repo, {"src/pkg/core.py": f"def api(x):\n    return x\n\n\nKEY = '{SECRET}'\n"}
+    )
     (root / "src/pkg/_vendor/lib/conf.py").write_text(f"TOKEN = '{SECRET}'\n")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "vendored config")
@@ -247,3 +252,28 @@ def test_vendored_code_is_reviewed_when_the_repository_asks_but_never_hidden_by_
     git(root, "commit", "-q", "-m", "hide it")
     report = review(root, "commit", commit="HEAD", use_model=False)
     assert [f.rule for f in report.findings] == ["new-subprocess"]
+
+
+def test_a_submodule_bump_says_which_commits_not_unreadable(make_repo) -> None:
+    """A commit moving a submodule listed `deps/sub +1 -1 (unreadable on the target side (a symlink
+    out of the repository or a special file))`: it is a submodule, and its commits are what moved."""
+    sub = make_repo({"lib.py": "x = 1\n"})
+    first = git(sub, "rev-parse", "HEAD").strip()
+    root = make_repo({"app.py": "def run():\n    return 1\n"})
+    git(root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "deps/sub")
+    git(root, "commit", "-q", "-m", "add the submodule")
+    report = review(root, "commit", commit="HEAD", use_model=False)
+    entry = next(f for f in report.files if f["path"] == "deps/sub")
+    assert entry["note"] == f"submodule added at {first[:12]}: its own changes are not reviewed here"
+    (sub / "lib.py").write_text("x = 2\n")
+    git(sub, "commit", "-q", "-am", "more")
+    second = git(sub, "rev-parse", "HEAD").strip()
+    git(root / "deps/sub", "-c", "protocol.file.allow=always", "pull", "-q")
+    git(root, "commit", "-q", "-am", "bump the submodule")
+    report = review(root, "commit", commit="HEAD", use_model=False)
+    assert report.status == "approved" and not report.findings
+    assert (
+        f"modified deps/sub  +0 -0 (submodule {first[:12]} -> {second[:12]}: its own changes are not reviewed here)"
+        in report.to_text()
+    )
+    assert "unreadable" not in report.to_text()
