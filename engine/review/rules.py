@@ -18,7 +18,7 @@ from engine.policy.paths import is_test_path
 from engine.review.dependencies import rule_dependencies
 from engine.review.findings import SEVERITY_ORDER, Finding, Severity
 from engine.review.secrets import scan_files
-from engine.review.security import housekeeping_only, moved_lines, rule_security_logic
+from engine.review.security import changed_span, housekeeping_only, moved_lines, rule_security_logic
 from engine.semantic.diff import CallerRef, ExternalCall, FileChange, SemanticDiff, SymbolChange
 from engine.semantic.graph import family
 from engine.semantic.surface import SOURCE_ROOTS, is_private_name, module_name
@@ -727,11 +727,9 @@ def _changes_code(f: FileChange, s: SymbolChange, moved: frozenset[str]) -> bool
     def real(
         lines: tuple[tuple[int, str], ...], first: int | None, last: int | None, prose: frozenset[int]
     ) -> bool:
-        if first is None or last is None:
-            return False
         return any(
-            first <= n <= last and n not in prose and text.strip() and " ".join(text.split()) not in moved
-            for n, text in lines
+            n not in prose and text.strip() and " ".join(text.split()) not in moved
+            for n, text in changed_span(lines, first, last)
         )
 
     return real(f.added_lines, s.start_line, s.end_line, f.prose_added) or real(
@@ -746,7 +744,7 @@ def _added_code(f: FileChange, s: SymbolChange) -> str:
     if s.code_delta is not None:
         return "\n".join(s.code_delta[0])
     return "\n".join(
-        t for n, t in f.added_lines if s.start_line <= n <= s.end_line and n not in f.prose_added
+        t for n, t in changed_span(f.added_lines, s.start_line, s.end_line) if n not in f.prose_added
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -277,3 +278,20 @@ def test_a_submodule_bump_says_which_commits_not_unreadable(make_repo) -> None:
         in report.to_text()
     )
     assert "unreadable" not in report.to_text()
+
+
+def test_a_commit_adding_thousands_of_functions_is_reviewed_in_seconds(make_repo) -> None:
+    """A commit adding one 60,000-line module of 20,000 small functions took 6 minutes in the
+    rules (every function's share of the change was found by scanning every other function's):
+    now each is found by bisection. 10,000 functions took 40 s (4 s now); the bound leaves a
+    loaded machine ample room."""
+    root = make_repo({"pkg/__init__.py": ""})
+    (root / "pkg/generated_table.py").write_text(
+        "\n".join(f"def f{i}(x):\n    return x + {i}\n" for i in range(10_000))
+    )
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "add the table")
+    started = time.monotonic()
+    report = review(root, "commit", commit="HEAD", use_model=False)
+    assert len(report.changed_symbols) == 10_000
+    assert time.monotonic() - started < 30
