@@ -21,7 +21,7 @@ from engine.review.secrets import scan_files
 from engine.review.security import changed_span, housekeeping_only, moved_lines, rule_security_logic
 from engine.semantic.diff import CallerRef, ExternalCall, FileChange, SemanticDiff, SymbolChange
 from engine.semantic.graph import family
-from engine.semantic.surface import SOURCE_ROOTS, is_private_name, module_name
+from engine.semantic.surface import SOURCE_ROOTS, is_private_name, is_public_module, module_name
 from engine.words import plural
 
 # A function longer than this no longer fits on one screen; reviewers skim such code.
@@ -292,7 +292,9 @@ def rule_public_api(diff: SemanticDiff) -> list[Finding]:
                     rule="public-api",
                 )
             )
-        if f.lost_exports and f.module:
+        # A private module's ``__all__`` (``httpx._compat``) is no import surface: its users are
+        # the package's own modules, and a name the package re-exports is lost from the package.
+        if f.lost_exports and f.module and is_public_module(f.module):
             package = f.module
             names = ", ".join(f.lost_exports[:8]) + (" ..." if len(f.lost_exports) > 8 else "")
             out.append(

@@ -602,3 +602,21 @@ def test_a_method_on_a_network_calls_result_is_not_a_second_effect(make_repo) ->
     assert [f.message for f in findings if f.rule == "new-network"] == [
         "new network use in fetch: requests.get"
     ]
+
+
+def test_a_private_module_losing_a_name_from_its_all_is_no_public_api_change(make_repo) -> None:
+    """httpx 8e36f2bc deleted `httpx/_compat.py` (`__all__` naming the optional `brotli` import):
+    '1 name no longer importable from httpx._compat: brotli' (medium api) on a private module."""
+    compat = "try:\n    import brotli\nexcept ImportError:\n    brotli = None\n\n__all__ = ['brotli']\n"
+    root = make_repo(
+        {
+            "pkg/__init__.py": "",
+            "pkg/_compat.py": compat,
+            "pkg/codecs.py": compat,
+            "pkg/app.py": "def run():\n    return 1\n",
+        }
+    )
+    findings = _commit_change(root, {"pkg/_compat.py": None, "pkg/codecs.py": "__all__ = []\n"})
+    assert [f.message for f in findings if f.rule == "public-api"] == [
+        "1 name no longer importable from pkg.codecs: brotli"
+    ]
