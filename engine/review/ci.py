@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -28,6 +28,8 @@ from engine.semantic.diff import (
     analyze_commit,
     analyze_diff,
     analyze_range,
+    merge_base,
+    resolve_commit,
 )
 from engine.store.callers import index_callers
 from engine.words import plural
@@ -202,14 +204,16 @@ def semantic_diff_for(
             base = base or "HEAD"
         if commit:
             raise UsageError("--commit belongs to --mode commit; use --base/--head with --mode pr")
-        return analyze_range(
+        head = head or "HEAD"
+        diff = analyze_range(
             root,
             base,
-            head or "HEAD",
+            head,
             max_file_bytes=max_file_bytes,
             caller_graph=index_callers(root),
             progress=progress,
         )
+        return diff if diff.files else _with_empty_range_note(root, diff, base, head)
     if base or head:
         raise UsageError("--base/--head belong to --mode pr; use --commit with --mode commit")
     if commit and ".." in commit:
@@ -237,6 +241,24 @@ def semantic_diff_for(
         caller_graph=index_callers(root),
         progress=progress,
     )
+
+
+def _with_empty_range_note(root: Path, diff: SemanticDiff, base: str, head: str) -> SemanticDiff:
+    """A pull request with nothing to review says why: the same commit, or a head its base
+    already contains (``--base HEAD --head HEAD~5``, the two the wrong way round, approved with
+    only 'nothing changed')."""
+    base_sha, head_sha = resolve_commit(root, base), resolve_commit(root, head)
+    if base_sha == head_sha:
+        note = f"{base} and {head} are the same commit {head_sha[:12]}: nothing to review"
+    elif merge_base(root, base, head) == head_sha:
+        note = (
+            f"{head} is already part of {base}: it has no changes of its own to review "
+            f"(the wrong way round? --base is the branch the pull request merges into: "
+            f"--base {head} --head {base})"
+        )
+    else:
+        return diff
+    return replace(diff, notes=(*diff.notes, note))
 
 
 def _maybe_model_review(
