@@ -295,3 +295,15 @@ def test_a_commit_adding_thousands_of_functions_is_reviewed_in_seconds(make_repo
     report = review(root, "commit", commit="HEAD", use_model=False)
     assert len(report.changed_symbols) == 10_000
     assert time.monotonic() - started < 30
+
+
+def test_the_model_reviews_the_projects_own_code_not_the_vendored_library(make_repo, fake_anthropic) -> None:
+    root = _bump_vendored(
+        make_repo, {"src/pkg/core.py": "def api(x, strict=False):\n    return x if strict else str(x)\n"}
+    )
+    fake_anthropic.reply(json.dumps({"summary": "fine", "findings": []}))
+    report = review(root, "commit", commit="HEAD")
+    text = fake_anthropic.message_requests()[0].all_text
+    assert "strict" in text and "src/pkg/core.py" in text
+    assert "_vendor" not in text and "left-pad" not in text and "shell=True" not in text
+    assert [r.rule for r in report.remarks if r.rule == "vendored-code"] == ["vendored-code"]
