@@ -620,3 +620,20 @@ def test_a_private_module_losing_a_name_from_its_all_is_no_public_api_change(mak
     assert [f.message for f in findings if f.rule == "public-api"] == [
         "1 name no longer importable from pkg.codecs: brotli"
     ]
+
+
+def test_a_parameter_taken_from_the_middle_is_one_removal_not_a_rename(make_repo) -> None:
+    """werkzeug 0ada8fa1 took `cls` out of `parse_form_data(environ, ..., cls=None, silent=True, *,
+    ...)` into `**kwargs`: 'parameter 'cls' renamed to 'silent' (keyword callers break); parameter
+    'silent' removed', of a parameter still there."""
+    before = "def parse(environ, factory=None, cls=None, silent=True, *, parts=None):\n    return environ\n"
+    after = (
+        "def parse(environ, factory=None, silent=True, *, parts=None, **kwargs):\n"
+        "    return environ, kwargs.get('cls')\n"
+    )
+    root = make_repo({"pkg/__init__.py": "", "pkg/form.py": before})
+    findings = _commit_change(root, {"pkg/form.py": after})
+    assert [f.message for f in findings if f.rule == "public-api"] == [
+        "signature of public function pkg.form.parse changed: parameter 'cls' removed (**kwargs still "
+        "takes it by keyword); 'silent' moved up a position (positional callers break)"
+    ]
