@@ -332,6 +332,10 @@ def review(
     findings, remarks = split_remarks(
         [*run_rules(own, progress=progress), *review_vendored(vendored, vendored_dirs)]
     )
+    if vendored:
+        # The project's own files first: 278 vendored symbols listed before its own change hid it
+        # (and SARIF places a finding without a file at the first file).
+        diff = replace(diff, files=(*own.files, *vendored))
     if vendored and not own.files:
         how, result = "only vendored code changed", None
     else:

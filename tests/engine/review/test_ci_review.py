@@ -304,6 +304,9 @@ def test_the_model_reviews_the_projects_own_code_not_the_vendored_library(make_r
     fake_anthropic.reply(json.dumps({"summary": "fine", "findings": []}))
     report = review(root, "commit", commit="HEAD")
     text = fake_anthropic.message_requests()[0].all_text
+    # The project's own change is listed first, the vendored files after it.
+    assert [f["path"] for f in report.files][0] == "src/pkg/core.py"
+    assert report.changed_symbols[0]["file"] == "src/pkg/core.py"
     assert "strict" in text and "src/pkg/core.py" in text
     assert "_vendor" not in text and "left-pad" not in text and "shell=True" not in text
     assert [r.rule for r in report.remarks if r.rule == "vendored-code"] == ["vendored-code"]
