@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from engine.errors import ConfigError
 from engine.policy.names import DEFAULT_DENY
+from engine.policy.paths import VENDORED_DIRS
 from engine.policy.trust import (
     TRUST_FILE,
     IgnoredSetting,
@@ -270,6 +271,16 @@ class GitSettings(_Section):
     )
 
 
+class ReviewSettings(_Section):
+    vendored_dirs: list[str] = Field(
+        default_factory=lambda: list(VENDORED_DIRS),
+        description="Directory names of vendored third-party code (at any depth: `src/pip/_vendor/`). "
+        "`semfora ci` reviews such files for secrets only and sums them up in one remark, so a vendored "
+        "library bump does not flood the review; set to [] to review them like the project's own. A "
+        "repository's .semfora.toml may remove names; adding one needs `semfora trust`.",
+    )
+
+
 class UISettings(_Section):
     theme: str = Field("semfora-dark", description="Theme name: built-in or from the user themes directory.")
     prompt_history: bool = Field(
@@ -289,6 +300,7 @@ class Settings(_Section):
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     edits: EditSettings = Field(default_factory=EditSettings)
     git: GitSettings = Field(default_factory=GitSettings)
+    review: ReviewSettings = Field(default_factory=ReviewSettings)
     ui: UISettings = Field(default_factory=UISettings)
 
 
@@ -679,7 +691,8 @@ def render_configuration_doc() -> str:
         "2. the user file `$XDG_CONFIG_HOME/semfora/config.toml` (default `~/.config/semfora/config.toml`);",
         "3. the repository file `.semfora.toml` at the repository root. Until you run `semfora trust`,",
         "   it cannot set what runs commands (`edits.test_cmd`, `edits.lint_cmd`, `git.auto_commit`, any",
-        "   `*_cmd` or hook), remove entries from `edits.deny` or `index.exclude_dirs` (adding is fine), or",
+        "   `*_cmd` or hook), remove entries from `edits.deny` or `index.exclude_dirs` (adding is fine),",
+        "   add entries to `review.vendored_dirs` (which would hide code from `semfora ci`), or",
         "   send code elsewhere (`ollama.host`, `search.chroma_url`, a non-Claude `llm.model`, a",
         "   `sentence-transformers:` path); those keys are ignored and reported once per run",
         "   (see [security.md](security.md));",

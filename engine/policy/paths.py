@@ -48,6 +48,20 @@ _TEST_FILE = re.compile(
 _DOCS_DIR = re.compile(r"(^|/)(docs?|documentation)/")
 _DOCS_FILE = re.compile(r"\.(md|markdown|rst|txt|adoc)$", re.IGNORECASE)
 _EXAMPLE_DIR = re.compile(r"(^|/)(examples?|samples?|demos?|tutorials?)/")
+# Directory names of vendored third-party code, at any depth (``src/pip/_vendor/``): `semfora ci`
+# sets their files apart (``review.vendored_dirs``). Not ``extern``: setuptools' ``extern`` is its
+# own import shim, and ``packages`` is a monorepo's own code more often than a vendored copy.
+VENDORED_DIRS = (
+    "vendor",
+    "_vendor",
+    "vendored",
+    "_vendored",
+    "third_party",
+    "thirdparty",
+    "third-party",
+    "node_modules",
+    "bower_components",
+)
 _GENERATED = re.compile(
     r"(^|/)(node_modules|vendor|dist|build|third_party)/"
     r"|_pb2(_grpc)?\.pyi?$|\.pb\.go$|\.min\.(js|css)$|\.generated\.\w+$|(^|/)package-lock\.json$"

@@ -27,6 +27,7 @@ RUNS_COMMAND = "runs a command"
 WIDENS_READS = "widens what semfora reads and sends"
 SENDS_ELSEWHERE = "sends code to another service"
 LOADS_CODE = "loads a model (code) from a path"
+HIDES_FROM_REVIEW = "hides code from `semfora ci`"
 GATED_KEYS: dict[str, str] = {
     "edits.test_cmd": RUNS_COMMAND,
     "edits.lint_cmd": RUNS_COMMAND,
@@ -37,9 +38,13 @@ GATED_KEYS: dict[str, str] = {
     "search.chroma_url": SENDS_ELSEWHERE,
     "llm.model": SENDS_ELSEWHERE,
     "search.embedding": LOADS_CODE,
+    "review.vendored_dirs": HIDES_FROM_REVIEW,
 }
 # Lists an untrusted file may extend but not shorten: adding a deny pattern only narrows reads.
 NARROWING_LISTS = frozenset({"edits.deny", "index.exclude_dirs"})
+# Lists an untrusted file may shorten but not extend: a pull request that adds `src` to the
+# vendored directories would have `semfora ci` pass over its own changes.
+SHORTEN_ONLY_LISTS = frozenset({"review.vendored_dirs"})
 # Any future key named like a command or a hook needs trust too.
 COMMAND_SUFFIXES = ("_cmd", "_command", "hook", "hooks")
 
@@ -105,6 +110,13 @@ def filter_untrusted(
                 kept[key] = base + added
             if dropped:
                 ignored.append(IgnoredSetting(key, reason, f"would remove {_short(dropped)}"))
+            continue
+        if key in SHORTEN_ONLY_LISTS and isinstance(value, list):
+            base = list(base_value(key) or [])
+            added = [v for v in value if v not in base]
+            kept[key] = [v for v in value if v in base]
+            if added:
+                ignored.append(IgnoredSetting(key, reason, f"would add {_short(added)}"))
             continue
         shown = value if not isinstance(value, str) else (value if len(value) <= 60 else value[:57] + "...")
         ignored.append(IgnoredSetting(key, reason, f"= {json.dumps(shown)}"))

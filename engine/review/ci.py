@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -17,6 +17,7 @@ from engine.errors import UsageError
 from engine.repo.layout import find_repo_root
 from engine.review.findings import Finding, decide, risk_score, sort_findings, split_remarks
 from engine.review.rules import run_rules
+from engine.review.vendored import review_vendored, split_vendored
 from engine.semantic.diff import (
     MAX_ANALYZED_BYTES,
     STAGED,
@@ -27,6 +28,8 @@ from engine.semantic.diff import (
     analyze_commit,
     analyze_diff,
     analyze_range,
+    merge_base,
+    resolve_commit,
 )
 from engine.store.callers import index_callers
 from engine.words import plural
@@ -201,14 +204,16 @@ def semantic_diff_for(
             base = base or "HEAD"
         if commit:
             raise UsageError("--commit belongs to --mode commit; use --base/--head with --mode pr")
-        return analyze_range(
+        head = head or "HEAD"
+        diff = analyze_range(
             root,
             base,
-            head or "HEAD",
+            head,
             max_file_bytes=max_file_bytes,
             caller_graph=index_callers(root),
             progress=progress,
         )
+        return diff if diff.files else _with_empty_range_note(root, diff, base, head)
     if base or head:
         raise UsageError("--base/--head belong to --mode pr; use --commit with --mode commit")
     if commit and ".." in commit:
@@ -236,6 +241,24 @@ def semantic_diff_for(
         caller_graph=index_callers(root),
         progress=progress,
     )
+
+
+def _with_empty_range_note(root: Path, diff: SemanticDiff, base: str, head: str) -> SemanticDiff:
+    """A pull request with nothing to review says why: the same commit, or a head its base
+    already contains (``--base HEAD --head HEAD~5``, the two the wrong way round, approved with
+    only 'nothing changed')."""
+    base_sha, head_sha = resolve_commit(root, base), resolve_commit(root, head)
+    if base_sha == head_sha:
+        note = f"{base} and {head} are the same commit {head_sha[:12]}: nothing to review"
+    elif merge_base(root, base, head) == head_sha:
+        note = (
+            f"{head} is already part of {base}: it has no changes of its own to review "
+            f"(the wrong way round? --base is the branch the pull request merges into: "
+            f"--base {head} --head {base})"
+        )
+    else:
+        return diff
+    return replace(diff, notes=(*diff.notes, note))
 
 
 def _maybe_model_review(
@@ -302,8 +325,21 @@ def review(
         max_file_bytes=settings.index.max_file_bytes,
         progress=progress,
     )
-    findings, remarks = split_remarks(run_rules(diff, progress=progress))
-    how, result = _maybe_model_review(diff, findings, settings, model, use_model, env, intent, progress)
+    # Vendored libraries are scanned for secrets and summed up; the rules and the model read the
+    # project's own code (engine.review.vendored).
+    vendored_dirs = settings.review.vendored_dirs
+    own, vendored = split_vendored(diff, vendored_dirs)
+    findings, remarks = split_remarks(
+        [*run_rules(own, progress=progress), *review_vendored(vendored, vendored_dirs)]
+    )
+    if vendored:
+        # The project's own files first: 278 vendored symbols listed before its own change hid it
+        # (and SARIF places a finding without a file at the first file).
+        diff = replace(diff, files=(*own.files, *vendored))
+    if vendored and not own.files:
+        how, result = "only vendored code changed", None
+    else:
+        how, result = _maybe_model_review(own, findings, settings, model, use_model, env, intent, progress)
     notes = list(diff.notes)
     if result is not None:
         findings.extend(result.findings)

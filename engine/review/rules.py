@@ -18,10 +18,10 @@ from engine.policy.paths import is_test_path
 from engine.review.dependencies import rule_dependencies
 from engine.review.findings import SEVERITY_ORDER, Finding, Severity
 from engine.review.secrets import scan_files
-from engine.review.security import housekeeping_only, moved_lines, rule_security_logic
-from engine.semantic.diff import CallerRef, FileChange, SemanticDiff, SymbolChange
+from engine.review.security import changed_span, housekeeping_only, moved_lines, rule_security_logic
+from engine.semantic.diff import CallerRef, ExternalCall, FileChange, SemanticDiff, SymbolChange
 from engine.semantic.graph import family
-from engine.semantic.surface import SOURCE_ROOTS, is_private_name, module_name
+from engine.semantic.surface import SOURCE_ROOTS, is_private_name, is_public_module, module_name
 from engine.words import plural
 
 # A function longer than this no longer fits on one screen; reviewers skim such code.
@@ -141,16 +141,29 @@ def rule_external_calls(diff: SemanticDiff) -> list[Finding]:
     for s in diff.symbols:
         if not _reviewable(diff, s.file):
             continue
+        # One finding a category a symbol: a function that opens, writes and removes files is one
+        # place to read, its calls named with their lines (it was one finding a call).
+        by_category: dict[str, list[ExternalCall]] = {}
         for call in s.new_external_calls:
+            by_category.setdefault(call.category, []).append(call)
+        for category, calls in by_category.items():
+            calls.sort(key=lambda c: c.line)
+            line = calls[0].line or s.start_line
+            named = (
+                calls[0].call
+                if len(calls) == 1
+                else ", ".join(f"{c.call} (line {c.line})" if c.line else c.call for c in calls)
+            )
             out.append(
                 Finding(
-                    EXTERNAL_SEVERITY.get(call.category, "medium"),
+                    EXTERNAL_SEVERITY.get(category, "medium"),
                     "security",
-                    f"new {call.category} use in {s.qualified_name}: {call.call}",
+                    f"new {category} use in {s.qualified_name}: {named}",
                     s.file,
-                    call.line or s.start_line,
+                    line,
                     s.qualified_name,
-                    rule=f"new-{call.category}",
+                    rule=f"new-{category}",
+                    count=len(calls),
                 )
             )
     return out
@@ -279,7 +292,9 @@ def rule_public_api(diff: SemanticDiff) -> list[Finding]:
                     rule="public-api",
                 )
             )
-        if f.lost_exports and f.module:
+        # A private module's ``__all__`` (``httpx._compat``) is no import surface: its users are
+        # the package's own modules, and a name the package re-exports is lost from the package.
+        if f.lost_exports and f.module and is_public_module(f.module):
             package = f.module
             names = ", ".join(f.lost_exports[:8]) + (" ..." if len(f.lost_exports) > 8 else "")
             out.append(
@@ -714,11 +729,9 @@ def _changes_code(f: FileChange, s: SymbolChange, moved: frozenset[str]) -> bool
     def real(
         lines: tuple[tuple[int, str], ...], first: int | None, last: int | None, prose: frozenset[int]
     ) -> bool:
-        if first is None or last is None:
-            return False
         return any(
-            first <= n <= last and n not in prose and text.strip() and " ".join(text.split()) not in moved
-            for n, text in lines
+            n not in prose and text.strip() and " ".join(text.split()) not in moved
+            for n, text in changed_span(lines, first, last)
         )
 
     return real(f.added_lines, s.start_line, s.end_line, f.prose_added) or real(
@@ -733,7 +746,7 @@ def _added_code(f: FileChange, s: SymbolChange) -> str:
     if s.code_delta is not None:
         return "\n".join(s.code_delta[0])
     return "\n".join(
-        t for n, t in f.added_lines if s.start_line <= n <= s.end_line and n not in f.prose_added
+        t for n, t in changed_span(f.added_lines, s.start_line, s.end_line) if n not in f.prose_added
     )
 
 

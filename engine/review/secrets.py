@@ -169,6 +169,12 @@ def _certificates_only(f: FileChange) -> bool:
     return "-----BEGIN CERTIFICATE-----" in text and "PRIVATE KEY" not in text
 
 
+def _only_removes(f: FileChange) -> bool:
+    """A text file the change only took lines from (certifi dropping a root CA from cacert.pem
+    blocked the merge as 'a secret-bearing file is changed'), or only moved."""
+    return f.status != "added" and not f.binary and not f.added_lines
+
+
 # More sample secrets than this in one file are one remark with their lines: a test module of
 # URL parsing holds a dozen ``user:pass@`` samples, and a dozen identical remarks say no more.
 MAX_SAMPLE_REMARKS = 3
@@ -233,6 +239,8 @@ def scan_files(files: Iterable[FileChange]) -> list[Finding]:
             matched = []  # settings only: its lines are scanned like any other file's
         if matched and _certificates_only(f):
             matched = []  # a CA bundle (certifi's cacert.pem): public certificates, no key
+        if matched and _only_removes(f):
+            matched = []  # lines taken out of a key file or a CA bundle expose nothing new
         if matched:
             # ``app/secrets.py`` matches by a word in its name only: code about secrets, probably.
             by_word_only = all(p in SUGGESTIVE_PATTERNS for p in matched) and f.path.endswith(CODE_SUFFIXES)

@@ -92,8 +92,8 @@ class ShallowClone(RefNotFound):
 
 # Dynamic code execution: the risk tables (engine.semantic.risk) cover effects on the outside world;
 # a reviewer also wants to know when a change starts running code built from data. Dynamic imports
-# (importlib.import_module, __import__) are left out: lazy imports of constant names are everywhere.
-_DYNAMIC_IMPORTS = frozenset({"__import__", "importlib.import_module"})
+# (importlib.import_module, __import__) are no new effect: the risk tables class them as
+# ``dynamic-import``, and lazy imports of constant names are everywhere.
 # Functions of a module the risk tables count as filesystem writes as a whole (``shutil``) that
 # only read: finding a program on PATH is no new write.
 _READS_ONLY = frozenset({"shutil.which", "shutil.disk_usage", "shutil.get_terminal_size"})
@@ -138,8 +138,8 @@ def classify_call(call: CallSite, language: str, aliases: Mapping[str, str] | No
         dotted = f"{aliases.get(root, root)}{dot}{rest}.{call.name}"
     else:
         dotted = aliases.get(call.name, call.name)
-    if dotted in _DYNAMIC_IMPORTS or dotted in _READS_ONLY:
-        return None  # the risk tables count it as running code; as a new effect it is an import
+    if dotted in _READS_ONLY:
+        return None  # the risk tables count the module (``shutil``) as writing; this call only reads
     js_exec = call.name == "exec" and language in ("javascript", "typescript", "tsx")
     if not js_exec and (dotted in _EVAL_CALLS or (not call.receiver and call.name in _EVAL_CALLS)):
         return "eval"
@@ -505,6 +505,14 @@ def resolve_commit(root: Path, ref: str) -> str:
     proc = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
     if proc.returncode == 0:
         return proc.stdout.decode().strip()
+    kind = _git(root, "cat-file", "-t", ref, check=False)
+    if kind.returncode == 0 and kind.stdout.strip():
+        # ``HEAD^{tree}``, a blob's sha, ``HEAD:path``: git knows it, but it is no commit to diff.
+        raise RefNotFound(
+            f"'{ref}' names a {kind.stdout.decode().strip()}, not a commit",
+            hint="pass a commit: a branch, a tag or a commit sha (`HEAD`, `main`, `git log --oneline` "
+            "lists them)",
+        )
     if is_shallow(root):
         raise ShallowClone(f"ref '{ref}' is not in this shallow clone", hint=_shallow_hint())
     if _git(root, "rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode != 0:
@@ -577,6 +585,8 @@ class _Entry:
 _STATUS = {"A": "added", "D": "deleted", "M": "modified", "T": "modified", "R": "renamed", "C": "added"}
 _NO_MODE = "000000"
 SYMLINK_MODE = "120000"
+# A gitlink: the commit a submodule points to.
+SUBMODULE_MODE = "160000"
 EXECUTABLE_MODE = "100755"
 
 
@@ -811,13 +821,44 @@ def _internal_call(call: CallSite, side: _Side | None, packages: frozenset[str])
     return bool(dotted) and dotted.split(".", 1)[0] in packages
 
 
+# Python ``open(path, mode)`` writes when the extraction marked it (engine.semantic.lang_python):
+# the mark is in the symbol's risk reasons, ``filesystem-write: ..., open(mode='w')``.
+_OPEN_WRITE_MARK = re.compile(r"\bopen\(mode='([^']*)'\)")
+# Lines read after a call's first line to find its mode (``open(\n    path,\n    "w",\n)``).
+OPEN_CALL_SPAN = 4
+
+
+def _inner_call_is_effect(call: CallSite, language: str, aliases: Mapping[str, str]) -> bool:
+    """``requests.get(u).json()``: the call on the receiver has the effect (``Path(p)`` has none)."""
+    callee = (call.receiver or "").partition("(")[0]
+    if not callee:
+        return False  # ``(root / "x").write_text()``: a parenthesised expression, not a call
+    receiver, _, name = callee.rpartition(".")
+    return classify_call(CallSite(name, receiver or None, call.line), language, aliases) is not None
+
+
+def _open_write(sym: Symbol, side: _Side | None) -> ExternalCall | None:
+    """The first ``open()`` call of ``sym`` that writes, as the extraction marked it."""
+    modes = [m for reason in sym.risk.reasons for m in _OPEN_WRITE_MARK.findall(reason)]
+    opens = [c for c in sym.calls if c.name == "open" and c.receiver is None]
+    if not modes or not opens:
+        return None
+    quoted = (f"'{modes[0]}'", f'"{modes[0]}"')
+    lines = side.lines if side is not None else []
+    at = next(
+        (c for c in opens if any(q in "".join(lines[c.line - 1 : c.line + OPEN_CALL_SPAN]) for q in quoted)),
+        opens[0],
+    )
+    return ExternalCall("filesystem", f"open(mode={modes[0]!r})", at.line)
+
+
 def _external_calls(
     sym: Symbol, side: _Side | None, packages: frozenset[str]
 ) -> dict[tuple[str, str], ExternalCall]:
     aliases = side.aliases if side is not None else {}
     found: dict[tuple[str, str], ExternalCall] = {}
     for call in sym.calls:
-        if call.receiver and "(" in call.receiver:
+        if call.receiver and "(" in call.receiver and _inner_call_is_effect(call, sym.language, aliases):
             continue  # a method on a call's result (`requests.get(u).json()`): the inner call is the effect
         if _internal_call(call, side, packages):
             continue  # the project's own helpers (`parse_url`, `self.urlopen`) are not external effects
@@ -825,6 +866,10 @@ def _external_calls(
         if category:
             name = f"{call.receiver}.{call.name}" if call.receiver else call.name
             found.setdefault((category, name), ExternalCall(category, name, call.line))
+    write = _open_write(sym, side) if sym.language == "python" else None
+    if write is not None:
+        # Keyed ``open``: a write that only changed its mode (``"w"`` -> ``"wb"``) is no new one.
+        found.setdefault(("filesystem", "open"), write)
     return found
 
 
@@ -1640,6 +1685,29 @@ def _resolve_range(repo: Path, base: str | None, target: str | None) -> _Range:
     return _Range(base_sha, base_label, target, resolve_commit(repo, target), tuple(notes))
 
 
+_SUBPROJECT = re.compile(r"Subproject commit ([0-9a-f]{7,40})")
+
+
+def _submodule_note(delta: tuple[Lines, Lines] | None) -> str:
+    """``submodule: 1a2b3c4d5e6f -> 7d8e9f0a1b2c (its own changes are not reviewed here)``."""
+
+    def commit(lines: Lines) -> str | None:
+        found = [m.group(1)[:12] for _, t in lines if (m := _SUBPROJECT.search(t))]
+        return found[0] if found else None
+
+    added, removed = delta or ((), ())
+    before, after = commit(removed), commit(added)
+    if before and after:
+        moved = f"{before} -> {after}"
+    elif after:
+        moved = f"added at {after}"
+    elif before:
+        moved = f"removed (was at {before})"
+    else:
+        moved = "changed"
+    return f"submodule {moved}: its own changes are not reviewed here"
+
+
 class _Collector:
     """Accumulates file changes and per-file symbol pairings while the blobs stream in."""
 
@@ -1661,6 +1729,8 @@ class _Collector:
         self.bound_names: dict[str, ModuleSurface | None] = {}
 
     def _note(self, entry: _Entry, old: bytes | None, new: bytes | None, language: str | None) -> str | None:
+        if SUBMODULE_MODE in (entry.old_mode, entry.new_mode):
+            return _submodule_note(self.deltas.get(entry.path) if self.deltas is not None else None)
         if _is_binary(old) or _is_binary(new):
             return "binary file: not analysed"
         if entry.status != "deleted" and new is None:
@@ -1681,8 +1751,8 @@ class _Collector:
         known = self.deltas.get(entry.path) if self.deltas is not None else None
         added: Lines
         removed: Lines
-        if binary:
-            added, removed = (), ()
+        if binary or SUBMODULE_MODE in (entry.old_mode, entry.new_mode):
+            added, removed = (), ()  # a submodule's "Subproject commit" line is no line of code
         elif known is not None:
             added, removed = known
         elif self.deltas is not None and entry.status in ("modified", "renamed") and old == new:

@@ -15,6 +15,9 @@ from engine.semantic.model import CallSite, ImportRef, Risk
 NETWORK = "network"
 FILESYSTEM = "filesystem-write"
 SUBPROCESS = "subprocess"
+# Importing a module named at run time (``importlib.import_module(name)``): it runs that module's
+# top-level code, but it starts no program and evaluates no string; plugin loading is its usual use.
+DYNAMIC_IMPORT = "dynamic-import"
 DATABASE = "database"
 CRYPTO = "crypto-auth-secrets"
 GLOBAL_STATE = "global-state"
@@ -60,6 +63,7 @@ def _table(**groups: Iterable[str]) -> dict[str, str]:
         "network": NETWORK,
         "fs": FILESYSTEM,
         "proc": SUBPROCESS,
+        "dynimport": DYNAMIC_IMPORT,
         "db": DATABASE,
         "crypto": CRYPTO,
         "state": GLOBAL_STATE,
@@ -77,7 +81,6 @@ PYTHON_RULES = RiskRules(
             "eval",
             "exec",
             "compile",
-            "__import__",
             "os.system",
             "os.popen",
             "os.execv",
@@ -88,8 +91,8 @@ PYTHON_RULES = RiskRules(
             "pickle.loads",
             "pickle.load",
             "marshal.loads",
-            "importlib.import_module",
         ),
+        dynimport=("__import__", "importlib.import_module"),
         fs=(
             "os.remove",
             "os.unlink",
@@ -178,6 +181,8 @@ PYTHON_RULES = RiskRules(
             "rename",
             "chmod",
             "symlink_to",
+            "hardlink_to",
+            "rmdir",
         ),
         network=("urlopen", "sendall", "recv"),
         crypto=("set_password", "check_password", "make_password", "encrypt", "decrypt", "sign", "verify"),
@@ -871,6 +876,7 @@ from a Python `global` statement or an assignment to `os.environ[...]` or an att
 | `{NETWORK}` | talks to another machine (HTTP clients, sockets, RPC, mail) |
 | `{FILESYSTEM}` | creates, writes, moves or deletes files (Python `open()` counts when its mode writes: `w`, `a`, `x` or `+`) |
 | `{SUBPROCESS}` | runs other programs or evaluates code (`subprocess`, `exec`, `eval`, `pickle.loads`) |
+| `{DYNAMIC_IMPORT}` | imports a module named at run time (`importlib.import_module`, `__import__`) |
 | `{DATABASE}` | opens connections to or queries a database |
 | `{CRYPTO}` | hashing, encryption, tokens, passwords, secrets and environment-variable reads |
 | `{GLOBAL_STATE}` | changes process-wide state (environment, working directory, globals) |

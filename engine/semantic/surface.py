@@ -337,7 +337,18 @@ def parameter_changes(before: tuple[Param, ...], after: tuple[Param, ...]) -> tu
     old_var = {p.kind for p in before if p.kind in ("*args", "**kwargs")}
     new_var = {p.kind for p in after if p.kind in ("*args", "**kwargs")}
     pairs: list[tuple[Param, Param]] = []
+    dropped = _dropped_inside([p.name for p in old_pos], [p.name for p in new_pos])
+    if dropped:
+        # A parameter taken out from between others (``cls`` from ``(..., cls=None, silent=True)``)
+        # is one removal that shifts the rest, not a rename of ``cls`` to ``silent`` and a removal
+        # of ``silent``.
+        by_name = {p.name: p for p in new_pos}
+        pairs = [(a, by_name[a.name]) for a in old_pos if a.name in by_name]
+        keyword_only = {p.name for p in after if p.kind == "keyword-only"}
+        out.extend(_removed_inside(dropped, [p.name for p in old_pos], by_name, keyword_only, new_var))
     for i, a in enumerate(old_pos):
+        if dropped:
+            break
         if i < len(new_pos):
             b = new_pos[i]
             pairs.append((a, b))
@@ -394,6 +405,40 @@ def parameter_changes(before: tuple[Param, ...], after: tuple[Param, ...]) -> tu
         ):
             out.append(f"default of {a.name!r} changed from {a.default} to {b.default}")
     return tuple(sorted(set(out)))
+
+
+def _dropped_inside(old: list[str], new: list[str]) -> list[str]:
+    """The names taken out of ``old`` to leave ``new`` (same order), when one of them stood before
+    a name that stays; [] when ``new`` is not ``old`` less some names, or only its tail went."""
+    if len(new) >= len(old):
+        return []
+    kept = iter(old)
+    if not all(name in kept for name in new):  # ``new`` is no subsequence of ``old``
+        return []
+    dropped = [name for name in old if name not in new]
+    last_kept = max(old.index(name) for name in new) if new else -1
+    return dropped if any(old.index(name) < last_kept for name in dropped) else []
+
+
+def _removed_inside(
+    dropped: list[str], old: list[str], kept: Mapping[str, Param], keyword_only: set[str], variadic: set[str]
+) -> list[str]:
+    out = []
+    for name in dropped:
+        if is_private_name(name):
+            continue
+        if name in keyword_only:
+            text = f"parameter {name!r} became keyword-only"
+        else:
+            text = f"parameter {name!r} removed" + (
+                " (**kwargs still takes it by keyword)" if "**kwargs" in variadic else ""
+            )
+        later = [repr(n) for n in old[old.index(name) + 1 :] if n in kept]
+        if later:
+            shown = ", ".join(later[:3]) + (" ..." if len(later) > 3 else "")
+            text += f"; {shown} moved up a position (positional callers break)"
+        out.append(text)
+    return out
 
 
 def _is_sentinel(default: str) -> bool:

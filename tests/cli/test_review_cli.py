@@ -332,3 +332,32 @@ def test_sarif_locations_are_uris_for_names_with_spaces_and_accents(make_repo) -
         for r in json.loads(out.stdout)["runs"][0]["results"]
     }
     assert uris == {"my%20pkg/m%C3%B3dulo%20%231.py"}
+
+
+def test_a_tree_or_a_blob_given_as_the_commit_says_what_it_names(make_repo) -> None:
+    """`semfora ci --mode commit --commit HEAD^{tree}` said "unknown revision 'HEAD^{tree}'", though
+    git knows it well: it is a tree, and the fix is to pass a commit."""
+    root = _repo(make_repo)
+    for ref, kind in (("HEAD^{tree}", "tree"), ("HEAD:svc.py", "blob")):
+        proc = run_semfora("ci", "--mode", "commit", "--commit", ref, "--path", str(root))
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert f"error[DIFF_REF_NOT_FOUND]: '{ref}' names a {kind}, not a commit" in proc.stderr
+        assert "unknown revision" not in proc.stderr and "pass a commit" in proc.stderr
+    tree = run_semfora("ci", "--mode", "pr", "--base", "HEAD~1^{tree}", "--json", "--path", str(root))
+    assert json.loads(tree.stdout)["error_message"].startswith("'HEAD~1^{tree}' names a tree, not a commit")
+
+
+def test_a_pull_request_with_nothing_of_its_own_says_why(make_repo) -> None:
+    """`ci --mode pr --base HEAD --head HEAD~1` (the two the wrong way round) approved with only
+    'nothing changed'; it now says the head is already part of the base and how to swap them."""
+    root = _repo(make_repo)
+    swapped = run_semfora("ci", "--mode", "pr", "--base", "HEAD", "--head", "HEAD~1", "--path", str(root))
+    assert swapped.returncode == 0, swapped.stderr
+    assert (
+        "note: HEAD~1 is already part of HEAD: it has no changes of its own to review (the wrong way "
+        "round? --base is the branch the pull request merges into: --base HEAD~1 --head HEAD)"
+    ) in swapped.stdout
+    same = run_semfora("ci", "--mode", "pr", "--base", "HEAD", "--json", "--path", str(root))
+    assert any(n.startswith("HEAD and HEAD are the same commit") for n in json.loads(same.stdout)["notes"])
+    real = run_semfora("ci", "--mode", "pr", "--base", "HEAD~1", "--json", "--path", str(root))
+    assert not [n for n in json.loads(real.stdout)["notes"] if "nothing to review" in n or "part of" in n]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -177,3 +178,135 @@ def test_a_critical_model_finding_gates_and_an_empty_one_is_dropped(make_repo, f
     model = [f for f in report.findings if f.source == "model"]
     assert [(f.severity, f.file, f.line) for f in model] == [("high", "app.py", 5)]
     assert report.status == "changes_requested"
+
+
+VENDORED_BEFORE = "def get(url):\n    return url\n\n\ndef run(cmd):\n    return cmd\n"
+VENDORED_AFTER = (
+    "import subprocess\nimport requests\n\n\ndef get(url, timeout):\n"
+    "    return requests.get(url, timeout=timeout)\n\n\ndef run(cmd):\n"
+    "    return subprocess.run(cmd, shell=True)\n"
+)
+
+
+def _bump_vendored(make_repo, extra: dict[str, str] | None = None):
+    root = make_repo(
+        {
+            "src/pkg/core.py": "def api(x):\n    return x\n",
+            "src/pkg/_vendor/lib/__init__.py": VENDORED_BEFORE,
+            "node_modules/left-pad/index.js": "function pad(s) { return s }\n",
+            "tests/test_core.py": "def test_api():\n    assert True\n",
+        }
+    )
+    (root / "src/pkg/_vendor/lib/__init__.py").write_text(VENDORED_AFTER)
+    (root / "node_modules/left-pad/index.js").write_text(
+        "const cp = require('child_process')\nfunction pad(s) { return cp.execSync(s) }\n"
+    )
+    for rel, text in (extra or {}).items():
+        (root / rel).write_text(text)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "bump the vendored lib")
+    return root
+
+
+def test_a_vendored_library_bump_is_one_remark_not_a_flood_of_findings(make_repo) -> None:
+    """pip-style `src/pkg/_vendor/` bumped: a HIGH new-subprocess, a MEDIUM new-network and an
+    untested-change on the library's own code changed the verdict of the project's commit."""
+    root = _bump_vendored(make_repo)
+    report = review(root, "commit", commit="HEAD", use_model=False)
+    assert report.status == "approved" and not report.findings, [f.message for f in report.findings]
+    vendored = [r for r in report.remarks if r.rule == "vendored-code"]
+    assert [r.message for r in vendored] == [
+        "vendored code changed: 2 files under node_modules/, src/pkg/_vendor/ (+9 -4), scanned for "
+        "secrets only (`[review] vendored_dirs = []` in .semfora.toml reviews it like the project's own)"
+    ]
+    assert "only vendored code changed" in report.summary
+    # The report still lists what changed.
+    assert {f["path"] for f in report.files} == {
+        "src/pkg/_vendor/lib/__init__.py",
+        "node_modules/left-pad/index.js",
+    }
+
+
+def test_a_secret_in_vendored_code_still_blocks(make_repo) -> None:
+    root = _bump_vendored(
+        make_repo, {"src/pkg/core.py": f"def api(x):\n    return x\n\n\nKEY = '{SECRET}'\n"}
+    )
+    (root / "src/pkg/_vendor/lib/conf.py").write_text(f"TOKEN = '{SECRET}'\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "vendored config")
+    report = review(root, "commit", commit="HEAD", use_model=False)
+    assert report.status == "blocked"
+    assert [f.file for f in report.findings if f.blocking] == ["src/pkg/_vendor/lib/conf.py"]
+
+
+def test_vendored_code_is_reviewed_when_the_repository_asks_but_never_hidden_by_it(make_repo) -> None:
+    """`[review] vendored_dirs = []` reviews vendored code like the project's own; an untrusted
+    .semfora.toml cannot add the project's own directory to hide a change from review."""
+    root = _bump_vendored(make_repo, {".semfora.toml": "[review]\nvendored_dirs = []\n"})
+    report = review(root, "commit", commit="HEAD", use_model=False)
+    assert {f.rule for f in report.findings} >= {"new-subprocess", "new-network"}
+    assert not [r for r in report.remarks if r.rule == "vendored-code"]
+    root = make_repo({"src/pkg/core.py": "def api(x):\n    return x\n"})
+    (root / ".semfora.toml").write_text('[review]\nvendored_dirs = ["vendor", "pkg"]\n')
+    (root / "src/pkg/core.py").write_text("import os\n\n\ndef api(x):\n    return os.system(x)\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "hide it")
+    report = review(root, "commit", commit="HEAD", use_model=False)
+    assert [f.rule for f in report.findings] == ["new-subprocess"]
+
+
+def test_a_submodule_bump_says_which_commits_not_unreadable(make_repo) -> None:
+    """A commit moving a submodule listed `deps/sub +1 -1 (unreadable on the target side (a symlink
+    out of the repository or a special file))`: it is a submodule, and its commits are what moved."""
+    sub = make_repo({"lib.py": "x = 1\n"})
+    first = git(sub, "rev-parse", "HEAD").strip()
+    root = make_repo({"app.py": "def run():\n    return 1\n"})
+    git(root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "deps/sub")
+    git(root, "commit", "-q", "-m", "add the submodule")
+    report = review(root, "commit", commit="HEAD", use_model=False)
+    entry = next(f for f in report.files if f["path"] == "deps/sub")
+    assert entry["note"] == f"submodule added at {first[:12]}: its own changes are not reviewed here"
+    (sub / "lib.py").write_text("x = 2\n")
+    git(sub, "commit", "-q", "-am", "more")
+    second = git(sub, "rev-parse", "HEAD").strip()
+    git(root / "deps/sub", "-c", "protocol.file.allow=always", "pull", "-q")
+    git(root, "commit", "-q", "-am", "bump the submodule")
+    report = review(root, "commit", commit="HEAD", use_model=False)
+    assert report.status == "approved" and not report.findings
+    assert (
+        f"modified deps/sub  +0 -0 (submodule {first[:12]} -> {second[:12]}: its own changes are not reviewed here)"
+        in report.to_text()
+    )
+    assert "unreadable" not in report.to_text()
+
+
+def test_a_commit_adding_thousands_of_functions_is_reviewed_in_seconds(make_repo) -> None:
+    """A commit adding one 60,000-line module of 20,000 small functions took 6 minutes in the
+    rules (every function's share of the change was found by scanning every other function's):
+    now each is found by bisection. 10,000 functions took 40 s (4 s now); the bound leaves a
+    loaded machine ample room."""
+    root = make_repo({"pkg/__init__.py": ""})
+    (root / "pkg/generated_table.py").write_text(
+        "\n".join(f"def f{i}(x):\n    return x + {i}\n" for i in range(10_000))
+    )
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "add the table")
+    started = time.monotonic()
+    report = review(root, "commit", commit="HEAD", use_model=False)
+    assert len(report.changed_symbols) == 10_000
+    assert time.monotonic() - started < 30
+
+
+def test_the_model_reviews_the_projects_own_code_not_the_vendored_library(make_repo, fake_anthropic) -> None:
+    root = _bump_vendored(
+        make_repo, {"src/pkg/core.py": "def api(x, strict=False):\n    return x if strict else str(x)\n"}
+    )
+    fake_anthropic.reply(json.dumps({"summary": "fine", "findings": []}))
+    report = review(root, "commit", commit="HEAD")
+    text = fake_anthropic.message_requests()[0].all_text
+    # The project's own change is listed first, the vendored files after it.
+    assert [f["path"] for f in report.files][0] == "src/pkg/core.py"
+    assert report.changed_symbols[0]["file"] == "src/pkg/core.py"
+    assert "strict" in text and "src/pkg/core.py" in text
+    assert "_vendor" not in text and "left-pad" not in text and "shell=True" not in text
+    assert [r.rule for r in report.remarks if r.rule == "vendored-code"] == ["vendored-code"]

@@ -455,6 +455,12 @@ def test_a_dynamic_import_is_no_new_subprocess(make_repo) -> None:
         },
     )
     assert not [f for f in findings if f.rule and f.rule.startswith("new-")]
+    # The risk it raised is named for what it is: an import, not a subprocess (and not high).
+    risk = [f for f in findings if f.rule == "risk-raised"]
+    assert [f.message for f in risk] == [
+        "risk of load rose from low to medium: dynamic-import: importlib.import_module, __import__"
+    ]
+    assert all(f.is_remark for f in risk) and "subprocess" not in risk[0].message
 
 
 def test_a_ca_bundle_update_does_not_block_but_a_private_key_does(make_repo) -> None:
@@ -466,6 +472,17 @@ def test_a_ca_bundle_update_does_not_block_but_a_private_key_does(make_repo) -> 
     key = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSj\n-----END PRIVATE KEY-----\n"
     findings = _commit_change(root, {"pkg/server.pem": cert + key})
     assert [(f.rule, f.blocking) for f in findings if f.type == "secrets"] == [("secret-file", True)]
+
+
+def test_a_ca_bundle_that_only_loses_certificates_does_not_block(make_repo) -> None:
+    """pip f761f27d (certifi drops a root CA: cacert.pem +0 -29) was blocked as 'a secret-bearing
+    file is changed in the repository'; taking lines out of a key file exposes nothing new."""
+    cert = "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBa\n-----END CERTIFICATE-----\n"
+    root = make_repo({"pkg/cacert.pem": "# Issuer: CN=Old Root\n" + cert + cert, "deploy/.env": "A=1\n"})
+    findings = _commit_change(root, {"pkg/cacert.pem": cert})
+    assert not [f for f in findings if f.type == "secrets"], [f.message for f in findings]
+    findings = _commit_change(root, {"deploy/.env": "A=1\nAPI_TOKEN=f8Kq2LmZr7XwPb3N\n"})
+    assert [(f.file, f.blocking) for f in findings if f.type == "secrets"] == [("deploy/.env", True)]
 
 
 def test_finding_a_program_on_path_is_no_new_filesystem_write(make_repo) -> None:
@@ -540,3 +557,83 @@ def test_a_removed_fallback_whose_name_is_still_imported_is_not_dangling(make_re
     after = before.replace("def _cache(f):\n    return f\n\n\n", "")
     findings = _commit_change(root, {"pkg/compat.py": after})
     assert "removed-still-called" not in _rules(findings)
+
+
+def test_writing_files_is_a_new_filesystem_finding_one_per_function(make_repo) -> None:
+    """`open(path, "w")` and `Path(path).write_text(...)` added by a commit gave no new-filesystem
+    finding (only os.remove and shutil.rmtree did, one finding each)."""
+    root = make_repo(
+        {"pkg/store.py": "def save(path, data):\n    return data\n\n\ndef read(path):\n    return path\n"}
+    )
+    findings = _commit_change(
+        root,
+        {
+            "pkg/store.py": "import os\nfrom pathlib import Path\n\n\ndef save(path, data):\n"
+            "    with open(\n        path,\n        'w',\n    ) as fh:\n        fh.write(data)\n"
+            "    Path(path + '.bak').write_text(data)\n    os.remove(path + '.tmp')\n    return data\n\n\n"
+            "def read(path):\n    with open(path) as fh:\n        return fh.read()\n"
+        },
+    )
+    fs = [f for f in findings if f.rule == "new-filesystem"]
+    assert [(f.symbol, f.line, f.severity, f.count) for f in fs] == [("save", 6, "low", 3)]
+    assert fs[0].message == (
+        "new filesystem use in save: open(mode='w') (line 6), "
+        "Path(path + '.bak').write_text (line 11), os.remove (line 12)"
+    )
+    # Reading a file is no write; a write whose mode only changed ("w" -> "wb") is no new one.
+    findings = _commit_change(
+        root,
+        {
+            "pkg/store.py": "import os\nfrom pathlib import Path\n\n\ndef save(path, data):\n"
+            "    with open(path, mode='wb') as fh:\n        fh.write(data)\n"
+            "    Path(path + '.bak').write_text(data)\n    os.remove(path + '.tmp')\n    return data\n\n\n"
+            "def read(path):\n    with open(path, 'r') as fh:\n        return fh.read().strip()\n"
+        },
+    )
+    assert "new-filesystem" not in _rules(findings), [f.message for f in findings]
+
+
+def test_a_method_on_a_network_calls_result_is_not_a_second_effect(make_repo) -> None:
+    root = make_repo({"pkg/api.py": "def fetch(url):\n    return url\n"})
+    findings = _commit_change(
+        root,
+        {"pkg/api.py": "import requests\n\n\ndef fetch(url):\n    return requests.get(url).json()\n"},
+    )
+    assert [f.message for f in findings if f.rule == "new-network"] == [
+        "new network use in fetch: requests.get"
+    ]
+
+
+def test_a_private_module_losing_a_name_from_its_all_is_no_public_api_change(make_repo) -> None:
+    """httpx 8e36f2bc deleted `httpx/_compat.py` (`__all__` naming the optional `brotli` import):
+    '1 name no longer importable from httpx._compat: brotli' (medium api) on a private module."""
+    compat = "try:\n    import brotli\nexcept ImportError:\n    brotli = None\n\n__all__ = ['brotli']\n"
+    root = make_repo(
+        {
+            "pkg/__init__.py": "",
+            "pkg/_compat.py": compat,
+            "pkg/codecs.py": compat,
+            "pkg/app.py": "def run():\n    return 1\n",
+        }
+    )
+    findings = _commit_change(root, {"pkg/_compat.py": None, "pkg/codecs.py": "__all__ = []\n"})
+    assert [f.message for f in findings if f.rule == "public-api"] == [
+        "1 name no longer importable from pkg.codecs: brotli"
+    ]
+
+
+def test_a_parameter_taken_from_the_middle_is_one_removal_not_a_rename(make_repo) -> None:
+    """werkzeug 0ada8fa1 took `cls` out of `parse_form_data(environ, ..., cls=None, silent=True, *,
+    ...)` into `**kwargs`: 'parameter 'cls' renamed to 'silent' (keyword callers break); parameter
+    'silent' removed', of a parameter still there."""
+    before = "def parse(environ, factory=None, cls=None, silent=True, *, parts=None):\n    return environ\n"
+    after = (
+        "def parse(environ, factory=None, silent=True, *, parts=None, **kwargs):\n"
+        "    return environ, kwargs.get('cls')\n"
+    )
+    root = make_repo({"pkg/__init__.py": "", "pkg/form.py": before})
+    findings = _commit_change(root, {"pkg/form.py": after})
+    assert [f.message for f in findings if f.rule == "public-api"] == [
+        "signature of public function pkg.form.parse changed: parameter 'cls' removed (**kwargs still "
+        "takes it by keyword); 'silent' moved up a position (positional callers break)"
+    ]
