@@ -140,3 +140,23 @@ def test_accepting_a_file_that_has_no_staged_change_says_so(make_repo, tmp_path:
         assert proc.stderr.startswith(
             f"error[HUNK_NOT_FOUND]: {target!r} is not a staged file (nor a hunk id)"
         )
+
+
+def test_a_failed_commit_all_leaves_the_hunks_pending(make_repo, tmp_path: Path) -> None:
+    """`edits commit --all` that failed on a conflict left the hunks marked accepted: nothing was
+    committed, yet the user's review state had changed (a later plain `commit` would write them)."""
+    root = make_repo(REPO)
+    code, payload, err = _stage(
+        root, tmp_path, "app.py\n<<<<<<< SEARCH\n    return 1\n=======\n    return 2\n>>>>>>> REPLACE\n"
+    )
+    assert code == 0, err
+    (root / "app.py").write_text("def f():\n    return 1\n# changed meanwhile\n", encoding="utf-8")
+    proc = run_semfora("edits", "commit", "--all", "--json", "--path", str(root))
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["error_code"] == "EDIT_CONFLICT"
+    listed = json.loads(run_semfora("edits", "list", "--json", "--path", str(root)).stdout)
+    assert [h["state"] for f in listed["files"] for h in f["hunks"]] == ["pending"]
+    # Once the file is back as staged against, the commit goes through and writes the hunk.
+    (root / "app.py").write_text(REPO["app.py"], encoding="utf-8")
+    assert run_semfora("edits", "commit", "--all", "--path", str(root)).returncode == 0
+    assert (root / "app.py").read_text() == "def f():\n    return 2\n"
