@@ -88,7 +88,22 @@ def _decide(session: EditSession, action: str, target: str | None) -> tuple[dict
     return {"ok": True, "hunk": target, "state": state}, f"{target}: {state}"
 
 
+# The flags of `semfora edits` that belong to one action: given to another, they were ignored
+# without a word (`edits undo --all` undid one change set; `edits list --message m` did nothing).
+FLAG_ACTIONS = {"all": "commit", "message": "commit", "force": "undo"}
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    for flag, action in FLAG_ACTIONS.items():
+        if getattr(args, flag) not in (None, False) and args.action != action:
+            raise UsageError(
+                f"--{flag} goes with `semfora edits {action}`, not `edits {args.action}`",
+                hint="`semfora edits --help` lists what each flag is for",
+            )
+
+
 def run(args: argparse.Namespace) -> int:
+    _check_flags(args)
     layout = RepoLayout.for_path(args.path)
     settings = load_settings(layout.root).settings
     report = recover(layout, lock_timeout=settings.edits.lock_timeout)
@@ -158,6 +173,12 @@ def run(args: argparse.Namespace) -> int:
             )
             if not check.ok and check.output.strip():
                 lines.append(check.output.rstrip())
+        if args.message is not None and result.committed and result.git is None:
+            # The message names a git commit, and none is made unless git.auto_commit is on.
+            warn(
+                "--message was not used: git.auto_commit is off, so no git commit was made "
+                "(commit the files with git, or set git.auto_commit = true)"
+            )
         payload = result.to_json()
         failed = [c for c in result.checks if not c.ok]
         if failed:

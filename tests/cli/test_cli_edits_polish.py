@@ -160,3 +160,35 @@ def test_a_failed_commit_all_leaves_the_hunks_pending(make_repo, tmp_path: Path)
     (root / "app.py").write_text(REPO["app.py"], encoding="utf-8")
     assert run_semfora("edits", "commit", "--all", "--path", str(root)).returncode == 0
     assert (root / "app.py").read_text() == "def f():\n    return 2\n"
+
+
+ONE_EDIT = "app.py\n<<<<<<< SEARCH\n    return 1\n=======\n    return 2\n>>>>>>> REPLACE\n"
+
+
+def test_a_flag_given_to_the_wrong_edits_action_is_a_usage_error(make_repo, tmp_path: Path) -> None:
+    """`edits undo --all` undid one change set and `edits list --message m` did nothing, silently."""
+    root = make_repo(REPO)
+    assert _staged(root, tmp_path, ONE_EDIT) == ["app.py"]
+    for argv in (
+        ("undo", "--all"),
+        ("list", "--message", "m"),
+        ("commit", "--force"),
+        ("accept", "all", "--all"),
+    ):
+        proc = run_semfora("edits", *argv, "--path", str(root))
+        assert proc.returncode == 2, (argv, proc.stderr)
+        assert proc.stderr.startswith("error[USAGE]: --"), proc.stderr
+    # Nothing was done: the hunk is still pending and the file as it was.
+    listed = json.loads(run_semfora("edits", "list", "--json", "--path", str(root)).stdout)
+    assert [h["state"] for f in listed["files"] for h in f["hunks"]] == ["pending"]
+    assert (root / "app.py").read_text() == REPO["app.py"]
+
+
+def test_commit_message_without_auto_commit_says_no_git_commit_was_made(make_repo, tmp_path: Path) -> None:
+    """`edits commit --all --message "fix f"` wrote the file and made no git commit, without a word."""
+    root = make_repo(REPO)
+    _staged(root, tmp_path, ONE_EDIT)
+    proc = run_semfora("edits", "commit", "--all", "--message", "fix f", "--path", str(root))
+    assert proc.returncode == 0, proc.stderr
+    assert "--message was not used: git.auto_commit is off" in proc.stderr
+    assert (root / "app.py").read_text() == "def f():\n    return 2\n"
