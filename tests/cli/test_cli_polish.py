@@ -325,3 +325,21 @@ def test_symbol_source_follows_the_symbol_when_its_file_changed_since_indexing(m
     assert gone.returncode == 1 and gone.stderr.startswith(
         "error[SYMBOL_NOT_FOUND]: Greeter.hello is no longer in"
     )
+
+
+def test_skipped_files_of_one_reason_are_one_line(make_repo) -> None:
+    """A repository with many credential modules printed one `skipped ...` line per file on every
+    `semfora index`, changed files or not; one reason is one line now, naming a few of them."""
+    files = {f"auth/credentials/p{i}.py": f"X = {i}\n" for i in range(12)}
+    files |= {"app.py": "def f():\n    return 1\n", "tests/.netrc": "machine x\n"}
+    root = make_repo(files)
+    proc = run_semfora("index", "--no-vectors", "--path", str(root))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines == [
+        "skipped 13 files (auth/credentials/p0.py, auth/credentials/p1.py, auth/credentials/p10.py and 10 more): "
+        "secret (on the deny-list, edits.deny): never read",
+        "(`semfora index --json --paths` lists every skipped path)",
+    ]
+    as_json = json.loads(run_semfora("index", "--json", "--paths", "--path", str(root)).stdout)
+    assert len(as_json["skipped_files"]) == 13
