@@ -1119,6 +1119,10 @@ def _apply_rerank(
     outcome = rerank(query, cands, model, s.cache, mode=mode)
     if outcome.failed:
         warn_once(EngineWarning("RERANK_OFF", f"reranking is off: {outcome.failed}"), sink)
+        if not outcome.scored and not outcome.cache_hits:
+            # Nothing was reranked: the hits keep their own scores (they became 1, 0.5, 0.33...,
+            # which read as a reranker's verdict and differed from the same search without it).
+            return ranked, 0
     by_key = {c.key: c for c in ranked}
     reordered = []
     for key, score in outcome.order:

@@ -73,3 +73,15 @@ def test_a_class_hit_shows_the_class_line_its_doc_and_its_members(make_repo) -> 
     ]
     text = run_semfora("search", "ConnectionPool", "--path", str(root)).stdout
     assert "    class ConnectionPool:\n        Keeps sockets open between requests.\n" in text
+
+
+def test_rerank_with_no_reranker_keeps_the_search_s_own_scores(make_repo) -> None:
+    """`search --rerank` with Ollama down said "reranking is off" yet replaced every score by
+    1/rank (1, 0.5, 0.33...), so the same search gave other scores with the flag than without."""
+    root = make_repo({"net/pool.py": POOL, "app/client.py": REPO["app/client.py"]})
+    assert run_semfora("index", "--no-vectors", "--path", str(root)).returncode == 0
+    plain = run_semfora("search", "acquire connection", "--json", "--path", str(root))
+    flagged = run_semfora("search", "acquire connection", "--rerank", "--json", "--path", str(root))
+    assert flagged.returncode == 0 and "reranking is off" in flagged.stderr
+    scores = [[(h["symbol"], h["score"]) for h in json.loads(p.stdout)["results"]] for p in (plain, flagged)]
+    assert len(scores[0]) >= 2 and scores[0] == scores[1]
