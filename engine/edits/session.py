@@ -1051,11 +1051,14 @@ class EditSession:
             writes.append(FileWrite(rec.path, data, expect_hash=rec.base_hash, mode=rec.mode))
         remaining = sum(len(f.hunks) for f in self.files())
         if not writes:
-            return CommitResult(
-                False,
-                f"nothing accepted: no file was changed ({plural(remaining, 'hunk')} staged)",
-                remaining=remaining,
+            # With nothing staged, "nothing accepted (0 hunks staged)" sent the user looking for
+            # hunks to accept.
+            why = (
+                f"nothing accepted: no file was changed ({plural(remaining, 'hunk')} staged)"
+                if remaining
+                else "nothing to commit: no staged edits"
             )
+            return CommitResult(False, why, remaining=remaining)
         label = message or self.task or DEFAULT_COMMIT_MESSAGE
         result = apply_change_set(
             self.layout,

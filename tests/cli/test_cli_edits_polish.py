@@ -192,3 +192,11 @@ def test_commit_message_without_auto_commit_says_no_git_commit_was_made(make_rep
     assert proc.returncode == 0, proc.stderr
     assert "--message was not used: git.auto_commit is off" in proc.stderr
     assert (root / "app.py").read_text() == "def f():\n    return 2\n"
+
+
+def test_commit_with_nothing_staged_says_there_is_nothing_staged(make_repo) -> None:
+    """It said "nothing accepted: no file was changed (0 hunks staged)", as if hunks awaited review."""
+    root = make_repo(REPO)
+    for argv in (("commit",), ("commit", "--all")):
+        proc = run_semfora("edits", *argv, "--path", str(root))
+        assert proc.returncode == 0 and proc.stdout == "nothing to commit: no staged edits\n", proc.stdout
