@@ -13,12 +13,13 @@ import argparse
 import sys
 
 from engine.errors import SemforaError
-from engine.repo.layout import find_repo_root
+from engine.repo.layout import check_indexable, find_repo_root
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         root = find_repo_root(args.path)
+        check_indexable(root)  # a client started from `/` without --path: nothing could answer
     except SemforaError as err:
         if sys.stdin.isatty():
             raise  # a person at a terminal: the one-line error and exit 2, as every command

@@ -343,3 +343,26 @@ def test_skipped_files_of_one_reason_are_one_line(make_repo) -> None:
     ]
     as_json = json.loads(run_semfora("index", "--json", "--paths", "--path", str(root)).stdout)
     assert len(as_json["skipped_files"]) == 13
+
+
+@pytest.mark.parametrize(
+    "command", [("index",), ("search", "config"), ("context", "where is the config read")]
+)
+def test_a_home_directory_that_is_not_a_repository_is_not_indexed(tmp_path: Path, command) -> None:
+    """`semfora index` in ~ (or an MCP client started from / without --path) walked every file
+    below it into the cache; it is refused at once, before any walk."""
+    home = tmp_path / "home"
+    (home / "projects/app").mkdir(parents=True)
+    (home / "projects/app/main.py").write_text("def main():\n    pass\n")
+    proc = run_semfora(*command, "--json", "--path", str(home), env={"HOME": str(home)})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["error_code"] == "PATH_TOO_BROAD"
+    # A project inside it is indexed as ever.
+    assert run_semfora("index", "--path", str(home / "projects/app"), env={"HOME": str(home)}).returncode == 0
+
+
+def test_the_file_system_root_is_refused_at_once() -> None:
+    proc = run_semfora("index", "--path", "/", timeout=60)
+    assert proc.returncode == 2 and proc.stderr.startswith("error[PATH_TOO_BROAD]: / is the root"), (
+        proc.stderr
+    )

@@ -569,3 +569,14 @@ async def test_the_sdk_client_reads_a_bad_path_from_the_tool_call(tmp_path: Path
 
     error = await mcp_session(tmp_path / "gone", body)
     assert error["error_code"] == "PATH_NOT_FOUND" and "restart the server" in error["message"]
+
+
+async def test_a_client_started_from_the_file_system_root_hears_why_nothing_answers() -> None:
+    """Claude Desktop starts servers in `/`: `semfora mcp --path .` from there began indexing the
+    whole disk in the background; it now answers each call with PATH_TOO_BROAD at once."""
+
+    async def body(session):
+        return tool_error(await session.call_tool("get_repo_overview", {}))
+
+    error = await mcp_session(Path("/"), body)
+    assert error["error_code"] == "PATH_TOO_BROAD" and "--path" in error["message"]
