@@ -65,6 +65,12 @@ def _read_stage_input(target: str | None) -> str:
             raise SymlinkLoop(f"{target} goes round a loop of symbolic links") from exc
         if exc.errno == errno.ENAMETOOLONG:
             raise PathTooLong(f"{target} is too long for the file system") from exc
+        if exc.errno == errno.EISDIR:  # exists, but is no file of edit blocks (docs/errors.md)
+            raise UsageError(
+                f"{target} is a directory: edits stage needs the file that holds the edit blocks",
+                code="PATH_INVALID",
+                hint="or - to read them from stdin",
+            ) from exc
         raise UsageError(f"cannot read {target}: {exc.strerror}", code="PATH_NOT_FOUND") from exc
     except UnicodeDecodeError as exc:
         raise UsageError(f"{target} is not UTF-8 text") from exc

@@ -200,3 +200,12 @@ def test_commit_with_nothing_staged_says_there_is_nothing_staged(make_repo) -> N
     for argv in (("commit",), ("commit", "--all")):
         proc = run_semfora("edits", *argv, "--path", str(root))
         assert proc.returncode == 0 and proc.stdout == "nothing to commit: no staged edits\n", proc.stdout
+
+
+def test_staging_a_directory_says_it_is_a_directory(make_repo, tmp_path: Path) -> None:
+    """`edits stage DIR` was PATH_NOT_FOUND ("cannot read DIR: Is a directory") for a path that exists."""
+    root = make_repo(REPO)
+    proc = run_semfora("edits", "stage", str(tmp_path), "--json", "--path", str(root))
+    assert proc.returncode == 2
+    error = json.loads(proc.stdout)
+    assert error["error_code"] == "PATH_INVALID" and "is a directory" in error["error_message"]
