@@ -19,6 +19,7 @@ from engine.words import plural
 from semfora_cli.output import engine_warning as _warn
 from semfora_cli.output import is_tty, print_json
 
+EXIT_INTERRUPTED = 130
 # Lists in the index report that `index --json` prints only with --paths.
 PATH_LISTS = ("changed_paths", "deleted_paths", "skipped_files")
 
@@ -91,11 +92,17 @@ def _index(args: argparse.Namespace) -> int:
     engine = api.Engine.open(args.path, on_warning=_warn)
     with engine:
         bar: AbstractContextManager[Any] = _Bar() if (is_tty() and not args.json) else nullcontext(None)
-        with bar as progress:
-            report = engine.index(rebuild=args.rebuild, progress=progress)
-            vectors = None
-            if not args.no_vectors:
-                vectors = api.build_vectors(engine.layout, engine.settings, progress=progress)
+        report = None
+        try:
+            with bar as progress:
+                report = engine.index(rebuild=args.rebuild, progress=progress)
+                vectors = None
+                if not args.no_vectors:
+                    vectors = api.build_vectors(engine.layout, engine.settings, progress=progress)
+        except KeyboardInterrupt:
+            # A bare "interrupted" left the user wondering what state the index was left in.
+            sys.stderr.write(f"interrupted: {_interrupted_state(report is not None, args.rebuild)}\n")
+            return EXIT_INTERRUPTED
     if args.json:
         payload = report.to_json()
         if not args.paths:
@@ -137,6 +144,15 @@ def _index(args: argparse.Namespace) -> int:
         f"{plural(report.edges, 'call site', grouped=True)} in {report.seconds:.2f}s{vec}"
     )
     return 0
+
+
+def _interrupted_state(text_index_saved: bool, rebuild: bool) -> str:
+    """What a Ctrl-C during `semfora index` left: the text index commits once, at its end."""
+    if text_index_saved:
+        return "the index is saved; the vectors embedded so far are kept, `semfora index` embeds the rest"
+    if rebuild:
+        return "the rebuild was not finished; `semfora index` builds the index"
+    return "the index is as it was before this run; `semfora index` brings it up to date"
 
 
 # Skipped files are said one line per reason, naming this many paths: a repository with 14

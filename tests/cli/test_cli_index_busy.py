@@ -5,6 +5,7 @@ writer; each answers from the index as it is and says so on stderr, in the same 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -54,3 +55,32 @@ def test_context_and_search_say_the_index_is_being_written(shop, command) -> Non
     # Once the writer is done, nothing is said.
     quiet = run_semfora(*command, "--path", str(shop))
     assert quiet.returncode == 0 and BUSY_NOTE not in quiet.stderr
+
+
+def test_ctrl_c_during_index_says_what_state_the_index_is_in(shop) -> None:
+    """Ctrl-C during `semfora index` printed a bare "interrupted": saved or not, go on or redo?"""
+    import signal
+    import subprocess
+
+    from tests.conftest import SEMFORA
+
+    with index_lock_held(shop):
+        proc = subprocess.Popen(
+            [SEMFORA, "index", "--no-vectors", "--path", str(shop)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **LONG_LOCK_WAIT},
+        )
+        assert proc.stderr is not None
+        try:
+            # The state: it has said that it waits for the other writer (mid-run, nothing saved).
+            assert "waiting for it to finish" in proc.stderr.readline()
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130
+    assert "interrupted: the index is as it was before this run; `semfora index` brings it up to date" in err
+    assert out == ""
