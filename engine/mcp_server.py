@@ -603,12 +603,7 @@ def build_server(
         return structured, text
 
     async def list_tools(ctx: Any, params: Any) -> Any:
-        return types.ListToolsResult(
-            tools=[
-                types.Tool(name=t.name, description=t.description, input_schema=t.input_schema)
-                for t in tools.values()
-            ]
-        )
+        return tool_listing(tools)
 
     async def call_tool(ctx: Any, params: Any) -> Any:
         tool = tools.get(params.name)
@@ -650,6 +645,18 @@ def build_server(
     return server
 
 
+def tool_listing(tools: dict[str, McpTool]) -> Any:
+    """The reply to ``tools/list``."""
+    import mcp_types as types
+
+    return types.ListToolsResult(
+        tools=[
+            types.Tool(name=t.name, description=t.description, input_schema=t.input_schema)
+            for t in tools.values()
+        ]
+    )
+
+
 def _run_stdio(server: Any) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
@@ -669,7 +676,6 @@ def serve_failed_start(err: SemforaError) -> int:
     lists the tools, and answers every call with the typed error, so the agent reads it and can
     tell its user. The error is also the first line on stderr; the exit code is the error's own.
     """
-    import mcp_types as types
     from mcp.server.lowlevel import Server
 
     sys.stderr.write(f"error[{err.code}]: {err.message}\n")
@@ -679,12 +685,7 @@ def serve_failed_start(err: SemforaError) -> int:
     _, message, _data = error_payload(err)
 
     async def list_tools(ctx: Any, params: Any) -> Any:
-        return types.ListToolsResult(
-            tools=[
-                types.Tool(name=t.name, description=t.description, input_schema=t.input_schema)
-                for t in tools.values()
-            ]
-        )
+        return tool_listing(tools)
 
     async def call_tool(ctx: Any, params: Any) -> Any:
         return error_result(err)
