@@ -92,7 +92,7 @@ def check_indexable(root: Path) -> None:
         return
     raise PathTooBroad(
         f"{root} is {what}, not a project: semfora does not index all of it",
-        hint="run semfora inside the repository, or pass --path REPO",
+        hint="run semfora inside a repository, or give it the repository's directory as its path",
     )
 
 
