@@ -70,6 +70,13 @@ class PathError(UsageError):
     code = "PATH_NOT_FOUND"
 
 
+class PathTooBroad(PathError):
+    """A directory too broad to index: the file system root or a home directory that is not a
+    git work tree (exit 2). An MCP client started from ``/`` walked the whole disk."""
+
+    code = "PATH_TOO_BROAD"
+
+
 class SandboxError(SemforaError):
     """A path that resolves outside the repository root or onto a protected file."""
 

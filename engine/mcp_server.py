@@ -19,7 +19,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from engine.errors import EXIT_UNAVAILABLE, NotFoundError, SemforaError, ServiceUnavailable, UsageError
 
@@ -603,12 +603,7 @@ def build_server(
         return structured, text
 
     async def list_tools(ctx: Any, params: Any) -> Any:
-        return types.ListToolsResult(
-            tools=[
-                types.Tool(name=t.name, description=t.description, input_schema=t.input_schema)
-                for t in tools.values()
-            ]
-        )
+        return tool_listing(tools)
 
     async def call_tool(ctx: Any, params: Any) -> Any:
         tool = tools.get(params.name)
@@ -650,23 +645,74 @@ def build_server(
     return server
 
 
-def serve(
-    path: str | os.PathLike[str] | None = None, *, first_call_wait: float = DEFAULT_FIRST_CALL_WAIT_S
-) -> int:
-    """Run the server on stdin/stdout until the client disconnects; the index starts building at
-    once, in the background, and a build under way when the client leaves is abandoned."""
+def tool_listing(tools: dict[str, McpTool]) -> Any:
+    """The reply to ``tools/list``."""
+    import mcp_types as types
+
+    return types.ListToolsResult(
+        tools=[
+            types.Tool(name=t.name, description=t.description, input_schema=t.input_schema)
+            for t in tools.values()
+        ]
+    )
+
+
+def _run_stdio(server: Any) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
-
-    server = build_server(path, first_call_wait=first_call_wait)
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
+    anyio.run(main)
+
+
+def serve_failed_start(err: SemforaError) -> int:
+    """Serve a client whose server could not start (a bad ``--path``, an unwritable cache).
+
+    A server that exited before the handshake showed the client only "Connection closed", the
+    reason buried in a log. This one completes the handshake, says the reason in its instructions,
+    lists the tools, and answers every call with the typed error, so the agent reads it and can
+    tell its user. The error is also the first line on stderr; the exit code is the error's own.
+    """
+    from mcp.server.lowlevel import Server
+
+    sys.stderr.write(f"error[{err.code}]: {err.message}\n")
+    fix = "fix `semfora mcp --path` in the MCP client's configuration, then restart the server"
+    err.hint = f"{err.hint}; {fix}" if err.hint else fix
+    tools = build_tools(cast("Engine", None))  # listed only: every call answers the error
+    _, message, _data = error_payload(err)
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        return tool_listing(tools)
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        return error_result(err)
+
+    server = Server(
+        SERVER_NAME,
+        version=SERVER_VERSION,
+        instructions=f"semfora could not start for this repository: {message}",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+    _run_stdio(server)
+    return err.exit_code
+
+
+def serve(
+    path: str | os.PathLike[str] | None = None, *, first_call_wait: float = DEFAULT_FIRST_CALL_WAIT_S
+) -> int:
+    """Run the server on stdin/stdout until the client disconnects; the index starts building at
+    once, in the background, and a build under way when the client leaves is abandoned."""
+    try:
+        server = build_server(path, first_call_wait=first_call_wait)
+    except SemforaError as err:
+        return serve_failed_start(err)
     server.semfora_index.start()
     try:
-        anyio.run(main)
+        _run_stdio(server)
     finally:
         if server.semfora_index.running():
             # The client is gone (an SDK client kills the server 2 s after closing stdin anyway).

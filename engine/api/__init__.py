@@ -67,6 +67,7 @@ from engine.api.tools import (
 from engine.api.turns import (
     build_vectors,
     describe_model,
+    index_busy_note,
     index_is_empty,
     index_repository,
     load_run,
@@ -204,6 +205,7 @@ __all__ = [
     "get_symbol",
     "get_symbol_source",
     "get_symbols",
+    "index_busy_note",
     "index_is_empty",
     "index_repository",
     "list_languages",

@@ -32,6 +32,18 @@ def index_is_empty(engine: Engine) -> bool:
     return engine.store(ensure_index=False).is_empty()
 
 
+def index_busy_note(engine: Engine) -> str | None:
+    """When another process is writing an index that exists, the one line the faces say before
+    answering from it as it is (they do not wait for the writer); else None. With no index at
+    all there is nothing to answer from: the caller waits for (or builds) the first one."""
+    from engine.store.lock import writer_busy
+
+    who = writer_busy(engine.layout)
+    if who is None or index_is_empty(engine):
+        return None
+    return f"{who} is writing the index; answering from the index as it is (it may not show the latest edits)"
+
+
 def refresh_index(
     engine: Engine,
     *,

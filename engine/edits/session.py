@@ -928,12 +928,10 @@ class EditSession:
             return False
 
     @_exclusive
-    def _set_all(self, state: HunkState, *, only_pending: bool = False) -> int:
+    def _set_all(self, state: HunkState) -> int:
         n = 0
         for rec in self._records.values():
             for r in _raw_hunks(rec):
-                if only_pending and rec.states.get(r.id, "pending") != "pending":
-                    continue
                 rec.states[r.id] = state
                 n += 1
         self.save()
@@ -947,9 +945,15 @@ class EditSession:
 
     # ------------------------------------------------------------------ diffs
 
-    def _accepted_text(self, rec: _Record) -> tuple[str | None, int]:
+    @staticmethod
+    def _chosen(rec: _Record, raws: Sequence[RawHunk], *, with_pending: bool = False) -> set[str]:
+        """The hunks a commit writes: the accepted ones (``with_pending``: the pending ones too)."""
+        wanted = ("accepted", "pending") if with_pending else ("accepted",)
+        return {r.id for r in raws if rec.states.get(r.id, "pending") in wanted}
+
+    def _accepted_text(self, rec: _Record, *, with_pending: bool = False) -> tuple[str | None, int]:
         raws = _raw_hunks(rec)
-        chosen = {r.id for r in raws if rec.states.get(r.id) == "accepted"}
+        chosen = self._chosen(rec, raws, with_pending=with_pending)
         if not chosen:
             return rec.original, 0
         if rec.kind == "delete":
@@ -1036,13 +1040,13 @@ class EditSession:
         self._base, self._revision = fresh._base, fresh._revision
 
     def _commit_locked(self, *, all: bool, message: str | None, run_checks: bool) -> CommitResult:
-        if all:
-            self._set_all("accepted", only_pending=True)
+        # `--all` takes the pending hunks as accepted without saving them so: a commit that
+        # fails (a conflict, a denied path) leaves every hunk as the user left it.
         writes: list[FileWrite] = []
         texts: dict[str, str | None] = {}
         count = 0
         for rec in self._records.values():
-            text, n = self._accepted_text(rec)
+            text, n = self._accepted_text(rec, with_pending=all)
             if not n:
                 continue
             count += n
@@ -1053,11 +1057,14 @@ class EditSession:
             writes.append(FileWrite(rec.path, data, expect_hash=rec.base_hash, mode=rec.mode))
         remaining = sum(len(f.hunks) for f in self.files())
         if not writes:
-            return CommitResult(
-                False,
-                f"nothing accepted: no file was changed ({plural(remaining, 'hunk')} staged)",
-                remaining=remaining,
+            # With nothing staged, "nothing accepted (0 hunks staged)" sent the user looking for
+            # hunks to accept.
+            why = (
+                f"nothing accepted: no file was changed ({plural(remaining, 'hunk')} staged)"
+                if remaining
+                else "nothing to commit: no staged edits"
             )
+            return CommitResult(False, why, remaining=remaining)
         label = message or self.task or DEFAULT_COMMIT_MESSAGE
         result = apply_change_set(
             self.layout,
@@ -1071,7 +1078,7 @@ class EditSession:
             if text is None:
                 del self._records[rel]
                 continue
-            accepted = {r.id for r in _raw_hunks(rec) if rec.states.get(r.id) == "accepted"}
+            accepted = self._chosen(rec, _raw_hunks(rec), with_pending=all)
             written = encode(text, rec.fmt, rec.original)
             rec.original, rec.fmt = decode(written)  # a mixed file's endings are the new file's now
             rec.base_hash = sha256_bytes(written)

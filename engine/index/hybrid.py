@@ -124,6 +124,9 @@ EXACT_NAME_MARGIN = 0.001
 EXACT_NAME_QUERY = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*")
 # Snippet shown per hit, in lines.
 SNIPPET_LINES = 3
+# A class hit's snippet ends with one line naming its members, cut at about this many characters
+# ("members: __init__(), send(), get(), ... (+38)"): what the class offers, in one line.
+MEMBERS_LINE_CHARS = 100
 # Files an INDEX_STALE warning names before "and N more": enough to act on, one line.
 STALE_FILES_NAMED = 3
 MAX_LIMIT = 200
@@ -346,9 +349,72 @@ def _snippet(row: fts.ChunkRow | None, text: str | None, symbol: Symbol | None, 
     return "\n".join(picked)
 
 
-def _to_hit(c: _Candidate, terms: list[str], texts: dict[str, str]) -> SearchHit:
+def _quote_or_blank(line: str) -> bool:
+    """A line that is blank or only opens or closes a docstring or comment (\"\"\", /**, */)."""
+    return not line.strip().strip("\"'`/*#").strip()
+
+
+def _class_snippet(name: str, text: str, members: Sequence[tuple[str, str]], terms: list[str]) -> str:
+    """A class hit as a reader expects it: the class line, the doc line that matched (or the
+    first), and the names of its members; not the header's lines from the first term on, which
+    started mid-docstring and never showed the class line. The words of the class's own name
+    choose no doc line (the class line shows them)."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    head = next((i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("@")), 0)
+    picked = [lines[head]] if lines else []
+    rest = [line for line in lines[head + 1 :] if not _quote_or_blank(line)]
+    lowered = [t.lower() for t in terms if len(t) > 2 and t.lower() not in name.lower()]
+    doc = next((line for line in rest if any(t in line.lower() for t in lowered)), rest[0] if rest else None)
+    if doc is not None:
+        picked.append(doc)
+    if members:
+        indent = lines[head][: len(lines[head]) - len(lines[head].lstrip())] + "    " if lines else ""
+        names = list(
+            dict.fromkeys(f"{name}()" if kind in ("method", "function") else name for name, kind in members)
+        )
+        # The constructor and the public API first; private helpers only if room is left.
+        names.sort(key=lambda n: n != "__init__()" and n.startswith("_"))
+        shown: list[str] = []
+        for name in names:
+            if shown and len(", ".join([*shown, name])) > MEMBERS_LINE_CHARS:
+                break
+            shown.append(name)
+        more = f", ... (+{len(names) - len(shown)} more)" if len(shown) < len(names) else ""
+        picked.append(f"{indent}members: {', '.join(shown)}{more}")
+    return "\n".join(picked)
+
+
+def _class_members(
+    conn: sqlite3.Connection, rows: Sequence[fts.ChunkRow]
+) -> dict[str, list[tuple[str, str]]]:
+    """The members (name, kind), in source order, of each class header row, keyed by chunk id."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    if not _table_exists(conn, "symbols"):
+        return out
+    for row in rows:
+        if row.kind != "header" or not row.qualified_name:
+            continue
+        out[row.chunk_id] = conn.execute(
+            "SELECT name, kind FROM symbols WHERE file = ? AND parent = ? AND start_line > ? AND "
+            "end_line <= (SELECT MAX(end_line) FROM symbols WHERE id = ? AND file = ?) ORDER BY start_line",
+            (row.file, row.qualified_name, row.start_line, row.symbol_id, row.file),
+        ).fetchall()
+    return out
+
+
+def _to_hit(
+    c: _Candidate,
+    terms: list[str],
+    texts: dict[str, str],
+    members: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+) -> SearchHit:
     if c.row is not None:
         r = c.row
+        text = texts.get(r.chunk_id)
+        if r.kind == "header" and text is not None:
+            snippet = _class_snippet(r.name, text, (members or {}).get(r.chunk_id, ()), terms)
+        else:
+            snippet = _snippet(r, text, c.symbol, terms)
         return SearchHit(
             file=r.file,
             symbol=r.qualified_name,
@@ -357,7 +423,7 @@ def _to_hit(c: _Candidate, terms: list[str], texts: dict[str, str]) -> SearchHit
             end_line=r.end_line,
             score=c.score,
             sources=dict(c.ranks),
-            snippet=_snippet(r, texts.get(r.chunk_id), c.symbol, terms),
+            snippet=snippet,
             chunk_id=r.chunk_id,
             kind=r.kind,
             content_hash=r.content_hash,
@@ -747,7 +813,11 @@ def _search(
     chosen = _without_nested(ranked, limit)
     texts = chunk_texts(layout.root, [c.row for c in chosen if c.row is not None])
     _warn_stale([c.row for c in chosen if c.row is not None and c.row.chunk_id not in texts], sink)
-    return [_to_hit(c, terms, texts) for c in chosen], rewrites, cache_hits
+    with s.lock:
+        members = _class_members(
+            s.conn, [c.row for c in chosen if c.row is not None and c.row.chunk_id in texts]
+        )
+    return [_to_hit(c, terms, texts, members) for c in chosen], rewrites, cache_hits
 
 
 def _warn_stale(rows: list[fts.ChunkRow], sink: WarningSink | None) -> None:
@@ -1049,6 +1119,10 @@ def _apply_rerank(
     outcome = rerank(query, cands, model, s.cache, mode=mode)
     if outcome.failed:
         warn_once(EngineWarning("RERANK_OFF", f"reranking is off: {outcome.failed}"), sink)
+        if not outcome.scored and not outcome.cache_hits:
+            # Nothing was reranked: the hits keep their own scores (they became 1, 0.5, 0.33...,
+            # which read as a reranker's verdict and differed from the same search without it).
+            return ranked, 0
     by_key = {c.key: c for c in ranked}
     reordered = []
     for key, score in outcome.order:

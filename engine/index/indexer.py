@@ -34,7 +34,7 @@ from engine.config import Settings
 from engine.errors import EngineWarning, WarningSink
 from engine.index.workers import pool_context, worker_pool
 from engine.policy.redaction import redact_many
-from engine.repo.layout import RepoLayout
+from engine.repo.layout import RepoLayout, check_indexable
 from engine.semantic.graph import (
     CALLABLE_KINDS,
     SELF_RECEIVERS,
@@ -1251,6 +1251,7 @@ def index_repository(
     indexers never interleave; readers keep reading the previous snapshot until
     the single commit at the end.
     """
+    check_indexable(layout.root)  # not `/` nor a home directory: before any walk or lock
     started = time.perf_counter()
     warnings: list[EngineWarning] = []
 

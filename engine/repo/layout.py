@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from engine.errors import CacheDirUnwritable, PathError
+from engine.errors import CacheDirUnwritable, PathError, PathTooBroad
 from engine.repo import git
 
 
@@ -74,6 +74,26 @@ def find_repo_root(path: str | os.PathLike[str] | None = None) -> Path:
     if root != start and _git(root, "check-ignore", "-q", str(start)) is not None:
         return start
     return root
+
+
+def check_indexable(root: Path) -> None:
+    """Raise PathTooBroad for a root no one means to index: the file system root, or the home
+    directory when it is not itself a git work tree (a dotfiles repository is fine).
+
+    `semfora mcp` started by a client from ``/`` (Claude Desktop's working directory) or
+    `semfora index` typed in ``~`` walked every file below, for hours, into the cache.
+    """
+    home = Path.home().expanduser().resolve()
+    if root == Path(root.anchor):
+        what = "the root of the file system"
+    elif root == home and not (root / ".git").exists():
+        what = "your home directory"
+    else:
+        return
+    raise PathTooBroad(
+        f"{root} is {what}, not a project: semfora does not index all of it",
+        hint="run semfora inside a repository, or give it the repository's directory as its path",
+    )
 
 
 def _make_writable_dir(path: Path) -> None:

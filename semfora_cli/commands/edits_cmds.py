@@ -65,6 +65,12 @@ def _read_stage_input(target: str | None) -> str:
             raise SymlinkLoop(f"{target} goes round a loop of symbolic links") from exc
         if exc.errno == errno.ENAMETOOLONG:
             raise PathTooLong(f"{target} is too long for the file system") from exc
+        if exc.errno == errno.EISDIR:  # exists, but is no file of edit blocks (docs/errors.md)
+            raise UsageError(
+                f"{target} is a directory: edits stage needs the file that holds the edit blocks",
+                code="PATH_INVALID",
+                hint="or - to read them from stdin",
+            ) from exc
         raise UsageError(f"cannot read {target}: {exc.strerror}", code="PATH_NOT_FOUND") from exc
     except UnicodeDecodeError as exc:
         raise UsageError(f"{target} is not UTF-8 text") from exc
@@ -88,7 +94,22 @@ def _decide(session: EditSession, action: str, target: str | None) -> tuple[dict
     return {"ok": True, "hunk": target, "state": state}, f"{target}: {state}"
 
 
+# The flags of `semfora edits` that belong to one action: given to another, they were ignored
+# without a word (`edits undo --all` undid one change set; `edits list --message m` did nothing).
+FLAG_ACTIONS = {"all": "commit", "message": "commit", "force": "undo"}
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    for flag, action in FLAG_ACTIONS.items():
+        if getattr(args, flag) not in (None, False) and args.action != action:
+            raise UsageError(
+                f"--{flag} goes with `semfora edits {action}`, not `edits {args.action}`",
+                hint="`semfora edits --help` lists what each flag is for",
+            )
+
+
 def run(args: argparse.Namespace) -> int:
+    _check_flags(args)
     layout = RepoLayout.for_path(args.path)
     settings = load_settings(layout.root).settings
     report = recover(layout, lock_timeout=settings.edits.lock_timeout)
@@ -158,6 +179,12 @@ def run(args: argparse.Namespace) -> int:
             )
             if not check.ok and check.output.strip():
                 lines.append(check.output.rstrip())
+        if args.message is not None and result.committed and result.git is None:
+            # The message names a git commit, and none is made unless git.auto_commit is on.
+            warn(
+                "--message was not used: git.auto_commit is off, so no git commit was made "
+                "(commit the files with git, or set git.auto_commit = true)"
+            )
         payload = result.to_json()
         failed = [c for c in result.checks if not c.ok]
         if failed:

@@ -19,6 +19,7 @@ from engine.words import plural
 from semfora_cli.output import engine_warning as _warn
 from semfora_cli.output import is_tty, print_json
 
+EXIT_INTERRUPTED = 130
 # Lists in the index report that `index --json` prints only with --paths.
 PATH_LISTS = ("changed_paths", "deleted_paths", "skipped_files")
 
@@ -91,11 +92,17 @@ def _index(args: argparse.Namespace) -> int:
     engine = api.Engine.open(args.path, on_warning=_warn)
     with engine:
         bar: AbstractContextManager[Any] = _Bar() if (is_tty() and not args.json) else nullcontext(None)
-        with bar as progress:
-            report = engine.index(rebuild=args.rebuild, progress=progress)
-            vectors = None
-            if not args.no_vectors:
-                vectors = api.build_vectors(engine.layout, engine.settings, progress=progress)
+        report = None
+        try:
+            with bar as progress:
+                report = engine.index(rebuild=args.rebuild, progress=progress)
+                vectors = None
+                if not args.no_vectors:
+                    vectors = api.build_vectors(engine.layout, engine.settings, progress=progress)
+        except KeyboardInterrupt:
+            # A bare "interrupted" left the user wondering what state the index was left in.
+            sys.stderr.write(f"interrupted: {_interrupted_state(report is not None, args.rebuild)}\n")
+            return EXIT_INTERRUPTED
     if args.json:
         payload = report.to_json()
         if not args.paths:
@@ -118,11 +125,8 @@ def _index(args: argparse.Namespace) -> int:
         )
         print_json(payload)
         return 0
-    for s in report.skipped_files[:20]:
-        if not s.reason.startswith("symlink (its target"):
-            sys.stderr.write(f"skipped {s.path}: {s.reason}\n")
-    if len(report.skipped_files) > 20:
-        sys.stderr.write(f"... and {len(report.skipped_files) - 20} more skipped files\n")
+    for line in _skipped_lines(report.skipped_files):
+        sys.stderr.write(line + "\n")
     vec = ""
     if vectors is not None:
         vec = (
@@ -140,6 +144,45 @@ def _index(args: argparse.Namespace) -> int:
         f"{plural(report.edges, 'call site', grouped=True)} in {report.seconds:.2f}s{vec}"
     )
     return 0
+
+
+def _interrupted_state(text_index_saved: bool, rebuild: bool) -> str:
+    """What a Ctrl-C during `semfora index` left: the text index commits once, at its end."""
+    if text_index_saved:
+        return "the index is saved; the vectors embedded so far are kept, `semfora index` embeds the rest"
+    if rebuild:
+        return "the rebuild was not finished; `semfora index` builds the index"
+    return "the index is as it was before this run; `semfora index` brings it up to date"
+
+
+# Skipped files are said one line per reason, naming this many paths: a repository with 14
+# credential modules printed 14 lines on every `semfora index`, changed files or not.
+SKIPPED_PATHS_NAMED = 3
+# Reasons said at most; the rest are counted (`index --json --paths` lists every path).
+SKIPPED_REASONS_SAID = 10
+
+
+def _skipped_lines(skipped: Any) -> list[str]:
+    """``skipped PATH: REASON`` for a reason one file has, else ``skipped N files (a, b, c and N
+    more): REASON``; symlinks to targets inside the repository are not news and are left out."""
+    by_reason: dict[str, list[str]] = {}
+    for s in skipped:
+        if not s.reason.startswith("symlink (its target"):
+            by_reason.setdefault(s.reason, []).append(s.path)
+    lines = []
+    for reason, paths in list(by_reason.items())[:SKIPPED_REASONS_SAID]:
+        if len(paths) == 1:
+            lines.append(f"skipped {paths[0]}: {reason}")
+            continue
+        named = ", ".join(paths[:SKIPPED_PATHS_NAMED])
+        more = f" and {len(paths) - SKIPPED_PATHS_NAMED:,} more" if len(paths) > SKIPPED_PATHS_NAMED else ""
+        lines.append(f"skipped {len(paths):,} files ({named}{more}): {reason}")
+    rest = sum(len(paths) for paths in list(by_reason.values())[SKIPPED_REASONS_SAID:])
+    if rest:
+        lines.append(f"... and {plural(rest, 'more skipped file')}")
+    if any(len(paths) > SKIPPED_PATHS_NAMED for paths in by_reason.values()) or rest:
+        lines.append("(`semfora index --json --paths` lists every skipped path)")
+    return lines
 
 
 def _overview(args: argparse.Namespace) -> int:

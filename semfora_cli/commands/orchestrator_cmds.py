@@ -36,7 +36,13 @@ def _ensure_index(engine: api.Engine, quiet: bool, *, refresh: bool = False) -> 
 
     `context` uses the index as it is, so it stays fast; `ask` refreshes it first (well under a
     second when little changed), because stale line numbers would make SEARCH blocks miss.
+    While another process writes an index that exists, neither waits for it (`ask` sat out
+    the writer's whole run): both answer from the index as it is and say so, as `search` does.
     """
+    busy = api.index_busy_note(engine)
+    if busy is not None:
+        warn(busy)
+        return
 
     def first() -> None:
         if not quiet:
@@ -46,7 +52,8 @@ def _ensure_index(engine: api.Engine, quiet: bool, *, refresh: bool = False) -> 
         engine,
         refresh=refresh,
         on_first=first,
-        on_busy=lambda why: warn(f"index not refreshed ({why}); using it as it is"),
+        on_busy=lambda why: warn(f"index not refreshed ({why}); answering from the index as it is"),
+        busy_wait=0,
     )
 
 

@@ -29,6 +29,9 @@ def run_search(args: argparse.Namespace) -> int:
                 sys.stderr.write("no usable index yet: indexing the repository first...\n")
 
         api.ensure_text_index(engine, on_start=first_index)
+        busy = api.index_busy_note(engine)  # as `context` and `ask` say it
+        if busy is not None:
+            warn(busy)
         found = api.search(
             engine,
             args.query,
@@ -40,7 +43,10 @@ def run_search(args: argparse.Namespace) -> int:
         )
     hits = found.hits
     if args.json:
-        print_json(found.to_json())
+        payload = found.to_json()
+        if busy is not None:
+            payload["warnings"].insert(0, busy)
+        print_json(payload)
         return 0
     if not hits:
         print("no results")

@@ -140,3 +140,72 @@ def test_accepting_a_file_that_has_no_staged_change_says_so(make_repo, tmp_path:
         assert proc.stderr.startswith(
             f"error[HUNK_NOT_FOUND]: {target!r} is not a staged file (nor a hunk id)"
         )
+
+
+def test_a_failed_commit_all_leaves_the_hunks_pending(make_repo, tmp_path: Path) -> None:
+    """`edits commit --all` that failed on a conflict left the hunks marked accepted: nothing was
+    committed, yet the user's review state had changed (a later plain `commit` would write them)."""
+    root = make_repo(REPO)
+    code, payload, err = _stage(
+        root, tmp_path, "app.py\n<<<<<<< SEARCH\n    return 1\n=======\n    return 2\n>>>>>>> REPLACE\n"
+    )
+    assert code == 0, err
+    (root / "app.py").write_text("def f():\n    return 1\n# changed meanwhile\n", encoding="utf-8")
+    proc = run_semfora("edits", "commit", "--all", "--json", "--path", str(root))
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["error_code"] == "EDIT_CONFLICT"
+    listed = json.loads(run_semfora("edits", "list", "--json", "--path", str(root)).stdout)
+    assert [h["state"] for f in listed["files"] for h in f["hunks"]] == ["pending"]
+    # Once the file is back as staged against, the commit goes through and writes the hunk.
+    (root / "app.py").write_text(REPO["app.py"], encoding="utf-8")
+    assert run_semfora("edits", "commit", "--all", "--path", str(root)).returncode == 0
+    assert (root / "app.py").read_text() == "def f():\n    return 2\n"
+
+
+ONE_EDIT = "app.py\n<<<<<<< SEARCH\n    return 1\n=======\n    return 2\n>>>>>>> REPLACE\n"
+
+
+def test_a_flag_given_to_the_wrong_edits_action_is_a_usage_error(make_repo, tmp_path: Path) -> None:
+    """`edits undo --all` undid one change set and `edits list --message m` did nothing, silently."""
+    root = make_repo(REPO)
+    assert _staged(root, tmp_path, ONE_EDIT) == ["app.py"]
+    for argv in (
+        ("undo", "--all"),
+        ("list", "--message", "m"),
+        ("commit", "--force"),
+        ("accept", "all", "--all"),
+    ):
+        proc = run_semfora("edits", *argv, "--path", str(root))
+        assert proc.returncode == 2, (argv, proc.stderr)
+        assert proc.stderr.startswith("error[USAGE]: --"), proc.stderr
+    # Nothing was done: the hunk is still pending and the file as it was.
+    listed = json.loads(run_semfora("edits", "list", "--json", "--path", str(root)).stdout)
+    assert [h["state"] for f in listed["files"] for h in f["hunks"]] == ["pending"]
+    assert (root / "app.py").read_text() == REPO["app.py"]
+
+
+def test_commit_message_without_auto_commit_says_no_git_commit_was_made(make_repo, tmp_path: Path) -> None:
+    """`edits commit --all --message "fix f"` wrote the file and made no git commit, without a word."""
+    root = make_repo(REPO)
+    _staged(root, tmp_path, ONE_EDIT)
+    proc = run_semfora("edits", "commit", "--all", "--message", "fix f", "--path", str(root))
+    assert proc.returncode == 0, proc.stderr
+    assert "--message was not used: git.auto_commit is off" in proc.stderr
+    assert (root / "app.py").read_text() == "def f():\n    return 2\n"
+
+
+def test_commit_with_nothing_staged_says_there_is_nothing_staged(make_repo) -> None:
+    """It said "nothing accepted: no file was changed (0 hunks staged)", as if hunks awaited review."""
+    root = make_repo(REPO)
+    for argv in (("commit",), ("commit", "--all")):
+        proc = run_semfora("edits", *argv, "--path", str(root))
+        assert proc.returncode == 0 and proc.stdout == "nothing to commit: no staged edits\n", proc.stdout
+
+
+def test_staging_a_directory_says_it_is_a_directory(make_repo, tmp_path: Path) -> None:
+    """`edits stage DIR` was PATH_NOT_FOUND ("cannot read DIR: Is a directory") for a path that exists."""
+    root = make_repo(REPO)
+    proc = run_semfora("edits", "stage", str(tmp_path), "--json", "--path", str(root))
+    assert proc.returncode == 2
+    error = json.loads(proc.stdout)
+    assert error["error_code"] == "PATH_INVALID" and "is a directory" in error["error_message"]

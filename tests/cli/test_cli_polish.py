@@ -326,3 +326,44 @@ def test_symbol_source_follows_the_symbol_when_its_file_changed_since_indexing(m
     assert gone.returncode == 1 and gone.stderr.startswith(
         "error[SYMBOL_NOT_FOUND]: Greeter.hello is no longer in"
     )
+
+
+def test_skipped_files_of_one_reason_are_one_line(make_repo) -> None:
+    """A repository with many credential modules printed one `skipped ...` line per file on every
+    `semfora index`, changed files or not; one reason is one line now, naming a few of them."""
+    files = {f"auth/credentials/p{i}.py": f"X = {i}\n" for i in range(12)}
+    files |= {"app.py": "def f():\n    return 1\n", "tests/.netrc": "machine x\n"}
+    root = make_repo(files)
+    proc = run_semfora("index", "--no-vectors", "--path", str(root))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines == [
+        "skipped 13 files (auth/credentials/p0.py, auth/credentials/p1.py, auth/credentials/p10.py and 10 more): "
+        "secret (on the deny-list, edits.deny): never read",
+        "(`semfora index --json --paths` lists every skipped path)",
+    ]
+    as_json = json.loads(run_semfora("index", "--json", "--paths", "--path", str(root)).stdout)
+    assert len(as_json["skipped_files"]) == 13
+
+
+@pytest.mark.parametrize(
+    "command", [("index",), ("search", "config"), ("context", "where is the config read")]
+)
+def test_a_home_directory_that_is_not_a_repository_is_not_indexed(tmp_path: Path, command) -> None:
+    """`semfora index` in ~ (or an MCP client started from / without --path) walked every file
+    below it into the cache; it is refused at once, before any walk."""
+    home = tmp_path / "home"
+    (home / "projects/app").mkdir(parents=True)
+    (home / "projects/app/main.py").write_text("def main():\n    pass\n")
+    proc = run_semfora(*command, "--json", "--path", str(home), env={"HOME": str(home)})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["error_code"] == "PATH_TOO_BROAD"
+    # A project inside it is indexed as ever.
+    assert run_semfora("index", "--path", str(home / "projects/app"), env={"HOME": str(home)}).returncode == 0
+
+
+def test_the_file_system_root_is_refused_at_once() -> None:
+    proc = run_semfora("index", "--path", "/", timeout=60)
+    assert proc.returncode == 2 and proc.stderr.startswith("error[PATH_TOO_BROAD]: / is the root"), (
+        proc.stderr
+    )

@@ -506,3 +506,77 @@ def test_structured_content_is_bounded_like_the_text() -> None:
     wide = {"symbols": [{"id": str(i), "signature": "def f(" + "a, " * 40 + ")"} for i in range(2_000)]}
     cut = cap_structured(wide)
     assert 0 < len(cut["symbols"]) < 2_000 and cut["symbols"][0] == wide["symbols"][0]
+
+
+def test_a_bad_path_is_answered_to_the_client_not_a_closed_connection(tmp_path: Path) -> None:
+    """`semfora mcp --path /gone` exited before the handshake: the client saw only
+    "Connection closed" and the reason sat in a log. Now the handshake completes, its
+    instructions and every call carry the typed error, and the exit code is still 2."""
+    import subprocess
+
+    from tests.engine.mcp_client import INITIALIZE
+
+    gone = tmp_path / "no such repo"
+    proc = subprocess.Popen(
+        [SEMFORA, "mcp", "--path", str(gone)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+
+    def ask(message: dict[str, object]) -> dict[str, object]:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+        while True:  # the answer line, not a time
+            line = proc.stdout.readline()
+            assert line, "the server closed stdout before answering"
+            answer: dict[str, object] = json.loads(line)
+            if answer.get("id") == message["id"]:
+                return answer
+
+    try:
+        init = ask(INITIALIZE)["result"]
+        assert "error[PATH_NOT_FOUND]" in init["instructions"]  # type: ignore[index]
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        listed = ask({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})["result"]
+        assert "get_context" in {t["name"] for t in listed["tools"]}  # type: ignore[index]
+        called = ask(
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "get_repo_overview"}}
+        )["result"]
+        assert called["isError"] is True  # type: ignore[index]
+        assert called["structuredContent"]["error_code"] == "PATH_NOT_FOUND"  # type: ignore[index]
+        text = called["content"][0]["text"]  # type: ignore[index]
+        assert str(gone) in text and "semfora mcp --path" in text
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 2
+        assert proc.stderr.readline().startswith(f"error[PATH_NOT_FOUND]: path does not exist: {gone}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+async def test_the_sdk_client_reads_a_bad_path_from_the_tool_call(tmp_path: Path) -> None:
+    """Through the MCP SDK's client, as an agent meets it: a call fails with the reason."""
+
+    async def body(session):
+        return tool_error(await session.call_tool("search", {"query": "charge"}))
+
+    error = await mcp_session(tmp_path / "gone", body)
+    assert error["error_code"] == "PATH_NOT_FOUND" and "restart the server" in error["message"]
+
+
+async def test_a_client_started_from_the_file_system_root_hears_why_nothing_answers() -> None:
+    """Claude Desktop starts servers in `/`: `semfora mcp --path .` from there began indexing the
+    whole disk in the background; it now answers each call with PATH_TOO_BROAD at once."""
+
+    async def body(session):
+        return tool_error(await session.call_tool("get_repo_overview", {}))
+
+    error = await mcp_session(Path("/"), body)
+    assert error["error_code"] == "PATH_TOO_BROAD" and "--path" in error["message"]
