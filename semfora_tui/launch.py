@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from engine.errors import SemforaError
-from engine.repo.layout import find_repo_root
+from engine.repo.layout import check_indexable, find_repo_root
 
 
 def _report_error(err: SemforaError) -> int:
@@ -25,6 +25,7 @@ def _report_error(err: SemforaError) -> int:
 def run_app(args: argparse.Namespace) -> int:
     try:
         root = find_repo_root(args.path)
+        check_indexable(root)  # `semfora` typed in ~ or / is said before the screen opens
         from semfora_tui.app import SemforaApp
 
         # Settings are read here: a bad config.toml is reported before the screen switches.

@@ -72,6 +72,16 @@ def test_the_app_takes_path_as_the_commands_do(make_repo) -> None:
     assert both.returncode == 2 and "two repositories given" in both.stderr
 
 
+def test_the_app_opened_in_a_home_directory_says_so_before_the_screen_opens(tmp_path) -> None:
+    # It opened, and its index worker then failed PATH_TOO_BROAD (or, before that check, walked ~).
+    home = tmp_path / "home"
+    (home / "projects").mkdir(parents=True)
+    proc = run_semfora(cwd=home, env={"HOME": str(home)}, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error[PATH_TOO_BROAD]:") and "your home directory" in proc.stderr
+    assert proc.stdout == ""  # no screen was drawn
+
+
 def test_a_query_that_reads_json_does_not_turn_usage_errors_into_json(make_repo) -> None:
     # `semfora search json --limit x` printed {"ok": false, ...} on stdout: any argument "json" counted.
     root = make_repo(REPO)
