@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from engine.errors import SemforaError, UsageError
 from engine.repo import git
 from engine.semantic.model import CallSite, FileAnalysis, Symbol
+from engine.words import plural
 
 if TYPE_CHECKING:
     from engine.semantic.surface import ModuleSurface, NormalizedCode
@@ -427,7 +428,7 @@ class SemanticDiff:
 
     def to_text(self) -> str:
         counts = self.counts()
-        head = f"semantic diff {self.base}..{self.target}: {counts['files']} files, " + ", ".join(
+        head = f"semantic diff {self.base}..{self.target}: {plural(counts['files'], 'file')}, " + ", ".join(
             f"{counts[k]} {k}" for k in ("added", "removed", "modified", "moved", "renamed") if counts[k]
         )
         lines = [head.rstrip(", ")]

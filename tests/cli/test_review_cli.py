@@ -30,6 +30,7 @@ def test_diff_json_and_toon(make_repo) -> None:
     (root / "svc.py").write_text("def ping(host, count):\n    return host\n")
     working = run_semfora("diff", "--path", str(root), "--format", "text")
     assert "signature: def ping(host) -> def ping(host, count)" in working.stdout
+    assert working.stdout.startswith("semantic diff HEAD..WORKING: 1 file, 1 modified\n")  # was "1 files"
 
 
 def test_ci_exit_codes_follow_the_gate(make_repo) -> None:
