@@ -12,7 +12,7 @@ import sys
 from engine import api
 from engine.errors import UsageError
 from engine.words import plural
-from semfora_cli.output import engine_warning, print_json
+from semfora_cli.output import engine_warning, print_json, warn
 
 
 def run_search(args: argparse.Namespace) -> int:
