@@ -1285,12 +1285,24 @@ def index_repository(
             conn.close()
         if report.cold:
             # The overview is built while the new pages are copied into index.db (both need only
-            # the committed index), and before the text refresh, which may fork workers.
+            # the committed index), and before the text refresh, which may fork workers. Its
+            # connection is opened first: opening checks index.db's header against its size, and
+            # while the checkpoint writes the file (and then removes the WAL, if its connection
+            # were the last) the two disagree, so a cold `semfora index` failed now and then with
+            # "index.db is damaged (truncated ...) while another process is writing it".
+            reader: sqlite3.Connection | None = None
             try:
-                _store_overview(layout)
+                reader = open_index(layout, readonly=True)
+                if checkpoint is not None:
+                    checkpoint.start()
+                _store_overview(layout, reader)
             finally:
                 if checkpoint is not None:
+                    if checkpoint.ident is None:  # the reader could not be opened
+                        checkpoint.start()
                     checkpoint.join()
+                if reader is not None:
+                    reader.close()
         if text_index:
             # Still under the writer lock: two text refreshes must not interleave either.
             from engine.index.pipeline import refresh_text_index
@@ -1313,12 +1325,13 @@ WAL_AUTOCHECKPOINT_PAGES = 1000
 
 
 def _checkpoint_beside(layout: RepoLayout) -> threading.Thread | None:
-    """Copy a cold build's committed pages from the WAL into index.db on a thread of its own.
+    """A thread, not yet started, that copies a cold build's committed pages from the WAL into
+    index.db.
 
     The build commits without the checkpoint (tens of MB copied with one core idle); this thread's
-    connection, opened before the builder's closes, does it while the overview is built, and is
-    the last to close (SQLite then removes the WAL). Joined before the build returns. None when it
-    cannot connect: the builder's connection, closing last, checkpoints instead.
+    connection, opened before the builder's closes, does it while the overview is built (started
+    once the overview's connection is open). Joined before the build returns. None when it cannot
+    connect: the builder's connection, closing last, checkpoints instead.
     """
     try:
         conn = sqlite3.connect(str(layout.index_db), timeout=5, check_same_thread=False)
@@ -1333,20 +1346,14 @@ def _checkpoint_beside(layout: RepoLayout) -> threading.Thread | None:
         finally:
             conn.close()
 
-    thread = threading.Thread(target=run, name="semfora-checkpoint", daemon=True)
-    thread.start()
-    return thread
+    return threading.Thread(target=run, name="semfora-checkpoint", daemon=True)
 
 
-def _store_overview(layout: RepoLayout) -> None:
+def _store_overview(layout: RepoLayout, conn: sqlite3.Connection) -> None:
     """Build and store the overview of a freshly built index, so its first reader finds it."""
     from engine.store.overview import stored_overview
 
-    conn = open_index(layout, readonly=True)
-    try:
-        stored_overview(layout, conn)
-    finally:
-        conn.close()
+    stored_overview(layout, conn)
 
 
 # A file with more than this share of free pages (dropped tables after an upgrade, merged FTS

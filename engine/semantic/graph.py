@@ -12,6 +12,7 @@ import builtins
 import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from engine.semantic.model import ImportRef
 
@@ -284,8 +285,19 @@ class _Pool:
 
 def names_type(word: str, owner: str) -> bool:
     """A receiver named ``session`` holds a ``Session``, ``self.pool`` an ``HTTPConnectionPool``."""
-    w, o = word.lower().replace("_", ""), owner.lower().replace("_", "")
-    return len(w) >= 3 and (w == o or o.endswith(w))
+    w, o = _type_word(word), _type_word(owner)
+    return len(w) >= 3 and o.endswith(w)
+
+
+def _type_word(word: str) -> str:
+    """How ``names_type`` compares a word: lower case, without underscores."""
+    return word.lower().replace("_", "")
+
+
+@lru_cache(maxsize=1 << 16)
+def _owner_type_word(parent: str) -> str:
+    """``_type_word`` of the last segment of a definition's parent (``a.HTTPConnectionPool``)."""
+    return _type_word(parent.rsplit(".", 1)[-1])
 
 
 # Re-exports followed from a package to the module that defines a name (``flask`` binds
@@ -368,7 +380,14 @@ class CallResolver:
         found = self._object_ids.get(key)
         if found is None:
             methods = [d for d in pool.all if d.parent is not None]
-            typed = [d for d in methods if names_type(owner_word, d.parent.rsplit(".", 1)[-1])]  # type: ignore[union-attr]
+            # names_type(owner_word, <the parent's last segment>), with the word normalised once
+            # and each class name once per process (Django asks it 82k times while resolving).
+            word = _type_word(owner_word)
+            typed = (
+                [d for d in methods if _owner_type_word(d.parent).endswith(word)]  # type: ignore[arg-type]
+                if len(word) >= 3
+                else []
+            )
             if not typed and (name in COMMON_METHOD_NAMES or len({d.parent for d in methods}) != 1):
                 typed = []
             elif not typed:

@@ -13,7 +13,7 @@ import json
 import re
 import sqlite3
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -407,23 +407,31 @@ def _hubs(conn: sqlite3.Connection, limit: int) -> list[dict[str, Any]]:
     return out
 
 
-def _module_of(path: str, names: list[str]) -> str:
-    best = "."
-    for name in names:
-        if (path == name or path.startswith(name + "/")) and len(name) > len(best):
-            best = name
-    return best
+def _module_of(path: str, names: Collection[str]) -> str:
+    """The longest of ``names`` that is ``path`` or a directory above it ("." when none is, and for
+    a one-character name, as the scan over every name this replaced decided): one set lookup per
+    directory level, not a prefix test per module (280k of them for Django's overview)."""
+    known = names if isinstance(names, set | frozenset) else set(names)
+    head = path
+    while True:
+        if len(head) > 1 and head in known:
+            return head
+        if "/" not in head:
+            return "."
+        head = head.rpartition("/")[0]
 
 
 def _dependencies(conn: sqlite3.Connection, modules: list[Module], limit: int) -> list[dict[str, Any]]:
     """Module -> module import counts, folded from the directory graph (one row per directory pair)."""
-    names = [m.name for m in modules if m.name != "."]
+    names = {m.name for m in modules if m.name != "."}
     counts: dict[tuple[str, str], int] = {}
+    module_of: dict[str, str] = {}
     for a, b, n in conn.execute(
         "SELECT fa.module, fb.module, count(*) FROM file_links fi JOIN files fa ON fa.id = fi.src "
         "JOIN files fb ON fb.id = fi.dst WHERE fa.module != fb.module GROUP BY fa.module, fb.module"
     ):
-        ma, mb = _module_of(a, names), _module_of(b, names)
+        ma = module_of.get(a) or module_of.setdefault(a, _module_of(a, names))
+        mb = module_of.get(b) or module_of.setdefault(b, _module_of(b, names))
         if ma != mb:
             counts[(ma, mb)] = counts.get((ma, mb), 0) + int(n)
     top = sorted(counts.items(), key=lambda kv: -kv[1])[:limit]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from engine.index.chunking import (
@@ -110,11 +110,15 @@ _BREAK = st.sampled_from(["\n", "\r\n", "\r", "\x0b", "\x1c", "\x85", "\u2028"])
 @given(
     lines=st.lists(st.tuples(_LINE, _BREAK), min_size=1, max_size=30),
     span=st.tuples(st.integers(1, 30), st.integers(0, 12)),
+    last=_LINE,
 )
-def test_a_chunks_identifier_parts_are_those_of_its_own_text(lines, span) -> None:
+@example(lines=[("x = getUserById(a)", "\r\n")] * 6 + [("HttpResponse", "\r\n")], span=(2, 3), last="aB")
+def test_a_chunks_identifier_parts_are_those_of_its_own_text(lines, span, last) -> None:
     # Each chunk's parts come from a per-file index of words by line; they must equal the parts
-    # of the words of the chunk's own text, whatever the line breaks.
-    text = "".join(line + brk for line, brk in lines)
+    # of the words of the chunk's own text, whatever the line breaks (the index finds where lines
+    # end one way with a "\r\n" in the file and another without), and with or without a last
+    # line that no break ends.
+    text = "".join(line + brk for line, brk in lines) + last
     start, length = span
     chunks = chunk_file("m.py", text, [_sym("f", "f", "f", "function", start, start + length)], "python")
     mixed = mixed_case_words(text)

@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 from engine.config import load_settings
 from engine.index.indexer import index_repository
 from engine.repo.layout import RepoLayout
-from engine.semantic.graph import CallResolver, CallRow, Definition, FileContext, ModuleIndex
+from engine.semantic.graph import (
+    COMMON_METHOD_NAMES,
+    CallResolver,
+    CallRow,
+    Definition,
+    FileContext,
+    ModuleIndex,
+    names_type,
+)
 from engine.semantic.model import ImportRef
 from engine.store.db import SymbolStore
 
@@ -228,3 +236,39 @@ def test_a_call_resolves_the_same_whichever_calls_were_resolved_before_it(
     shared = CallResolver(candidates)
     for call in calls:
         assert edge(shared, call) == edge(CallResolver(candidates), call)
+
+
+_OWNER = st.sampled_from(
+    ["Session", "HTTPConnectionPool", "connection_pool", "Pool", "m.Session", "a.b.Conn", "Ab"]
+)
+_WORD = st.sampled_from(["session", "pool", "self.pool", "conn", "ab", "_session_", "Pool", "x"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    parents=st.lists(st.one_of(st.none(), _OWNER), min_size=1, max_size=6),
+    receiver=_WORD,
+    name=st.sampled_from(["close", "frobnicate"]),
+)
+def test_a_method_on_an_unknown_object_is_one_of_a_class_named_like_the_receiver(
+    parents, receiver, name
+) -> None:
+    # ``pool.close()`` may reach ``HTTPConnectionPool.close`` (its class ends with the receiver's
+    # word, underscores and case aside) and never a class the word does not name; a rare method
+    # name defined by one class only reaches that class whatever the receiver.
+    defs = [
+        Definition(f"id{i}", name, f"m{i}.py", p, "method" if p else "function", "python")
+        for i, p in enumerate(parents)
+    ]
+    resolver = CallResolver(lambda wanted: defs if wanted == name else [])
+    pool = resolver._pool(name, "python")
+    word = receiver.rsplit(".", 1)[-1]
+    methods = [d for d in defs if d.parent is not None]
+    named = [d.id for d in methods if names_type(word, d.parent.rsplit(".", 1)[-1])]
+    single_class = len({d.parent for d in methods}) == 1 and name not in COMMON_METHOD_NAMES
+    plain = named or ([d.id for d in methods] if single_class else [])
+    assert resolver._object_candidates(pool, name, "python", word) == frozenset(plain)
+    w = word.lower().replace("_", "")
+    for d in methods:
+        o = d.parent.rsplit(".", 1)[-1].lower().replace("_", "")
+        assert names_type(word, d.parent.rsplit(".", 1)[-1]) == (len(w) >= 3 and (w == o or o.endswith(w)))

@@ -6,12 +6,14 @@ import json
 import tracemalloc
 
 import toon_format
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.config import load_settings
 from engine.index.indexer import index_repository
 from engine.repo.layout import RepoLayout
 from engine.store.db import open_index
-from engine.store.overview import MAX_MODULES, build_overview
+from engine.store.overview import MAX_MODULES, _module_of, build_overview
 from engine.store.schema import create_secondary_indexes, drop_secondary_indexes
 
 SYMBOLS_PER_FILE = 5
@@ -139,3 +141,18 @@ def test_overview_of_a_real_repository_names_modules_frameworks_entry_points_and
     assert ("bin", "ui.js") in kinds
     assert data["hubs"][0]["symbol"] == "price" and data["hubs"][0]["callers"] >= 2
     assert {"name": "python", "files": 4, "lines": data["languages"][0]["lines"]} in data["languages"]
+
+
+_SEGMENT = st.sampled_from(["a", "b", "db", "django", "x", "models", ""])
+_DIR = st.lists(_SEGMENT, min_size=1, max_size=4).map("/".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(path=_DIR, names=st.lists(_DIR, max_size=8))
+def test_a_dependency_is_folded_into_the_longest_module_above_it(path: str, names: list[str]) -> None:
+    # The overview's dependency list folds each directory into the longest module that is it or
+    # holds it; "." when none does (and, as before, for a one-character module name).
+    plain = max(
+        (n for n in names if (path == n or path.startswith(n + "/")) and len(n) > 1), key=len, default="."
+    )
+    assert _module_of(path, names) == _module_of(path, set(names)) == plain

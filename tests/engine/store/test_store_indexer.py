@@ -368,3 +368,37 @@ def test_indexing_from_a_threaded_program_uses_a_safe_process_start(make_repo) -
     with SymbolStore(layout) as store:
         f0 = store.symbols_by_name("f0")[0]
         assert [n.name for n in store.callers(f0.id)] == ["f39"]
+
+
+def test_a_cold_build_checks_the_overviews_database_before_it_copies_pages_into_it(
+    make_repo, monkeypatch
+) -> None:
+    """A cold `semfora index` failed now and then with "index.db is damaged (truncated ...) while
+    another process is writing it": the overview's connection checked index.db's header against its
+    size while the build's own checkpoint thread was writing the file. The check comes first now."""
+    import threading
+
+    from engine.store import db
+
+    started: list[str] = []
+    real_start = threading.Thread.start
+
+    def start(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        real_start(thread)
+
+    checked: list[bool] = []
+    real_check = db.header_problem
+
+    def header_problem(path):  # type: ignore[no-untyped-def]
+        checked.append("semfora-checkpoint" in started)
+        return real_check(path)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    monkeypatch.setattr(db, "header_problem", header_problem)
+    root = make_repo({"app/core.py": "def greet():\n    return 'hi'\n"})
+    layout = RepoLayout.for_path(root)
+    report = index_repository(layout, load_settings(layout.root).settings)
+    assert report.cold and report.symbols == 1
+    assert "semfora-checkpoint" in started  # the build did copy its pages beside the overview
+    assert checked and not any(checked), checked
