@@ -79,6 +79,8 @@ class BlockFailure:
     reason: str
     message: str
     nearest: str = ""
+    # The path sandbox's own code when the block's file was refused (``SECRET_PATH_DENIED``).
+    code: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -610,10 +612,10 @@ def apply_blocks(
             rel = real_rel(root, resolve_in_repo(root, rel, deny=deny))
             current = working[rel] if rel in working else read_file(rel)
         except SecretPathDenied as exc:
-            failures.append(BlockFailure(block.index, block.path, "secret_path", exc.message))
+            failures.append(BlockFailure(block.index, block.path, "secret_path", exc.message, code=exc.code))
             continue
         except PathDenied as exc:
-            failures.append(BlockFailure(block.index, block.path, "outside_repo", exc.message))
+            failures.append(BlockFailure(block.index, block.path, "outside_repo", exc.message, code=exc.code))
             continue
         except FileRefused as exc:
             failures.append(BlockFailure(block.index, block.path, "refused", exc.message))

@@ -965,7 +965,7 @@ def rule_size(diff: SemanticDiff) -> list[Finding]:
 
 
 def rule_secrets(diff: SemanticDiff) -> list[Finding]:
-    return scan_files(diff.files)
+    return scan_files(diff.files, diff.target)
 
 
 RULES: dict[str, Callable[[SemanticDiff], list[Finding]]] = {

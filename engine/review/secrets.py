@@ -209,7 +209,19 @@ def _collapse_samples(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-def scan_files(files: Iterable[FileChange]) -> list[Finding]:
+def _where(status: str, target: str) -> str:
+    """How a secret-bearing file reaches the repository, as the reviewed target has it."""
+    if status != "added":
+        return "changed in the repository"
+    if target == "WORKING":  # untracked and not ignored: not in the repository yet
+        return "new in the work tree, untracked and not ignored by git (`git add` would commit it)"
+    if target == "STAGED":
+        return "staged to be added to the repository"
+    return "added to the repository"
+
+
+def scan_files(files: Iterable[FileChange], target: str = "") -> list[Finding]:
+    """The secret findings of ``files``; ``target`` (``WORKING``, ``STAGED`` or a ref) words them."""
     findings: list[Finding] = []
     for f in files:
         if f.status == "deleted":
@@ -249,8 +261,7 @@ def scan_files(files: Iterable[FileChange]) -> list[Finding]:
                 Finding(
                     "high" if blocking else ("info" if fixture else "medium"),
                     "secrets",
-                    f"a secret-bearing file is {'added to' if f.status == 'added' else 'changed in'} "
-                    f"the repository: {f.path}"
+                    f"a secret-bearing file is {_where(f.status, target)}: {f.path}"
                     + (" (a fixture: reported, not blocking)" if fixture else "")
                     + (" (named like one: check it holds no secret)" if by_word_only and not fixture else ""),
                     f.path,

@@ -18,7 +18,10 @@ from engine.errors import IndexError_
 # v4: the calls(callee_id) index covers resolved calls only (about half of them).
 # v5: compact: files get an integer id; calls and imports carry it instead of the path, file
 #     imports are id pairs (``file_links``), and ``edges``/``file_imports`` are views over them.
-SCHEMA_VERSION = 5
+# v6: same shape, rows derived again: the risk tables class importlib.import_module and
+#     __import__ as ``dynamic-import`` (they were ``subprocess``), and an index keeps a
+#     symbol's risk reasons until its file changes.
+SCHEMA_VERSION = 6
 
 # Names of the tables this module owns: a migration may rebuild only these.
 OWNED_TABLES = (
@@ -214,10 +217,11 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     3: _drop_caller_index,
     4: _partial_callee_index,
     5: _rebuild_owned,
+    6: _rebuild_owned,
 }
 # The first version whose tables a step before it rebuilds from scratch: upgrading across it
 # empties the semantic tables, and the caller says so (the next index run refills them).
-REBUILT_AT = frozenset({2, 5})
+REBUILT_AT = frozenset({2, 5, 6})
 
 
 def current_version(conn: sqlite3.Connection) -> int:

@@ -149,7 +149,10 @@ def run(args: argparse.Namespace) -> int:
         except EditBlockError as err:
             if not args.json:
                 for f in err.failures:
-                    sys.stderr.write(f"block {f.index} ({f.path or 'no path'}): {f.reason}: {f.message}\n")
+                    if len(err.failures) > 1 or f.nearest:  # one bare failure: the error line says it
+                        sys.stderr.write(
+                            f"block {f.index} ({f.path or 'no path'}): {f.reason}: {f.message}\n"
+                        )
                     if f.nearest:
                         sys.stderr.write(f.nearest + "\n")
             raise

@@ -107,7 +107,14 @@ def test_secret_and_outside_targets_are_refused(make_repo) -> None:
         reply = f"{target}\n<<<<<<< SEARCH\n=======\nx\n>>>>>>> REPLACE\n"
         proc = run_semfora("edits", "stage", "-", cwd=root, input=reply)
         assert proc.returncode == 1 and "EDIT_BLOCK_FAILED" in proc.stderr, target
+        # The refusal is said once, on the error line (it was printed twice).
+        assert proc.stderr.count(target.split("/")[-1] + ")") == 1, proc.stderr
     assert not (root / ".env").exists() and not (root.parent / "escape.py").exists()
+    # --json names the path sandbox's own code for each refused block.
+    proc = run_semfora(
+        "edits", "stage", "-", "--json", cwd=root, input=".env\n<<<<<<< SEARCH\n=======\nx\n>>>>>>> REPLACE\n"
+    )
+    assert json.loads(proc.stdout)["failures"][0]["code"] == "SECRET_PATH_DENIED"
 
 
 def test_conflict_then_rebase_through_cli(make_repo) -> None:

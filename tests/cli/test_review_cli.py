@@ -187,6 +187,27 @@ def test_working_reviews_what_is_not_yet_committed(make_repo) -> None:
     assert usage.returncode == 2
 
 
+def test_a_secret_file_in_the_work_tree_or_the_index_is_said_as_such(make_repo) -> None:
+    # An untracked .env under `--commit WORKING` was "added to the repository"; it is not there yet.
+    root = make_repo({"svc.py": "def ping(host):\n    return host\n"})
+    (root / ".env").write_text("DB_PASSWORD=x\n")
+    args = ["ci", "--mode", "commit", "--no-model", "--output", "json", "--path", str(root)]
+
+    def leak(commit: str) -> str:
+        report = json.loads(run_semfora(*args, "--commit", commit).stdout)
+        (message,) = [f["message"] for f in report["findings"] if f["file"] == ".env"]
+        return str(message)
+
+    assert leak("WORKING") == (
+        "a secret-bearing file is new in the work tree, untracked and not ignored by git "
+        "(`git add` would commit it): .env"
+    )
+    git(root, "add", "-f", ".env")
+    assert leak("STAGED") == "a secret-bearing file is staged to be added to the repository: .env"
+    git(root, "commit", "-qm", "oops")
+    assert leak("HEAD") == "a secret-bearing file is added to the repository: .env"
+
+
 def test_diff_text_counts_the_callers_it_does_not_name(make_repo) -> None:
     callers = "".join(f"def use_{n}():\n    return ping('h{n}')\n\n\n" for n in range(7))
     root = make_repo(

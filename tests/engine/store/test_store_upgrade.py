@@ -62,6 +62,27 @@ def test_an_index_from_before_the_compact_schema_is_rebuilt_with_a_warning(make_
     assert again == []
 
 
+def test_risk_reasons_an_older_semfora_derived_are_derived_again(make_repo) -> None:
+    """A plugin loader stayed "subprocess: importlib.import_module" in an existing index after
+    the risk tables learnt dynamic imports: nothing made its unchanged file be read again."""
+    root = make_repo(
+        {"plug.py": "import importlib\n\n\ndef load(name):\n    return importlib.import_module(name)\n"}
+    )
+    layout = RepoLayout.for_path(root)
+    index_repository(layout, _settings(layout))
+    with sqlite3.connect(layout.index_db) as conn:  # as schema 5 left it
+        conn.execute(
+            "UPDATE symbols SET risk = 'high', risk_reasons = '[\"subprocess: importlib.import_module\"]'"
+        )
+        conn.execute("PRAGMA user_version = 5")
+    heard: list[EngineWarning] = []
+    index_repository(layout, _settings(layout), on_warning=heard.append)
+    assert [w.code for w in heard] == ["INDEX_UPGRADED"]
+    with sqlite3.connect(layout.index_db) as conn:
+        rows = conn.execute("SELECT name, risk, risk_reasons FROM symbols").fetchall()
+    assert rows == [("load", "medium", '["dynamic-import: importlib.import_module"]')]
+
+
 def test_progress_names_each_phase_and_counts_up_to_its_total(make_repo) -> None:
     root = make_repo(
         {**FILES, **{f"pkg/m{i}.py": f"def f{i}():\n    return f{i + 1}()\n" for i in range(30)}}
