@@ -11,6 +11,7 @@ import hashlib
 import os
 import sqlite3
 import struct
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,6 +28,11 @@ from engine.store.symbol_search import rank_symbols
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # Seconds a connection waits on another writer's lock before SQLite gives up.
 BUSY_TIMEOUT_S = 30.0
+# While a writer holds the lock, a header that looks truncated is looked at again for this long
+# (every SETTLE_POLL_S): a checkpoint copies pages into the file and can leave the header ahead
+# of its size for a moment, and a reader then failed INDEX_BUSY although nothing was damaged.
+SETTLE_S = 5.0
+SETTLE_POLL_S = 0.05
 # SQLite page cache per connection, in KiB (negative cache_size means KiB).
 PAGE_CACHE_KB = 32_000
 # The header bytes we read to check the page size and page count.
@@ -137,6 +143,7 @@ def open_index(
     on_warning: WarningSink | None = None,
     readonly: bool = False,
     holding_lock: bool = False,
+    _settled: bool = False,
 ) -> sqlite3.Connection:
     """A migrated connection to ``layout.index_db``, rebuilding it if damaged.
 
@@ -169,11 +176,23 @@ def open_index(
         with writer_lock(layout, 0):
             return _rebuild(path, problem, on_warning)
     except LockBusy as exc:
+        if not _settled and problem.startswith("truncated") and _settles(path):
+            return open_index(layout, on_warning=on_warning, readonly=readonly, _settled=True)
         raise IndexError_(
             f"index.db looks damaged ({problem}) while another process is writing it",
             code="INDEX_BUSY",
             hint="try again when `semfora index` finishes",
         ) from exc
+
+
+def _settles(path: Path) -> bool:
+    """Whether the header of ``path`` reads as whole within ``SETTLE_S`` (a writer's checkpoint ended)."""
+    deadline = time.monotonic() + SETTLE_S
+    while time.monotonic() < deadline:
+        time.sleep(SETTLE_POLL_S)
+        if path.exists() and header_problem(path) is None:
+            return True
+    return False
 
 
 def _warn_if_emptied(found: int, on_warning: WarningSink | None) -> None:

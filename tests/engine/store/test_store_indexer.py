@@ -297,6 +297,41 @@ def test_readers_are_not_blocked_while_indexing(make_repo) -> None:
     reader.close()
 
 
+def test_a_header_ahead_of_the_file_during_a_writers_checkpoint_is_waited_out(make_repo, monkeypatch) -> None:
+    """A checkpoint copying pages into index.db can leave its header ahead of its size for a
+    moment: a reader opening it then failed INDEX_BUSY ("truncated") although nothing was wrong."""
+    import threading
+
+    from engine.store import db
+
+    root = make_repo({"a.py": "def a():\n    pass\n"})
+    layout, _ = _index(root)
+    whole = layout.index_db.read_bytes()
+    layout.index_db.write_bytes(whole[: len(whole) // 2])  # the header says more pages than there are
+    looks: list[str | None] = []
+    real = db.header_problem
+
+    def counted(path):  # type: ignore[no-untyped-def]
+        looks.append(real(path))
+        return looks[-1]
+
+    monkeypatch.setattr(db, "header_problem", counted)
+    opened: list[object] = []
+    with writer_lock(layout, 1.0):
+        reader = threading.Thread(target=lambda: opened.append(SymbolStore(layout)), daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 30
+        while len(looks) < 2 and reader.is_alive():  # it found the header ahead and looked again
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        layout.index_db.write_bytes(whole)  # the checkpoint ends
+        reader.join(30)
+    assert looks[0] is not None and looks[0].startswith("truncated")
+    (store,) = opened  # no INDEX_BUSY: the reader waited for the header to settle
+    assert store.symbols_by_name("a")[0].file == "a.py"  # type: ignore[attr-defined]
+    store.close()  # type: ignore[attr-defined]
+
+
 def test_rename_inside_git_is_reported(make_repo) -> None:
     root = make_repo({"a.py": "def alpha():\n    return 1\n"})
     _index(root)
