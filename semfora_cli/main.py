@@ -49,7 +49,13 @@ class _Parser(argparse.ArgumentParser):
         )
         from semfora_cli.output import report_error
 
-        report_error(UsageError(f"{self.prog}: {message}"), as_json=as_json)
+        hint = None
+        missing = message.rsplit("required: ", 1)[-1] if "arguments are required: " in message else ""
+        dashed = [a for a in argv if a.startswith("-") and a != "--" and not a.startswith("--")]
+        if missing in ("query", "task", "name") and dashed:
+            # `semfora search -x`: a query that starts with a dash was read as an unknown flag.
+            hint = f"a {missing} that starts with '-' goes after '--': {self.prog} -- {dashed[0]}"
+        report_error(UsageError(f"{self.prog}: {message}", hint=hint), as_json=as_json)
         raise SystemExit(EXIT_USAGE)
 
 

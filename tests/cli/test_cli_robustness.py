@@ -82,6 +82,18 @@ def test_the_app_opened_in_a_home_directory_says_so_before_the_screen_opens(tmp_
     assert proc.stdout == ""  # no screen was drawn
 
 
+def test_a_query_that_starts_with_a_dash_is_told_to_go_after_double_dash(make_repo) -> None:
+    # `semfora search -x` said only "the following arguments are required: query".
+    root = make_repo(REPO)
+    proc = run_semfora("search", "-x", "--path", str(root))
+    assert proc.returncode == 2
+    assert "a query that starts with '-' goes after '--': semfora search -- -x" in proc.stderr
+    found = run_semfora("search", "--path", str(root), "--", "-greet")
+    assert found.returncode == 0, found.stderr
+    plain = run_semfora("search", "--path", str(root))  # no dash anywhere: no such hint
+    assert plain.returncode == 2 and "goes after" not in plain.stderr
+
+
 def test_a_query_that_reads_json_does_not_turn_usage_errors_into_json(make_repo) -> None:
     # `semfora search json --limit x` printed {"ok": false, ...} on stdout: any argument "json" counted.
     root = make_repo(REPO)
