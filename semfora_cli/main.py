@@ -115,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--paths",
         action="store_true",
-        help="with --json: also list every changed, deleted and skipped path (by default only counts)",
+        help="also list every changed, deleted and skipped path, a line each (with --json: as lists); by default only counts",
     )
     _json(p)
 

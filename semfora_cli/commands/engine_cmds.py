@@ -125,7 +125,7 @@ def _index(args: argparse.Namespace) -> int:
         )
         print_json(payload)
         return 0
-    for line in _skipped_lines(report.skipped_files):
+    for line in [] if args.paths else _skipped_lines(report.skipped_files):  # --paths lists each below
         sys.stderr.write(line + "\n")
     vec = ""
     if vectors is not None:
@@ -143,6 +143,13 @@ def _index(args: argparse.Namespace) -> int:
         # Every call site (the JSON's "edges"); the overview's call_edges are those resolved to a definition.
         f"{plural(report.edges, 'call site', grouped=True)} in {report.seconds:.2f}s{vec}"
     )
+    if args.paths:  # every path, one a line (it was listed with --json only, and ignored without)
+        for path in report.changed_paths:
+            print(f"changed  {path}")
+        for path in report.deleted_paths:
+            print(f"deleted  {path}")
+        for skipped in report.skipped_files:
+            print(f"skipped  {skipped.path}  ({skipped.reason})")
     return 0
 
 
@@ -158,7 +165,7 @@ def _interrupted_state(text_index_saved: bool, rebuild: bool) -> str:
 # Skipped files are said one line per reason, naming this many paths: a repository with 14
 # credential modules printed 14 lines on every `semfora index`, changed files or not.
 SKIPPED_PATHS_NAMED = 3
-# Reasons said at most; the rest are counted (`index --json --paths` lists every path).
+# Reasons said at most; the rest are counted (`index --paths` lists every path).
 SKIPPED_REASONS_SAID = 10
 
 
@@ -181,7 +188,7 @@ def _skipped_lines(skipped: Any) -> list[str]:
     if rest:
         lines.append(f"... and {plural(rest, 'more skipped file')}")
     if any(len(paths) > SKIPPED_PATHS_NAMED for paths in by_reason.values()) or rest:
-        lines.append("(`semfora index --json --paths` lists every skipped path)")
+        lines.append("(`semfora index --paths` lists every skipped path)")
     return lines
 
 

@@ -340,10 +340,17 @@ def test_skipped_files_of_one_reason_are_one_line(make_repo) -> None:
     assert lines == [
         "skipped 13 files (auth/credentials/p0.py, auth/credentials/p1.py, auth/credentials/p10.py and 10 more): "
         "secret (on the deny-list, edits.deny): never read",
-        "(`semfora index --json --paths` lists every skipped path)",
+        "(`semfora index --paths` lists every skipped path)",
     ]
     as_json = json.loads(run_semfora("index", "--json", "--paths", "--path", str(root)).stdout)
     assert len(as_json["skipped_files"]) == 13
+    # --paths without --json lists them too, a line each (it was ignored without --json).
+    (root / "app.py").write_text("def f():\n    return 2\n")
+    listed = run_semfora("index", "--no-vectors", "--paths", "--path", str(root))
+    assert listed.returncode == 0 and listed.stderr == ""
+    assert "changed  app.py" in listed.stdout.splitlines()
+    assert sum(line.startswith("skipped  ") for line in listed.stdout.splitlines()) == 13
+    assert "skipped  tests/.netrc  (secret" in listed.stdout
 
 
 @pytest.mark.parametrize(
