@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("overview", help="print the bounded repository overview")
     _path(p)
-    p.add_argument("--format", choices=["toon", "json"], default="toon", help="output format")
+    p.add_argument("--format", choices=["toon", "json"], default=None, help="output format (default: toon)")
     p.add_argument("--json", action="store_true", help="print JSON instead of TOON (same as --format json)")
 
     p = sub.add_parser("search", help="search code: hybrid, full-text, vector or symbols")

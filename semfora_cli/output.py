@@ -12,7 +12,7 @@ import sys
 import threading
 from typing import Any
 
-from engine.errors import EngineWarning, SemforaError
+from engine.errors import EngineWarning, SemforaError, UsageError
 
 
 def print_json(payload: Any) -> None:
@@ -29,6 +29,16 @@ def report_error(err: SemforaError, *, as_json: bool) -> int:
             line += f" ({err.hint})"
         sys.stderr.write(line.replace("\n", " ") + "\n")
     return err.exit_code
+
+
+def one_format(as_json: bool, chosen: str | None, option: str = "--format") -> None:
+    """``--json`` with another format chosen asks for two: a usage error, before any work.
+    (``ci --output sarif --json`` printed JSON, and the SARIF upload then failed on it;
+    ``overview --json --format toon`` printed JSON without a word.)"""
+    if as_json and chosen not in (None, "json"):
+        raise UsageError(
+            f"--json and {option} {chosen} ask for two formats; keep one (--json is {option} json)"
+        )
 
 
 def warn(message: str) -> None:

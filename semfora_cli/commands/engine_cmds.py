@@ -17,7 +17,7 @@ from engine.api import MAX_GRAPH_DEPTH
 from engine.errors import UsageError
 from engine.words import plural
 from semfora_cli.output import engine_warning as _warn
-from semfora_cli.output import is_tty, print_json
+from semfora_cli.output import is_tty, one_format, print_json
 
 EXIT_INTERRUPTED = 130
 # Lists in the index report that `index --json` prints only with --paths.
@@ -193,6 +193,7 @@ def _skipped_lines(skipped: Any) -> list[str]:
 
 
 def _overview(args: argparse.Namespace) -> int:
+    one_format(args.json, args.format)
     with api.Engine.open(args.path, on_warning=_warn) as engine:
         result = api.get_repo_overview(engine)
     if args.format == "json" or args.json:

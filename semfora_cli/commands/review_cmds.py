@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from engine.errors import EXIT_OK, EXIT_PROBLEM, UsageError
+from engine.errors import EXIT_OK, EXIT_PROBLEM
 from engine.policy.redaction import redact, redact_json
 from engine.repo.layout import find_repo_root
-from semfora_cli.output import print_json
+from semfora_cli.output import one_format, print_json
 
 # A review this long in silence looks hung in a CI log: past this many seconds the command says
 # what it is doing, on stderr (stdout stays the report)...
@@ -71,6 +71,7 @@ def _run_diff(args: argparse.Namespace) -> int:
     )
     # A secret file is listed, never shown: its symbols' signatures carry its values.
     diff = without_secret_content(found, settings.edits.deny)
+    one_format(args.json, args.format)
     fmt = "json" if args.json else (args.format or ("text" if sys.stdout.isatty() else "toon"))
     if fmt == "json":
         print_json(redact_json(diff.to_json()))
@@ -84,12 +85,8 @@ def _run_diff(args: argparse.Namespace) -> int:
 def _run_ci(args: argparse.Namespace) -> int:
     from engine.api import ci_review
 
-    if getattr(args, "json", False) and args.output not in ("json", "text"):
-        # ``--output sarif --json`` printed JSON: an upload step then failed on a file that was
-        # no SARIF. Two formats asked for is a usage error, before any work.
-        raise UsageError(
-            f"--json and --output {args.output} ask for two formats; keep one (--json is --output json)"
-        )
+    # ``--output text`` is the default, so only another format conflicts with ``--json``.
+    one_format(getattr(args, "json", False), None if args.output == "text" else args.output, "--output")
     report = ci_review(
         args.path,
         args.mode,

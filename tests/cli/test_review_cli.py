@@ -336,6 +336,14 @@ def test_json_with_another_output_format_is_a_usage_error(make_repo) -> None:
     assert error["error_code"] == "USAGE" and "--output sarif" in error["error_message"]
     same = run_semfora("ci", "--mode", "commit", "--output", "json", "--json", "--path", str(root))
     assert same.returncode == 1 and json.loads(same.stdout)["status"] == "changes_requested"
+    # `overview` and `diff` printed JSON without a word when another format was asked for too.
+    for command in (("overview", "--format", "toon"), ("diff", "--format", "text")):
+        both = run_semfora(*command, "--json", "--path", str(root))
+        assert both.returncode == 2, command
+        assert json.loads(both.stdout)["error_message"] == (
+            f"--json and --format {command[-1]} ask for two formats; keep one (--json is --format json)"
+        )
+    assert run_semfora("overview", "--format", "json", "--json", "--path", str(root)).returncode == 0
 
 
 def test_sarif_locations_are_uris_for_names_with_spaces_and_accents(make_repo) -> None:
