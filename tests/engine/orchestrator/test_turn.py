@@ -155,6 +155,21 @@ def test_need_round_is_resolved_and_visible_as_budget_item(shop, fake_anthropic)
     assert data["need_rounds"][0]["symbols"] == ["payment_gateway_url"]
 
 
+def test_need_with_labels_and_a_name_on_its_first_line_fetches_every_target(shop, fake_anthropic) -> None:
+    # "NEED: symbols: a, b" then "files: x.py" once asked for a symbol named "symbols:" and
+    # dropped the file line: the model never saw the file it asked for.
+    layout, cfg = shop
+    fake_anthropic.reply("NEED: symbols: payment_gateway_url\nfiles: src/shop/pricing.py")
+    fake_anthropic.reply("Thanks, here is the answer.")
+    statuses: list[str] = []
+    result = _orch(layout, cfg).run_turn("explain the checkout flow", on_status=statuses.append)
+    followup = fake_anthropic.message_requests()[1].body["messages"][-1]["content"]
+    assert "def payment_gateway_url" in followup and "def tax_for" in followup
+    assert "symbols:" not in followup
+    assert any("asked for 1 more symbol and 1 file" in s for s in statuses), statuses
+    assert result.need_rounds == 1 and result.outcome == "answered"
+
+
 def test_need_is_bounded_to_two_rounds(shop, fake_anthropic) -> None:
     layout, cfg = shop
     for _ in range(MAX_NEED_ROUNDS + 1):
