@@ -123,15 +123,27 @@ def run_ask(args: argparse.Namespace) -> int:
     cancel = threading.Event()
     done = threading.Event()
     box: dict[str, Any] = {}
+    mid_line = threading.Event()  # the reply printed so far does not end with a newline
 
     def on_text(text: str) -> None:
-        if not args.json:
+        if not args.json and text:
             sys.stdout.write(text)
             sys.stdout.flush()
+            mid_line.clear() if text.endswith("\n") else mid_line.set()
+
+    def end_reply_line() -> None:
+        # A status or error line after a reply that stopped mid-line (a NEED block, a cut
+        # stream) was glued to it on a terminal ("src/app.pysemfora: the model asked ..."),
+        # and the next reply ran on from there.
+        if mid_line.is_set():
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            mid_line.clear()
 
     def on_status(message: str) -> None:
         # On stderr, so retries and progress show with --json and in a pipe, and never mix
         # into the reply on stdout.
+        end_reply_line()
         sys.stderr.write(f"semfora: {message}\n")
         sys.stderr.flush()
 
@@ -160,12 +172,14 @@ def run_ask(args: argparse.Namespace) -> int:
             pass
     except KeyboardInterrupt:
         cancel.set()
+        end_reply_line()
         sys.stderr.write("semfora: cancelling the turn (Ctrl-C again to quit at once)\n")
         sys.stderr.flush()
         done.wait()  # a second Ctrl-C ends the command here ("interrupted", exit 130)
     finally:
         orch.close()
     if "error" in box:
+        end_reply_line()
         raise box["error"]
     result = box["result"]
     if args.json:
