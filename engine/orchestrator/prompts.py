@@ -185,13 +185,25 @@ def need_followup(items: list[ContextItem], missing: list[str]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def edit_failure_followup(report: str) -> str:
-    """The user message sending failed edit blocks back to the model."""
+def edit_failure_followup(report: str, output_limit: int | None = None) -> str:
+    """The user message sending failed edit blocks back to the model.
+
+    ``output_limit``: the reply stopped at this many output tokens, so asking for the same
+    reply again would only be cut again; the model is told to make it shorter.
+    """
+    cut = (
+        f"Your reply stopped at the output limit ({output_limit:,} tokens), which cut it short. "
+        "This time send only the edit blocks, with no explanation, and keep SEARCH sections to the "
+        "few lines that locate each change.\n"
+        if output_limit
+        else ""
+    )
     return (
         "Your edit blocks could not be applied, so none of them were staged:\n\n"
         f"{report.rstrip()}\n\n"
         "Reply again with the complete corrected set of edit blocks (all of them, not only the "
         "failed ones). Copy SEARCH text exactly from the real lines shown above, or use a SYMBOL block.\n"
+        + cut
     )
 
 
