@@ -117,6 +117,7 @@ class TurnResult:
             "need_rounds": self.need_rounds,
             "edit_retries": self.edit_retries,
             "errors": list(self.errors),
+            "notes": list(self.pack.notes),
             "commit": self.commit.to_json() if hasattr(self.commit, "to_json") else None,
         }
 
@@ -379,6 +380,8 @@ class Orchestrator:
         record.intent, record.intent_rule, record.budget = pack.intent, pack.intent_rule, pack.budget
         record.items = [item_record(i) for i in pack.items]
         record.timings["context"] = time.perf_counter() - t0
+        if pack.budget_note:  # `ask --budget 150000` showed /94,000 in the usage line, with no word why
+            status(pack.budget_note)
 
         system = stable_prefix(list(pack.items))
         messages: Messages = [{"role": "user", "content": task_message(task, list(pack.items), pack.intent)}]

@@ -40,6 +40,22 @@ def test_a_budget_above_the_window_says_why_it_was_capped(make_repo) -> None:
     assert not [n for n in data["notes"] if "capped" in n]  # the default budget fits
 
 
+def test_ask_with_a_budget_above_the_window_says_why_before_the_reply(make_repo, fake_anthropic) -> None:
+    # `ask --budget 150000` showed `/94,000 tokens` in its usage line and no word why.
+    root = make_repo(SHOP_FILES)
+    fake_anthropic.reply("The answer.")
+    proc = run_semfora("ask", "explain Cart.total", "--budget", "150000", "--path", str(root))
+    assert proc.returncode == 0, proc.stderr
+    assert "semfora: budget capped at 94,000 tokens (asked 150,000): the model's window" in proc.stderr
+    fake_anthropic.reply("The answer.")
+    as_json = run_semfora("ask", "explain Cart.total", "--budget", "150000", "--path", str(root), "--json")
+    data = json.loads(as_json.stdout)
+    assert data["budget"] == 94000 and any(n.startswith("budget capped at 94,000") for n in data["notes"])
+    fake_anthropic.reply("The answer.")
+    plain = run_semfora("ask", "explain Cart.total", "--path", str(root))  # the default budget fits
+    assert plain.returncode == 0 and "capped" not in plain.stderr
+
+
 def test_context_text_prints_what_would_be_sent(make_repo) -> None:
     root = make_repo(SHOP_FILES)
     proc = run_semfora("context", "explain apply_discount", cwd=root)
