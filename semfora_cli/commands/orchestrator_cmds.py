@@ -17,7 +17,7 @@ from engine.config import Settings, load_settings
 from engine.errors import EXIT_OK, EXIT_PROBLEM, UsageError
 from engine.repo.layout import RepoLayout
 from engine.words import plural
-from semfora_cli.output import engine_warning, print_json, warn
+from semfora_cli.output import engine_warning, print_json, quiet_stdout, warn
 
 EXIT_INTERRUPTED = 130
 # How often the main thread wakes while a turn streams, so Ctrl-C is noticed promptly.
@@ -127,8 +127,13 @@ def run_ask(args: argparse.Namespace) -> int:
 
     def on_text(text: str) -> None:
         if not args.json and text:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            try:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+            except BrokenPipeError:
+                # The reader left (`semfora ask ... | head`): the turn goes on to stage its edits
+                # (it is paid for) with nothing more printed; it ended with nothing staged.
+                quiet_stdout()
             mid_line.clear() if text.endswith("\n") else mid_line.set()
 
     def end_reply_line() -> None:

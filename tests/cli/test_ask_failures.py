@@ -199,3 +199,26 @@ def test_status_and_error_lines_start_on_their_own_line_after_a_reply_cut_mid_li
     code, shown = _ask_on_one_terminal(root, "explain Cart.total")
     assert code == 1, shown
     assert "The answer is th\nerror[MODEL_STREAM_INTERRUPTED]: " in shown, shown
+
+
+def test_a_reader_that_leaves_mid_reply_does_not_cost_the_turn_its_edits(make_repo, fake_anthropic) -> None:
+    # `semfora ask "fix it" | head -1` ended at the first write after head left: exit 0,
+    # nothing staged, no run logged, though the reply was paid for.
+    root = make_repo(SHOP_FILES)
+    fake_anthropic.reply(
+        "I looked at it.\n" + "Some reasoning. " * 40 + "\n" + GOOD_EDIT, chunk_chars=16, delay=0.02
+    )
+    proc = subprocess.Popen(
+        [SEMFORA, "ask", "Fix Cart.total", "--path", str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ),
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline() == b"I looked at it.\n"  # the reply is streaming
+    proc.stdout.close()  # the reader leaves, as `head -1` does
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, stderr
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
+    listed = run_semfora("edits", "list", "--path", str(root), "--json")
+    assert "src/shop/cart.py" in listed.stdout, listed.stdout
