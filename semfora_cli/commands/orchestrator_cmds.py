@@ -109,6 +109,17 @@ def _usage_line(result: api.TurnResult) -> str:
     )
 
 
+def _applied_line(result: api.TurnResult) -> str:
+    """What `--apply` wrote: every hunk the commit took, those staged before this turn included
+    (it said "applied 1 hunk in a.py" while it also wrote an earlier turn's hunks to b.py)."""
+    commit = result.commit
+    line = f"-- applied {plural(commit.hunks, 'hunk')} in {', '.join(commit.files)}"
+    earlier = commit.hunks - result.hunks
+    if earlier > 0:
+        line += f" ({earlier} of them staged before this turn)"
+    return line
+
+
 def run_ask(args: argparse.Namespace) -> int:
     layout = RepoLayout.for_path(args.path)
     settings = _settings(layout, args)
@@ -191,11 +202,12 @@ def run_ask(args: argparse.Namespace) -> int:
         print_json(result.to_json())
     else:
         sys.stdout.write("\n\n")
-        if result.edits_staged:
-            verb = "applied" if result.outcome == "applied" else "staged"
+        if result.outcome == "applied":
+            sys.stdout.write(_applied_line(result) + "\n")
+        elif result.edits_staged:
             sys.stdout.write(
-                f"-- {verb} {plural(result.hunks, 'hunk')} in {', '.join(result.edits_staged)}"
-                + ("; review with `semfora edits list`\n" if verb == "staged" else "\n")
+                f"-- staged {plural(result.hunks, 'hunk')} in {', '.join(result.edits_staged)}"
+                "; review with `semfora edits list`\n"
             )
         for error in result.errors:
             sys.stdout.write(f"-- problem: {error}\n")
