@@ -310,19 +310,6 @@ def _stdout_reader_gone() -> bool:
         return False
 
 
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
-    import os
-
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ is not None else 1)
-    except (OSError, ValueError):
-        return
-    finally:
-        os.close(devnull)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; a reader that closed our stdout ends it quietly with exit 0, like `cat`."""
     try:
@@ -330,7 +317,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         if not _stdout_reader_gone():
             raise  # a broken pipe to something else (a child process) is a real error
-        _quiet_stdout()
+        from semfora_cli.output import quiet_stdout
+
+        quiet_stdout()
         return 0
 
 

@@ -83,3 +83,16 @@ def show_log_warnings() -> None:
 
 def is_tty() -> bool:
     return sys.stdout.isatty()
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ is not None else 1)
+    except (OSError, ValueError):
+        return
+    finally:
+        os.close(devnull)

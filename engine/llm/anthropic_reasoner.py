@@ -45,8 +45,20 @@ log = logging.getLogger("semfora.llm.anthropic")
 
 # How a retried HTTP status is named to the user ("retrying 2/4 in 3 s: overloaded (529)").
 STATUS_WORDS = {408: "timed out", 409: "conflict", 429: "rate limited", 529: "overloaded"}
-# Error event types that mean "try again later" when they arrive inside a 200 stream.
-RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "rate_limit_error", "api_error"})
+# Error event types that mean "try again later" when they arrive inside a 200 stream,
+# each with how it is named to the user ("retrying 1/4 in 1 s: overloaded (in the stream)").
+RETRYABLE_STREAM_ERRORS = {
+    "overloaded_error": "overloaded (in the stream)",
+    "rate_limit_error": "rate limited (in the stream)",
+    "api_error": "server error (in the stream)",
+}
+# What to do when a status is still answered after every retry. Only a rate limit counts the
+# output tokens asked for; lowering them does nothing for an overloaded or failing server.
+STATUS_HINTS = {
+    429: "wait a minute and try again, or lower llm.max_output_tokens (rate limits count them)",
+    529: "the API is overloaded: wait a few minutes and try again (llm.max_retries sets the retries)",
+}
+DEFAULT_STATUS_HINT = "the API failed: try again in a minute (llm.max_retries sets the retries)"
 
 
 def cached_system(blocks: list[PromptBlock]) -> list[dict[str, Any]]:
@@ -235,7 +247,7 @@ class AnthropicReasoner(StreamingReasoner):
             if error_type and error_type not in RETRYABLE_STREAM_ERRORS:
                 raise ModelError(_redact(f"model error in stream: {exc}", self._secret)) from exc
             raise _Retryable(
-                error_type or "stream broke",
+                RETRYABLE_STREAM_ERRORS.get(error_type or "", "stream broke"),
                 None,
                 exc,
                 lambda n: ModelStreamInterrupted(f"{message}; gave up after {plural(n, 'attempt')}"),
@@ -282,7 +294,7 @@ class AnthropicReasoner(StreamingReasoner):
                     f"the Anthropic API answered HTTP {status} {plural(n, 'time')}: {detail}",
                     code="MODEL_OVERLOADED" if status in (429, 529) else None,
                     status=status,
-                    hint="wait a minute and try again, or lower llm.max_output_tokens",
+                    hint=STATUS_HINTS.get(status, DEFAULT_STATUS_HINT),
                 ),
             )
         if status == 404:

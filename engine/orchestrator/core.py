@@ -61,7 +61,7 @@ NEED_ROUND_SHARE = 0.5
 PRESUMMARY_HUBS = 200
 # Turns of this session shown in the cached session-memory block.
 SESSION_MEMORY_TURNS = 8
-# A reply shorter than this that ends without edit blocks and mentions them was likely cut off.
+# The first line of every edit block: a reply without it proposes no edits.
 EDIT_MARKER = "<<<<<<<"
 
 TextCallback = Callable[[str], None]
@@ -117,6 +117,7 @@ class TurnResult:
             "need_rounds": self.need_rounds,
             "edit_retries": self.edit_retries,
             "errors": list(self.errors),
+            "notes": list(self.pack.notes),
             "commit": self.commit.to_json() if hasattr(self.commit, "to_json") else None,
         }
 
@@ -129,6 +130,13 @@ def _need_wanted(symbols: tuple[str, ...], files: tuple[str, ...]) -> str:
     if files:
         parts.append(plural(len(files), "file"))
     return " and ".join(parts) or "the context"
+
+
+def _output_limit_note(limit: int) -> str:
+    return (
+        f"the reply stopped at the output limit (llm.max_output_tokens = {limit:,} tokens), so it is "
+        "incomplete; raise the limit (SEMFORA_LLM__MAX_OUTPUT_TOKENS) or ask for a smaller change"
+    )
 
 
 class _TurnEmbedder:
@@ -372,6 +380,8 @@ class Orchestrator:
         record.intent, record.intent_rule, record.budget = pack.intent, pack.intent_rule, pack.budget
         record.items = [item_record(i) for i in pack.items]
         record.timings["context"] = time.perf_counter() - t0
+        if pack.budget_note:  # `ask --budget 150000` showed /94,000 in the usage line, with no word why
+            status(pack.budget_note)
 
         system = stable_prefix(list(pack.items))
         messages: Messages = [{"role": "user", "content": task_message(task, list(pack.items), pack.intent)}]
@@ -385,6 +395,7 @@ class Orchestrator:
         commit: Any = None
         reply = ""
         error_code: str | None = None
+        cut = False  # the last reply stopped at the output limit
         # One deadline for every model call of this turn (NEED rounds and edit retries included).
         deadline = time.monotonic() + self.settings.llm.turn_timeout
         try:
@@ -394,6 +405,9 @@ class Orchestrator:
                 record.timings[f"model_{len(record.raw_replies) + 1}"] = time.perf_counter() - t_call
                 record.raw_replies.append(reply)
                 usage, cost = usage + done.usage, cost + done.cost_usd
+                # A reply cut at the output limit looks whole: the turn says so (see below),
+                # or the user trusts half an answer and a retry asks for the same length again.
+                cut = done.stop_reason == "max_tokens"
                 need = parse_need(reply)
                 if need is not None and not need.empty:
                     if need_rounds >= MAX_NEED_ROUNDS:
@@ -447,11 +461,19 @@ class Orchestrator:
                     status(
                         f"an edit block did not apply; asking the model again "
                         f"({retries}/{self.settings.llm.edit_retries}): {first_line}"
+                        + ("; the reply stopped at the output limit" if cut else "")
                     )
                     messages += [
                         {"role": "assistant", "content": reply},
-                        {"role": "user", "content": edit_failure_followup(prompt())},
+                        {
+                            "role": "user",
+                            "content": edit_failure_followup(
+                                prompt(), self.settings.llm.max_output_tokens if cut else None
+                            ),
+                        },
                     ]
+            if cut:
+                errors.append(_output_limit_note(self.settings.llm.max_output_tokens))
             if apply and outcome == "staged":
                 from engine.edits.session import EditSession
 

@@ -77,6 +77,8 @@ class NeedRequest:
 
 
 _NEED_HEAD = re.compile(r"^[ \t]*(?:\*\*)?NEED(?:\*\*)?[ \t]*:[ \t]*(.*)$", re.M)
+# A label before the names ("symbols: A, B", "files: x.py"), singular or plural: not a name.
+_NEED_LABEL = re.compile(r"^\s*(?:symbols?|files?|paths?)\s*:\s*", re.I)
 
 
 def parse_need(reply: str) -> NeedRequest | None:
@@ -86,8 +88,11 @@ def parse_need(reply: str) -> NeedRequest | None:
     match = _NEED_HEAD.search(reply)
     if match is None:
         return None
-    names: list[str] = [p for p in re.split(r"[,\s]+", match.group(1)) if p]
-    for line in reply[match.end() :].splitlines():
+    names: list[str] = [p for p in re.split(r"[,\s]+", _NEED_LABEL.sub("", match.group(1))) if p]
+    inline = bool(names)
+    # The lines after the head line (not the rest of the head line: its end is a newline,
+    # which read as the blank line that ends the list and dropped every item below it).
+    for line in reply[match.end() :].splitlines()[1:]:
         stripped = line.strip()
         if not stripped:
             if names:
@@ -96,8 +101,10 @@ def parse_need(reply: str) -> NeedRequest | None:
         if stripped.startswith("```"):
             continue
         item = re.sub(r"^(?:[-*•]|\d+[.)])\s*", "", stripped)
-        item = re.sub(r"^(?:symbol|file|path)\s*:\s*", "", item, flags=re.I)
-        names.extend(p for p in re.split(r"[,\s]+", item) if p)
+        unlabelled = _NEED_LABEL.sub("", item)
+        if inline and item == stripped and unlabelled == item:
+            break  # after "NEED: a, b", only bulleted or labelled lines continue the list; prose ends it
+        names.extend(p for p in re.split(r"[,\s]+", unlabelled) if p)
     symbols: list[str] = []
     files: list[str] = []
     for raw in names:
@@ -178,13 +185,25 @@ def need_followup(items: list[ContextItem], missing: list[str]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def edit_failure_followup(report: str) -> str:
-    """The user message sending failed edit blocks back to the model."""
+def edit_failure_followup(report: str, output_limit: int | None = None) -> str:
+    """The user message sending failed edit blocks back to the model.
+
+    ``output_limit``: the reply stopped at this many output tokens, so asking for the same
+    reply again would only be cut again; the model is told to make it shorter.
+    """
+    cut = (
+        f"Your reply stopped at the output limit ({output_limit:,} tokens), which cut it short. "
+        "This time send only the edit blocks, with no explanation, and keep SEARCH sections to the "
+        "few lines that locate each change.\n"
+        if output_limit
+        else ""
+    )
     return (
         "Your edit blocks could not be applied, so none of them were staged:\n\n"
         f"{report.rstrip()}\n\n"
         "Reply again with the complete corrected set of edit blocks (all of them, not only the "
         "failed ones). Copy SEARCH text exactly from the real lines shown above, or use a SYMBOL block.\n"
+        + cut
     )
 
 

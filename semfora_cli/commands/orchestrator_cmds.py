@@ -17,7 +17,7 @@ from engine.config import Settings, load_settings
 from engine.errors import EXIT_OK, EXIT_PROBLEM, UsageError
 from engine.repo.layout import RepoLayout
 from engine.words import plural
-from semfora_cli.output import engine_warning, print_json, warn
+from semfora_cli.output import engine_warning, print_json, quiet_stdout, warn
 
 EXIT_INTERRUPTED = 130
 # How often the main thread wakes while a turn streams, so Ctrl-C is noticed promptly.
@@ -109,6 +109,17 @@ def _usage_line(result: api.TurnResult) -> str:
     )
 
 
+def _applied_line(result: api.TurnResult) -> str:
+    """What `--apply` wrote: every hunk the commit took, those staged before this turn included
+    (it said "applied 1 hunk in a.py" while it also wrote an earlier turn's hunks to b.py)."""
+    commit = result.commit
+    line = f"-- applied {plural(commit.hunks, 'hunk')} in {', '.join(commit.files)}"
+    earlier = commit.hunks - result.hunks
+    if earlier > 0:
+        line += f" ({earlier} of them staged before this turn)"
+    return line
+
+
 def run_ask(args: argparse.Namespace) -> int:
     layout = RepoLayout.for_path(args.path)
     settings = _settings(layout, args)
@@ -123,15 +134,32 @@ def run_ask(args: argparse.Namespace) -> int:
     cancel = threading.Event()
     done = threading.Event()
     box: dict[str, Any] = {}
+    mid_line = threading.Event()  # the reply printed so far does not end with a newline
 
     def on_text(text: str) -> None:
-        if not args.json:
-            sys.stdout.write(text)
+        if not args.json and text:
+            try:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+            except BrokenPipeError:
+                # The reader left (`semfora ask ... | head`): the turn goes on to stage its edits
+                # (it is paid for) with nothing more printed; it ended with nothing staged.
+                quiet_stdout()
+            mid_line.clear() if text.endswith("\n") else mid_line.set()
+
+    def end_reply_line() -> None:
+        # A status or error line after a reply that stopped mid-line (a NEED block, a cut
+        # stream) was glued to it on a terminal ("src/app.pysemfora: the model asked ..."),
+        # and the next reply ran on from there.
+        if mid_line.is_set():
+            sys.stdout.write("\n")
             sys.stdout.flush()
+            mid_line.clear()
 
     def on_status(message: str) -> None:
         # On stderr, so retries and progress show with --json and in a pipe, and never mix
         # into the reply on stdout.
+        end_reply_line()
         sys.stderr.write(f"semfora: {message}\n")
         sys.stderr.flush()
 
@@ -160,23 +188,26 @@ def run_ask(args: argparse.Namespace) -> int:
             pass
     except KeyboardInterrupt:
         cancel.set()
+        end_reply_line()
         sys.stderr.write("semfora: cancelling the turn (Ctrl-C again to quit at once)\n")
         sys.stderr.flush()
         done.wait()  # a second Ctrl-C ends the command here ("interrupted", exit 130)
     finally:
         orch.close()
     if "error" in box:
+        end_reply_line()
         raise box["error"]
     result = box["result"]
     if args.json:
         print_json(result.to_json())
     else:
         sys.stdout.write("\n\n")
-        if result.edits_staged:
-            verb = "applied" if result.outcome == "applied" else "staged"
+        if result.outcome == "applied":
+            sys.stdout.write(_applied_line(result) + "\n")
+        elif result.edits_staged:
             sys.stdout.write(
-                f"-- {verb} {plural(result.hunks, 'hunk')} in {', '.join(result.edits_staged)}"
-                + ("; review with `semfora edits list`\n" if verb == "staged" else "\n")
+                f"-- staged {plural(result.hunks, 'hunk')} in {', '.join(result.edits_staged)}"
+                "; review with `semfora edits list`\n"
             )
         for error in result.errors:
             sys.stdout.write(f"-- problem: {error}\n")

@@ -167,3 +167,58 @@ def test_a_local_model_with_ollama_down_says_to_start_ollama(make_repo) -> None:
     assert "needs Ollama, which is not reachable" in proc.stderr
     assert "ollama serve" in proc.stderr and "ollama pull qwen2.5-coder:7b" in proc.stderr
     assert "--model ollama/" not in proc.stderr
+
+
+def _ask_on_one_terminal(root, *args: str) -> tuple[int, str]:
+    """`semfora ask` with stdout and stderr on one stream, as a terminal shows them."""
+    proc = subprocess.run(
+        [SEMFORA, "ask", *args, "--path", str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=dict(os.environ),
+        timeout=120,
+        check=False,
+    )
+    return proc.returncode, proc.stdout
+
+
+def test_status_and_error_lines_start_on_their_own_line_after_a_reply_cut_mid_line(
+    make_repo, fake_anthropic
+) -> None:
+    # A NEED reply with no final newline had the status glued to it on a terminal
+    # ("- src/shop/pricing.pysemfora: the model asked ..."), and a cut stream the error line.
+    root = make_repo(SHOP_FILES)
+    fake_anthropic.reply("NEED:\n- src/shop/pricing.py").reply("The answer.")
+    code, shown = _ask_on_one_terminal(root, "explain the checkout flow")
+    assert code == 0, shown
+    assert "- src/shop/pricing.py\nsemfora: the model asked for 1 file;" in shown, shown
+    assert "\nThe answer." in shown
+
+    fake_anthropic.disconnect("The answer is that Cart.total adds tax", after_chunks=2)
+    code, shown = _ask_on_one_terminal(root, "explain Cart.total")
+    assert code == 1, shown
+    assert "The answer is th\nerror[MODEL_STREAM_INTERRUPTED]: " in shown, shown
+
+
+def test_a_reader_that_leaves_mid_reply_does_not_cost_the_turn_its_edits(make_repo, fake_anthropic) -> None:
+    # `semfora ask "fix it" | head -1` ended at the first write after head left: exit 0,
+    # nothing staged, no run logged, though the reply was paid for.
+    root = make_repo(SHOP_FILES)
+    fake_anthropic.reply(
+        "I looked at it.\n" + "Some reasoning. " * 40 + "\n" + GOOD_EDIT, chunk_chars=16, delay=0.02
+    )
+    proc = subprocess.Popen(
+        [SEMFORA, "ask", "Fix Cart.total", "--path", str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ),
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline() == b"I looked at it.\n"  # the reply is streaming
+    proc.stdout.close()  # the reader leaves, as `head -1` does
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, stderr
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
+    listed = run_semfora("edits", "list", "--path", str(root), "--json")
+    assert "src/shop/cart.py" in listed.stdout, listed.stdout

@@ -6,7 +6,7 @@ import json
 
 from tests.conftest import run_semfora
 from tests.engine.orchestrator.conftest import ENV_SECRET, SHOP_FILES
-from tests.engine.orchestrator.test_turn import GOOD_EDIT, MISMATCH
+from tests.engine.orchestrator.test_turn import GOOD_EDIT, MISMATCH, SYMBOL_EDIT
 
 
 def test_context_json_needs_no_model_and_respects_the_budget(make_repo) -> None:
@@ -38,6 +38,22 @@ def test_a_budget_above_the_window_says_why_it_was_capped(make_repo) -> None:
     assert "note: budget capped at 94,000 tokens (asked 150,000): the model's window" in proc.stdout
     data = json.loads(run_semfora("context", "explain Cart.total", "--path", str(root), "--json").stdout)
     assert not [n for n in data["notes"] if "capped" in n]  # the default budget fits
+
+
+def test_ask_with_a_budget_above_the_window_says_why_before_the_reply(make_repo, fake_anthropic) -> None:
+    # `ask --budget 150000` showed `/94,000 tokens` in its usage line and no word why.
+    root = make_repo(SHOP_FILES)
+    fake_anthropic.reply("The answer.")
+    proc = run_semfora("ask", "explain Cart.total", "--budget", "150000", "--path", str(root))
+    assert proc.returncode == 0, proc.stderr
+    assert "semfora: budget capped at 94,000 tokens (asked 150,000): the model's window" in proc.stderr
+    fake_anthropic.reply("The answer.")
+    as_json = run_semfora("ask", "explain Cart.total", "--budget", "150000", "--path", str(root), "--json")
+    data = json.loads(as_json.stdout)
+    assert data["budget"] == 94000 and any(n.startswith("budget capped at 94,000") for n in data["notes"])
+    fake_anthropic.reply("The answer.")
+    plain = run_semfora("ask", "explain Cart.total", "--path", str(root))  # the default budget fits
+    assert plain.returncode == 0 and "capped" not in plain.stderr
 
 
 def test_context_text_prints_what_would_be_sent(make_repo) -> None:
@@ -82,6 +98,21 @@ def test_ask_apply_writes_the_file(make_repo, fake_anthropic) -> None:
     data = json.loads(proc.stdout)
     assert data["outcome"] == "applied" and data["cost_usd"] >= 0
     assert "return apply_discount(sub + tax_for(sub), code)" in (root / "src/shop/cart.py").read_text()
+
+
+def test_ask_apply_names_every_file_it_wrote_earlier_staged_hunks_included(make_repo, fake_anthropic) -> None:
+    # --apply commits every pending hunk; it said "applied 1 hunk in src/shop/pricing.py"
+    # while it also wrote the hunk an earlier `ask` had staged in src/shop/cart.py.
+    root = make_repo(SHOP_FILES)
+    fake_anthropic.reply(GOOD_EDIT)
+    assert run_semfora("ask", "Fix Cart.total", "--path", str(root)).returncode == 0  # staged only
+    fake_anthropic.reply(SYMBOL_EDIT)
+    proc = run_semfora("ask", "make tax_for charge 20%", "--path", str(root), "--apply")
+    assert proc.returncode == 0, proc.stderr
+    assert "apply_discount(sub + tax_for(sub), code)" in (root / "src/shop/cart.py").read_text()
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("-- applied"))
+    assert "2 hunks" in line and "src/shop/cart.py" in line and "src/shop/pricing.py" in line, line
+    assert "(1 of them staged before this turn)" in line
 
 
 def test_ask_with_unappliable_edits_exits_1(make_repo, fake_anthropic) -> None:

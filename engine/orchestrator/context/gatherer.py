@@ -65,6 +65,10 @@ class StagedView:
     whole: bool = False
 
 
+# How the note on a budget cut to the model's window begins (a turn says it before the reply).
+BUDGET_CAPPED = "budget capped at"
+
+
 @dataclass(frozen=True)
 class ContextPack:
     """What one task is given: the items in send order and how they were chosen."""
@@ -86,6 +90,11 @@ class ContextPack:
     @property
     def total_tokens(self) -> int:
         return sum(i.tokens for i in self.items)
+
+    @property
+    def budget_note(self) -> str | None:
+        """Why the budget is below the one asked for (the model's window), or None."""
+        return next((n for n in self.notes if n.startswith(BUDGET_CAPPED)), None)
 
     def to_json(self) -> dict[str, Any]:
         """The BRIEF's `semfora context --json` shape (plus a few extra fields)."""
@@ -304,7 +313,7 @@ class ContextGatherer:
         notes: list[str] = []
         if budget.request_budget > budget.limit:  # --budget 150000 showed /94,000 with no word why
             notes.append(
-                f"budget capped at {budget.limit:,} tokens (asked {budget.request_budget:,}): the model's "
+                f"{BUDGET_CAPPED} {budget.limit:,} tokens (asked {budget.request_budget:,}): the model's "
                 f"window, budget.max_context_tokens {budget.max_context_tokens:,}, less the reply's "
                 f"{budget.reserved_for_response:,} and the system prompt's {budget.reserved_for_system:,}"
             )

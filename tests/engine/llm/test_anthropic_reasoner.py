@@ -107,6 +107,29 @@ def test_retries_are_bounded_and_end_in_a_typed_error(fake_anthropic: FakeAnthro
     assert len(fake_anthropic.message_requests()) == FAST.max_retries + 1
 
 
+def test_the_advice_after_retries_fits_the_status(fake_anthropic: FakeAnthropic) -> None:
+    # Every status said "lower llm.max_output_tokens", which does nothing for an overloaded or
+    # failing server; only a rate limit counts the output tokens asked for.
+    hints = {}
+    for status in (429, 529, 500):
+        for _ in range(FAST.max_retries + 1):
+            fake_anthropic.error(status)
+        with pytest.raises(ModelError) as info:
+            _reasoner(fake_anthropic).complete("s", USER)
+        hints[status] = info.value.hint or ""
+    assert "max_output_tokens" in hints[429]
+    assert "overloaded" in hints[529] and "max_output_tokens" not in hints[529]
+    assert "max_output_tokens" not in hints[500] and "try again" in hints[500]
+
+
+def test_an_error_inside_the_stream_is_named_in_words_when_retried(fake_anthropic: FakeAnthropic) -> None:
+    # The retry line showed the raw event type: "retrying 1/4 in 0.3 s: overloaded_error".
+    fake_anthropic.error(529, in_stream=True).reply("second try")
+    statuses: list[str] = []
+    _reasoner(fake_anthropic).complete("s", USER, on_status=statuses.append)
+    assert len(statuses) == 1 and statuses[0].endswith(": overloaded (in the stream)"), statuses
+
+
 def test_overload_announced_inside_the_stream_is_retried(fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.error(529, in_stream=True).reply("second try")
     assert _reasoner(fake_anthropic).complete("s", USER).text == "second try"

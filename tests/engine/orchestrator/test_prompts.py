@@ -53,6 +53,10 @@ def test_parse_need_variants() -> None:
     inline = parse_need("NEED: Foo.bar, lib/util.js")
     assert inline is not None and inline.symbols == ("Foo.bar",) and inline.files == ("lib/util.js",)
     assert parse_need("No need for more context.") is None
+    labelled = parse_need("NEED: symbols: Foo.bar\nfiles: lib/util.js")
+    assert labelled is not None and labelled.symbols == ("Foo.bar",) and labelled.files == ("lib/util.js",)
+    prose = parse_need("NEED: Foo.bar\nThen I can answer.")  # prose after an inline list is not names
+    assert prose is not None and prose.symbols == ("Foo.bar",) and prose.files == ()
     assert parse_need("a.py\n<<<<<<< SEARCH\nNEED: x\n=======\ny\n>>>>>>> REPLACE") is None
     many = parse_need("NEED: " + ", ".join(f"s{i}" for i in range(20)))
     assert many is not None and len(many.symbols) == 6

@@ -155,6 +155,21 @@ def test_need_round_is_resolved_and_visible_as_budget_item(shop, fake_anthropic)
     assert data["need_rounds"][0]["symbols"] == ["payment_gateway_url"]
 
 
+def test_need_with_labels_and_a_name_on_its_first_line_fetches_every_target(shop, fake_anthropic) -> None:
+    # "NEED: symbols: a, b" then "files: x.py" once asked for a symbol named "symbols:" and
+    # dropped the file line: the model never saw the file it asked for.
+    layout, cfg = shop
+    fake_anthropic.reply("NEED: symbols: payment_gateway_url\nfiles: src/shop/pricing.py")
+    fake_anthropic.reply("Thanks, here is the answer.")
+    statuses: list[str] = []
+    result = _orch(layout, cfg).run_turn("explain the checkout flow", on_status=statuses.append)
+    followup = fake_anthropic.message_requests()[1].body["messages"][-1]["content"]
+    assert "def payment_gateway_url" in followup and "def tax_for" in followup
+    assert "symbols:" not in followup
+    assert any("asked for 1 more symbol and 1 file" in s for s in statuses), statuses
+    assert result.need_rounds == 1 and result.outcome == "answered"
+
+
 def test_need_is_bounded_to_two_rounds(shop, fake_anthropic) -> None:
     layout, cfg = shop
     for _ in range(MAX_NEED_ROUNDS + 1):
@@ -403,3 +418,22 @@ def test_each_item_text_is_exactly_what_the_model_receives(shop, fake_anthropic)
     need = [i.to_json()["text"] for i in result.extra_items]
     assert need and all(t in second.body["messages"][-1]["content"] for t in need)
     assert "def payment_gateway_url" in need[0]
+
+
+def test_a_reply_cut_at_the_output_limit_says_so_and_the_retry_asks_for_less(shop, fake_anthropic) -> None:
+    # A reply that stopped at llm.max_output_tokens ended "answered" with nothing said, and a
+    # block it cut was retried with no word of why, so the model sent the same length again.
+    layout, cfg = shop
+    fake_anthropic.reply("The cart sums items, then " * 20, stop_reason="max_tokens")
+    answered = _orch(layout, cfg).run_turn("explain the cart")
+    assert answered.outcome == "answered"
+    assert any("stopped at the output limit (llm.max_output_tokens = 4,000" in e for e in answered.errors)
+
+    cut_block = GOOD_EDIT[: GOOD_EDIT.index("=======")]
+    fake_anthropic.reply(cut_block, stop_reason="max_tokens").reply(GOOD_EDIT)
+    statuses: list[str] = []
+    staged = _orch(layout, cfg).run_turn("fix Cart.total", on_status=statuses.append)
+    assert staged.outcome == "staged" and staged.errors == ()  # the last reply was whole
+    retry = fake_anthropic.message_requests()[-1].body["messages"][-1]["content"]
+    assert "Your reply stopped at the output limit (4,000 tokens)" in retry
+    assert any("the reply stopped at the output limit" in s for s in statuses), statuses
