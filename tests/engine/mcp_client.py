@@ -26,6 +26,17 @@ INITIALIZE: dict[str, Any] = {
 }
 
 
+def spawn_mcp(path: Path | str) -> subprocess.Popen[str]:
+    """`semfora mcp --path PATH` with text pipes on its stdio, for a test that speaks raw JSON-RPC."""
+    return subprocess.Popen(
+        [SEMFORA, "mcp", "--path", str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 async def mcp_session(root: Path, body: Callable[[Any], Awaitable[Any]], args: Sequence[str] = ()) -> Any:
     """Run ``body(session)`` against `semfora mcp --path root ARGS`, initialised."""
     from mcp.client.session import ClientSession

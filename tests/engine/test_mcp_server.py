@@ -512,18 +512,10 @@ def test_a_bad_path_is_answered_to_the_client_not_a_closed_connection(tmp_path: 
     """`semfora mcp --path /gone` exited before the handshake: the client saw only
     "Connection closed" and the reason sat in a log. Now the handshake completes, its
     instructions and every call carry the typed error, and the exit code is still 2."""
-    import subprocess
-
-    from tests.engine.mcp_client import INITIALIZE
+    from tests.engine.mcp_client import INITIALIZE, spawn_mcp
 
     gone = tmp_path / "no such repo"
-    proc = subprocess.Popen(
-        [SEMFORA, "mcp", "--path", str(gone)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = spawn_mcp(gone)
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
 
     def ask(message: dict[str, object]) -> dict[str, object]:

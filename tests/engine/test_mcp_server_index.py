@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from tests.conftest import SEMFORA
-from tests.engine.mcp_client import INITIALIZE, index_lock_held, mcp_session, tool_error
+from tests.engine.mcp_client import INITIALIZE, index_lock_held, mcp_session, spawn_mcp, tool_error
 
 APP = '''"""Payments."""
 
@@ -295,13 +295,7 @@ def test_a_client_that_leaves_during_the_first_build_does_not_keep_the_server_ru
     root = make_repo({"pay/app.py": APP, **_many_files()})
     monkeypatch.setenv("SEMFORA_INDEX__LOCK_TIMEOUT", "600")
     with index_lock_held(root):
-        server = subprocess.Popen(
-            [SEMFORA, "mcp", "--path", str(root)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        server = spawn_mcp(root)
         assert server.stdin is not None and server.stdout is not None
         server.stdin.write(json.dumps(INITIALIZE) + "\n")
         server.stdin.flush()
