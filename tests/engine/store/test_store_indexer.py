@@ -310,20 +310,26 @@ def test_a_header_ahead_of_the_file_during_a_writers_checkpoint_is_waited_out(ma
     layout.index_db.write_bytes(whole[: len(whole) // 2])  # the header says more pages than there are
     looks: list[str | None] = []
     real = db.header_problem
+    moved = threading.Event()  # the reader looked a second time, or gave up
 
     def counted(path):  # type: ignore[no-untyped-def]
         looks.append(real(path))
+        if len(looks) >= 2:
+            moved.set()
         return looks[-1]
+
+    def read() -> None:
+        try:
+            opened.append(SymbolStore(layout))
+        finally:
+            moved.set()
 
     monkeypatch.setattr(db, "header_problem", counted)
     opened: list[object] = []
     with writer_lock(layout, 1.0):
-        reader = threading.Thread(target=lambda: opened.append(SymbolStore(layout)), daemon=True)
+        reader = threading.Thread(target=read, daemon=True)
         reader.start()
-        deadline = time.monotonic() + 30
-        while len(looks) < 2 and reader.is_alive():  # it found the header ahead and looked again
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        assert moved.wait(30)  # a state: it found the header ahead and looked again (or failed)
         layout.index_db.write_bytes(whole)  # the checkpoint ends
         reader.join(30)
     assert looks[0] is not None and looks[0].startswith("truncated")
