@@ -177,3 +177,10 @@ async def answer_confirmation(pilot: object, app: SemforaApp, key: str = "y") ->
     await wait_for(pilot, lambda: screen.armed, "the confirmation to accept answers")
     await pilot.press(key)  # type: ignore[attr-defined]
     return screen
+
+
+async def press_and_answer(pilot: object, app: SemforaApp, *keys: str, answer: str = "y") -> None:
+    """Press ``keys`` (the last one asks a question), answer it, and wait until the app has settled."""
+    await pilot.press(*keys)  # type: ignore[attr-defined]
+    await answer_confirmation(pilot, app, answer)
+    await settle(pilot)

@@ -10,7 +10,15 @@ from engine.edits.session import EditSession
 from engine.repo.layout import RepoLayout
 from semfora_tui.screens.confirm import ConfirmScreen
 from semfora_tui.widgets.diff_pane import DiffPane
-from tests.tui.conftest import EDIT_BLOCKS, SOURCE, AppFactory, answer_confirmation, settle, wait_for
+from tests.tui.conftest import (
+    EDIT_BLOCKS,
+    SOURCE,
+    AppFactory,
+    answer_confirmation,
+    press_and_answer,
+    settle,
+    wait_for,
+)
 
 
 def _states(root: Path) -> dict[str, list[str]]:
@@ -93,9 +101,7 @@ async def test_commit_confirms_with_counts_then_undo_restores(make_app: AppFacto
         assert (demo_repo / "app/server.py").read_text() == SOURCE["app/server.py"]
         assert [f.path for f in app.diff.files] == ["app/server.py"]
         assert app.diff.has_focus  # the confirmation hands the keyboard back to review mode
-        await pilot.press("u")
-        await answer_confirmation(pilot, app, "y")
-        await settle(pilot)
+        await press_and_answer(pilot, app, "u")
         assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]
         assert "Undid the last commit" in app.chat.transcript()
 
@@ -112,9 +118,7 @@ async def test_the_undo_question_says_a_file_the_commit_created_is_removed(
     async with app.run_test(size=(120, 40)) as pilot:
         await app.main.run_slash("/edit --from edits.txt")
         await settle(pilot)
-        await pilot.press("f2", "A", "N", "A", "c")
-        await answer_confirmation(pilot, app, "y")
-        await settle(pilot)
+        await press_and_answer(pilot, app, "f2", "A", "N", "A", "c")
         assert (demo_repo / "app/notes.md").read_text() == "# Notes\n"
         await pilot.press("u")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
@@ -136,14 +140,10 @@ async def test_an_undo_that_staged_hunks_cannot_follow_is_still_reported_as_done
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await _staged(pilot, app, demo_repo)
-        await pilot.press("a", "c")
-        await answer_confirmation(pilot, app, "y")
-        await settle(pilot)
+        await press_and_answer(pilot, app, "a", "c")
         assert "return int(text.strip())" in (demo_repo / "app/config.py").read_text()
         (RepoLayout.for_path(demo_repo).edits_dir / "session.json").write_text("{not json", encoding="utf-8")
-        await pilot.press("u")
-        await answer_confirmation(pilot, app, "y")
-        await settle(pilot)
+        await press_and_answer(pilot, app, "u")
         assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]
         transcript = app.chat.transcript()
         assert "Undid the last commit: `app/config.py`." in transcript
@@ -167,9 +167,7 @@ async def test_declining_the_commit_changes_nothing(make_app: AppFactory, demo_r
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await _staged(pilot, app, demo_repo)
-        await pilot.press("A", "c")
-        await answer_confirmation(pilot, app, "n")
-        await settle(pilot)
+        await press_and_answer(pilot, app, "A", "c", answer="n")
         assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]
         assert _states(demo_repo)["app/config.py"] == ["accepted"]
 
