@@ -151,6 +151,30 @@ def acquire(path: Path, timeout: float) -> int | None:
         return fd
 
 
+def holder(path: Path) -> str | None:
+    """Who holds the lock on ``path`` now: the recorded pid (``""`` when none is recorded), or
+    None when nobody does, or only a dead holder's orphans do (the next ``acquire`` takes over).
+
+    A probe, not a lock: a shared, non-blocking flock taken and dropped at once, on a descriptor
+    opened read-only, so the lock file is never rewritten and a writer starting meanwhile only
+    retries (``acquire`` polls).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None  # never locked here, or unreadable: nobody we can see
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        record = _read_record(fd)
+        return None if _holder_is_dead(record) else (record.split() or [""])[0]
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # closing it drops the probe's shared lock
+    return None
+
+
 def release(fd: int) -> None:
     fcntl.flock(fd, fcntl.LOCK_UN)
     os.close(fd)

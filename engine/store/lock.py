@@ -1,8 +1,9 @@
 """The index's single-writer lock (``index.lock`` in the repository's cache directory).
 
 Owns ``writer_lock``: the indexer holds it while it writes ``index.db``, and the store takes it
-before rebuilding a damaged ``index.db``; ``writer_busy`` tells readers that a writer is at work. Its own module so the store and the indexer above it
-share it without importing each other. Must not open databases.
+before rebuilding a damaged ``index.db``; ``writer_busy`` tells readers that a writer is at
+work. Its own module so the store and the indexer above it share it without importing each
+other. Must not open databases.
 """
 
 from __future__ import annotations
@@ -46,26 +47,9 @@ def writer_lock(
 
 
 def writer_busy(layout: RepoLayout) -> str | None:
-    """Who is writing the index right now (``another semfora process (pid 123)``), or None.
-
-    A probe, not a lock: a shared, non-blocking flock taken and dropped at once, on a descriptor
-    opened read-only, so the lock file is never rewritten and a writer starting meanwhile only
-    retries (``flock`` polls).
-    """
-    import fcntl
-
-    path = layout.cache_dir / LOCK_FILE
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None  # never indexed here, or unreadable: nobody is writing that we can see
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        pid = flock.holder_pid(path)
-        return f"another semfora process (pid {pid})" if pid else "another semfora process"
-    except OSError:
+    """Who is writing the index right now (``another semfora process (pid 123)``), or None
+    (``flock.holder``: a probe that never takes the lock)."""
+    pid = flock.holder(layout.cache_dir / LOCK_FILE)
+    if pid is None:
         return None
-    finally:
-        os.close(fd)  # closing it drops the probe's shared lock
-    return None
+    return f"another semfora process (pid {pid})" if pid else "another semfora process"

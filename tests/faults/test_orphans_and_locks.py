@@ -126,6 +126,10 @@ def test_a_lock_held_by_the_orphans_of_a_dead_process_is_taken_over(make_repo) -
                 pass
         finally:
             os.close(probe)
+        from engine.store.lock import writer_busy
+
+        # The orphans of a dead holder are no writer: readers answer without a "being written" note.
+        assert writer_busy(RepoLayout.for_path(root)) is None
         started = time.monotonic()
         proc = run_semfora(
             "index", "--no-vectors", "--path", str(root), env={"SEMFORA_INDEX__LOCK_TIMEOUT": "20"}
@@ -145,6 +149,9 @@ def test_a_live_holder_is_never_taken_over(make_repo) -> None:
     fd = flock.acquire(lock, 1)
     assert fd is not None
     try:
+        from engine.store.lock import writer_busy
+
+        assert writer_busy(RepoLayout.for_path(root)) == f"another semfora process (pid {os.getpid()})"
         proc = run_semfora(
             "index", "--no-vectors", "--path", str(root), env={"SEMFORA_INDEX__LOCK_TIMEOUT": "0.5"}
         )
