@@ -16,7 +16,13 @@ from engine.semantic.model import ImportRef
 
 _FUNCTION_VALUES = frozenset({"function_expression", "arrow_function", "generator_function", "function"})
 _WRAPPERS = frozenset(
-    {"lexical_declaration", "variable_declaration", "expression_statement", "export_statement"}
+    {
+        "lexical_declaration",
+        "variable_declaration",
+        "expression_statement",
+        "export_statement",
+        "ambient_declaration",  # TypeScript `declare function f(): T;`
+    }
 )
 # Roots whose member assignment changes process-wide state.
 _GLOBAL_ROOTS = ("window.", "globalThis.", "global.", "process.env", "document.", "self.")
@@ -103,6 +109,8 @@ class JavaScriptRules(LangRules):
         if name_node is None:
             return None
         name = text(name_node, src)
+        if node_type == "module":  # `declare module "fs-extra"`: the module's name, unquoted
+            name = name.strip("'\"")
         if node_type == "method_definition":
             parent = node.parent
             if parent is not None and parent.type == "object":
@@ -131,7 +139,8 @@ class JavaScriptRules(LangRules):
         ):
             if node.type == "assignment_expression" and value.type == "object":
                 return collapse(text(node.child_by_field_name("left"), src) + " = {…}")
-            return collapse(src[node.start_byte : node.end_byte].decode("utf-8", "replace").split("\n", 1)[0])
+            first = src[node.start_byte : node.end_byte].decode("utf-8", "replace").split("\n", 1)[0]
+            return collapse(first.rstrip().rstrip(";"))  # a declaration's `;` is not its signature
         raw = src[node.start_byte : body.start_byte].decode("utf-8", "replace")
         return collapse(raw.rstrip().rstrip("{").rstrip())
 

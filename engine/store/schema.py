@@ -21,7 +21,9 @@ from engine.errors import IndexError_
 # v6: same shape, rows derived again: the risk tables class importlib.import_module and
 #     __import__ as ``dynamic-import`` (they were ``subprocess``), and an index keeps a
 #     symbol's risk reasons until its file changes.
-SCHEMA_VERSION = 6
+# v7: same shape, rows derived again: TypeScript declarations without a body (a .d.ts file's
+#     functions and class methods, overload signatures, ``declare module "x"``) are symbols.
+SCHEMA_VERSION = 7
 
 # Names of the tables this module owns: a migration may rebuild only these.
 OWNED_TABLES = (
@@ -218,10 +220,11 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     4: _partial_callee_index,
     5: _rebuild_owned,
     6: _rebuild_owned,
+    7: _rebuild_owned,
 }
 # The first version whose tables a step before it rebuilds from scratch: upgrading across it
 # empties the semantic tables, and the caller says so (the next index run refills them).
-REBUILT_AT = frozenset({2, 5, 6})
+REBUILT_AT = frozenset({2, 5, 6, 7})
 
 
 def current_version(conn: sqlite3.Connection) -> int:

@@ -5,4 +5,9 @@
 (abstract_class_declaration) @def.class
 (abstract_method_signature) @def.function
 (interface_body (method_signature) @def.function)
+; Declarations without a body: a .d.ts file's functions and class methods, overload signatures.
+(function_signature) @def.function
+(class_body (method_signature) @def.function)
 (internal_module) @def.module
+; `declare module "fs-extra" { ... }`
+(module) @def.module

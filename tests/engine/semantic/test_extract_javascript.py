@@ -112,3 +112,41 @@ def test_tsx_components() -> None:
     assert [s.qualified_name for s in analysis.symbols] == ["App"]
     assert analysis.language == "tsx"
     assert [c.name for c in analysis.symbols[0].calls] == ["go"]
+
+
+DECLARATIONS = b"""declare namespace ts {
+    /** Create a new 'Program' instance. */
+    function createProgram(options: CreateProgramOptions): Program;
+    function createProgram(rootNames: readonly string[]): Program;
+}
+declare module "fs-extra" {
+    export function copy(src: string, dest: string): Promise<void>;
+}
+export declare function parse(text: string): Node;
+export function format(value: string): string;
+export function format(value: number): string;
+export function format(value: any): string { return String(value); }
+export declare class Printer {
+    print(node: Node): string;
+    private reset(): void;
+}
+"""
+
+
+def test_declaration_files_keep_their_functions_methods_and_modules() -> None:
+    """A .d.ts file (every typed npm package ships them) gave no function at all: its functions
+    and methods have no body (`function_signature`, `method_signature` in a class), so
+    `semfora search createProgram` on the typescript package found only a WebGL method."""
+    analysis = analyze_source("lib/typescript.d.ts", DECLARATIONS)
+    found = [(s.qualified_name, s.start_line, s.signature) for s in analysis.symbols]
+    assert ("ts.createProgram", 3, "function createProgram(options: CreateProgramOptions): Program") in found
+    assert ("ts.createProgram", 4, "function createProgram(rootNames: readonly string[]): Program") in found
+    assert ("fs-extra", 6, 'module "fs-extra"') in found  # named without its quotes
+    assert ("fs-extra.copy", 7, "function copy(src: string, dest: string): Promise<void>") in found
+    assert ("parse", 9, "function parse(text: string): Node") in found
+    assert [line for name, line, _ in found if name == "format"] == [10, 11, 12]  # overloads and body
+    assert ("Printer.print", 14, "print(node: Node): string") in found
+    exported = {s.qualified_name: s.exported for s in analysis.symbols}
+    assert exported["parse"] and exported["Printer.print"] and not exported["Printer.reset"]
+    doc = symbol_at(analysis, "ts.createProgram")
+    assert doc is not None and "Create a new 'Program' instance" in doc.doc

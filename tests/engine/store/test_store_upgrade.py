@@ -83,6 +83,25 @@ def test_risk_reasons_an_older_semfora_derived_are_derived_again(make_repo) -> N
     assert rows == [("load", "medium", '["dynamic-import: importlib.import_module"]')]
 
 
+def test_declarations_an_older_semfora_missed_are_found_after_the_upgrade(make_repo) -> None:
+    """Schema 6 extracted no function from a .d.ts file; an unchanged file is never parsed
+    again, so without a new schema an existing index kept missing them."""
+    root = make_repo(
+        {"types.d.ts": "declare namespace ts {\n    function createProgram(o: Options): Program;\n}\n"}
+    )
+    layout = RepoLayout.for_path(root)
+    index_repository(layout, _settings(layout))
+    with sqlite3.connect(layout.index_db) as conn:  # as schema 6 left it
+        conn.execute("DELETE FROM symbols WHERE name = 'createProgram'")
+        conn.execute("PRAGMA user_version = 6")
+    heard: list[EngineWarning] = []
+    index_repository(layout, _settings(layout), on_warning=heard.append)
+    assert [w.code for w in heard] == ["INDEX_UPGRADED"]
+    with sqlite3.connect(layout.index_db) as conn:
+        names = [r[0] for r in conn.execute("SELECT qualified_name FROM symbols ORDER BY start_line")]
+    assert names == ["ts", "ts.createProgram"]
+
+
 def test_progress_names_each_phase_and_counts_up_to_its_total(make_repo) -> None:
     root = make_repo(
         {**FILES, **{f"pkg/m{i}.py": f"def f{i}():\n    return f{i + 1}()\n" for i in range(30)}}
