@@ -25,6 +25,8 @@ BINARY_SNIFF_BYTES = 8192
 MINIFIED_AVG_LINE = 300
 # Only files at least this long are judged minified; a short one-liner is fine.
 MINIFIED_MIN_BYTES = 2048
+# The start of an inline source map (`//# sourceMappingURL=data:...`, or `/*# ... */` in CSS).
+INLINE_SOURCE_MAP = b"# sourceMappingURL=data:"
 MINIFIED_SUFFIXES = (".min.js", ".min.css", ".min.mjs", "-min.js", ".bundle.js")
 # Seconds `git ls-files` may take before we fall back to walking the tree.
 GIT_TIMEOUT_S = 60
@@ -60,8 +62,14 @@ def content_problem(path: str, data: bytes) -> str | None:
     if path.endswith(MINIFIED_SUFFIXES):
         return "minified"
     if len(data) >= MINIFIED_MIN_BYTES:
+        # Compiled output (an npm package's esm/ or cjs/ files) ends with its source map inline:
+        # one base64 line longer than the code above it, which made every short module
+        # "minified". The code is judged without it.
+        inline_map = data.rfind(INLINE_SOURCE_MAP)
+        if inline_map != -1:
+            data = data[: data.rfind(b"\n", 0, inline_map) + 1]
         lines = data.count(b"\n") + 1
-        if len(data) / lines > MINIFIED_AVG_LINE:
+        if len(data) >= MINIFIED_MIN_BYTES and len(data) / lines > MINIFIED_AVG_LINE:
             return "minified"
     return None
 

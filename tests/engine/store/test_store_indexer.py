@@ -160,6 +160,27 @@ def test_binary_huge_minified_and_unreadable_files_are_skipped_with_reasons(
     assert rep.files == 1
 
 
+def test_compiled_modules_with_an_inline_source_map_are_indexed_not_called_minified(make_repo) -> None:
+    """An npm package's compiled modules end with their source map inline (one long base64
+    line): 30 of @angular/core's esm2022 files were skipped as "minified" for it."""
+    import base64
+
+    code = "".join(f"export function step{i}(value) {{\n    return value + {i};\n}}\n" for i in range(12))
+    source_map = base64.b64encode(
+        b'{"version":3,"sources":["step.ts"],"mappings":"' + b"AAAA;" * 3000 + b'"}'
+    )
+    root = make_repo(
+        {
+            "esm/step.mjs": f"{code}//# sourceMappingURL=data:application/json;base64,{source_map.decode()}",
+            "dense.js": "var x = 1;" * 400 + "\n//# sourceMappingURL=data:application/json;base64,e30=",
+        }
+    )
+    layout, rep = _index(root)
+    assert {s.path: s.reason for s in rep.skipped_files} == {"dense.js": "minified"}  # still minified
+    with SymbolStore(layout) as store:
+        assert {s.name for s in store.symbols_in_file("esm/step.mjs")} == {f"step{i}" for i in range(12)}
+
+
 # Root reads any file whatever its mode; dropping CAP_DAC_OVERRIDE makes the mode count again.
 DROP_DAC = [
     "setpriv",
