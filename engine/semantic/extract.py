@@ -351,7 +351,8 @@ class _Sweep:
         elif kind == "function" and container_kind in CLASS_LIKE:
             kind = "method"
         qualified = f"{prefix}.{named.name}" if prefix else named.name
-        record = _Def(node, named.name, kind, qualified, prefix, local=container_kind in _FUNCTION_KINDS)
+        local = container_kind in _FUNCTION_KINDS and not named.instance
+        record = _Def(node, named.name, kind, qualified, prefix, local=local)
         self.defs.append(record)
         return record
 

@@ -29,6 +29,9 @@ class DefName:
     kind: str
     # When set, the qualified-name prefix, overriding the enclosing definition (Go receivers).
     owner: str | None = None
+    # A member set on an instance (JavaScript `this.x = function ...` in a constructor): it
+    # belongs to ``owner``, not to the function it is written in, so it is not local to it.
+    instance: bool = False
 
 
 def text(node: Node | None, src: bytes) -> str:

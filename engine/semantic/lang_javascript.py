@@ -30,6 +30,8 @@ _EXPORT_PREFIXES = ("exports.", "module.exports")
 _MAX_STRING_BYTES = 300
 # Object literals nested deeper than this are data, not namespaces worth naming.
 _MAX_OWNER_DEPTH = 8
+# Ancestors searched for the function or class a `this.x = ...` assignment is in.
+_MAX_THIS_DEPTH = 40
 
 
 def _string_value(node: Node | None, src: bytes) -> str | None:
@@ -84,6 +86,38 @@ class JavaScriptRules(LangRules):
                 return ".".join(reversed(keys))
         return None
 
+    def _this_owner(self, node: Node, src: bytes) -> str | None:
+        """The class or constructor function whose instance ``this`` is at ``node``:
+        ``class WebGLRenderer { constructor() { this.setSize = function () {} } }`` and
+        ``function Foo() { this.bar = function () {} }``; None when it cannot be named."""
+        current = node.parent
+        for _ in range(_MAX_THIS_DEPTH):
+            if current is None:
+                return None
+            kind = current.type
+            if kind == "method_definition":  # any method: `this` is an instance of its class
+                body = current.parent
+                owner = body.parent if body is not None else None
+                return self._bound_name(owner, src) if owner is not None else None
+            if kind in ("function_declaration", "generator_function_declaration"):
+                return text(current.child_by_field_name("name"), src) or None
+            if kind in ("function_expression", "generator_function"):
+                return self._bound_name(current, src)
+            current = current.parent  # arrow functions and blocks keep the outer `this`
+        return None
+
+    def _bound_name(self, node: Node, src: bytes) -> str | None:
+        """A class or function's own name, else the plain name it is bound to (``var Foo = ...``)."""
+        own = node.child_by_field_name("name")
+        if own is not None:
+            return text(own, src)
+        parent = node.parent
+        if parent is not None and parent.type == "variable_declarator":
+            name = parent.child_by_field_name("name")
+            if name is not None and name.type == "identifier":
+                return text(name, src)
+        return None
+
     # ---- definitions -------------------------------------------------------
     def def_name(self, node: Node, kind: str, src: bytes) -> DefName | None:
         node_type = node.type
@@ -98,6 +132,12 @@ class JavaScriptRules(LangRules):
                     kind = "function"
                 elif right.type == "class":
                     kind = "class"
+            if name.startswith("this.") and name.count(".") == 1:
+                # A method the constructor sets on the instance: `WebGLRenderer.setPixelRatio`,
+                # not `this.setPixelRatio` (which no search for the class's method found).
+                owner = self._this_owner(node, src)
+                if owner:
+                    return DefName(name[5:], kind, owner=owner, instance=True)
             return DefName(name, kind, owner="") if "." in name else DefName(name, kind)
         if node_type == "pair":
             key = node.child_by_field_name("key")
@@ -182,6 +222,11 @@ class JavaScriptRules(LangRules):
     def exported(self, node: Node, name: str, kind: str, src: bytes, qualified: str = "") -> bool:
         if qualified.startswith(_EXPORT_PREFIXES):
             return True
+        if node.type == "assignment_expression" and not qualified.startswith("this."):
+            left = node.child_by_field_name("left")
+            target = left.child_by_field_name("object") if left is not None else None
+            if target is not None and target.type == "this":  # a method set on the instance
+                return not name.startswith("#")
         if node.type in ("method_definition", "method_signature", "abstract_method_signature"):
             if name.startswith("#"):
                 return False

@@ -150,3 +150,42 @@ def test_declaration_files_keep_their_functions_methods_and_modules() -> None:
     assert exported["parse"] and exported["Printer.print"] and not exported["Printer.reset"]
     doc = symbol_at(analysis, "ts.createProgram")
     assert doc is not None and "Create a new 'Program' instance" in doc.doc
+
+
+INSTANCE_METHODS = b"""class WebGLRenderer {
+  constructor(parameters = {}) {
+    this.setPixelRatio = function (value) {
+      this.setSize(value, value);
+    };
+    this.setSize = function (width, height) {};
+    this.onTick = () => { this.render(); };
+  }
+  render() {}
+}
+function Camera() {
+  this.lookAt = function (target) { return target; };
+}
+var Light = function () {
+  this.shine = function () {};
+};
+function make() {
+  const local = { step() {} };
+}
+"""
+
+
+def test_methods_a_constructor_sets_on_this_belong_to_its_class() -> None:
+    """three.js defines WebGLRenderer's API in its constructor (`this.setPixelRatio = function`):
+    the symbols were named `this.setPixelRatio`, so a search for the renderer's method, or a
+    caller of it, never met the class."""
+    analysis = analyze_source("src/renderers/WebGLRenderer.js", INSTANCE_METHODS)
+    found = {s.qualified_name: (s.kind, s.parent, s.exported) for s in analysis.symbols}
+    assert found["WebGLRenderer.setPixelRatio"] == ("method", "WebGLRenderer", True)
+    assert found["WebGLRenderer.setSize"] == ("method", "WebGLRenderer", True)
+    assert found["WebGLRenderer.onTick"] == ("method", "WebGLRenderer", True)  # an arrow keeps `this`
+    assert found["Camera.lookAt"] == ("method", "Camera", True)
+    assert found["Light.shine"] == ("method", "Light", True)
+    assert found["local.step"][2] is False  # an object inside a function stays local to it
+    assert not any(name.startswith("this.") for name in found)
+    pixel = symbol_at(analysis, "WebGLRenderer.setPixelRatio")
+    assert pixel is not None and [(c.receiver, c.name) for c in pixel.calls] == [("this", "setSize")]
