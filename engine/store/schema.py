@@ -22,7 +22,8 @@ from engine.errors import IndexError_
 #     __import__ as ``dynamic-import`` (they were ``subprocess``), and an index keeps a
 #     symbol's risk reasons until its file changes.
 # v7: same shape, rows derived again: TypeScript declarations without a body (a .d.ts file's
-#     functions and class methods, overload signatures, ``declare module "x"``) are symbols.
+#     functions and class methods, overload signatures, ``declare module "x"``) are symbols, and
+#     a JavaScript method a constructor sets on ``this`` is named after its class.
 SCHEMA_VERSION = 7
 
 # Names of the tables this module owns: a migration may rebuild only these.
