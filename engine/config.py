@@ -728,7 +728,8 @@ def render_configuration_doc() -> str:
         lines.append(f"| `{var}` | `{dotted}` |")
     lines += [
         "| `ANTHROPIC_API_KEY` | the Claude API key (never logged, never written to run logs) |",
-        "| `ANTHROPIC_BASE_URL` | an alternative Anthropic API endpoint |",
+        "| `ANTHROPIC_BASE_URL` | an alternative Anthropic API endpoint, with its scheme (`http://127.0.0.1:8080`); "
+        "anything else is `CONFIG_INVALID` |",
         "| `XDG_CACHE_HOME` | where all per-repository state lives (`semfora/<repo-id>/`) |",
         "| `XDG_CONFIG_HOME` | where `semfora/config.toml` and user `themes/` live |",
         "",

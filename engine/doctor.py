@@ -609,7 +609,12 @@ def check_anthropic(settings: Settings, network: bool) -> Check:
             "DOCTOR_ANTHROPIC_KEY",
             "export ANTHROPIC_API_KEY=... (or SEMFORA_MODEL=ollama/qwen2.5-coder:7b for a local model)",
         )
-    base = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+    from engine.llm.select import anthropic_base_url
+
+    try:
+        base = anthropic_base_url(os.environ) or "https://api.anthropic.com"
+    except ConfigError as exc:
+        return Check("anthropic key", "fail", exc.message, "DOCTOR_ANTHROPIC_UNREACHABLE", exc.hint or "")
     if not network:
         return Check("anthropic key", "ok", f"present (not probed: --no-network); model {model}")
     import httpx

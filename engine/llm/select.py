@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 
 from engine.config import Settings
+from engine.errors import ConfigError
 from engine.llm.base import ModelUnavailable, Reasoner
 from engine.services.ollama import OllamaClient, normalise_host
 
@@ -19,6 +20,23 @@ LOCAL_PROVIDERS = ("ollama/", "ollama_chat/")
 
 def is_claude_model(model: str) -> bool:
     return model.startswith("claude") or model.startswith("anthropic/")
+
+
+def anthropic_base_url(env: Mapping[str, str]) -> str | None:
+    """``ANTHROPIC_BASE_URL``, checked: a URL without ``http://`` or ``https://`` (``127.0.0.1:8080``)
+    was retried five times as "could not connect" before the turn failed."""
+    from urllib.parse import urlsplit
+
+    raw = (env.get("ANTHROPIC_BASE_URL") or "").strip()
+    if not raw:
+        return None
+    parts = urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(
+            f"ANTHROPIC_BASE_URL is {raw!r}, which is not an http:// or https:// URL",
+            hint=f"write it with its scheme, e.g. ANTHROPIC_BASE_URL=http://{raw.split('://')[-1]}",
+        )
+    return raw
 
 
 def resolve_model(settings: Settings, model: str | None = None) -> str:
@@ -36,7 +54,8 @@ def make_reasoner(
 
     Raises ``ModelUnavailable`` (exit 3) when a Claude model has no ``ANTHROPIC_API_KEY``,
     an ``ollama/`` model's server does not answer, or LiteLLM cannot tell which provider
-    serves the model (``MODEL_NOT_FOUND``).
+    serves the model (``MODEL_NOT_FOUND``); ``ConfigError`` (exit 2) when ``ANTHROPIC_BASE_URL``
+    is not an http(s) URL.
     """
     env = os.environ if environ is None else environ
     chosen = resolve_model(settings, model)
@@ -50,7 +69,7 @@ def make_reasoner(
             settings,
             model=chosen.removeprefix("anthropic/"),
             api_key=key,
-            base_url=env.get("ANTHROPIC_BASE_URL") or None,
+            base_url=anthropic_base_url(env),
         )
     if chosen.startswith(LOCAL_PROVIDERS):
         host = normalise_host(settings.ollama.host)  # carries OLLAMA_HOST (engine.config)

@@ -222,3 +222,18 @@ def test_a_reader_that_leaves_mid_reply_does_not_cost_the_turn_its_edits(make_re
     assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
     listed = run_semfora("edits", "list", "--path", str(root), "--json")
     assert "src/shop/cart.py" in listed.stdout, listed.stdout
+
+
+def test_an_anthropic_base_url_without_a_scheme_is_a_configuration_error_at_once(make_repo) -> None:
+    """`ANTHROPIC_BASE_URL=127.0.0.1:8080` (no http://) was retried five times as "could not
+    connect" (ten seconds), and `doctor` sent it as a URL too."""
+    root = make_repo(SHOP_FILES)
+    env = {"ANTHROPIC_BASE_URL": "127.0.0.1:8080", "ANTHROPIC_API_KEY": "sk-ant-test-scheme"}
+    proc = run_semfora("ask", "explain Cart", "--path", str(root), env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert "error[CONFIG_INVALID]: ANTHROPIC_BASE_URL is '127.0.0.1:8080'" in proc.stderr
+    assert "ANTHROPIC_BASE_URL=http://127.0.0.1:8080" in proc.stderr and "retrying" not in proc.stderr
+    doctor = run_semfora("doctor", "--path", str(root), "--json", env=env)
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
+    assert checks["anthropic key"]["status"] == "fail"
+    assert "not an http:// or https:// URL" in checks["anthropic key"]["detail"]
