@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.config import Settings, load_settings
-from engine.errors import EngineWarning, ServiceUnavailable, UsageError
+from engine.errors import ConfigError, EngineWarning, ServiceUnavailable, UsageError
 from engine.repo.layout import RepoLayout
 from semfora_tui.history import HISTORY_FILE, PromptHistory
 from semfora_tui.views import FileView, PackView, PastTurn, files_from_session, pack_from_engine
@@ -112,6 +112,8 @@ class EngineBridge:
 
             try:
                 make_reasoner(self.settings, self.model)
+            except ConfigError as exc:  # ANTHROPIC_BASE_URL without its scheme: what to write instead
+                return False, exc.message + (f" ({exc.hint})" if exc.hint else "")
             except ModelUnavailable as exc:
                 # A specific hint is the way out (how to name the model); the generic one (set a
                 # key or pick a local model) is what the offline notice says already.

@@ -301,3 +301,17 @@ async def test_the_header_says_when_the_index_waits_for_another_semfora(
                 await pilot.pause(0.05)
     finally:
         os.close(fd)
+
+
+async def test_a_malformed_anthropic_base_url_opens_the_app_offline_saying_what_to_write(
+    make_app: AppFactory, monkeypatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-url")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "127.0.0.1:8080")
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.main.offline is True
+        text = app.chat.transcript()
+        assert "ANTHROPIC_BASE_URL is '127.0.0.1:8080'" in text
+        assert "ANTHROPIC_BASE_URL=http://127.0.0.1:8080" in text
