@@ -49,6 +49,8 @@ class JavaScriptRules(LangRules):
     comment_types = frozenset({"comment"})
     leading_types = frozenset({"decorator"})
     doc_skip_types = leading_types
+    # The names the last file exported by list, with that file's source (see _listed_exports).
+    _exports_cache: tuple[bytes, frozenset[str]] | None = None
 
     # ---- helpers ---------------------------------------------------------
     def _value(self, node: Node) -> Node:
@@ -235,7 +237,37 @@ class JavaScriptRules(LangRules):
                 for c in node.children
             )
         outer = self.outer_node(node)
-        return outer.type == "export_statement"
+        if outer.type == "export_statement":
+            return True
+        program = outer.parent
+        if program is None or program.type != "program" or "." in qualified:
+            return False
+        return name in self._listed_exports(program, src)
+
+    def _listed_exports(self, program: Node, src: bytes) -> frozenset[str]:
+        """The names a module exports by name rather than in place: ``class A {}`` then
+        ``export { A, b as bee }`` or ``export default c`` (three.js exports every class so).
+        Worked out once per file (the last file's answer is kept)."""
+        cached = self._exports_cache
+        if cached is not None and cached[0] is src:
+            return cached[1]
+        names: set[str] = set()
+        for statement in program.named_children:
+            if statement.type != "export_statement" or statement.child_by_field_name("source") is not None:
+                continue  # `export { d } from './d.js'` re-exports another module's names
+            value = statement.child_by_field_name("value")
+            if value is not None and value.type == "identifier":
+                names.add(text(value, src))
+            for clause in statement.named_children:
+                if clause.type != "export_clause":
+                    continue
+                for spec in clause.named_children:
+                    local = spec.child_by_field_name("name") if spec.type == "export_specifier" else None
+                    if local is not None:
+                        names.add(text(local, src))
+        found = frozenset(names)
+        self._exports_cache = (src, found)
+        return found
 
     # ---- calls and imports -------------------------------------------------
     def call_parts(self, node: Node, src: bytes) -> tuple[str, str | None] | None:

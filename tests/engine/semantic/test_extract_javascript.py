@@ -189,3 +189,17 @@ def test_methods_a_constructor_sets_on_this_belong_to_its_class() -> None:
     assert not any(name.startswith("this.") for name in found)
     pixel = symbol_at(analysis, "WebGLRenderer.setPixelRatio")
     assert pixel is not None and [(c.receiver, c.name) for c in pixel.calls] == [("this", "setSize")]
+
+
+def test_names_exported_by_list_are_exported() -> None:
+    """three.js writes `class MeshStandardMaterial extends Material {}` and exports it at the
+    end with `export { MeshStandardMaterial }`: none of its classes counted as public, so the
+    overview gave src/materials/ no purpose and a removed class was no API change."""
+    source = (
+        b"class Material {}\nfunction helper() {}\nconst make = () => new Material();\nfunction hidden() {}\n"
+        b"export { Material, helper as util };\nexport default make;\nexport { other } from './other.js';\n"
+    )
+    exported = {
+        s.qualified_name: s.exported for s in analyze_source("src/materials/Material.js", source).symbols
+    }
+    assert exported == {"Material": True, "helper": True, "make": True, "hidden": False}
