@@ -23,7 +23,8 @@ from engine.errors import IndexError_
 #     symbol's risk reasons until its file changes.
 # v7: same shape, rows derived again: TypeScript declarations without a body (a .d.ts file's
 #     functions and class methods, overload signatures, ``declare module "x"``) are symbols, and
-#     a JavaScript method a constructor sets on ``this`` is named after its class.
+#     a JavaScript method a constructor sets on ``this`` is named after its class, and a name a
+#     module exports by list (``export { A }``) is public.
 SCHEMA_VERSION = 7
 
 # Names of the tables this module owns: a migration may rebuild only these.
