@@ -246,13 +246,17 @@ class JavaScriptRules(LangRules):
 
     def _listed_exports(self, program: Node, src: bytes) -> frozenset[str]:
         """The names a module exports by name rather than in place: ``class A {}`` then
-        ``export { A, b as bee }`` or ``export default c`` (three.js exports every class so).
+        ``export { A, b as bee }`` or ``export default c`` (three.js exports every class so), or
+        in CommonJS ``module.exports = { A }``.
         Worked out once per file (the last file's answer is kept)."""
         cached = self._exports_cache
         if cached is not None and cached[0] is src:
             return cached[1]
         names: set[str] = set()
         for statement in program.named_children:
+            if statement.type == "expression_statement":
+                names.update(self._commonjs_exports(statement, src))
+                continue
             if statement.type != "export_statement" or statement.child_by_field_name("source") is not None:
                 continue  # `export { d } from './d.js'` re-exports another module's names
             value = statement.child_by_field_name("value")
@@ -268,6 +272,32 @@ class JavaScriptRules(LangRules):
         found = frozenset(names)
         self._exports_cache = (src, found)
         return found
+
+    def _commonjs_exports(self, statement: Node, src: bytes) -> list[str]:
+        """Names a CommonJS module exports by assignment: ``module.exports = Router``,
+        ``module.exports = { a, bee: b }``, ``exports.d = d``, ``module.exports.C = C``."""
+        assign = statement.named_children[0] if statement.named_child_count else None
+        if assign is None or assign.type != "assignment_expression":
+            return []
+        target = short_text(assign.child_by_field_name("left"), src) or ""
+        if target != "module.exports" and not target.startswith(("module.exports.", "exports.")):
+            return []
+        value = assign.child_by_field_name("right")
+        if value is None:
+            return []
+        if value.type == "identifier":
+            return [text(value, src)]
+        if value.type != "object" or target != "module.exports":
+            return []
+        names = []
+        for member in value.named_children:
+            if member.type == "shorthand_property_identifier":
+                names.append(text(member, src))
+            elif member.type == "pair":
+                bound = member.child_by_field_name("value")
+                if bound is not None and bound.type == "identifier":
+                    names.append(text(bound, src))
+        return names
 
     # ---- calls and imports -------------------------------------------------
     def call_parts(self, node: Node, src: bytes) -> tuple[str, str | None] | None:

@@ -203,3 +203,20 @@ def test_names_exported_by_list_are_exported() -> None:
         s.qualified_name: s.exported for s in analyze_source("src/materials/Material.js", source).symbols
     }
     assert exported == {"Material": True, "helper": True, "make": True, "hidden": False}
+
+
+def test_names_a_commonjs_module_exports_are_exported() -> None:
+    """`function Router() {}` then `module.exports = Router` (express's lib/router) is the
+    module's public API; so are the names of `module.exports = { a, bee: b }` and `exports.d = d`."""
+    source = (
+        b"function a() {}\nfunction b() {}\nclass C {}\nfunction hidden() {}\nfunction d() {}\n"
+        b"function Router() {}\nmodule.exports = { a, bee: b };\nmodule.exports.C = C;\nexports.d = d;\n"
+        b"module.exports = Router;\n"
+    )
+    symbols = analyze_source("lib/router/index.js", source).symbols
+    exported = {
+        s.qualified_name: s.exported
+        for s in symbols
+        if not s.qualified_name.startswith(("module.", "exports."))
+    }
+    assert exported == {"a": True, "b": True, "C": True, "hidden": False, "d": True, "Router": True}
