@@ -89,6 +89,11 @@ def search(
         if on_engine_warning is not None:
             on_engine_warning(warning)
 
+    from engine.store.db import outdated_index_warning
+
+    outdated = outdated_index_warning(engine.layout) if engine.layout.index_db.exists() else None
+    if outdated is not None:
+        heard(outdated)
     hits = hybrid_search(
         engine.layout,
         engine.settings,

@@ -22,7 +22,7 @@ from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
 from engine.store.lock import writer_lock
 from engine.store.rows import SYMBOL_COLUMNS, most_called, row_to_symbol, symbol_filters
-from engine.store.schema import REBUILT_AT, SCHEMA_VERSION, migrate
+from engine.store.schema import REBUILT_AT, SCHEMA_VERSION, current_version, migrate
 from engine.store.symbol_search import rank_symbols
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -207,6 +207,31 @@ def _warn_if_emptied(found: int, on_warning: WarningSink | None) -> None:
                 "it is rebuilt by the next index run",
             )
         )
+
+
+def outdated_index_warning(layout: RepoLayout) -> EngineWarning | None:
+    """``INDEX_OUTDATED`` when index.db was derived by an older semfora and a reader answers from
+    it without upgrading it (`search` after an upgrade missed what this version extracts, and said
+    nothing); None when it is current, missing or unreadable (those are said where it is opened)."""
+    try:
+        conn = sqlite3.connect(f"file:{layout.index_db}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+    except sqlite3.Error:
+        return None
+    try:
+        found = current_version(conn)
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+    if not 0 < found < SCHEMA_VERSION or not any(
+        v in REBUILT_AT for v in range(found + 1, SCHEMA_VERSION + 1)
+    ):
+        return None
+    return EngineWarning(
+        "INDEX_OUTDATED",
+        f"index.db was written by an older semfora (schema {found}, now {SCHEMA_VERSION}); these results "
+        "come from it as it is until `semfora index` rebuilds it",
+    )
 
 
 def _rebuild(path: Path, problem: str, on_warning: WarningSink | None) -> sqlite3.Connection:

@@ -3,6 +3,7 @@ the overview is built once per index state and then read back."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 from engine.config import load_settings
@@ -10,6 +11,7 @@ from engine.errors import EngineWarning
 from engine.index.indexer import SHARD_GLOB, index_repository
 from engine.repo.layout import RepoLayout
 from engine.store.db import SymbolStore
+from tests.conftest import run_semfora
 
 FILES = {
     "pkg/app.py": "from pkg.util import helper\n\n\ndef main():\n    return helper(1)\n",
@@ -100,6 +102,25 @@ def test_declarations_an_older_semfora_missed_are_found_after_the_upgrade(make_r
     with sqlite3.connect(layout.index_db) as conn:
         names = [r[0] for r in conn.execute("SELECT qualified_name FROM symbols ORDER BY start_line")]
     assert names == ["ts", "ts.createProgram"]
+
+
+def test_search_on_an_index_an_older_semfora_wrote_says_so_until_it_is_rebuilt(make_repo) -> None:
+    """`search` answers from the index as it is (it never re-indexes): after an upgrade it gave
+    the old index's answers, without a word, until something else ran an index."""
+    root = make_repo(
+        {"types.d.ts": "declare namespace ts {\n    function createProgram(o: Options): Program;\n}\n"}
+    )
+    assert run_semfora("index", "--path", str(root)).returncode == 0
+    layout = RepoLayout.for_path(root)
+    with sqlite3.connect(layout.index_db) as conn:
+        conn.execute("PRAGMA user_version = 6")
+    old = run_semfora("search", "createProgram", "--path", str(root), "--json")
+    assert old.returncode == 0, old.stderr
+    assert "[INDEX_OUTDATED] index.db was written by an older semfora (schema 6" in old.stderr
+    assert any("until `semfora index` rebuilds it" in w for w in json.loads(old.stdout)["warnings"])
+    assert run_semfora("index", "--path", str(root)).returncode == 0
+    fresh = run_semfora("search", "createProgram", "--path", str(root), "--json")
+    assert "INDEX_OUTDATED" not in fresh.stderr and json.loads(fresh.stdout)["warnings"] == []
 
 
 def test_progress_names_each_phase_and_counts_up_to_its_total(make_repo) -> None:
