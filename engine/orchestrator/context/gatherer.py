@@ -29,7 +29,7 @@ from engine.orchestrator.context import candidates as channels
 from engine.orchestrator.context.digest import Digests
 from engine.orchestrator.context.fill import Filler
 from engine.orchestrator.context.need import NeedAnswer, answer_need
-from engine.orchestrator.context.rank import Ranker, asks_for_tests, is_report
+from engine.orchestrator.context.rank import Ranker, asks_for_tests, asks_for_types, is_report
 from engine.orchestrator.context.reads import RepoReader
 from engine.orchestrator.intent import classify_intent
 from engine.orchestrator.memory import RecalledTurn, SemforaMemory
@@ -257,7 +257,8 @@ class ContextGatherer:
         cands = channels.collect(store, symbol_hits, search_hits, label, self.reader.is_secret, messages)
         report = is_report(prose, len(pasted))
         wants_tests = asks_for_tests(prose, anchors.paths, report=report)
-        ranker = Ranker(store, self.reader, terms, wants_tests=wants_tests)
+        wants_types = asks_for_types(prose, anchors.paths)
+        ranker = Ranker(store, self.reader, terms, wants_tests=wants_tests, wants_types=wants_types)
         ordered = ranker.order(cands, self.reader.is_secret, self.memory.recency)
         timings["rank"] = time.perf_counter() - start
         return ordered, ranker, timings
