@@ -53,9 +53,22 @@ NON_SOURCE_WEIGHT = 0.35
 # Code outside any definition (imports, a file's header, the docblocks between methods) matches
 # a task's words through comments and import lists; behaviour lives in definitions.
 MODULE_WEIGHT = 0.5
-# Words that make a task about tests, examples or docs: then those count fully.
-TEST_WORDS = frozenset(
-    {"test", "tests", "testing", "pytest", "unittest", "spec", "specs", "example", "examples", "docs"}
+# Words that name tests, examples or docs. Saying one is not asking for them: "when a test
+# raises", "the short test summary", "the test runner strips colour", "in tests I assert..."
+# describe the library's behaviour (a testing tool's above all), and the code to change is the
+# implementation. They count fully only when the request acts on them (``TEST_REQUEST``).
+TEST_WORDS = r"(?:tests?|testing|specs?|examples?|docs|unit ?tests?|test ?cases?|test ?suites?)"
+# Verbs that act on tests, examples or docs ("add a test", "where are the examples", "update
+# the docs"), followed within TEST_VERB_REACH words by one of TEST_WORDS.
+TEST_VERBS = (
+    "add|adding|write|writing|create|update|fix|extend|improve|rewrite|remove|delete|run|running"
+    "|cover|show|find|where|list|move|rename|refactor|split|convert|port|migrate|parametrize"
+)
+TEST_VERB_REACH = 3
+TEST_REQUEST = re.compile(
+    rf"\b(?:{TEST_VERBS})\b(?:\W+\w+){{0,{TEST_VERB_REACH}}}?\W+{TEST_WORDS}\b"
+    rf"|\b{TEST_WORDS}\s+(?:for|of|that|covering)\b"
+    r"|\b(?:failing|flaky|broken|missing|new|existing) (?:unit )?tests?\b|\btest coverage\b"
 )
 # A report of something going wrong (an issue: paragraphs, pasted code or output, or more content
 # words than this) is not a request about tests even when it says "example" or "test": those are
@@ -85,8 +98,9 @@ def asks_for_tests(prose: str, paths: Iterable[str], *, report: bool) -> bool:
     so in its own words, or that names a test file."""
     if report:
         return False
-    words = [w.lower() for w in re.findall(r"[A-Za-z]+", prose)]
-    return any(w in TEST_WORDS for w in words) or any("test" in p.lower() for p in paths)
+    return bool(TEST_REQUEST.search(" ".join(prose.lower().split()))) or any(
+        "test" in p.lower() for p in paths
+    )
 
 
 class Lexicon:
