@@ -245,6 +245,46 @@ def test_a_long_definition_keeps_its_head_the_matching_lines_and_marks_its_gaps(
     assert "excerpt" in item.reason
 
 
+def test_a_long_signature_is_shown_whole_in_an_excerpt(make_repo) -> None:
+    """A definition with one parameter per line (as formatters write a dozen keyword arguments)
+    keeps every parameter, its return annotation and its first statements when it is excerpted:
+    the model edits a call it can read."""
+    params = "".join(f"    option_{n}: bool,\n" for n in range(14))
+    filler = "\n".join(f"    lines.append(render(entry, {n}))" for n in range(200))
+    files = {
+        "gen/script.py": (
+            "def render(entry, n):\n    return entry\n\n\n"
+            "def build_init_script(\n"
+            f"{params}"
+            "    method_name: str,\n"
+            ") -> tuple[str, dict]:\n"
+            '    """Return the source of an initializer and its globals."""\n'
+            "    lines = []\n"
+            "    globs = {}\n"
+            f"{filler}\n"
+            "    if option_3 and method_name:\n"
+            "        lines.append(f'self.pre_init({method_name})')\n"
+            f"{filler}\n"
+            "    return '\\n'.join(lines), globs\n"
+        )
+    }
+    layout, cfg = _index(make_repo, files)
+    pack = Orchestrator(layout, cfg).build_context(
+        "the initializer script calls pre_init with the wrong method name", budget=2000
+    )
+    (item,) = [i for i in pack.items if i.symbol == "build_init_script"]
+    assert item.kind == "source" and item.elided
+    head = item.text.splitlines()[:20]
+    assert head[:17] == [
+        "def build_init_script(",
+        *(f"    option_{n}: bool," for n in range(14)),
+        "    method_name: str,",
+        ") -> tuple[str, dict]:",
+    ], head
+    assert "    lines = []" in head and "    globs = {}" in head
+    assert "self.pre_init({method_name})" in item.text
+
+
 def _invoice_repo(make_repo: Callable[..., Path]) -> tuple[RepoLayout, object]:
     """Forty invoice functions that all match the task, each with its own body."""
     funcs = []
