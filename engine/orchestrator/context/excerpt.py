@@ -109,6 +109,33 @@ def head_lines(lines: Sequence[str], start: int, end: int) -> tuple[list[int], l
     return signature, opening
 
 
+# Statements that leave a definition without behaviour of its own (an abstract method, a stub).
+_STUB_STATEMENTS = frozenset({"pass", "...", "raise NotImplementedError", "raise NotImplementedError()"})
+
+
+def is_stub(lines: Sequence[str], start: int, end: int) -> bool:
+    """Whether a Python definition's body is a docstring and nothing that runs (at most ``pass``,
+    ``...`` or ``raise NotImplementedError``): a hook specification, a protocol or abstract method."""
+    end = min(end, len(lines))
+    sig_end = signature_end(lines, start, end)
+    if not lines[sig_end - 1].split("#", 1)[0].rstrip().endswith(":"):
+        return False
+    n = sig_end + 1
+    while n <= end and not lines[n - 1].strip():
+        n += 1
+    quote = _DOCSTRING_OPEN.match(lines[n - 1].strip()) if n <= end else None
+    if quote is None:
+        return False
+    close = quote.group(1)
+    if close not in lines[n - 1].strip()[quote.end() :]:
+        n = next((m for m in range(n + 1, end + 1) if close in lines[m - 1]), end)
+    for m in range(n + 1, end + 1):
+        stripped = lines[m - 1].strip()
+        if stripped and not _COMMENT.match(stripped) and stripped not in _STUB_STATEMENTS:
+            return False
+    return True
+
+
 def _indent(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
 

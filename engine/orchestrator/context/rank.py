@@ -31,6 +31,7 @@ from engine.orchestrator.context.candidates import (
     neighbourhood,
     of_symbol,
 )
+from engine.orchestrator.context.excerpt import is_stub
 from engine.orchestrator.context.graph import GRAPH_SEEDS, personalised_pagerank
 from engine.orchestrator.context.reads import RepoReader
 from engine.policy.paths import PathKind, classify_path
@@ -53,6 +54,11 @@ NON_SOURCE_WEIGHT = 0.35
 # Code outside any definition (imports, a file's header, the docblocks between methods) matches
 # a task's words through comments and import lists; behaviour lives in definitions.
 MODULE_WEIGHT = 0.5
+# A definition whose body is only a docstring (a hook specification, an abstract or protocol
+# method) is prose: it matches a task's words as a manual does, and nothing it runs can be
+# wrong. It counts this much unless the task acts on docs (``asks_for_tests``); the code that
+# implements the behaviour it describes is what a fix changes.
+STUB_WEIGHT = 0.5
 # Words that name tests, examples or docs. Saying one is not asking for them: "when a test
 # raises", "the short test summary", "the test runner strips colour", "in tests I assert..."
 # describe the library's behaviour (a testing tool's above all), and the code to change is the
@@ -150,6 +156,7 @@ class Ranker:
         self._file_symbols: dict[str, list[Any]] = {}
         self._stats: dict[str, tuple[dict[str, int], int, set[str]]] = {}
         self._avgdl = 0.0
+        self._stubs: dict[str, bool] = {}
 
     def order(
         self,
@@ -267,7 +274,21 @@ class Ranker:
             weight = NON_SOURCE_WEIGHT
         if c.symbol is None and c.chunk_kind == "module":
             weight *= MODULE_WEIGHT
+        elif not self.wants_tests and self.is_stub(c):
+            weight *= STUB_WEIGHT
         return weight
+
+    def is_stub(self, c: Candidate) -> bool:
+        """A definition whose body is only its docstring (see ``excerpt.is_stub``), cached."""
+        if c.symbol is None or c.is_container or c.start_line is None:
+            return False
+        found = self._stubs.get(c.key)
+        if found is None:
+            lines = self.lexicon.lines(c.file)
+            found = self._stubs[c.key] = bool(lines) and is_stub(
+                lines, c.start_line, c.end_line or c.start_line
+            )
+        return found
 
     def evidence(self, cands: list[Candidate]) -> None:
         """The candidate's own evidence (retrieval and lexical), before neighbours lend theirs."""

@@ -396,3 +396,51 @@ def test_a_traceback_points_at_its_frames_and_pasted_code_is_not_a_target(make_r
     post = [i for i in pack.items if i.symbol == "post"]
     assert all(i.priority != Priority.CRITICAL for i in post)
     assert all("named in the task" not in i.reason for i in post)
+
+
+# Hook specifications (docstrings that describe the phases at length) and the code that reports them.
+HOOKSPECS = '''"""Hook specifications: what each hook receives and when it is called."""
+
+
+def report_teardown(item, phase):
+    """Called when the teardown phase of an item ends: the teardown report of the phase.
+
+    The summary includes each teardown phase report; an expected failure (xfail) in the teardown
+    phase is reported in the summary with its phase, like the setup and call phases.
+    """
+
+
+def report_setup(item, phase):
+    """Called when the setup phase of an item ends: the setup phase report for the summary.
+
+    An expected failure (xfail) in the setup phase is reported with its phase in the summary.
+    """
+    raise NotImplementedError
+'''
+
+SUMMARY = '''"""The short summary printed at the end of a run."""
+
+
+def summary_line(report):
+    """One line of the short summary for a report."""
+    word = "XFAIL" if report.expected else "FAILED"
+    return f"{word} {report.nodeid}"
+
+
+def show_expected_failures(lines, reports):
+    """Include the xfail reports of the phases (setup, call, teardown) in the short summary, now."""
+    for report in reports:
+        if report.outcome == "xfail":
+            lines.append(summary_line(report) + f" ({report.when})")
+'''
+
+
+def test_a_docstring_only_specification_does_not_outrank_the_code(make_repo) -> None:
+    """A definition with nothing but a docstring matches the task's words as prose does; the code
+    that behaves is what the fix changes, and it leads the pack."""
+    layout, cfg = _index(make_repo, {"runner/hookspec.py": HOOKSPECS, "runner/summary.py": SUMMARY})
+    pack = Orchestrator(layout, cfg).build_context(
+        "xfail reports from teardown phases now include the phase in the short summary", budget=500
+    )
+    code = [i.symbol for i in pack.items if i.kind == "source"]
+    assert code and code[0] == "show_expected_failures", code
