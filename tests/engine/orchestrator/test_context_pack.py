@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -215,6 +216,14 @@ def test_an_issue_report_gets_the_function_to_change_as_source(make_repo) -> Non
     assert [i.symbol for i in code].index("rewind_body") < len(code)  # its callee, as code too
 
 
+def _item_of(make_repo: Callable[..., Path], files: dict[str, str], task: str, symbol: str) -> Any:
+    """The one item of ``symbol`` in the 2,000-token pack for ``task`` over a repository of ``files``."""
+    layout, cfg = _index(make_repo, files)
+    pack = Orchestrator(layout, cfg).build_context(task, budget=2000)
+    (item,) = [i for i in pack.items if i.symbol == symbol]
+    return item
+
+
 def test_a_long_definition_keeps_its_head_the_matching_lines_and_marks_its_gaps(make_repo) -> None:
     filler = "\n".join(f"    step_{n} = normalise(entry, {n})" for n in range(300))
     files = {
@@ -229,11 +238,12 @@ def test_a_long_definition_keeps_its_head_the_matching_lines_and_marks_its_gaps(
             "    return entry\n"
         )
     }
-    layout, cfg = _index(make_repo, files)
-    pack = Orchestrator(layout, cfg).build_context(
-        "reconciling a ledger fails with a currency mismatch between account and entry", budget=2000
+    item = _item_of(
+        make_repo,
+        files,
+        "reconciling a ledger fails with a currency mismatch between account and entry",
+        "reconcile_ledger",
     )
-    (item,) = [i for i in pack.items if i.symbol == "reconcile_ledger"]
     assert item.kind == "source" and item.elided and item.tokens <= 0.45 * 2000
     text = item.text
     assert text.startswith("def reconcile_ledger(entry, account):")
@@ -268,11 +278,12 @@ def test_a_long_signature_is_shown_whole_in_an_excerpt(make_repo) -> None:
             "    return '\\n'.join(lines), globs\n"
         )
     }
-    layout, cfg = _index(make_repo, files)
-    pack = Orchestrator(layout, cfg).build_context(
-        "the initializer script calls pre_init with the wrong method name", budget=2000
+    item = _item_of(
+        make_repo,
+        files,
+        "the initializer script calls pre_init with the wrong method name",
+        "build_init_script",
     )
-    (item,) = [i for i in pack.items if i.symbol == "build_init_script"]
     assert item.kind == "source" and item.elided
     head = item.text.splitlines()[:20]
     assert head[:17] == [
