@@ -22,8 +22,12 @@ MIN_GAP_LINES = 2
 # the condition around it, which is where fixes go.
 CONTEXT_BEFORE = 2
 CONTEXT_AFTER = 2
-# The signature's end is looked for this far: a long parameter list spans many lines.
-MAX_SIGNATURE_LINES = 12
+# The signature's end is looked for this far: a long parameter list spans many lines (one
+# parameter per line, as formatters write them; a builder with 20 keyword arguments takes 25).
+MAX_SIGNATURE_LINES = 40
+# Before brackets were counted, the end was the first line ending like a signature within this
+# many lines; it is still the answer when the brackets never balance (a bracket in a string).
+MAX_UNBALANCED_SIGNATURE_LINES = 12
 # The head of a long definition after its signature: the docstring's first lines (the rest of
 # a long docstring is elided) and then the first statements, which show how it starts working.
 HEAD_DOC_LINES = 2
@@ -56,11 +60,23 @@ def estimate(text: str) -> int:
 
 
 def signature_end(lines: Sequence[str], start: int, end: int) -> int:
-    """The line where the definition's signature ends (``def f(\\n a,\\n b):`` -> the ``):`` line)."""
+    """The line where the definition's signature ends (``def f(\\n a,\\n b):`` -> the ``):`` line).
+
+    It is the first line that ends like a signature with every ``(`` and ``[`` opened since
+    ``start`` closed: a parameter line ending in ``:`` or ``{`` (a dict default, an annotation)
+    is inside the brackets and does not end it."""
+    depth = 0
+    fallback = None
     for n in range(start, min(end, start + MAX_SIGNATURE_LINES - 1) + 1):
-        if _SIGNATURE_END.search(lines[n - 1].rstrip()):
+        line = lines[n - 1]
+        depth += line.count("(") + line.count("[") - line.count(")") - line.count("]")
+        if not _SIGNATURE_END.search(line.rstrip()):
+            continue
+        if depth <= 0:
             return n
-    return start
+        if fallback is None and n < start + MAX_UNBALANCED_SIGNATURE_LINES:
+            fallback = n
+    return fallback if fallback is not None else start
 
 
 def head_lines(lines: Sequence[str], start: int, end: int) -> tuple[list[int], list[int]]:
@@ -91,6 +107,33 @@ def head_lines(lines: Sequence[str], start: int, end: int) -> tuple[list[int], l
             code += 1
         n += 1
     return signature, opening
+
+
+# Statements that leave a definition without behaviour of its own (an abstract method, a stub).
+_STUB_STATEMENTS = frozenset({"pass", "...", "raise NotImplementedError", "raise NotImplementedError()"})
+
+
+def is_stub(lines: Sequence[str], start: int, end: int) -> bool:
+    """Whether a Python definition's body is a docstring and nothing that runs (at most ``pass``,
+    ``...`` or ``raise NotImplementedError``): a hook specification, a protocol or abstract method."""
+    end = min(end, len(lines))
+    sig_end = signature_end(lines, start, end)
+    if not lines[sig_end - 1].split("#", 1)[0].rstrip().endswith(":"):
+        return False
+    n = sig_end + 1
+    while n <= end and not lines[n - 1].strip():
+        n += 1
+    quote = _DOCSTRING_OPEN.match(lines[n - 1].strip()) if n <= end else None
+    if quote is None:
+        return False
+    close = quote.group(1)
+    if close not in lines[n - 1].strip()[quote.end() :]:
+        n = next((m for m in range(n + 1, end + 1) if close in lines[m - 1]), end)
+    for m in range(n + 1, end + 1):
+        stripped = lines[m - 1].strip()
+        if stripped and not _COMMENT.match(stripped) and stripped not in _STUB_STATEMENTS:
+            return False
+    return True
 
 
 def _indent(line: str) -> str:
@@ -153,6 +196,8 @@ def excerpt(
     body_head = [n for n in opening if visible(n)]
     tail = [n for n in range(end - TAIL_LINES + 1, end + 1) if visible(n) and n > signature[-1]]
     chosen: set[int] = set()
+    if head and estimate(render(lines, head, start, end)) > max_tokens:
+        head = head[:1]  # a signature too long for the room: its first line still names it
     for group in (head, body_head, tail):
         trial = chosen | set(group)
         if estimate(render(lines, sorted(trial), start, end)) <= max_tokens:

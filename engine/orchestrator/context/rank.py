@@ -31,6 +31,7 @@ from engine.orchestrator.context.candidates import (
     neighbourhood,
     of_symbol,
 )
+from engine.orchestrator.context.excerpt import is_stub
 from engine.orchestrator.context.graph import GRAPH_SEEDS, personalised_pagerank
 from engine.orchestrator.context.reads import RepoReader
 from engine.policy.paths import PathKind, classify_path
@@ -53,9 +54,27 @@ NON_SOURCE_WEIGHT = 0.35
 # Code outside any definition (imports, a file's header, the docblocks between methods) matches
 # a task's words through comments and import lists; behaviour lives in definitions.
 MODULE_WEIGHT = 0.5
-# Words that make a task about tests, examples or docs: then those count fully.
-TEST_WORDS = frozenset(
-    {"test", "tests", "testing", "pytest", "unittest", "spec", "specs", "example", "examples", "docs"}
+# A definition whose body is only a docstring (a hook specification, an abstract or protocol
+# method) is prose: it matches a task's words as a manual does, and nothing it runs can be
+# wrong. It counts this much unless the task acts on docs (``asks_for_tests``); the code that
+# implements the behaviour it describes is what a fix changes.
+STUB_WEIGHT = 0.5
+# Words that name tests, examples or docs. Saying one is not asking for them: "when a test
+# raises", "the short test summary", "the test runner strips colour", "in tests I assert..."
+# describe the library's behaviour (a testing tool's above all), and the code to change is the
+# implementation. They count fully only when the request acts on them (``TEST_REQUEST``).
+TEST_WORDS = r"(?:tests?|testing|specs?|examples?|docs|unit ?tests?|test ?cases?|test ?suites?)"
+# Verbs that act on tests, examples or docs ("add a test", "where are the examples", "update
+# the docs"), followed within TEST_VERB_REACH words by one of TEST_WORDS.
+TEST_VERBS = (
+    "add|adding|write|writing|create|update|fix|extend|improve|rewrite|remove|delete|run|running"
+    "|cover|show|find|where|list|move|rename|refactor|split|convert|port|migrate|parametrize"
+)
+TEST_VERB_REACH = 3
+TEST_REQUEST = re.compile(
+    rf"\b(?:{TEST_VERBS})\b(?:\W+\w+){{0,{TEST_VERB_REACH}}}?\W+{TEST_WORDS}\b"
+    rf"|\b{TEST_WORDS}\s+(?:for|of|that|covering)\b"
+    r"|\b(?:failing|flaky|broken|missing|new|existing) (?:unit )?tests?\b|\btest coverage\b"
 )
 # Declaration files restate an implementation's API beside it (a package's index.d.ts beside its
 # JavaScript): their names and comments match a task as well as the code does, and on the context
@@ -94,8 +113,9 @@ def asks_for_tests(prose: str, paths: Iterable[str], *, report: bool) -> bool:
     so in its own words, or that names a test file."""
     if report:
         return False
-    words = [w.lower() for w in re.findall(r"[A-Za-z]+", prose)]
-    return any(w in TEST_WORDS for w in words) or any("test" in p.lower() for p in paths)
+    return bool(TEST_REQUEST.search(" ".join(prose.lower().split()))) or any(
+        "test" in p.lower() for p in paths
+    )
 
 
 def is_declaration(rel: str) -> bool:
@@ -164,6 +184,7 @@ class Ranker:
         self._file_symbols: dict[str, list[Any]] = {}
         self._stats: dict[str, tuple[dict[str, int], int, set[str]]] = {}
         self._avgdl = 0.0
+        self._stubs: dict[str, bool] = {}
 
     def order(
         self,
@@ -282,7 +303,21 @@ class Ranker:
             weight = NON_SOURCE_WEIGHT
         if c.symbol is None and c.chunk_kind == "module":
             weight *= MODULE_WEIGHT
+        elif not self.wants_tests and self.is_stub(c):
+            weight *= STUB_WEIGHT
         return weight
+
+    def is_stub(self, c: Candidate) -> bool:
+        """A definition whose body is only its docstring (see ``excerpt.is_stub``), cached."""
+        if c.symbol is None or c.is_container or c.start_line is None:
+            return False
+        found = self._stubs.get(c.key)
+        if found is None:
+            lines = self.lexicon.lines(c.file)
+            found = self._stubs[c.key] = bool(lines) and is_stub(
+                lines, c.start_line, c.end_line or c.start_line
+            )
+        return found
 
     def evidence(self, cands: list[Candidate]) -> None:
         """The candidate's own evidence (retrieval and lexical), before neighbours lend theirs."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -215,6 +216,14 @@ def test_an_issue_report_gets_the_function_to_change_as_source(make_repo) -> Non
     assert [i.symbol for i in code].index("rewind_body") < len(code)  # its callee, as code too
 
 
+def _item_of(make_repo: Callable[..., Path], files: dict[str, str], task: str, symbol: str) -> Any:
+    """The one item of ``symbol`` in the 2,000-token pack for ``task`` over a repository of ``files``."""
+    layout, cfg = _index(make_repo, files)
+    pack = Orchestrator(layout, cfg).build_context(task, budget=2000)
+    (item,) = [i for i in pack.items if i.symbol == symbol]
+    return item
+
+
 def test_a_long_definition_keeps_its_head_the_matching_lines_and_marks_its_gaps(make_repo) -> None:
     filler = "\n".join(f"    step_{n} = normalise(entry, {n})" for n in range(300))
     files = {
@@ -229,11 +238,12 @@ def test_a_long_definition_keeps_its_head_the_matching_lines_and_marks_its_gaps(
             "    return entry\n"
         )
     }
-    layout, cfg = _index(make_repo, files)
-    pack = Orchestrator(layout, cfg).build_context(
-        "reconciling a ledger fails with a currency mismatch between account and entry", budget=2000
+    item = _item_of(
+        make_repo,
+        files,
+        "reconciling a ledger fails with a currency mismatch between account and entry",
+        "reconcile_ledger",
     )
-    (item,) = [i for i in pack.items if i.symbol == "reconcile_ledger"]
     assert item.kind == "source" and item.elided and item.tokens <= 0.45 * 2000
     text = item.text
     assert text.startswith("def reconcile_ledger(entry, account):")
@@ -243,6 +253,47 @@ def test_a_long_definition_keeps_its_head_the_matching_lines_and_marks_its_gaps(
     assert text.count(mark) == 2 and "elided) ..." in text
     assert (item.start_line, item.end_line) == (5, 609)
     assert "excerpt" in item.reason
+
+
+def test_a_long_signature_is_shown_whole_in_an_excerpt(make_repo) -> None:
+    """A definition with one parameter per line (as formatters write a dozen keyword arguments)
+    keeps every parameter, its return annotation and its first statements when it is excerpted:
+    the model edits a call it can read."""
+    params = "".join(f"    option_{n}: bool,\n" for n in range(14))
+    filler = "\n".join(f"    lines.append(render(entry, {n}))" for n in range(200))
+    files = {
+        "gen/script.py": (
+            "def render(entry, n):\n    return entry\n\n\n"
+            "def build_init_script(\n"
+            f"{params}"
+            "    method_name: str,\n"
+            ") -> tuple[str, dict]:\n"
+            '    """Return the source of an initializer and its globals."""\n'
+            "    lines = []\n"
+            "    globs = {}\n"
+            f"{filler}\n"
+            "    if option_3 and method_name:\n"
+            "        lines.append(f'self.pre_init({method_name})')\n"
+            f"{filler}\n"
+            "    return '\\n'.join(lines), globs\n"
+        )
+    }
+    item = _item_of(
+        make_repo,
+        files,
+        "the initializer script calls pre_init with the wrong method name",
+        "build_init_script",
+    )
+    assert item.kind == "source" and item.elided
+    head = item.text.splitlines()[:20]
+    assert head[:17] == [
+        "def build_init_script(",
+        *(f"    option_{n}: bool," for n in range(14)),
+        "    method_name: str,",
+        ") -> tuple[str, dict]:",
+    ], head
+    assert "    lines = []" in head and "    globs = {}" in head
+    assert "self.pre_init({method_name})" in item.text
 
 
 def _invoice_repo(make_repo: Callable[..., Path]) -> tuple[RepoLayout, object]:
@@ -356,3 +407,51 @@ def test_a_traceback_points_at_its_frames_and_pasted_code_is_not_a_target(make_r
     post = [i for i in pack.items if i.symbol == "post"]
     assert all(i.priority != Priority.CRITICAL for i in post)
     assert all("named in the task" not in i.reason for i in post)
+
+
+# Hook specifications (docstrings that describe the phases at length) and the code that reports them.
+HOOKSPECS = '''"""Hook specifications: what each hook receives and when it is called."""
+
+
+def report_teardown(item, phase):
+    """Called when the teardown phase of an item ends: the teardown report of the phase.
+
+    The summary includes each teardown phase report; an expected failure (xfail) in the teardown
+    phase is reported in the summary with its phase, like the setup and call phases.
+    """
+
+
+def report_setup(item, phase):
+    """Called when the setup phase of an item ends: the setup phase report for the summary.
+
+    An expected failure (xfail) in the setup phase is reported with its phase in the summary.
+    """
+    raise NotImplementedError
+'''
+
+SUMMARY = '''"""The short summary printed at the end of a run."""
+
+
+def summary_line(report):
+    """One line of the short summary for a report."""
+    word = "XFAIL" if report.expected else "FAILED"
+    return f"{word} {report.nodeid}"
+
+
+def show_expected_failures(lines, reports):
+    """Include the xfail reports of the phases (setup, call, teardown) in the short summary, now."""
+    for report in reports:
+        if report.outcome == "xfail":
+            lines.append(summary_line(report) + f" ({report.when})")
+'''
+
+
+def test_a_docstring_only_specification_does_not_outrank_the_code(make_repo) -> None:
+    """A definition with nothing but a docstring matches the task's words as prose does; the code
+    that behaves is what the fix changes, and it leads the pack."""
+    layout, cfg = _index(make_repo, {"runner/hookspec.py": HOOKSPECS, "runner/summary.py": SUMMARY})
+    pack = Orchestrator(layout, cfg).build_context(
+        "xfail reports from teardown phases now include the phase in the short summary", budget=500
+    )
+    code = [i.symbol for i in pack.items if i.kind == "source"]
+    assert code and code[0] == "show_expected_failures", code

@@ -237,3 +237,58 @@ def test_the_environment_a_report_lists_is_not_its_words() -> None:
     )
     assert "version" not in text and "Environment" not in text and "rich" not in text
     assert "Use version 2.0 of the API" in clean_report("Use version 2.0 of the API")
+
+
+# A test runner's own code (where the fix goes) and its tests, which say the task's words more often.
+RUNNER_REPORT = '''"""How a failed test is reported."""
+
+
+def format_failure(excinfo, hidden):
+    """The lines shown for a failure; frames marked hidden are left out of the group's traceback."""
+    frames = [f for f in excinfo.frames if f not in hidden]
+    group = excinfo.group
+    lines = [f"raised {type(excinfo.value).__name__}"]
+    for sub in group.exceptions:
+        lines.append(f"  sub-exception {sub!r}")
+    lines.append(f"  last frame {frames[-1]}")
+    return lines
+'''
+
+RUNNER_TESTS = '''from runner.report import format_failure
+
+
+def test_group_raises_with_hidden_frames_crash():
+    """A test raises an exception group with hidden frames: the crash report."""
+    group = raise_group(hidden=True)
+    assert format_failure(group, hidden=group.frames)
+
+
+def test_group_raises_exception_group_crash_lines():
+    """When a test raises an exception group, the crash lines name each sub-exception."""
+    group = raise_group(hidden=False)
+    assert "sub-exception" in format_failure(group, hidden=[])[1]
+
+
+def test_group_hidden_frames_raises_group():
+    """Hidden frames of a group: the test raises, the group crash is reported."""
+    group = raise_group(hidden=True)
+    assert format_failure(group, hidden=[])
+'''
+
+
+def test_a_fix_about_what_a_test_raises_gets_the_runner_code_not_its_tests(make_repo) -> None:
+    """A testing tool's fix says "test" for the user's test: the tests of the tool, which repeat
+    the fix's words, count as tests (less than the code), and the code to change leads the pack."""
+    task = "Fixed crash when a test raises an exception group whose frames are all hidden."
+    root = make_repo(
+        {"runner/__init__.py": "", "runner/report.py": RUNNER_REPORT, "tests/test_report.py": RUNNER_TESTS}
+    )
+    layout = RepoLayout.for_path(root)
+    cfg = load_settings(layout.root).settings
+    index_repository(layout, cfg)
+    pack = Orchestrator(layout, cfg).build_context(task, budget=600)
+    code = [i.symbol for i in pack.items if i.kind == "source"]
+    assert code and code[0] == "format_failure", code
+    assert not asks_for_tests(task, [], report=False)
+    # a request that acts on tests still gets them
+    assert asks_for_tests("add a test for the hidden frames of a group", [], report=False)
