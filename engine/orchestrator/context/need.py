@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from engine.orchestrator.budget import ContextBudget, ContextItem, Priority
 from engine.orchestrator.context.candidates import of_symbol
 from engine.orchestrator.context.excerpt import excerpt
+from engine.orchestrator.context.rank import is_declaration
 
 if TYPE_CHECKING:
     from engine.orchestrator.context.reads import RepoReader
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 # Symbols served per requested name: a name shared by many definitions (``save``) is
 # ambiguous, and the first two by the index's order are the likely ones.
 MATCHES_PER_NAME = 2
+# Definitions of one name looked up before the implementations are put first.
+NAME_LOOKUP = 6
 
 
 @dataclass(frozen=True)
@@ -69,8 +72,13 @@ def answer_need(
         return False
 
     for name in symbols:
-        found = store.symbols_by_name(name, limit=3) or store.search_symbols(name, limit=1)
-        found = [s for s in found if not reader.is_secret(s.file)]
+        found = store.symbols_by_name(name, limit=NAME_LOOKUP) or store.search_symbols(name, limit=1)
+        # A package's declarations restate its classes and functions by the same names (axios's
+        # AxiosError is in index.d.ts, index.d.cts and lib/core/AxiosError.js): the implementation
+        # is what a NEED for the name means, then the declarations, each kind in the index's order.
+        found = sorted(
+            (s for s in found if not reader.is_secret(s.file)), key=lambda s: is_declaration(s.file)
+        )
         if not found:
             missing.append(name)
             continue

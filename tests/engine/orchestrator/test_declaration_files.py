@@ -67,6 +67,7 @@ FILES = {
     "lib/core/HttpError.js": ERROR_JS,
     "lib/index.js": "import HttpError from './core/HttpError.js';\nexport { HttpError };\n",
     "index.d.ts": DECLARATIONS + "\n",
+    "index.d.cts": DECLARATIONS + "\n",  # the CommonJS copy of the same declarations
 }
 
 
@@ -92,3 +93,13 @@ def test_a_task_about_the_types_gets_the_declarations() -> None:
     assert asks_for_types("the TypeScript declaration of status is wrong", [])
     assert asks_for_types("status is missing", ["index.d.ts"])
     assert not asks_for_types("add the missing status property to HttpError", [])
+
+
+def test_a_need_for_a_name_serves_its_implementation_before_its_declarations(make_repo) -> None:
+    """`NEED: HttpError` served the first two definitions in the index's order, both
+    declarations (index.d.cts, index.d.ts), and never the function in lib/core/HttpError.js."""
+    orch = _orchestrator(make_repo)
+    pack = orch.build_context("what does the package.json say", budget=500)
+    assert not any(i.file == "lib/core/HttpError.js" for i in pack.items), [i.file for i in pack.items]
+    served = orch.resolve_need(pack, ["HttpError"], budget=4000)
+    assert served and served[0].file == "lib/core/HttpError.js", [i.file for i in served]
