@@ -1,0 +1,44 @@
+"""Noise `semfora ci` raised on real histories the benchmark had not seen (click, pip, itsdangerous,
+black, got, express): each test is one kind of false or unclear finding, rebuilt as a small real
+repository, and what a reviewer now reads instead.
+"""
+
+from __future__ import annotations
+
+from engine.review.findings import Finding
+from tests.engine.review.conftest import commit_and_review as _commit
+
+
+def _findings(items: list[Finding], rule: str | None = None) -> list[Finding]:
+    """Findings proper (remarks left out), of one rule when named (leading or folded into another)."""
+    return [f for f in items if f.severity != "info" and (rule is None or rule in (f.rule, *f.also))]
+
+
+# --------------------------------------------------------------------------- tests removed
+
+PROMPT_TESTS = (
+    "def test_prompt_default():\n    assert True\n\n\n"
+    "def test_confirm_repeat():\n    assert 1 + 1 == 2\n"
+)
+
+
+def test_a_removed_duplicate_of_a_test_another_file_still_defines_is_no_lost_test(make_repo) -> None:
+    # click 1103c5ca: tests/test_utils.py dropped test_confirm_repeat, which
+    # tests/test_utils_2/test_confirm.py already defined: "1 test removed without replacement".
+    utils = (
+        "def test_filename():\n    assert 'a'.upper() == 'A'\n\n\n"
+        "def test_confirm_repeat():\n    assert 1 + 1 == 2\n"
+    )
+    root = make_repo(
+        {"pkg/__init__.py": "", "tests/test_utils.py": utils, "tests/sub/test_confirm.py": PROMPT_TESTS}
+    )
+    findings = _commit(root, {"tests/test_utils.py": "def test_filename():\n    assert 'a'.upper() == 'A'\n"})
+    assert _findings(findings, "tests-removed") == []
+
+
+def test_a_test_removed_for_good_is_still_reported(make_repo) -> None:
+    utils = "def test_filename():\n    assert True\n\n\ndef test_unique_case():\n    assert 2 > 1\n"
+    root = make_repo({"pkg/__init__.py": "", "tests/test_utils.py": utils, "tests/test_other.py": PROMPT_TESTS})
+    findings = _commit(root, {"tests/test_utils.py": "def test_filename():\n    assert True\n"})
+    [finding] = _findings(findings, "tests-removed")
+    assert "test_unique_case" in finding.message
