@@ -108,7 +108,8 @@ def scan_matches(text: str, *, code: bool = False) -> list[tuple[str, str]]:
     Format matches always count; a literal assigned to a secret-named key only when no format
     matched and it does not look like a fixture (``test…``, ``aaaa``). In ``code`` (a source
     file) a literal is quoted: ``secret: _CookieSecretTypes,`` is a parameter's annotation, where
-    the same line in a YAML or .env file would be a value."""
+    the same line in a YAML or .env file would be a value; and a quoted literal in a union
+    (``credential: 'username' | 'password'``) is a TypeScript type."""
     if any(marker in text for marker in ALLOW_MARKERS):
         return []
     hits = find_secrets(text)
@@ -121,8 +122,19 @@ def scan_matches(text: str, *, code: bool = False) -> list[tuple[str, str]]:
         if len(set(h.value)) >= MIN_DISTINCT_CHARS
         and not FIXTURE_VALUE.match(h.value)
         and h.value.lower() not in ACCESS_LEVELS
-        and (not code or text[h.start - 1 : h.start] in QUOTES)
+        and (not code or (text[h.start - 1 : h.start] in QUOTES and not _in_union_type(text, h.start, h.end)))
     ]
+
+
+# A literal type in a union: TypeScript's ``credential: 'username' | 'password'`` (one ``|``:
+# ``||`` is the logical or of a value).
+_UNION_AFTER = re.compile(r"^\s*\|(?!\|)")
+_UNION_BEFORE = re.compile(r"(?<!\|)\|\s*$")
+
+
+def _in_union_type(text: str, start: int, end: int) -> bool:
+    """The quoted literal at ``start:end`` (quotes outside) is one member of a union of types."""
+    return bool(_UNION_AFTER.match(text[end + 1 :]) or _UNION_BEFORE.search(text[: start - 1]))
 
 
 def scan_line(text: str) -> list[tuple[str, str]]:

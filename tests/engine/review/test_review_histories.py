@@ -42,3 +42,28 @@ def test_a_test_removed_for_good_is_still_reported(make_repo) -> None:
     findings = _commit(root, {"tests/test_utils.py": "def test_filename():\n    assert True\n"})
     [finding] = _findings(findings, "tests-removed")
     assert "test_unique_case" in finding.message
+
+
+# --------------------------------------------------------------------------- secrets
+
+
+def test_a_typescript_union_of_string_literals_is_a_type_not_a_secret(make_repo) -> None:
+    # got e5e645a7: ``credential: 'username' | 'password'`` in a parameter list blocked the merge
+    # three times as "secret assigned to a literal added (…)".
+    before = "export function host(url: URL): string {\n\treturn url.host;\n}\n"
+    after = before + (
+        "\nexport function hasCredential(url: URL, credential: 'username' | 'password'): boolean {\n"
+        "\treturn url[credential] !== '';\n}\n"
+        "\ntype TokenKind = {token: 'bearer' | 'basic'};\n"
+    )
+    root = make_repo({"package.json": "{}\n", "source/url.ts": before})
+    findings = _commit(root, {"source/url.ts": after})
+    assert [f for f in findings if f.type == "secrets"] == []
+
+
+def test_a_typescript_secret_literal_still_blocks(make_repo) -> None:
+    root = make_repo({"package.json": "{}\n", "source/config.ts": "export const port = 8080;\n"})
+    after = "export const port = 8080;\nexport const apiToken: string = 'q8Zr2LmX9vTk';\n"
+    findings = _commit(root, {"source/config.ts": after})
+    [secret] = [f for f in findings if f.type == "secrets"]
+    assert secret.blocking
