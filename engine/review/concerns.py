@@ -290,7 +290,10 @@ CONCERNS: tuple[Concern, ...] = (
             r"\bpopen\b",
             r"\bshlex\.(?:quote|split|join)\b",
             r"\bchild_process\b",
-            r"\bexecv?p?e?\b\s*\(",
+            # ``exec(`` called bare or through os or child_process; a method ``exec`` on anything
+            # else is JavaScript's ``RegExp.prototype.exec`` (``/(\w+):/.exec(s)``).
+            r"(?<![\w$\])/]\.)\bexecv?p?e?\b\s*\(",
+            r"\b(?:os|cp|child_?process|childprocess)\.exec\w*\s*\(",
             # A command-line option built around a value (``f"--rev={rev}"``): where an argument
             # that starts with ``-`` would otherwise be read as an option (argument injection), or
             # an option and its one value alone in a list (``["-r", rev]``).

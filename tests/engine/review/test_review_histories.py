@@ -67,3 +67,59 @@ def test_a_typescript_secret_literal_still_blocks(make_repo) -> None:
     findings = _commit(root, {"source/config.ts": after})
     [secret] = [f for f in findings if f.type == "secrets"]
     assert secret.blocking
+
+
+# --------------------------------------------------------------------------- JavaScript effects
+
+SOCKET_BEFORE = "export function socketPath(url) {\n\treturn url.pathname;\n}\n"
+
+
+def test_a_regular_expressions_exec_runs_no_program(make_repo) -> None:
+    # got e5659d40: ``/(?<socketPath>.+?):(?<path>.+)/.exec(url.pathname)`` was a HIGH "new
+    # subprocess use" (and "risk rose from low to high: subprocess").
+    after = (
+        "const PATTERN = /^(\\w+):(.*)$/;\n\n"
+        "export function socketPath(url) {\n"
+        "\tconst match = /(?<socketPath>.+?):(?<path>.+)/.exec(url.pathname);\n"
+        "\tconst other = PATTERN.exec(url.host);\n"
+        "\treturn match?.groups?.socketPath ?? other;\n}\n"
+    )
+    root = make_repo({"package.json": "{}\n", "source/unix.js": SOCKET_BEFORE})
+    findings = _commit(root, {"source/unix.js": after})
+    assert [f for f in findings if f.rule in ("new-subprocess", "risk-raised")] == []
+    assert [f for f in findings if "exec" in f.message] == []
+
+
+def test_child_process_exec_is_still_a_new_subprocess(make_repo) -> None:
+    after = (
+        "import childProcess from 'node:child_process';\n\n"
+        "export function socketPath(url) {\n"
+        "\treturn childProcess.exec(`ls ${url.pathname}`);\n}\n"
+    )
+    root = make_repo({"package.json": "{}\n", "source/unix.js": SOCKET_BEFORE})
+    findings = _commit(root, {"source/unix.js": after})
+    [finding] = _findings(findings, "new-subprocess")
+    assert "childProcess.exec" in finding.message or "child_process.exec" in finding.message
+
+
+def test_a_local_variable_named_request_is_not_the_request_package(make_repo) -> None:
+    # got 13c889dd, 6ae3e7fc: ``request.end()``, ``request.on('error', ...)`` on the http.ClientRequest
+    # got holds were "new network use" findings, as if they called the npm package `request`.
+    before = "export class Client {\n\tsend(request) {\n\t\treturn request;\n\t}\n}\n"
+    after = (
+        "export class Client {\n\tsend(request) {\n"
+        "\t\trequest.on('error', error => this.fail(error));\n"
+        "\t\trequest.end();\n\t\treturn request;\n\t}\n}\n"
+    )
+    root = make_repo({"package.json": "{}\n", "source/client.js": before})
+    findings = _commit(root, {"source/client.js": after})
+    assert _findings(findings, "new-network") == []
+
+
+def test_the_imported_request_package_is_still_network(make_repo) -> None:
+    before = "import request from 'request';\n\nexport function fetchIt(url) {\n\treturn url;\n}\n"
+    after = "import request from 'request';\n\nexport function fetchIt(url) {\n\treturn request.get(url);\n}\n"
+    root = make_repo({"package.json": "{}\n", "source/fetch.js": before})
+    findings = _commit(root, {"source/fetch.js": after})
+    [finding] = _findings(findings, "new-network")
+    assert "request.get" in finding.message
