@@ -605,11 +605,31 @@ def _is_test(f: FileChange, s: SymbolChange) -> bool:
     parent = s.qualified_name.rpartition(".")[0]
     if parent and any(o.qualified_name == parent and o.kind in FUNCTION_KINDS for o in f.symbols):
         return False  # ``test_view.index``: a route the test defines
+    if s.language in CALL_STYLE_TEST_LANGUAGES:
+        return False  # its tests are calls, ``test('title', ...)``: see ``_removed_test_calls``
     if s.language == "python" and s.kind in FUNCTION_KINDS:
         return s.qualified_name.rsplit(".", 1)[-1].startswith(PYTHON_TEST_PREFIX)
     if s.language == "python":
         return any(o.qualified_name.startswith(s.qualified_name + ".") and _is_test(f, o) for o in f.symbols)
     return True
+
+
+# Languages whose test runners (ava, jest, mocha, vitest, node:test) collect calls, not named
+# functions: ``test('retries on abort', async t => ...)``, ``it('...')``. A named function in a
+# test file there is a helper, a fake's method or a server factory, never a test.
+CALL_STYLE_TEST_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
+_TEST_CALL = re.compile(
+    r"^\s*(?:test|it)(?:\.(?:only|skip|serial|failing|todo|concurrent))*\s*\(\s*"
+    r"""(?P<q>['"`])(?P<title>.+?)(?P=q)"""
+)
+
+
+def _removed_test_calls(f: FileChange) -> tuple[list[str], int]:
+    """(titles of ``test('…')``/``it('…')`` calls the change removes, how many it adds): a test
+    whose title is on both sides was edited, not removed."""
+    removed = Counter(m.group("title") for _, t in f.removed_lines if (m := _TEST_CALL.match(t)))
+    added = Counter(m.group("title") for _, t in f.added_lines if (m := _TEST_CALL.match(t)))
+    return list((removed - added).elements()), sum((added - removed).values())
 
 
 def _first_names(names: list[str], limit: int = 5) -> str:
@@ -664,6 +684,24 @@ def rule_tests_removed(diff: SemanticDiff) -> list[Finding]:
                     count=max(1, len(tests)),
                 )
             )
+            continue
+        if f.language in CALL_STYLE_TEST_LANGUAGES:
+            titles, added_calls = _removed_test_calls(f)
+            if titles and added_calls < len(titles):
+                out.append(
+                    Finding(
+                        "medium",
+                        "testing",
+                        f"{plural(len(titles), 'test')} removed without replacement"
+                        + (f" ({added_calls} new ones added)" if added_calls else "")
+                        + f": {_first_names([repr(t) for t in titles])}",
+                        f.path,
+                        None,
+                        None,
+                        rule="tests-removed",
+                        count=len(titles),
+                    )
+                )
             continue
         tests = [s for s in f.symbols if _is_test(f, s)]
         removed = [

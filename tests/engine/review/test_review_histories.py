@@ -123,3 +123,37 @@ def test_the_imported_request_package_is_still_network(make_repo) -> None:
     findings = _commit(root, {"source/fetch.js": after})
     [finding] = _findings(findings, "new-network")
     assert "request.get" in finding.message
+
+
+# --------------------------------------------------------------------------- JavaScript tests
+
+AVA_TESTS = (
+    "import test from 'ava';\n\n"
+    "const createServer = async () => ({port: 1});\n\n"
+    "const emitter = {\n\tabort() {},\n\tend() {},\n};\n\n"
+    "test('retries on abort', async t => {\n\tconst server = await createServer();\n\tt.is(server.port, 1);\n});\n\n"
+    "test('gives up', t => {\n\tt.truthy(emitter);\n});\n"
+)
+
+
+def test_a_helper_removed_from_a_javascript_test_file_is_no_removed_test(make_repo) -> None:
+    # got b03e6f95, b9334769: a server helper and the methods of a fake emitter moved out of a test
+    # file were "13 tests removed without replacement: emitter.abort, emitter.end...".
+    root = make_repo({"package.json": "{}\n", "source/index.js": "export const a = 1;\n", "test/retry.js": AVA_TESTS})
+    after = (
+        "import test from 'ava';\nimport {createServer, emitter} from './helpers.js';\n\n"
+        "test('retries on abort', async t => {\n\tconst server = await createServer();\n\tt.is(server.port, 1);\n});\n\n"
+        "test('gives up', t => {\n\tt.truthy(emitter);\n});\n"
+    )
+    helpers = "export const createServer = async () => ({port: 1});\nexport const emitter = {abort() {}, end() {}};\n"
+    findings = _commit(root, {"test/retry.js": after, "test/helpers.js": helpers})
+    assert _findings(findings, "tests-removed") == []
+
+
+def test_a_javascript_test_call_removed_is_a_removed_test(make_repo) -> None:
+    root = make_repo({"package.json": "{}\n", "source/index.js": "export const a = 1;\n", "test/retry.js": AVA_TESTS})
+    after = AVA_TESTS.replace("test('gives up', t => {\n\tt.truthy(emitter);\n});\n", "")
+    findings = _commit(root, {"test/retry.js": after})
+    [finding] = _findings(findings, "tests-removed")
+    assert "1 test removed without replacement" in finding.message
+    assert "'gives up'" in finding.message
