@@ -998,7 +998,9 @@ def _compare_code_unguarded(new: Symbol, old: Symbol, texts: _Texts) -> _Compari
                 and pa[0].name == pb[0].name
             ):
                 pb, pa = pb[1:], pa[1:]
-            params = surface.parameter_changes(pb, pa)
+            params = surface.parameter_changes(
+                pb, pa, named_arguments=language in surface.NAMED_ARGUMENT_LANGUAGES
+            )
     return _Comparison(
         cosmetic=cosmetic,
         rename_pairs=pairs,

@@ -157,3 +157,22 @@ def test_a_javascript_test_call_removed_is_a_removed_test(make_repo) -> None:
     [finding] = _findings(findings, "tests-removed")
     assert "1 test removed without replacement" in finding.message
     assert "'gives up'" in finding.message
+
+
+def test_renaming_a_typescript_parameter_breaks_no_caller(make_repo) -> None:
+    # got b9334769: TimeoutError's ``constructor(error, public event)`` became ``(error, event)``:
+    # "parameter 'public event' renamed to 'event' (keyword callers break)"; JavaScript and
+    # TypeScript have no keyword arguments.
+    before = "export class TimeoutError extends Error {\n\tconstructor(error: Error, timings: string) {\n\t\tsuper(error.message);\n\t}\n}\n"
+    after = before.replace("timings: string", "event: string")
+    root = make_repo({"package.json": "{}\n", "source/errors.ts": before})
+    findings = _commit(root, {"source/errors.ts": after})
+    assert _findings(findings, "public-api") == []
+
+
+def test_renaming_a_python_parameter_still_breaks_keyword_callers(make_repo) -> None:
+    before = "def fetch(url, timeout=None):\n    return url, timeout\n"
+    root = make_repo({"pkg/__init__.py": "", "pkg/net.py": before, "tests/test_net.py": "def test_x():\n    pass\n"})
+    findings = _commit(root, {"pkg/net.py": before.replace("timeout", "deadline")})
+    [finding] = _findings(findings, "public-api")
+    assert "keyword callers break" in finding.message
