@@ -410,6 +410,12 @@ CONCERNS: tuple[Concern, ...] = (
     ),
 )
 
+# Escapers of a terminal's markup (Rich's ``[magenta]…[/]``): they keep a URL from being read as
+# a style, on the user's own console; no browser, shell or query reads their output. Matched by
+# their dotted end, so vendored copies (``pip._vendor.rich.markup.escape``) count too.
+DISPLAY_ESCAPERS = ("rich.markup.escape", "textual.markup.escape")
+
+
 _SPLIT = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
@@ -619,6 +625,11 @@ def render_catalogue() -> str:
         "that only rename locals, re-annotate, re-format or move code, or only touch imports, logging,",
         "message texts or import fallbacks (an `except` that gains or loses `ImportError`), raise",
         "nothing from their name alone, and tests, documentation and examples raise nothing at all.",
+        "A call to a terminal's markup escaper ("
+        + ", ".join(f"`{e}`" for e in DISPLAY_ESCAPERS)
+        + ", vendored copies too) is no",
+        "escaping evidence: it keeps a value from being read as a console style, and no browser,",
+        "shell or query reads its output.",
         "This page part is generated from",
         "`engine/review/concerns.py` (`render_catalogue()`).",
         "",

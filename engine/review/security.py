@@ -13,7 +13,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 
-from engine.review.concerns import Concern, Match, match, named_concerns
+from engine.review.concerns import DISPLAY_ESCAPERS, Concern, Match, match, named_concerns
 from engine.review.findings import Finding
 from engine.semantic.diff import FileChange, SemanticDiff, SymbolChange
 from engine.semantic.graph import family
@@ -220,6 +220,21 @@ def _changed_code(
     return added, removed
 
 
+def _display_escapes(calls: Iterable[str]) -> frozenset[str]:
+    """Local names of the display escapers ``calls`` resolve to, when no other call shares them."""
+    display = {c for c in calls if c.endswith(DISPLAY_ESCAPERS)}
+    names = {c.rsplit(".", 1)[-1] for c in display}
+    others = {c.rsplit(".", 1)[-1] for c in calls if c not in display}
+    return frozenset(names - others)
+
+
+def _without_calls(text: str, names: frozenset[str]) -> str:
+    """``escape(url)`` -> ``_(url)`` for each of ``names``: the call is no evidence."""
+    if not names:
+        return text
+    return re.sub(rf"\b(?:{'|'.join(map(re.escape, sorted(names)))})\s*\(", "_(", text)
+
+
 def _symbol_matches(
     f: FileChange,
     s: SymbolChange,
@@ -233,10 +248,15 @@ def _symbol_matches(
     if not added.strip() and not removed.strip():
         return []
     confirm = "\n".join((*s.code_delta[0], *s.code_delta[1])) if s.code_delta is not None else None
+    calls: Iterable[str] = s.calls
+    if display := _display_escapes(s.calls):
+        added, removed = _without_calls(added, display), _without_calls(removed, display)
+        confirm = _without_calls(confirm, display) if confirm is not None else None
+        calls = [c for c in s.calls if not c.endswith(DISPLAY_ESCAPERS)]
     found = match(
         s.qualified_name,
         added,
-        s.calls,
+        calls,
         family(s.language),
         removed_code=removed,
         confirm=confirm,

@@ -176,3 +176,37 @@ def test_renaming_a_python_parameter_still_breaks_keyword_callers(make_repo) -> 
     findings = _commit(root, {"pkg/net.py": before.replace("timeout", "deadline")})
     [finding] = _findings(findings, "public-api")
     assert "keyword callers break" in finding.message
+
+
+# --------------------------------------------------------------------------- escaping for a terminal
+
+RICH_BEFORE = (
+    "from rich.markup import escape\n\n\n"
+    "class PipError(Exception):\n"
+    "    def __init__(self, message: str) -> None:\n"
+    "        super().__init__(message)\n"
+)
+
+
+def test_escaping_rich_console_markup_is_no_output_escaping_concern(make_repo) -> None:
+    # pip e7a2ec008, 671101016: new exceptions that format a URL with rich.markup.escape for the
+    # console were "security-sensitive logic added (escaping and templating): `escape`".
+    after = RICH_BEFORE + (
+        "\n\nclass ConnectionFailedError(PipError):\n"
+        "    def __init__(self, url: str, host: str) -> None:\n"
+        "        super().__init__(\n"
+        '            f"Failed to connect to [magenta]{escape(host)}[/] while fetching {escape(url)}"\n'
+        "        )\n"
+    )
+    root = make_repo({"pkg/__init__.py": "", "pkg/errors.py": RICH_BEFORE, "tests/test_e.py": "def test_e():\n    pass\n"})
+    findings = _commit(root, {"pkg/errors.py": after})
+    assert _findings(findings, "security-logic") == []
+
+
+def test_html_escaping_added_is_still_an_escaping_concern(make_repo) -> None:
+    before = "import html\n\n\ndef render(name):\n    return '<b>' + name + '</b>'\n"
+    after = "import html\n\n\ndef render(name):\n    return '<b>' + html.escape(name) + '</b>'\n"
+    root = make_repo({"pkg/__init__.py": "", "pkg/page.py": before, "tests/test_p.py": "def test_p():\n    pass\n"})
+    findings = _commit(root, {"pkg/page.py": after})
+    [finding] = _findings(findings, "security-logic")
+    assert "escaping" in finding.message
