@@ -248,6 +248,13 @@ def _symbol_matches(
     if not added.strip() and not removed.strip():
         return []
     confirm = "\n".join((*s.code_delta[0], *s.code_delta[1])) if s.code_delta is not None else None
+    chore = s.code_delta is not None and housekeeping_only(s.code_delta)
+    if chore and s.code_delta is not None:
+        # A term inside the text of a warning or a log line (``warnings.warn("JWS support is
+        # deprecated")``) is words for a reader, not code (a returned string is still code).
+        confirm = "\n".join(
+            _STRING.sub("''", x) if _HOUSEKEEPING.match(x) else x for x in (*s.code_delta[0], *s.code_delta[1])
+        )
     calls: Iterable[str] = s.calls
     if display := _display_escapes(s.calls):
         added, removed = _without_calls(added, display), _without_calls(removed, display)
@@ -260,7 +267,7 @@ def _symbol_matches(
         family(s.language),
         removed_code=removed,
         confirm=confirm,
-        strong_only=s.signature_only or (s.code_delta is not None and housekeeping_only(s.code_delta)),
+        strong_only=s.signature_only or chore,
     )
     if not found and named_here and s.change != "added":
         found = _calls_changed_check(s, added, named_here)

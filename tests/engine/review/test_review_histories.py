@@ -210,3 +210,33 @@ def test_html_escaping_added_is_still_an_escaping_concern(make_repo) -> None:
     findings = _commit(root, {"pkg/page.py": after})
     [finding] = _findings(findings, "security-logic")
     assert "escaping" in finding.message
+
+
+# --------------------------------------------------------------------------- message texts
+
+
+def test_rewording_a_deprecation_warning_is_no_security_change(make_repo) -> None:
+    # itsdangerous 195e5f77: "mention itsdangerous in deprecation message" was "security-sensitive
+    # logic changed in JSONWebSignatureSerializer.__init__ (signing and keys): `JWS`".
+    before = (
+        "import warnings\n\n\n"
+        "class JSONWebSignatureSerializer:\n"
+        "    def __init__(self, secret_key):\n"
+        "        warnings.warn(\n"
+        '            "JWS support is deprecated and will be removed in 2.1. Use"\n'
+        '            " a dedicated JWS/JWT library such as authlib.",\n'
+        "            DeprecationWarning,\n"
+        "            stacklevel=2,\n"
+        "        )\n"
+        "        self.secret_key = secret_key\n"
+    )
+    after = before.replace(
+        '"JWS support is deprecated and will be removed in 2.1. Use"\n'
+        '            " a dedicated JWS/JWT library such as authlib."',
+        '"JWS support is deprecated and will be removed in"\n'
+        '            " ItsDangerous 2.1. Use a dedicated JWS/JWT library such as"\n'
+        '            " authlib."',
+    )
+    root = make_repo({"pkg/__init__.py": "", "pkg/jws.py": before, "tests/test_j.py": "def test_j():\n    pass\n"})
+    findings = _commit(root, {"pkg/jws.py": after})
+    assert _findings(findings, "security-logic") == []
