@@ -270,8 +270,12 @@ def rule_public_api(diff: SemanticDiff) -> list[Finding]:
     for f in diff.files:
         if not _reviewable(diff, f.path) and not (f.old_path and _reviewable(diff, f.old_path)):
             continue
+        # Members of a class the change removes go with it: one finding for the class.
+        gone = {s.qualified_name for s in f.symbols if s.change == "removed" and s.kind in CONTAINER_KINDS}
         for s in f.symbols:
             if not _reviewable(diff, s.old_file or s.file):
+                continue
+            if s.change == "removed" and s.qualified_name.rpartition(".")[0] in gone:
                 continue
             message = _api_message(s, removed_code)
             if message is None:

@@ -240,3 +240,35 @@ def test_rewording_a_deprecation_warning_is_no_security_change(make_repo) -> Non
     root = make_repo({"pkg/__init__.py": "", "pkg/jws.py": before, "tests/test_j.py": "def test_j():\n    pass\n"})
     findings = _commit(root, {"pkg/jws.py": after})
     assert _findings(findings, "security-logic") == []
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def test_a_removed_class_is_one_finding_not_one_a_method(make_repo) -> None:
+    # got a06ac6c0: CancelError removed was four findings (the class, its constructor, isCanceled,
+    # and a type); itsdangerous 506ca21d counted every method of the removed JWS classes.
+    before = (
+        "export class CancelError extends Error {\n"
+        "\tconstructor(request: unknown) {\n\t\tsuper('Promise was canceled');\n\t}\n\n"
+        "\tget isCanceled() {\n\t\treturn true;\n\t}\n}\n\n"
+        "export function keep(): number {\n\treturn 1;\n}\n"
+    )
+    after = "export function keep(): number {\n\treturn 1;\n}\n"
+    root = make_repo({"package.json": "{}\n", "source/types.ts": before})
+    findings = _commit(root, {"source/types.ts": after})
+    [finding] = _findings(findings, "public-api")
+    assert finding.message == "public class CancelError was removed"
+
+
+def test_a_removed_python_class_is_one_finding(make_repo) -> None:
+    before = (
+        "class JSONWebSignatureSerializer:\n"
+        "    def dumps(self, obj):\n        return obj\n\n"
+        "    def loads(self, s):\n        return s\n\n\n"
+        "def keep():\n    return 1\n"
+    )
+    root = make_repo({"pkg/__init__.py": "", "pkg/jws.py": before, "tests/test_j.py": "def test_j():\n    pass\n"})
+    findings = _commit(root, {"pkg/jws.py": "def keep():\n    return 1\n"})
+    [finding] = _findings(findings, "public-api")
+    assert finding.message == "public class pkg.jws.JSONWebSignatureSerializer was removed"
