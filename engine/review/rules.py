@@ -267,6 +267,7 @@ def _removed_code(diff: SemanticDiff) -> frozenset[str]:
 def rule_public_api(diff: SemanticDiff) -> list[Finding]:
     out = []
     removed_code = _removed_code(diff) if any(s.parameter_changes for s in diff.symbols) else frozenset()
+    updated: frozenset[tuple[str, int]] | None = None
     for f in diff.files:
         if not _reviewable(diff, f.path) and not (f.old_path and _reviewable(diff, f.old_path)):
             continue
@@ -281,10 +282,8 @@ def rule_public_api(diff: SemanticDiff) -> list[Finding]:
             if message is None:
                 continue
             if s.callers_total:
-                sites = _caller_sites(s)
-                message += f" ({plural(s.callers_total, 'call site')} to check" + (
-                    f": {sites})" if sites else ")"
-                )
+                updated = updated if updated is not None else _updated_lines(diff)
+                message += _call_sites_to_check(s, updated)
             out.append(
                 Finding(
                     "medium",
@@ -490,6 +489,27 @@ def rule_file_modes(diff: SemanticDiff) -> list[Finding]:
 
 
 # --------------------------------------------------------------------------- dangling calls
+
+
+def _updated_lines(diff: SemanticDiff) -> frozenset[tuple[str, int]]:
+    """(file, line) of every line the change adds: a call site among them was updated with it."""
+    return frozenset((f.path, n) for f in diff.files for n, _ in f.added_lines)
+
+
+def _call_sites_to_check(s: SymbolChange, updated: frozenset[tuple[str, int]]) -> str:
+    """`` (3 call sites to check: a.py:5, ...)``, leaving out the call sites the change itself
+    rewrote (black 00cd1e4a: the one caller, updated to pass the new ``mode``, was "to check")."""
+    code = [c for c in s.callers if c.via != "documentation"]
+    done = [c for c in code if (c.file, c.line) in updated]
+    if not done:
+        sites = _caller_sites(s)
+        return f" ({plural(s.callers_total, 'call site')} to check" + (f": {sites})" if sites else ")")
+    left = [c for c in code if c not in done]
+    total = plural(s.callers_total, "call site")
+    if not left and s.callers_total <= len(done):
+        return f" ({total}, updated in this change)"
+    rest = f"; to check: {_sites(left)}" if left else ""
+    return f" ({total}, {len(done)} updated in this change{rest})"
 
 
 def _caller_sites(s: SymbolChange) -> str:

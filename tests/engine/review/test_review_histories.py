@@ -272,3 +272,26 @@ def test_a_removed_python_class_is_one_finding(make_repo) -> None:
     findings = _commit(root, {"pkg/jws.py": "def keep():\n    return 1\n"})
     [finding] = _findings(findings, "public-api")
     assert finding.message == "public class pkg.jws.JSONWebSignatureSerializer was removed"
+
+
+def test_call_sites_the_change_updates_are_not_left_to_check(make_repo) -> None:
+    # black 00cd1e4a: can_omit_invisible_parens gained a required ``mode``; its one caller, updated
+    # in the same commit, was still listed as "1 call site to check".
+    lines = "def can_omit(rhs, line_length):\n    return len(rhs) < line_length\n"
+    gen = "from pkg.lines import can_omit\n\n\ndef split(rhs, mode):\n    return can_omit(rhs, 88)\n"
+    other = "from pkg.lines import can_omit\n\n\ndef other(rhs):\n    return can_omit(rhs, 80)\n"
+    root = make_repo(
+        {"pkg/__init__.py": "", "pkg/lines.py": lines, "pkg/gen.py": gen, "pkg/other.py": other,
+         "tests/test_l.py": "def test_l():\n    pass\n"}
+    )
+    findings = _commit(
+        root,
+        {
+            "pkg/lines.py": lines.replace("line_length)", "line_length, mode)"),
+            "pkg/gen.py": gen.replace("can_omit(rhs, 88)", "can_omit(rhs, 88, mode)"),
+        },
+    )
+    [finding] = _findings(findings, "public-api")
+    assert "new required parameter 'mode'" in finding.message
+    assert "(2 call sites, 1 updated in this change; to check: pkg/other.py:5)" in finding.message
+    assert "pkg/gen.py" not in finding.message
