@@ -223,6 +223,8 @@ def _python_api_message(s: SymbolChange, removed_code: frozenset[str] = frozense
     if s.change in ("removed", "moved", "renamed"):
         if s.still_importable:
             return None
+        if s.change == "removed" and s.qualified_name == "__getattr__":
+            return _module_getattr_message(s)
         if s.change == "removed":
             return f"public {s.kind} {s.import_path} was removed"
         where = f"{s.old_qualified_name} is now {s.qualified_name}" if s.change == "renamed" else ""
@@ -237,6 +239,32 @@ def _python_api_message(s: SymbolChange, removed_code: frozenset[str] = frozense
         if changes:
             return f"signature of public {s.kind} {s.import_path} changed: {'; '.join(changes)}"
     return None
+
+
+# The names a module ``__getattr__`` answers for: ``name == "__version__"``, ``name in ("a", "b")``.
+_SERVED_ONE = re.compile(r"""==\s*(['"])(\w+)\1""")
+_SERVED_MANY = re.compile(r"""\bin\s*[(\[{]([^)\]}]*)[)\]}]""")
+_QUOTED_NAME = re.compile(r"""(['"])(\w+)\1""")
+
+
+def _module_getattr_message(s: SymbolChange) -> str:
+    """A module's ``__getattr__`` (PEP 562) is called by Python, never by users: what they lose
+    is the attributes it served (itsdangerous 4bb03cd6: ``itsdangerous.__version__``)."""
+    module = (s.import_path or "").rpartition(".")[0] or module_name(s.old_file or s.file) or "the module"
+    served: list[str] = []
+    for statement in s.body_before:
+        served += [m.group(2) for m in _SERVED_ONE.finditer(statement)]
+        for group in _SERVED_MANY.finditer(statement):
+            served += [m.group(2) for m in _QUOTED_NAME.finditer(group.group(1))]
+    names = list(dict.fromkeys(served))
+    if not names:
+        return (
+            f"the module __getattr__ of {module} was removed: the names it served dynamically "
+            "(deprecated aliases, lazy imports) no longer resolve"
+        )
+    shown = ", ".join(f"{module}.{n}" for n in names[:6]) + (" ..." if len(names) > 6 else "")
+    verb = "resolves" if len(names) == 1 else "resolve"
+    return f"the module __getattr__ of {module} was removed: {shown}, which it served, no longer {verb}"
 
 
 def _fallback_moved_to_default(change: str, removed_code: frozenset[str]) -> bool:

@@ -322,3 +322,26 @@ def test_a_newline_check_on_header_values_is_still_http_framing(make_repo) -> No
     findings = _commit(root, {"pkg/http.py": after})
     [finding] = _findings(findings, "security-logic")
     assert "framing" in finding.message
+
+
+def test_removing_a_module_getattr_names_the_attributes_it_served(make_repo) -> None:
+    # itsdangerous 4bb03cd6: "public function itsdangerous.__getattr__ was removed"; nobody calls a
+    # module's __getattr__: what users lose is ``itsdangerous.__version__``, which it served.
+    before = (
+        "import typing as t\n\n\nVALUE = 1\n\n\n"
+        "def __getattr__(name: str) -> t.Any:\n"
+        '    if name == "__version__":\n'
+        "        import warnings\n\n"
+        '        warnings.warn("deprecated", DeprecationWarning, stacklevel=2)\n'
+        '        return "2.2"\n'
+        '    if name in ("json", "Markup"):\n'
+        "        return None\n"
+        "    raise AttributeError(name)\n"
+    )
+    root = make_repo({"pkg/__init__.py": before, "tests/test_p.py": "def test_p():\n    pass\n"})
+    findings = _commit(root, {"pkg/__init__.py": "VALUE = 1\n"})
+    [finding] = _findings(findings, "public-api")
+    assert finding.message == (
+        "the module __getattr__ of pkg was removed: pkg.__version__, pkg.json, pkg.Markup, "
+        "which it served, no longer resolve"
+    )
