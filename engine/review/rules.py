@@ -705,6 +705,14 @@ def rule_tests_removed(diff: SemanticDiff) -> list[Finding]:
         if (m := _REMOVED_PARAMETER.match(change)) is not None
     }
     removed_code = {n for n in removed_code if len(n) >= MIN_REFERENCE_NAME}
+    # A deprecation path the change removes takes the tests that assert its warning with it.
+    deprecation_removed = any(
+        _DEPRECATION.search(t)
+        for f in diff.files
+        if _reviewable(diff, f.old_path or f.path)
+        for n, t in f.removed_lines
+        if n not in f.prose_removed
+    )
     out = []
     for f in diff.files:
         if not is_test_path(f.path):
@@ -763,6 +771,7 @@ def rule_tests_removed(diff: SemanticDiff) -> list[Finding]:
             and not _mentions(removed_code, _removed_test_lines(f, s))
             # A duplicate dropped: another test file still defines the test (click 1103c5ca).
             and s.qualified_name.rsplit(".", 1)[-1] not in diff.tests_defined_elsewhere
+            and not (deprecation_removed and _DEPRECATION.search(_removed_test_lines(f, s)))
         ]
         added = [s for s in tests if s.change == "added" and s.kind in FUNCTION_KINDS]
         removed_functions = [s for s in removed if s.kind in FUNCTION_KINDS]

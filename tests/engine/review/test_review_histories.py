@@ -345,3 +345,32 @@ def test_removing_a_module_getattr_names_the_attributes_it_served(make_repo) -> 
         "the module __getattr__ of pkg was removed: pkg.__version__, pkg.json, pkg.Markup, "
         "which it served, no longer resolve"
     )
+
+
+def test_a_deprecation_test_removed_with_the_deprecation_shim_is_no_lost_test(make_repo) -> None:
+    # starlette 856c904a: removing the ExceptionMiddleware import proxy (a module __getattr__ that
+    # warned) and its test_exception_middleware_deprecation was "1 test removed without replacement".
+    shim = (
+        "import warnings\n\n\nclass HTTPException(Exception):\n    pass\n\n\n"
+        '__deprecated__ = "ExceptionMiddleware"\n\n\n'
+        "def __getattr__(name):\n"
+        "    if name == __deprecated__:\n"
+        '        warnings.warn("moved to pkg.middleware", DeprecationWarning, stacklevel=3)\n'
+        "        return HTTPException\n"
+        "    raise AttributeError(name)\n"
+    )
+    tests = (
+        "import pytest\n\n\ndef test_repr():\n    assert True\n\n\n"
+        "def test_exception_middleware_deprecation():\n"
+        "    with pytest.warns(DeprecationWarning):\n"
+        "        from pkg.exceptions import ExceptionMiddleware  # noqa: F401\n"
+    )
+    root = make_repo({"pkg/__init__.py": "", "pkg/exceptions.py": shim, "tests/test_exceptions.py": tests})
+    findings = _commit(
+        root,
+        {
+            "pkg/exceptions.py": "class HTTPException(Exception):\n    pass\n",
+            "tests/test_exceptions.py": "def test_repr():\n    assert True\n",
+        },
+    )
+    assert _findings(findings, "tests-removed") == []
