@@ -37,9 +37,6 @@ class Concern:
     name_patterns: tuple[str, ...] = ()
     calls: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     context: frozenset[str] = frozenset()
-    # Strong terms only beside a supporting term (or a name word) of the concern: a line ending
-    # ``\r\n`` frames an HTTP message where headers are handled, and is text in a code formatter.
-    paired: tuple[str, ...] = ()
 
 
 CONCERNS: tuple[Concern, ...] = (
@@ -356,6 +353,7 @@ CONCERNS: tuple[Concern, ...] = (
             r"\btransfer[-_]encoding\b",
             r"\bchunk[-_ ]?(?:size|extensions?|len)\b",
             r"\bcrlf\b",
+            r"\\r\\n|\\r|b[\"']\\n[\"']",
             r"\bcontrol[_ ]char\w*",
             r"\bnon-token\b",
             r"\bsmuggl\w*",
@@ -365,7 +363,6 @@ CONCERNS: tuple[Concern, ...] = (
             r"\breason_phrase\b",
         ),
         weak=(r"\bchunked\b", r"\bheaders?\b", r"\bmethod\b", r"\bstatus_?line\b", r"\bnewline\b"),
-        paired=(r"\\r\\n|\\r|b[\"']\\n[\"']",),
         names=frozenset({"chunked", "crlf", "framing"}),
         name_patterns=(
             r"(parse|read|write|feed)_?(headers|chunk\w*|body|request_line|status_line|message)\b",
@@ -570,8 +567,6 @@ def match(
             sorted(words & concern.names)
             + [p for p in concern.name_patterns if re.search(p, lowered) is not None][:1]
         )
-        if concern.paired and (weak or named):
-            strong += _hits(concern.paired, code, confirm, code_lower)
         called = _call_hits(concern, family, calls)
         strength = 3 * len(strong) + 2 * bool(named) + bool(called) + (len(weak) >= 2)
         supported = bool(strong) or (bool(named) and bool(code.strip())) or (bool(called) and bool(weak))
@@ -644,11 +639,6 @@ def render_catalogue() -> str:
         parts.append("")
         if c.strong:
             parts.append("- strong: " + ", ".join(f"`{_readable(p)}`" for p in c.strong))
-        if c.paired:
-            parts.append(
-                "- strong beside a supporting term or a name word: "
-                + ", ".join(f"`{_readable(p)}`" for p in c.paired)
-            )
         if c.weak:
             parts.append("- supporting: " + ", ".join(f"`{_readable(p)}`" for p in c.weak))
         if c.names:

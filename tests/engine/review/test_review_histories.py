@@ -297,33 +297,6 @@ def test_call_sites_the_change_updates_are_not_left_to_check(make_repo) -> None:
     assert "pkg/gen.py" not in finding.message
 
 
-# --------------------------------------------------------------------------- HTTP framing
-
-
-def test_line_endings_in_a_code_formatter_are_no_http_framing(make_repo) -> None:
-    # black a51a0be7: ``prefix.lstrip("\r\n")`` in a comment-formatting helper was "security-sensitive
-    # logic changed (HTTP message framing and header injection): `\r\n`".
-    before = "def handle_comment(prefix):\n    return prefix.strip()\n"
-    after = 'def handle_comment(prefix):\n    prefix = prefix.lstrip("\\r\\n")\n    return prefix.strip()\n'
-    root = make_repo({"pkg/__init__.py": "", "pkg/comments.py": before, "tests/test_c.py": "def test_c():\n    pass\n"})
-    findings = _commit(root, {"pkg/comments.py": after})
-    assert _findings(findings, "security-logic") == []
-
-
-def test_a_newline_check_on_header_values_is_still_http_framing(make_repo) -> None:
-    before = "def set_header(headers, key, value):\n    headers[key] = value\n"
-    after = (
-        "def set_header(headers, key, value):\n"
-        '    if "\\r" in value or "\\n" in value:\n'
-        '        raise ValueError("no newlines in a header")\n'
-        "    headers[key] = value\n"
-    )
-    root = make_repo({"pkg/__init__.py": "", "pkg/http.py": before, "tests/test_h.py": "def test_h():\n    pass\n"})
-    findings = _commit(root, {"pkg/http.py": after})
-    [finding] = _findings(findings, "security-logic")
-    assert "framing" in finding.message
-
-
 def test_removing_a_module_getattr_names_the_attributes_it_served(make_repo) -> None:
     # itsdangerous 4bb03cd6: "public function itsdangerous.__getattr__ was removed"; nobody calls a
     # module's __getattr__: what users lose is ``itsdangerous.__version__``, which it served.
