@@ -84,6 +84,84 @@ def _drop_case_only(
     )
 
 
+# A token of code: a name (with JavaScript's ``#`` and ``$``) or one other character.
+_TOKEN = re.compile(r"[#$\w]+|\S")
+# A substitution seen on at least this many line pairs is a rename the change applies throughout.
+MIN_RENAME_LINES = 2
+# Added lines of the same shape compared with each removed line: a bound for files of thousands of
+# look-alike lines (the pairs a rename leaves are near each other in the shape's list anyway).
+MAX_RENAME_CANDIDATES = 32
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text)
+
+
+def file_renames(f: FileChange) -> dict[str, str]:
+    """Names the change swapped for others throughout the file (``_internals`` -> ``#internals``):
+    removed and added lines of the same shape that differ only in one name, on at least
+    ``MIN_RENAME_LINES`` line pairs, and always the same way."""
+    if not f.added_lines or not f.removed_lines:
+        return {}
+    by_shape: dict[tuple[str, ...], list[list[str]]] = {}
+    for _, text in f.added_lines:
+        tokens = _tokens(text)
+        shape = tuple("n" if t[0].isalnum() or t[0] in "_#$" else t for t in tokens)
+        by_shape.setdefault(shape, []).append(tokens)
+    seen: dict[tuple[str, str], int] = {}
+    for _, text in f.removed_lines:
+        old = _tokens(text)
+        shape = tuple("n" if t[0].isalnum() or t[0] in "_#$" else t for t in old)
+        if "n" not in shape:
+            continue
+        for new in by_shape.get(shape, ())[:MAX_RENAME_CANDIDATES]:
+            if new == old:
+                break  # the same line on both sides: moved, not renamed
+            pairs = {(a, b) for a, b in zip(old, new, strict=True) if a != b}
+            if len(pairs) == 1:
+                pair = next(iter(pairs))
+                seen[pair] = seen.get(pair, 0) + 1
+                break
+    targets: dict[str, set[str]] = {}
+    for (a, b), n in seen.items():
+        if n >= MIN_RENAME_LINES:
+            targets.setdefault(a, set()).add(b)
+    return {a: next(iter(bs)) for a, bs in targets.items() if len(bs) == 1}
+
+
+def _drop_renamed(
+    added: tuple[tuple[int, str], ...], removed: tuple[tuple[int, str], ...], renames: dict[str, str]
+) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]:
+    """Removed lines that read as an added line once the file's renames are applied: both sides
+    dropped, as letter-case-only edits are (the line does what it did)."""
+    if not renames:
+        return added, removed
+
+    def renamed(text: str) -> str:
+        return " ".join(renames.get(t, t) for t in _tokens(text))
+
+    wanted: dict[str, int] = {}
+    for _, text in removed:
+        key = renamed(text)
+        wanted[key] = wanted.get(key, 0) + 1
+    same: dict[str, int] = {}
+    kept_added = []
+    for item in added:
+        key = " ".join(_tokens(item[1]))
+        if wanted.get(key, 0) > same.get(key, 0):
+            same[key] = same.get(key, 0) + 1
+        else:
+            kept_added.append(item)
+    kept_removed = []
+    for item in removed:
+        key = renamed(item[1])
+        if same.get(key, 0) > 0:
+            same[key] -= 1
+        else:
+            kept_removed.append(item)
+    return tuple(kept_added), tuple(kept_removed)
+
+
 def moved_lines(diff: SemanticDiff) -> frozenset[str]:
     """Lines the change only moved: added somewhere and removed elsewhere, same text (layout aside).
 
@@ -194,7 +272,11 @@ def _nesting(f: FileChange) -> tuple[_Nesting, _Nesting]:
 
 
 def _changed_code(
-    f: FileChange, s: SymbolChange, moved: frozenset[str], nesting: tuple[_Nesting, _Nesting] | None = None
+    f: FileChange,
+    s: SymbolChange,
+    moved: frozenset[str],
+    nesting: tuple[_Nesting, _Nesting] | None = None,
+    renames: dict[str, str] | None = None,
 ) -> tuple[str, str]:
     """(added, removed) code of the symbol's own changed lines: prose, case-only edits, moved
     lines and inner definitions left out (``nesting``: the file's, from ``_nesting``)."""
@@ -213,6 +295,7 @@ def _changed_code(
         else ()
     )
     added_lines, removed_lines = _drop_case_only(added_lines, removed_lines)
+    added_lines, removed_lines = _drop_renamed(added_lines, removed_lines, renames or {})
     leaf = s.qualified_name.rsplit(".", 1)[-1]
     added = _without_own_name(_code(added_lines, s.start_line, s.end_line, f.prose_added, moved), leaf)
     removed = _code(removed_lines, s.old_start_line, s.old_end_line, f.prose_removed, moved)
@@ -241,10 +324,11 @@ def _symbol_matches(
     moved: frozenset[str] = frozenset(),
     named_here: Mapping[str, tuple[Concern, ...]] | None = None,
     nesting: tuple[_Nesting, _Nesting] | None = None,
+    renames: dict[str, str] | None = None,
 ) -> list[Match]:
     if s.kind not in CODE_KINDS or not s.logic_changed:
         return []
-    added, removed = _changed_code(f, s, moved, nesting)
+    added, removed = _changed_code(f, s, moved, nesting, renames)
     if not added.strip() and not removed.strip():
         return []
     confirm = "\n".join((*s.code_delta[0], *s.code_delta[1])) if s.code_delta is not None else None
@@ -342,8 +426,9 @@ def rule_security_logic(diff: SemanticDiff) -> list[Finding]:
             continue
         scored: list[tuple[int, SymbolChange, list[Match]]] = []
         nesting = _nesting(f)
+        renames = file_renames(f)
         for s in f.symbols:
-            matches = _symbol_matches(f, s, moved, named_here, nesting)
+            matches = _symbol_matches(f, s, moved, named_here, nesting, renames)
             if matches:
                 scored.append((sum(m.strength for m in matches), s, matches))
         if not scored:

@@ -347,3 +347,50 @@ def test_a_deprecation_test_removed_with_the_deprecation_shim_is_no_lost_test(ma
         },
     )
     assert _findings(findings, "tests-removed") == []
+
+
+# --------------------------------------------------------------------------- renames
+
+
+def test_renaming_a_private_field_through_a_security_class_is_no_security_change(make_repo) -> None:
+    # got d4ebbfe9 "Use private class internals in Options": ``this._internals.password`` became
+    # ``this.#internals.password`` on every line: three "security-sensitive logic changed
+    # (credentials): `password`" findings for a rename.
+    before = (
+        "export class Options {\n"
+        "\tconstructor() {\n\t\tthis._internals = {password: '', username: ''};\n\t}\n\n"
+        "\tget password() {\n\t\treturn this._internals.password;\n\t}\n\n"
+        "\tset password(value) {\n\t\tthis._internals.password = value;\n\t}\n\n"
+        "\tapply(url) {\n"
+        "\t\tif (this._internals.password) {\n"
+        "\t\t\turl.password = this._internals.password;\n"
+        "\t\t\tthis._internals.password = '';\n\t\t}\n\t}\n}\n"
+    )
+    after = before.replace("this._internals", "this.#internals").replace(
+        "export class Options {\n", "export class Options {\n\t#internals;\n\n"
+    )
+    root = make_repo({"package.json": "{}\n", "source/options.js": before, "test/options.js": "import test from 'ava';\n"})
+    findings = _commit(root, {"source/options.js": after})
+    assert _findings(findings, "security-logic") == []
+
+
+def test_a_real_change_beside_a_rename_is_still_a_security_change(make_repo) -> None:
+    before = (
+        "export class Options {\n"
+        "\tapply(url) {\n"
+        "\t\tif (this._internals.password) {\n"
+        "\t\t\turl.password = this._internals.password;\n\t\t}\n"
+        "\t\treturn this._internals.username;\n\t}\n}\n"
+    )
+    after = (
+        "export class Options {\n"
+        "\tapply(url) {\n"
+        "\t\tif (this.#internals.password) {\n"
+        "\t\t\turl.password = this.#internals.password;\n"
+        "\t\t\tthis.#internals.password = '';\n\t\t}\n"
+        "\t\treturn this.#internals.username;\n\t}\n}\n"
+    )
+    root = make_repo({"package.json": "{}\n", "source/options.js": before, "test/options.js": "import test from 'ava';\n"})
+    findings = _commit(root, {"source/options.js": after})
+    [finding] = _findings(findings, "security-logic")
+    assert "password" in finding.message
