@@ -2,9 +2,10 @@
 
 Owns the concerns (authentication headers, cookies and sessions, TLS verification, credentials,
 path joining and traversal, escaping and templating, signing and keys, deserialisation, subprocess
-and SQL construction, redirects and origins, HTTP message framing, limits on untrusted input) and
-how each is recognised: words in a symbol's name, terms in the changed code, and calls the symbol
-makes, per language where the spelling differs. Data and matching only: no git, no findings.
+and SQL construction, redirects and origins, HTTP message framing, limits on untrusted input,
+prototype pollution) and how each is recognised: words in a symbol's name, terms in the changed
+code, and calls the symbol makes, per language where the spelling differs. Data and matching only:
+no git, no findings.
 """
 
 from __future__ import annotations
@@ -279,6 +280,21 @@ CONCERNS: tuple[Concern, ...] = (
             "python": ("pickle.loads", "pickle.load", "marshal.loads", "yaml.load", "yaml.unsafe_load"),
             "js": ("unserialize", "node-serialize.unserialize"),
         },
+    ),
+    Concern(
+        "prototype",
+        "prototype pollution",
+        # JavaScript objects built from untrusted keys (a query string, a JSON body, a deep
+        # merge): a key ``__proto__`` reaches every object's prototype (express 2f64f68c,
+        # CVE-2024-51999: qs.parse's ``allowPrototypes`` for ``plainObjects``).
+        strong=(
+            r"\b__proto__\b",
+            r"\ballowprototypes\b",
+            r"\bplainobjects\b",
+            r"\bprototype[ _-]?pollut\w*",
+            r"\bobject\.create\(\s*null\s*\)",
+        ),
+        weak=(r"\bhasownproperty\b", r"\bobject\.hasown\b", r"\bprototype\b"),
     ),
     Concern(
         "subprocess",

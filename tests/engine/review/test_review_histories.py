@@ -394,3 +394,23 @@ def test_a_real_change_beside_a_rename_is_still_a_security_change(make_repo) -> 
     findings = _commit(root, {"source/options.js": after})
     [finding] = _findings(findings, "security-logic")
     assert "password" in finding.message
+
+
+# --------------------------------------------------------------------------- missed security fixes
+
+
+def test_a_prototype_pollution_fix_is_a_security_finding(make_repo) -> None:
+    # express 2f64f68c "security patch for CVE-2024-51999": qs.parse's ``allowPrototypes: true``
+    # became ``plainObjects: true``; semfora said nothing.
+    before = (
+        "var qs = require('qs');\n\n"
+        "function parseExtendedQueryString(str) {\n"
+        "  return qs.parse(str, {\n    allowPrototypes: true\n  });\n}\n\n"
+        "module.exports = parseExtendedQueryString;\n"
+    )
+    after = before.replace("allowPrototypes: true", "plainObjects: true")
+    root = make_repo({"package.json": "{}\n", "lib/utils.js": before, "test/utils.js": "var assert = require('assert');\n"})
+    findings = _commit(root, {"lib/utils.js": after})
+    [finding] = _findings(findings, "security-logic")
+    assert finding.symbol == "parseExtendedQueryString"
+    assert "prototype pollution" in finding.message
