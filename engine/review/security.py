@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from engine.review.concerns import DISPLAY_ESCAPERS, Concern, Match, match, named_concerns
 from engine.review.findings import Finding
@@ -62,26 +62,41 @@ def _without_own_name(text: str, name: str) -> str:
     return re.sub(rf"\b(def|class|function|fn|func)(\s+){re.escape(name)}\b", r"\1\2_", text)
 
 
-def _drop_case_only(
-    added: tuple[tuple[int, str], ...], removed: tuple[tuple[int, str], ...]
-) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]:
+Lines = tuple[tuple[int, str], ...]
+
+
+def _drop_same(
+    added: Lines, removed: Lines, key: Callable[[str], str], removed_key: Callable[[str], str] | None = None
+) -> tuple[Lines, Lines]:
+    """Added and removed lines that pair up once read through ``key`` (``removed_key`` for the
+    removed side, when it differs): both sides dropped, one pair at a time."""
+    removed_key = removed_key or key
+    wanted: dict[str, int] = {}
+    for _, text in removed:
+        k = removed_key(text)
+        wanted[k] = wanted.get(k, 0) + 1
+    same: dict[str, int] = {}
+    kept_added = []
+    for item in added:
+        k = key(item[1])
+        if wanted.get(k, 0) > same.get(k, 0):
+            same[k] = same.get(k, 0) + 1
+        else:
+            kept_added.append(item)
+    kept_removed = []
+    for item in removed:
+        k = removed_key(item[1])
+        if same.get(k, 0) > 0:
+            same[k] -= 1
+        else:
+            kept_removed.append(item)
+    return tuple(kept_added), tuple(kept_removed)
+
+
+def _drop_case_only(added: Lines, removed: Lines) -> tuple[Lines, Lines]:
     """Lines that changed only in letter case or layout (``"content-length"`` spelled
     ``"Content-Length"``) say nothing about what the code does; both sides are dropped."""
-    removed_keys: dict[str, int] = {}
-    for _, text in removed:
-        key = " ".join(text.lower().split())
-        removed_keys[key] = removed_keys.get(key, 0) + 1
-    same: set[str] = set()
-    for _, text in added:
-        key = " ".join(text.lower().split())
-        if removed_keys.get(key):
-            same.add(key)
-    if not same:
-        return added, removed
-    return (
-        tuple(x for x in added if " ".join(x[1].lower().split()) not in same),
-        tuple(x for x in removed if " ".join(x[1].lower().split()) not in same),
-    )
+    return _drop_same(added, removed, lambda text: " ".join(text.lower().split()))
 
 
 # A token of code: a name (with JavaScript's ``#`` and ``$``) or one other character.
@@ -129,37 +144,64 @@ def file_renames(f: FileChange) -> dict[str, str]:
     return {a: next(iter(bs)) for a, bs in targets.items() if len(bs) == 1}
 
 
-def _drop_renamed(
-    added: tuple[tuple[int, str], ...], removed: tuple[tuple[int, str], ...], renames: dict[str, str]
-) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]:
+def _drop_renamed(added: Lines, removed: Lines, renames: dict[str, str]) -> tuple[Lines, Lines]:
     """Removed lines that read as an added line once the file's renames are applied: both sides
     dropped, as letter-case-only edits are (the line does what it did)."""
     if not renames:
         return added, removed
+    return _drop_same(
+        added,
+        removed,
+        lambda text: " ".join(_tokens(text)),
+        lambda text: " ".join(renames.get(t, t) for t in _tokens(text)),
+    )
 
-    def renamed(text: str) -> str:
-        return " ".join(renames.get(t, t) for t in _tokens(text))
 
-    wanted: dict[str, int] = {}
-    for _, text in removed:
-        key = renamed(text)
-        wanted[key] = wanted.get(key, 0) + 1
-    same: dict[str, int] = {}
-    kept_added = []
-    for item in added:
-        key = " ".join(_tokens(item[1]))
-        if wanted.get(key, 0) > same.get(key, 0):
-            same[key] = same.get(key, 0) + 1
-        else:
-            kept_added.append(item)
-    kept_removed = []
-    for item in removed:
-        key = renamed(item[1])
-        if same.get(key, 0) > 0:
-            same[key] -= 1
-        else:
-            kept_removed.append(item)
-    return tuple(kept_added), tuple(kept_removed)
+TYPESCRIPT = frozenset({"typescript", "tsx"})
+_AS = re.compile(r"\s+(?:as|satisfies)\s+(?=[\w${(\[\'\"])")
+_PARENTHESISED_NAME = re.compile(r"\(\s*([\w$.]+)\s*\)")
+_NON_NULL = re.compile(r"(?<=[\w$\])])!(?=[.;,)\]\s]|$)")
+
+
+def _type_end(text: str, i: int) -> int:
+    """Where the type that starts at ``text[i]`` ends (``Record<string, unknown>[] | null``)."""
+    depth = 0
+    while i < len(text):
+        ch = text[i]
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            if depth == 0:
+                return i
+            depth -= 1
+        elif depth == 0 and not _in_type(text, i):
+            return i
+        i += 1
+    return i
+
+
+def _in_type(text: str, i: int) -> bool:
+    """``text[i]``, outside brackets, still belongs to a type: a name, a dot, a quote, a ``|`` or
+    ``&`` union and the spaces around one."""
+    ch = text[i]
+    if ch == " ":
+        return bool(re.match(r"\s*[|&]", text[i:]) or re.search(r"[|&]\s*$", text[:i]))
+    return ch.isalnum() or ch in "_$.'\"|&"
+
+
+def typescript_runtime(text: str) -> str:
+    """A TypeScript line as it runs: type assertions (``x as T``, ``x satisfies T``), non-null
+    assertions (``x!``) and the parentheses they leave around a name dropped."""
+    out = text
+    while (m := _AS.search(out)) is not None:
+        out = out[: m.start()] + out[_type_end(out, m.end()) :]
+    out = _NON_NULL.sub("", out)
+    return _PARENTHESISED_NAME.sub(r"\1", out)
+
+
+def _drop_type_only(added: Lines, removed: Lines) -> tuple[Lines, Lines]:
+    """TypeScript lines that changed only in their type assertions: both sides dropped."""
+    return _drop_same(added, removed, lambda text: " ".join(typescript_runtime(text).split()))
 
 
 def moved_lines(diff: SemanticDiff) -> frozenset[str]:
@@ -296,6 +338,8 @@ def _changed_code(
     )
     added_lines, removed_lines = _drop_case_only(added_lines, removed_lines)
     added_lines, removed_lines = _drop_renamed(added_lines, removed_lines, renames or {})
+    if f.language in TYPESCRIPT:
+        added_lines, removed_lines = _drop_type_only(added_lines, removed_lines)
     leaf = s.qualified_name.rsplit(".", 1)[-1]
     added = _without_own_name(_code(added_lines, s.start_line, s.end_line, f.prose_added, moved), leaf)
     removed = _code(removed_lines, s.old_start_line, s.old_end_line, f.prose_removed, moved)
@@ -337,7 +381,8 @@ def _symbol_matches(
         # A term inside the text of a warning or a log line (``warnings.warn("JWS support is
         # deprecated")``) is words for a reader, not code (a returned string is still code).
         confirm = "\n".join(
-            _STRING.sub("''", x) if _HOUSEKEEPING.match(x) else x for x in (*s.code_delta[0], *s.code_delta[1])
+            _STRING.sub("''", x) if _HOUSEKEEPING.match(x) else x
+            for x in (*s.code_delta[0], *s.code_delta[1])
         )
     calls: Iterable[str] = s.calls
     if display := _display_escapes(s.calls):

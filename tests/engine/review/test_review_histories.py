@@ -17,8 +17,7 @@ def _findings(items: list[Finding], rule: str | None = None) -> list[Finding]:
 # --------------------------------------------------------------------------- tests removed
 
 PROMPT_TESTS = (
-    "def test_prompt_default():\n    assert True\n\n\n"
-    "def test_confirm_repeat():\n    assert 1 + 1 == 2\n"
+    "def test_prompt_default():\n    assert True\n\n\ndef test_confirm_repeat():\n    assert 1 + 1 == 2\n"
 )
 
 
@@ -38,7 +37,9 @@ def test_a_removed_duplicate_of_a_test_another_file_still_defines_is_no_lost_tes
 
 def test_a_test_removed_for_good_is_still_reported(make_repo) -> None:
     utils = "def test_filename():\n    assert True\n\n\ndef test_unique_case():\n    assert 2 > 1\n"
-    root = make_repo({"pkg/__init__.py": "", "tests/test_utils.py": utils, "tests/test_other.py": PROMPT_TESTS})
+    root = make_repo(
+        {"pkg/__init__.py": "", "tests/test_utils.py": utils, "tests/test_other.py": PROMPT_TESTS}
+    )
     findings = _commit(root, {"tests/test_utils.py": "def test_filename():\n    assert True\n"})
     [finding] = _findings(findings, "tests-removed")
     assert "test_unique_case" in finding.message
@@ -118,7 +119,9 @@ def test_a_local_variable_named_request_is_not_the_request_package(make_repo) ->
 
 def test_the_imported_request_package_is_still_network(make_repo) -> None:
     before = "import request from 'request';\n\nexport function fetchIt(url) {\n\treturn url;\n}\n"
-    after = "import request from 'request';\n\nexport function fetchIt(url) {\n\treturn request.get(url);\n}\n"
+    after = (
+        "import request from 'request';\n\nexport function fetchIt(url) {\n\treturn request.get(url);\n}\n"
+    )
     root = make_repo({"package.json": "{}\n", "source/fetch.js": before})
     findings = _commit(root, {"source/fetch.js": after})
     [finding] = _findings(findings, "new-network")
@@ -139,7 +142,9 @@ AVA_TESTS = (
 def test_a_helper_removed_from_a_javascript_test_file_is_no_removed_test(make_repo) -> None:
     # got b03e6f95, b9334769: a server helper and the methods of a fake emitter moved out of a test
     # file were "13 tests removed without replacement: emitter.abort, emitter.end...".
-    root = make_repo({"package.json": "{}\n", "source/index.js": "export const a = 1;\n", "test/retry.js": AVA_TESTS})
+    root = make_repo(
+        {"package.json": "{}\n", "source/index.js": "export const a = 1;\n", "test/retry.js": AVA_TESTS}
+    )
     after = (
         "import test from 'ava';\nimport {createServer, emitter} from './helpers.js';\n\n"
         "test('retries on abort', async t => {\n\tconst server = await createServer();\n\tt.is(server.port, 1);\n});\n\n"
@@ -151,7 +156,9 @@ def test_a_helper_removed_from_a_javascript_test_file_is_no_removed_test(make_re
 
 
 def test_a_javascript_test_call_removed_is_a_removed_test(make_repo) -> None:
-    root = make_repo({"package.json": "{}\n", "source/index.js": "export const a = 1;\n", "test/retry.js": AVA_TESTS})
+    root = make_repo(
+        {"package.json": "{}\n", "source/index.js": "export const a = 1;\n", "test/retry.js": AVA_TESTS}
+    )
     after = AVA_TESTS.replace("test('gives up', t => {\n\tt.truthy(emitter);\n});\n", "")
     findings = _commit(root, {"test/retry.js": after})
     [finding] = _findings(findings, "tests-removed")
@@ -172,7 +179,9 @@ def test_renaming_a_typescript_parameter_breaks_no_caller(make_repo) -> None:
 
 def test_renaming_a_python_parameter_still_breaks_keyword_callers(make_repo) -> None:
     before = "def fetch(url, timeout=None):\n    return url, timeout\n"
-    root = make_repo({"pkg/__init__.py": "", "pkg/net.py": before, "tests/test_net.py": "def test_x():\n    pass\n"})
+    root = make_repo(
+        {"pkg/__init__.py": "", "pkg/net.py": before, "tests/test_net.py": "def test_x():\n    pass\n"}
+    )
     findings = _commit(root, {"pkg/net.py": before.replace("timeout", "deadline")})
     [finding] = _findings(findings, "public-api")
     assert "keyword callers break" in finding.message
@@ -198,7 +207,9 @@ def test_escaping_rich_console_markup_is_no_output_escaping_concern(make_repo) -
         '            f"Failed to connect to [magenta]{escape(host)}[/] while fetching {escape(url)}"\n'
         "        )\n"
     )
-    root = make_repo({"pkg/__init__.py": "", "pkg/errors.py": RICH_BEFORE, "tests/test_e.py": "def test_e():\n    pass\n"})
+    root = make_repo(
+        {"pkg/__init__.py": "", "pkg/errors.py": RICH_BEFORE, "tests/test_e.py": "def test_e():\n    pass\n"}
+    )
     findings = _commit(root, {"pkg/errors.py": after})
     assert _findings(findings, "security-logic") == []
 
@@ -206,7 +217,9 @@ def test_escaping_rich_console_markup_is_no_output_escaping_concern(make_repo) -
 def test_html_escaping_added_is_still_an_escaping_concern(make_repo) -> None:
     before = "import html\n\n\ndef render(name):\n    return '<b>' + name + '</b>'\n"
     after = "import html\n\n\ndef render(name):\n    return '<b>' + html.escape(name) + '</b>'\n"
-    root = make_repo({"pkg/__init__.py": "", "pkg/page.py": before, "tests/test_p.py": "def test_p():\n    pass\n"})
+    root = make_repo(
+        {"pkg/__init__.py": "", "pkg/page.py": before, "tests/test_p.py": "def test_p():\n    pass\n"}
+    )
     findings = _commit(root, {"pkg/page.py": after})
     [finding] = _findings(findings, "security-logic")
     assert "escaping" in finding.message
@@ -237,7 +250,9 @@ def test_rewording_a_deprecation_warning_is_no_security_change(make_repo) -> Non
         '            " ItsDangerous 2.1. Use a dedicated JWS/JWT library such as"\n'
         '            " authlib."',
     )
-    root = make_repo({"pkg/__init__.py": "", "pkg/jws.py": before, "tests/test_j.py": "def test_j():\n    pass\n"})
+    root = make_repo(
+        {"pkg/__init__.py": "", "pkg/jws.py": before, "tests/test_j.py": "def test_j():\n    pass\n"}
+    )
     findings = _commit(root, {"pkg/jws.py": after})
     assert _findings(findings, "security-logic") == []
 
@@ -268,7 +283,9 @@ def test_a_removed_python_class_is_one_finding(make_repo) -> None:
         "    def loads(self, s):\n        return s\n\n\n"
         "def keep():\n    return 1\n"
     )
-    root = make_repo({"pkg/__init__.py": "", "pkg/jws.py": before, "tests/test_j.py": "def test_j():\n    pass\n"})
+    root = make_repo(
+        {"pkg/__init__.py": "", "pkg/jws.py": before, "tests/test_j.py": "def test_j():\n    pass\n"}
+    )
     findings = _commit(root, {"pkg/jws.py": "def keep():\n    return 1\n"})
     [finding] = _findings(findings, "public-api")
     assert finding.message == "public class pkg.jws.JSONWebSignatureSerializer was removed"
@@ -281,8 +298,13 @@ def test_call_sites_the_change_updates_are_not_left_to_check(make_repo) -> None:
     gen = "from pkg.lines import can_omit\n\n\ndef split(rhs, mode):\n    return can_omit(rhs, 88)\n"
     other = "from pkg.lines import can_omit\n\n\ndef other(rhs):\n    return can_omit(rhs, 80)\n"
     root = make_repo(
-        {"pkg/__init__.py": "", "pkg/lines.py": lines, "pkg/gen.py": gen, "pkg/other.py": other,
-         "tests/test_l.py": "def test_l():\n    pass\n"}
+        {
+            "pkg/__init__.py": "",
+            "pkg/lines.py": lines,
+            "pkg/gen.py": gen,
+            "pkg/other.py": other,
+            "tests/test_l.py": "def test_l():\n    pass\n",
+        }
     )
     findings = _commit(
         root,
@@ -369,7 +391,9 @@ def test_renaming_a_private_field_through_a_security_class_is_no_security_change
     after = before.replace("this._internals", "this.#internals").replace(
         "export class Options {\n", "export class Options {\n\t#internals;\n\n"
     )
-    root = make_repo({"package.json": "{}\n", "source/options.js": before, "test/options.js": "import test from 'ava';\n"})
+    root = make_repo(
+        {"package.json": "{}\n", "source/options.js": before, "test/options.js": "import test from 'ava';\n"}
+    )
     findings = _commit(root, {"source/options.js": after})
     assert _findings(findings, "security-logic") == []
 
@@ -390,7 +414,9 @@ def test_a_real_change_beside_a_rename_is_still_a_security_change(make_repo) -> 
         "\t\t\tthis.#internals.password = '';\n\t\t}\n"
         "\t\treturn this.#internals.username;\n\t}\n}\n"
     )
-    root = make_repo({"package.json": "{}\n", "source/options.js": before, "test/options.js": "import test from 'ava';\n"})
+    root = make_repo(
+        {"package.json": "{}\n", "source/options.js": before, "test/options.js": "import test from 'ava';\n"}
+    )
     findings = _commit(root, {"source/options.js": after})
     [finding] = _findings(findings, "security-logic")
     assert "password" in finding.message
@@ -409,8 +435,38 @@ def test_a_prototype_pollution_fix_is_a_security_finding(make_repo) -> None:
         "module.exports = parseExtendedQueryString;\n"
     )
     after = before.replace("allowPrototypes: true", "plainObjects: true")
-    root = make_repo({"package.json": "{}\n", "lib/utils.js": before, "test/utils.js": "var assert = require('assert');\n"})
+    root = make_repo(
+        {"package.json": "{}\n", "lib/utils.js": before, "test/utils.js": "var assert = require('assert');\n"}
+    )
     findings = _commit(root, {"lib/utils.js": after})
     [finding] = _findings(findings, "security-logic")
     assert finding.symbol == "parseExtendedQueryString"
     assert "prototype pollution" in finding.message
+
+
+# --------------------------------------------------------------------------- TypeScript types
+
+
+def test_dropping_typescript_type_assertions_is_no_security_change(make_repo) -> None:
+    # got 1a1452c3 "Update dependencies": ``safeObjectAssign(this.#internals.https as Record<string,
+    # unknown>, value as Record<string, unknown>)`` lost its casts: "security-sensitive logic changed
+    # in Options.https (TLS verification)". A type assertion is gone when the code runs.
+    before = (
+        "export class Options {\n"
+        "\tset https(value: HttpsOptions) {\n"
+        "\t\tassign(this.internals.https as Record<string, unknown>, value as Record<string, unknown>);\n"
+        "\t\tthis.internals.rejectUnauthorized = (value as HttpsOptions).rejectUnauthorized!;\n"
+        "\t}\n}\n"
+    )
+    after = (
+        "export class Options {\n"
+        "\tset https(value: HttpsOptions) {\n"
+        "\t\tassign(this.internals.https, value);\n"
+        "\t\tthis.internals.rejectUnauthorized = value.rejectUnauthorized;\n"
+        "\t}\n}\n"
+    )
+    root = make_repo(
+        {"package.json": "{}\n", "source/options.ts": before, "test/options.ts": "import test from 'ava';\n"}
+    )
+    findings = _commit(root, {"source/options.ts": after})
+    assert _findings(findings, "security-logic") == []
