@@ -470,3 +470,33 @@ def test_dropping_typescript_type_assertions_is_no_security_change(make_repo) ->
     )
     findings = _commit(root, {"source/options.ts": after})
     assert _findings(findings, "security-logic") == []
+
+
+# --------------------------------------------------------------------------- package.json
+
+
+def test_package_json_links_are_no_dependencies(make_repo) -> None:
+    # express b274047a, 94546a3c: the homepage link moved to https and a funding URL was added:
+    # "homepage is now installed from https://expressjs.com/, not from the package index".
+    before = (
+        '{\n  "name": "express",\n  "homepage": "http://expressjs.com/",\n'
+        '  "dependencies": {\n    "qs": "^6.14.1"\n  }\n}\n'
+    )
+    after = (
+        '{\n  "name": "express",\n  "homepage": "https://expressjs.com/",\n'
+        '  "funding": {\n    "type": "opencollective",\n    "url": "https://opencollective.com/express"\n  },\n'
+        '  "repository": "https://github.com/expressjs/express",\n'
+        '  "dependencies": {\n    "qs": "^6.14.1"\n  }\n}\n'
+    )
+    root = make_repo({"package.json": before, "lib/express.js": "module.exports = {};\n"})
+    findings = _commit(root, {"package.json": after})
+    assert [f for f in findings if f.type == "dependency"] == []
+
+
+def test_a_dependency_from_a_url_is_still_reported(make_repo) -> None:
+    before = '{\n  "name": "app",\n  "dependencies": {\n    "qs": "^6.14.1"\n  }\n}\n'
+    after = '{\n  "name": "app",\n  "dependencies": {\n    "qs": "https://example.com/qs.tgz"\n  }\n}\n'
+    root = make_repo({"package.json": before, "lib/app.js": "module.exports = {};\n"})
+    findings = _commit(root, {"package.json": after})
+    [finding] = _findings(findings, "dependency-source")
+    assert finding.message.startswith("qs is now installed from https://example.com/qs.tgz")
