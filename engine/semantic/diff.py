@@ -1505,6 +1505,10 @@ def _find_callers(
         + "|".join(re.escape(n) for n in names)
         + r")\s*\("
     )
+    # A bare call in a file that defines the name itself calls that file's own definition (every
+    # script of a repository calls its own ``main()``).
+    defined_in: dict[str, set[str]] = {}
+    bare: set[tuple[str, str, int]] = set()
     for raw in proc.stdout.decode("utf-8", "replace").splitlines():
         if tree is not None and raw.startswith(tree + ":"):
             raw = raw[len(tree) + 1 :]
@@ -1516,11 +1520,18 @@ def _find_callers(
         for match in regex.finditer(text):
             receiver, name = re.sub(r"\s+", "", match.group(1) or ""), match.group(2)
             if _DEFINITION.search(text[: match.start(2)] + name):
+                defined_in.setdefault(name, set()).add(file)
                 continue
             for spec in by_name[name]:
                 if spec.id not in matched and _receiver_matches(spec, receiver, file, packages):
                     matched.add(spec.id)
                     hits[spec.id].append((file, line, text.strip()[:160]))
+                    if not receiver:
+                        bare.add((spec.id, file, line))
+    for spec in specs:
+        own = defined_in.get(spec.name, set()) - {spec.file}
+        if own:
+            hits[spec.id] = [r for r in hits[spec.id] if not (r[0] in own and (spec.id, r[0], r[1]) in bare)]
     prose = _prose_hits(root, tree, staged, {(f, ln) for refs in hits.values() for f, ln, _ in refs})
     out: dict[str, tuple[int, list[tuple[str, int, str]]]] = {}
     for sid, refs in hits.items():

@@ -500,3 +500,19 @@ def test_a_dependency_from_a_url_is_still_reported(make_repo) -> None:
     findings = _commit(root, {"package.json": after})
     [finding] = _findings(findings, "dependency-source")
     assert finding.message.startswith("qs is now installed from https://example.com/qs.tgz")
+
+
+def test_a_bare_call_in_a_file_that_defines_the_name_is_not_a_call_site(make_repo) -> None:
+    # black 69973fd6: blackd.main gained required parameters: "12 call sites to check:
+    # scripts/check_pre_commit_rev_in_example.py:55, ..." were each script calling its own main().
+    main = "def main(bind_host):\n    return bind_host\n"
+    script = "def main():\n    return 0\n\n\nif __name__ == '__main__':\n    main()\n"
+    user = "from pkg.server import main\n\n\ndef run():\n    return main('localhost')\n"
+    root = make_repo(
+        {"pkg/__init__.py": "", "pkg/server.py": main, "pkg/cli.py": user, "scripts/check.py": script,
+         "tests/test_s.py": "def test_s():\n    pass\n"}
+    )
+    findings = _commit(root, {"pkg/server.py": main.replace("bind_host)", "bind_host, port)")})
+    [finding] = _findings(findings, "public-api")
+    assert "(1 call site to check: pkg/cli.py:5 (run))" in finding.message or "(1 call site to check: pkg/cli.py:5)" in finding.message
+    assert "scripts/check.py" not in finding.message
