@@ -516,3 +516,13 @@ def test_a_bare_call_in_a_file_that_defines_the_name_is_not_a_call_site(make_rep
     [finding] = _findings(findings, "public-api")
     assert "(1 call site to check: pkg/cli.py:5 (run))" in finding.message or "(1 call site to check: pkg/cli.py:5)" in finding.message
     assert "scripts/check.py" not in finding.message
+
+
+def test_a_short_secret_says_which_name_holds_it(make_repo) -> None:
+    # A short secret was masked to nothing: "secret assigned to a literal added (…)"; the reviewer
+    # could not tell which of the line's names held it.
+    root = make_repo({"app/__init__.py": "", "app/settings.py": "DEBUG = False\n"})
+    findings = _commit(root, {"app/settings.py": "DEBUG = False\nDB_PASSWORD = 'h7Kq2zX'\n"})
+    [secret] = [f for f in findings if f.type == "secrets"]
+    assert secret.message == "secret assigned to a literal added (DB_PASSWORD = …); remove it and rotate it"
+    assert "h7Kq" not in secret.message
