@@ -14,6 +14,17 @@ def _findings(items: list[Finding], rule: str | None = None) -> list[Finding]:
     return [f for f in items if f.severity != "info" and (rule is None or rule in (f.rule, *f.also))]
 
 
+# The projects the changes are made in: a Python package with a test, a JavaScript one with a test.
+PYTHON = {"pkg/__init__.py": "", "tests/test_base.py": "def test_base():\n    pass\n"}
+JS = {"package.json": "{}\n", "test/base.js": "import test from 'ava';\n"}
+
+
+def _change(make_repo, path: str, before: str, after: str, project: dict[str, str] = PYTHON) -> list[Finding]:
+    """The rules' findings on one commit that changes ``path`` from ``before`` to ``after``."""
+    root = make_repo({**project, path: before})
+    return _commit(root, {path: after})
+
+
 # --------------------------------------------------------------------------- tests removed
 
 PROMPT_TESTS = (
@@ -57,8 +68,7 @@ def test_a_typescript_union_of_string_literals_is_a_type_not_a_secret(make_repo)
         "\treturn url[credential] !== '';\n}\n"
         "\ntype TokenKind = {token: 'bearer' | 'basic'};\n"
     )
-    root = make_repo({"package.json": "{}\n", "source/url.ts": before})
-    findings = _commit(root, {"source/url.ts": after})
+    findings = _change(make_repo, "source/url.ts", before, after, JS)
     assert [f for f in findings if f.type == "secrets"] == []
 
 
@@ -85,8 +95,7 @@ def test_a_regular_expressions_exec_runs_no_program(make_repo) -> None:
         "\tconst other = PATTERN.exec(url.host);\n"
         "\treturn match?.groups?.socketPath ?? other;\n}\n"
     )
-    root = make_repo({"package.json": "{}\n", "source/unix.js": SOCKET_BEFORE})
-    findings = _commit(root, {"source/unix.js": after})
+    findings = _change(make_repo, "source/unix.js", SOCKET_BEFORE, after, JS)
     assert [f for f in findings if f.rule in ("new-subprocess", "risk-raised")] == []
     assert [f for f in findings if "exec" in f.message] == []
 
@@ -97,8 +106,7 @@ def test_child_process_exec_is_still_a_new_subprocess(make_repo) -> None:
         "export function socketPath(url) {\n"
         "\treturn childProcess.exec(`ls ${url.pathname}`);\n}\n"
     )
-    root = make_repo({"package.json": "{}\n", "source/unix.js": SOCKET_BEFORE})
-    findings = _commit(root, {"source/unix.js": after})
+    findings = _change(make_repo, "source/unix.js", SOCKET_BEFORE, after, JS)
     [finding] = _findings(findings, "new-subprocess")
     assert "childProcess.exec" in finding.message or "child_process.exec" in finding.message
 
@@ -112,8 +120,7 @@ def test_a_local_variable_named_request_is_not_the_request_package(make_repo) ->
         "\t\trequest.on('error', error => this.fail(error));\n"
         "\t\trequest.end();\n\t\treturn request;\n\t}\n}\n"
     )
-    root = make_repo({"package.json": "{}\n", "source/client.js": before})
-    findings = _commit(root, {"source/client.js": after})
+    findings = _change(make_repo, "source/client.js", before, after, JS)
     assert _findings(findings, "new-network") == []
 
 
@@ -122,8 +129,7 @@ def test_the_imported_request_package_is_still_network(make_repo) -> None:
     after = (
         "import request from 'request';\n\nexport function fetchIt(url) {\n\treturn request.get(url);\n}\n"
     )
-    root = make_repo({"package.json": "{}\n", "source/fetch.js": before})
-    findings = _commit(root, {"source/fetch.js": after})
+    findings = _change(make_repo, "source/fetch.js", before, after, JS)
     [finding] = _findings(findings, "new-network")
     assert "request.get" in finding.message
 
@@ -172,17 +178,13 @@ def test_renaming_a_typescript_parameter_breaks_no_caller(make_repo) -> None:
     # TypeScript have no keyword arguments.
     before = "export class TimeoutError extends Error {\n\tconstructor(error: Error, timings: string) {\n\t\tsuper(error.message);\n\t}\n}\n"
     after = before.replace("timings: string", "event: string")
-    root = make_repo({"package.json": "{}\n", "source/errors.ts": before})
-    findings = _commit(root, {"source/errors.ts": after})
+    findings = _change(make_repo, "source/errors.ts", before, after, JS)
     assert _findings(findings, "public-api") == []
 
 
 def test_renaming_a_python_parameter_still_breaks_keyword_callers(make_repo) -> None:
     before = "def fetch(url, timeout=None):\n    return url, timeout\n"
-    root = make_repo(
-        {"pkg/__init__.py": "", "pkg/net.py": before, "tests/test_net.py": "def test_x():\n    pass\n"}
-    )
-    findings = _commit(root, {"pkg/net.py": before.replace("timeout", "deadline")})
+    findings = _change(make_repo, "pkg/net.py", before, before.replace("timeout", "deadline"))
     [finding] = _findings(findings, "public-api")
     assert "keyword callers break" in finding.message
 
@@ -207,20 +209,14 @@ def test_escaping_rich_console_markup_is_no_output_escaping_concern(make_repo) -
         '            f"Failed to connect to [magenta]{escape(host)}[/] while fetching {escape(url)}"\n'
         "        )\n"
     )
-    root = make_repo(
-        {"pkg/__init__.py": "", "pkg/errors.py": RICH_BEFORE, "tests/test_e.py": "def test_e():\n    pass\n"}
-    )
-    findings = _commit(root, {"pkg/errors.py": after})
+    findings = _change(make_repo, "pkg/errors.py", RICH_BEFORE, after)
     assert _findings(findings, "security-logic") == []
 
 
 def test_html_escaping_added_is_still_an_escaping_concern(make_repo) -> None:
     before = "import html\n\n\ndef render(name):\n    return '<b>' + name + '</b>'\n"
     after = "import html\n\n\ndef render(name):\n    return '<b>' + html.escape(name) + '</b>'\n"
-    root = make_repo(
-        {"pkg/__init__.py": "", "pkg/page.py": before, "tests/test_p.py": "def test_p():\n    pass\n"}
-    )
-    findings = _commit(root, {"pkg/page.py": after})
+    findings = _change(make_repo, "pkg/page.py", before, after)
     [finding] = _findings(findings, "security-logic")
     assert "escaping" in finding.message
 
@@ -250,10 +246,7 @@ def test_rewording_a_deprecation_warning_is_no_security_change(make_repo) -> Non
         '            " ItsDangerous 2.1. Use a dedicated JWS/JWT library such as"\n'
         '            " authlib."',
     )
-    root = make_repo(
-        {"pkg/__init__.py": "", "pkg/jws.py": before, "tests/test_j.py": "def test_j():\n    pass\n"}
-    )
-    findings = _commit(root, {"pkg/jws.py": after})
+    findings = _change(make_repo, "pkg/jws.py", before, after)
     assert _findings(findings, "security-logic") == []
 
 
@@ -270,8 +263,7 @@ def test_a_removed_class_is_one_finding_not_one_a_method(make_repo) -> None:
         "export function keep(): number {\n\treturn 1;\n}\n"
     )
     after = "export function keep(): number {\n\treturn 1;\n}\n"
-    root = make_repo({"package.json": "{}\n", "source/types.ts": before})
-    findings = _commit(root, {"source/types.ts": after})
+    findings = _change(make_repo, "source/types.ts", before, after, JS)
     [finding] = _findings(findings, "public-api")
     assert finding.message == "public class CancelError was removed"
 
@@ -283,10 +275,7 @@ def test_a_removed_python_class_is_one_finding(make_repo) -> None:
         "    def loads(self, s):\n        return s\n\n\n"
         "def keep():\n    return 1\n"
     )
-    root = make_repo(
-        {"pkg/__init__.py": "", "pkg/jws.py": before, "tests/test_j.py": "def test_j():\n    pass\n"}
-    )
-    findings = _commit(root, {"pkg/jws.py": "def keep():\n    return 1\n"})
+    findings = _change(make_repo, "pkg/jws.py", before, "def keep():\n    return 1\n")
     [finding] = _findings(findings, "public-api")
     assert finding.message == "public class pkg.jws.JSONWebSignatureSerializer was removed"
 
@@ -391,10 +380,7 @@ def test_renaming_a_private_field_through_a_security_class_is_no_security_change
     after = before.replace("this._internals", "this.#internals").replace(
         "export class Options {\n", "export class Options {\n\t#internals;\n\n"
     )
-    root = make_repo(
-        {"package.json": "{}\n", "source/options.js": before, "test/options.js": "import test from 'ava';\n"}
-    )
-    findings = _commit(root, {"source/options.js": after})
+    findings = _change(make_repo, "source/options.js", before, after, JS)
     assert _findings(findings, "security-logic") == []
 
 
@@ -414,10 +400,7 @@ def test_a_real_change_beside_a_rename_is_still_a_security_change(make_repo) -> 
         "\t\t\tthis.#internals.password = '';\n\t\t}\n"
         "\t\treturn this.#internals.username;\n\t}\n}\n"
     )
-    root = make_repo(
-        {"package.json": "{}\n", "source/options.js": before, "test/options.js": "import test from 'ava';\n"}
-    )
-    findings = _commit(root, {"source/options.js": after})
+    findings = _change(make_repo, "source/options.js", before, after, JS)
     [finding] = _findings(findings, "security-logic")
     assert "password" in finding.message
 
@@ -509,12 +492,20 @@ def test_a_bare_call_in_a_file_that_defines_the_name_is_not_a_call_site(make_rep
     script = "def main():\n    return 0\n\n\nif __name__ == '__main__':\n    main()\n"
     user = "from pkg.server import main\n\n\ndef run():\n    return main('localhost')\n"
     root = make_repo(
-        {"pkg/__init__.py": "", "pkg/server.py": main, "pkg/cli.py": user, "scripts/check.py": script,
-         "tests/test_s.py": "def test_s():\n    pass\n"}
+        {
+            "pkg/__init__.py": "",
+            "pkg/server.py": main,
+            "pkg/cli.py": user,
+            "scripts/check.py": script,
+            "tests/test_s.py": "def test_s():\n    pass\n",
+        }
     )
     findings = _commit(root, {"pkg/server.py": main.replace("bind_host)", "bind_host, port)")})
     [finding] = _findings(findings, "public-api")
-    assert "(1 call site to check: pkg/cli.py:5 (run))" in finding.message or "(1 call site to check: pkg/cli.py:5)" in finding.message
+    assert (
+        "(1 call site to check: pkg/cli.py:5 (run))" in finding.message
+        or "(1 call site to check: pkg/cli.py:5)" in finding.message
+    )
     assert "scripts/check.py" not in finding.message
 
 
