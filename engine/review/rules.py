@@ -189,6 +189,12 @@ def _api_message(s: SymbolChange, removed_code: frozenset[str] = frozenset()) ->
         return None
     if s.kind in ("variable", "constant"):
         return None
+    if s.change == "removed" and s.qualified_name.endswith(".constructor"):
+        cls = s.qualified_name.rpartition(".")[0]
+        return (
+            f"the constructor of public class {cls} was removed: new {cls}(...) now takes the "
+            "arguments of the default or inherited constructor"
+        )
     if s.change == "removed":
         return f"public {s.kind} {s.qualified_name} was removed"
     if s.change == "renamed":

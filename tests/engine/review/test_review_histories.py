@@ -517,3 +517,25 @@ def test_a_short_secret_says_which_name_holds_it(make_repo) -> None:
     [secret] = [f for f in findings if f.type == "secrets"]
     assert secret.message == "secret assigned to a literal added (DB_PASSWORD = …); remove it and rotate it"
     assert "h7Kq" not in secret.message
+
+
+def test_a_removed_constructor_says_the_class_still_constructs(make_repo) -> None:
+    # got 599ae74e: "public method WeakableMap.constructor was removed": the class is still there
+    # and still constructed; what changed is the arguments it takes.
+    before = (
+        "export class WeakableMap<K, V> {\n"
+        "\tweakMap: WeakMap<Record<string, unknown>, V>;\n\n"
+        "\tconstructor() {\n\t\tthis.weakMap = new WeakMap();\n\t}\n\n"
+        "\tget(key: K): V | undefined {\n\t\treturn this.weakMap.get(key as any);\n\t}\n}\n"
+    )
+    after = (
+        "export class WeakableMap<K, V> {\n"
+        "\tweakMap = new WeakMap<Record<string, unknown>, V>();\n\n"
+        "\tget(key: K): V | undefined {\n\t\treturn this.weakMap.get(key as any);\n\t}\n}\n"
+    )
+    findings = _change(make_repo, "source/weakable-map.ts", before, after, JS)
+    [finding] = _findings(findings, "public-api")
+    assert finding.message == (
+        "the constructor of public class WeakableMap was removed: new WeakableMap(...) now takes "
+        "the arguments of the default or inherited constructor"
+    )
