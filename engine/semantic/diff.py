@@ -1505,8 +1505,8 @@ def _find_callers(
         + "|".join(re.escape(n) for n in names)
         + r")\s*\("
     )
-    # A bare call in a file that defines the name itself calls that file's own definition (every
-    # script of a repository calls its own ``main()``).
+    # A bare call in a file that defines the name itself, at its top level, calls that file's own
+    # definition (every script of a repository calls its own ``main()``).
     defined_in: dict[str, set[str]] = {}
     bare: set[tuple[str, str, int]] = set()
     for raw in proc.stdout.decode("utf-8", "replace").splitlines():
@@ -1520,7 +1520,8 @@ def _find_callers(
         for match in regex.finditer(text):
             receiver, name = re.sub(r"\s+", "", match.group(1) or ""), match.group(2)
             if _DEFINITION.search(text[: match.start(2)] + name):
-                defined_in.setdefault(name, set()).add(file)
+                if not text[:1].isspace():  # a method or a nested function shadows nothing
+                    defined_in.setdefault(name, set()).add(file)
                 continue
             for spec in by_name[name]:
                 if spec.id not in matched and _receiver_matches(spec, receiver, file, packages):
