@@ -2,9 +2,10 @@
 
 Owns the concerns (authentication headers, cookies and sessions, TLS verification, credentials,
 path joining and traversal, escaping and templating, signing and keys, deserialisation, subprocess
-and SQL construction, redirects and origins, HTTP message framing, limits on untrusted input) and
-how each is recognised: words in a symbol's name, terms in the changed code, and calls the symbol
-makes, per language where the spelling differs. Data and matching only: no git, no findings.
+and SQL construction, redirects and origins, HTTP message framing, limits on untrusted input,
+prototype pollution) and how each is recognised: words in a symbol's name, terms in the changed
+code, and calls the symbol makes, per language where the spelling differs. Data and matching only:
+no git, no findings.
 """
 
 from __future__ import annotations
@@ -281,6 +282,21 @@ CONCERNS: tuple[Concern, ...] = (
         },
     ),
     Concern(
+        "prototype",
+        "prototype pollution",
+        # JavaScript objects built from untrusted keys (a query string, a JSON body, a deep
+        # merge): a key ``__proto__`` reaches every object's prototype (express 2f64f68c,
+        # CVE-2024-51999: qs.parse's ``allowPrototypes`` for ``plainObjects``).
+        strong=(
+            r"\b__proto__\b",
+            r"\ballowprototypes\b",
+            r"\bplainobjects\b",
+            r"\bprototype[ _-]?pollut\w*",
+            r"\bobject\.create\(\s*null\s*\)",
+        ),
+        weak=(r"\bhasownproperty\b", r"\bobject\.hasown\b", r"\bprototype\b"),
+    ),
+    Concern(
         "subprocess",
         "subprocess and shell commands",
         strong=(
@@ -290,7 +306,10 @@ CONCERNS: tuple[Concern, ...] = (
             r"\bpopen\b",
             r"\bshlex\.(?:quote|split|join)\b",
             r"\bchild_process\b",
-            r"\bexecv?p?e?\b\s*\(",
+            # ``exec(`` called bare or through os or child_process; a method ``exec`` on anything
+            # else is JavaScript's ``RegExp.prototype.exec`` (``/(\w+):/.exec(s)``).
+            r"(?<![\w$\])/]\.)\bexecv?p?e?\b\s*\(",
+            r"\b(?:os|cp|child_?process|childprocess)\.exec\w*\s*\(",
             # A command-line option built around a value (``f"--rev={rev}"``): where an argument
             # that starts with ``-`` would otherwise be read as an option (argument injection), or
             # an option and its one value alone in a list (``["-r", rev]``).
@@ -406,6 +425,12 @@ CONCERNS: tuple[Concern, ...] = (
         ),
     ),
 )
+
+# Escapers of a terminal's markup (Rich's ``[magenta]…[/]``): they keep a URL from being read as
+# a style, on the user's own console; no browser, shell or query reads their output. Matched by
+# their dotted end, so vendored copies (``pip._vendor.rich.markup.escape``) count too.
+DISPLAY_ESCAPERS = ("rich.markup.escape", "textual.markup.escape")
+
 
 _SPLIT = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
@@ -606,8 +631,11 @@ def render_catalogue() -> str:
         "Besides new effects, `semfora ci` raises **security-sensitive logic changed** (`security`,",
         "medium, rule `security-logic`) when a change to a symbol's own logic touches one of these",
         "concerns. The evidence is read from the lines the change adds or removes inside the symbol",
-        "(comments, docstrings, annotation-only lines, lines that only changed letter case and lines",
-        "merely moved from elsewhere in the change are left out), from words of the symbol's",
+        "(comments, docstrings, annotation-only lines, TypeScript lines that only changed their",
+        "type assertions (`x as T`, `x!`), lines that only changed letter case, lines",
+        "that only swap a name the change renames throughout the file (`this._internals` to",
+        "`this.#internals` on two lines or more) and lines merely moved from elsewhere in the change",
+        "are left out), from words of the symbol's",
         "qualified name, and from the calls it makes. A **strong** term in the changed code is enough;",
         "a **supporting** term counts only together with a name word, a call or a second supporting",
         "term; a **name** word (or name pattern) counts for any change of the symbol's logic; and a",
@@ -616,6 +644,11 @@ def render_catalogue() -> str:
         "that only rename locals, re-annotate, re-format or move code, or only touch imports, logging,",
         "message texts or import fallbacks (an `except` that gains or loses `ImportError`), raise",
         "nothing from their name alone, and tests, documentation and examples raise nothing at all.",
+        "A call to a terminal's markup escaper ("
+        + ", ".join(f"`{e}`" for e in DISPLAY_ESCAPERS)
+        + ", vendored copies too) is no",
+        "escaping evidence: it keeps a value from being read as a console style, and no browser,",
+        "shell or query reads its output.",
         "This page part is generated from",
         "`engine/review/concerns.py` (`render_catalogue()`).",
         "",

@@ -44,6 +44,11 @@ _JS_RANGE = re.compile(
 )
 # package.json keys that hold a version but are no dependency.
 _JS_NOT_DEPENDENCIES = frozenset({"version", "node", "npm", "yarn", "pnpm"})
+# package.json keys that hold a link (the project's homepage, its repository, where to fund it or
+# report bugs): a URL there installs nothing (express b274047a: "homepage is now installed from
+# https://expressjs.com/"). A dependency of such a name (npm has a ``url`` package) given by a
+# version is still one.
+_JS_LINK_KEYS = frozenset({"homepage", "url", "repository", "bugs", "funding", "email", "web", "$schema"})
 
 
 @dataclass(frozen=True)
@@ -108,7 +113,7 @@ def _parse(kind: str, line: int, text: str) -> list[Requirement]:
         if name in _JS_NOT_DEPENDENCIES:
             return []
         if _JS_SOURCE.match(spec):
-            return [Requirement(name, "", spec, line)]
+            return [] if name in _JS_LINK_KEYS else [Requirement(name, "", spec, line)]
         return [Requirement(name, spec, None, line)] if _JS_RANGE.match(spec) else []
     return [r for c in _candidates(kind, text) if (r := _parse_one(c, line)) is not None]
 

@@ -189,6 +189,12 @@ def _api_message(s: SymbolChange, removed_code: frozenset[str] = frozenset()) ->
         return None
     if s.kind in ("variable", "constant"):
         return None
+    if s.change == "removed" and s.qualified_name.endswith(".constructor"):
+        cls = s.qualified_name.rpartition(".")[0]
+        return (
+            f"the constructor of public class {cls} was removed: new {cls}(...) now takes the "
+            "arguments of the default or inherited constructor"
+        )
     if s.change == "removed":
         return f"public {s.kind} {s.qualified_name} was removed"
     if s.change == "renamed":
@@ -223,6 +229,8 @@ def _python_api_message(s: SymbolChange, removed_code: frozenset[str] = frozense
     if s.change in ("removed", "moved", "renamed"):
         if s.still_importable:
             return None
+        if s.change == "removed" and s.qualified_name == "__getattr__":
+            return _module_getattr_message(s)
         if s.change == "removed":
             return f"public {s.kind} {s.import_path} was removed"
         where = f"{s.old_qualified_name} is now {s.qualified_name}" if s.change == "renamed" else ""
@@ -237,6 +245,32 @@ def _python_api_message(s: SymbolChange, removed_code: frozenset[str] = frozense
         if changes:
             return f"signature of public {s.kind} {s.import_path} changed: {'; '.join(changes)}"
     return None
+
+
+# The names a module ``__getattr__`` answers for: ``name == "__version__"``, ``name in ("a", "b")``.
+_SERVED_ONE = re.compile(r"""==\s*(['"])(\w+)\1""")
+_SERVED_MANY = re.compile(r"""\bin\s*[(\[{]([^)\]}]*)[)\]}]""")
+_QUOTED_NAME = re.compile(r"""(['"])(\w+)\1""")
+
+
+def _module_getattr_message(s: SymbolChange) -> str:
+    """A module's ``__getattr__`` (PEP 562) is called by Python, never by users: what they lose
+    is the attributes it served (itsdangerous 4bb03cd6: ``itsdangerous.__version__``)."""
+    module = (s.import_path or "").rpartition(".")[0] or module_name(s.old_file or s.file) or "the module"
+    served: list[str] = []
+    for statement in s.body_before:
+        served += [m.group(2) for m in _SERVED_ONE.finditer(statement)]
+        for group in _SERVED_MANY.finditer(statement):
+            served += [m.group(2) for m in _QUOTED_NAME.finditer(group.group(1))]
+    names = list(dict.fromkeys(served))
+    if not names:
+        return (
+            f"the module __getattr__ of {module} was removed: the names it served dynamically "
+            "(deprecated aliases, lazy imports) no longer resolve"
+        )
+    shown = ", ".join(f"{module}.{n}" for n in names[:6]) + (" ..." if len(names) > 6 else "")
+    verb = "resolves" if len(names) == 1 else "resolve"
+    return f"the module __getattr__ of {module} was removed: {shown}, which it served, no longer {verb}"
 
 
 def _fallback_moved_to_default(change: str, removed_code: frozenset[str]) -> bool:
@@ -267,20 +301,23 @@ def _removed_code(diff: SemanticDiff) -> frozenset[str]:
 def rule_public_api(diff: SemanticDiff) -> list[Finding]:
     out = []
     removed_code = _removed_code(diff) if any(s.parameter_changes for s in diff.symbols) else frozenset()
+    updated: frozenset[tuple[str, int]] | None = None
     for f in diff.files:
         if not _reviewable(diff, f.path) and not (f.old_path and _reviewable(diff, f.old_path)):
             continue
+        # Members of a class the change removes go with it: one finding for the class.
+        gone = {s.qualified_name for s in f.symbols if s.change == "removed" and s.kind in CONTAINER_KINDS}
         for s in f.symbols:
             if not _reviewable(diff, s.old_file or s.file):
+                continue
+            if s.change == "removed" and s.qualified_name.rpartition(".")[0] in gone:
                 continue
             message = _api_message(s, removed_code)
             if message is None:
                 continue
             if s.callers_total:
-                sites = _caller_sites(s)
-                message += f" ({plural(s.callers_total, 'call site')} to check" + (
-                    f": {sites})" if sites else ")"
-                )
+                updated = updated if updated is not None else _updated_lines(diff)
+                message += _call_sites_to_check(s, updated)
             out.append(
                 Finding(
                     "medium",
@@ -488,6 +525,27 @@ def rule_file_modes(diff: SemanticDiff) -> list[Finding]:
 # --------------------------------------------------------------------------- dangling calls
 
 
+def _updated_lines(diff: SemanticDiff) -> frozenset[tuple[str, int]]:
+    """(file, line) of every line the change adds: a call site among them was updated with it."""
+    return frozenset((f.path, n) for f in diff.files for n, _ in f.added_lines)
+
+
+def _call_sites_to_check(s: SymbolChange, updated: frozenset[tuple[str, int]]) -> str:
+    """`` (3 call sites to check: a.py:5, ...)``, leaving out the call sites the change itself
+    rewrote (black 00cd1e4a: the one caller, updated to pass the new ``mode``, was "to check")."""
+    code = [c for c in s.callers if c.via != "documentation"]
+    done = [c for c in code if (c.file, c.line) in updated]
+    if not done:
+        sites = _caller_sites(s)
+        return f" ({plural(s.callers_total, 'call site')} to check" + (f": {sites})" if sites else ")")
+    left = [c for c in code if c not in done]
+    total = plural(s.callers_total, "call site")
+    if not left and s.callers_total <= len(done):
+        return f" ({total}, updated in this change)"
+    rest = f"; to check: {_sites(left)}" if left else ""
+    return f" ({total}, {len(done)} updated in this change{rest})"
+
+
 def _caller_sites(s: SymbolChange) -> str:
     """``pkg/cli.py:5, tests/test_core.py:9`` for the first code callers (the count says how many)."""
     return _sites(c for c in s.callers if c.via != "documentation")
@@ -605,11 +663,31 @@ def _is_test(f: FileChange, s: SymbolChange) -> bool:
     parent = s.qualified_name.rpartition(".")[0]
     if parent and any(o.qualified_name == parent and o.kind in FUNCTION_KINDS for o in f.symbols):
         return False  # ``test_view.index``: a route the test defines
+    if s.language in CALL_STYLE_TEST_LANGUAGES:
+        return False  # its tests are calls, ``test('title', ...)``: see ``_removed_test_calls``
     if s.language == "python" and s.kind in FUNCTION_KINDS:
         return s.qualified_name.rsplit(".", 1)[-1].startswith(PYTHON_TEST_PREFIX)
     if s.language == "python":
         return any(o.qualified_name.startswith(s.qualified_name + ".") and _is_test(f, o) for o in f.symbols)
     return True
+
+
+# Languages whose test runners (ava, jest, mocha, vitest, node:test) collect calls, not named
+# functions: ``test('retries on abort', async t => ...)``, ``it('...')``. A named function in a
+# test file there is a helper, a fake's method or a server factory, never a test.
+CALL_STYLE_TEST_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
+_TEST_CALL = re.compile(
+    r"^\s*(?:test|it)(?:\.(?:only|skip|serial|failing|todo|concurrent))*\s*\(\s*"
+    r"""(?P<q>['"`])(?P<title>.+?)(?P=q)"""
+)
+
+
+def _removed_test_calls(f: FileChange) -> tuple[list[str], int]:
+    """(titles of ``test('…')``/``it('…')`` calls the change removes, how many it adds): a test
+    whose title is on both sides was edited, not removed."""
+    removed = Counter(m.group("title") for _, t in f.removed_lines if (m := _TEST_CALL.match(t)))
+    added = Counter(m.group("title") for _, t in f.added_lines if (m := _TEST_CALL.match(t)))
+    return list((removed - added).elements()), sum((added - removed).values())
 
 
 def _first_names(names: list[str], limit: int = 5) -> str:
@@ -633,6 +711,14 @@ def rule_tests_removed(diff: SemanticDiff) -> list[Finding]:
         if (m := _REMOVED_PARAMETER.match(change)) is not None
     }
     removed_code = {n for n in removed_code if len(n) >= MIN_REFERENCE_NAME}
+    # A deprecation path the change removes takes the tests that assert its warning with it.
+    deprecation_removed = any(
+        _DEPRECATION.search(t)
+        for f in diff.files
+        if _reviewable(diff, f.old_path or f.path)
+        for n, t in f.removed_lines
+        if n not in f.prose_removed
+    )
     out = []
     for f in diff.files:
         if not is_test_path(f.path):
@@ -665,11 +751,33 @@ def rule_tests_removed(diff: SemanticDiff) -> list[Finding]:
                 )
             )
             continue
+        if f.language in CALL_STYLE_TEST_LANGUAGES:
+            titles, added_calls = _removed_test_calls(f)
+            if titles and added_calls < len(titles):
+                out.append(
+                    Finding(
+                        "medium",
+                        "testing",
+                        f"{plural(len(titles), 'test')} removed without replacement"
+                        + (f" ({added_calls} new ones added)" if added_calls else "")
+                        + f": {_first_names([repr(t) for t in titles])}",
+                        f.path,
+                        None,
+                        None,
+                        rule="tests-removed",
+                        count=len(titles),
+                    )
+                )
+            continue
         tests = [s for s in f.symbols if _is_test(f, s)]
         removed = [
             s
             for s in tests
-            if s.change == "removed" and not _mentions(removed_code, _removed_test_lines(f, s))
+            if s.change == "removed"
+            and not _mentions(removed_code, _removed_test_lines(f, s))
+            # A duplicate dropped: another test file still defines the test (click 1103c5ca).
+            and s.qualified_name.rsplit(".", 1)[-1] not in diff.tests_defined_elsewhere
+            and not (deprecation_removed and _DEPRECATION.search(_removed_test_lines(f, s)))
         ]
         added = [s for s in tests if s.change == "added" and s.kind in FUNCTION_KINDS]
         removed_functions = [s for s in removed if s.kind in FUNCTION_KINDS]

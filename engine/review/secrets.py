@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
 
-from engine.policy.content import find_secrets
+from engine.policy.content import ASSIGNED_KIND, find_secrets
 from engine.policy.names import DEFAULT_DENY, SUGGESTIVE_PATTERNS, is_secret_name, secret_patterns_matching
 from engine.review.findings import Finding
 from engine.semantic.diff import FileChange
@@ -108,7 +108,8 @@ def scan_matches(text: str, *, code: bool = False) -> list[tuple[str, str]]:
     Format matches always count; a literal assigned to a secret-named key only when no format
     matched and it does not look like a fixture (``test…``, ``aaaa``). In ``code`` (a source
     file) a literal is quoted: ``secret: _CookieSecretTypes,`` is a parameter's annotation, where
-    the same line in a YAML or .env file would be a value."""
+    the same line in a YAML or .env file would be a value; and a quoted literal in a union
+    (``credential: 'username' | 'password'``) is a TypeScript type."""
     if any(marker in text for marker in ALLOW_MARKERS):
         return []
     hits = find_secrets(text)
@@ -121,8 +122,34 @@ def scan_matches(text: str, *, code: bool = False) -> list[tuple[str, str]]:
         if len(set(h.value)) >= MIN_DISTINCT_CHARS
         and not FIXTURE_VALUE.match(h.value)
         and h.value.lower() not in ACCESS_LEVELS
-        and (not code or text[h.start - 1 : h.start] in QUOTES)
+        and (not code or (text[h.start - 1 : h.start] in QUOTES and not _in_union_type(text, h.start, h.end)))
     ]
+
+
+# A literal type in a union: TypeScript's ``credential: 'username' | 'password'`` (one ``|``:
+# ``||`` is the logical or of a value).
+_UNION_AFTER = re.compile(r"^\s*\|(?!\|)")
+_UNION_BEFORE = re.compile(r"(?<!\|)\|\s*$")
+
+
+def _in_union_type(text: str, start: int, end: int) -> bool:
+    """The quoted literal at ``start:end`` (quotes outside) is one member of a union of types."""
+    return bool(_UNION_AFTER.match(text[end + 1 :]) or _UNION_BEFORE.search(text[: start - 1]))
+
+
+# The name a secret is assigned to, just before its value: ``DB_PASSWORD = '``, ``"token": "``.
+_HOLDER = re.compile(r"""([A-Za-z_$][\w.$-]*)["']?\s*(?::=|=>|[:=])\s*(?:[\w.\[\], |]*=\s*)?["'`]?$""")
+
+
+def _shown(kind: str, value: str, text: str) -> str:
+    """The masked value, and for an assigned secret the name that holds it (``DB_PASSWORD = …``):
+    a short value masks to nothing, and the line may assign several names."""
+    if kind == ASSIGNED_KIND:
+        at = text.find(value)
+        m = _HOLDER.search(text[:at]) if at > 0 else None
+        if m is not None:
+            return f"{m.group(1)} = {mask(value)}"
+    return mask(value)
 
 
 def scan_line(text: str) -> list[tuple[str, str]]:
@@ -284,9 +311,9 @@ def scan_files(files: Iterable[FileChange], target: str = "") -> list[Finding]:
                     Finding(
                         "high" if blocking else "info",
                         "secrets",
-                        f"{kind} added ({mask(value)}); remove it and rotate it"
+                        f"{kind} added ({_shown(kind, value, text)}); remove it and rotate it"
                         if blocking
-                        else f"{kind} in {'a document, example or test fixture' if fixture else 'a docstring or comment'} ({mask(value)}): "
+                        else f"{kind} in {'a document, example or test fixture' if fixture else 'a docstring or comment'} ({_shown(kind, value, text)}): "
                         "reported, not blocking; make sure it is not a real credential",
                         f.path,
                         line,

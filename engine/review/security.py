@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
-from engine.review.concerns import Concern, Match, match, named_concerns
+from engine.review.concerns import DISPLAY_ESCAPERS, Concern, Match, match, named_concerns
 from engine.review.findings import Finding
 from engine.semantic.diff import FileChange, SemanticDiff, SymbolChange
 from engine.semantic.graph import family
@@ -62,26 +62,146 @@ def _without_own_name(text: str, name: str) -> str:
     return re.sub(rf"\b(def|class|function|fn|func)(\s+){re.escape(name)}\b", r"\1\2_", text)
 
 
-def _drop_case_only(
-    added: tuple[tuple[int, str], ...], removed: tuple[tuple[int, str], ...]
-) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]:
+Lines = tuple[tuple[int, str], ...]
+
+
+def _drop_same(
+    added: Lines, removed: Lines, key: Callable[[str], str], removed_key: Callable[[str], str] | None = None
+) -> tuple[Lines, Lines]:
+    """Added and removed lines that pair up once read through ``key`` (``removed_key`` for the
+    removed side, when it differs): both sides dropped, one pair at a time."""
+    removed_key = removed_key or key
+    wanted: dict[str, int] = {}
+    for _, text in removed:
+        k = removed_key(text)
+        wanted[k] = wanted.get(k, 0) + 1
+    same: dict[str, int] = {}
+    kept_added = []
+    for item in added:
+        k = key(item[1])
+        if wanted.get(k, 0) > same.get(k, 0):
+            same[k] = same.get(k, 0) + 1
+        else:
+            kept_added.append(item)
+    kept_removed = []
+    for item in removed:
+        k = removed_key(item[1])
+        if same.get(k, 0) > 0:
+            same[k] -= 1
+        else:
+            kept_removed.append(item)
+    return tuple(kept_added), tuple(kept_removed)
+
+
+def _drop_case_only(added: Lines, removed: Lines) -> tuple[Lines, Lines]:
     """Lines that changed only in letter case or layout (``"content-length"`` spelled
     ``"Content-Length"``) say nothing about what the code does; both sides are dropped."""
-    removed_keys: dict[str, int] = {}
-    for _, text in removed:
-        key = " ".join(text.lower().split())
-        removed_keys[key] = removed_keys.get(key, 0) + 1
-    same: set[str] = set()
-    for _, text in added:
-        key = " ".join(text.lower().split())
-        if removed_keys.get(key):
-            same.add(key)
-    if not same:
+    return _drop_same(added, removed, lambda text: " ".join(text.lower().split()))
+
+
+# A token of code: a name (with JavaScript's ``#`` and ``$``) or one other character.
+_TOKEN = re.compile(r"[#$\w]+|\S")
+# A substitution seen on at least this many line pairs is a rename the change applies throughout.
+MIN_RENAME_LINES = 2
+# Added lines of the same shape compared with each removed line: a bound for files of thousands of
+# look-alike lines (the pairs a rename leaves are near each other in the shape's list anyway).
+MAX_RENAME_CANDIDATES = 32
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text)
+
+
+def file_renames(f: FileChange) -> dict[str, str]:
+    """Names the change swapped for others throughout the file (``_internals`` -> ``#internals``):
+    removed and added lines of the same shape that differ only in one name, on at least
+    ``MIN_RENAME_LINES`` line pairs, and always the same way."""
+    if not f.added_lines or not f.removed_lines:
+        return {}
+    by_shape: dict[tuple[str, ...], list[list[str]]] = {}
+    for _, text in f.added_lines:
+        tokens = _tokens(text)
+        shape = tuple("n" if t[0].isalnum() or t[0] in "_#$" else t for t in tokens)
+        by_shape.setdefault(shape, []).append(tokens)
+    seen: dict[tuple[str, str], int] = {}
+    for _, text in f.removed_lines:
+        old = _tokens(text)
+        shape = tuple("n" if t[0].isalnum() or t[0] in "_#$" else t for t in old)
+        if "n" not in shape:
+            continue
+        for new in by_shape.get(shape, ())[:MAX_RENAME_CANDIDATES]:
+            if new == old:
+                break  # the same line on both sides: moved, not renamed
+            pairs = {(a, b) for a, b in zip(old, new, strict=True) if a != b}
+            if len(pairs) == 1:
+                pair = next(iter(pairs))
+                seen[pair] = seen.get(pair, 0) + 1
+                break
+    targets: dict[str, set[str]] = {}
+    for (a, b), n in seen.items():
+        if n >= MIN_RENAME_LINES:
+            targets.setdefault(a, set()).add(b)
+    return {a: next(iter(bs)) for a, bs in targets.items() if len(bs) == 1}
+
+
+def _drop_renamed(added: Lines, removed: Lines, renames: dict[str, str]) -> tuple[Lines, Lines]:
+    """Removed lines that read as an added line once the file's renames are applied: both sides
+    dropped, as letter-case-only edits are (the line does what it did)."""
+    if not renames:
         return added, removed
-    return (
-        tuple(x for x in added if " ".join(x[1].lower().split()) not in same),
-        tuple(x for x in removed if " ".join(x[1].lower().split()) not in same),
+    return _drop_same(
+        added,
+        removed,
+        lambda text: " ".join(_tokens(text)),
+        lambda text: " ".join(renames.get(t, t) for t in _tokens(text)),
     )
+
+
+TYPESCRIPT = frozenset({"typescript", "tsx"})
+_AS = re.compile(r"\s+(?:as|satisfies)\s+(?=[\w${(\[\'\"])")
+_PARENTHESISED_NAME = re.compile(r"\(\s*([\w$.]+)\s*\)")
+_NON_NULL = re.compile(r"(?<=[\w$\])])!(?=[.;,)\]\s]|$)")
+
+
+def _type_end(text: str, i: int) -> int:
+    """Where the type that starts at ``text[i]`` ends (``Record<string, unknown>[] | null``)."""
+    depth = 0
+    while i < len(text):
+        ch = text[i]
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            if depth == 0:
+                return i
+            depth -= 1
+        elif depth == 0 and not _in_type(text, i):
+            return i
+        i += 1
+    return i
+
+
+def _in_type(text: str, i: int) -> bool:
+    """``text[i]``, outside brackets, still belongs to a type: a name, a dot, a quote, a ``|`` or
+    ``&`` union and the spaces around one."""
+    ch = text[i]
+    if ch == " ":
+        return bool(re.match(r"\s*[|&]", text[i:]) or re.search(r"[|&]\s*$", text[:i]))
+    return ch.isalnum() or ch in "_$.'\"|&"
+
+
+def typescript_runtime(text: str) -> str:
+    """A TypeScript line as it runs: type assertions (``x as T``, ``x satisfies T``), non-null
+    assertions (``x!``) and the parentheses they leave around a name dropped."""
+    out = text
+    while (m := _AS.search(out)) is not None:
+        out = out[: m.start()] + out[_type_end(out, m.end()) :]
+    out = _NON_NULL.sub("", out)
+    return _PARENTHESISED_NAME.sub(r"\1", out)
+
+
+def _drop_type_only(added: Lines, removed: Lines) -> tuple[Lines, Lines]:
+    """TypeScript lines that changed only in their type assertions: both sides dropped."""
+    return _drop_same(added, removed, lambda text: " ".join(typescript_runtime(text).split()))
 
 
 def moved_lines(diff: SemanticDiff) -> frozenset[str]:
@@ -194,7 +314,11 @@ def _nesting(f: FileChange) -> tuple[_Nesting, _Nesting]:
 
 
 def _changed_code(
-    f: FileChange, s: SymbolChange, moved: frozenset[str], nesting: tuple[_Nesting, _Nesting] | None = None
+    f: FileChange,
+    s: SymbolChange,
+    moved: frozenset[str],
+    nesting: tuple[_Nesting, _Nesting] | None = None,
+    renames: dict[str, str] | None = None,
 ) -> tuple[str, str]:
     """(added, removed) code of the symbol's own changed lines: prose, case-only edits, moved
     lines and inner definitions left out (``nesting``: the file's, from ``_nesting``)."""
@@ -213,11 +337,29 @@ def _changed_code(
         else ()
     )
     added_lines, removed_lines = _drop_case_only(added_lines, removed_lines)
+    added_lines, removed_lines = _drop_renamed(added_lines, removed_lines, renames or {})
+    if f.language in TYPESCRIPT:
+        added_lines, removed_lines = _drop_type_only(added_lines, removed_lines)
     leaf = s.qualified_name.rsplit(".", 1)[-1]
     added = _without_own_name(_code(added_lines, s.start_line, s.end_line, f.prose_added, moved), leaf)
     removed = _code(removed_lines, s.old_start_line, s.old_end_line, f.prose_removed, moved)
     removed = _without_own_name(removed, (s.old_qualified_name or s.qualified_name).rsplit(".", 1)[-1])
     return added, removed
+
+
+def _display_escapes(calls: Iterable[str]) -> frozenset[str]:
+    """Local names of the display escapers ``calls`` resolve to, when no other call shares them."""
+    display = {c for c in calls if c.endswith(DISPLAY_ESCAPERS)}
+    names = {c.rsplit(".", 1)[-1] for c in display}
+    others = {c.rsplit(".", 1)[-1] for c in calls if c not in display}
+    return frozenset(names - others)
+
+
+def _without_calls(text: str, names: frozenset[str]) -> str:
+    """``escape(url)`` -> ``_(url)`` for each of ``names``: the call is no evidence."""
+    if not names:
+        return text
+    return re.sub(rf"\b(?:{'|'.join(map(re.escape, sorted(names)))})\s*\(", "_(", text)
 
 
 def _symbol_matches(
@@ -226,21 +368,35 @@ def _symbol_matches(
     moved: frozenset[str] = frozenset(),
     named_here: Mapping[str, tuple[Concern, ...]] | None = None,
     nesting: tuple[_Nesting, _Nesting] | None = None,
+    renames: dict[str, str] | None = None,
 ) -> list[Match]:
     if s.kind not in CODE_KINDS or not s.logic_changed:
         return []
-    added, removed = _changed_code(f, s, moved, nesting)
+    added, removed = _changed_code(f, s, moved, nesting, renames)
     if not added.strip() and not removed.strip():
         return []
     confirm = "\n".join((*s.code_delta[0], *s.code_delta[1])) if s.code_delta is not None else None
+    chore = s.code_delta is not None and housekeeping_only(s.code_delta)
+    if chore and s.code_delta is not None:
+        # A term inside the text of a warning or a log line (``warnings.warn("JWS support is
+        # deprecated")``) is words for a reader, not code (a returned string is still code).
+        confirm = "\n".join(
+            _STRING.sub("''", x) if _HOUSEKEEPING.match(x) else x
+            for x in (*s.code_delta[0], *s.code_delta[1])
+        )
+    calls: Iterable[str] = s.calls
+    if display := _display_escapes(s.calls):
+        added, removed = _without_calls(added, display), _without_calls(removed, display)
+        confirm = _without_calls(confirm, display) if confirm is not None else None
+        calls = [c for c in s.calls if not c.endswith(DISPLAY_ESCAPERS)]
     found = match(
         s.qualified_name,
         added,
-        s.calls,
+        calls,
         family(s.language),
         removed_code=removed,
         confirm=confirm,
-        strong_only=s.signature_only or (s.code_delta is not None and housekeeping_only(s.code_delta)),
+        strong_only=s.signature_only or chore,
     )
     if not found and named_here and s.change != "added":
         found = _calls_changed_check(s, added, named_here)
@@ -315,8 +471,9 @@ def rule_security_logic(diff: SemanticDiff) -> list[Finding]:
             continue
         scored: list[tuple[int, SymbolChange, list[Match]]] = []
         nesting = _nesting(f)
+        renames = file_renames(f)
         for s in f.symbols:
-            matches = _symbol_matches(f, s, moved, named_here, nesting)
+            matches = _symbol_matches(f, s, moved, named_here, nesting, renames)
             if matches:
                 scored.append((sum(m.strength for m in matches), s, matches))
         if not scored:

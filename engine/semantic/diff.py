@@ -376,6 +376,9 @@ class SemanticDiff:
     # Language families (``python``, ``js``...) the target tree has test files in; None when not
     # looked up (the change touched tests itself, or no library code changed).
     test_families: frozenset[str] | None = None
+    # Names of functions removed from a test file that another test file of the target side still
+    # defines (a duplicate dropped, a test moved by an earlier change): no test is lost.
+    tests_defined_elsewhere: frozenset[str] = frozenset()
 
     def in_library(self, path: str) -> bool:
         """Code the project ships (not tests, docs, examples, tooling, or helpers outside ``src/``)."""
@@ -995,7 +998,9 @@ def _compare_code_unguarded(new: Symbol, old: Symbol, texts: _Texts) -> _Compari
                 and pa[0].name == pb[0].name
             ):
                 pb, pa = pb[1:], pa[1:]
-            params = surface.parameter_changes(pb, pa)
+            params = surface.parameter_changes(
+                pb, pa, named_arguments=language in surface.NAMED_ARGUMENT_LANGUAGES
+            )
     return _Comparison(
         cosmetic=cosmetic,
         rename_pairs=pairs,
@@ -1500,6 +1505,10 @@ def _find_callers(
         + "|".join(re.escape(n) for n in names)
         + r")\s*\("
     )
+    # A bare call in a file that defines the name itself, at its top level, calls that file's own
+    # definition (every script of a repository calls its own ``main()``).
+    defined_in: dict[str, set[str]] = {}
+    bare: set[tuple[str, str, int]] = set()
     for raw in proc.stdout.decode("utf-8", "replace").splitlines():
         if tree is not None and raw.startswith(tree + ":"):
             raw = raw[len(tree) + 1 :]
@@ -1511,11 +1520,19 @@ def _find_callers(
         for match in regex.finditer(text):
             receiver, name = re.sub(r"\s+", "", match.group(1) or ""), match.group(2)
             if _DEFINITION.search(text[: match.start(2)] + name):
+                if not text[:1].isspace():  # a method or a nested function shadows nothing
+                    defined_in.setdefault(name, set()).add(file)
                 continue
             for spec in by_name[name]:
                 if spec.id not in matched and _receiver_matches(spec, receiver, file, packages):
                     matched.add(spec.id)
                     hits[spec.id].append((file, line, text.strip()[:160]))
+                    if not receiver:
+                        bare.add((spec.id, file, line))
+    for spec in specs:
+        own = defined_in.get(spec.name, set()) - {spec.file}
+        if own:
+            hits[spec.id] = [r for r in hits[spec.id] if not (r[0] in own and (spec.id, r[0], r[1]) in bare)]
     prose = _prose_hits(root, tree, staged, {(f, ln) for refs in hits.values() for f, ln, _ in refs})
     out: dict[str, tuple[int, list[tuple[str, int, str]]]] = {}
     for sid, refs in hits.items():
@@ -2370,7 +2387,42 @@ def analyze_diff(
         packages=tuple(sorted(collector.packages)),
         library_roots=layout.library_roots,
         test_families=_test_families(listing) if _needs_test_families(files, layout.library_roots) else None,
+        tests_defined_elsewhere=_tests_defined_elsewhere(repo, rng, files),
     )
+
+
+# A definition of a function by name, in the languages whose tests are named functions.
+_TEST_DEFINITION = r"(def|func|fn|function)[[:space:]]+({names})[[:space:]]*[(\[<]"
+
+
+def _tests_defined_elsewhere(repo: Path, rng: _Range, files: Sequence[FileChange]) -> frozenset[str]:
+    """Which functions removed from test files another test file still defines on the target side:
+    one ``git grep`` over the test files, only when a change removes a function from a test."""
+    from engine.policy.paths import is_test_path
+
+    removed: dict[str, set[str]] = {}
+    for f in files:
+        if f.status == "deleted" or not is_test_path(f.path):
+            continue  # a deleted test file is judged as a whole (engine.review.rules)
+        for s in f.symbols:
+            if s.change == "removed" and s.kind in ("function", "method"):
+                leaf = (s.old_qualified_name or s.qualified_name).rsplit(".", 1)[-1]
+                if re.fullmatch(r"\w+", leaf):
+                    removed.setdefault(leaf, set()).add(f.path)
+    if not removed:
+        return frozenset()
+    pattern = _TEST_DEFINITION.format(names="|".join(sorted(removed)))
+    args = ["grep", "-o", "-I", "-E", "--no-color", *(["--cached"] if rng.staged else [])]
+    args += ["-e", pattern, *([rng.target_sha] if rng.target_sha else [])]
+    out = _git(repo, *args, check=False).stdout.decode("utf-8", "replace").splitlines()
+    prefix = f"{rng.target_sha}:" if rng.target_sha else ""
+    found: set[str] = set()
+    for line in out:
+        path, _, text = line.removeprefix(prefix).partition(":")
+        m = re.match(r"\w+\s+(\w+)", text)
+        if m is not None and m.group(1) in removed and path not in removed[m.group(1)] and is_test_path(path):
+            found.add(m.group(1))
+    return frozenset(found)
 
 
 def _needs_test_families(files: Sequence[FileChange], roots: tuple[str, ...]) -> bool:

@@ -47,6 +47,10 @@ class RiskRules:
     prefixes: Mapping[str, str] = field(default_factory=dict)
     # A method of this name on any receiver (``cursor.execute``).
     methods: Mapping[str, str] = field(default_factory=dict)
+    # A prefix counts only when the file imports its root: in JavaScript a module is used through
+    # the name it was imported as, and ``request``, ``net`` or ``got`` are as often local variables
+    # (got's own ``request.end()`` on an http.ClientRequest is no call into the npm ``request``).
+    prefixes_need_import: bool = False
     # Derived: call names and receiver roots that can match at all (a fast reject for most calls).
     names: frozenset[str] = field(init=False, default=frozenset())
     roots: frozenset[str] = field(init=False, default=frozenset())
@@ -270,7 +274,9 @@ JS_RULES = RiskRules(
         crypto=("crypto", "bcrypt", "jsonwebtoken", "jose"),
     ),
     methods=_table(
-        proc=("exec", "execSync", "spawn", "spawnSync", "execFile", "execFileSync", "fork"),
+        # Not ``exec`` on any receiver: that is mostly ``RegExp.prototype.exec``
+        # (``/(\w+):/.exec(s)``); child_process's ``exec`` is matched through its import.
+        proc=("execSync", "spawn", "spawnSync", "execFile", "execFileSync", "fork"),
         db=(
             "query",
             "findOne",
@@ -284,6 +290,7 @@ JS_RULES = RiskRules(
         fs=("writeFile", "writeFileSync", "appendFileSync", "unlinkSync", "rmSync", "mkdirSync"),
         network=("sendBeacon",),
     ),
+    prefixes_need_import=True,
 )
 
 GO_RULES = RiskRules(
@@ -772,7 +779,8 @@ def classify_call(rules: RiskRules, call: CallSite, aliases: Mapping[str, str]) 
         category = rules.exact.get(".".join(dotted.rsplit(".", 2)[-2:]))
     if category is not None:
         return category, dotted
-    if rules.prefixes:
+    imported = not call.receiver or call.receiver.split(".", 1)[0].split("::", 1)[0] in aliases
+    if rules.prefixes and (imported or not rules.prefixes_need_import):
         head = dotted
         while "." in head:
             head = head.rsplit(".", 1)[0]
@@ -862,6 +870,9 @@ This page is generated from `engine/semantic/risk.py` (`render_risk_doc()`); a t
    `System.IO.File.WriteAllText` also matches its last two parts, `File.WriteAllText`), then each
    dotted **prefix** (`requests.get` matches prefix `requests`), then, when the call has a receiver,
    the **method** table (`cursor.execute` matches method `execute` on any receiver).
+   In JavaScript/TypeScript a prefix counts only when the file imports its root: `request.end()` on
+   a local `request` (an `http.ClientRequest`) is no call into the npm package `request`, and
+   `exec` is no method on any receiver (`/(\\w+):/.exec(s)` is a regular expression's).
 
 Some effects come from the syntax rather than the tables: Python `open(path, "w")` (any mode with
 `w`, `a`, `x` or `+`, positional or `mode=`) is a filesystem write. Global-state mutation comes

@@ -322,8 +322,17 @@ def generic_params(signature: str) -> tuple[Param, ...] | None:
     return tuple(out)
 
 
-def parameter_changes(before: tuple[Param, ...], after: tuple[Param, ...]) -> tuple[str, ...]:
+# Languages whose callers may pass arguments by name (``f(timeout=3)``, Kotlin's ``f(timeout = 3)``,
+# C#'s ``f(timeout: 3)``, PHP 8's named arguments): there renaming a parameter breaks a caller.
+# JavaScript, TypeScript, Java, Go, C and Rust pass by position only.
+NAMED_ARGUMENT_LANGUAGES = frozenset({"python", "kotlin", "swift", "csharp", "php", "ruby"})
+
+
+def parameter_changes(
+    before: tuple[Param, ...], after: tuple[Param, ...], *, named_arguments: bool = True
+) -> tuple[str, ...]:
     """What breaks (or silently changes) for existing callers; compatible additions say nothing.
+    ``named_arguments``: callers may pass arguments by name, so a renamed parameter breaks them.
 
     Positional parameters are compared by position (a rename of ``_key`` to ``key`` is not a
     removal plus an addition), keyword-only ones by name, ``*args``/``**kwargs`` by kind (their
@@ -353,12 +362,10 @@ def parameter_changes(before: tuple[Param, ...], after: tuple[Param, ...]) -> tu
             b = new_pos[i]
             pairs.append((a, b))
             if a.name != b.name and a.kind == "positional" and not is_private_name(a.name):
-                moved = any(p.name == a.name for p in after)
-                out.append(
-                    "positional parameters reordered"
-                    if moved
-                    else f"parameter {a.name!r} renamed to {b.name!r} (keyword callers break)"
-                )
+                if any(p.name == a.name for p in after):
+                    out.append("positional parameters reordered")
+                elif named_arguments:
+                    out.append(f"parameter {a.name!r} renamed to {b.name!r} (keyword callers break)")
         elif "*args" not in new_var and not is_private_name(a.name):
             if not any(p.name == a.name and p.kind == "keyword-only" for p in after):
                 out.append(f"parameter {a.name!r} removed")
