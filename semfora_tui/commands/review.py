@@ -89,7 +89,7 @@ async def _decide(screen: MainScreen, cmd: ParsedCommand, action: str) -> None:
     bridge = screen.bridge
     if target == "all":
         if action == "reject":
-            screen.run_job(lambda: bridge.accept_all(False), screen.show_staged)
+            screen.session_job(lambda: bridge.accept_all(False))
             return
         pending = sum(f.count("pending") + f.count("rejected") for f in screen.diff.files)
         if not pending:
@@ -101,7 +101,7 @@ async def _decide(screen: MainScreen, cmd: ParsedCommand, action: str) -> None:
             f"Accept all {plural(pending, 'staged hunk')} in {plural(len(screen.diff.files), 'file')}?\n"
             "Nothing is written until you commit.",
             "Accept all",
-            lambda: screen.run_job(lambda: bridge.accept_all(True), screen.show_staged),
+            lambda: screen.session_job(lambda: bridge.accept_all(True)),
         )
         return
     if target is None:
@@ -110,7 +110,7 @@ async def _decide(screen: MainScreen, cmd: ParsedCommand, action: str) -> None:
             raise UsageError(f"nothing selected: /{action} HUNK_ID or /{action} all")
         target = current.hunk.id
     hunk_id = target
-    screen.run_job(lambda: bridge.hunk_action(hunk_id, action), screen.show_staged)
+    screen.session_job(lambda: bridge.hunk_action(hunk_id, action))
 
 
 @command("accept")
@@ -160,7 +160,7 @@ def request_commit(screen: MainScreen) -> None:
             await screen.note(f"{result.message.capitalize()}: {_names(result.files)}. `/undo` reverts it.")
         screen.refresh_staged()
 
-    screen.confirm(question, "Commit", lambda: screen.run_job(screen.bridge.commit, committed))
+    screen.confirm(question, "Commit", lambda: screen.session_job(screen.bridge.commit, committed))
 
 
 def request_rollback(screen: MainScreen) -> None:
@@ -176,7 +176,7 @@ def request_rollback(screen: MainScreen) -> None:
     screen.confirm(
         f"Discard the staged session ({plural(hunks, 'hunk')})?",
         "Discard",
-        lambda: screen.run_job(screen.bridge.rollback, rolled_back),
+        lambda: screen.session_job(screen.bridge.rollback, rolled_back),
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import string
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -64,6 +65,11 @@ MENTION_DEBOUNCE = 0.15
 INDEX_WAITING_PHASE = "waiting for another semfora to finish indexing"
 # Below this width the review mode gives the whole main area to the diff pane.
 NARROW_WIDTH = 120
+# (key after "alt+", character) of the keys an escape can merge with: letters, capitals, digits.
+ESCAPED_KEYS: tuple[tuple[str, str], ...] = (
+    *((c, c) for c in string.ascii_lowercase + string.digits),
+    *((f"shift+{c}", c.upper()) for c in string.ascii_lowercase),
+)
 
 OFFLINE_NOTICE = """\
 **Offline: no model can be used.** {reason}
@@ -99,6 +105,8 @@ class Job(Generic[T]):
     done: Callable[[T], Awaitable[None] | None]
     quiet: bool = False  # start-up probes log their errors instead of writing them in the chat
     failed: Callable[[SemforaError], Awaitable[None] | None] | None = None
+    in_order: bool = False  # an edit-session job: one runs at a time, in the order asked
+    shows_session: bool = False  # ``done`` only shows the session (skipped when a newer view follows)
 
 
 @dataclass
@@ -126,6 +134,14 @@ class MainScreen(Screen[None]):
         Binding("slash", "command_from_review", "Command", priority=True, show=False),
         Binding("ctrl+up", "scroll_chat(-1)", "Scroll chat up", show=False),
         Binding("ctrl+down", "scroll_chat(1)", "Scroll chat down", show=False),
+        # A terminal sends alt+w as ESC w, and an escape followed by a key within ESCDELAY
+        # (100 ms: a fast typist's "esc, then the next question") reaches the app the same way.
+        # Review mode has no alt keys: there it is the escape, then the key typed into the prompt
+        # (the escape was lost, and the sentence after it ran as review keys).
+        *(
+            Binding(f"alt+{key}", f"escape_then({char!r})", priority=True, show=False)
+            for key, char in ESCAPED_KEYS
+        ),
     ]
 
     # -- messages from the workers ------------------------------------------------------------
@@ -151,7 +167,7 @@ class MainScreen(Screen[None]):
         """Show the staged changes as they are now: another process may have staged, committed
         or rolled back. The pane keeps its selected hunk."""
 
-        self.run_job(self.bridge.staged_files, self._show_reloaded, quiet=True)
+        self.session_job(self.bridge.staged_files, self._show_reloaded, quiet=True, view_only=True)
 
     class IndexFinished(Message):
         def __init__(
@@ -235,6 +251,7 @@ class MainScreen(Screen[None]):
         self._feed = TurnFeed()
         self._feed_lock = asyncio.Lock()  # one writer into the reply at a time (timer flush vs. end)
         self._flush_timer: Timer | None = None
+        self._session_jobs: deque[Job[Any]] = deque()  # the running one first (see session_job)
         self._mention_timer: Timer | None = None
         self._files: list[str] | None = None
 
@@ -308,7 +325,7 @@ class MainScreen(Screen[None]):
             self.start_indexing(rebuild=False, announce=False)
         if self.watch_enabled:
             self._watch_worker()
-        self.run_job(self.bridge.open_session, self._session_opened, quiet=True)
+        self.session_job(self.bridge.open_session, self._session_opened, quiet=True)
         if self.resume:
             self.call_later(self.run_slash, "/resume")
 
@@ -352,6 +369,10 @@ class MainScreen(Screen[None]):
             self.leave_review()
         else:
             await self.action_cancel_stream()
+
+    def action_escape_then(self, character: str) -> None:
+        self.leave_review()
+        self.prompt.insert(character)
 
     def action_command_from_review(self) -> None:
         """`/` in review mode starts a command in the prompt (letters there are review keys)."""
@@ -407,7 +428,7 @@ class MainScreen(Screen[None]):
         if action == "escape":
             # In the prompt, escape first closes the suggestion list, and only cancels a streaming reply.
             return self.mode == "review" or (self.streaming and not self.prompt_bar.suggestions.display)
-        if action == "command_from_review":
+        if action in ("command_from_review", "escape_then"):
             return self.mode == "review"
         return True
 
@@ -438,7 +459,33 @@ class MainScreen(Screen[None]):
         failed: Callable[[SemforaError], Awaitable[None] | None] | None = None,
     ) -> None:
         """Run ``run`` in a thread; its result goes to ``done`` (its error to ``failed`` or the chat)."""
-        self._job_worker(Job(run, done, quiet, failed))
+        self._start(Job(run, done, quiet, failed))
+
+    def session_job(
+        self,
+        run: Callable[[], T],
+        done: Callable[[T], Awaitable[None] | None] | None = None,
+        *,
+        quiet: bool = False,
+        view_only: bool | None = None,
+    ) -> None:
+        """Run a job that reads or changes the edit session, after those asked before it.
+
+        Review keys typed in one burst (`a a c`) are applied in the order typed, one at a
+        time, and the diff pane shows each decision at once. Without ``done``, the result (the
+        session's files) is shown. A ``view_only`` job's ``done`` (default: when there is none)
+        is skipped when a later session job follows: that one shows a newer state, and a view
+        in between would take back decisions the pane already shows.
+        """
+        view = done is None if view_only is None else view_only
+        self._start(Job(run, done or self.show_staged, quiet, in_order=True, shows_session=view))
+
+    def _start(self, job: Job[Any]) -> None:
+        if job.in_order:
+            self._session_jobs.append(job)
+            if len(self._session_jobs) > 1:
+                return  # it starts when the jobs before it have finished
+        self._job_worker(job)
 
     @work(thread=True, group="engine", exit_on_error=False)
     def _job_worker(self, job: Job[Any]) -> None:
@@ -447,6 +494,14 @@ class MainScreen(Screen[None]):
 
     async def on_main_screen_job_finished(self, message: JobFinished) -> None:
         job, error = message.job, message.error
+        followed = False
+        if job.in_order:
+            self._session_jobs.popleft()
+            followed = bool(self._session_jobs)
+            if followed:
+                self._job_worker(self._session_jobs[0])
+        if job.shows_session and followed and error is None:
+            return  # a later session job shows a newer state (and the decisions typed since)
         if error is None:
             await _settle(job.done(message.result))
         elif job.failed is not None:
@@ -455,6 +510,10 @@ class MainScreen(Screen[None]):
             self.log.warning(f"error[{error.code}] {error.message}")
         else:
             await self.show_error(error)
+        if error is not None and job.shows_session and not followed:
+            # The pane showed the decision that failed: show the real state (once: this one's
+            # ``done`` is given, so its own failure asks for nothing more).
+            self.session_job(self.bridge.staged_files, self.show_staged, view_only=False)
 
     async def show_error(self, err: SemforaError) -> None:
         await self.chat.add_note(error_markdown(err), kind="error")
@@ -651,7 +710,12 @@ class MainScreen(Screen[None]):
         touched = {f.path for f in self.diff.files} & set(paths)
         if not touched:
             return
-        self.run_job(self.bridge.staged_files, lambda files: self._show_reloaded(files, touched), quiet=True)
+        self.session_job(
+            self.bridge.staged_files,
+            lambda files: self._show_reloaded(files, touched),
+            quiet=True,
+            view_only=True,
+        )
 
     def _show_reloaded(self, files: tuple[FileView, ...], among: set[str] | None = None) -> None:
         """Show the staged files as read again, and warn about those (``among`` the paths given)
@@ -880,7 +944,7 @@ class MainScreen(Screen[None]):
     # -- the staged session ---------------------------------------------------------------------
 
     def refresh_staged(self) -> None:
-        self.run_job(self.bridge.staged_files, self.show_staged)
+        self.session_job(self.bridge.staged_files)
 
     def show_staged(self, files: tuple[FileView, ...]) -> None:
         """Show a new state of the session. The focus stays where the user put it."""
@@ -889,11 +953,13 @@ class MainScreen(Screen[None]):
 
     def on_diff_pane_hunk_action(self, event: DiffPane.HunkAction) -> None:
         hunk_id, action = event.hunk_id, event.action
-        self.run_job(lambda: self.bridge.hunk_action(hunk_id, action), self.show_staged)
+        self.session_job(lambda: self.bridge.hunk_action(hunk_id, action))
+        self.refresh_keys()  # the pane shows the decision already (`c` may apply now)
 
     def on_diff_pane_file_action(self, event: DiffPane.FileAction) -> None:
         path, action = event.path, event.action
-        self.run_job(lambda: self.bridge.file_action(path, action), self.show_staged)
+        self.session_job(lambda: self.bridge.file_action(path, action))
+        self.refresh_keys()
 
     def on_diff_pane_commit_requested(self, _event: DiffPane.CommitRequested) -> None:
         from semfora_tui.commands.review import request_commit

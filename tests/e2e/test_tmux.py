@@ -272,3 +272,29 @@ def test_keys_while_a_reply_streams_go_to_the_prompt_and_a_sent_message_waits_it
     assert not (tmp_path / "no-editor-should-start").exists()
     tmux.keys("C-q")
     _wait_until(lambda: not tmux.alive(), "the app to exit on ctrl+q")
+
+
+def test_escape_and_the_next_question_typed_at_once_leave_review_mode(
+    fake_server: Callable[[list[dict[str, Any]]], str],
+    app_in_tmux: Callable[[str], tuple[Tmux, Path]],
+    tmp_path: Path,
+) -> None:
+    """Esc and a letter within ESCDELAY (100 ms) reach the app as one alt+letter key: review mode
+    stayed on and "what about the docs" ran as review keys (a accepted, space toggled, e asked to
+    open the editor)."""
+    tmux, root = app_in_tmux(fake_server([{"type": "text", "text": EDIT_REPLY}]))
+    target = root / "app/config.py"
+    tmux.type("make parse_port strip whitespace before converting")
+    tmux.keys("Enter")
+    tmux.wait_for(lambda s: "✓ staged 1 hunk in app/config.py" in s and "[ ] pending" in s, "the staged hunk")
+    tmux.keys("F2")
+    tmux.wait_for(lambda s: " REVIEW " in s.splitlines()[-1], "review mode")
+    tmux.type("\x1bwhat about the docs")  # the escape and the sentence in one write
+    screen = tmux.wait_for(lambda s: "what about the docs" in s, "the question in the prompt")
+    assert " PROMPT " in tmux.footer()
+    assert "[ ] pending" in screen and "[✓] accepted" not in screen and "[✗] rejected" not in screen
+    assert "Open the proposed version" not in screen
+    assert target.read_text() == ORIGINAL
+    assert not (tmp_path / "no-editor-should-start").exists()
+    tmux.keys("C-q")
+    _wait_until(lambda: not tmux.alive(), "the app to exit on ctrl+q")
