@@ -46,7 +46,8 @@ class ReviewHint:
 
 
 # The footer of review mode, in display order. Ranks keep what changes files or history
-# (commit, undo, rollback, edit) and the way back to the prompt visible even at 80 columns.
+# (commit, undo, rollback, edit) and the way back to the prompt visible even at 80 columns
+# (with `c` shown, `?` makes room for them: it lists every key, the footer's dropped ones too).
 REVIEW_HINTS: tuple[ReviewHint, ...] = (
     ReviewHint("next_hunk", "n/p", "hunk", 1),
     ReviewHint("next_file", "N/P", "file", 7),
@@ -58,8 +59,8 @@ REVIEW_HINTS: tuple[ReviewHint, ...] = (
     ReviewHint("rollback", "x", "rollback", 3),
     ReviewHint("edit", "e", "edit", 3),
     ReviewHint("rebase", "b", "rebase", 5),
-    ReviewHint("maximize", "m", "maximize", 4),
-    ReviewHint("keys_help", "?", "all keys", 1),
+    ReviewHint("maximize", "m", "maximize", 5),
+    ReviewHint("keys_help", "?", "keys", 4),
     ReviewHint("leave", "esc", "back", 0),
 )
 

@@ -271,7 +271,7 @@ async def test_footer_hides_review_keys_that_do_not_apply(make_app: AppFactory, 
         keys = set(app.active_bindings)
         assert {"a", "r", "space", "c", "x", "e"}.isdisjoint(keys)  # nothing staged
         assert "u" in keys and "f2" in keys
-        assert app.main.keybar.plain == "REVIEW u undo ? all keys esc back"
+        assert app.main.keybar.plain == "REVIEW u undo ? keys esc back"
         await pilot.press("escape")
         await _staged(pilot, app, demo_repo)
         keys = set(app.active_bindings)
@@ -294,3 +294,24 @@ async def test_the_diff_pane_can_be_maximized_from_review_mode(make_app: AppFact
         assert app.main.maximized is None and app.diff.has_focus
         await pilot.press("escape")  # ...then goes back to the prompt
         assert app.focused is app.prompt
+
+
+async def test_the_80_column_footer_keeps_the_keys_that_change_files(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """At 80 columns, with a hunk accepted, the footer dropped `x rollback` and `e edit` (the
+    docs promise commit, undo, rollback, edit and the way back stay visible)."""
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        await pilot.press("a")
+        await settle(pilot)
+        footer = app.main.keybar.plain
+        for keys in ("a/r accept/reject", "c commit", "u undo", "x rollback", "e edit", "esc back"):
+            assert keys in footer, (keys, footer)
+        await pilot.press("r", "p", "r")  # nothing accepted: no `c`, and room for the rest
+        await settle(pilot)
+        footer = app.main.keybar.plain
+        assert "c commit" not in footer
+        for keys in ("n/p hunk", "u undo", "x rollback", "e edit", "? keys", "esc back"):
+            assert keys in footer, (keys, footer)
