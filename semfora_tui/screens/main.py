@@ -31,11 +31,18 @@ from textual.timer import Timer
 from engine.errors import SemforaError
 from engine.words import plural
 from semfora_tui import slash
-from semfora_tui.chat_text import error_markdown
+from semfora_tui.chat_text import code, error_markdown
 from semfora_tui.engine_bridge import EngineBridge, EngineUnavailable
 from semfora_tui.screens.confirm import ConfirmScreen
 from semfora_tui.turn_feed import Status, TurnFeed
-from semfora_tui.views import FileView, PackView, TurnCost, cost_from_result, pack_from_engine
+from semfora_tui.views import (
+    FileView,
+    PackView,
+    TurnCost,
+    cost_from_result,
+    pack_from_engine,
+    summarize_staged,
+)
 from semfora_tui.widgets.budget_pane import BudgetPane
 from semfora_tui.widgets.chat import ChatPane, UserMessage
 from semfora_tui.widgets.diff_pane import REVIEW_HINTS, DiffPane
@@ -540,6 +547,13 @@ class MainScreen(Screen[None]):
         if recovery is not None:
             await self.note(f"An interrupted commit was rolled back at start-up: {recovery}")
         self.show_staged(files)
+        if files and not self.resume:  # /resume says what is staged itself
+            s = summarize_staged(files, code)
+            await self.note(
+                f"Still staged from an earlier session: {plural(s.hunks, 'hunk')} in {s.where} ({s.states}), "
+                f"not written to the {'file' if s.files == 1 else 'files'}. F2 or `/review` reviews {s.them}; "
+                f"`/rollback` discards {s.them}."
+            )
 
     # -- indexing -------------------------------------------------------------------------------
 

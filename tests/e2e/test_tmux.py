@@ -298,3 +298,23 @@ def test_escape_and_the_next_question_typed_at_once_leave_review_mode(
     assert not (tmp_path / "no-editor-should-start").exists()
     tmux.keys("C-q")
     _wait_until(lambda: not tmux.alive(), "the app to exit on ctrl+q")
+
+
+def test_quitting_with_staged_hunks_says_they_are_kept_and_how_to_get_back_to_them(
+    fake_server: Callable[[list[dict[str, Any]]], str],
+    app_in_tmux: Callable[[str], tuple[Tmux, Path]],
+) -> None:
+    """ctrl+q with a staged hunk closed the app without a word: applied, lost, or kept?"""
+    tmux, root = app_in_tmux(fake_server([{"type": "text", "text": EDIT_REPLY}]))
+    tmux.run("set-option", "-t", "e2e", "remain-on-exit", "on")  # keep what the command printed
+    tmux.type("make parse_port strip whitespace before converting")
+    tmux.keys("Enter")
+    tmux.wait_for(lambda s: "✓ staged 1 hunk in app/config.py" in s and "[ ] pending" in s, "the staged hunk")
+    tmux.keys("C-q")
+    tmux.wait_for(lambda s: "stays staged" in s, "the line after the app closed")
+    joined = tmux.run("capture-pane", "-p", "-J", "-t", "e2e")  # the long line unwrapped
+    assert (
+        "semfora: 1 hunk in app/config.py stays staged (1 pending), not written to the file. "
+        "Open semfora again to review it, or run `semfora edits rollback` to discard it." in joined
+    )
+    assert (root / "app/config.py").read_text() == ORIGINAL

@@ -315,3 +315,23 @@ async def test_the_80_column_footer_keeps_the_keys_that_change_files(
         assert "c commit" not in footer
         for keys in ("n/p hunk", "u undo", "x rollback", "e edit", "? keys", "esc back"):
             assert keys in footer, (keys, footer)
+
+
+async def test_hunks_left_staged_by_an_earlier_run_are_named_at_start(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """The app opened on hunks staged by an earlier run (or `semfora ask --stage`) without a word
+    in the chat: only the side pane showed them."""
+    layout = RepoLayout.for_path(demo_repo)
+    session = EditSession.load_or_create(layout, load_settings(demo_repo).settings)
+    session.stage_blocks(EDIT_BLOCKS)
+    session.reject(session.files()[1].hunks[0].id)
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert (
+            "Still staged from an earlier session: 2 hunks in `app/config.py`, `app/server.py` "
+            "(1 pending, 1 rejected), not written to the files. F2 or `/review` reviews them; "
+            "`/rollback` discards them." in app.chat.transcript()
+        )
+        assert app.focused is app.prompt
