@@ -744,7 +744,7 @@ class MainScreen(Screen[None]):
             self.notify(
                 f"{plural(len(stale), 'staged file')} changed on disk: "
                 + ", ".join(stale)
-                + ". `/rebase` re-applies the hunks.",
+                + f". /rebase re-applies {'its' if len(stale) == 1 else 'their'} hunks.",
                 severity="warning",
             )
 

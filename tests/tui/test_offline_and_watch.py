@@ -91,7 +91,10 @@ async def test_index_follows_disk_changes_and_staged_files_turn_into_conflicts(
             assert time.monotonic() < deadline, (app.header.index_state, app.diff.files[0])
             await pilot.pause(0.05)
         assert "changed on disk" in app.diff.files[0].conflict
-        assert any("staged file changed on disk" in n for n in notified), notified
+        # A toast is not Markdown: the command is written as it is typed, without backticks.
+        assert "1 staged file changed on disk: app/config.py. /rebase re-applies its hunks." in notified, (
+            notified
+        )
         hits = app.bridge.search("warm_cache", mode="symbols", limit=5)
         assert any(h.symbol == "warm_cache" for h in hits)
 
