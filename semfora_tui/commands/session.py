@@ -88,6 +88,10 @@ async def model(screen: MainScreen, cmd: ParsedCommand) -> None:
         return
     name = cmd.args[0]
     screen.header.model = name
+    # Unknown until the check answers (it can take seconds: LiteLLM's import, a slow Ollama);
+    # `/model` meanwhile says "checking", not the old model's state under the new name.
+    screen.offline, screen.offline_reason = None, ""
+    await screen.note(f"Switching to `{name}`: checking that it can be used…")
 
     async def switched(status: tuple[bool, str]) -> None:
         usable, description = status
