@@ -89,12 +89,19 @@ To enable reasoning, set `ANTHROPIC_API_KEY` for Claude, or choose a local model
 """
 
 
+class AppClosing(Exception):  # noqa: N818 - a signal to stop, not an error to report
+    """Raised inside a worker's callback once the app is closing, to stop the work there."""
+
+
 def attempt(run: Callable[[], T]) -> tuple[T | None, SemforaError | None]:
-    """Run ``run`` at the worker boundary: its result, or the error to show (never raised)."""
+    """Run ``run`` at the worker boundary: its result, or the error to show (never raised,
+    except ``AppClosing``, which ends the worker)."""
     try:
         return run(), None
     except SemforaError as err:
         return None, err
+    except AppClosing:
+        raise
     except Exception as exc:  # noqa: BLE001 - the worker boundary: any failure is shown, not lost
         return None, SemforaError(f"{exc.__class__.__name__}: {exc}", code="INTERNAL")
 
@@ -571,6 +578,11 @@ class MainScreen(Screen[None]):
         last: list[tuple[str, int]] = [("", -1)]
 
         def progress(phase: str, done: int, total: int) -> None:
+            if self._stop.is_set():
+                # The app is closing: stop here. Its end waits for this thread, and a quit during
+                # the first index of a big repository showed a blank terminal for 45 s. An index
+                # run is written in one commit at its end, so the index stays as it was.
+                raise AppClosing
             # One message per phase change or percent, not per file: a big repository has 100k files.
             pct = int(done * 100 / total) if total else 100
             if (phase, pct) != last[0]:
@@ -581,9 +593,12 @@ class MainScreen(Screen[None]):
             # Another semfora (a `semfora index` in a terminal, say) holds the index lock.
             self.post_message(self.IndexProgress(INDEX_WAITING_PHASE, 0, 0))
 
-        report, error = attempt(
-            lambda: self.bridge.index(rebuild=rebuild, progress=progress, on_wait=waiting)
-        )
+        try:
+            report, error = attempt(
+                lambda: self.bridge.index(rebuild=rebuild, progress=progress, on_wait=waiting)
+            )
+        except AppClosing:
+            return
         self.post_message(self.IndexFinished(report, error, rebuild=rebuild, announce=announce))
 
     def on_main_screen_index_progress(self, message: IndexProgress) -> None:

@@ -147,11 +147,13 @@ def _history(xdg_cache: Path) -> list[Path]:
 
 
 @pytest.fixture
-def app_in_tmux(make_repo, tmp_path: Path) -> Iterator[Callable[[str], tuple[Tmux, Path]]]:  # type: ignore[no-untyped-def]
+def app_in_tmux(make_repo, tmp_path: Path) -> Iterator[Callable[..., tuple[Tmux, Path]]]:  # type: ignore[no-untyped-def]
     sessions: list[Tmux] = []
 
-    def launch(server_url: str) -> tuple[Tmux, Path]:
-        root = make_repo({"app/config.py": ORIGINAL, "app/__init__.py": ""})
+    def launch(
+        server_url: str, files: dict[str, str] | None = None, *, ready: bool = True
+    ) -> tuple[Tmux, Path]:
+        root = make_repo(files or {"app/config.py": ORIGINAL, "app/__init__.py": ""})
         env = {
             "PATH": os.environ["PATH"],
             "HOME": str(tmp_path),
@@ -169,6 +171,8 @@ def app_in_tmux(make_repo, tmp_path: Path) -> Iterator[Callable[[str], tuple[Tmu
         sessions.append(tmux)
         command = " ".join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), SEMFORA, str(root)])
         tmux.run("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", command)
+        if not ready:
+            return tmux, root
         tmux.wait_for(
             lambda s: " symbol" in s and "offline" not in s and "claude" in s and " PROMPT " in s,
             "the app to be ready",
@@ -318,3 +322,32 @@ def test_quitting_with_staged_hunks_says_they_are_kept_and_how_to_get_back_to_th
         "Open semfora again to review it, or run `semfora edits rollback` to discard it." in joined
     )
     assert (root / "app/config.py").read_text() == ORIGINAL
+
+
+def test_quitting_during_the_first_index_of_a_big_repository_is_prompt(
+    fake_server: Callable[[list[dict[str, Any]]], str],
+    app_in_tmux: Callable[..., tuple[Tmux, Path]],
+) -> None:
+    """ctrl+q while the first index of Django ran left a blank terminal for 45 s: the process
+    waited for the index thread to finish the whole index. It now stops at the next batch, and
+    the index stays as it was (none: it is written in one commit at its end)."""
+    import sqlite3
+
+    from engine.repo.layout import RepoLayout
+
+    files = {
+        f"pkg{i % 20}/mod{i}.py": "".join(
+            f"def handler_{i}_{j}(request):\n    return helper(request, {j})\n\n\n" for j in range(20)
+        )
+        for i in range(1500)
+    }
+    tmux, root = app_in_tmux(fake_server([]), files, ready=False)
+    tmux.wait_for(lambda s: "index: parsing" in s, "the first index to parse")
+    tmux.keys("C-q")
+    _wait_until(lambda: not tmux.alive(), "the app to exit")
+    index_db = RepoLayout.for_path(root).index_db
+    if index_db.exists():
+        with sqlite3.connect(index_db) as db:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            indexed = db.execute("SELECT count(*) FROM files").fetchone()[0] if "files" in tables else 0
+        assert indexed < len(files), "the app waited for the whole index before it exited"
