@@ -135,11 +135,12 @@ async def theme(screen: MainScreen, cmd: ParsedCommand) -> None:
 @command("index")
 async def index(screen: MainScreen, cmd: ParsedCommand) -> None:
     rebuild = "--rebuild" in cmd.args
-    screen.start_indexing(rebuild=rebuild, announce=True)
+    started = screen.start_indexing(rebuild=rebuild, announce=True)
+    after = "" if started else " after the index run under way"
     if rebuild:
-        await screen.note("Rebuilding the index… questions sent meanwhile wait for it.")
+        await screen.note(f"Rebuilding the index{after}… questions sent meanwhile wait for it.")
     else:
-        await screen.note("Re-indexing changed files…")
+        await screen.note(f"Re-indexing changed files{after}…")
 
 
 @command("status")

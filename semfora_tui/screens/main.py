@@ -255,8 +255,9 @@ class MainScreen(Screen[None]):
         self.turns = 0
         self.last_pack: PackView | None = None
         self.index_summary = "index: starting" if start_index else "index: not refreshed (/index)"
-        self.indexing = False  # an index job the app started is running (see _index_jobs)
-        self._index_jobs = 0
+        self.indexing = False  # an index run the app started is under way
+        # (rebuild, announce) of the run asked for while one was under way: it starts after it.
+        self._next_index: tuple[bool, bool] | None = None
         self.index_ready = True  # False while an index is built from nothing: questions wait for it
         self.index_phase = ""
         self.vectors_reason = ""
@@ -564,14 +565,23 @@ class MainScreen(Screen[None]):
 
     # -- indexing -------------------------------------------------------------------------------
 
-    def start_indexing(self, *, rebuild: bool, announce: bool) -> None:
-        self._index_jobs += 1
-        self.indexing = True
-        if rebuild or not self.bridge.index_exists():
+    def start_indexing(self, *, rebuild: bool, announce: bool) -> bool:
+        """Start an index run, or (False) queue it behind the one under way: two runs in one
+        process waited on each other's lock as if on "another semfora", and the second failed
+        after 30 s on a big repository."""
+        if rebuild:
             self.index_ready = False  # the pack would be empty: questions wait for the index
+        if self.indexing:
+            queued = self._next_index or (False, False)
+            self._next_index = (rebuild or queued[0], announce or queued[1])
+            return False
+        self.indexing = True
+        if not self.bridge.index_exists():
+            self.index_ready = False
         self.index_phase = "rebuilding" if rebuild else "indexing"
         self.header.index_state = f"index: {self.index_phase}"
         self._index_worker(rebuild, announce)
+        return True
 
     @work(thread=True, group="index", exit_on_error=False)
     def _index_worker(self, rebuild: bool, announce: bool) -> None:
@@ -610,8 +620,10 @@ class MainScreen(Screen[None]):
 
     async def on_main_screen_index_finished(self, message: IndexFinished) -> None:
         if not message.watched:
-            self._index_jobs = max(self._index_jobs - 1, 0)
-            self.indexing = self._index_jobs > 0
+            self.indexing = self._next_index is not None  # the next run starts below
+        elif message.report is None and message.error is None:
+            # The watcher saw changes while a run was under way: index them after it.
+            self.start_indexing(rebuild=False, announce=False)
         if not self.indexing:
             self.header.hide_progress()
         if message.error is not None:
@@ -648,6 +660,10 @@ class MainScreen(Screen[None]):
             self._maybe_start_vectors()
         if message.changed_paths:
             self._files_changed(message.changed_paths)
+        if not message.watched and self._next_index is not None:
+            (rebuild, announce), self._next_index = self._next_index, None
+            self.indexing = False
+            self.start_indexing(rebuild=rebuild, announce=announce)
         await self.pump_queue()
 
     def _maybe_start_vectors(self) -> None:
@@ -722,6 +738,11 @@ class MainScreen(Screen[None]):
                 sorted({str(Path(p).relative_to(root)) for _c, p in changes if p.startswith(inside)})
             )
             if not paths:
+                continue
+            if self.indexing:  # the app's own run holds the index: the UI thread queues one after it
+                self.post_message(
+                    self.IndexFinished(None, None, rebuild=False, announce=False, watched=True, changed_paths=paths)
+                )
                 continue
             report, error = attempt(lambda: self.bridge.index(rebuild=False))
             self.post_message(

@@ -304,3 +304,35 @@ async def test_the_header_says_when_the_index_waits_for_another_semfora(
                 await pilot.pause(0.05)
     finally:
         os.close(fd)
+
+
+async def test_index_rebuild_asked_while_the_start_up_index_runs_waits_for_it(
+    make_app: AppFactory, make_repo
+) -> None:
+    """`/index --rebuild` while the app's own start-up index ran: two runs in one process, the
+    second waiting on the first's lock as if it were "another semfora" (after 30 s: "Indexing
+    failed — another /index is writing this repository's index")."""
+    from engine.index.indexer import INLINE_PARSE_MAX
+
+    from semfora_tui.screens.main import INDEX_WAITING_PHASE
+
+    count = INLINE_PARSE_MAX + 16
+    files = {f"pkg/mod{i}.py": f"def handler_{i}(request):\n    return request\n" for i in range(count)}
+    app = make_app(make_repo(files), check_model=False)
+    states: list[str] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        while not app.main.indexing:  # the start-up index, under way
+            await pilot.pause(0.01)
+        await app.main.run_slash("/index --rebuild")
+        deadline = time.monotonic() + 90
+        while "Index ready" not in app.chat.transcript():
+            assert time.monotonic() < deadline, (states, app.chat.transcript())
+            if not states or states[-1] != app.header.index_state:
+                states.append(app.header.index_state)
+            await pilot.pause(0.01)
+        await settle(pilot)
+        transcript = app.chat.transcript()
+        assert not any(INDEX_WAITING_PHASE in s for s in states), states
+        assert "Indexing failed" not in transcript
+        assert "rebuilt from scratch" in transcript
+        assert app.header.index_state.startswith(f"index: {count} files")
