@@ -53,7 +53,7 @@ async def edit(screen: MainScreen, cmd: ParsedCommand) -> None:
                 f"Staged {plural(hunks, 'hunk')} in {plural(len(files), 'file')}. {REVIEW_HINT}."
             )
 
-        screen.run_job(lambda: screen.bridge.stage_from_file(source), staged)
+        screen.session_job(lambda: screen.bridge.stage_from_file(source), staged)
         return
     if not cmd.rest:
         raise UsageError("/edit needs a task, or --from FILE")
@@ -220,18 +220,20 @@ def rebase(screen: MainScreen) -> None:
         if not report.files:
             await screen.note("Nothing to rebase: no staged file changed on disk.")
             return
-        parts = [f"re-applied {plural(len(report.reapplied), 'hunk')}"]
+        parts = [f"re-applied {plural(len(report.reapplied), 'hunk')}"] if report.reapplied else []
         if report.already_applied:
             parts.append(f"{len(report.already_applied)} already in the file")
         if report.conflicts:
+            them = "it" if len(report.conflicts) == 1 else "them"
             parts.append(
-                f"**{plural(len(report.conflicts), 'conflict')}**: reject them, or ask for the change again"
+                f"**{plural(len(report.conflicts), 'conflict')}** (reject {them}, or ask for the change again)"
             )
         if report.dropped:
             parts.append(f"dropped {_names(report.dropped)}")
-        await screen.note(f"Rebased {_names(report.files)} onto the files on disk: " + "; ".join(parts) + ".")
+        done = "; ".join(parts or ["nothing to re-apply"])
+        await screen.note(f"Rebased {_names(report.files)} onto the files on disk: {done}.")
 
-    screen.run_job(screen.bridge.rebase, rebased)
+    screen.session_job(screen.bridge.rebase, rebased)
 
 
 async def request_edit(screen: MainScreen, path: str, line: int) -> None:
@@ -265,7 +267,7 @@ async def request_edit(screen: MainScreen, path: str, line: int) -> None:
             scratch.unlink(missing_ok=True)
             screen.notify(f"Cannot start {editor}: {exc.strerror}", severity="error")
             return
-        screen.run_job(lambda: bridge.restage_edited(path, scratch), restaged)
+        screen.session_job(lambda: bridge.restage_edited(path, scratch), restaged)
 
     screen.confirm(
         f"Open the proposed version of {path} at line {line} in {editor}?\n"

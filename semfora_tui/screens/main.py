@@ -554,8 +554,10 @@ class MainScreen(Screen[None]):
         recovery, files = opened
         if recovery is not None:
             await self.note(f"An interrupted commit was rolled back at start-up: {recovery}")
+        # Hunks this app staged before this answer came (a fast `/edit --from`) are not news.
+        earlier = bool(files) and not self.diff.files and not self.resume  # /resume says it itself
         self.show_staged(files)
-        if files and not self.resume:  # /resume says what is staged itself
+        if earlier:
             s = summarize_staged(files, code)
             await self.note(
                 f"Still staged from an earlier session: {plural(s.hunks, 'hunk')} in {s.where} ({s.states}), "
@@ -741,7 +743,9 @@ class MainScreen(Screen[None]):
                 continue
             if self.indexing:  # the app's own run holds the index: the UI thread queues one after it
                 self.post_message(
-                    self.IndexFinished(None, None, rebuild=False, announce=False, watched=True, changed_paths=paths)
+                    self.IndexFinished(
+                        None, None, rebuild=False, announce=False, watched=True, changed_paths=paths
+                    )
                 )
                 continue
             report, error = attempt(lambda: self.bridge.index(rebuild=False))

@@ -335,3 +335,32 @@ async def test_hunks_left_staged_by_an_earlier_run_are_named_at_start(
             "`/rollback` discards them." in app.chat.transcript()
         )
         assert app.focused is app.prompt
+
+
+async def test_a_rebase_that_conflicts_says_so_in_plain_words(make_app: AppFactory, demo_repo: Path) -> None:
+    """It said "re-applied 0 hunks; 1 conflict: reject them"."""
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        (demo_repo / "app/config.py").write_text(SOURCE["app/config.py"].replace("int(text)", "float(text)"))
+        await app.main.run_slash("/preview")  # (the disk watcher is off in these tests)
+        await settle(pilot)
+        app.main.enter_review()
+        await pilot.press("b")
+        await settle(pilot)
+        assert (
+            "Rebased `app/config.py` onto the files on disk: **1 conflict** "
+            "(reject it, or ask for the change again)." in app.chat.transcript()
+        )
+
+
+async def test_hunks_staged_in_this_run_are_not_called_earlier_ones(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        (demo_repo / "edits.txt").write_text(EDIT_BLOCKS)
+        await app.main.run_slash("/edit --from edits.txt")  # before the start-up look at the session
+        await settle(pilot)
+        assert len(app.diff.files) == 2
+        assert "earlier session" not in app.chat.transcript()
