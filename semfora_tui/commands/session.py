@@ -20,6 +20,8 @@ from semfora_tui.slash import ParsedCommand
 from semfora_tui.views import FileView, PastTurn
 
 if TYPE_CHECKING:
+    from textual.widget import Widget
+
     from semfora_tui.screens.main import MainScreen
 
 KEYS_HELP = """\
@@ -50,7 +52,14 @@ async def quit_(screen: MainScreen, _cmd: ParsedCommand) -> None:
 
 @command("clear")
 async def clear(screen: MainScreen, _cmd: ParsedCommand) -> None:
-    await screen.chat.clear()
+    # A reply still streaming (and the question it answers) and queued messages stay: the turn
+    # writes into its reply until it ends, and a queued line turns into a sent one.
+    keep: set[Widget] = {queued.line for queued in screen.queue}
+    if screen.streaming and screen.turn is not None:
+        keep.add(screen.turn)
+        if screen.turn_line is not None:
+            keep.add(screen.turn_line)
+    await screen.chat.clear(keep=keep)
 
 
 @command("cost")

@@ -249,6 +249,7 @@ class MainScreen(Screen[None]):
         self.offline_reason = ""
         self.streaming = False
         self.turn: ReplyTurn | None = None
+        self.turn_line: UserMessage | None = None  # the message the turn answers
         self.queue: deque[Queued] = deque()
         self.session_cost = 0.0
         self.session_usage = TurnCost()
@@ -864,8 +865,8 @@ class MainScreen(Screen[None]):
             self.queue.append(Queued(task, line))
             self.refresh_keys()
             return
-        await self.chat.add_user(task)
-        await self._start_turn(task)
+        line = await self.chat.add_user(task)
+        await self._start_turn(task, line)
 
     async def pump_queue(self) -> None:
         """Send the oldest queued message once nothing holds it back."""
@@ -879,11 +880,11 @@ class MainScreen(Screen[None]):
                 "No model is available, so this queued message was not sent. " + self.offline_reason
             )
             return
-        await self._start_turn(queued.task)
+        await self._start_turn(queued.task, queued.line)
 
-    async def _start_turn(self, task: str) -> None:
+    async def _start_turn(self, task: str, line: UserMessage) -> None:
         turn = await self.chat.start_reply()
-        self.turn = turn
+        self.turn, self.turn_line = turn, line
         turn.start_stream()
         self._cancel = threading.Event()
         self._feed = TurnFeed()

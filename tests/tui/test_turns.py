@@ -426,3 +426,26 @@ async def test_every_attempt_of_a_reply_starts_at_the_same_column(
         live = turn.segments[-1].query(MarkdownBlock).first()
         assert "I will strip" in frozen.source and "I will strip" in live.source
         assert frozen.content_region.x == live.content_region.x
+
+
+async def test_clear_while_a_reply_streams_keeps_that_reply_and_the_app_running(
+    make_app: AppFactory, fake_anthropic: FakeAnthropic
+) -> None:
+    """/clear during a stream removed the reply being written; its end then crashed the app
+    (IndexError in set_context) with a traceback on the terminal."""
+    fake_anthropic.reply("First answer.")
+    fake_anthropic.reply("Second answer, " * 30 + "the end.", chunk_chars=8, delay=0.02)
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await _submit(pilot, app, "first question")
+        await _wait_for(pilot, lambda: "✓ answered" in app.chat.transcript())
+        await _submit(pilot, app, "second question")
+        await _wait_for(pilot, lambda: app.main.streaming and app.main.turn.source)
+        await app.main.run_slash("/clear")
+        await _wait_for(pilot, lambda: not app.main.streaming)
+        await settle(pilot)
+        transcript = app.chat.transcript()
+        assert "First answer." not in transcript and "› first question" not in transcript
+        assert "› second question" in transcript and "the end." in transcript and "✓ answered" in transcript
+        assert app.is_running
