@@ -449,3 +449,28 @@ async def test_clear_while_a_reply_streams_keeps_that_reply_and_the_app_running(
         assert "First answer." not in transcript and "› first question" not in transcript
         assert "› second question" in transcript and "the end." in transcript and "✓ answered" in transcript
         assert app.is_running
+
+
+async def test_switching_the_model_while_a_reply_streams_lets_that_reply_finish(
+    make_app: AppFactory, fake_anthropic: FakeAnthropic
+) -> None:
+    """`/model NAME` mid-stream took the reasoner from under the running turn: the whole reply
+    arrived, then the turn ended "✗ failed: error[INTERNAL]: AttributeError" and staged nothing."""
+    fake_anthropic.reply(EDIT_REPLY, chunk_chars=4, delay=0.02)
+    fake_anthropic.reply("From the new model.")
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await _submit(pilot, app, "make parse_port strip whitespace")
+        await _wait_for(pilot, lambda: app.main.streaming and app.main.turn.source)
+        await app.main.run_slash("/model claude-haiku-4-5")
+        await _wait_for(pilot, lambda: not app.main.streaming)
+        await settle(pilot)
+        transcript = app.chat.transcript()
+        assert "error[" not in transcript, transcript
+        assert "✓ staged 1 hunk in app/config.py" in transcript
+        await _submit(pilot, app, "and now?")
+        await _wait_for(pilot, lambda: "From the new model." in app.chat.transcript())
+        requests = fake_anthropic.message_requests()
+        assert requests[0].body["model"] != "claude-haiku-4-5"
+        assert requests[-1].body["model"] == "claude-haiku-4-5"
