@@ -313,7 +313,6 @@ async def test_index_rebuild_asked_while_the_start_up_index_runs_waits_for_it(
     second waiting on the first's lock as if it were "another semfora" (after 30 s: "Indexing
     failed — another /index is writing this repository's index")."""
     from engine.index.indexer import INLINE_PARSE_MAX
-
     from semfora_tui.screens.main import INDEX_WAITING_PHASE
 
     count = INLINE_PARSE_MAX + 16
