@@ -186,6 +186,13 @@ def app_in_tmux(make_repo, tmp_path: Path) -> Iterator[Callable[..., tuple[Tmux,
             subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True, check=False)
 
 
+def _ask_for_the_edit(tmux: Tmux) -> None:
+    """Ask for EDIT_REPLY's change (the fake answers it) and wait until its hunk is staged."""
+    tmux.type("make parse_port strip whitespace before converting")
+    tmux.keys("Enter")
+    tmux.wait_for(lambda s: "✓ staged 1 hunk in app/config.py" in s and "[ ] pending" in s, "the staged hunk")
+
+
 def _clear_prompt(tmux: Tmux) -> None:
     tmux.keys("F7", "BSpace")  # select all, delete
     tmux.wait_for(lambda s: "update the docs" not in s, "the prompt to be empty")
@@ -199,9 +206,7 @@ def test_keys_after_a_staged_reply_stay_text_then_review_commit_and_undo(
     tmux, root = app_in_tmux(fake_server([{"type": "text", "text": EDIT_REPLY}]))
     target = root / "app/config.py"
     cache = Path(os.environ["XDG_CACHE_HOME"])
-    tmux.type("make parse_port strip whitespace before converting")
-    tmux.keys("Enter")
-    tmux.wait_for(lambda s: "✓ staged 1 hunk in app/config.py" in s and "[ ] pending" in s, "the staged hunk")
+    _ask_for_the_edit(tmux)
     assert " PROMPT " in tmux.footer()  # staging did not take the keyboard
     # A person goes on typing, then pastes a command with its newline.
     tmux.type(TYPED)
@@ -288,9 +293,7 @@ def test_escape_and_the_next_question_typed_at_once_leave_review_mode(
     open the editor)."""
     tmux, root = app_in_tmux(fake_server([{"type": "text", "text": EDIT_REPLY}]))
     target = root / "app/config.py"
-    tmux.type("make parse_port strip whitespace before converting")
-    tmux.keys("Enter")
-    tmux.wait_for(lambda s: "✓ staged 1 hunk in app/config.py" in s and "[ ] pending" in s, "the staged hunk")
+    _ask_for_the_edit(tmux)
     tmux.keys("F2")
     tmux.wait_for(lambda s: " REVIEW " in s.splitlines()[-1], "review mode")
     tmux.type("\x1bwhat about the docs")  # the escape and the sentence in one write
@@ -311,9 +314,7 @@ def test_quitting_with_staged_hunks_says_they_are_kept_and_how_to_get_back_to_th
     """ctrl+q with a staged hunk closed the app without a word: applied, lost, or kept?"""
     tmux, root = app_in_tmux(fake_server([{"type": "text", "text": EDIT_REPLY}]))
     tmux.run("set-option", "-t", "e2e", "remain-on-exit", "on")  # keep what the command printed
-    tmux.type("make parse_port strip whitespace before converting")
-    tmux.keys("Enter")
-    tmux.wait_for(lambda s: "✓ staged 1 hunk in app/config.py" in s and "[ ] pending" in s, "the staged hunk")
+    _ask_for_the_edit(tmux)
     tmux.keys("C-q")
     tmux.wait_for(lambda s: "stays staged" in s, "the line after the app closed")
     joined = tmux.run("capture-pane", "-p", "-J", "-t", "e2e")  # the long line unwrapped

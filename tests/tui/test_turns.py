@@ -12,8 +12,9 @@ import pytest
 from textual import events
 from textual.color import Color
 from textual.widgets import Collapsible, Label
+from textual.widgets.markdown import MarkdownBlock
 
-from semfora_tui.widgets.reply import ReplyFence
+from semfora_tui.widgets.reply import FrozenSegment, ReplyFence
 from tests.fakes.fake_anthropic import FakeAnthropic
 from tests.tui.conftest import SOURCE, STATE_TIMEOUT, AppFactory, paste, settle
 
@@ -266,6 +267,13 @@ async def test_a_misquoted_edit_block_is_retried_and_the_fixed_reply_is_staged(
         assert [f.path for f in app.diff.files] == ["app/config.py"]
         assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]  # staged, not written
         assert app.focused is app.prompt
+        # The first attempt, finished (frozen) before the retry, keeps the reply's left edge: it
+        # lost Markdown's two-column margin, and the reply's text jumped left and right.
+        turn = app.main.turn
+        frozen = turn.query_one(FrozenSegment)
+        live = turn.segments[-1].query(MarkdownBlock).first()
+        assert "I will strip" in frozen.source and "I will strip" in live.source
+        assert frozen.content_region.x == live.content_region.x
 
 
 async def test_a_need_reply_fetches_what_the_model_asked_for_then_shows_the_answer(
@@ -402,30 +410,6 @@ async def test_a_pasted_traceback_is_sent_whole_but_shown_folded(
         assert "292 more lines (sent in full)" in shown
         sent = fake_anthropic.message_requests()[-1].all_text
         assert 'File "app/m150.py", line 150' in sent and "ValueError: port out of range" in sent
-
-
-async def test_every_attempt_of_a_reply_starts_at_the_same_column(
-    make_app: AppFactory, fake_anthropic: FakeAnthropic
-) -> None:
-    """A finished part of a reply (an attempt before a retry, the start of a long reply) lost the
-    reply's two-column margin: the reply's text jumped left and right down the chat."""
-    from textual.widgets.markdown import MarkdownBlock
-
-    from semfora_tui.widgets.reply import FrozenSegment
-
-    fake_anthropic.reply(MISQUOTED_REPLY)
-    fake_anthropic.reply(EDIT_REPLY)
-    app = make_app()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        await _submit(pilot, app, "make parse_port strip whitespace")
-        await _wait_for(pilot, lambda: app.diff.files and not app.main.streaming)
-        await settle(pilot)
-        turn = app.main.turn
-        frozen = turn.query_one(FrozenSegment)
-        live = turn.segments[-1].query(MarkdownBlock).first()
-        assert "I will strip" in frozen.source and "I will strip" in live.source
-        assert frozen.content_region.x == live.content_region.x
 
 
 async def test_clear_while_a_reply_streams_keeps_that_reply_and_the_app_running(
