@@ -18,10 +18,12 @@ from textual.message import Message
 
 from engine import config as engine_config
 from engine import quarantine
+from engine.errors import SemforaError
 from engine.words import plural
 from semfora_tui.engine_bridge import EngineBridge
 from semfora_tui.screens.main import MainScreen
 from semfora_tui.theming import DEFAULT_THEME, SEMFORA_VARIABLE_DEFAULTS, load_themes
+from semfora_tui.views import summarize_staged
 
 if TYPE_CHECKING:
     from textual.command import Provider
@@ -115,6 +117,22 @@ class SemforaApp(App[int]):
         if self._main is None:
             raise RuntimeError("the main screen exists only while the app runs")
         return self._main
+
+    def exit_notice(self) -> str | None:
+        """What stays staged once the app has closed, for the terminal (read from disk: the
+        truth, whatever the app showed last). A quit never writes nor drops a staged hunk."""
+        try:
+            files = self.bridge.staged_files()
+        except SemforaError:
+            return None
+        if not files:
+            return None
+        s = summarize_staged(files)
+        return (
+            f"semfora: {plural(s.hunks, 'hunk')} in {s.where} {'stays' if s.hunks == 1 else 'stay'} staged "
+            f"({s.states}), not written to the {'file' if s.files == 1 else 'files'}. Open semfora again "
+            f"to review {s.them}, or run `semfora edits rollback` to discard {s.them}."
+        )
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(SEMFORA_VARIABLE_DEFAULTS)

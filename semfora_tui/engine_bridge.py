@@ -79,6 +79,7 @@ class EngineBridge:
         self.model = (model or self.settings.llm.model).strip()
         self.budget = self.settings.budget.context_tokens
         self._orchestrator: Orchestrator | None = None
+        self._reasoner_model = ""  # the model the orchestrator's reasoner was made for
         self._lock = threading.Lock()
         self.history = PromptHistory(
             self.layout.cache_dir / HISTORY_FILE, enabled=self.settings.ui.prompt_history
@@ -122,10 +123,9 @@ class EngineBridge:
             return True, describe_model(self.settings, self.model)
 
     def set_model(self, model: str) -> tuple[bool, str]:
+        # The next turn attaches the new model (see ``orchestrator``); a turn under way keeps
+        # its reasoner: taking it away mid-stream failed that turn once its reply had arrived.
         self.model = model.strip()
-        with self._lock:
-            if self._orchestrator is not None:
-                self._orchestrator.reasoner = None  # the next turn attaches the new model
         return self.reasoning_status()
 
     def set_budget(self, budget: int) -> None:
@@ -237,11 +237,12 @@ class EngineBridge:
 
                     self._orchestrator = open_orchestrator(self.layout, self.settings, resume=resume)
             orchestrator = self._orchestrator
-            if need_reasoner and orchestrator.reasoner is None:
+            if need_reasoner and (orchestrator.reasoner is None or self._reasoner_model != self.model):
                 with engine_part("reasoning"):
                     from engine.api import make_reasoner
 
                     orchestrator.reasoner = make_reasoner(self.settings, self.model)
+                    self._reasoner_model = self.model
             return orchestrator
 
     def close(self) -> None:

@@ -33,4 +33,7 @@ def run_app(args: argparse.Namespace) -> int:
     except SemforaError as err:
         return _report_error(err)
     app.run()
+    notice = app.exit_notice()  # said on the terminal once the screen is gone
+    if notice:
+        sys.stderr.write(notice + "\n")
     return int(app.return_code or 0)

@@ -7,7 +7,7 @@ Conversion reads the engine's public, typed attributes only; it never mutates th
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -102,6 +102,39 @@ class PastTurn:
     @property
     def failed(self) -> bool:
         return self.outcome in ("edit_failed", "error")
+
+
+# Files a one-line summary of the staged session names before "and N more".
+SUMMARY_FILES = 3
+STATES: tuple[str, ...] = ("pending", "accepted", "rejected")
+
+
+@dataclass(frozen=True)
+class StagedSummary:
+    """The staged session in a sentence's words (what stays staged when the app closes)."""
+
+    hunks: int
+    files: int
+    where: str  # "app/config.py, app/server.py" (the first SUMMARY_FILES, then "and N more")
+    states: str  # "1 pending, 1 rejected"
+
+    @property
+    def them(self) -> str:
+        return "it" if self.hunks == 1 else "them"
+
+
+def summarize_staged(files: tuple[FileView, ...], name: Callable[[str], str] = str) -> StagedSummary:
+    """``name`` formats a path (the chat puts paths in code spans)."""
+    where = ", ".join(name(f.path) for f in files[:SUMMARY_FILES])
+    if len(files) > SUMMARY_FILES:
+        where += f" and {len(files) - SUMMARY_FILES} more"
+    counts = ((sum(f.count(state) for f in files), state) for state in STATES)
+    return StagedSummary(
+        hunks=sum(len(f.hunks) for f in files),
+        files=len(files),
+        where=where,
+        states=", ".join(f"{n} {state}" for n, state in counts if n),
+    )
 
 
 # Said in place when the engine flags a hunk or a file without its own message.

@@ -32,17 +32,25 @@ def pool_context() -> BaseContext:
     return multiprocessing.get_context("forkserver")
 
 
-def worker_pool(workers: int, context: BaseContext | None = None) -> ProcessPoolExecutor:
+@contextmanager
+def worker_pool(workers: int, context: BaseContext | None = None) -> Iterator[ProcessPoolExecutor]:
     """The one way indexing starts worker processes (parsing, resolving calls, chunking text),
     so how they start and end is decided in one place: they die with semfora (a killed `index`
-    must leave no orphan holding index.lock)."""
+    must leave no orphan holding index.lock), and a run stopped midway (Ctrl-C, the app closing)
+    drops the batches not started yet instead of waiting while the workers parse them all."""
     context = context or pool_context()
     forked = context.get_start_method() == "fork"
     # A forked worker dies with its parent (us); a forkserver's worker watches us as its owner.
     parent, owner = (os.getpid(), None) if forked else (None, os.getpid())
-    return ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         max_workers=workers, mp_context=context, initializer=die_with_parent, initargs=(parent, owner)
     )
+    try:
+        yield pool
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 @contextmanager

@@ -53,7 +53,7 @@ async def edit(screen: MainScreen, cmd: ParsedCommand) -> None:
                 f"Staged {plural(hunks, 'hunk')} in {plural(len(files), 'file')}. {REVIEW_HINT}."
             )
 
-        screen.run_job(lambda: screen.bridge.stage_from_file(source), staged)
+        screen.session_job(lambda: screen.bridge.stage_from_file(source), staged)
         return
     if not cmd.rest:
         raise UsageError("/edit needs a task, or --from FILE")
@@ -89,7 +89,7 @@ async def _decide(screen: MainScreen, cmd: ParsedCommand, action: str) -> None:
     bridge = screen.bridge
     if target == "all":
         if action == "reject":
-            screen.run_job(lambda: bridge.accept_all(False), screen.show_staged)
+            screen.session_job(lambda: bridge.accept_all(False))
             return
         pending = sum(f.count("pending") + f.count("rejected") for f in screen.diff.files)
         if not pending:
@@ -101,7 +101,7 @@ async def _decide(screen: MainScreen, cmd: ParsedCommand, action: str) -> None:
             f"Accept all {plural(pending, 'staged hunk')} in {plural(len(screen.diff.files), 'file')}?\n"
             "Nothing is written until you commit.",
             "Accept all",
-            lambda: screen.run_job(lambda: bridge.accept_all(True), screen.show_staged),
+            lambda: screen.session_job(lambda: bridge.accept_all(True)),
         )
         return
     if target is None:
@@ -110,7 +110,7 @@ async def _decide(screen: MainScreen, cmd: ParsedCommand, action: str) -> None:
             raise UsageError(f"nothing selected: /{action} HUNK_ID or /{action} all")
         target = current.hunk.id
     hunk_id = target
-    screen.run_job(lambda: bridge.hunk_action(hunk_id, action), screen.show_staged)
+    screen.session_job(lambda: bridge.hunk_action(hunk_id, action))
 
 
 @command("accept")
@@ -160,7 +160,7 @@ def request_commit(screen: MainScreen) -> None:
             await screen.note(f"{result.message.capitalize()}: {_names(result.files)}. `/undo` reverts it.")
         screen.refresh_staged()
 
-    screen.confirm(question, "Commit", lambda: screen.run_job(screen.bridge.commit, committed))
+    screen.confirm(question, "Commit", lambda: screen.session_job(screen.bridge.commit, committed))
 
 
 def request_rollback(screen: MainScreen) -> None:
@@ -176,7 +176,7 @@ def request_rollback(screen: MainScreen) -> None:
     screen.confirm(
         f"Discard the staged session ({plural(hunks, 'hunk')})?",
         "Discard",
-        lambda: screen.run_job(screen.bridge.rollback, rolled_back),
+        lambda: screen.session_job(screen.bridge.rollback, rolled_back),
     )
 
 
@@ -220,18 +220,20 @@ def rebase(screen: MainScreen) -> None:
         if not report.files:
             await screen.note("Nothing to rebase: no staged file changed on disk.")
             return
-        parts = [f"re-applied {plural(len(report.reapplied), 'hunk')}"]
+        parts = [f"re-applied {plural(len(report.reapplied), 'hunk')}"] if report.reapplied else []
         if report.already_applied:
             parts.append(f"{len(report.already_applied)} already in the file")
         if report.conflicts:
+            them = "it" if len(report.conflicts) == 1 else "them"
             parts.append(
-                f"**{plural(len(report.conflicts), 'conflict')}**: reject them, or ask for the change again"
+                f"**{plural(len(report.conflicts), 'conflict')}** (reject {them}, or ask for the change again)"
             )
         if report.dropped:
             parts.append(f"dropped {_names(report.dropped)}")
-        await screen.note(f"Rebased {_names(report.files)} onto the files on disk: " + "; ".join(parts) + ".")
+        done = "; ".join(parts or ["nothing to re-apply"])
+        await screen.note(f"Rebased {_names(report.files)} onto the files on disk: {done}.")
 
-    screen.run_job(screen.bridge.rebase, rebased)
+    screen.session_job(screen.bridge.rebase, rebased)
 
 
 async def request_edit(screen: MainScreen, path: str, line: int) -> None:
@@ -265,7 +267,7 @@ async def request_edit(screen: MainScreen, path: str, line: int) -> None:
             scratch.unlink(missing_ok=True)
             screen.notify(f"Cannot start {editor}: {exc.strerror}", severity="error")
             return
-        screen.run_job(lambda: bridge.restage_edited(path, scratch), restaged)
+        screen.session_job(lambda: bridge.restage_edited(path, scratch), restaged)
 
     screen.confirm(
         f"Open the proposed version of {path} at line {line} in {editor}?\n"

@@ -20,6 +20,8 @@ from semfora_tui.slash import ParsedCommand
 from semfora_tui.views import FileView, PastTurn
 
 if TYPE_CHECKING:
+    from textual.widget import Widget
+
     from semfora_tui.screens.main import MainScreen
 
 KEYS_HELP = """\
@@ -50,7 +52,14 @@ async def quit_(screen: MainScreen, _cmd: ParsedCommand) -> None:
 
 @command("clear")
 async def clear(screen: MainScreen, _cmd: ParsedCommand) -> None:
-    await screen.chat.clear()
+    # A reply still streaming (and the question it answers) and queued messages stay: the turn
+    # writes into its reply until it ends, and a queued line turns into a sent one.
+    keep: set[Widget] = {queued.line for queued in screen.queue}
+    if screen.streaming and screen.turn is not None:
+        keep.add(screen.turn)
+        if screen.turn_line is not None:
+            keep.add(screen.turn_line)
+    await screen.chat.clear(keep=keep)
 
 
 @command("cost")
@@ -88,6 +97,10 @@ async def model(screen: MainScreen, cmd: ParsedCommand) -> None:
         return
     name = cmd.args[0]
     screen.header.model = name
+    # Unknown until the check answers (it can take seconds: LiteLLM's import, a slow Ollama);
+    # `/model` meanwhile says "checking", not the old model's state under the new name.
+    screen.offline, screen.offline_reason = None, ""
+    await screen.note(f"Switching to `{name}`: checking that it can be used…")
 
     async def switched(status: tuple[bool, str]) -> None:
         usable, description = status
@@ -131,11 +144,12 @@ async def theme(screen: MainScreen, cmd: ParsedCommand) -> None:
 @command("index")
 async def index(screen: MainScreen, cmd: ParsedCommand) -> None:
     rebuild = "--rebuild" in cmd.args
-    screen.start_indexing(rebuild=rebuild, announce=True)
+    started = screen.start_indexing(rebuild=rebuild, announce=True)
+    after = "" if started else " after the index run under way"
     if rebuild:
-        await screen.note("Rebuilding the index… questions sent meanwhile wait for it.")
+        await screen.note(f"Rebuilding the index{after}… questions sent meanwhile wait for it.")
     else:
-        await screen.note("Re-indexing changed files…")
+        await screen.note(f"Re-indexing changed files{after}…")
 
 
 @command("status")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import string
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -30,11 +31,18 @@ from textual.timer import Timer
 from engine.errors import SemforaError
 from engine.words import plural
 from semfora_tui import slash
-from semfora_tui.chat_text import error_markdown
+from semfora_tui.chat_text import code, error_markdown
 from semfora_tui.engine_bridge import EngineBridge, EngineUnavailable
 from semfora_tui.screens.confirm import ConfirmScreen
 from semfora_tui.turn_feed import Status, TurnFeed
-from semfora_tui.views import FileView, PackView, TurnCost, cost_from_result, pack_from_engine
+from semfora_tui.views import (
+    FileView,
+    PackView,
+    TurnCost,
+    cost_from_result,
+    pack_from_engine,
+    summarize_staged,
+)
 from semfora_tui.widgets.budget_pane import BudgetPane
 from semfora_tui.widgets.chat import ChatPane, UserMessage
 from semfora_tui.widgets.diff_pane import REVIEW_HINTS, DiffPane
@@ -64,6 +72,11 @@ MENTION_DEBOUNCE = 0.15
 INDEX_WAITING_PHASE = "waiting for another semfora to finish indexing"
 # Below this width the review mode gives the whole main area to the diff pane.
 NARROW_WIDTH = 120
+# (key after "alt+", character) of the keys an escape can merge with: letters, capitals, digits.
+ESCAPED_KEYS: tuple[tuple[str, str], ...] = (
+    *((c, c) for c in string.ascii_lowercase + string.digits),
+    *((f"shift+{c}", c.upper()) for c in string.ascii_lowercase),
+)
 
 OFFLINE_NOTICE = """\
 **Offline: no model can be used.** {reason}
@@ -76,12 +89,19 @@ To enable reasoning, set `ANTHROPIC_API_KEY` for Claude, or choose a local model
 """
 
 
+class AppClosing(Exception):  # noqa: N818 - a signal to stop, not an error to report
+    """Raised inside a worker's callback once the app is closing, to stop the work there."""
+
+
 def attempt(run: Callable[[], T]) -> tuple[T | None, SemforaError | None]:
-    """Run ``run`` at the worker boundary: its result, or the error to show (never raised)."""
+    """Run ``run`` at the worker boundary: its result, or the error to show (never raised,
+    except ``AppClosing``, which ends the worker)."""
     try:
         return run(), None
     except SemforaError as err:
         return None, err
+    except AppClosing:
+        raise
     except Exception as exc:  # noqa: BLE001 - the worker boundary: any failure is shown, not lost
         return None, SemforaError(f"{exc.__class__.__name__}: {exc}", code="INTERNAL")
 
@@ -99,6 +119,8 @@ class Job(Generic[T]):
     done: Callable[[T], Awaitable[None] | None]
     quiet: bool = False  # start-up probes log their errors instead of writing them in the chat
     failed: Callable[[SemforaError], Awaitable[None] | None] | None = None
+    in_order: bool = False  # an edit-session job: one runs at a time, in the order asked
+    shows_session: bool = False  # ``done`` only shows the session (skipped when a newer view follows)
 
 
 @dataclass
@@ -126,6 +148,14 @@ class MainScreen(Screen[None]):
         Binding("slash", "command_from_review", "Command", priority=True, show=False),
         Binding("ctrl+up", "scroll_chat(-1)", "Scroll chat up", show=False),
         Binding("ctrl+down", "scroll_chat(1)", "Scroll chat down", show=False),
+        # A terminal sends alt+w as ESC w, and an escape followed by a key within ESCDELAY
+        # (100 ms: a fast typist's "esc, then the next question") reaches the app the same way.
+        # Review mode has no alt keys: there it is the escape, then the key typed into the prompt
+        # (the escape was lost, and the sentence after it ran as review keys).
+        *(
+            Binding(f"alt+{key}", f"escape_then({char!r})", priority=True, show=False)
+            for key, char in ESCAPED_KEYS
+        ),
     ]
 
     # -- messages from the workers ------------------------------------------------------------
@@ -151,7 +181,7 @@ class MainScreen(Screen[None]):
         """Show the staged changes as they are now: another process may have staged, committed
         or rolled back. The pane keeps its selected hunk."""
 
-        self.run_job(self.bridge.staged_files, self._show_reloaded, quiet=True)
+        self.session_job(self.bridge.staged_files, self._show_reloaded, quiet=True, view_only=True)
 
     class IndexFinished(Message):
         def __init__(
@@ -219,14 +249,16 @@ class MainScreen(Screen[None]):
         self.offline_reason = ""
         self.streaming = False
         self.turn: ReplyTurn | None = None
+        self.turn_line: UserMessage | None = None  # the message the turn answers
         self.queue: deque[Queued] = deque()
         self.session_cost = 0.0
         self.session_usage = TurnCost()
         self.turns = 0
         self.last_pack: PackView | None = None
         self.index_summary = "index: starting" if start_index else "index: not refreshed (/index)"
-        self.indexing = False  # an index job the app started is running (see _index_jobs)
-        self._index_jobs = 0
+        self.indexing = False  # an index run the app started is under way
+        # (rebuild, announce) of the run asked for while one was under way: it starts after it.
+        self._next_index: tuple[bool, bool] | None = None
         self.index_ready = True  # False while an index is built from nothing: questions wait for it
         self.index_phase = ""
         self.vectors_reason = ""
@@ -235,6 +267,7 @@ class MainScreen(Screen[None]):
         self._feed = TurnFeed()
         self._feed_lock = asyncio.Lock()  # one writer into the reply at a time (timer flush vs. end)
         self._flush_timer: Timer | None = None
+        self._session_jobs: deque[Job[Any]] = deque()  # the running one first (see session_job)
         self._mention_timer: Timer | None = None
         self._files: list[str] | None = None
 
@@ -308,7 +341,7 @@ class MainScreen(Screen[None]):
             self.start_indexing(rebuild=False, announce=False)
         if self.watch_enabled:
             self._watch_worker()
-        self.run_job(self.bridge.open_session, self._session_opened, quiet=True)
+        self.session_job(self.bridge.open_session, self._session_opened, quiet=True)
         if self.resume:
             self.call_later(self.run_slash, "/resume")
 
@@ -352,6 +385,10 @@ class MainScreen(Screen[None]):
             self.leave_review()
         else:
             await self.action_cancel_stream()
+
+    def action_escape_then(self, character: str) -> None:
+        self.leave_review()
+        self.prompt.insert(character)
 
     def action_command_from_review(self) -> None:
         """`/` in review mode starts a command in the prompt (letters there are review keys)."""
@@ -407,7 +444,7 @@ class MainScreen(Screen[None]):
         if action == "escape":
             # In the prompt, escape first closes the suggestion list, and only cancels a streaming reply.
             return self.mode == "review" or (self.streaming and not self.prompt_bar.suggestions.display)
-        if action == "command_from_review":
+        if action in ("command_from_review", "escape_then"):
             return self.mode == "review"
         return True
 
@@ -438,7 +475,33 @@ class MainScreen(Screen[None]):
         failed: Callable[[SemforaError], Awaitable[None] | None] | None = None,
     ) -> None:
         """Run ``run`` in a thread; its result goes to ``done`` (its error to ``failed`` or the chat)."""
-        self._job_worker(Job(run, done, quiet, failed))
+        self._start(Job(run, done, quiet, failed))
+
+    def session_job(
+        self,
+        run: Callable[[], T],
+        done: Callable[[T], Awaitable[None] | None] | None = None,
+        *,
+        quiet: bool = False,
+        view_only: bool | None = None,
+    ) -> None:
+        """Run a job that reads or changes the edit session, after those asked before it.
+
+        Review keys typed in one burst (`a a c`) are applied in the order typed, one at a
+        time, and the diff pane shows each decision at once. Without ``done``, the result (the
+        session's files) is shown. A ``view_only`` job's ``done`` (default: when there is none)
+        is skipped when a later session job follows: that one shows a newer state, and a view
+        in between would take back decisions the pane already shows.
+        """
+        view = done is None if view_only is None else view_only
+        self._start(Job(run, done or self.show_staged, quiet, in_order=True, shows_session=view))
+
+    def _start(self, job: Job[Any]) -> None:
+        if job.in_order:
+            self._session_jobs.append(job)
+            if len(self._session_jobs) > 1:
+                return  # it starts when the jobs before it have finished
+        self._job_worker(job)
 
     @work(thread=True, group="engine", exit_on_error=False)
     def _job_worker(self, job: Job[Any]) -> None:
@@ -447,6 +510,14 @@ class MainScreen(Screen[None]):
 
     async def on_main_screen_job_finished(self, message: JobFinished) -> None:
         job, error = message.job, message.error
+        followed = False
+        if job.in_order:
+            self._session_jobs.popleft()
+            followed = bool(self._session_jobs)
+            if followed:
+                self._job_worker(self._session_jobs[0])
+        if job.shows_session and followed and error is None:
+            return  # a later session job shows a newer state (and the decisions typed since)
         if error is None:
             await _settle(job.done(message.result))
         elif job.failed is not None:
@@ -455,6 +526,10 @@ class MainScreen(Screen[None]):
             self.log.warning(f"error[{error.code}] {error.message}")
         else:
             await self.show_error(error)
+        if error is not None and job.shows_session and not followed:
+            # The pane showed the decision that failed: show the real state (once: this one's
+            # ``done`` is given, so its own failure asks for nothing more).
+            self.session_job(self.bridge.staged_files, self.show_staged, view_only=False)
 
     async def show_error(self, err: SemforaError) -> None:
         await self.chat.add_note(error_markdown(err), kind="error")
@@ -480,24 +555,47 @@ class MainScreen(Screen[None]):
         recovery, files = opened
         if recovery is not None:
             await self.note(f"An interrupted commit was rolled back at start-up: {recovery}")
+        # Hunks this app staged before this answer came (a fast `/edit --from`) are not news.
+        earlier = bool(files) and not self.diff.files and not self.resume  # /resume says it itself
         self.show_staged(files)
+        if earlier:
+            s = summarize_staged(files, code)
+            await self.note(
+                f"Still staged from an earlier session: {plural(s.hunks, 'hunk')} in {s.where} ({s.states}), "
+                f"not written to the {'file' if s.files == 1 else 'files'}. F2 or `/review` reviews {s.them}; "
+                f"`/rollback` discards {s.them}."
+            )
 
     # -- indexing -------------------------------------------------------------------------------
 
-    def start_indexing(self, *, rebuild: bool, announce: bool) -> None:
-        self._index_jobs += 1
-        self.indexing = True
-        if rebuild or not self.bridge.index_exists():
+    def start_indexing(self, *, rebuild: bool, announce: bool) -> bool:
+        """Start an index run, or (False) queue it behind the one under way: two runs in one
+        process waited on each other's lock as if on "another semfora", and the second failed
+        after 30 s on a big repository."""
+        if rebuild:
             self.index_ready = False  # the pack would be empty: questions wait for the index
+        if self.indexing:
+            queued = self._next_index or (False, False)
+            self._next_index = (rebuild or queued[0], announce or queued[1])
+            return False
+        self.indexing = True
+        if not self.bridge.index_exists():
+            self.index_ready = False
         self.index_phase = "rebuilding" if rebuild else "indexing"
         self.header.index_state = f"index: {self.index_phase}"
         self._index_worker(rebuild, announce)
+        return True
 
     @work(thread=True, group="index", exit_on_error=False)
     def _index_worker(self, rebuild: bool, announce: bool) -> None:
         last: list[tuple[str, int]] = [("", -1)]
 
         def progress(phase: str, done: int, total: int) -> None:
+            if self._stop.is_set():
+                # The app is closing: stop here. Its end waits for this thread, and a quit during
+                # the first index of a big repository showed a blank terminal for 45 s. An index
+                # run is written in one commit at its end, so the index stays as it was.
+                raise AppClosing
             # One message per phase change or percent, not per file: a big repository has 100k files.
             pct = int(done * 100 / total) if total else 100
             if (phase, pct) != last[0]:
@@ -508,9 +606,12 @@ class MainScreen(Screen[None]):
             # Another semfora (a `semfora index` in a terminal, say) holds the index lock.
             self.post_message(self.IndexProgress(INDEX_WAITING_PHASE, 0, 0))
 
-        report, error = attempt(
-            lambda: self.bridge.index(rebuild=rebuild, progress=progress, on_wait=waiting)
-        )
+        try:
+            report, error = attempt(
+                lambda: self.bridge.index(rebuild=rebuild, progress=progress, on_wait=waiting)
+            )
+        except AppClosing:
+            return
         self.post_message(self.IndexFinished(report, error, rebuild=rebuild, announce=announce))
 
     def on_main_screen_index_progress(self, message: IndexProgress) -> None:
@@ -522,8 +623,10 @@ class MainScreen(Screen[None]):
 
     async def on_main_screen_index_finished(self, message: IndexFinished) -> None:
         if not message.watched:
-            self._index_jobs = max(self._index_jobs - 1, 0)
-            self.indexing = self._index_jobs > 0
+            self.indexing = self._next_index is not None  # the next run starts below
+        elif message.report is None and message.error is None:
+            # The watcher saw changes while a run was under way: index them after it.
+            self.start_indexing(rebuild=False, announce=False)
         if not self.indexing:
             self.header.hide_progress()
         if message.error is not None:
@@ -560,6 +663,10 @@ class MainScreen(Screen[None]):
             self._maybe_start_vectors()
         if message.changed_paths:
             self._files_changed(message.changed_paths)
+        if not message.watched and self._next_index is not None:
+            (rebuild, announce), self._next_index = self._next_index, None
+            self.indexing = False
+            self.start_indexing(rebuild=rebuild, announce=announce)
         await self.pump_queue()
 
     def _maybe_start_vectors(self) -> None:
@@ -635,6 +742,13 @@ class MainScreen(Screen[None]):
             )
             if not paths:
                 continue
+            if self.indexing:  # the app's own run holds the index: the UI thread queues one after it
+                self.post_message(
+                    self.IndexFinished(
+                        None, None, rebuild=False, announce=False, watched=True, changed_paths=paths
+                    )
+                )
+                continue
             report, error = attempt(lambda: self.bridge.index(rebuild=False))
             self.post_message(
                 self.IndexFinished(
@@ -651,7 +765,12 @@ class MainScreen(Screen[None]):
         touched = {f.path for f in self.diff.files} & set(paths)
         if not touched:
             return
-        self.run_job(self.bridge.staged_files, lambda files: self._show_reloaded(files, touched), quiet=True)
+        self.session_job(
+            self.bridge.staged_files,
+            lambda files: self._show_reloaded(files, touched),
+            quiet=True,
+            view_only=True,
+        )
 
     def _show_reloaded(self, files: tuple[FileView, ...], among: set[str] | None = None) -> None:
         """Show the staged files as read again, and warn about those (``among`` the paths given)
@@ -666,7 +785,7 @@ class MainScreen(Screen[None]):
             self.notify(
                 f"{plural(len(stale), 'staged file')} changed on disk: "
                 + ", ".join(stale)
-                + ". `/rebase` re-applies the hunks.",
+                + f". /rebase re-applies {'its' if len(stale) == 1 else 'their'} hunks.",
                 severity="warning",
             )
 
@@ -746,8 +865,8 @@ class MainScreen(Screen[None]):
             self.queue.append(Queued(task, line))
             self.refresh_keys()
             return
-        await self.chat.add_user(task)
-        await self._start_turn(task)
+        line = await self.chat.add_user(task)
+        await self._start_turn(task, line)
 
     async def pump_queue(self) -> None:
         """Send the oldest queued message once nothing holds it back."""
@@ -761,11 +880,11 @@ class MainScreen(Screen[None]):
                 "No model is available, so this queued message was not sent. " + self.offline_reason
             )
             return
-        await self._start_turn(queued.task)
+        await self._start_turn(queued.task, queued.line)
 
-    async def _start_turn(self, task: str) -> None:
+    async def _start_turn(self, task: str, line: UserMessage) -> None:
         turn = await self.chat.start_reply()
-        self.turn = turn
+        self.turn, self.turn_line = turn, line
         turn.start_stream()
         self._cancel = threading.Event()
         self._feed = TurnFeed()
@@ -880,7 +999,7 @@ class MainScreen(Screen[None]):
     # -- the staged session ---------------------------------------------------------------------
 
     def refresh_staged(self) -> None:
-        self.run_job(self.bridge.staged_files, self.show_staged)
+        self.session_job(self.bridge.staged_files)
 
     def show_staged(self, files: tuple[FileView, ...]) -> None:
         """Show a new state of the session. The focus stays where the user put it."""
@@ -889,11 +1008,13 @@ class MainScreen(Screen[None]):
 
     def on_diff_pane_hunk_action(self, event: DiffPane.HunkAction) -> None:
         hunk_id, action = event.hunk_id, event.action
-        self.run_job(lambda: self.bridge.hunk_action(hunk_id, action), self.show_staged)
+        self.session_job(lambda: self.bridge.hunk_action(hunk_id, action))
+        self.refresh_keys()  # the pane shows the decision already (`c` may apply now)
 
     def on_diff_pane_file_action(self, event: DiffPane.FileAction) -> None:
         path, action = event.path, event.action
-        self.run_job(lambda: self.bridge.file_action(path, action), self.show_staged)
+        self.session_job(lambda: self.bridge.file_action(path, action))
+        self.refresh_keys()
 
     def on_diff_pane_commit_requested(self, _event: DiffPane.CommitRequested) -> None:
         from semfora_tui.commands.review import request_commit

@@ -8,11 +8,13 @@ it is sent.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from rich.console import RenderableType
 from rich.text import Text
 from textual.containers import VerticalScroll
+from textual.widget import Widget
 from textual.widgets import Static
 
 if TYPE_CHECKING:
@@ -101,8 +103,10 @@ class ChatPane(VerticalScroll):
         self.anchor()
         return turn
 
-    async def clear(self) -> None:
-        await self.remove_children()
+    async def clear(self, *, keep: Collection[Widget] = ()) -> None:
+        """Remove every message but those in ``keep`` (a reply still being written, and the
+        message it answers: the turn writes into it until it ends)."""
+        await self.remove_children([child for child in self.children if child not in keep])
 
     def transcript(self) -> str:
         """Plain text of the conversation, for tests and copying."""

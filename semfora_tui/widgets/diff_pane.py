@@ -9,7 +9,8 @@ the screen applies the decision through the engine and hands back fresh views.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection
+from dataclasses import dataclass, replace
 
 from rich.style import Style
 from rich.text import Text
@@ -28,6 +29,8 @@ STATE_BADGE: dict[str, str] = {
     "accepted": "[✓] accepted",
     "rejected": "[✗] rejected",
 }
+# The state a decision key gives a hunk (toggle flips it).
+DECIDED_STATE: dict[str, str] = {"accept": "accepted", "reject": "rejected"}
 # Short lines: the diff body does not wrap (long diff lines scroll sideways), and the pane can be narrow.
 EMPTY_TEXT = "No staged changes.\nAsk for an edit, or stage\nblocks with /edit --from FILE."
 
@@ -43,7 +46,8 @@ class ReviewHint:
 
 
 # The footer of review mode, in display order. Ranks keep what changes files or history
-# (commit, undo, rollback, edit) and the way back to the prompt visible even at 80 columns.
+# (commit, undo, rollback, edit) and the way back to the prompt visible even at 80 columns
+# (with `c` shown, `?` makes room for them: it lists every key, the footer's dropped ones too).
 REVIEW_HINTS: tuple[ReviewHint, ...] = (
     ReviewHint("next_hunk", "n/p", "hunk", 1),
     ReviewHint("next_file", "N/P", "file", 7),
@@ -55,8 +59,8 @@ REVIEW_HINTS: tuple[ReviewHint, ...] = (
     ReviewHint("rollback", "x", "rollback", 3),
     ReviewHint("edit", "e", "edit", 3),
     ReviewHint("rebase", "b", "rebase", 5),
-    ReviewHint("maximize", "m", "maximize", 4),
-    ReviewHint("keys_help", "?", "all keys", 1),
+    ReviewHint("maximize", "m", "maximize", 5),
+    ReviewHint("keys_help", "?", "keys", 4),
     ReviewHint("leave", "esc", "back", 0),
 )
 
@@ -289,9 +293,32 @@ class DiffPane(ScrollableContainer, can_focus=True):
         start = self._file_start(index)
         self._move(self._file_start(index - 1) if self.cursor == start and index > 0 else start)
 
+    def _decide(self, hunk_ids: Collection[str], action: str) -> None:
+        """Show a decision at once (a burst of keys must not wait for the engine: `a` then `c`
+        commits that hunk); the screen applies it and the engine's state replaces this one."""
+
+        def decided(hunk: HunkView) -> HunkView:
+            if hunk.id not in hunk_ids:
+                return hunk
+            state = DECIDED_STATE.get(action) or ("rejected" if hunk.state == "accepted" else "accepted")
+            if state == "accepted" and hunk.conflict:
+                return hunk  # the engine refuses it, and says why
+            return replace(hunk, state=state)
+
+        self.files = tuple(replace(f, hunks=tuple(decided(h) for h in f.hunks)) for f in self.files)
+        self._render_body()
+        self.refresh_bindings()
+
     def _hunk(self, action: str) -> None:
         if self.current:
+            self._decide({self.current.hunk.id}, action)
             self.post_message(self.HunkAction(self.current.hunk.id, action))
+
+    def _file(self, action: str) -> None:
+        if self.current:
+            f = self.files[self.current.file_index]
+            self._decide({h.id for h in f.hunks}, action)
+            self.post_message(self.FileAction(f.path, action))
 
     def action_accept(self) -> None:
         self._hunk("accept")
@@ -305,12 +332,10 @@ class DiffPane(ScrollableContainer, can_focus=True):
         self._hunk("toggle")
 
     def action_accept_file(self) -> None:
-        if self.current:
-            self.post_message(self.FileAction(self.files[self.current.file_index].path, "accept"))
+        self._file("accept")
 
     def action_reject_file(self) -> None:
-        if self.current:
-            self.post_message(self.FileAction(self.files[self.current.file_index].path, "reject"))
+        self._file("reject")
 
     def action_commit(self) -> None:
         self.post_message(self.CommitRequested())

@@ -15,8 +15,9 @@ from textual.widgets import Static
 
 # Cells between two hints (one when the line is too narrow for two).
 HINT_GAP = 2
-# Hints of this rank or lower are worth a tighter line: they change files or leave the mode.
-MUST_SHOW_RANK = 3
+# Hints of this rank or lower are worth a tighter line: they change files, leave the mode, or
+# (`?`) list every key the line has no room for.
+MUST_SHOW_RANK = 4
 
 
 @dataclass(frozen=True)

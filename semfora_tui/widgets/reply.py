@@ -120,6 +120,13 @@ class TableNote(Static):
 class FrozenSegment(Static):
     """A finished part of a long reply, rendered once."""
 
+    # The padding of Textual's Markdown: a reply's text keeps one left edge as its parts freeze.
+    DEFAULT_CSS = """
+    FrozenSegment {
+        padding: 0 2;
+    }
+    """
+
     source = ""
 
 

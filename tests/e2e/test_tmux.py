@@ -147,11 +147,13 @@ def _history(xdg_cache: Path) -> list[Path]:
 
 
 @pytest.fixture
-def app_in_tmux(make_repo, tmp_path: Path) -> Iterator[Callable[[str], tuple[Tmux, Path]]]:  # type: ignore[no-untyped-def]
+def app_in_tmux(make_repo, tmp_path: Path) -> Iterator[Callable[..., tuple[Tmux, Path]]]:  # type: ignore[no-untyped-def]
     sessions: list[Tmux] = []
 
-    def launch(server_url: str) -> tuple[Tmux, Path]:
-        root = make_repo({"app/config.py": ORIGINAL, "app/__init__.py": ""})
+    def launch(
+        server_url: str, files: dict[str, str] | None = None, *, ready: bool = True
+    ) -> tuple[Tmux, Path]:
+        root = make_repo(files or {"app/config.py": ORIGINAL, "app/__init__.py": ""})
         env = {
             "PATH": os.environ["PATH"],
             "HOME": str(tmp_path),
@@ -169,6 +171,8 @@ def app_in_tmux(make_repo, tmp_path: Path) -> Iterator[Callable[[str], tuple[Tmu
         sessions.append(tmux)
         command = " ".join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), SEMFORA, str(root)])
         tmux.run("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", command)
+        if not ready:
+            return tmux, root
         tmux.wait_for(
             lambda s: " symbol" in s and "offline" not in s and "claude" in s and " PROMPT " in s,
             "the app to be ready",
@@ -180,6 +184,13 @@ def app_in_tmux(make_repo, tmp_path: Path) -> Iterator[Callable[[str], tuple[Tmu
     finally:
         for tmux in sessions:
             subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True, check=False)
+
+
+def _ask_for_the_edit(tmux: Tmux) -> None:
+    """Ask for EDIT_REPLY's change (the fake answers it) and wait until its hunk is staged."""
+    tmux.type("make parse_port strip whitespace before converting")
+    tmux.keys("Enter")
+    tmux.wait_for(lambda s: "✓ staged 1 hunk in app/config.py" in s and "[ ] pending" in s, "the staged hunk")
 
 
 def _clear_prompt(tmux: Tmux) -> None:
@@ -195,9 +206,7 @@ def test_keys_after_a_staged_reply_stay_text_then_review_commit_and_undo(
     tmux, root = app_in_tmux(fake_server([{"type": "text", "text": EDIT_REPLY}]))
     target = root / "app/config.py"
     cache = Path(os.environ["XDG_CACHE_HOME"])
-    tmux.type("make parse_port strip whitespace before converting")
-    tmux.keys("Enter")
-    tmux.wait_for(lambda s: "✓ staged 1 hunk in app/config.py" in s and "[ ] pending" in s, "the staged hunk")
+    _ask_for_the_edit(tmux)
     assert " PROMPT " in tmux.footer()  # staging did not take the keyboard
     # A person goes on typing, then pastes a command with its newline.
     tmux.type(TYPED)
@@ -272,3 +281,74 @@ def test_keys_while_a_reply_streams_go_to_the_prompt_and_a_sent_message_waits_it
     assert not (tmp_path / "no-editor-should-start").exists()
     tmux.keys("C-q")
     _wait_until(lambda: not tmux.alive(), "the app to exit on ctrl+q")
+
+
+def test_escape_and_the_next_question_typed_at_once_leave_review_mode(
+    fake_server: Callable[[list[dict[str, Any]]], str],
+    app_in_tmux: Callable[[str], tuple[Tmux, Path]],
+    tmp_path: Path,
+) -> None:
+    """Esc and a letter within ESCDELAY (100 ms) reach the app as one alt+letter key: review mode
+    stayed on and "what about the docs" ran as review keys (a accepted, space toggled, e asked to
+    open the editor)."""
+    tmux, root = app_in_tmux(fake_server([{"type": "text", "text": EDIT_REPLY}]))
+    target = root / "app/config.py"
+    _ask_for_the_edit(tmux)
+    tmux.keys("F2")
+    tmux.wait_for(lambda s: " REVIEW " in s.splitlines()[-1], "review mode")
+    tmux.type("\x1bwhat about the docs")  # the escape and the sentence in one write
+    screen = tmux.wait_for(lambda s: "what about the docs" in s, "the question in the prompt")
+    assert " PROMPT " in tmux.footer()
+    assert "[ ] pending" in screen and "[✓] accepted" not in screen and "[✗] rejected" not in screen
+    assert "Open the proposed version" not in screen
+    assert target.read_text() == ORIGINAL
+    assert not (tmp_path / "no-editor-should-start").exists()
+    tmux.keys("C-q")
+    _wait_until(lambda: not tmux.alive(), "the app to exit on ctrl+q")
+
+
+def test_quitting_with_staged_hunks_says_they_are_kept_and_how_to_get_back_to_them(
+    fake_server: Callable[[list[dict[str, Any]]], str],
+    app_in_tmux: Callable[[str], tuple[Tmux, Path]],
+) -> None:
+    """ctrl+q with a staged hunk closed the app without a word: applied, lost, or kept?"""
+    tmux, root = app_in_tmux(fake_server([{"type": "text", "text": EDIT_REPLY}]))
+    tmux.run("set-option", "-t", "e2e", "remain-on-exit", "on")  # keep what the command printed
+    _ask_for_the_edit(tmux)
+    tmux.keys("C-q")
+    tmux.wait_for(lambda s: "stays staged" in s, "the line after the app closed")
+    joined = tmux.run("capture-pane", "-p", "-J", "-t", "e2e")  # the long line unwrapped
+    assert (
+        "semfora: 1 hunk in app/config.py stays staged (1 pending), not written to the file. "
+        "Open semfora again to review it, or run `semfora edits rollback` to discard it." in joined
+    )
+    assert (root / "app/config.py").read_text() == ORIGINAL
+
+
+def test_quitting_during_the_first_index_of_a_big_repository_is_prompt(
+    fake_server: Callable[[list[dict[str, Any]]], str],
+    app_in_tmux: Callable[..., tuple[Tmux, Path]],
+) -> None:
+    """ctrl+q while the first index of Django ran left a blank terminal for 45 s: the process
+    waited for the index thread to finish the whole index. It now stops at the next batch, and
+    the index stays as it was (none: it is written in one commit at its end)."""
+    import sqlite3
+
+    from engine.repo.layout import RepoLayout
+
+    files = {
+        f"pkg{i % 20}/mod{i}.py": "".join(
+            f"def handler_{i}_{j}(request):\n    return helper(request, {j})\n\n\n" for j in range(20)
+        )
+        for i in range(1500)
+    }
+    tmux, root = app_in_tmux(fake_server([]), files, ready=False)
+    tmux.wait_for(lambda s: "index: parsing" in s, "the first index to parse")
+    tmux.keys("C-q")
+    _wait_until(lambda: not tmux.alive(), "the app to exit")
+    index_db = RepoLayout.for_path(root).index_db
+    if index_db.exists():
+        with sqlite3.connect(index_db) as db:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            indexed = db.execute("SELECT count(*) FROM files").fetchone()[0] if "files" in tables else 0
+        assert indexed < len(files), "the app waited for the whole index before it exited"

@@ -210,6 +210,11 @@ async def test_status_budget_cost_model_clear(make_app: AppFactory) -> None:
         out = await _run(pilot, app, "/model")
         assert DEFAULT_MODEL in out and "ANTHROPIC_API_KEY" in out
         out = await _run(pilot, app, "/model ollama/qwen2.5-coder:7b")
+        # Said at once: the check can take seconds (LiteLLM's import, a slow Ollama), and the
+        # chat said nothing until it ended while the header already named the new model.
+        assert out.index("Switching to `ollama/qwen2.5-coder:7b`: checking that it can be used") < out.index(
+            "cannot be used"
+        )
         assert "cannot be used" in out and "Ollama" in out
         assert app.header.model == "ollama/qwen2.5-coder:7b"
         # A model no provider serves: refused when chosen, with the way to name it.

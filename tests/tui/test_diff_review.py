@@ -271,7 +271,7 @@ async def test_footer_hides_review_keys_that_do_not_apply(make_app: AppFactory, 
         keys = set(app.active_bindings)
         assert {"a", "r", "space", "c", "x", "e"}.isdisjoint(keys)  # nothing staged
         assert "u" in keys and "f2" in keys
-        assert app.main.keybar.plain == "REVIEW u undo ? all keys esc back"
+        assert app.main.keybar.plain == "REVIEW u undo ? keys esc back"
         await pilot.press("escape")
         await _staged(pilot, app, demo_repo)
         keys = set(app.active_bindings)
@@ -294,3 +294,73 @@ async def test_the_diff_pane_can_be_maximized_from_review_mode(make_app: AppFact
         assert app.main.maximized is None and app.diff.has_focus
         await pilot.press("escape")  # ...then goes back to the prompt
         assert app.focused is app.prompt
+
+
+async def test_the_80_column_footer_keeps_the_keys_that_change_files(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """At 80 columns, with a hunk accepted, the footer dropped `x rollback` and `e edit` (the
+    docs promise commit, undo, rollback, edit and the way back stay visible)."""
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        await pilot.press("a")
+        await settle(pilot)
+        footer = app.main.keybar.plain
+        for keys in ("a/r accept/reject", "c commit", "u undo", "x rollback", "e edit", "esc back"):
+            assert keys in footer, (keys, footer)
+        await pilot.press("r", "p", "r")  # nothing accepted: no `c`, and room for the rest
+        await settle(pilot)
+        footer = app.main.keybar.plain
+        assert "c commit" not in footer
+        for keys in ("n/p hunk", "u undo", "x rollback", "e edit", "? keys", "esc back"):
+            assert keys in footer, (keys, footer)
+
+
+async def test_hunks_left_staged_by_an_earlier_run_are_named_at_start(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """The app opened on hunks staged by an earlier run (or `semfora ask --stage`) without a word
+    in the chat: only the side pane showed them."""
+    layout = RepoLayout.for_path(demo_repo)
+    session = EditSession.load_or_create(layout, load_settings(demo_repo).settings)
+    session.stage_blocks(EDIT_BLOCKS)
+    session.reject(session.files()[1].hunks[0].id)
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert (
+            "Still staged from an earlier session: 2 hunks in `app/config.py`, `app/server.py` "
+            "(1 pending, 1 rejected), not written to the files. F2 or `/review` reviews them; "
+            "`/rollback` discards them." in app.chat.transcript()
+        )
+        assert app.focused is app.prompt
+
+
+async def test_a_rebase_that_conflicts_says_so_in_plain_words(make_app: AppFactory, demo_repo: Path) -> None:
+    """It said "re-applied 0 hunks; 1 conflict: reject them"."""
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        (demo_repo / "app/config.py").write_text(SOURCE["app/config.py"].replace("int(text)", "float(text)"))
+        await app.main.run_slash("/preview")  # (the disk watcher is off in these tests)
+        await settle(pilot)
+        app.main.enter_review()
+        await pilot.press("b")
+        await settle(pilot)
+        assert (
+            "Rebased `app/config.py` onto the files on disk: **1 conflict** "
+            "(reject it, or ask for the change again)." in app.chat.transcript()
+        )
+
+
+async def test_hunks_staged_in_this_run_are_not_called_earlier_ones(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        (demo_repo / "edits.txt").write_text(EDIT_BLOCKS)
+        await app.main.run_slash("/edit --from edits.txt")  # before the start-up look at the session
+        await settle(pilot)
+        assert len(app.diff.files) == 2
+        assert "earlier session" not in app.chat.transcript()

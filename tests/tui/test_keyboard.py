@@ -12,6 +12,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from textual import events
 
 from engine.config import load_settings
 from engine.edits.session import EditSession
@@ -306,3 +307,41 @@ async def test_question_mark_in_review_mode_lists_every_key_and_stays_in_review(
             assert key in shown, key  # the 80-column footer has no room for most of these
         assert app.main.mode == "review" and app.main.has_class("-review")
         assert app.prompt.text == ""  # `?` was a key, not text
+
+
+async def test_review_keys_typed_in_one_burst_all_count(make_app: AppFactory, demo_repo: Path) -> None:
+    """`a` then `c` at full speed: the `c` was dropped (commit looked disabled until the accept
+    came back from the engine), and the hunk's badge lagged behind the key."""
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _stage_edit_blocks(pilot, app, demo_repo)
+        await pilot.press("f2")
+        type_fast(app, "aac")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen), "the `c` typed after the `a`s was lost"
+        assert "Commit 2 accepted hunks in 2 files?" in app.screen.question
+        await answer_confirmation(pilot, app, "y")
+        await settle(pilot)
+        assert "return int(text.strip())" in (demo_repo / "app/config.py").read_text()
+        assert "port = parse_port(cfg)" in (demo_repo / "app/server.py").read_text()
+        assert app.diff.files == ()
+
+
+async def test_escape_merged_with_the_next_key_leaves_review_mode(
+    make_app: AppFactory, demo_repo: Path, editor_log: Path
+) -> None:
+    """An escape followed within ESCDELAY by a letter reaches the app as alt+letter (a terminal
+    sends alt+w as ESC w): the escape was lost, and the rest of the sentence ran as review keys."""
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _stage_edit_blocks(pilot, app, demo_repo)
+        await pilot.press("f2")
+        assert app.main.mode == "review"
+        app.post_message(events.Key("alt+w", "w"))
+        type_fast(app, "hat about an extra test")
+        await settle(pilot)
+        assert app.prompt.text == "what about an extra test"
+        assert app.main.mode == "prompt" and app.focused is app.prompt
+        assert _states(demo_repo) == {"app/config.py": ["pending"], "app/server.py": ["pending"]}
+        assert not editor_log.exists()
+        assert not isinstance(app.screen, ConfirmScreen)

@@ -91,7 +91,10 @@ async def test_index_follows_disk_changes_and_staged_files_turn_into_conflicts(
             assert time.monotonic() < deadline, (app.header.index_state, app.diff.files[0])
             await pilot.pause(0.05)
         assert "changed on disk" in app.diff.files[0].conflict
-        assert any("staged file changed on disk" in n for n in notified), notified
+        # A toast is not Markdown: the command is written as it is typed, without backticks.
+        assert "1 staged file changed on disk: app/config.py. /rebase re-applies its hunks." in notified, (
+            notified
+        )
         hits = app.bridge.search("warm_cache", mode="symbols", limit=5)
         assert any(h.symbol == "warm_cache" for h in hits)
 
@@ -315,3 +318,34 @@ async def test_a_malformed_anthropic_base_url_opens_the_app_offline_saying_what_
         text = app.chat.transcript()
         assert "ANTHROPIC_BASE_URL is '127.0.0.1:8080'" in text
         assert "ANTHROPIC_BASE_URL=http://127.0.0.1:8080" in text
+
+
+async def test_index_rebuild_asked_while_the_start_up_index_runs_waits_for_it(
+    make_app: AppFactory, make_repo
+) -> None:
+    """`/index --rebuild` while the app's own start-up index ran: two runs in one process, the
+    second waiting on the first's lock as if it were "another semfora" (after 30 s: "Indexing
+    failed — another /index is writing this repository's index")."""
+    from engine.index.indexer import INLINE_PARSE_MAX
+    from semfora_tui.screens.main import INDEX_WAITING_PHASE
+
+    count = INLINE_PARSE_MAX + 16
+    files = {f"pkg/mod{i}.py": f"def handler_{i}(request):\n    return request\n" for i in range(count)}
+    app = make_app(make_repo(files), check_model=False)
+    states: list[str] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        while not app.main.indexing:  # the start-up index, under way
+            await pilot.pause(0.01)
+        await app.main.run_slash("/index --rebuild")
+        deadline = time.monotonic() + 90
+        while "Index ready" not in app.chat.transcript():
+            assert time.monotonic() < deadline, (states, app.chat.transcript())
+            if not states or states[-1] != app.header.index_state:
+                states.append(app.header.index_state)
+            await pilot.pause(0.01)
+        await settle(pilot)
+        transcript = app.chat.transcript()
+        assert not any(INDEX_WAITING_PHASE in s for s in states), states
+        assert "Indexing failed" not in transcript
+        assert "rebuilt from scratch" in transcript
+        assert app.header.index_state.startswith(f"index: {count} files")

@@ -12,8 +12,9 @@ import pytest
 from textual import events
 from textual.color import Color
 from textual.widgets import Collapsible, Label
+from textual.widgets.markdown import MarkdownBlock
 
-from semfora_tui.widgets.reply import ReplyFence
+from semfora_tui.widgets.reply import FrozenSegment, ReplyFence
 from tests.fakes.fake_anthropic import FakeAnthropic
 from tests.tui.conftest import SOURCE, STATE_TIMEOUT, AppFactory, paste, settle
 
@@ -266,6 +267,13 @@ async def test_a_misquoted_edit_block_is_retried_and_the_fixed_reply_is_staged(
         assert [f.path for f in app.diff.files] == ["app/config.py"]
         assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]  # staged, not written
         assert app.focused is app.prompt
+        # The first attempt, finished (frozen) before the retry, keeps the reply's left edge: it
+        # lost Markdown's two-column margin, and the reply's text jumped left and right.
+        turn = app.main.turn
+        frozen = turn.query_one(FrozenSegment)
+        live = turn.segments[-1].query(MarkdownBlock).first()
+        assert "I will strip" in frozen.source and "I will strip" in live.source
+        assert frozen.content_region.x == live.content_region.x
 
 
 async def test_a_need_reply_fetches_what_the_model_asked_for_then_shows_the_answer(
@@ -402,3 +410,51 @@ async def test_a_pasted_traceback_is_sent_whole_but_shown_folded(
         assert "292 more lines (sent in full)" in shown
         sent = fake_anthropic.message_requests()[-1].all_text
         assert 'File "app/m150.py", line 150' in sent and "ValueError: port out of range" in sent
+
+
+async def test_clear_while_a_reply_streams_keeps_that_reply_and_the_app_running(
+    make_app: AppFactory, fake_anthropic: FakeAnthropic
+) -> None:
+    """/clear during a stream removed the reply being written; its end then crashed the app
+    (IndexError in set_context) with a traceback on the terminal."""
+    fake_anthropic.reply("First answer.")
+    fake_anthropic.reply("Second answer, " * 30 + "the end.", chunk_chars=8, delay=0.02)
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await _submit(pilot, app, "first question")
+        await _wait_for(pilot, lambda: "✓ answered" in app.chat.transcript())
+        await _submit(pilot, app, "second question")
+        await _wait_for(pilot, lambda: app.main.streaming and app.main.turn.source)
+        await app.main.run_slash("/clear")
+        await _wait_for(pilot, lambda: not app.main.streaming)
+        await settle(pilot)
+        transcript = app.chat.transcript()
+        assert "First answer." not in transcript and "› first question" not in transcript
+        assert "› second question" in transcript and "the end." in transcript and "✓ answered" in transcript
+        assert app.is_running
+
+
+async def test_switching_the_model_while_a_reply_streams_lets_that_reply_finish(
+    make_app: AppFactory, fake_anthropic: FakeAnthropic
+) -> None:
+    """`/model NAME` mid-stream took the reasoner from under the running turn: the whole reply
+    arrived, then the turn ended "✗ failed: error[INTERNAL]: AttributeError" and staged nothing."""
+    fake_anthropic.reply(EDIT_REPLY, chunk_chars=4, delay=0.02)
+    fake_anthropic.reply("From the new model.")
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await _submit(pilot, app, "make parse_port strip whitespace")
+        await _wait_for(pilot, lambda: app.main.streaming and app.main.turn.source)
+        await app.main.run_slash("/model claude-haiku-4-5")
+        await _wait_for(pilot, lambda: not app.main.streaming)
+        await settle(pilot)
+        transcript = app.chat.transcript()
+        assert "error[" not in transcript, transcript
+        assert "✓ staged 1 hunk in app/config.py" in transcript
+        await _submit(pilot, app, "and now?")
+        await _wait_for(pilot, lambda: "From the new model." in app.chat.transcript())
+        requests = fake_anthropic.message_requests()
+        assert requests[0].body["model"] != "claude-haiku-4-5"
+        assert requests[-1].body["model"] == "claude-haiku-4-5"
