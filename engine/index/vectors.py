@@ -30,7 +30,14 @@ from engine.index.chroma import (
     label_of,
 )
 from engine.index.chunk_source import chunk_texts
-from engine.index.embeddings import Embedder, EmbedderChoice, choose_embedder, model_identity
+from engine.index.embeddings import (
+    OFF_KINDS,
+    Embedder,
+    EmbedderChoice,
+    choose_embedder,
+    model_identity,
+    provider_kind,
+)
 from engine.policy.paths import is_test_path
 from engine.repo.layout import RepoLayout
 
@@ -516,6 +523,27 @@ def vector_generation(layout: RepoLayout) -> str | None:
         return _meta(conn, GENERATION_KEY)
     except sqlite3.Error:
         return None
+    finally:
+        conn.close()
+
+
+def vectors_expected(layout: RepoLayout, settings: Settings) -> bool:
+    """Whether vectors being off now is news to the user: a provider named in the configuration,
+    or ``auto`` for an index that holds vectors (Ollama answered when it was built). ``none``, and
+    ``auto`` on a machine that never had an embedder, are a choice, not worth a warning per search."""
+    _spec, kind, _arg = provider_kind(settings)
+    if kind in OFF_KINDS:
+        return False
+    if kind != "auto":
+        return True
+    try:
+        conn = sqlite3.connect(f"file:{layout.index_db}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error:
+        return False
+    try:
+        return conn.execute("SELECT 1 FROM vector_state LIMIT 1").fetchone() is not None
+    except sqlite3.Error:
+        return False
     finally:
         conn.close()
 

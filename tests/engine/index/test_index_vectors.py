@@ -172,6 +172,34 @@ def test_search_survives_ollama_dying_after_indexing(fake_ollama, monkeypatch, i
     ].message
 
 
+def test_a_fresh_search_while_ollama_is_down_says_vectors_are_off(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    """Every `semfora search` is a fresh process: Ollama down when it starts was silent in hybrid
+    mode (vectors dropped out of the results and nothing said so)."""
+    from engine.index.vectors import VectorSearcher
+
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    layout, settings = indexed_repo()
+    assert VectorIndexer(layout, settings).run().embedded > 0
+    fake_ollama.stop()
+    VectorSearcher.forget_all()  # what a new process starts with
+    warnings: list[EngineWarning] = []
+    hits = search(layout, settings, "redirect", on_warning=warnings.append)
+    assert hits and hits[0].symbol == "redirect"
+    assert [w.code for w in warnings] == ["VECTOR_QUERY_FAILED"]
+    assert "Ollama" in warnings[0].message and "full-text and symbol" in warnings[0].message
+
+
+def test_auto_without_any_embedder_and_no_vectors_stays_quiet(monkeypatch, tmp_path, indexed_repo) -> None:
+    """`auto` finding nothing on a machine that never had vectors is not worth a warning per search."""
+    _use(monkeypatch, "auto", HOME=str(tmp_path))  # OLLAMA_HOST points at a closed port (conftest)
+    layout, settings = indexed_repo()
+    warnings: list[EngineWarning] = []
+    assert search(layout, settings, "redirect", on_warning=warnings.append)
+    assert warnings == []
+
+
 def test_status_reports_off_and_progress(fake_ollama, monkeypatch, indexed_repo) -> None:
     from engine.index.vectors import vector_status
 
