@@ -845,6 +845,10 @@ class RemoteVectorSearcher:
         except ServiceFailed as exc:
             self._fallback(str(exc))
             return None
+        from engine.quarantine import notify
+
+        for notice in reply.get("notices") or []:  # a damaged store the service set aside
+            notify(str(notice))
         if not reply.get("ok") and reply.get("code") not in (ChromaUnavailable.code,):
             self._fallback(str(reply.get("message")))
             return None
