@@ -645,7 +645,9 @@ class VectorSearcher:
         embedder = self.choice.embedder
         return f"vectors on ({embedder.spec})" if embedder else f"vectors are off ({self.choice.reason})"
 
-    def _record(self) -> tuple[str | None, str | None, str | None, int]:
+    def _record(self) -> tuple[str | None, str | None, str | None, int, int, int]:
+        """``(spec, collection, store, recorded, current, total)``: ``current`` of the ``total``
+        chunks have a vector of their present text."""
         conn = fts.connect(self.layout.index_db)
         try:
             count = int(conn.execute("SELECT COUNT(*) FROM vector_state").fetchone()[0])
@@ -654,6 +656,8 @@ class VectorSearcher:
                 _meta(conn, "vector_collection"),
                 _meta(conn, "vector_store"),
                 count,
+                _current_vectors(conn),
+                fts.chunk_count(conn),
             )
         finally:
             conn.close()
@@ -666,7 +670,7 @@ class VectorSearcher:
             embedder = self.choice.embedder
             if embedder is None:
                 return None, self.choice.reason
-            spec, name, store_key, recorded = self._record()
+            spec, name, store_key, recorded, current, total = self._record()
             if spec is None or not name or model_identity(spec) != embedder.spec or recorded == 0:
                 return None, NOT_BUILT
             if store_key and store_key != self.store.key:
@@ -693,6 +697,11 @@ class VectorSearcher:
                 self.notice = (
                     f"only {count} of {recorded} embedded chunks are in {self.store.label}; "
                     "run `semfora index` to re-embed the rest"
+                )
+            elif current < total:
+                self.notice = (
+                    f"the vector index covers {current:,} of {total:,} chunks (a vector build was "
+                    "interrupted, or is running); `semfora index` embeds the rest"
                 )
             self._collection = collection
             return collection, ""
@@ -731,6 +740,16 @@ class VectorSearcher:
         ids = found["ids"][0]
         distances = found["distances"][0] if found.get("distances") else [0.0] * len(ids)
         return list(zip(ids, (float(d) for d in distances), strict=False))
+
+
+def _current_vectors(conn: sqlite3.Connection) -> int:
+    """Chunks whose present text has a vector (a chunk changed since it was embedded has not)."""
+    return int(
+        conn.execute(
+            "SELECT COUNT(*) FROM text_chunks c JOIN vector_state v ON v.chunk_id = c.chunk_id "
+            "AND v.content_hash = c.content_hash"
+        ).fetchone()[0]
+    )
 
 
 @dataclass(frozen=True)
@@ -773,12 +792,7 @@ def vector_status(
         recorded_store = _meta(conn, "vector_store") or store.key
         embedded = 0
         if picked.embedder is not None and spec is not None and model_identity(spec) == picked.embedder.spec:
-            embedded = int(
-                conn.execute(
-                    "SELECT COUNT(*) FROM text_chunks c JOIN vector_state v ON v.chunk_id = c.chunk_id "
-                    "AND v.content_hash = c.content_hash"
-                ).fetchone()[0]
-            )
+            embedded = _current_vectors(conn)
     finally:
         conn.close()
     if picked.embedder is None:

@@ -172,6 +172,37 @@ def test_search_survives_ollama_dying_after_indexing(fake_ollama, monkeypatch, i
     ].message
 
 
+def test_search_on_an_interrupted_vector_build_says_it_covers_part(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    """A build stopped part way (Ctrl-C, a server gone) left search quiet: results missed the
+    vector side of most of the code and nothing said why."""
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    files = {f"pkg/m{i}.py": f"def func_{i}(a):\n    return a + {i}\n" for i in range(40)}
+    layout, settings = indexed_repo(files)
+    cancel = threading.Event()
+
+    def progress(message: str, done: int, total: int) -> None:
+        if done >= 32:
+            cancel.set()
+
+    first = VectorIndexer(layout, settings).run(progress=progress, cancel=cancel)
+    assert first.cancelled and first.pending > 0
+    warnings: list[EngineWarning] = []
+    assert search(layout, settings, "func_3", on_warning=warnings.append)
+    assert [w.code for w in warnings] == ["VECTORS_PARTIAL"]
+    assert f"32 of {first.total}" in warnings[0].message and "semfora index" in warnings[0].message
+    from engine.index.hybrid import reset_warnings
+    from engine.index.vectors import VectorSearcher
+
+    assert VectorIndexer(layout, settings).run().pending == 0
+    reset_warnings()
+    VectorSearcher.forget_all()
+    warnings.clear()
+    assert search(layout, settings, "func_3", on_warning=warnings.append)
+    assert warnings == []  # finished: nothing to say
+
+
 def test_a_fresh_search_while_ollama_is_down_says_vectors_are_off(
     fake_ollama, monkeypatch, indexed_repo
 ) -> None:
