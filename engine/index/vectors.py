@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.config import Settings
-from engine.errors import ServiceUnavailable
+from engine.errors import ConfigError, SemforaError, ServiceUnavailable
 from engine.index import fts
 from engine.index.chroma import (
     ChromaStore,
@@ -363,7 +363,7 @@ class VectorIndexer:
         if extra:
             log.info("removed %d vectors of %s that the index did not record", extra, name)
         for message in messages:
-            log.warning(message)
+            log.info(message)  # the report carries it to the user (the CLI prints it once)
             if progress is not None:
                 progress(message, 0, 0)
         _set_meta(conn, "vector_spec", embedder.spec)
@@ -435,6 +435,17 @@ class VectorIndexer:
         cancelled = False
         message = "; ".join(messages)
 
+        def stopped(reason: str) -> VectorReport:
+            """The build ends early: what it kept, what is left, and how to finish it."""
+            left = total - done
+            if left:
+                reason = (
+                    f"{reason}; {left:,} chunks are not embedded yet: `semfora index` embeds them "
+                    "(it resumes where this stopped)"
+                )
+            log.info(reason)
+            return report(reason)
+
         def report(reason: str = "", **extra: Any) -> VectorReport:
             return VectorReport(
                 True,
@@ -468,18 +479,23 @@ class VectorIndexer:
                 continue
             try:
                 vectors = embedder.embed_documents([embed_text(r, texts[r.chunk_id]) for r in present])
-            except ServiceUnavailable as exc:
-                reason = f"embedding stopped: {exc.message}"
-                log.warning(reason)
+            except ConfigError:
+                raise  # a model that cannot load here is the configuration's fault (exit 2)
+            except SemforaError as exc:  # Ollama gone, or answering with an error
                 sync.finish(collection)
-                return report(reason)
-            collection.upsert(
-                ids=[r.chunk_id for r in present],
-                embeddings=vectors,
-                metadatas=[
-                    {"file": r.file, "start_line": r.start_line, "hash": r.content_hash} for r in present
-                ],
-            )
+                return stopped(f"embedding stopped: {exc.message}")
+            try:
+                collection.upsert(
+                    ids=[r.chunk_id for r in present],
+                    embeddings=vectors,
+                    metadatas=[
+                        {"file": r.file, "start_line": r.start_line, "hash": r.content_hash}
+                        for r in present
+                    ],
+                )
+            except Exception as exc:  # a server that died mid-run: assorted chromadb/httpx errors
+                forget_client(store, str(exc))
+                return stopped(f"{store.label} stopped answering: {exc}")
             conn.executemany(
                 "INSERT OR REPLACE INTO vector_state VALUES (?, ?)",
                 [(r.chunk_id, r.content_hash) for r in present],

@@ -129,8 +129,10 @@ def _index(args: argparse.Namespace) -> int:
         sys.stderr.write(line + "\n")
     vec = ""
     if vectors is not None:
+        # A build that stopped part way says what is left (the message on stderr says why and what next).
+        left = f", {vectors.pending:,} not yet" if vectors.pending else ""
         vec = (
-            f"; vectors: {vectors.embedded:,} embedded ({vectors.provider})"
+            f"; vectors: {vectors.embedded:,} embedded{left} ({vectors.provider})"
             if vectors.enabled
             else f"; vectors off ({vectors.reason})"
         )
