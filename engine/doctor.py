@@ -556,6 +556,17 @@ def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Chec
             "run `semfora index`: it re-embeds what the store lost",
             data,
         )
+    if status.other_model:
+        data["built_with"] = status.other_model
+        return Check(
+            "vectors",
+            "warn",
+            f"{detail}; the index holds vectors of {status.other_model} (search.embedding changed)",
+            "DOCTOR_VECTORS",
+            f"run `semfora index` to embed every chunk with {status.provider}, or set search.embedding "
+            f"back to {status.other_model}",
+            data,
+        )
     if status.embedded < status.total:
         return Check(
             "vectors",

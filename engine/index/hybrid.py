@@ -712,7 +712,7 @@ def _search(
         timings["expand_ms"] = round((time.perf_counter() - t) * 1000, 2)
     queries = [(query, 1.0)] + [(r, EXPANSION_WEIGHT) for r in rewrites]
 
-    from engine.index.vectors import NOT_BUILT, VectorSearcher, vectors_expected
+    from engine.index.vectors import VectorSearcher, not_built, vectors_expected
 
     vectors = VectorSearcher.for_repo(layout, settings) if mode in ("hybrid", "vector") else None
     if vectors is not None and not vectors.enabled:
@@ -741,7 +741,7 @@ def _search(
         # full text and symbols, and say so once per process.
         problem = vectors.unavailable()
         if problem:
-            if problem == NOT_BUILT:
+            if not_built(problem):
                 warn_once(EngineWarning("VECTORS_NOT_BUILT", problem), sink)
             else:
                 warn_once(

@@ -56,6 +56,16 @@ VERIFY_SAMPLE = 64
 RECONCILE_PAGE = 5000
 # What search says, once, when vectors are configured but this repository has none yet.
 NOT_BUILT = "the vector index is not built yet (run `semfora index`)"
+# What search says when the index holds another model's vectors (search.embedding was changed).
+OTHER_MODEL = (
+    "the vector index was built with {built}, not {wanted} (search.embedding changed); run "
+    "`semfora index` to embed with {wanted}, or set search.embedding back to use the vectors it has"
+)
+
+
+def not_built(problem: str) -> bool:
+    """Whether ``problem`` says there are no vectors of this model yet (VECTORS_NOT_BUILT)."""
+    return problem == NOT_BUILT or problem.startswith(OTHER_MODEL.split("{", 1)[0])
 # The progress phase of the embedding pass (COMMON contract 3: one human name per phase). It once
 # changed between calls ("embedding 1354 chunks with M", then "embedding chunks with M"), and the
 # CLI drew two bars, one stuck at 0.
@@ -687,7 +697,9 @@ class VectorSearcher:
             if embedder is None:
                 return None, self.choice.reason
             spec, name, store_key, recorded, current, total = self._record()
-            if spec is None or not name or model_identity(spec) != embedder.spec or recorded == 0:
+            if spec is not None and recorded and model_identity(spec) != embedder.spec:
+                return None, OTHER_MODEL.format(built=spec, wanted=embedder.spec)
+            if spec is None or not name or recorded == 0:
                 return None, NOT_BUILT
             if store_key and store_key != self.store.key:
                 return None, (
@@ -779,6 +791,7 @@ class VectorStatus:
     total: int
     missing: int | None = None  # recorded but absent from the store; None when not checked
     store: str = ""
+    other_model: str | None = None  # the model the recorded vectors were made with, when not this one
 
     @property
     def text(self) -> str:
@@ -807,8 +820,11 @@ def vector_status(
         name = _meta(conn, "vector_collection")
         recorded_store = _meta(conn, "vector_store") or store.key
         embedded = 0
+        other_model = None
         if picked.embedder is not None and spec is not None and model_identity(spec) == picked.embedder.spec:
             embedded = _current_vectors(conn)
+        elif picked.embedder is not None and spec is not None and _current_vectors(conn):
+            other_model = spec
     finally:
         conn.close()
     if picked.embedder is None:
@@ -820,7 +836,7 @@ def vector_status(
         else:
             collection = _existing_collection(chroma_client(store), name or "")
             missing = max(0, embedded - (int(collection.count()) if collection is not None else 0))
-    return VectorStatus(True, picked.embedder.spec, "", embedded, total, missing, store.key)
+    return VectorStatus(True, picked.embedder.spec, "", embedded, total, missing, store.key, other_model)
 
 
 class RemoteVectorSearcher:

@@ -172,6 +172,29 @@ def test_search_survives_ollama_dying_after_indexing(fake_ollama, monkeypatch, i
     ].message
 
 
+def test_search_after_a_model_switch_names_both_models_not_an_unbuilt_index(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    """With the index built by one model and the configuration naming another, search said
+    'the vector index is not built yet', and doctor '0 of N embedded', as if never indexed."""
+    from engine.index.vectors import vector_status
+
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    layout, settings = indexed_repo()
+    VectorIndexer(layout, settings).run()
+    fake_ollama.models.append("all-minilm:latest")
+    _use(monkeypatch, "ollama:all-minilm")
+    settings = load_settings(layout.root).settings
+    warnings: list[EngineWarning] = []
+    assert search(layout, settings, "redirect", mode="vector", on_warning=warnings.append)
+    assert [w.code for w in warnings] == ["VECTORS_NOT_BUILT"]
+    text = warnings[0].message
+    assert "ollama:nomic-embed-text" in text and "ollama:all-minilm" in text and "not built yet" not in text
+    assert "semfora index" in text
+    status = vector_status(layout, settings)
+    assert status.embedded == 0 and status.other_model == "ollama:nomic-embed-text"
+
+
 def test_search_on_an_interrupted_vector_build_says_it_covers_part(
     fake_ollama, monkeypatch, indexed_repo
 ) -> None:
