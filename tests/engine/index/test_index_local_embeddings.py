@@ -144,10 +144,11 @@ def test_an_index_recorded_under_an_old_path_and_collection_name_keeps_its_vecto
     assert old_name not in {c.name for c in client.list_collections()}
 
 
-def test_a_bad_model_path_exits_2_for_index_and_search(make_repo, tmp_path) -> None:
+def test_a_bad_model_path_exits_2_for_index_search_and_context(make_repo, tmp_path) -> None:
+    """`context` used to exit 0 with a pack of named symbols only: the bad path had cost it full text too."""
     root = make_repo({"a.py": "def f():\n    return 1\n"})
     env = {"SEMFORA_EMBEDDING": f"sentence-transformers:{tmp_path / 'no-such-model'}"}
-    for args in (("index",), ("search", "f")):
+    for args in (("index",), ("search", "f"), ("context", "what does f return")):
         proc = run_semfora(*args, "--path", str(root), env=env)
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.startswith("error[EMBEDDING_UNAVAILABLE]") and "Traceback" not in proc.stderr
