@@ -301,3 +301,26 @@ async def test_the_header_says_when_the_index_waits_for_another_semfora(
                 await pilot.pause(0.05)
     finally:
         os.close(fd)
+
+
+async def test_the_header_blames_chroma_not_the_embedder_when_the_server_is_down(
+    make_app: AppFactory,
+    fake_ollama,
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """With Ollama answering and the Chroma server down, the header said "vectors off: no embedder"."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
+    monkeypatch.setenv("SEMFORA_CHROMA_URL", f"http://127.0.0.1:{port}")
+    app = make_app(check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        deadline = time.monotonic() + 60
+        while not app.header.vectors.startswith("vectors off"):
+            assert time.monotonic() < deadline, app.header.vectors
+            await pilot.pause(0.02)
+        assert app.header.vectors == "vectors off: Chroma unavailable"
+        assert "not reachable" in app.main.vectors_reason
