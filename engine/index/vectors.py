@@ -503,9 +503,10 @@ class VectorIndexer:
                         for r in present
                     ],
                 )
-            except Exception as exc:  # a server that died mid-run: assorted chromadb/httpx errors
+            except Exception as exc:  # a server that died mid-run, a full disk: assorted chromadb/httpx errors
                 forget_client(store, str(exc))
-                return stopped(f"{store.label} stopped answering: {exc}")
+                failed = "stopped answering" if store.is_server else "could not be written"
+                return stopped(f"{store.label} {failed}: {exc}")
             conn.executemany(
                 "INSERT OR REPLACE INTO vector_state VALUES (?, ?)",
                 [(r.chunk_id, r.content_hash) for r in present],
