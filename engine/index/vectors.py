@@ -678,13 +678,15 @@ class VectorSearcher:
         conn = fts.connect(self.layout.index_db)
         try:
             count = int(conn.execute("SELECT COUNT(*) FROM vector_state").fetchone()[0])
+            total = fts.chunk_count(conn)
             return (
                 _meta(conn, "vector_spec"),
                 _meta(conn, "vector_collection"),
                 _meta(conn, "vector_store"),
                 count,
-                _current_vectors(conn),
-                fts.chunk_count(conn),
+                # The join costs ~50 ms on a 45,000-chunk index: only when the counts say part is missing.
+                _current_vectors(conn) if count < total else total,
+                total,
             )
         finally:
             conn.close()
