@@ -373,9 +373,10 @@ class VectorIndexer:
         if extra:
             log.info("removed %d vectors of %s that the index did not record", extra, name)
         for message in messages:
-            log.info(message)  # the report carries it to the user (the CLI prints it once)
-            if progress is not None:
-                progress(message, 0, 0)
+            # The report carries it to the user (the CLI prints it once). Not a progress phase:
+            # as one it took a row of the CLI's bars, widening their name column until an
+            # 80-column terminal lost the counts and the ETA (COMMON contract 3: one name a phase).
+            log.info(message)
         _set_meta(conn, "vector_spec", embedder.spec)
         _set_meta(conn, "vector_collection", name)
         _set_meta(conn, "vector_store", store.key)
