@@ -17,7 +17,7 @@ The child answers ``{"progress": [phase, done, total]}`` lines, and waits after 
 the build exactly where it would have stopped in-process; the end of input, a parent that died,
 stops it too); a ``{"notice": text}`` line (a damaged store it set aside) is said by the parent,
 as its own. Its last line is one ``{"report": {...}}`` or ``{"error": {"code", "message",
-"kind"}}``, on a descriptor of its own: whatever a library prints goes to stderr, which the parent
+"hint", "kind"}}``, on a descriptor of its own: whatever a library prints goes to stderr, which the parent
 keeps for its error message.
 """
 
@@ -147,7 +147,11 @@ def build_in_clean_process(
     )
     if tail and not error:
         message = f"{message}: {tail.splitlines()[-1]}"
-    raise cls(message, code=str(error["code"]) if error.get("code") else None)
+    raise cls(
+        message,
+        code=str(error["code"]) if error.get("code") else None,
+        hint=str(error["hint"]) if error.get("hint") else None,
+    )
 
 
 # --- the child --------------------------------------------------------------------------------
@@ -182,7 +186,16 @@ def _serve(requests: IO[str], answers: IO[str]) -> int:
             raise IndexError_(f"the vector build found {layout.cache_dir}, not {request['cache_dir']}")
         report = VectorIndexer(layout, settings).run(progress=progress, cancel=cancel)
     except SemforaError as exc:
-        send({"error": {"kind": type(exc).__name__, "code": exc.code, "message": exc.message}})
+        send(
+            {
+                "error": {
+                    "kind": type(exc).__name__,
+                    "code": exc.code,
+                    "message": exc.message,
+                    "hint": exc.hint,
+                }
+            }
+        )
         return 1
     send({"report": asdict(report)})
     return 0

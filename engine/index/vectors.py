@@ -66,6 +66,8 @@ OTHER_MODEL = (
 def not_built(problem: str) -> bool:
     """Whether ``problem`` says there are no vectors of this model yet (VECTORS_NOT_BUILT)."""
     return problem == NOT_BUILT or problem.startswith(OTHER_MODEL.split("{", 1)[0])
+
+
 # The progress phase of the embedding pass (COMMON contract 3: one human name per phase). It once
 # changed between calls ("embedding 1354 chunks with M", then "embedding chunks with M"), and the
 # CLI drew two bars, one stuck at 0.
@@ -500,11 +502,12 @@ class VectorIndexer:
                     ids=[r.chunk_id for r in present],
                     embeddings=vectors,
                     metadatas=[
-                        {"file": r.file, "start_line": r.start_line, "hash": r.content_hash}
-                        for r in present
+                        {"file": r.file, "start_line": r.start_line, "hash": r.content_hash} for r in present
                     ],
                 )
-            except Exception as exc:  # a server that died mid-run, a full disk: assorted chromadb/httpx errors
+            except (
+                Exception
+            ) as exc:  # a server that died mid-run, a full disk: assorted chromadb/httpx errors
                 forget_client(store, str(exc))
                 failed = "stopped answering" if store.is_server else "could not be written"
                 return stopped(f"{store.label} {failed}: {exc}")

@@ -379,4 +379,6 @@ def test_index_says_a_store_switch_once(chroma_server_control, fake_ollama, make
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("vector store changed from the embedded store") == 1, proc.stderr
     assert proc.stderr.count(f"{first} of {first} embedded chunks were missing") == 1, proc.stderr
-    assert re.search(rf"in [\d.]+s; vectors: {first} embedded in [\d.]+s \(ollama:nomic-embed-text\)", proc.stdout)
+    assert re.search(
+        rf"in [\d.]+s; vectors: {first} embedded in [\d.]+s \(ollama:nomic-embed-text\)", proc.stdout
+    )

@@ -152,8 +152,11 @@ def test_a_bad_model_path_exits_2_for_index_search_and_context(make_repo, tmp_pa
         proc = run_semfora(*args, "--path", str(root), env=env)
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.startswith("error[EMBEDDING_UNAVAILABLE]") and "Traceback" not in proc.stderr
-    proc = run_semfora("search", "f", "--path", str(root), "--json", env=env)
-    assert proc.returncode == 2 and json.loads(proc.stdout)["error_code"] == "EMBEDDING_UNAVAILABLE"
+    for args in (("search", "f"), ("index",)):
+        proc = run_semfora(*args, "--path", str(root), "--json", env=env)
+        assert proc.returncode == 2 and json.loads(proc.stdout)["error_code"] == "EMBEDDING_UNAVAILABLE"
+        # index met it in its vector child, whose answer once dropped the hint (what to do)
+        assert "semfora never downloads" in json.loads(proc.stdout)["hint"], proc.stdout
 
 
 def test_index_says_vectors_are_off_once(make_repo) -> None:
