@@ -382,3 +382,19 @@ def test_index_says_a_store_switch_once(chroma_server_control, fake_ollama, make
     assert re.search(
         rf"in [\d.]+s; vectors: {first} embedded in [\d.]+s \(ollama:nomic-embed-text\)", proc.stdout
     )
+
+
+def test_a_server_url_with_or_without_its_scheme_is_one_store(
+    chroma_server_control, fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    """`127.0.0.1:PORT` then `http://127.0.0.1:PORT/` was announced as a switch of store, and every
+    id of the collection was listed again to check it."""
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
+    bare = chroma_server_control.url.removeprefix("http://")
+    monkeypatch.setenv("SEMFORA_CHROMA_URL", bare)
+    layout, _ = indexed_repo()
+    assert VectorIndexer(layout, load_settings(layout.root).settings).run().embedded > 0
+    monkeypatch.setenv("SEMFORA_CHROMA_URL", chroma_server_control.url + "/")
+    again = VectorIndexer(layout, load_settings(layout.root).settings).run()
+    assert again.embedded == 0 and "changed" not in again.message, again.message
+    assert again.store == f"server:{chroma_server_control.url}"
