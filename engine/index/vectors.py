@@ -56,6 +56,9 @@ VERIFY_SAMPLE = 64
 RECONCILE_PAGE = 5000
 # What search says, once, when vectors are configured but this repository has none yet.
 NOT_BUILT = "the vector index is not built yet (run `semfora index`)"
+# Below this share of chunks embedded, search says the vector index is partial. Above it the gap
+# is the few chunks of files just edited, which the app's watcher is embedding again: not news.
+PARTIAL_NOTICE_SHARE = 0.99
 # What search says when the index holds another model's vectors (search.embedding was changed).
 OTHER_MODEL = (
     "the vector index was built with {built}, not {wanted} (search.embedding changed); run "
@@ -733,10 +736,10 @@ class VectorSearcher:
                     f"only {count} of {recorded} embedded chunks are in {self.store.label}; "
                     "run `semfora index` to re-embed the rest"
                 )
-            elif current < total:
+            elif current < total * PARTIAL_NOTICE_SHARE:
                 self.notice = (
                     f"the vector index covers {current:,} of {total:,} chunks (a vector build was "
-                    "interrupted, or is running); `semfora index` embeds the rest"
+                    "interrupted or skipped, or is running); `semfora index` embeds the rest"
                 )
             self._collection = collection
             return collection, ""
