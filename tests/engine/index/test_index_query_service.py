@@ -118,4 +118,23 @@ def test_a_damaged_store_found_by_index_is_said(fake_ollama, make_repo) -> None:
     again = run_semfora("index", "--path", str(root), env=ENV)
     assert again.returncode == 0, again.stderr
     assert "the vector store" in again.stderr and "was damaged" in again.stderr, again.stderr
-    assert "re-embedding" in again.stderr or "rebuilt" in again.stderr
+    assert "embeds its chunks again" in again.stderr
+
+
+def test_a_service_that_cannot_start_costs_no_wait(service, fake_ollama, make_repo) -> None:
+    """A service that exits at once (its socket cannot be made: a cache on a filesystem without Unix
+    sockets; here a directory in the way) made every search wait the full start timeout, 20 s."""
+    import time
+
+    root = make_repo(FILES)
+    assert run_semfora("index", "--path", str(root), env=ENV).returncode == 0
+    blocker = query_service.socket_path()
+    blocker.mkdir(parents=True)
+    try:
+        started = time.monotonic()
+        found = _vector_search(root, "strip the credentials of a request")
+        took = time.monotonic() - started
+    finally:
+        blocker.rmdir()
+    assert found and found[0]["file"] == "app/auth.py"  # searched in-process
+    assert took < query_client.SPAWN_WAIT_SECONDS / 2, took
