@@ -546,12 +546,12 @@ def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Chec
         "missing": status.missing,
         "store": status.store,
     }
-    detail = f"{status.embedded} of {status.total} chunks embedded with {status.provider} in {store.label}"
+    detail = f"{status.embedded:,} of {status.total:,} chunks embedded with {status.provider} in {store.label}"
     if status.missing:
         return Check(
             "vectors",
             "warn",
-            f"{detail}; {status.missing} of them are missing from the store (wiped, replaced or switched)",
+            f"{detail}; {status.missing:,} of them are missing from the store (wiped, replaced or switched)",
             "DOCTOR_VECTORS",
             "run `semfora index`: it re-embeds what the store lost",
             data,
@@ -571,7 +571,7 @@ def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Chec
         return Check(
             "vectors",
             "warn",
-            f"{detail}; {status.total - status.embedded} not embedded yet",
+            f"{detail}; {status.total - status.embedded:,} not embedded yet",
             "DOCTOR_VECTORS",
             "run `semfora index` (embedding resumes where it stopped)",
             data,

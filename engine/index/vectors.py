@@ -372,7 +372,7 @@ class VectorIndexer:
             raise ChromaUnavailable(f"{store.label} stopped answering: {exc}") from exc
         if missing:
             messages.append(
-                f"{missing} of {recorded} embedded chunks were missing from {store.label} "
+                f"{missing:,} of {recorded:,} embedded chunks were missing from {store.label} "
                 "(wiped, replaced or switched): re-embedding them"
             )
         if extra:
@@ -733,7 +733,7 @@ class VectorSearcher:
                 )
             if count < recorded:
                 self.notice = (
-                    f"only {count} of {recorded} embedded chunks are in {self.store.label}; "
+                    f"only {count:,} of {recorded:,} embedded chunks are in {self.store.label}; "
                     "run `semfora index` to re-embed the rest"
                 )
             elif current < total * PARTIAL_NOTICE_SHARE:
