@@ -398,3 +398,20 @@ def test_a_server_url_with_or_without_its_scheme_is_one_store(
     again = VectorIndexer(layout, load_settings(layout.root).settings).run()
     assert again.embedded == 0 and "changed" not in again.message, again.message
     assert again.store == f"server:{chroma_server_control.url}"
+
+
+def test_doctor_probes_the_server_index_uses_and_names_its_port(
+    chroma_server_control, monkeypatch, make_repo
+) -> None:
+    """Written as HOST:PORT (which index and search accept), the server failed doctor with
+    'UnsupportedProtocol'; and a server down was to be started on port 8000 whatever the URL said."""
+    from engine.doctor import run_doctor
+
+    root = make_repo(FILES)
+    monkeypatch.setenv("SEMFORA_CHROMA_URL", chroma_server_control.url.removeprefix("http://"))
+    chroma = next(c for c in run_doctor(root, network=True).checks if c.name == "chroma")
+    assert chroma.status == "ok", chroma.detail
+    port = _free_port()
+    monkeypatch.setenv("SEMFORA_CHROMA_URL", f"127.0.0.1:{port}")
+    chroma = next(c for c in run_doctor(root, network=True).checks if c.name == "chroma")
+    assert chroma.status == "fail" and f"--port {port}" in (chroma.fix or ""), chroma.fix
