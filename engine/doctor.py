@@ -552,7 +552,9 @@ def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Chec
         "missing": status.missing,
         "store": status.store,
     }
-    detail = f"{status.embedded:,} of {status.total:,} chunks embedded with {status.provider} in {store.label}"
+    detail = (
+        f"{status.embedded:,} of {status.total:,} chunks embedded with {status.provider} in {store.label}"
+    )
     if status.missing:
         return Check(
             "vectors",

@@ -508,9 +508,8 @@ class VectorIndexer:
                         {"file": r.file, "start_line": r.start_line, "hash": r.content_hash} for r in present
                     ],
                 )
-            except (
-                Exception
-            ) as exc:  # a server that died mid-run, a full disk: assorted chromadb/httpx errors
+            # A server that died mid-run, a full disk: assorted chromadb/httpx errors.
+            except Exception as exc:
                 forget_client(store, str(exc))
                 failed = "stopped answering" if store.is_server else "could not be written"
                 return stopped(f"{store.label} {failed}: {exc}")
