@@ -189,16 +189,21 @@ async def test_header_shows_the_vector_index_building_then_ready(
     assert any(s.startswith("vectors ") and s.endswith("%") for s in states), states
 
 
+def _closed_port() -> int:
+    """A port nothing listens on."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 async def test_the_header_claims_no_vector_progress_when_no_embedder_answers(
     make_app: AppFactory,
     monkeypatch,  # type: ignore[no-untyped-def]
 ) -> None:
     """It said "vectors 0%" until the embedder was found missing, then "vectors off"."""
-    import socket
-
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = _closed_port()
     monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
     monkeypatch.setenv("OLLAMA_HOST", f"http://127.0.0.1:{port}")
     app = make_app(check_model=False)
@@ -309,11 +314,7 @@ async def test_the_header_blames_chroma_not_the_embedder_when_the_server_is_down
     monkeypatch,  # type: ignore[no-untyped-def]
 ) -> None:
     """With Ollama answering and the Chroma server down, the header said "vectors off: no embedder"."""
-    import socket
-
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = _closed_port()
     monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
     monkeypatch.setenv("SEMFORA_CHROMA_URL", f"http://127.0.0.1:{port}")
     app = make_app(check_model=False)

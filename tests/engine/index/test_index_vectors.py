@@ -142,13 +142,18 @@ def test_batches_respect_the_max_batch_size_and_cancel_resumes(
     assert _chroma_ids(layout, settings, "ollama:nomic-embed-text") == _chunk_ids(layout)
 
 
-def test_a_model_change_reembeds_everything_and_says_so(fake_ollama, monkeypatch, indexed_repo) -> None:
+def _built_then_switched(fake_ollama, monkeypatch, indexed_repo):
+    """A repository embedded with nomic-embed-text, then configured for all-minilm (not run yet)."""
     _use(monkeypatch, "ollama:nomic-embed-text")
     layout, settings = indexed_repo()
     VectorIndexer(layout, settings).run()
     fake_ollama.models.append("all-minilm:latest")
     _use(monkeypatch, "ollama:all-minilm")
-    settings = load_settings(layout.root).settings
+    return layout, load_settings(layout.root).settings
+
+
+def test_a_model_change_reembeds_everything_and_says_so(fake_ollama, monkeypatch, indexed_repo) -> None:
+    layout, settings = _built_then_switched(fake_ollama, monkeypatch, indexed_repo)
     phases: list[str] = []
     report = VectorIndexer(layout, settings).run(progress=lambda m, d, t: phases.append(m))
     assert report.reembedded_all and report.embedded == len(_chunk_ids(layout))
@@ -183,12 +188,7 @@ def test_search_after_a_model_switch_names_both_models_not_an_unbuilt_index(
     'the vector index is not built yet', and doctor '0 of N embedded', as if never indexed."""
     from engine.index.vectors import vector_status
 
-    _use(monkeypatch, "ollama:nomic-embed-text")
-    layout, settings = indexed_repo()
-    VectorIndexer(layout, settings).run()
-    fake_ollama.models.append("all-minilm:latest")
-    _use(monkeypatch, "ollama:all-minilm")
-    settings = load_settings(layout.root).settings
+    layout, settings = _built_then_switched(fake_ollama, monkeypatch, indexed_repo)
     warnings: list[EngineWarning] = []
     assert search(layout, settings, "redirect", mode="vector", on_warning=warnings.append)
     assert [w.code for w in warnings] == ["VECTORS_NOT_BUILT"]
