@@ -253,6 +253,23 @@ def verify_record(conn: sqlite3.Connection, collection: Any) -> tuple[int, int]:
     return len(missing), len(extra)
 
 
+class _DimensionChanged(Exception):
+    """The embedder's vectors no longer have the dimension of those the collection holds."""
+
+    def __init__(self, now: int, held: int) -> None:
+        super().__init__(f"{now} != {held}")
+        self.now, self.held = now, held
+
+
+def _held_dimension(collection: Any) -> int:
+    """The dimension of the vectors in ``collection``, 0 when it holds none."""
+    got = collection.get(limit=1, include=["embeddings"])
+    embeddings = got.get("embeddings")
+    if embeddings is None or len(embeddings) == 0:
+        return 0
+    return len(embeddings[0])
+
+
 def _move_collection(client: Any, old: str, new: str) -> int:
     """Copy the vectors of collection ``old`` into ``new`` and drop ``old`` (same model, new name)."""
     source = _existing_collection(client, old)
@@ -387,20 +404,49 @@ class VectorIndexer:
         _set_meta(conn, "vector_store", store.key)
         conn.commit()
         try:
-            return self._embed(
-                conn,
-                store,
-                client,
-                collection,
-                sync,
-                embedder,
-                progress,
-                cancel,
-                started,
-                reembed,
-                missing,
-                messages,
-            )
+            try:
+                return self._embed(
+                    conn,
+                    store,
+                    client,
+                    collection,
+                    sync,
+                    embedder,
+                    progress,
+                    cancel,
+                    started,
+                    reembed,
+                    missing,
+                    messages,
+                )
+            except _DimensionChanged as changed:
+                # Same name, another model behind it (another Ollama, a re-pulled model): its
+                # vectors cannot share a collection with the old ones, so all are made again.
+                messages.append(
+                    f"{embedder.spec} now gives {changed.now}-dimension vectors where the index holds "
+                    f"{changed.held}: re-embedding every chunk"
+                )
+                log.info(messages[-1])
+                conn.execute("DELETE FROM vector_state")
+                conn.commit()
+                client.delete_collection(name)
+                collection = _open_collection(client, name)
+                sync = _FirstSync(conn, store, name, collection)
+                collection = sync.begin(collection)
+                return self._embed(
+                    conn,
+                    store,
+                    client,
+                    collection,
+                    sync,
+                    embedder,
+                    progress,
+                    cancel,
+                    started,
+                    True,
+                    missing,
+                    messages,
+                )
         except (ChromaUnavailable, ServiceUnavailable):
             raise
         except Exception as exc:  # a server that dies mid-run: assorted chromadb/httpx errors
@@ -479,6 +525,7 @@ class VectorIndexer:
                 **extra,
             )
 
+        held: int | None = None  # the dimension of the vectors the collection holds (0: empty)
         if progress is not None:
             progress(PHASE_EMBED, 0, total)
         for i in range(0, total, batch_limit):
@@ -500,6 +547,10 @@ class VectorIndexer:
             except SemforaError as exc:  # Ollama gone, or answering with an error
                 sync.finish(collection)
                 return stopped(f"embedding stopped: {exc.message}")
+            if held is None:
+                held = _held_dimension(collection)
+            if held and vectors and len(vectors[0]) != held:
+                raise _DimensionChanged(len(vectors[0]), held)
             try:
                 collection.upsert(
                     ids=[r.chunk_id for r in present],

@@ -18,6 +18,7 @@ from engine.index.hybrid import search
 from engine.index.indexer import index_repository
 from engine.index.vectors import PHASE_EMBED, VectorIndexer
 from tests.conftest import git
+from tests.engine.index.conftest import ROUTES_PY
 
 
 def _use(monkeypatch: pytest.MonkeyPatch, spec: str, **env: str) -> None:
@@ -162,6 +163,29 @@ def test_a_model_change_reembeds_everything_and_says_so(fake_ollama, monkeypatch
     # widened their name column until an 80-column terminal lost the counts and the ETA, and the
     # app's header read "vectors 100%" before a chunk was embedded.
     assert set(phases) == {PHASE_EMBED}
+
+
+def test_a_model_that_changed_dimension_under_its_name_is_reembedded_not_mixed(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    """Another Ollama (or a re-pulled model) answering `nomic-embed-text` with 32 dimensions where
+    the collection holds 64: every later build failed on the first batch ("could not be written:
+    ... dimension of 64, got 32") and told the user to run `semfora index` again, which failed the same."""
+    from tests.fakes import fake_ollama as fake_module
+
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    layout, settings = indexed_repo()
+    first = VectorIndexer(layout, settings).run()
+    assert first.embedded > 0
+    (layout.root / "app/routes.py").write_text(ROUTES_PY + "\n\ndef later():\n    return 2\n")
+    git(layout.root, "add", "-A")
+    index_repository(layout, settings)
+    monkeypatch.setattr(fake_module.embed_text, "__defaults__", (32,))
+    again = VectorIndexer(layout, settings).run()
+    assert again.pending == 0 and again.reembedded_all and again.embedded == len(_chunk_ids(layout))
+    assert "32" in again.message and "64" in again.message and "re-embedding every chunk" in again.message
+    hits = search(layout, settings, "redirect", mode="vector")
+    assert hits and any(h.sources["vector"] for h in hits)
 
 
 def test_search_survives_ollama_dying_after_indexing(fake_ollama, monkeypatch, indexed_repo) -> None:
