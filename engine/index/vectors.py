@@ -821,6 +821,12 @@ class VectorSearcher:
         try:
             found = collection.query(query_embeddings=[vector], n_results=limit, include=["distances"])
         except Exception as exc:  # a stopped server or a collection deleted under us
+            if "dimension" in str(exc).lower():
+                # The store answered: the model behind the same name now gives other vectors.
+                raise ChromaUnavailable(
+                    f"the query vector of {embedder.spec} does not fit the index ({exc}); run "
+                    "`semfora index`: it re-embeds every chunk with the model as it is now"
+                ) from exc
             with self._lock:
                 self._collection = None
             forget_client(self.store, str(exc))

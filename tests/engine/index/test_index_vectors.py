@@ -188,6 +188,22 @@ def test_a_model_that_changed_dimension_under_its_name_is_reembedded_not_mixed(
     assert hits and any(h.sources["vector"] for h in hits)
 
 
+def test_search_with_a_model_that_changed_dimension_says_to_reindex(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    """It said the store 'stopped answering' (the store was fine: the query vector no longer fit)."""
+    from tests.fakes import fake_ollama as fake_module
+
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    layout, settings = indexed_repo()
+    assert VectorIndexer(layout, settings).run().embedded > 0
+    monkeypatch.setattr(fake_module.embed_text, "__defaults__", (32,))
+    warnings: list[EngineWarning] = []
+    assert search(layout, settings, "redirect", on_warning=warnings.append)
+    assert [w.code for w in warnings] == ["VECTOR_QUERY_FAILED"]
+    assert "stopped answering" not in warnings[0].message and "semfora index" in warnings[0].message
+
+
 def test_search_survives_ollama_dying_after_indexing(fake_ollama, monkeypatch, indexed_repo) -> None:
     _use(monkeypatch, "ollama:nomic-embed-text")
     layout, settings = indexed_repo()
