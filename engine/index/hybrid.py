@@ -741,7 +741,11 @@ def _search(
         # full text and symbols, and say so once per process.
         problem = vectors.unavailable()
         if problem:
-            if not_built(problem):
+            unbuilt = not_built(problem)
+            if mode == "vector":
+                # Asked for vector results, given others: say so, not only why.
+                problem += "; showing full-text and symbol results instead"
+            if unbuilt:
                 warn_once(EngineWarning("VECTORS_NOT_BUILT", problem), sink)
             else:
                 warn_once(

@@ -319,8 +319,12 @@ def test_search_before_the_vector_build_says_so(fake_ollama, monkeypatch, indexe
     warnings: list[EngineWarning] = []
     hits = search(layout, settings, "redirect", mode="vector", on_warning=warnings.append)
     assert hits and hits[0].symbol == "redirect"
-    assert warnings == [
-        EngineWarning("VECTORS_NOT_BUILT", "the vector index is not built yet (run `semfora index`)")
+    assert warnings == [  # it did not say the results were not vector results
+        EngineWarning(
+            "VECTORS_NOT_BUILT",
+            "the vector index is not built yet (run `semfora index`); "
+            "showing full-text and symbol results instead",
+        )
     ]
 
 
