@@ -403,22 +403,16 @@ class VectorIndexer:
         _set_meta(conn, "vector_collection", name)
         _set_meta(conn, "vector_store", store.key)
         conn.commit()
+
+        def embed(collection: Any, sync: _FirstSync, reembed: bool) -> VectorReport:
+            return self._embed(
+                conn, store, client, collection, sync, embedder, progress, cancel, started, reembed,
+                missing, messages,
+            )  # fmt: skip
+
         try:
             try:
-                return self._embed(
-                    conn,
-                    store,
-                    client,
-                    collection,
-                    sync,
-                    embedder,
-                    progress,
-                    cancel,
-                    started,
-                    reembed,
-                    missing,
-                    messages,
-                )
+                return embed(collection, sync, reembed)
             except _DimensionChanged as changed:
                 # Same name, another model behind it (another Ollama, a re-pulled model): its
                 # vectors cannot share a collection with the old ones, so all are made again.
@@ -430,23 +424,9 @@ class VectorIndexer:
                 conn.execute("DELETE FROM vector_state")
                 conn.commit()
                 client.delete_collection(name)
-                collection = _open_collection(client, name)
-                sync = _FirstSync(conn, store, name, collection)
-                collection = sync.begin(collection)
-                return self._embed(
-                    conn,
-                    store,
-                    client,
-                    collection,
-                    sync,
-                    embedder,
-                    progress,
-                    cancel,
-                    started,
-                    True,
-                    missing,
-                    messages,
-                )
+                fresh = _open_collection(client, name)
+                first_sync = _FirstSync(conn, store, name, fresh)
+                return embed(first_sync.begin(fresh), first_sync, True)
         except (ChromaUnavailable, ServiceUnavailable):
             raise
         except Exception as exc:  # a server that dies mid-run: assorted chromadb/httpx errors
