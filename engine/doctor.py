@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlparse
 
 from engine.config import LoadedSettings, Settings, check_settings, load_settings
 from engine.errors import CacheDirUnwritable, ConfigError, SemforaError
@@ -365,22 +366,27 @@ def _http_get(url: str, headers: dict[str, str] | None = None) -> tuple[int, obj
 
 
 def check_chroma(settings: Settings, layout: RepoLayout, network: bool) -> Check:
-    url = settings.search.chroma_url  # carries SEMFORA_CHROMA_URL (engine.config)
+    from engine.index.chroma import chroma_store
+
+    # The URL as index and search use it (search.chroma_url carries SEMFORA_CHROMA_URL; HOST:PORT
+    # gets its http://), so doctor probes the server they would reach.
+    url = chroma_store(layout, settings).url
     if url:
         if not network:
             return Check("chroma", "skip", f"server {url} not probed (--no-network)")
         import httpx
 
+        port = urlparse(url).port or 8000
         for path in ("/api/v2/heartbeat", "/api/v1/heartbeat"):
             try:
-                status, _ = _http_get(url.rstrip("/") + path)
+                status, _ = _http_get(url + path)
             except httpx.HTTPError as exc:
                 return Check(
                     "chroma",
                     "fail",
                     f"server {url} unreachable: {type(exc).__name__}",
                     "DOCTOR_CHROMA",
-                    "start it with `chroma run --path DIR --port 8000` or unset SEMFORA_CHROMA_URL",
+                    f"start it with `chroma run --path DIR --port {port}` or unset SEMFORA_CHROMA_URL",
                 )
             if status == 200:
                 return Check("chroma", "ok", f"server {url}")
@@ -546,21 +552,34 @@ def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Chec
         "missing": status.missing,
         "store": status.store,
     }
-    detail = f"{status.embedded} of {status.total} chunks embedded with {status.provider} in {store.label}"
+    detail = (
+        f"{status.embedded:,} of {status.total:,} chunks embedded with {status.provider} in {store.label}"
+    )
     if status.missing:
         return Check(
             "vectors",
             "warn",
-            f"{detail}; {status.missing} of them are missing from the store (wiped, replaced or switched)",
+            f"{detail}; {status.missing:,} of them are missing from the store (wiped, replaced or switched)",
             "DOCTOR_VECTORS",
             "run `semfora index`: it re-embeds what the store lost",
+            data,
+        )
+    if status.other_model:
+        data["built_with"] = status.other_model
+        return Check(
+            "vectors",
+            "warn",
+            f"{detail}; the index holds vectors of {status.other_model} (search.embedding changed)",
+            "DOCTOR_VECTORS",
+            f"run `semfora index` to embed every chunk with {status.provider}, or set search.embedding "
+            f"back to {status.other_model}",
             data,
         )
     if status.embedded < status.total:
         return Check(
             "vectors",
             "warn",
-            f"{detail}; {status.total - status.embedded} not embedded yet",
+            f"{detail}; {status.total - status.embedded:,} not embedded yet",
             "DOCTOR_VECTORS",
             "run `semfora index` (embedding resumes where it stopped)",
             data,

@@ -76,7 +76,10 @@ def chroma_store(layout: RepoLayout, settings: Settings | None) -> ChromaStore:
     """The store the configuration names (``search.chroma_url``, which carries ``SEMFORA_CHROMA_URL``)."""
     url = settings.search.chroma_url if settings else None
     if url:
-        return ChromaStore(url.rstrip("/"), None)
+        # One spelling per server: `HOST:PORT` and `http://HOST:PORT/` name the same store (a
+        # difference would be taken for a switch of store, and the collection checked id by id).
+        url = url.strip().rstrip("/")
+        return ChromaStore(url if "://" in url else f"http://{url}", None)
     return ChromaStore(None, layout.chroma_dir, layout)
 
 

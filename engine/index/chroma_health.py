@@ -78,6 +78,6 @@ def ensure_chroma_usable(layout: RepoLayout) -> bool:
     _forget_embedded(layout.index_db)
     notify(
         f"the vector store {directory / CHROMA_DB} was damaged ({problem}); moved {directory.name}/ to "
-        f"{aside.name}; vectors are rebuilt by the next `semfora index`"
+        f"{aside.name}; `semfora index` embeds its chunks again"
     )
     return True

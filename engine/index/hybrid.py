@@ -712,7 +712,7 @@ def _search(
         timings["expand_ms"] = round((time.perf_counter() - t) * 1000, 2)
     queries = [(query, 1.0)] + [(r, EXPANSION_WEIGHT) for r in rewrites]
 
-    from engine.index.vectors import NOT_BUILT, VectorSearcher
+    from engine.index.vectors import VectorSearcher, not_built, vectors_expected
 
     vectors = VectorSearcher.for_repo(layout, settings) if mode in ("hybrid", "vector") else None
     if vectors is not None and not vectors.enabled:
@@ -724,13 +724,28 @@ def _search(
                 sink,
             )
             mode = "hybrid"
+        elif vectors_expected(layout, settings):
+            # The embedder named (or used for this index) is down as this process starts: hybrid
+            # results lose their vector side, which the user should hear about once.
+            warn_once(
+                EngineWarning(
+                    "VECTOR_QUERY_FAILED",
+                    f"vector search is off for now: {vectors.choice.reason}; "
+                    "showing full-text and symbol results",
+                ),
+                sink,
+            )
         vectors = None
     elif vectors is not None:
         # Vectors configured but unusable now (not built, server down, store wiped): answer from
         # full text and symbols, and say so once per process.
         problem = vectors.unavailable()
         if problem:
-            if problem == NOT_BUILT:
+            unbuilt = not_built(problem)
+            if mode == "vector":
+                # Asked for vector results, given others: say so, not only why.
+                problem += "; showing full-text and symbol results instead"
+            if unbuilt:
                 warn_once(EngineWarning("VECTORS_NOT_BUILT", problem), sink)
             else:
                 warn_once(

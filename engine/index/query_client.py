@@ -75,12 +75,12 @@ def _request(payload: dict[str, Any], timeout: float = REQUEST_TIMEOUT) -> dict[
     return data
 
 
-def _spawn() -> None:
+def _spawn() -> subprocess.Popen[bytes]:
     path = socket_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     # The service holds chromadb and may write an embedded store's files: it never holds a key.
     env = environment_without_secrets()
-    subprocess.Popen(  # noqa: S603 - our own interpreter and module
+    return subprocess.Popen(  # noqa: S603 - our own interpreter and module
         [sys.executable, "-m", "engine.index.query_service", "serve", "--socket", str(path)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -97,12 +97,19 @@ def call(payload: dict[str, Any]) -> dict[str, Any]:
         return _request(payload)
     except ServiceFailed:
         pass
-    _spawn()
+    spawned = _spawn()
     deadline = time.monotonic() + SPAWN_WAIT_SECONDS
     while time.monotonic() < deadline:
         try:
             return _request(payload)
         except ServiceFailed:
+            if spawned.poll() is not None:
+                # It ended without serving (its socket cannot be made here, or another service
+                # won the race and then left): no point waiting out the timeout.
+                try:
+                    return _request(payload)
+                except ServiceFailed as exc:
+                    raise ServiceFailed(f"the vector service exited ({spawned.returncode})") from exc
             time.sleep(0.05)
     raise ServiceFailed(f"the vector service did not start within {SPAWN_WAIT_SECONDS:.0f}s")
 

@@ -44,6 +44,19 @@ class _Served:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        # Damaged stores this service set aside, not yet told: the next reply carries them to its
+        # command, which says them (the service's own stderr goes nowhere).
+        self.notices: list[str] = []
+        self._notices_lock = threading.Lock()  # not ``lock``: a notice may come while it is held
+
+    def notice(self, text: str) -> None:
+        with self._notices_lock:
+            self.notices.append(text)
+
+    def take_notices(self) -> list[str]:
+        with self._notices_lock:
+            taken, self.notices = self.notices, []
+        return taken
 
     def searcher(self, request: dict[str, Any]) -> Any:
         from engine.config import load_settings
@@ -92,8 +105,11 @@ def _handle(served: _Served, request: dict[str, Any]) -> dict[str, Any]:
 
 def serve(path: Path, idle: float = IDLE_SECONDS) -> None:
     """Listen on ``path`` until idle for ``idle`` seconds or asked to stop."""
+    from engine import quarantine
+
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     served = _Served()
+    quarantine.add_listener(served.notice)
     last = [time.monotonic()]
     done = threading.Event()
 
@@ -110,6 +126,9 @@ def serve(path: Path, idle: float = IDLE_SECONDS) -> None:
                     done.set()
                 else:
                     reply = _handle(served, request)
+                    notices = served.take_notices()
+                    if notices:
+                        reply["notices"] = notices
             except Exception as exc:  # noqa: BLE001 - one bad request must not end the service
                 log.exception("vector service request failed")
                 reply = {"ok": False, "code": "SERVICE_ERROR", "message": f"{type(exc).__name__}: {exc}"}

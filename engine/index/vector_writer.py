@@ -15,8 +15,9 @@ Protocol (JSON lines): the parent writes one request line (``root``, ``cache_dir
 The child answers ``{"progress": [phase, done, total]}`` lines, and waits after each for ``go`` or
 ``stop`` (the parent's progress callback has run and its cancel event was read, so a cancel stops
 the build exactly where it would have stopped in-process; the end of input, a parent that died,
-stops it too). Its last line is one ``{"report": {...}}`` or ``{"error": {"code", "message",
-"kind"}}``, on a descriptor of its own: whatever a library prints goes to stderr, which the parent
+stops it too); a ``{"notice": text}`` line (a damaged store it set aside) is said by the parent,
+as its own. Its last line is one ``{"report": {...}}`` or ``{"error": {"code", "message",
+"hint", "kind"}}``, on a descriptor of its own: whatever a library prints goes to stderr, which the parent
 keeps for its error message.
 """
 
@@ -33,6 +34,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from engine import quarantine
 from engine.errors import ConfigError, EmbeddingUnavailable, IndexError_, SemforaError, ServiceUnavailable
 from engine.index.chroma import ChromaUnavailable
 from engine.policy.content import environment_without_secrets
@@ -111,6 +113,10 @@ def build_in_clean_process(
             child.stdin.flush()
             for line in child.stdout:
                 message = json.loads(line)
+                if "notice" in message:
+                    # A damaged store the child set aside: said here, where the user listens.
+                    quarantine.notify(str(message["notice"]))
+                    continue
                 if "progress" in message:
                     if progress is not None:
                         phase, done, total = message["progress"]
@@ -141,7 +147,11 @@ def build_in_clean_process(
     )
     if tail and not error:
         message = f"{message}: {tail.splitlines()[-1]}"
-    raise cls(message, code=str(error["code"]) if error.get("code") else None)
+    raise cls(
+        message,
+        code=str(error["code"]) if error.get("code") else None,
+        hint=str(error["hint"]) if error.get("hint") else None,
+    )
 
 
 # --- the child --------------------------------------------------------------------------------
@@ -164,6 +174,7 @@ def _serve(requests: IO[str], answers: IO[str]) -> int:
         send({"error": {"kind": "", "code": "", "message": f"unreadable vector build request: {exc}"}})
         return 2
     cancel = threading.Event()
+    quarantine.add_listener(lambda notice: send({"notice": notice}))
 
     def progress(phase: str, done: int, total: int) -> None:
         send({"progress": [phase, done, total]})
@@ -175,7 +186,16 @@ def _serve(requests: IO[str], answers: IO[str]) -> int:
             raise IndexError_(f"the vector build found {layout.cache_dir}, not {request['cache_dir']}")
         report = VectorIndexer(layout, settings).run(progress=progress, cancel=cancel)
     except SemforaError as exc:
-        send({"error": {"kind": type(exc).__name__, "code": exc.code, "message": exc.message}})
+        send(
+            {
+                "error": {
+                    "kind": type(exc).__name__,
+                    "code": exc.code,
+                    "message": exc.message,
+                    "hint": exc.hint,
+                }
+            }
+        )
         return 1
     send({"report": asdict(report)})
     return 0

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.config import Settings
-from engine.errors import ServiceUnavailable
+from engine.errors import ConfigError, SemforaError, ServiceUnavailable
 from engine.index import fts
 from engine.index.chroma import (
     ChromaStore,
@@ -30,7 +30,14 @@ from engine.index.chroma import (
     label_of,
 )
 from engine.index.chunk_source import chunk_texts
-from engine.index.embeddings import Embedder, EmbedderChoice, choose_embedder, model_identity
+from engine.index.embeddings import (
+    OFF_KINDS,
+    Embedder,
+    EmbedderChoice,
+    choose_embedder,
+    model_identity,
+    provider_kind,
+)
 from engine.policy.paths import is_test_path
 from engine.repo.layout import RepoLayout
 
@@ -49,6 +56,21 @@ VERIFY_SAMPLE = 64
 RECONCILE_PAGE = 5000
 # What search says, once, when vectors are configured but this repository has none yet.
 NOT_BUILT = "the vector index is not built yet (run `semfora index`)"
+# Below this share of chunks embedded, search says the vector index is partial. Above it the gap
+# is the few chunks of files just edited, which the app's watcher is embedding again: not news.
+PARTIAL_NOTICE_SHARE = 0.99
+# What search says when the index holds another model's vectors (search.embedding was changed).
+OTHER_MODEL = (
+    "the vector index was built with {built}, not {wanted} (search.embedding changed); run "
+    "`semfora index` to embed with {wanted}, or set search.embedding back to use the vectors it has"
+)
+
+
+def not_built(problem: str) -> bool:
+    """Whether ``problem`` says there are no vectors of this model yet (VECTORS_NOT_BUILT)."""
+    return problem == NOT_BUILT or problem.startswith(OTHER_MODEL.split("{", 1)[0])
+
+
 # The progress phase of the embedding pass (COMMON contract 3: one human name per phase). It once
 # changed between calls ("embedding 1354 chunks with M", then "embedding chunks with M"), and the
 # CLI drew two bars, one stuck at 0.
@@ -231,6 +253,23 @@ def verify_record(conn: sqlite3.Connection, collection: Any) -> tuple[int, int]:
     return len(missing), len(extra)
 
 
+class _DimensionChanged(Exception):
+    """The embedder's vectors no longer have the dimension of those the collection holds."""
+
+    def __init__(self, now: int, held: int) -> None:
+        super().__init__(f"{now} != {held}")
+        self.now, self.held = now, held
+
+
+def _held_dimension(collection: Any) -> int:
+    """The dimension of the vectors in ``collection``, 0 when it holds none."""
+    got = collection.get(limit=1, include=["embeddings"])
+    embeddings = got.get("embeddings")
+    if embeddings is None or len(embeddings) == 0:
+        return 0
+    return len(embeddings[0])
+
+
 def _move_collection(client: Any, old: str, new: str) -> int:
     """Copy the vectors of collection ``old`` into ``new`` and drop ``old`` (same model, new name)."""
     source = _existing_collection(client, old)
@@ -350,34 +389,44 @@ class VectorIndexer:
             raise ChromaUnavailable(f"{store.label} stopped answering: {exc}") from exc
         if missing:
             messages.append(
-                f"{missing} of {recorded} embedded chunks were missing from {store.label} "
+                f"{missing:,} of {recorded:,} embedded chunks were missing from {store.label} "
                 "(wiped, replaced or switched): re-embedding them"
             )
         if extra:
             log.info("removed %d vectors of %s that the index did not record", extra, name)
         for message in messages:
-            log.warning(message)
-            if progress is not None:
-                progress(message, 0, 0)
+            # The report carries it to the user (the CLI prints it once). Not a progress phase:
+            # as one it took a row of the CLI's bars, widening their name column until an
+            # 80-column terminal lost the counts and the ETA (COMMON contract 3: one name a phase).
+            log.info(message)
         _set_meta(conn, "vector_spec", embedder.spec)
         _set_meta(conn, "vector_collection", name)
         _set_meta(conn, "vector_store", store.key)
         conn.commit()
-        try:
+
+        def embed(collection: Any, sync: _FirstSync, reembed: bool) -> VectorReport:
             return self._embed(
-                conn,
-                store,
-                client,
-                collection,
-                sync,
-                embedder,
-                progress,
-                cancel,
-                started,
-                reembed,
-                missing,
-                messages,
-            )
+                conn, store, client, collection, sync, embedder, progress, cancel, started, reembed,
+                missing, messages,
+            )  # fmt: skip
+
+        try:
+            try:
+                return embed(collection, sync, reembed)
+            except _DimensionChanged as changed:
+                # Same name, another model behind it (another Ollama, a re-pulled model): its
+                # vectors cannot share a collection with the old ones, so all are made again.
+                messages.append(
+                    f"{embedder.spec} now gives {changed.now}-dimension vectors where the index holds "
+                    f"{changed.held}: re-embedding every chunk"
+                )
+                log.info(messages[-1])
+                conn.execute("DELETE FROM vector_state")
+                conn.commit()
+                client.delete_collection(name)
+                fresh = _open_collection(client, name)
+                first_sync = _FirstSync(conn, store, name, fresh)
+                return embed(first_sync.begin(fresh), first_sync, True)
         except (ChromaUnavailable, ServiceUnavailable):
             raise
         except Exception as exc:  # a server that dies mid-run: assorted chromadb/httpx errors
@@ -428,6 +477,17 @@ class VectorIndexer:
         cancelled = False
         message = "; ".join(messages)
 
+        def stopped(reason: str) -> VectorReport:
+            """The build ends early: what it kept, what is left, and how to finish it."""
+            left = total - done
+            if left:
+                reason = (
+                    f"{reason}; {left:,} chunks are not embedded yet: `semfora index` embeds them "
+                    "(it resumes where this stopped)"
+                )
+            log.info(reason)
+            return report(reason)
+
         def report(reason: str = "", **extra: Any) -> VectorReport:
             return VectorReport(
                 True,
@@ -445,6 +505,7 @@ class VectorIndexer:
                 **extra,
             )
 
+        held: int | None = None  # the dimension of the vectors the collection holds (0: empty)
         if progress is not None:
             progress(PHASE_EMBED, 0, total)
         for i in range(0, total, batch_limit):
@@ -461,18 +522,28 @@ class VectorIndexer:
                 continue
             try:
                 vectors = embedder.embed_documents([embed_text(r, texts[r.chunk_id]) for r in present])
-            except ServiceUnavailable as exc:
-                reason = f"embedding stopped: {exc.message}"
-                log.warning(reason)
+            except ConfigError:
+                raise  # a model that cannot load here is the configuration's fault (exit 2)
+            except SemforaError as exc:  # Ollama gone, or answering with an error
                 sync.finish(collection)
-                return report(reason)
-            collection.upsert(
-                ids=[r.chunk_id for r in present],
-                embeddings=vectors,
-                metadatas=[
-                    {"file": r.file, "start_line": r.start_line, "hash": r.content_hash} for r in present
-                ],
-            )
+                return stopped(f"embedding stopped: {exc.message}")
+            if held is None:
+                held = _held_dimension(collection)
+            if held and vectors and len(vectors[0]) != held:
+                raise _DimensionChanged(len(vectors[0]), held)
+            try:
+                collection.upsert(
+                    ids=[r.chunk_id for r in present],
+                    embeddings=vectors,
+                    metadatas=[
+                        {"file": r.file, "start_line": r.start_line, "hash": r.content_hash} for r in present
+                    ],
+                )
+            # A server that died mid-run, a full disk: assorted chromadb/httpx errors.
+            except Exception as exc:
+                forget_client(store, str(exc))
+                failed = "stopped answering" if store.is_server else "could not be written"
+                return stopped(f"{store.label} {failed}: {exc}")
             conn.executemany(
                 "INSERT OR REPLACE INTO vector_state VALUES (?, ?)",
                 [(r.chunk_id, r.content_hash) for r in present],
@@ -516,6 +587,27 @@ def vector_generation(layout: RepoLayout) -> str | None:
         return _meta(conn, GENERATION_KEY)
     except sqlite3.Error:
         return None
+    finally:
+        conn.close()
+
+
+def vectors_expected(layout: RepoLayout, settings: Settings) -> bool:
+    """Whether vectors being off now is news to the user: a provider named in the configuration,
+    or ``auto`` for an index that holds vectors (Ollama answered when it was built). ``none``, and
+    ``auto`` on a machine that never had an embedder, are a choice, not worth a warning per search."""
+    _spec, kind, _arg = provider_kind(settings)
+    if kind in OFF_KINDS:
+        return False
+    if kind != "auto":
+        return True
+    try:
+        conn = sqlite3.connect(f"file:{layout.index_db}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error:
+        return False
+    try:
+        return conn.execute("SELECT 1 FROM vector_state LIMIT 1").fetchone() is not None
+    except sqlite3.Error:
+        return False
     finally:
         conn.close()
 
@@ -617,15 +709,21 @@ class VectorSearcher:
         embedder = self.choice.embedder
         return f"vectors on ({embedder.spec})" if embedder else f"vectors are off ({self.choice.reason})"
 
-    def _record(self) -> tuple[str | None, str | None, str | None, int]:
+    def _record(self) -> tuple[str | None, str | None, str | None, int, int, int]:
+        """``(spec, collection, store, recorded, current, total)``: ``current`` of the ``total``
+        chunks have a vector of their present text."""
         conn = fts.connect(self.layout.index_db)
         try:
             count = int(conn.execute("SELECT COUNT(*) FROM vector_state").fetchone()[0])
+            total = fts.chunk_count(conn)
             return (
                 _meta(conn, "vector_spec"),
                 _meta(conn, "vector_collection"),
                 _meta(conn, "vector_store"),
                 count,
+                # The join costs ~50 ms on a 45,000-chunk index: only when the counts say part is missing.
+                _current_vectors(conn) if count < total else total,
+                total,
             )
         finally:
             conn.close()
@@ -638,8 +736,10 @@ class VectorSearcher:
             embedder = self.choice.embedder
             if embedder is None:
                 return None, self.choice.reason
-            spec, name, store_key, recorded = self._record()
-            if spec is None or not name or model_identity(spec) != embedder.spec or recorded == 0:
+            spec, name, store_key, recorded, current, total = self._record()
+            if spec is not None and recorded and model_identity(spec) != embedder.spec:
+                return None, OTHER_MODEL.format(built=spec, wanted=embedder.spec)
+            if spec is None or not name or recorded == 0:
                 return None, NOT_BUILT
             if store_key and store_key != self.store.key:
                 return None, (
@@ -663,8 +763,13 @@ class VectorSearcher:
                 )
             if count < recorded:
                 self.notice = (
-                    f"only {count} of {recorded} embedded chunks are in {self.store.label}; "
+                    f"only {count:,} of {recorded:,} embedded chunks are in {self.store.label}; "
                     "run `semfora index` to re-embed the rest"
+                )
+            elif current < total * PARTIAL_NOTICE_SHARE:
+                self.notice = (
+                    f"the vector index covers {current:,} of {total:,} chunks (a vector build was "
+                    "interrupted or skipped, or is running); `semfora index` embeds the rest"
                 )
             self._collection = collection
             return collection, ""
@@ -696,6 +801,12 @@ class VectorSearcher:
         try:
             found = collection.query(query_embeddings=[vector], n_results=limit, include=["distances"])
         except Exception as exc:  # a stopped server or a collection deleted under us
+            if "dimension" in str(exc).lower():
+                # The store answered: the model behind the same name now gives other vectors.
+                raise ChromaUnavailable(
+                    f"the query vector of {embedder.spec} does not fit the index ({exc}); run "
+                    "`semfora index`: it re-embeds every chunk with the model as it is now"
+                ) from exc
             with self._lock:
                 self._collection = None
             forget_client(self.store, str(exc))
@@ -703,6 +814,16 @@ class VectorSearcher:
         ids = found["ids"][0]
         distances = found["distances"][0] if found.get("distances") else [0.0] * len(ids)
         return list(zip(ids, (float(d) for d in distances), strict=False))
+
+
+def _current_vectors(conn: sqlite3.Connection) -> int:
+    """Chunks whose present text has a vector (a chunk changed since it was embedded has not)."""
+    return int(
+        conn.execute(
+            "SELECT COUNT(*) FROM text_chunks c JOIN vector_state v ON v.chunk_id = c.chunk_id "
+            "AND v.content_hash = c.content_hash"
+        ).fetchone()[0]
+    )
 
 
 @dataclass(frozen=True)
@@ -716,6 +837,7 @@ class VectorStatus:
     total: int
     missing: int | None = None  # recorded but absent from the store; None when not checked
     store: str = ""
+    other_model: str | None = None  # the model the recorded vectors were made with, when not this one
 
     @property
     def text(self) -> str:
@@ -744,13 +866,11 @@ def vector_status(
         name = _meta(conn, "vector_collection")
         recorded_store = _meta(conn, "vector_store") or store.key
         embedded = 0
+        other_model = None
         if picked.embedder is not None and spec is not None and model_identity(spec) == picked.embedder.spec:
-            embedded = int(
-                conn.execute(
-                    "SELECT COUNT(*) FROM text_chunks c JOIN vector_state v ON v.chunk_id = c.chunk_id "
-                    "AND v.content_hash = c.content_hash"
-                ).fetchone()[0]
-            )
+            embedded = _current_vectors(conn)
+        elif picked.embedder is not None and spec is not None and _current_vectors(conn):
+            other_model = spec
     finally:
         conn.close()
     if picked.embedder is None:
@@ -762,7 +882,7 @@ def vector_status(
         else:
             collection = _existing_collection(chroma_client(store), name or "")
             missing = max(0, embedded - (int(collection.count()) if collection is not None else 0))
-    return VectorStatus(True, picked.embedder.spec, "", embedded, total, missing, store.key)
+    return VectorStatus(True, picked.embedder.spec, "", embedded, total, missing, store.key, other_model)
 
 
 class RemoteVectorSearcher:
@@ -817,6 +937,10 @@ class RemoteVectorSearcher:
         except ServiceFailed as exc:
             self._fallback(str(exc))
             return None
+        from engine.quarantine import notify
+
+        for notice in reply.get("notices") or []:  # a damaged store the service set aside
+            notify(str(notice))
         if not reply.get("ok") and reply.get("code") not in (ChromaUnavailable.code,):
             self._fallback(str(reply.get("message")))
             return None

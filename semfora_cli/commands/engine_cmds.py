@@ -129,8 +129,11 @@ def _index(args: argparse.Namespace) -> int:
         sys.stderr.write(line + "\n")
     vec = ""
     if vectors is not None:
+        # A build that stopped part way says what is left (the message on stderr says why and what next).
+        left = f", {vectors.pending:,} not yet" if vectors.pending else ""
         vec = (
-            f"; vectors: {vectors.embedded:,} embedded ({vectors.provider})"
+            # Its own time: on a big tree embedding takes minutes after files took seconds.
+            f"; vectors: {vectors.embedded:,} embedded{left} in {vectors.seconds:.2f}s ({vectors.provider})"
             if vectors.enabled
             else f"; vectors off ({vectors.reason})"
         )

@@ -700,7 +700,13 @@ class MainScreen(Screen[None]):
             self.header.vectors = f"vectors off: {message.error.code}"
         elif message.report is not None and not message.report.enabled:
             self.vectors_reason = message.report.reason or "no embedding provider is available"
-            self.header.vectors = "vectors off: no embedder"
+            # A report that names a store had an embedder: the store (a Chroma server) is what failed.
+            cause = "Chroma unavailable" if message.report.store else "no embedder"
+            self.header.vectors = f"vectors off: {cause}"
+        elif message.report is not None and message.report.pending:
+            # Stopped part way (Ollama or the server gone): what it kept serves; /status says why.
+            self.vectors_reason = message.report.message
+            self.header.vectors = f"vectors: {message.report.pending:,} not embedded"
         else:
             self.vectors_reason = ""
             self.header.vectors = "vectors ready"

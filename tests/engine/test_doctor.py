@@ -199,3 +199,20 @@ def test_a_litellm_model_without_its_key_fails_like_ask_would(make_repo, monkeyp
     monkeypatch.setenv("OPENAI_API_KEY", "sk-doctor-test-not-a-key")
     model = _checks(run_doctor(root, network=False))["model"]
     assert model.status == "ok" and "sk-doctor" not in model.detail
+
+
+def test_vectors_of_another_model_are_named_with_both_fixes(make_repo, fake_ollama, monkeypatch) -> None:
+    """After search.embedding changed, doctor said '0 of N chunks embedded; N not embedded yet'."""
+    from engine.index.vectors import VectorIndexer
+
+    root = make_repo(FILES)
+    _index(root)
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
+    layout = RepoLayout.for_path(root)
+    assert VectorIndexer(layout, load_settings(root).settings).run().embedded > 0
+    fake_ollama.models.append("all-minilm:latest")
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:all-minilm")
+    check = _checks(run_doctor(root, network=True))["vectors"]
+    assert check.status == "warn" and check.code == "DOCTOR_VECTORS"
+    assert "holds vectors of ollama:nomic-embed-text" in check.detail
+    assert "semfora index" in (check.fix or "") and "back to ollama:nomic-embed-text" in (check.fix or "")

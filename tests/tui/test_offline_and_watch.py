@@ -192,16 +192,21 @@ async def test_header_shows_the_vector_index_building_then_ready(
     assert any(s.startswith("vectors ") and s.endswith("%") for s in states), states
 
 
+def _closed_port() -> int:
+    """A port nothing listens on."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 async def test_the_header_claims_no_vector_progress_when_no_embedder_answers(
     make_app: AppFactory,
     monkeypatch,  # type: ignore[no-untyped-def]
 ) -> None:
     """It said "vectors 0%" until the embedder was found missing, then "vectors off"."""
-    import socket
-
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = _closed_port()
     monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
     monkeypatch.setenv("OLLAMA_HOST", f"http://127.0.0.1:{port}")
     app = make_app(check_model=False)
@@ -349,3 +354,22 @@ async def test_index_rebuild_asked_while_the_start_up_index_runs_waits_for_it(
         assert "Indexing failed" not in transcript
         assert "rebuilt from scratch" in transcript
         assert app.header.index_state.startswith(f"index: {count} files")
+
+
+async def test_the_header_blames_chroma_not_the_embedder_when_the_server_is_down(
+    make_app: AppFactory,
+    fake_ollama,
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """With Ollama answering and the Chroma server down, the header said "vectors off: no embedder"."""
+    port = _closed_port()
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
+    monkeypatch.setenv("SEMFORA_CHROMA_URL", f"http://127.0.0.1:{port}")
+    app = make_app(check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        deadline = time.monotonic() + 60
+        while not app.header.vectors.startswith("vectors off"):
+            assert time.monotonic() < deadline, app.header.vectors
+            await pilot.pause(0.02)
+        assert app.header.vectors == "vectors off: Chroma unavailable"
+        assert "not reachable" in app.main.vectors_reason

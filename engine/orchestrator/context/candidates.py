@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import SemforaError
+from engine.errors import ConfigError, SemforaError
 from engine.orchestrator.anchors import Anchors
 from engine.query import CONTEXT_RRF_K, SymbolIndex, phrase_chunks, rrf, search_hits
 from engine.semantic.model import Symbol
@@ -257,6 +257,8 @@ def search_channel(
                 rescore=False,
             )
         )
+    except ConfigError:
+        raise  # a bad search.embedding (a model path that is not there) is the user's to fix: exit 2
     except SemforaError as exc:
         log.warning("hybrid search failed (%s); continuing with the named symbols only", exc)
         return []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -317,3 +318,100 @@ def test_a_second_ask_and_context_with_embedded_vectors_do_not_crash(
         )
         assert proc.returncode == 0 and _json(proc)["items"], proc.stderr
     assert not (tmp_path / "home" / ".cache" / "chroma").exists()
+
+
+MANY = {f"pkg/m{i}.py": f"def func_{i}(a):\n    return a + {i}\n" for i in range(40)}
+
+
+def test_a_server_stopped_mid_build_keeps_the_count_says_what_is_left_and_resumes(
+    chroma_server_control, fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    """The build used to end 'vectors off (... stopped answering)': the 32 chunks it had embedded,
+    the ones left and how to finish were not said."""
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
+    monkeypatch.setenv("SEMFORA_CHROMA_URL", chroma_server_control.url)
+    layout, _ = indexed_repo(MANY)
+    settings = load_settings(layout.root).settings
+
+    def progress(message: str, done: int, total: int) -> None:
+        if done >= 32 and chroma_server_control.proc is not None:
+            chroma_server_control.stop()
+
+    report = VectorIndexer(layout, settings).run(progress=progress)
+    assert report.enabled and report.embedded == 32 and report.pending == report.total - 32
+    assert "stopped answering" in report.message
+    assert f"{report.pending} chunks are not embedded yet" in report.message
+    assert "semfora index" in report.message
+
+    chroma_server_control.start()
+    from engine.index.chroma import reset_clients
+
+    reset_clients()
+    again = VectorIndexer(layout, settings).run()
+    assert again.embedded == report.pending and again.pending == 0
+
+
+def test_ollama_refusing_mid_build_is_an_embedding_stop_not_a_chroma_one(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    """An error answer from Ollama (a model removed mid-build) was reported as the Chroma store
+    having stopped answering."""
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
+    layout, _ = indexed_repo(MANY)
+    settings = load_settings(layout.root).settings
+
+    def progress(message: str, done: int, total: int) -> None:
+        if done >= 32:
+            fake_ollama.strict_models = True
+            fake_ollama.models = ["qwen2.5-coder:7b"]  # `ollama rm nomic-embed-text`
+
+    report = VectorIndexer(layout, settings).run(progress=progress)
+    assert report.enabled and report.embedded == 32 and report.pending > 0
+    assert "embedding stopped" in report.message and "not found" in report.message
+    assert "Chroma" not in report.message and "stopped answering" not in report.message
+
+
+def test_index_says_a_store_switch_once(chroma_server_control, fake_ollama, make_repo, tmp_path) -> None:
+    """It was said three times: two `warning:` lines, then the same as `vectors: a; b`."""
+    root = make_repo(FILES)
+    first = _index(root, _cli_env(tmp_path, None))["embedded"]
+    proc = run_semfora("index", "--path", str(root), env=_cli_env(tmp_path, chroma_server_control.url))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("vector store changed from the embedded store") == 1, proc.stderr
+    assert proc.stderr.count(f"{first} of {first} embedded chunks were missing") == 1, proc.stderr
+    assert re.search(
+        rf"in [\d.]+s; vectors: {first} embedded in [\d.]+s \(ollama:nomic-embed-text\)", proc.stdout
+    )
+
+
+def test_a_server_url_with_or_without_its_scheme_is_one_store(
+    chroma_server_control, fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    """`127.0.0.1:PORT` then `http://127.0.0.1:PORT/` was announced as a switch of store, and every
+    id of the collection was listed again to check it."""
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
+    bare = chroma_server_control.url.removeprefix("http://")
+    monkeypatch.setenv("SEMFORA_CHROMA_URL", bare)
+    layout, _ = indexed_repo()
+    assert VectorIndexer(layout, load_settings(layout.root).settings).run().embedded > 0
+    monkeypatch.setenv("SEMFORA_CHROMA_URL", chroma_server_control.url + "/")
+    again = VectorIndexer(layout, load_settings(layout.root).settings).run()
+    assert again.embedded == 0 and "changed" not in again.message, again.message
+    assert again.store == f"server:{chroma_server_control.url}"
+
+
+def test_doctor_probes_the_server_index_uses_and_names_its_port(
+    chroma_server_control, monkeypatch, make_repo
+) -> None:
+    """Written as HOST:PORT (which index and search accept), the server failed doctor with
+    'UnsupportedProtocol'; and a server down was to be started on port 8000 whatever the URL said."""
+    from engine.doctor import run_doctor
+
+    root = make_repo(FILES)
+    monkeypatch.setenv("SEMFORA_CHROMA_URL", chroma_server_control.url.removeprefix("http://"))
+    chroma = next(c for c in run_doctor(root, network=True).checks if c.name == "chroma")
+    assert chroma.status == "ok", chroma.detail
+    port = _free_port()
+    monkeypatch.setenv("SEMFORA_CHROMA_URL", f"127.0.0.1:{port}")
+    chroma = next(c for c in run_doctor(root, network=True).checks if c.name == "chroma")
+    assert chroma.status == "fail" and f"--port {port}" in (chroma.fix or ""), chroma.fix

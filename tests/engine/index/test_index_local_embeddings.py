@@ -144,15 +144,19 @@ def test_an_index_recorded_under_an_old_path_and_collection_name_keeps_its_vecto
     assert old_name not in {c.name for c in client.list_collections()}
 
 
-def test_a_bad_model_path_exits_2_for_index_and_search(make_repo, tmp_path) -> None:
+def test_a_bad_model_path_exits_2_for_index_search_and_context(make_repo, tmp_path) -> None:
+    """`context` used to exit 0 with a pack of named symbols only: the bad path had cost it full text too."""
     root = make_repo({"a.py": "def f():\n    return 1\n"})
     env = {"SEMFORA_EMBEDDING": f"sentence-transformers:{tmp_path / 'no-such-model'}"}
-    for args in (("index",), ("search", "f")):
+    for args in (("index",), ("search", "f"), ("context", "what does f return")):
         proc = run_semfora(*args, "--path", str(root), env=env)
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.startswith("error[EMBEDDING_UNAVAILABLE]") and "Traceback" not in proc.stderr
-    proc = run_semfora("search", "f", "--path", str(root), "--json", env=env)
-    assert proc.returncode == 2 and json.loads(proc.stdout)["error_code"] == "EMBEDDING_UNAVAILABLE"
+    for args in (("search", "f"), ("index",)):
+        proc = run_semfora(*args, "--path", str(root), "--json", env=env)
+        assert proc.returncode == 2 and json.loads(proc.stdout)["error_code"] == "EMBEDDING_UNAVAILABLE"
+        # index met it in its vector child, whose answer once dropped the hint (what to do)
+        assert "semfora never downloads" in json.loads(proc.stdout)["hint"], proc.stdout
 
 
 def test_index_says_vectors_are_off_once(make_repo) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.index import query_client, query_service
+from engine.repo.layout import RepoLayout
 from tests.conftest import run_semfora
 from tests.engine.index.conftest import AUTH_PY, README, ROUTES_PY
 
@@ -90,3 +91,50 @@ def test_switched_off_no_service_is_started(fake_ollama, make_repo) -> None:
     proc = run_semfora("search", "credentials", "--path", str(root), "--mode", "vector", "--json", env=env)
     assert proc.returncode == 0 and json.loads(proc.stdout)["results"]
     assert not query_service.socket_path().exists()
+
+
+def _garble(path: Path) -> None:
+    path.write_bytes(b"\xff" * max(path.stat().st_size, 8192))
+
+
+def test_a_damaged_store_found_by_the_service_is_said_by_the_search(service, fake_ollama, make_repo) -> None:
+    """The service sets a damaged store aside; its own stderr goes nowhere, so the search says it."""
+    root = make_repo(FILES)
+    assert run_semfora("index", "--path", str(root), env=ENV).returncode == 0
+    layout = RepoLayout.for_path(root)
+    _garble(layout.chroma_dir / "chroma.sqlite3")
+    first = run_semfora("search", "strip the credentials", "--path", str(root), env=ENV)
+    assert first.returncode == 0 and "app/auth.py" in first.stdout
+    assert "the vector store" in first.stderr and "was damaged" in first.stderr, first.stderr
+    assert list(layout.cache_dir.glob("chroma.corrupt-*"))
+
+
+def test_a_damaged_store_found_by_index_is_said(fake_ollama, make_repo) -> None:
+    """`semfora index` embeds in a child process; the child's notice reaches the user."""
+    root = make_repo(FILES)
+    assert run_semfora("index", "--path", str(root), env=ENV).returncode == 0
+    layout = RepoLayout.for_path(root)
+    _garble(layout.chroma_dir / "chroma.sqlite3")
+    again = run_semfora("index", "--path", str(root), env=ENV)
+    assert again.returncode == 0, again.stderr
+    assert "the vector store" in again.stderr and "was damaged" in again.stderr, again.stderr
+    assert "embeds its chunks again" in again.stderr
+
+
+def test_a_service_that_cannot_start_costs_no_wait(service, fake_ollama, make_repo) -> None:
+    """A service that exits at once (its socket cannot be made: a cache on a filesystem without Unix
+    sockets; here a directory in the way) made every search wait the full start timeout, 20 s."""
+    import time
+
+    root = make_repo(FILES)
+    assert run_semfora("index", "--path", str(root), env=ENV).returncode == 0
+    blocker = query_service.socket_path()
+    blocker.mkdir(parents=True)
+    try:
+        started = time.monotonic()
+        found = _vector_search(root, "strip the credentials of a request")
+        took = time.monotonic() - started
+    finally:
+        blocker.rmdir()
+    assert found and found[0]["file"] == "app/auth.py"  # searched in-process
+    assert took < query_client.SPAWN_WAIT_SECONDS / 2, took

@@ -16,8 +16,9 @@ from engine.index.chroma import chroma_client, chroma_store, collection_name
 from engine.index.embeddings import choose_embedder, cpu_has_native_bf16
 from engine.index.hybrid import search
 from engine.index.indexer import index_repository
-from engine.index.vectors import VectorIndexer
+from engine.index.vectors import PHASE_EMBED, VectorIndexer
 from tests.conftest import git
+from tests.engine.index.conftest import ROUTES_PY
 
 
 def _use(monkeypatch: pytest.MonkeyPatch, spec: str, **env: str) -> None:
@@ -142,17 +143,65 @@ def test_batches_respect_the_max_batch_size_and_cancel_resumes(
     assert _chroma_ids(layout, settings, "ollama:nomic-embed-text") == _chunk_ids(layout)
 
 
-def test_a_model_change_reembeds_everything_and_says_so(fake_ollama, monkeypatch, indexed_repo) -> None:
+def _built_then_switched(fake_ollama, monkeypatch, indexed_repo):
+    """A repository embedded with nomic-embed-text, then configured for all-minilm (not run yet)."""
     _use(monkeypatch, "ollama:nomic-embed-text")
     layout, settings = indexed_repo()
     VectorIndexer(layout, settings).run()
     fake_ollama.models.append("all-minilm:latest")
     _use(monkeypatch, "ollama:all-minilm")
-    settings = load_settings(layout.root).settings
-    messages: list[str] = []
-    report = VectorIndexer(layout, settings).run(progress=lambda m, d, t: messages.append(m))
+    return layout, load_settings(layout.root).settings
+
+
+def test_a_model_change_reembeds_everything_and_says_so(fake_ollama, monkeypatch, indexed_repo) -> None:
+    layout, settings = _built_then_switched(fake_ollama, monkeypatch, indexed_repo)
+    phases: list[str] = []
+    report = VectorIndexer(layout, settings).run(progress=lambda m, d, t: phases.append(m))
     assert report.reembedded_all and report.embedded == len(_chunk_ids(layout))
-    assert any("changed from ollama:nomic-embed-text to ollama:all-minilm" in m for m in messages)
+    assert "changed from ollama:nomic-embed-text to ollama:all-minilm" in report.message
+    # The notice is the report's, not a progress phase: as one, it took a row of the CLI's bars and
+    # widened their name column until an 80-column terminal lost the counts and the ETA, and the
+    # app's header read "vectors 100%" before a chunk was embedded.
+    assert set(phases) == {PHASE_EMBED}
+
+
+def test_a_model_that_changed_dimension_under_its_name_is_reembedded_not_mixed(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    """Another Ollama (or a re-pulled model) answering `nomic-embed-text` with 32 dimensions where
+    the collection holds 64: every later build failed on the first batch ("could not be written:
+    ... dimension of 64, got 32") and told the user to run `semfora index` again, which failed the same."""
+    from tests.fakes import fake_ollama as fake_module
+
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    layout, settings = indexed_repo()
+    first = VectorIndexer(layout, settings).run()
+    assert first.embedded > 0
+    (layout.root / "app/routes.py").write_text(ROUTES_PY + "\n\ndef later():\n    return 2\n")
+    git(layout.root, "add", "-A")
+    index_repository(layout, settings)
+    monkeypatch.setattr(fake_module.embed_text, "__defaults__", (32,))
+    again = VectorIndexer(layout, settings).run()
+    assert again.pending == 0 and again.reembedded_all and again.embedded == len(_chunk_ids(layout))
+    assert "32" in again.message and "64" in again.message and "re-embedding every chunk" in again.message
+    hits = search(layout, settings, "redirect", mode="vector")
+    assert hits and any(h.sources["vector"] for h in hits)
+
+
+def test_search_with_a_model_that_changed_dimension_says_to_reindex(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    """It said the store 'stopped answering' (the store was fine: the query vector no longer fit)."""
+    from tests.fakes import fake_ollama as fake_module
+
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    layout, settings = indexed_repo()
+    assert VectorIndexer(layout, settings).run().embedded > 0
+    monkeypatch.setattr(fake_module.embed_text, "__defaults__", (32,))
+    warnings: list[EngineWarning] = []
+    assert search(layout, settings, "redirect", on_warning=warnings.append)
+    assert [w.code for w in warnings] == ["VECTOR_QUERY_FAILED"]
+    assert "stopped answering" not in warnings[0].message and "semfora index" in warnings[0].message
 
 
 def test_search_survives_ollama_dying_after_indexing(fake_ollama, monkeypatch, indexed_repo) -> None:
@@ -170,6 +219,83 @@ def test_search_survives_ollama_dying_after_indexing(fake_ollama, monkeypatch, i
     assert [w.code for w in warnings] == ["VECTOR_QUERY_FAILED"] and "vector search is off" in warnings[
         0
     ].message
+
+
+def test_search_after_a_model_switch_names_both_models_not_an_unbuilt_index(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    """With the index built by one model and the configuration naming another, search said
+    'the vector index is not built yet', and doctor '0 of N embedded', as if never indexed."""
+    from engine.index.vectors import vector_status
+
+    layout, settings = _built_then_switched(fake_ollama, monkeypatch, indexed_repo)
+    warnings: list[EngineWarning] = []
+    assert search(layout, settings, "redirect", mode="vector", on_warning=warnings.append)
+    assert [w.code for w in warnings] == ["VECTORS_NOT_BUILT"]
+    text = warnings[0].message
+    assert "ollama:nomic-embed-text" in text and "ollama:all-minilm" in text and "not built yet" not in text
+    assert "semfora index" in text
+    status = vector_status(layout, settings)
+    assert status.embedded == 0 and status.other_model == "ollama:nomic-embed-text"
+
+
+def test_search_on_an_interrupted_vector_build_says_it_covers_part(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    """A build stopped part way (Ctrl-C, a server gone) left search quiet: results missed the
+    vector side of most of the code and nothing said why."""
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    files = {f"pkg/m{i}.py": f"def func_{i}(a):\n    return a + {i}\n" for i in range(40)}
+    layout, settings = indexed_repo(files)
+    cancel = threading.Event()
+
+    def progress(message: str, done: int, total: int) -> None:
+        if done >= 32:
+            cancel.set()
+
+    first = VectorIndexer(layout, settings).run(progress=progress, cancel=cancel)
+    assert first.cancelled and first.pending > 0
+    warnings: list[EngineWarning] = []
+    assert search(layout, settings, "func_3", on_warning=warnings.append)
+    assert [w.code for w in warnings] == ["VECTORS_PARTIAL"]
+    assert f"32 of {first.total}" in warnings[0].message and "semfora index" in warnings[0].message
+    from engine.index.hybrid import reset_warnings
+    from engine.index.vectors import VectorSearcher
+
+    assert VectorIndexer(layout, settings).run().pending == 0
+    reset_warnings()
+    VectorSearcher.forget_all()
+    warnings.clear()
+    assert search(layout, settings, "func_3", on_warning=warnings.append)
+    assert warnings == []  # finished: nothing to say
+
+
+def test_a_fresh_search_while_ollama_is_down_says_vectors_are_off(
+    fake_ollama, monkeypatch, indexed_repo
+) -> None:
+    """Every `semfora search` is a fresh process: Ollama down when it starts was silent in hybrid
+    mode (vectors dropped out of the results and nothing said so)."""
+    from engine.index.vectors import VectorSearcher
+
+    _use(monkeypatch, "ollama:nomic-embed-text")
+    layout, settings = indexed_repo()
+    assert VectorIndexer(layout, settings).run().embedded > 0
+    fake_ollama.stop()
+    VectorSearcher.forget_all()  # what a new process starts with
+    warnings: list[EngineWarning] = []
+    hits = search(layout, settings, "redirect", on_warning=warnings.append)
+    assert hits and hits[0].symbol == "redirect"
+    assert [w.code for w in warnings] == ["VECTOR_QUERY_FAILED"]
+    assert "Ollama" in warnings[0].message and "full-text and symbol" in warnings[0].message
+
+
+def test_auto_without_any_embedder_and_no_vectors_stays_quiet(monkeypatch, tmp_path, indexed_repo) -> None:
+    """`auto` finding nothing on a machine that never had vectors is not worth a warning per search."""
+    _use(monkeypatch, "auto", HOME=str(tmp_path))  # OLLAMA_HOST points at a closed port (conftest)
+    layout, settings = indexed_repo()
+    warnings: list[EngineWarning] = []
+    assert search(layout, settings, "redirect", on_warning=warnings.append)
+    assert warnings == []
 
 
 def test_status_reports_off_and_progress(fake_ollama, monkeypatch, indexed_repo) -> None:
@@ -193,8 +319,12 @@ def test_search_before_the_vector_build_says_so(fake_ollama, monkeypatch, indexe
     warnings: list[EngineWarning] = []
     hits = search(layout, settings, "redirect", mode="vector", on_warning=warnings.append)
     assert hits and hits[0].symbol == "redirect"
-    assert warnings == [
-        EngineWarning("VECTORS_NOT_BUILT", "the vector index is not built yet (run `semfora index`)")
+    assert warnings == [  # it did not say the results were not vector results
+        EngineWarning(
+            "VECTORS_NOT_BUILT",
+            "the vector index is not built yet (run `semfora index`); "
+            "showing full-text and symbol results instead",
+        )
     ]
 
 
