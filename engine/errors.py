@@ -149,6 +149,25 @@ class CacheDirUnwritable(UsageError):
     code = "CACHE_DIR_UNWRITABLE"
 
 
+class DiskFull(SemforaError):
+    """A write failed for want of space: SQLite's "database or disk is full", ``ENOSPC`` or a
+    quota (``EDQUOT``). Exit 2: the machine's set-up is the problem. SQLite rolls the index back
+    to its last complete state, so nothing half-written is kept."""
+
+    code = "DISK_FULL"
+    exit_code = EXIT_USAGE
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` is a write that failed for want of space (see ``DiskFull``)."""
+    import errno
+    import sqlite3
+
+    if isinstance(exc, sqlite3.OperationalError):
+        return "disk is full" in str(exc)
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
 class IndexError_(SemforaError):
     """The index is missing, locked or corrupt."""
 

@@ -204,3 +204,32 @@ def test_make_run_keeps_a_repo_path_with_spaces_and_quotes_as_one_argument(tmp_p
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [f"<{repo}>"]
+
+
+@pytest.fixture
+def full_disk(tmp_path):  # type: ignore[no-untyped-def]
+    """A 1 MB file system: an index run fills it (root mounts a tmpfs; others cannot)."""
+    where = tmp_path / "small-disk"
+    where.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)], capture_output=True, check=False
+    )
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a small file system here (needs root)")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True, check=False)
+
+
+def test_a_full_disk_is_said_as_such_not_a_traceback(make_repo, full_disk) -> None:
+    # Indexing into a full disk ended in a traceback from the text index's commit
+    # (sqlite3.OperationalError: database or disk is full).
+    files = {f"pkg/mod{i}.py": f'def handler_{i}(request):\n    """{"words " * 200}"""\n' for i in range(120)}
+    root = make_repo(files)
+    proc = run_semfora("index", "--path", str(root), env={"XDG_CACHE_HOME": str(full_disk)})
+    assert proc.returncode == 2, proc.stderr
+    assert "error[DISK_FULL]: no space left on the device" in proc.stderr
+    assert "XDG_CACHE_HOME" in proc.stderr and "Traceback" not in proc.stderr
+    as_json = run_semfora("index", "--path", str(root), "--json", env={"XDG_CACHE_HOME": str(full_disk)})
+    assert as_json.returncode == 2 and json.loads(as_json.stdout)["error_code"] == "DISK_FULL"
