@@ -158,14 +158,23 @@ class DiskFull(SemforaError):
     exit_code = EXIT_USAGE
 
 
-def is_disk_full(exc: BaseException) -> bool:
-    """Whether ``exc`` is a write that failed for want of space (see ``DiskFull``)."""
+def disk_full_error(exc: BaseException) -> DiskFull | None:
+    """``exc`` as a ``DiskFull`` when it is a write that failed for want of space, else None."""
     import errno
     import sqlite3
 
     if isinstance(exc, sqlite3.OperationalError):
-        return "disk is full" in str(exc)
-    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        full = "disk is full" in str(exc)
+    else:
+        full = isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    if not full:
+        return None
+    where = getattr(exc, "filename", None)
+    return DiskFull(
+        f"no space left on the device{f' writing {where}' if where else ''} ({exc})",
+        hint="free some space, or set XDG_CACHE_HOME to a directory on another disk (the index "
+        "lives there; `semfora doctor` shows where); the index keeps its last complete state",
+    )
 
 
 class IndexError_(SemforaError):

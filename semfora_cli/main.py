@@ -364,20 +364,13 @@ def _main(argv: Sequence[str] | None) -> int:
     except (OSError, sqlite3.OperationalError) as exc:
         # A full disk (the index's cache or the repository) was a traceback from wherever it
         # struck; it is the machine's set-up, said as such.
-        from engine.errors import DiskFull, is_disk_full
+        from engine.errors import disk_full_error
         from semfora_cli.output import report_error
 
-        if not is_disk_full(exc):
+        full = disk_full_error(exc)
+        if full is None:
             raise
-        where = getattr(exc, "filename", None)
-        return report_error(
-            DiskFull(
-                f"no space left on the device{f' writing {where}' if where else ''} ({exc})",
-                hint="free some space, or set XDG_CACHE_HOME to a directory on another disk (the index "
-                "lives there; `semfora doctor` shows where); the index keeps its last complete state",
-            ),
-            as_json=as_json,
-        )
+        return report_error(full, as_json=as_json)
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return 130

@@ -103,7 +103,9 @@ def attempt(run: Callable[[], T]) -> tuple[T | None, SemforaError | None]:
     except AppClosing:
         raise
     except Exception as exc:  # noqa: BLE001 - the worker boundary: any failure is shown, not lost
-        return None, SemforaError(f"{exc.__class__.__name__}: {exc}", code="INTERNAL")
+        from engine.errors import disk_full_error
+
+        return None, disk_full_error(exc) or SemforaError(f"{exc.__class__.__name__}: {exc}", code="INTERNAL")
 
 
 async def _settle(value: Awaitable[None] | None) -> None:

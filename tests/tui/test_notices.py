@@ -81,3 +81,24 @@ async def test_a_pack_built_without_vectors_says_so_under_the_pack(
         after = transcript[transcript.index("Context pack") :].splitlines()
         said = [line for line in after if line.startswith("_") and "vector" in line]
         assert said, after  # the pack is poorer without vectors, and the user is told why
+
+
+def test_a_full_disk_in_an_app_job_is_said_as_disk_full_not_internal() -> None:
+    """A job that hit a full disk (the index's commit) was shown as error[INTERNAL] OperationalError."""
+    import errno
+    import sqlite3
+
+    from semfora_tui.screens.main import attempt
+
+    def commit() -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    def write() -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", "/cache/semfora/x/index.db-wal")
+
+    for job in (commit, write):
+        _, err = attempt(job)
+        assert err is not None and err.code == "DISK_FULL", err
+        assert "XDG_CACHE_HOME" in (err.hint or "")
+    _, other = attempt(lambda: int("x"))
+    assert other is not None and other.code == "INTERNAL"
