@@ -35,7 +35,9 @@ NON_SOURCE_KINDS = frozenset({PathKind.TEST, PathKind.DOCS, PathKind.EXAMPLE})
 # is often library code (Django's ``django/test/`` is the test client users import), so it counts
 # only at the root or under ``src/`` (Maven and Gradle's ``src/test/``), below.
 _TEST_DIRS = r"tests|__tests__|spec|specs|__specs__"
-_TEST_DIR = re.compile(rf"(^|/)({_TEST_DIRS})/|^(src/)?test/")
+# ``testing/`` at the root is pytest's own layout (testing/python/collect.py is a test module);
+# anywhere else it is a library (``numpy/testing``, Go's ``src/testing``).
+_TEST_DIR = re.compile(rf"(^|/)({_TEST_DIRS})/|^(src/)?test/|^testing/")
 # File names that are tests in their language: test_x.py, x_test.go, tests.py, conftest.py,
 # x.test.ts, x.spec.js, x_spec.rb, FooTest.java, FooTests.cs, FooTest.php, FooSpec.scala.
 _TEST_FILE = re.compile(

@@ -21,6 +21,9 @@ from engine.policy.paths import PathKind, classify_path, is_test_path
         ("server/handler_test.go", PathKind.TEST),
         ("conftest.py", PathKind.TEST),
         ("docs/tests/test_snippets.py", PathKind.TEST),
+        ("testing/python/collect.py", PathKind.TEST),  # pytest's tests live in a root testing/
+        ("numpy/testing/utils.py", PathKind.SOURCE),
+        ("src/testing/testing.go", PathKind.SOURCE),
         # A package's own `test` module is library code that users import.
         ("django/test/client.py", PathKind.SOURCE),
         ("lib/testing.py", PathKind.SOURCE),
