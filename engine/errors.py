@@ -161,9 +161,10 @@ class DiskFull(SemforaError):
 def disk_full_error(exc: BaseException) -> DiskFull | None:
     """``exc`` as a ``DiskFull`` when it is a write that failed for want of space, else None."""
     import errno
-    import sqlite3
 
-    if isinstance(exc, sqlite3.OperationalError):
+    # sqlite3's "database or disk is full" (SQLITE_FULL), told by its module rather than imported:
+    # the semantic floor, which imports this module, never loads a database driver.
+    if type(exc).__module__ == "sqlite3" and type(exc).__name__ == "OperationalError":
         full = "disk is full" in str(exc)
     else:
         full = isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
