@@ -382,13 +382,13 @@ def answer(tool: McpTool, arguments: dict[str, Any] | None) -> tuple[dict[str, A
     signature, a docstring or a snippet never reaches the client) and the text is capped.
     Typed errors propagate; the server turns them into MCP errors.
     """
-    from engine.policy.redaction import redact, redact_json
+    from engine.policy.redaction import redact_json, redact_quoted
 
     data, text = tool.call(validate_arguments(tool, arguments))
     # Round-trip through JSON: dataclass leftovers and paths become plain JSON values.
     plain = json.loads(json.dumps(data, default=str))
     structured = plain if isinstance(plain, dict) else {"result": plain}
-    return cap_structured(redact_json(structured)), cap_reply(redact(text))
+    return cap_structured(redact_json(structured)), cap_reply(redact_quoted(text))
 
 
 def error_result(err: SemforaError) -> Any:
