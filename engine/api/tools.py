@@ -10,6 +10,7 @@ Each tool takes an ``Engine`` (one repository, its settings and its store) and r
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -116,6 +117,7 @@ class Engine:
         self._store: SymbolStore | None = None
         self._orchestrator: Orchestrator | None = None
         self.last_report: IndexReport | None = None
+        self._read_file: tuple[int, int] | None = None  # index.db as the open readers see it
 
     @classmethod
     def open(
@@ -128,6 +130,7 @@ class Engine:
         """The read store; builds the index first (incrementally) if it has never been built."""
         if self._store is None:
             self._store = SymbolStore(self.layout, on_warning=self.on_warning)
+            self._read_file = self._read_file or _file_identity(self.layout.index_db)
         if ensure_index and self._store.is_empty() and self.last_report is None:
             self.index()
         return self._store
@@ -153,6 +156,10 @@ class Engine:
         self.last_report = index_repository(
             self.layout, settings, rebuild=rebuild, progress=progress, on_warning=self.on_warning
         )
+        if self._read_file is not None and _file_identity(self.layout.index_db) != self._read_file:
+            # index.db is another file now (`semfora index --rebuild` elsewhere, a cleared cache,
+            # a damaged index rebuilt): readers still on the old one would answer from it forever.
+            self._close_readers()
         return self.last_report
 
     def orchestrator(self, *, reasoner: Reasoner | None = None, resume: bool = False) -> Orchestrator:
@@ -161,7 +168,7 @@ class Engine:
         if self._orchestrator is None or resume:
             from engine.api.turns import open_orchestrator
 
-            self.store()  # the first pack needs an index
+            self.store()  # the first pack needs an index (and its file is the one readers see)
             if self._orchestrator is not None:
                 self._orchestrator.close()
             self._orchestrator = open_orchestrator(self.layout, self.settings, reasoner, resume=resume)
@@ -170,18 +177,31 @@ class Engine:
         return self._orchestrator
 
     def close(self) -> None:
+        self._close_readers()
+
+    def _close_readers(self) -> None:
         if self._orchestrator is not None:
             self._orchestrator.close()
             self._orchestrator = None
         if self._store is not None:
             self._store.close()
             self._store = None
+        self._read_file = None
 
     def __enter__(self) -> Engine:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of ``path``, None when it does not exist: another value means another file."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def find_symbols(engine: Engine, name_or_id: str, *, with_source: bool = False) -> SymbolMatches:

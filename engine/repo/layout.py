@@ -159,6 +159,12 @@ class RepoLayout:
         _make_writable_dir(path)
         return path
 
+    def ensure_cache_dir(self) -> Path:
+        """``cache_dir``, made again if it was removed since (a user clearing ~/.cache/semfora
+        under a running server: its next index run then failed on a missing index.lock)."""
+        _make_writable_dir(self.cache_dir)
+        return self.cache_dir
+
     @property
     def index_db(self) -> Path:
         return self.cache_dir / "index.db"

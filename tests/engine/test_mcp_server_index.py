@@ -3,6 +3,7 @@ longer than a client waits, another process writing the index, a server killed m
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -315,3 +316,36 @@ def test_a_client_that_leaves_during_the_first_build_does_not_keep_the_server_ru
         timeout=120,
     )
     assert json.loads(out.stdout)["symbols"][0]["file"] == "pay/app.py", out.stderr
+
+
+async def test_an_index_rebuilt_or_deleted_elsewhere_while_serving_is_followed(make_repo) -> None:
+    """`semfora index --rebuild` in a terminal (or the cache cleared) replaces index.db while an
+    agent's server is running. The server kept reading the replaced file and answered from it
+    until restarted: a function added since was 'not found', whatever the refresh wrote."""
+    import shutil
+
+    root = make_repo({"pay/app.py": APP})
+
+    async def body(session):
+        assert not (await session.call_tool("get_symbol", {"symbol": "charge"})).is_error
+        assert not (await session.call_tool("get_context", {"task": "charge a customer"})).is_error
+        _index_rebuild(root)
+        (root / "pay" / "app.py").write_text(APP + "\n\ndef void(c):\n    return c\n")
+        found = await session.call_tool("get_symbol", {"symbol": "void"})
+        assert not found.is_error, found.content[0].text
+        pack = await session.call_tool("get_context", {"task": "void a charge"})
+        assert "def void" in pack.content[0].text
+        # The cache directory removed outright (a user clearing ~/.cache): the next call rebuilds.
+        for entry in (Path(os.environ["XDG_CACHE_HOME"]) / "semfora").iterdir():
+            shutil.rmtree(entry)
+        (root / "pay" / "app.py").write_text(APP + "\n\ndef refund(c):\n    return c\n")
+        again = await session.call_tool("get_symbol", {"symbol": "refund"})
+        assert not again.is_error, again.content[0].text
+
+    await mcp_session(root, body)
+
+
+def _index_rebuild(root: Path) -> None:
+    subprocess.run(
+        [SEMFORA, "index", "--rebuild", "--path", str(root)], check=True, capture_output=True, timeout=120
+    )
