@@ -342,8 +342,25 @@ def list_symbols(
     Token cost: ~800 for 50 results, ~3,200 for 200.
     """
     _check_limit("limit", limit, MAX_LIST_SYMBOLS)
-    value = SymbolList(tuple(SymbolRow.of(s) for s in engine.store().list_symbols(module, kind, risk, limit)))
+    store = engine.store()
+    rows = store.list_symbols(module, kind, risk, limit)
+    if not rows:
+        _check_filters(store, module, kind)
+    total = len(rows) if len(rows) < limit else store.count_symbols(module, kind, risk)
+    value = SymbolList(tuple(SymbolRow.of(s) for s in rows), total=total)
     return ToolResult(value, _toon(value.to_json()))
+
+
+def _check_filters(store: SymbolStore, module: str | None, kind: str | None) -> None:
+    """Nothing matched: a module or a kind that the index does not have is a mistake to name
+    (an empty list read as 'the repository has none'); a real one that matched nothing is not."""
+    if module and store.count_symbols(module) == 0:
+        raise NotFoundError(
+            f"no symbols in module {module!r}", code="MODULE_NOT_FOUND", hint="list_modules lists them"
+        )
+    kinds = store.symbol_kinds()
+    if kind and kind not in kinds:
+        raise UsageError(f"no symbol of kind {kind!r} in this index", hint=f"kinds here: {', '.join(kinds)}")
 
 
 def search_symbols(
@@ -362,7 +379,10 @@ def search_symbols(
     _check_limit("limit", limit, MAX_SEARCH_SYMBOLS)
     if not query.strip():
         raise UsageError("query must not be empty")
-    found = engine.store().search_symbols(query, module, kind, risk, limit)
+    store = engine.store()
+    found = store.search_symbols(query, module, kind, risk, limit)
+    if not found:
+        _check_filters(store, module, kind)
     value = SymbolList(tuple(SymbolRow.of(s) for s in found), query=query)
     return ToolResult(value, _toon({"symbols": value.rows()}))
 

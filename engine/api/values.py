@@ -223,14 +223,23 @@ class SymbolList:
 
     symbols: tuple[SymbolRow, ...]
     query: str | None = None
+    total: int | None = None  # a listing: how many match its filters (more than shown when cut)
 
     def rows(self) -> list[dict[str, Any]]:
         return [s.to_json() for s in self.symbols]
 
     def to_json(self) -> dict[str, Any]:
-        if self.query is None:
-            return {"symbols": self.rows()}
-        return {"query": self.query, "symbols": self.rows()}
+        if self.query is not None:
+            return {"query": self.query, "symbols": self.rows()}
+        data: dict[str, Any] = {"symbols": self.rows()}
+        if self.total is not None:
+            data["total"] = self.total
+            data["truncated"] = self.total > len(self.symbols)
+            if data["truncated"]:
+                data["more"] = (
+                    f"{len(self.symbols)} of {self.total:,} shown: narrow with module, kind or risk"
+                )
+        return data
 
 
 @dataclass(frozen=True)

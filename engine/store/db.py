@@ -352,6 +352,16 @@ class SymbolStore:
         )
         return [row_to_symbol(r) for r in rows]
 
+    def count_symbols(self, module: str | None = None, kind: str | None = None, risk: str | None = None) -> int:
+        """How many symbols ``list_symbols`` would list without a limit."""
+        where, params = symbol_filters(module, kind, risk)
+        return int(self._conn.execute(f"SELECT count(*) FROM symbols {where}", params).fetchone()[0])
+
+    def symbol_kinds(self) -> list[str]:
+        """The kinds of symbol this index holds (``function``, ``class``, ...), most common first."""
+        rows = self._conn.execute("SELECT kind FROM symbols GROUP BY kind ORDER BY count(*) DESC, kind")
+        return [r[0] for r in rows]
+
     def search_symbols(
         self,
         query: str,

@@ -572,3 +572,38 @@ async def test_a_client_started_from_the_file_system_root_hears_why_nothing_answ
 
     error = await mcp_session(Path("/"), body)
     assert error["error_code"] == "PATH_TOO_BROAD" and "--path" in error["message"]
+
+
+async def test_a_cut_listing_says_so_and_a_filter_matching_nothing_says_why(make_repo) -> None:
+    """list_symbols answered exactly `limit` rows with no sign that 60 more existed, and a module
+    or kind that does not exist answered `symbols: []`, as if the repository had none: an agent
+    took both at their word."""
+    files = {f"pkg/m{i}.py": f"def f{i}(x):\n    return x\n\n\nclass C{i}:\n    pass\n" for i in range(40)}
+    root = make_repo({**files, "pay/app.py": APP})
+
+    async def body(session):
+        page = await session.call_tool("list_symbols", {"module": "pkg", "limit": 20})
+        data = page.structured_content
+        assert len(data["symbols"]) == 20 and data["total"] == 80 and data["truncated"] is True
+        assert "20 of 80" in page.content[0].text and "module, kind or risk" in page.content[0].text
+        whole = (await session.call_tool("list_symbols", {"module": "pay", "limit": 50})).structured_content
+        assert whole["total"] == len(whole["symbols"]) and whole["truncated"] is False
+        for tool, args in (
+            ("list_symbols", {"module": "src/pay"}),
+            ("search_symbols", {"query": "charge", "module": "src/pay"}),
+        ):
+            missing = tool_error(await session.call_tool(tool, args))
+            assert missing["error_code"] == "MODULE_NOT_FOUND", missing
+            assert "'src/pay'" in missing["message"] and "list_modules" in missing["hint"]
+        for tool, args in (
+            ("list_symbols", {"kind": "func"}),
+            ("search_symbols", {"query": "charge", "kind": "func"}),
+        ):
+            bad_kind = tool_error(await session.call_tool(tool, args))
+            assert bad_kind["error_code"] == "USAGE" and "'func'" in bad_kind["message"]
+            assert "function" in bad_kind["hint"] and "class" in bad_kind["hint"]
+        # A real module and kind with no match is an empty answer, not an error.
+        none = await session.call_tool("list_symbols", {"module": "pay", "kind": "class", "risk": "high"})
+        assert not none.is_error and none.structured_content["symbols"] == []
+
+    await mcp_session(root, body)
