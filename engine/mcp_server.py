@@ -262,13 +262,37 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+# A JSON type as a sentence names it; Python's names (NoneType, str) mean nothing to a model.
+_A_TYPE = {
+    "string": "a string",
+    "integer": "an integer",
+    "boolean": "a boolean (true or false)",
+    "array": "an array",
+    "number": "a number",
+    "object": "an object",
+}
+
+
+def _a_type(value: Any) -> str:
+    """The JSON type of ``value`` as a sentence names it: ``a string``, ``null``."""
+    if value is None:
+        return "null"
+    for python, name in ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string")):
+        if isinstance(value, python):
+            return name
+    return "an array" if isinstance(value, list) else "an object"
+
+
 def validate_arguments(tool: McpTool, arguments: dict[str, Any] | None) -> dict[str, Any]:
     """Check arguments against the tool's schema; UsageError names the first problem."""
-    args: dict[str, Any] = dict(arguments or {})
+    required = tool.input_schema.get("required", [])
+    # null for an optional argument is 'not given': many models fill every optional one with it.
+    args: dict[str, Any] = {k: v for k, v in (arguments or {}).items() if v is not None or k in required}
     props: dict[str, Any] = tool.input_schema.get("properties", {})
-    for name in tool.input_schema.get("required", []):
-        if name not in args:
-            raise UsageError(f"{tool.name}: missing required argument '{name}'")
+    for name in required:
+        if args.get(name) is None:
+            null = " (it was null)" if name in args else ""
+            raise UsageError(f"{tool.name}: missing required argument '{name}'{null}")
     for name, value in args.items():
         prop = props.get(name)
         if prop is None:
@@ -278,7 +302,7 @@ def validate_arguments(tool: McpTool, arguments: dict[str, Any] | None) -> dict[
         kind = prop.get("type", "string")
         wanted = _JSON_TYPES.get(kind, (object,))
         if not isinstance(value, wanted) or (kind == "integer" and isinstance(value, bool)):
-            raise UsageError(f"{tool.name}: '{name}' must be a {kind}, got {type(value).__name__}")
+            raise UsageError(f"{tool.name}: '{name}' must be {_A_TYPE.get(kind, kind)}, got {_a_type(value)}")
         if kind == "integer":
             if "maximum" in prop and value > prop["maximum"]:
                 raise UsageError(f"{tool.name}: '{name}' is {value}; the limit is {prop['maximum']}")
@@ -296,9 +320,7 @@ def validate_arguments(tool: McpTool, arguments: dict[str, Any] | None) -> dict[
             items = prop.get("items", {})
             for item in value:
                 if items.get("type") == "string" and not isinstance(item, str):
-                    raise UsageError(
-                        f"{tool.name}: every item of '{name}' must be a string, got {type(item).__name__}"
-                    )
+                    raise UsageError(f"{tool.name}: every item of '{name}' must be a string, got {_a_type(item)}")
                 if isinstance(item, str) and "maxLength" in items and len(item) > items["maxLength"]:
                     raise UsageError(
                         f"{tool.name}: an item of '{name}' is {len(item):,} characters long; "

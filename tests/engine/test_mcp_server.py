@@ -607,3 +607,25 @@ async def test_a_cut_listing_says_so_and_a_filter_matching_nothing_says_why(make
         assert not none.is_error and none.structured_content["symbols"] == []
 
     await mcp_session(root, body)
+
+
+async def test_null_for_an_optional_argument_means_not_given(make_repo) -> None:
+    """Many models fill every optional argument with null; each such call was refused
+    ('module' must be a string, got NoneType) and the agent had to guess why. A required one
+    given as null is still missing, said in those words; type errors read as English."""
+    root = make_repo({"pay/app.py": APP})
+
+    async def body(session):
+        found = await session.call_tool(
+            "search_symbols", {"query": "charge", "module": None, "kind": None, "risk": None, "limit": None}
+        )
+        assert not found.is_error, found.content[0].text
+        assert found.structured_content["symbols"][0]["name"] == "charge"
+        source = await session.call_tool("get_symbol_source", {"symbol": "charge", "context": None})
+        assert not source.is_error and source.structured_content["start_line"] == 6
+        missing = tool_error(await session.call_tool("get_symbol", {"symbol": None}))
+        assert missing["message"] == "error[USAGE]: get_symbol: missing required argument 'symbol' (it was null)"
+        wrong = tool_error(await session.call_tool("search", {"query": "charge", "limit": "5"}))
+        assert wrong["message"] == "error[USAGE]: search: 'limit' must be an integer, got a string"
+
+    await mcp_session(root, body)
