@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from engine.api.values import (
     MAX_STALE_PATHS,
+    STALE_ID_HINT,
     CallerRef,
     CallView,
     DirectoryFile,
@@ -399,7 +400,8 @@ def get_symbol(engine: Engine, symbol: str) -> ToolResult[SymbolDetail]:
 
 
 def get_symbols(engine: Engine, ids: list[str]) -> ToolResult[SymbolDetails]:
-    """Several symbols at once (ids <= 20).
+    """Several symbols at once (ids <= 20; a qualified name or a name also does); the ones the
+    index does not hold are listed as ``missing``.
 
     Token cost: ~350 per symbol.
     """
@@ -407,7 +409,17 @@ def get_symbols(engine: Engine, ids: list[str]) -> ToolResult[SymbolDetails]:
         raise UsageError("ids must not be empty")
     _check_limit("number of ids", len(ids), MAX_GET_SYMBOLS)
     store = engine.store()
-    value = SymbolDetails(tuple(_symbol_detail(store, store.symbol(i)) for i in ids))
+    found: list[SymbolDetail] = []
+    missing: list[str] = []
+    for name_or_id in ids:
+        try:
+            found.append(_symbol_detail(store, store.resolve_one(_named(name_or_id))))
+        except NotFoundError:
+            missing.append(name_or_id)
+    if not found:
+        listed = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise NotFoundError(f"no symbol with id {listed}", code="SYMBOL_NOT_FOUND", hint=STALE_ID_HINT)
+    value = SymbolDetails(tuple(found), tuple(missing))
     return ToolResult(value, _toon(value.to_json()))
 
 
@@ -763,7 +775,10 @@ TOOLS: dict[str, ToolSpec] = {
             Param("limit", "integer", "max results", default=20, maximum=100),
         ),
         _spec(get_symbol, _SYMBOL),
-        _spec(get_symbols, Param("ids", "array", "symbol ids", required=True, maximum=20)),
+        _spec(
+            get_symbols,
+            Param("ids", "array", "symbol ids (qualified names or names also do)", required=True, maximum=20),
+        ),
         _spec(
             get_symbol_source,
             _SYMBOL,

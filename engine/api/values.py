@@ -207,14 +207,26 @@ class SymbolDetail:
         }
 
 
+# What to do about an id the index does not hold.
+STALE_ID_HINT = (
+    "not in the index: an id changes when its symbol is renamed, moved or its parameters change; "
+    "search_symbols finds it by name"
+)
+
+
 @dataclass(frozen=True)
 class SymbolDetails:
     """Several symbols in detail (``get_symbols``)."""
 
     symbols: tuple[SymbolDetail, ...]
+    missing: tuple[str, ...] = ()  # asked for, not in the index (an id changes with its signature)
 
     def to_json(self) -> dict[str, Any]:
-        return {"symbols": [s.to_json() for s in self.symbols]}
+        data: dict[str, Any] = {"symbols": [s.to_json() for s in self.symbols]}
+        if self.missing:
+            data["missing"] = list(self.missing)
+            data["missing_note"] = STALE_ID_HINT
+        return data
 
 
 @dataclass(frozen=True)

@@ -629,3 +629,24 @@ async def test_null_for_an_optional_argument_means_not_given(make_repo) -> None:
         assert wrong["message"] == "error[USAGE]: search: 'limit' must be an integer, got a string"
 
     await mcp_session(root, body)
+
+
+async def test_get_symbols_answers_for_the_ids_it_finds_and_names_the_others(make_repo) -> None:
+    """An id changes when its symbol gains a parameter, so a list of ids kept across an edit
+    holds stale ones: one of them made the whole get_symbols call fail, with no word of why."""
+    root = make_repo({"pay/app.py": APP})
+
+    async def body(session):
+        listed = (await session.call_tool("list_symbols", {"module": "pay"})).structured_content["symbols"]
+        ids = {s["name"]: s["id"] for s in listed}
+        (root / "pay" / "app.py").write_text(APP.replace("def charge(customer, amount)", "def charge(customer, amount, currency)"))
+        result = await session.call_tool("get_symbols", {"ids": [ids["charge"], ids["Ledger.record"], "Ledger"]})
+        assert not result.is_error, result.content[0].text
+        data = result.structured_content
+        assert [s["qualified_name"] for s in data["symbols"]] == ["Ledger.record", "Ledger"]
+        assert data["missing"] == [ids["charge"]]
+        assert "search_symbols" in data["missing_note"] and ids["charge"] in result.content[0].text
+        gone = tool_error(await session.call_tool("get_symbols", {"ids": [ids["charge"]]}))
+        assert gone["error_code"] == "SYMBOL_NOT_FOUND" and "search_symbols" in gone["hint"]
+
+    await mcp_session(root, body)
