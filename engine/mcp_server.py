@@ -320,7 +320,9 @@ def validate_arguments(tool: McpTool, arguments: dict[str, Any] | None) -> dict[
             items = prop.get("items", {})
             for item in value:
                 if items.get("type") == "string" and not isinstance(item, str):
-                    raise UsageError(f"{tool.name}: every item of '{name}' must be a string, got {_a_type(item)}")
+                    raise UsageError(
+                        f"{tool.name}: every item of '{name}' must be a string, got {_a_type(item)}"
+                    )
                 if isinstance(item, str) and "maxLength" in items and len(item) > items["maxLength"]:
                     raise UsageError(
                         f"{tool.name}: an item of '{name}' is {len(item):,} characters long; "

@@ -10,9 +10,9 @@ Each tool takes an ``Engine`` (one repository, its settings and its store) and r
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from engine.api.values import (

@@ -352,7 +352,9 @@ class SymbolStore:
         )
         return [row_to_symbol(r) for r in rows]
 
-    def count_symbols(self, module: str | None = None, kind: str | None = None, risk: str | None = None) -> int:
+    def count_symbols(
+        self, module: str | None = None, kind: str | None = None, risk: str | None = None
+    ) -> int:
         """How many symbols ``list_symbols`` would list without a limit."""
         where, params = symbol_filters(module, kind, risk)
         return int(self._conn.execute(f"SELECT count(*) FROM symbols {where}", params).fetchone()[0])

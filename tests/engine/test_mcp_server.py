@@ -624,7 +624,9 @@ async def test_null_for_an_optional_argument_means_not_given(make_repo) -> None:
         source = await session.call_tool("get_symbol_source", {"symbol": "charge", "context": None})
         assert not source.is_error and source.structured_content["start_line"] == 6
         missing = tool_error(await session.call_tool("get_symbol", {"symbol": None}))
-        assert missing["message"] == "error[USAGE]: get_symbol: missing required argument 'symbol' (it was null)"
+        assert (
+            missing["message"] == "error[USAGE]: get_symbol: missing required argument 'symbol' (it was null)"
+        )
         wrong = tool_error(await session.call_tool("search", {"query": "charge", "limit": "5"}))
         assert wrong["message"] == "error[USAGE]: search: 'limit' must be an integer, got a string"
 
@@ -639,8 +641,12 @@ async def test_get_symbols_answers_for_the_ids_it_finds_and_names_the_others(mak
     async def body(session):
         listed = (await session.call_tool("list_symbols", {"module": "pay"})).structured_content["symbols"]
         ids = {s["name"]: s["id"] for s in listed}
-        (root / "pay" / "app.py").write_text(APP.replace("def charge(customer, amount)", "def charge(customer, amount, currency)"))
-        result = await session.call_tool("get_symbols", {"ids": [ids["charge"], ids["Ledger.record"], "Ledger"]})
+        (root / "pay" / "app.py").write_text(
+            APP.replace("def charge(customer, amount)", "def charge(customer, amount, currency)")
+        )
+        result = await session.call_tool(
+            "get_symbols", {"ids": [ids["charge"], ids["Ledger.record"], "Ledger"]}
+        )
         assert not result.is_error, result.content[0].text
         data = result.structured_content
         assert [s["qualified_name"] for s in data["symbols"]] == ["Ledger.record", "Ledger"]

@@ -304,4 +304,7 @@ def test_a_secret_inside_an_escaped_string_is_masked_and_the_rest_kept() -> None
     # An unterminated string ends the scan of its line (a search from every quote was quadratic:
     # 77 s on this line); the lines after it are still read.
     long_line = '"' + 'a\\"' * 50_000
-    assert redact_quoted(long_line + '\n"f(password=\\"hunter2\\")"') == long_line + f'\n"f(password=\\"{MASK}\\")"'
+    assert (
+        redact_quoted(long_line + '\n"f(password=\\"hunter2\\")"')
+        == long_line + f'\n"f(password=\\"{MASK}\\")"'
+    )
