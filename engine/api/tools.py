@@ -47,7 +47,7 @@ from engine.errors import EngineWarning, NotFoundError, PathDenied, UsageError, 
 from engine.policy.sandbox import ResolvedPath
 from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
-from engine.store.db import MAX_GRAPH_DEPTH, SymbolStore, symbol_source
+from engine.store.db import MAX_GRAPH_DEPTH, MAX_GRAPH_NODES, SymbolStore, symbol_source
 from engine.words import noun_for
 
 if TYPE_CHECKING:
@@ -459,25 +459,26 @@ def get_call_graph(
     """Who a symbol calls (``callees``), who calls it (``callers``) or ``both``, up to depth <= 6.
     Each edge says how it was resolved: same_file, import, unique, ranked or external.
 
-    Token cost: varies; ~15 tokens per edge, at most 500 edges per direction.
+    Token cost: varies; ~15 tokens per edge, at most 500 edges per direction (a cut direction
+    says so).
     """
     if direction not in ("callers", "callees", "both"):
         raise UsageError(f"direction must be callers, callees or both, not {direction!r}")
     _check_limit("depth", depth, MAX_GRAPH_DEPTH)
     store = engine.store()
     sym = store.resolve_one(_named(symbol))
+    # One node past the cap is walked, to know whether the cap cut anything.
+    walks = {
+        asked: [GraphEdge.of(n) for n in walk(sym.id, depth, limit=MAX_GRAPH_NODES + 1)]
+        for asked, walk in (("callers", store.callers), ("callees", store.callees))
+        if direction in ("both", asked)
+    }
     value = GraphView(
         SymbolView.of(sym),
-        callers=(
-            tuple(GraphEdge.of(n) for n in store.callers(sym.id, depth))
-            if direction in ("callers", "both")
-            else None
-        ),
-        callees=(
-            tuple(GraphEdge.of(n) for n in store.callees(sym.id, depth))
-            if direction in ("callees", "both")
-            else None
-        ),
+        callers=tuple(walks["callers"][:MAX_GRAPH_NODES]) if "callers" in walks else None,
+        callees=tuple(walks["callees"][:MAX_GRAPH_NODES]) if "callees" in walks else None,
+        cut=tuple(d for d, edges in walks.items() if len(edges) > MAX_GRAPH_NODES),
+        cap=MAX_GRAPH_NODES,
     )
     return ToolResult(value, _toon(value.to_json()))
 

@@ -485,11 +485,14 @@ class GraphEdge:
 
 @dataclass(frozen=True)
 class GraphView:
-    """Who a symbol calls and/or who calls it; a direction not asked for is None."""
+    """Who a symbol calls and/or who calls it; a direction not asked for is None. A direction
+    walked to its ``cap`` of nodes with more left is named in ``cut``, and ``truncated`` says so."""
 
     symbol: SymbolView
     callers: tuple[GraphEdge, ...] | None = None
     callees: tuple[GraphEdge, ...] | None = None
+    cut: tuple[str, ...] = ()  # "callers" and/or "callees": more than ``cap`` nodes were reached
+    cap: int = 0
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -501,6 +504,12 @@ class GraphView:
             data["callers"] = [e.to_json() for e in self.callers]
         if self.callees is not None:
             data["callees"] = [e.to_json() for e in self.callees]
+        data["truncated"] = bool(self.cut)
+        if self.cut:
+            data["more"] = (
+                f"{' and '.join(self.cut)} cut at {self.cap}: there are more; walk fewer levels (depth) "
+                "or start from one of them"
+            )
         return data
 
 

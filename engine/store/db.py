@@ -381,9 +381,9 @@ class SymbolStore:
 
     # graphs ----------------------------------------------------------------
 
-    def callers(self, symbol_id: str, depth: int = 1) -> list[GraphNode]:
-        """Who calls this symbol, breadth first, up to ``depth`` hops."""
-        return self._walk(symbol_id, depth, incoming=True)
+    def callers(self, symbol_id: str, depth: int = 1, *, limit: int = MAX_GRAPH_NODES) -> list[GraphNode]:
+        """Who calls this symbol, breadth first, up to ``depth`` hops and ``limit`` nodes."""
+        return self._walk(symbol_id, depth, incoming=True, limit=limit)
 
     def unresolved_calls(self, name: str, *, method: bool) -> int:
         """Calls named ``name`` tied to no definition and to no outside package: ``x.name()`` whose
@@ -397,11 +397,11 @@ class SymbolStore:
         ).fetchone()
         return int(row[0])
 
-    def callees(self, symbol_id: str, depth: int = 1) -> list[GraphNode]:
-        """What this symbol calls (resolved and external), up to ``depth`` hops."""
-        return self._walk(symbol_id, depth, incoming=False)
+    def callees(self, symbol_id: str, depth: int = 1, *, limit: int = MAX_GRAPH_NODES) -> list[GraphNode]:
+        """What this symbol calls (resolved and external), up to ``depth`` hops and ``limit`` nodes."""
+        return self._walk(symbol_id, depth, incoming=False, limit=limit)
 
-    def _walk(self, symbol_id: str, depth: int, *, incoming: bool) -> list[GraphNode]:
+    def _walk(self, symbol_id: str, depth: int, *, incoming: bool, limit: int) -> list[GraphNode]:
         if depth < 1 or depth > MAX_GRAPH_DEPTH:
             raise UsageError(f"depth must be between 1 and {MAX_GRAPH_DEPTH}, not {depth}")
         self.symbol(symbol_id)  # raises NotFound for an unknown id
@@ -439,7 +439,7 @@ class SymbolStore:
                     )
                     if other:
                         nxt.append(other)
-                    if len(out) >= MAX_GRAPH_NODES:
+                    if len(out) >= limit:
                         return out
             frontier = nxt
             if not frontier:

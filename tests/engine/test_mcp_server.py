@@ -656,3 +656,22 @@ async def test_get_symbols_answers_for_the_ids_it_finds_and_names_the_others(mak
         assert gone["error_code"] == "SYMBOL_NOT_FOUND" and "search_symbols" in gone["hint"]
 
     await mcp_session(root, body)
+
+
+async def test_a_call_graph_cut_at_its_cap_says_so(make_repo) -> None:
+    """get_callers stops at 500 nodes; the reply was `callers[500]` and nothing else, which an
+    agent renaming a function read as every caller there is."""
+    callers = "".join(f"def c{i}():\n    return target()\n\n\n" for i in range(510))
+    root = make_repo(
+        {"lib.py": "def target():\n    return 1\n", "use.py": "from lib import target\n\n\n" + callers}
+    )
+
+    async def body(session):
+        cut = await session.call_tool("get_callers", {"symbol": "target"})
+        data = cut.structured_content
+        assert len(data["callers"]) == 500 and data["truncated"] is True
+        assert "callers cut at 500" in data["more"] and "callers cut at 500" in cut.content[0].text
+        few = (await session.call_tool("get_callers", {"symbol": "c3"})).structured_content
+        assert few["callers"] == [] and few["truncated"] is False and "more" not in few
+
+    await mcp_session(root, body)
