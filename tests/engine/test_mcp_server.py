@@ -675,3 +675,17 @@ async def test_a_call_graph_cut_at_its_cap_says_so(make_repo) -> None:
         assert few["callers"] == [] and few["truncated"] is False and "more" not in few
 
     await mcp_session(root, body)
+
+
+async def test_a_server_pointed_at_the_temporary_directory_says_it_is_no_project() -> None:
+    """`--path /tmp` (a client started there, a config written while trying things out) began
+    indexing every project anyone had unpacked in it: 37,742 files, 25 s for a first call that
+    then said INDEX_BUILDING. /tmp, /usr, /home and their like are refused as / and ~ are."""
+    import tempfile
+
+    async def body(session):
+        return tool_error(await session.call_tool("get_repo_overview", {}))
+
+    error = await mcp_session(Path(tempfile.gettempdir()), body, args=["--wait", "1"])
+    assert error["error_code"] == "PATH_TOO_BROAD", error
+    assert "shared directory" in error["message"] and "--path" in error["message"]
