@@ -17,7 +17,8 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -578,6 +579,53 @@ class ServerIndex:
         refresh_index(self._engine, refresh=True, on_busy=busy.append, progress=progress, busy_wait=0)
 
 
+class ServerBusy(SemforaError):
+    """A call waited as long as it may for the call before it (calls run one at a time)."""
+
+    code = "SERVER_BUSY"
+    exit_code = EXIT_UNAVAILABLE
+
+
+class CallTurn:
+    """Calls that read the store take turns (it has one connection). A call behind a long one (a
+    forced generate_index, which runs to its end even when its client cancelled it) waits with
+    a progress token as long as it takes, hearing what it waits for; without one at most
+    ``wait`` seconds, then SERVER_BUSY names the call ahead (a silent wait ran into the client's
+    timeout)."""
+
+    def __init__(self, lock: threading.Lock, wait: float) -> None:
+        self._lock = lock
+        self._wait = wait
+        self._holder = ("", 0.0)  # the call that has the turn, and since when (monotonic)
+
+    @contextmanager
+    def take(self, name: str, relay: ProgressRelay | None) -> Iterator[None]:
+        deadline = time.monotonic() + self._wait
+        while not self._lock.acquire(timeout=PROGRESS_INTERVAL_S):
+            ahead = self.ahead()
+            if relay is not None:
+                relay(f"waiting for {ahead}", 0, 0)
+            elif time.monotonic() >= deadline:
+                raise ServerBusy(
+                    f"an earlier call ({ahead}) is still running; call again in a moment",
+                    hint=f"calls run one at a time and a call waits {self._wait:g} s for the one before it; "
+                    "a call the client cancelled still runs to its end",
+                )
+        self._holder = (name, time.monotonic())
+        try:
+            yield
+        finally:
+            self._holder = ("", 0.0)
+            self._lock.release()
+
+    def ahead(self) -> str:
+        """The call that has the turn, for a person: ``generate_index, 14 s so far``."""
+        name, since = self._holder
+        if not name:
+            return "the index being brought up to date"
+        return f"{name}, {time.monotonic() - since:.0f} s so far"
+
+
 def build_server(
     path: str | os.PathLike[str] | None = None, *, first_call_wait: float = DEFAULT_FIRST_CALL_WAIT_S
 ) -> Any:
@@ -600,6 +648,7 @@ def build_server(
     # The store holds one SQLite connection: calls run one at a time, off the event loop.
     engine_lock = threading.Lock()
     index = ServerIndex(engine, engine_lock, first_call_wait)
+    turn = CallTurn(engine_lock, first_call_wait)
 
     def run_tool(
         tool: McpTool, args: dict[str, Any] | None, progress: ProgressRelay, asked_progress: bool
@@ -609,7 +658,7 @@ def build_server(
         validate_arguments(tool, args)  # a bad call fails at once, not after the index is built
         index.wait_until_built(progress if asked_progress else None)
         busy: list[str] = []  # why the index was not refreshed (another process holds its lock)
-        with engine_lock:
+        with turn.take(tool.name, progress if asked_progress else None):
             if tool.name not in NO_REFRESH:
                 index.refresh(progress, busy)
             note = f"index not refreshed ({busy[0]}); answers may not show the latest edits" if busy else ""

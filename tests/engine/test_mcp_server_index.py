@@ -349,3 +349,35 @@ def _index_rebuild(root: Path) -> None:
     subprocess.run(
         [SEMFORA, "index", "--rebuild", "--path", str(root)], check=True, capture_output=True, timeout=120
     )
+
+
+async def test_a_call_behind_a_long_one_says_what_it_waits_for(
+    make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Calls run one at a time. A call behind a long one (a generate_index the client cancelled
+    still runs to its end: 36 s on Django) waited for it silently, past the client's timeout; it
+    now waits at most --wait seconds, then says what it waits for, as INDEX_BUILDING does."""
+    root = make_repo({"pay/app.py": APP})
+    _index(root)
+    monkeypatch.setenv("SEMFORA_INDEX__LOCK_TIMEOUT", "600")  # generate_index waits on the holder
+    log_path = tmp_path / "server.log"
+
+    with index_lock_held(root) as release, log_path.open("w") as errlog:
+
+        async def body(session):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(session.call_tool, "generate_index", {"force": True})
+                with anyio.fail_after(60):  # the state: generate_index waits for the index lock
+                    while "INDEX_WAITING" not in log_path.read_text():
+                        await anyio.sleep(0.05)
+                    behind = tool_error(await session.call_tool("get_symbol", {"symbol": "charge"}))
+                assert behind["error_code"] == "SERVER_BUSY", behind
+                assert "generate_index" in behind["message"] and "call again" in behind["message"]
+                # A call that reads nothing of the index still answers at once.
+                assert not (await session.call_tool("list_languages", {})).is_error
+                release()
+            with anyio.fail_after(60):
+                after = await session.call_tool("get_symbol", {"symbol": "charge"})
+            assert not after.is_error, after.content[0].text
+
+        await mcp_session(root, body, args=["--wait", "1"], errlog=errlog)
