@@ -618,6 +618,10 @@ class CallTurn:
             self._holder = ("", 0.0)
             self._lock.release()
 
+    def running(self) -> str:
+        """The call that has the turn now, or ``""``."""
+        return self._holder[0]
+
     def ahead(self) -> str:
         """The call that has the turn, for a person: ``generate_index, 14 s so far``."""
         name, since = self._holder
@@ -688,8 +692,10 @@ def build_server(
         asked_progress = (params.meta or {}).get("progress_token") is not None
         try:
             progress = ProgressRelay(ctx.session.report_progress)
+            # Abandoned on cancel (the client cancelled it, or left): the thread runs on, holding
+            # the turn (a later call waits for it, see CallTurn), and serve() does not wait for it.
             structured, text = await anyio.to_thread.run_sync(
-                run_tool, tool, params.arguments, progress, asked_progress
+                run_tool, tool, params.arguments, progress, asked_progress, abandon_on_cancel=True
             )
         except SemforaError as err:
             return error_result(err)
@@ -715,6 +721,7 @@ def build_server(
     )
     server.semfora_engine = engine  # type: ignore[attr-defined]  # closed by serve()
     server.semfora_index = index  # type: ignore[attr-defined]  # started by serve()
+    server.semfora_turn = turn  # type: ignore[attr-defined]  # a call still running when serve() ends
     return server
 
 
@@ -787,13 +794,14 @@ def serve(
     try:
         _run_stdio(server)
     finally:
-        if server.semfora_index.running():
+        building = server.semfora_index.running()
+        call = server.semfora_turn.running()
+        if building or call:
             # The client is gone (an SDK client kills the server 2 s after closing stdin anyway).
             # Stopping mid-build is safe: nothing half-written is committed, the index lock is
             # released with this process, its workers exit with it, and the next start goes on.
-            sys.stderr.write(
-                "semfora: the client left while the index was being built; the next start finishes it\n"
-            )
+            what = "the index was being built" if building else f"{call} was running"
+            sys.stderr.write(f"semfora: the client left while {what}; the next start finishes it\n")
             # The process's exit handlers run, but not the wait for the build's worker pool that
             # a normal exit adds (threading's own exit hooks); os._exit skips that wait.
             atexit._run_exitfuncs()

@@ -381,3 +381,50 @@ async def test_a_call_behind_a_long_one_says_what_it_waits_for(
             assert not after.is_error, after.content[0].text
 
         await mcp_session(root, body, args=["--wait", "1"], errlog=errlog)
+
+
+def test_a_client_that_leaves_during_a_long_call_does_not_keep_the_server_running(
+    make_repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing stdin while a call runs (a forced generate_index) ended the server only when the
+    call did: up to index.lock_timeout with another writer, holding its index lock and workers
+    meanwhile. It now ends at once, as during the first build."""
+    import json
+
+    root = make_repo({"pay/app.py": APP})
+    _index(root)
+    monkeypatch.setenv("SEMFORA_INDEX__LOCK_TIMEOUT", "600")
+    server = spawn_mcp(root)
+    assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+
+    def send(message: dict) -> None:
+        assert server.stdin is not None
+        server.stdin.write(json.dumps(message) + "\n")
+        server.stdin.flush()
+
+    try:
+        send(INITIALIZE)
+        assert '"result"' in server.stdout.readline()
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "check_index", "arguments": {}},
+            }
+        )
+        assert '"fresh":true' in server.stdout.readline()  # the start-up refresh is over
+        with index_lock_held(root):
+            call = {"name": "generate_index", "arguments": {"force": True}}
+            send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
+            for line in server.stderr:  # the state: generate_index waits for the other writer
+                if "INDEX_WAITING" in line:
+                    break
+            server.stdin.close()
+            server.wait(timeout=30)
+            assert server.returncode == 0
+            assert "the client left while generate_index was running" in server.stderr.read()
+    finally:
+        if server.poll() is None:
+            server.kill()
