@@ -84,7 +84,9 @@ def _search_tool(engine: Engine) -> McpTool:
         if not args["query"].strip():  # as `semfora search ""`: an empty query is a mistake, not "no hits"
             raise UsageError("search: the query is empty", hint='e.g. "where are retries decided"')
         # Warnings (e.g. vectors unavailable: full-text and symbols answered) ride in the reply.
-        found = search(engine, args["query"], mode=args.get("mode", "hybrid"), limit=args.get("limit", 10))
+        # Every reply says what it lacks (vectors off): a warning once per process was once per session.
+        mode, limit = args.get("mode", "hybrid"), args.get("limit", 10)
+        found = search(engine, args["query"], mode=mode, limit=limit, every_warning=True)
         data = found.to_json(always_warnings=False)
         return data, _toon(data)
 

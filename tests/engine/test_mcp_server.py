@@ -689,3 +689,20 @@ async def test_a_server_pointed_at_the_temporary_directory_says_it_is_no_project
     error = await mcp_session(Path(tempfile.gettempdir()), body, args=["--wait", "1"])
     assert error["error_code"] == "PATH_TOO_BROAD", error
     assert "shared directory" in error["message"] and "--path" in error["message"]
+
+
+async def test_every_vector_search_says_vectors_are_off_not_only_the_first(make_repo) -> None:
+    """With vectors off, `search(mode="vector")` answers from full text and symbols and says so,
+    but only once per process: in a server that lives all session, the second and later vector
+    searches came back as plain full-text hits with no word that no vector had been asked."""
+    root = make_repo({"pay/app.py": APP})
+
+    async def body(session):
+        for query in ("charge a customer", "record an entry", "charge a customer"):
+            found = (await session.call_tool("search", {"query": query, "mode": "vector"})).structured_content
+            assert any("vectors are off" in w for w in found.get("warnings", [])), (query, found)
+        # A hybrid search is not a request for vectors alone: no warning to repeat there.
+        hybrid = (await session.call_tool("search", {"query": "charge"})).structured_content
+        assert "warnings" not in hybrid, hybrid
+
+    await mcp_session(root, body)
