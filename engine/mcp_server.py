@@ -60,10 +60,11 @@ INSTRUCTIONS = (
     "call get_context first: it returns the code to read or change, budgeted (default 8k tokens). "
     "Otherwise start with get_repo_overview (bounded, ~2.5k tokens), then search_symbols or search, "
     "then get_symbol / get_symbol_source for just what you need. "
-    "Prefer list_symbols + get_symbol over get_module (8-12k tokens). "
+    "Prefer list_symbols + get_symbol over get_module (8-25k tokens). "
     "The index follows file edits by itself (each call refreshes it first): generate_index is only "
     "for a forced rebuild. Failed calls explain themselves in one line (error[CODE]: ...); "
-    "INDEX_BUILDING means the first index is still being built: call again in a moment."
+    "INDEX_BUILDING means the first index is still being built, SERVER_BUSY that a long call "
+    "(generate_index) is still running: call again in a moment."
 )
 
 

@@ -314,9 +314,10 @@ def list_modules(engine: Engine) -> ToolResult[ModuleList]:
 
 
 def get_module(engine: Engine, module: str) -> ToolResult[ModuleSymbols]:
-    """EXPENSIVE: every symbol of one module with its signature (capped at 500).
+    """EXPENSIVE: every symbol of one module with its signature (capped at 500). Prefer
+    list_symbols + get_symbol.
 
-    Token cost: 8,000-12,000 for a typical module. Prefer list_symbols + get_symbol.
+    Token cost: 8,000-12,000 for a typical module, up to ~25,000 (an MCP reply's cap) at 500 symbols.
     """
     if not module.strip():  # '' matched every symbol: the whole repository, cut at 500
         raise UsageError("get_module: name a module", hint="list_modules lists them")
@@ -340,7 +341,7 @@ def list_symbols(
 ) -> ToolResult[SymbolList]:
     """Browse symbols of a module, optionally by kind and risk. limit <= 200.
 
-    Token cost: ~800 for 50 results, ~3,200 for 200.
+    Token cost: ~25-30 per symbol: ~1,500 for 50 results, ~6,000 for 200.
     """
     _check_limit("limit", limit, MAX_LIST_SYMBOLS)
     store = engine.store()

@@ -706,3 +706,34 @@ async def test_every_vector_search_says_vectors_are_off_not_only_the_first(make_
         assert "warnings" not in hybrid, hybrid
 
     await mcp_session(root, body)
+
+
+def test_a_tools_stated_token_cost_holds_at_its_cap(make_repo) -> None:
+    """An agent budgets its context from the costs in the descriptions. On Django, list_symbols
+    at its 200 cost ~4,800 tokens (stated ~3,200) and get_module at its 500 ~16,500 (stated
+    8,000-12,000): each description's largest figure now covers a reply at its cap, measured
+    with the engine's own estimate (characters / 4) on symbols named and placed as Django's."""
+    import re
+
+    from engine.api import Engine
+    from engine.mcp_server import answer, build_tools
+
+    methods = "".join(
+        f"    def get_related_queryset_{i}(self, request, obj=None, *args, **kwargs) -> QuerySet:\n"
+        f"        return self.model._default_manager.using(self._db).filter(pk={i})\n\n"
+        for i in range(60)
+    )
+    files = {
+        f"django/contrib/admin/views/changelist_{n}.py": f"class ChangeListView{n}(BaseListView):\n{methods}"
+        for n in range(10)
+    }
+    with Engine.open(make_repo(files)) as engine:
+        tools = build_tools(engine)
+        for name, args in (
+            ("list_symbols", {"limit": 200}),
+            ("get_module", {"module": "django/contrib/admin"}),
+        ):
+            _, text = answer(tools[name], args)
+            cost = tools[name].description.split("Token cost")[1]
+            stated = max(int(n.replace(",", "")) for n in re.findall(r"\d[\d,]*", cost))
+            assert len(text) / 4 <= stated * 1.05, (name, len(text) / 4, cost)  # "~" figures
