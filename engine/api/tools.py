@@ -324,7 +324,7 @@ def get_module(engine: Engine, module: str) -> ToolResult[ModuleSymbols]:
     store = engine.store()
     syms = store.list_symbols(module=module, limit=MAX_MODULE_SYMBOLS + 1)
     if not syms:
-        raise NotFoundError(f"no symbols in module {module!r}", code="MODULE_NOT_FOUND")
+        raise _no_module(store, module)
     truncated = len(syms) > MAX_MODULE_SYMBOLS
     value = ModuleSymbols(
         module, tuple(SymbolRow.of(s, signature=True) for s in syms[:MAX_MODULE_SYMBOLS]), truncated
@@ -353,13 +353,23 @@ def list_symbols(
     return ToolResult(value, _toon(value.to_json()))
 
 
+def _no_module(store: SymbolStore, module: str) -> NotFoundError:
+    """MODULE_NOT_FOUND, saying what to call instead: a file is what many call a module."""
+    is_file = store.file(module.strip("/")) is not None
+    return NotFoundError(
+        f"no symbols in module {module!r}",
+        code="MODULE_NOT_FOUND",
+        hint=f"{module} is a file: analyze_file lists its symbols; modules are directories"
+        if is_file
+        else "list_modules lists them",
+    )
+
+
 def _check_filters(store: SymbolStore, module: str | None, kind: str | None) -> None:
     """Nothing matched: a module or a kind that the index does not have is a mistake to name
     (an empty list read as 'the repository has none'); a real one that matched nothing is not."""
     if module and store.count_symbols(module) == 0:
-        raise NotFoundError(
-            f"no symbols in module {module!r}", code="MODULE_NOT_FOUND", hint="list_modules lists them"
-        )
+        raise _no_module(store, module)
     kinds = store.symbol_kinds()
     if kind and kind not in kinds:
         raise UsageError(f"no symbol of kind {kind!r} in this index", hint=f"kinds here: {', '.join(kinds)}")
@@ -559,6 +569,10 @@ def analyze_directory(
     except NotFoundError as exc:
         raise NotFoundError(f"no such directory: {path}", code="DIR_NOT_FOUND") from exc
     if not target.is_dir:
+        if target.path.is_file():  # the slip analyze_file answers the other way round
+            raise PathDenied(
+                f"{target.asked} is a file", code="PATH_INVALID", hint="analyze_file takes a file"
+            )
         raise NotFoundError(f"no such directory: {path}", code="DIR_NOT_FOUND")
     rel = target.rel
     conn = engine.store().connection()

@@ -113,3 +113,22 @@ async def test_a_secret_default_in_a_quoted_signature_is_masked_in_the_text_too(
         assert 'login(user, secret=\\"[REDACTED]\\"' in parsed.content[0].text
 
     await mcp_session(root, body)
+
+
+async def test_a_file_given_where_a_directory_or_module_is_taken_names_the_tool_for_a_file(make_repo) -> None:
+    """A Python developer calls a file a module: get_module('pay/app.py') said only 'no symbols
+    in module', and analyze_directory('pay/app.py') 'no such directory' of a file that exists."""
+    root = make_repo({"pay/app.py": "def charge():\n    return 1\n"})
+
+    async def body(session):
+        for tool in ("get_module", "list_symbols"):
+            error = tool_error(await session.call_tool(tool, {"module": "pay/app.py"}))
+            assert error["error_code"] == "MODULE_NOT_FOUND"
+            assert (
+                error["hint"]
+                == "pay/app.py is a file: analyze_file lists its symbols; modules are directories"
+            )
+        directory = tool_error(await session.call_tool("analyze_directory", {"path": "pay/app.py"}))
+        assert directory["message"] == "error[PATH_INVALID]: pay/app.py is a file (analyze_file takes a file)"
+
+    await mcp_session(root, body)
