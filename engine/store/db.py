@@ -11,6 +11,7 @@ import hashlib
 import os
 import sqlite3
 import struct
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -102,8 +103,7 @@ def header_problem(path: Path) -> str | None:
         size = path.stat().st_size
         if size == 0:
             return None  # SQLite treats an empty file as a new database
-        with path.open("rb") as fh:
-            head = fh.read(HEADER_BYTES)
+        head = _read_header(path)
     except OSError as exc:
         return f"cannot read: {exc.strerror}"
     if len(head) < HEADER_BYTES or not head.startswith(SQLITE_MAGIC):
@@ -119,6 +119,37 @@ def header_problem(path: Path) -> str | None:
     if pages and size < pages * page_size and not (wal.exists() and wal.stat().st_size > 0):
         return f"truncated ({size} bytes, header says {pages * page_size})"
     return None
+
+
+# index.db's descriptors this process reads headers through: opened once per file, never closed
+# while the file is in place (see ``_read_header``).
+_HEADER_FDS: dict[str, int] = {}
+_HEADER_FDS_LOCK = threading.Lock()
+
+
+def _read_header(path: Path) -> bytes:
+    """The first ``HEADER_BYTES`` of ``path``, through a descriptor this process keeps open.
+
+    Closing any descriptor of a file drops every POSIX lock the process holds on it, SQLite's
+    included. A ``with open(index.db)`` here, in a process whose connections had index.db open
+    (a server, the app), let another process's connection take itself for the last one on
+    closing and remove the WAL under them: 'disk I/O error', 'database disk image is malformed',
+    then an INDEX_CORRUPT rebuild. The descriptor of a file since deleted is closed (its
+    connections are on their way out; keeping it would hold the deleted file's space).
+    """
+    key = str(path)
+    with _HEADER_FDS_LOCK:
+        fd = _HEADER_FDS.get(key)
+        if fd is not None:
+            now, held = os.stat(path), os.fstat(fd)
+            if (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):
+                if held.st_nlink == 0:
+                    os.close(fd)
+                fd = None
+        if fd is None:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            _HEADER_FDS[key] = fd
+        return os.pread(fd, HEADER_BYTES, 0)
 
 
 def _configure(conn: sqlite3.Connection) -> None:

@@ -428,3 +428,27 @@ def test_a_client_that_leaves_during_a_long_call_does_not_keep_the_server_runnin
     finally:
         if server.poll() is None:
             server.kill()
+
+
+async def test_another_writer_beside_a_running_server_never_damages_the_index(make_repo) -> None:
+    """Two agents on one repository (two servers, or a server and `semfora index`): each index
+    run read index.db's header through a descriptor it then closed, which dropped every lock the
+    process's SQLite connections held on index.db. The other process then took itself for the
+    last one and removed the WAL under them: 'disk I/O error', 'database disk image is malformed',
+    and an INDEX_CORRUPT rebuild that deleted the index under everyone."""
+    root = make_repo({"pay/app.py": APP})
+    _index(root)
+    cache = next((Path(os.environ["XDG_CACHE_HOME"]) / "semfora").iterdir())
+
+    async def body(session):
+        for i in range(8):
+            assert not (await session.call_tool("get_symbol", {"symbol": "charge"})).is_error
+            with (root / "pay" / "app.py").open("a") as f:
+                f.write(f"\n\ndef added_{i}():\n    return {i}\n")
+            _index(root)  # the other writer runs, and closes
+            # This server is still connected: the other one must not have taken itself for the last.
+            assert (cache / "index.db-shm").exists() and (cache / "index.db-wal").exists()
+            found = await session.call_tool("get_symbol", {"symbol": f"added_{i}"})
+            assert not found.is_error, found.content[0].text
+
+    await mcp_session(root, body)
