@@ -27,6 +27,9 @@ from engine.errors import EXIT_UNAVAILABLE, NotFoundError, SemforaError, Service
 if TYPE_CHECKING:
     from engine.api import Engine, ToolSpec
 
+# The indexer's progress hook: (phase, done, total).
+Progress = Callable[[str, int, int], None]
+
 SERVER_NAME = "semfora"
 SERVER_VERSION = "0.1.0"
 # One reply never carries more than this many characters (~25k tokens): a tool that would
@@ -75,11 +78,13 @@ class McpTool:
     name: str
     description: str
     input_schema: dict[str, Any]
-    call: Callable[[dict[str, Any]], tuple[dict[str, Any], str]]  # arguments -> (structured JSON, TOON text)
+    # (arguments, progress or None) -> (structured JSON, TOON text); progress is heard by the
+    # tools that report it (generate_index), when the client gave a progress token.
+    call: Callable[..., tuple[dict[str, Any], str]]
 
 
 def _search_tool(engine: Engine) -> McpTool:
-    def call(args: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    def call(args: dict[str, Any], progress: Progress | None = None) -> tuple[dict[str, Any], str]:
         from engine.api import search
 
         if not args["query"].strip():  # as `semfora search ""`: an empty query is a mistake, not "no hits"
@@ -121,7 +126,7 @@ def _search_tool(engine: Engine) -> McpTool:
 
 
 def _diff_tool(engine: Engine) -> McpTool:
-    def call(args: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    def call(args: dict[str, Any], progress: Progress | None = None) -> tuple[dict[str, Any], str]:
         from engine.api import semantic_diff, without_secret_content
 
         try:
@@ -215,8 +220,11 @@ def build_tools(engine: Engine) -> dict[str, McpTool]:
     tools: dict[str, McpTool] = {}
     for name, spec in TOOLS.items():
 
-        def call(args: dict[str, Any], spec: ToolSpec = spec) -> tuple[dict[str, Any], str]:
-            result = spec(engine if spec.needs_engine else None, **args)
+        def call(
+            args: dict[str, Any], progress: Progress | None = None, spec: ToolSpec = spec
+        ) -> tuple[dict[str, Any], str]:
+            heard = {"progress": progress} if progress is not None and spec.takes_progress else {}
+            result = spec(engine if spec.needs_engine else None, **args, **heard)
             data = result.to_json()
             render = TEXT_RENDERERS.get(spec.name)
             text = render(data) if render else result.toon
@@ -403,7 +411,9 @@ def cap_structured(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def answer(tool: McpTool, arguments: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
+def answer(
+    tool: McpTool, arguments: dict[str, Any] | None, progress: Progress | None = None
+) -> tuple[dict[str, Any], str]:
     """Exactly what a client receives for one call: (structured content, text).
 
     Arguments are validated, the tool runs, and both parts are redacted (a secret in a
@@ -412,7 +422,7 @@ def answer(tool: McpTool, arguments: dict[str, Any] | None) -> tuple[dict[str, A
     """
     from engine.policy.redaction import redact_json, redact_quoted
 
-    data, text = tool.call(validate_arguments(tool, arguments))
+    data, text = tool.call(validate_arguments(tool, arguments), progress)
     # Round-trip through JSON: dataclass leftovers and paths become plain JSON values.
     plain = json.loads(json.dumps(data, default=str))
     structured = plain if isinstance(plain, dict) else {"result": plain}
@@ -672,7 +682,7 @@ def build_server(
             if note:
                 sys.stderr.write(f"semfora: warning: {note}\n")
             try:
-                structured, text = answer(tool, args)
+                structured, text = answer(tool, args, progress if asked_progress else None)
             except SemforaError as err:
                 if note:  # a miss may be a symbol added since: the agent should know the index is behind
                     err.hint = f"{err.hint}; {note}" if err.hint else note

@@ -9,6 +9,7 @@ Each tool takes an ``Engine`` (one repository, its settings and its store) and r
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -614,12 +615,14 @@ def analyze_directory(
     return ToolResult(value, _toon(value.to_json()))
 
 
-def generate_index(engine: Engine, force: bool = False) -> ToolResult[IndexSummary]:
+def generate_index(
+    engine: Engine, force: bool = False, progress: Callable[[str, int, int], None] | None = None
+) -> ToolResult[IndexSummary]:
     """Build or refresh the index (incremental; ``force`` rebuilds from scratch).
 
     Token cost: ~60 (a one-line report); takes seconds on a large repository.
     """
-    value = IndexSummary(engine.index(rebuild=force))
+    value = IndexSummary(engine.index(rebuild=force, progress=progress))
     data = value.to_json()
     return ToolResult(
         value, _toon({k: v for k, v in data.items() if k not in ("changed_paths", "skipped_files")})
@@ -705,6 +708,7 @@ class ToolSpec:
     token_cost: str
     params: tuple[Param, ...] = field(default_factory=tuple)
     needs_engine: bool = True
+    takes_progress: bool = False  # hears the indexer's progress(phase, done, total) when given one
 
     def input_schema(self) -> dict[str, Any]:
         props: dict[str, Any] = {}
@@ -729,7 +733,7 @@ class ToolSpec:
         }
 
     def __call__(self, engine: Engine | None, **kwargs: Any) -> ToolResult[JsonValue]:
-        known = {p.name for p in self.params}
+        known = {p.name for p in self.params} | ({"progress"} if self.takes_progress else set())
         unknown = set(kwargs) - known
         if unknown:
             raise UsageError(
@@ -744,7 +748,8 @@ def _spec(func: Callable[..., ToolResult[JsonValue]], *params: Param, needs_engi
         (ln.split(":", 1)[1].strip() for ln in doc.splitlines() if ln.strip().startswith("Token cost")), ""
     )
     summary = " ".join(doc.split("Token cost")[0].split())
-    return ToolSpec(func.__name__, func, summary, cost, tuple(params), needs_engine)
+    takes_progress = "progress" in inspect.signature(func).parameters
+    return ToolSpec(func.__name__, func, summary, cost, tuple(params), needs_engine, takes_progress)
 
 
 _MODULE = Param("module", "string", "module (directory) path prefix, e.g. src/api")

@@ -452,3 +452,22 @@ async def test_another_writer_beside_a_running_server_never_damages_the_index(ma
             assert not found.is_error, found.content[0].text
 
     await mcp_session(root, body)
+
+
+async def test_generate_index_with_a_progress_token_hears_its_progress(make_repo) -> None:
+    """generate_index(force) is the one call that rebuilds everything (minutes on a large
+    repository); a client that sent a progress token heard nothing until it ended, and a client
+    that times out unless progress comes gave up on it."""
+    root = make_repo({"pay/app.py": APP, **_many_files()})
+    seen: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message or "")
+
+    async def body(session):
+        assert not (await session.call_tool("check_index", {})).is_error  # the start-up build is over
+        result = await session.call_tool("generate_index", {"force": True}, progress_callback=on_progress)
+        assert not result.is_error and result.structured_content["files"] == 61
+        assert any(m.startswith("indexing: parsing") for m in seen), seen
+
+    await mcp_session(root, body)
