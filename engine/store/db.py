@@ -250,6 +250,16 @@ def _rebuild(path: Path, problem: str, on_warning: WarningSink | None) -> sqlite
     return conn
 
 
+def _module_file(file: str, module: str) -> bool:
+    """Whether ``file`` is the module ``module`` (``pay/app``) names: ``pay/app.py``,
+    ``src/pay/app.py``, ``pay/app/__init__.py`` or ``pay/app/index.js``."""
+    stem = file.rsplit(".", 1)[0] if "." in file.rsplit("/", 1)[-1] else file
+    for name in (stem, stem.removesuffix("/__init__"), stem.removesuffix("/index")):
+        if name == module or name.endswith("/" + module):
+            return True
+    return False
+
+
 def integrity_problem(conn: sqlite3.Connection) -> str | None:
     """Run ``PRAGMA quick_check`` (reads every page); None when the file is sound."""
     try:
@@ -354,12 +364,42 @@ class SymbolStore:
                 return [row_to_symbol(r) for r in rows]
         return []
 
+    def symbols_at(self, placed: str) -> list[Symbol]:
+        """Symbols named with their place, as agents write them: ``pay/app.py:Ledger.record`` (a
+        file and a qualified name) or ``pay.app.Ledger.record`` (an import path: the module's
+        file, or its package's ``__init__``, then the qualified name; a tail of the path does)."""
+        if ":" in placed:
+            path, _, qualified = placed.rpartition(":")
+            rows = self._conn.execute(
+                f"SELECT {SYMBOL_COLUMNS} FROM symbols WHERE file=? AND qualified_name=? ORDER BY start_line",
+                (path.strip().strip("/"), qualified.strip()),
+            ).fetchall()
+            return [row_to_symbol(r) for r in rows]
+        parts = placed.split(".")
+        for cut in range(1, len(parts)):  # the shortest module first: the longest qualified name
+            module, qualified = "/".join(parts[:cut]), ".".join(parts[cut:])
+            rows = self._conn.execute(
+                f"SELECT {SYMBOL_COLUMNS} FROM symbols WHERE qualified_name=? ORDER BY file, start_line",
+                (qualified,),
+            ).fetchall()
+            found = [sym for sym in map(row_to_symbol, rows) if _module_file(sym.file, module)]
+            if found:
+                return found
+        return []
+
     def resolve_one(self, name_or_id: str) -> Symbol:
-        """The single symbol meant by an id, qualified name or name; the best ranked if several."""
-        found = self.symbols_by_name(name_or_id, limit=1)
+        """The single symbol meant by an id, qualified name, name or placed name (``symbols_at``);
+        the best ranked if several. A fuzzy match must agree with every part given: a qualifier
+        that matches nothing is not answered by another symbol of the same last name."""
+        found = self.symbols_by_name(name_or_id, limit=1) or self.symbols_at(name_or_id)[:1]
         if not found:
             hits = self.search_symbols(name_or_id, limit=1)
-            if not hits or hits[0].name.lower() != name_or_id.split(".")[-1].lower():
+            asked = name_or_id.lower()
+            if (
+                not hits
+                or hits[0].name.lower() != asked.split(".")[-1]
+                or ("." in asked and asked != hits[0].qualified_name.lower())
+            ):
                 # A typo (``Clientt``) names what it was probably meant to be, in every front end.
                 near = dict.fromkeys(
                     h.qualified_name for h in self.search_symbols(name_or_id, limit=NEAREST_NAMES)

@@ -737,3 +737,30 @@ def test_a_tools_stated_token_cost_holds_at_its_cap(make_repo) -> None:
             cost = tools[name].description.split("Token cost")[1]
             stated = max(int(n.replace(",", "")) for n in re.findall(r"\d[\d,]*", cost))
             assert len(text) / 4 <= stated * 1.05, (name, len(text) / 4, cost)  # "~" figures
+
+
+async def test_a_name_given_with_its_module_or_file_finds_that_symbol_not_another(make_repo) -> None:
+    """Agents name symbols as Python imports them (`pay.app.Ledger.record`) or as a file and a
+    name (`pay/app.py:Ledger.record`). Both fell through to a fuzzy search that kept any symbol
+    with the same last name: on rich, `rich.console.Console.print` answered the top-level
+    `print` of rich/__init__.py, without a word."""
+    root = make_repo(
+        {
+            "pay/__init__.py": "def record(entry):\n    return entry\n",
+            "pay/app.py": APP,
+        }
+    )
+
+    async def body(session):
+        for name in ("pay.app.Ledger.record", "pay/app.py:Ledger.record", "app.Ledger.record"):
+            found = await session.call_tool("get_symbol", {"symbol": name})
+            assert not found.is_error, (name, found.content[0].text)
+            data = found.structured_content
+            assert (data["qualified_name"], data["file"]) == ("Ledger.record", "pay/app.py"), name
+        top = (await session.call_tool("get_symbol", {"symbol": "pay.record"})).structured_content
+        assert (top["qualified_name"], top["file"]) == ("record", "pay/__init__.py")
+        # A qualifier that matches nothing is not answered by some other symbol of that name.
+        wrong = tool_error(await session.call_tool("get_symbol", {"symbol": "billing.Invoice.record"}))
+        assert wrong["error_code"] == "SYMBOL_NOT_FOUND" and "Ledger.record" in wrong["hint"]
+
+    await mcp_session(root, body)
