@@ -17,7 +17,8 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -25,6 +26,9 @@ from engine.errors import EXIT_UNAVAILABLE, NotFoundError, SemforaError, Service
 
 if TYPE_CHECKING:
     from engine.api import Engine, ToolSpec
+
+# The indexer's progress hook: (phase, done, total).
+Progress = Callable[[str, int, int], None]
 
 SERVER_NAME = "semfora"
 SERVER_VERSION = "0.1.0"
@@ -59,10 +63,11 @@ INSTRUCTIONS = (
     "call get_context first: it returns the code to read or change, budgeted (default 8k tokens). "
     "Otherwise start with get_repo_overview (bounded, ~2.5k tokens), then search_symbols or search, "
     "then get_symbol / get_symbol_source for just what you need. "
-    "Prefer list_symbols + get_symbol over get_module (8-12k tokens). "
+    "Prefer list_symbols + get_symbol over get_module (8-25k tokens). "
     "The index follows file edits by itself (each call refreshes it first): generate_index is only "
     "for a forced rebuild. Failed calls explain themselves in one line (error[CODE]: ...); "
-    "INDEX_BUILDING means the first index is still being built: call again in a moment."
+    "INDEX_BUILDING means the first index is still being built, SERVER_BUSY that a long call "
+    "(generate_index) is still running: call again in a moment."
 )
 
 
@@ -73,17 +78,21 @@ class McpTool:
     name: str
     description: str
     input_schema: dict[str, Any]
-    call: Callable[[dict[str, Any]], tuple[dict[str, Any], str]]  # arguments -> (structured JSON, TOON text)
+    # (arguments, progress or None) -> (structured JSON, TOON text); progress is heard by the
+    # tools that report it (generate_index), when the client gave a progress token.
+    call: Callable[..., tuple[dict[str, Any], str]]
 
 
 def _search_tool(engine: Engine) -> McpTool:
-    def call(args: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    def call(args: dict[str, Any], progress: Progress | None = None) -> tuple[dict[str, Any], str]:
         from engine.api import search
 
         if not args["query"].strip():  # as `semfora search ""`: an empty query is a mistake, not "no hits"
             raise UsageError("search: the query is empty", hint='e.g. "where are retries decided"')
         # Warnings (e.g. vectors unavailable: full-text and symbols answered) ride in the reply.
-        found = search(engine, args["query"], mode=args.get("mode", "hybrid"), limit=args.get("limit", 10))
+        # Every reply says what it lacks (vectors off): a warning once per process was once per session.
+        mode, limit = args.get("mode", "hybrid"), args.get("limit", 10)
+        found = search(engine, args["query"], mode=mode, limit=limit, every_warning=True)
         data = found.to_json(always_warnings=False)
         return data, _toon(data)
 
@@ -117,7 +126,7 @@ def _search_tool(engine: Engine) -> McpTool:
 
 
 def _diff_tool(engine: Engine) -> McpTool:
-    def call(args: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    def call(args: dict[str, Any], progress: Progress | None = None) -> tuple[dict[str, Any], str]:
         from engine.api import semantic_diff, without_secret_content
 
         try:
@@ -211,8 +220,11 @@ def build_tools(engine: Engine) -> dict[str, McpTool]:
     tools: dict[str, McpTool] = {}
     for name, spec in TOOLS.items():
 
-        def call(args: dict[str, Any], spec: ToolSpec = spec) -> tuple[dict[str, Any], str]:
-            result = spec(engine if spec.needs_engine else None, **args)
+        def call(
+            args: dict[str, Any], progress: Progress | None = None, spec: ToolSpec = spec
+        ) -> tuple[dict[str, Any], str]:
+            heard = {"progress": progress} if progress is not None and spec.takes_progress else {}
+            result = spec(engine if spec.needs_engine else None, **args, **heard)
             data = result.to_json()
             render = TEXT_RENDERERS.get(spec.name)
             text = render(data) if render else result.toon
@@ -262,13 +274,37 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+# A JSON type as a sentence names it; Python's names (NoneType, str) mean nothing to a model.
+_A_TYPE = {
+    "string": "a string",
+    "integer": "an integer",
+    "boolean": "a boolean (true or false)",
+    "array": "an array",
+    "number": "a number",
+    "object": "an object",
+}
+
+
+def _a_type(value: Any) -> str:
+    """The JSON type of ``value`` as a sentence names it: ``a string``, ``null``."""
+    if value is None:
+        return "null"
+    for python, name in ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string")):
+        if isinstance(value, python):
+            return name
+    return "an array" if isinstance(value, list) else "an object"
+
+
 def validate_arguments(tool: McpTool, arguments: dict[str, Any] | None) -> dict[str, Any]:
     """Check arguments against the tool's schema; UsageError names the first problem."""
-    args: dict[str, Any] = dict(arguments or {})
+    required = tool.input_schema.get("required", [])
+    # null for an optional argument is 'not given': many models fill every optional one with it.
+    args: dict[str, Any] = {k: v for k, v in (arguments or {}).items() if v is not None or k in required}
     props: dict[str, Any] = tool.input_schema.get("properties", {})
-    for name in tool.input_schema.get("required", []):
-        if name not in args:
-            raise UsageError(f"{tool.name}: missing required argument '{name}'")
+    for name in required:
+        if args.get(name) is None:
+            null = " (it was null)" if name in args else ""
+            raise UsageError(f"{tool.name}: missing required argument '{name}'{null}")
     for name, value in args.items():
         prop = props.get(name)
         if prop is None:
@@ -278,7 +314,7 @@ def validate_arguments(tool: McpTool, arguments: dict[str, Any] | None) -> dict[
         kind = prop.get("type", "string")
         wanted = _JSON_TYPES.get(kind, (object,))
         if not isinstance(value, wanted) or (kind == "integer" and isinstance(value, bool)):
-            raise UsageError(f"{tool.name}: '{name}' must be a {kind}, got {type(value).__name__}")
+            raise UsageError(f"{tool.name}: '{name}' must be {_A_TYPE.get(kind, kind)}, got {_a_type(value)}")
         if kind == "integer":
             if "maximum" in prop and value > prop["maximum"]:
                 raise UsageError(f"{tool.name}: '{name}' is {value}; the limit is {prop['maximum']}")
@@ -297,7 +333,7 @@ def validate_arguments(tool: McpTool, arguments: dict[str, Any] | None) -> dict[
             for item in value:
                 if items.get("type") == "string" and not isinstance(item, str):
                     raise UsageError(
-                        f"{tool.name}: every item of '{name}' must be a string, got {type(item).__name__}"
+                        f"{tool.name}: every item of '{name}' must be a string, got {_a_type(item)}"
                     )
                 if isinstance(item, str) and "maxLength" in items and len(item) > items["maxLength"]:
                     raise UsageError(
@@ -375,20 +411,22 @@ def cap_structured(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def answer(tool: McpTool, arguments: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
+def answer(
+    tool: McpTool, arguments: dict[str, Any] | None, progress: Progress | None = None
+) -> tuple[dict[str, Any], str]:
     """Exactly what a client receives for one call: (structured content, text).
 
     Arguments are validated, the tool runs, and both parts are redacted (a secret in a
     signature, a docstring or a snippet never reaches the client) and the text is capped.
     Typed errors propagate; the server turns them into MCP errors.
     """
-    from engine.policy.redaction import redact, redact_json
+    from engine.policy.redaction import redact_json, redact_quoted
 
-    data, text = tool.call(validate_arguments(tool, arguments))
+    data, text = tool.call(validate_arguments(tool, arguments), progress)
     # Round-trip through JSON: dataclass leftovers and paths become plain JSON values.
     plain = json.loads(json.dumps(data, default=str))
     structured = plain if isinstance(plain, dict) else {"result": plain}
-    return cap_structured(redact_json(structured)), cap_reply(redact(text))
+    return cap_structured(redact_json(structured)), cap_reply(redact_quoted(text))
 
 
 def error_result(err: SemforaError) -> Any:
@@ -554,6 +592,57 @@ class ServerIndex:
         refresh_index(self._engine, refresh=True, on_busy=busy.append, progress=progress, busy_wait=0)
 
 
+class ServerBusy(SemforaError):
+    """A call waited as long as it may for the call before it (calls run one at a time)."""
+
+    code = "SERVER_BUSY"
+    exit_code = EXIT_UNAVAILABLE
+
+
+class CallTurn:
+    """Calls that read the store take turns (it has one connection). A call behind a long one (a
+    forced generate_index, which runs to its end even when its client cancelled it) waits with
+    a progress token as long as it takes, hearing what it waits for; without one at most
+    ``wait`` seconds, then SERVER_BUSY names the call ahead (a silent wait ran into the client's
+    timeout)."""
+
+    def __init__(self, lock: threading.Lock, wait: float) -> None:
+        self._lock = lock
+        self._wait = wait
+        self._holder = ("", 0.0)  # the call that has the turn, and since when (monotonic)
+
+    @contextmanager
+    def take(self, name: str, relay: ProgressRelay | None) -> Iterator[None]:
+        deadline = time.monotonic() + self._wait
+        while not self._lock.acquire(timeout=PROGRESS_INTERVAL_S):
+            ahead = self.ahead()
+            if relay is not None:
+                relay(f"waiting for {ahead}", 0, 0)
+            elif time.monotonic() >= deadline:
+                raise ServerBusy(
+                    f"an earlier call ({ahead}) is still running; call again in a moment",
+                    hint=f"calls run one at a time and a call waits {self._wait:g} s for the one before it; "
+                    "a call the client cancelled still runs to its end",
+                )
+        self._holder = (name, time.monotonic())
+        try:
+            yield
+        finally:
+            self._holder = ("", 0.0)
+            self._lock.release()
+
+    def running(self) -> str:
+        """The call that has the turn now, or ``""``."""
+        return self._holder[0]
+
+    def ahead(self) -> str:
+        """The call that has the turn, for a person: ``generate_index, 14 s so far``."""
+        name, since = self._holder
+        if not name:
+            return "the index being brought up to date"
+        return f"{name}, {time.monotonic() - since:.0f} s so far"
+
+
 def build_server(
     path: str | os.PathLike[str] | None = None, *, first_call_wait: float = DEFAULT_FIRST_CALL_WAIT_S
 ) -> Any:
@@ -576,6 +665,7 @@ def build_server(
     # The store holds one SQLite connection: calls run one at a time, off the event loop.
     engine_lock = threading.Lock()
     index = ServerIndex(engine, engine_lock, first_call_wait)
+    turn = CallTurn(engine_lock, first_call_wait)
 
     def run_tool(
         tool: McpTool, args: dict[str, Any] | None, progress: ProgressRelay, asked_progress: bool
@@ -585,14 +675,14 @@ def build_server(
         validate_arguments(tool, args)  # a bad call fails at once, not after the index is built
         index.wait_until_built(progress if asked_progress else None)
         busy: list[str] = []  # why the index was not refreshed (another process holds its lock)
-        with engine_lock:
+        with turn.take(tool.name, progress if asked_progress else None):
             if tool.name not in NO_REFRESH:
                 index.refresh(progress, busy)
             note = f"index not refreshed ({busy[0]}); answers may not show the latest edits" if busy else ""
             if note:
                 sys.stderr.write(f"semfora: warning: {note}\n")
             try:
-                structured, text = answer(tool, args)
+                structured, text = answer(tool, args, progress if asked_progress else None)
             except SemforaError as err:
                 if note:  # a miss may be a symbol added since: the agent should know the index is behind
                     err.hint = f"{err.hint}; {note}" if err.hint else note
@@ -615,8 +705,10 @@ def build_server(
         asked_progress = (params.meta or {}).get("progress_token") is not None
         try:
             progress = ProgressRelay(ctx.session.report_progress)
+            # Abandoned on cancel (the client cancelled it, or left): the thread runs on, holding
+            # the turn (a later call waits for it, see CallTurn), and serve() does not wait for it.
             structured, text = await anyio.to_thread.run_sync(
-                run_tool, tool, params.arguments, progress, asked_progress
+                run_tool, tool, params.arguments, progress, asked_progress, abandon_on_cancel=True
             )
         except SemforaError as err:
             return error_result(err)
@@ -642,6 +734,7 @@ def build_server(
     )
     server.semfora_engine = engine  # type: ignore[attr-defined]  # closed by serve()
     server.semfora_index = index  # type: ignore[attr-defined]  # started by serve()
+    server.semfora_turn = turn  # type: ignore[attr-defined]  # a call still running when serve() ends
     return server
 
 
@@ -714,13 +807,14 @@ def serve(
     try:
         _run_stdio(server)
     finally:
-        if server.semfora_index.running():
+        building = server.semfora_index.running()
+        call = server.semfora_turn.running()
+        if building or call:
             # The client is gone (an SDK client kills the server 2 s after closing stdin anyway).
             # Stopping mid-build is safe: nothing half-written is committed, the index lock is
             # released with this process, its workers exit with it, and the next start goes on.
-            sys.stderr.write(
-                "semfora: the client left while the index was being built; the next start finishes it\n"
-            )
+            what = "the index was being built" if building else f"{call} was running"
+            sys.stderr.write(f"semfora: the client left while {what}; the next start finishes it\n")
             # The process's exit handlers run, but not the wait for the build's worker pool that
             # a normal exit adds (threading's own exit hooks); os._exit skips that wait.
             atexit._run_exitfuncs()

@@ -254,8 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_int_in(0, 3600, "--wait"),
         default=25,
         metavar="SECONDS",
-        help="how long a call waits for an index being built before it answers INDEX_BUILDING "
-        "(a call with a progress token waits until it is built)",
+        help="how long a call waits for an index being built (or for a long call before it) before "
+        "it answers INDEX_BUILDING (or SERVER_BUSY); a call with a progress token waits until its turn",
     )
 
     p = sub.add_parser("doctor", help="check the installation, services and index")

@@ -74,10 +74,16 @@ def search(
     rerank: bool | None = None,
     on_warning: Callable[[str], None] | None = None,
     on_engine_warning: WarningSink | None = None,
+    every_warning: bool = False,
 ) -> SearchResults:
     """Hybrid search (full-text + vectors + symbol names, fused). Every warning heard (e.g.
     vectors unavailable: full-text and symbols answered) is in the result and also told to
-    ``on_warning`` (its message) and ``on_engine_warning`` (with its code) as it happens."""
+    ``on_warning`` (its message) and ``on_engine_warning`` (with its code) as it happens.
+    A warning is heard once per process, or by every search with ``every_warning`` (a server,
+    whose every reply must say what it lacks)."""
+    from contextlib import nullcontext
+
+    from engine.index.hybrid import every_warning as each_time
     from engine.index.hybrid import search as hybrid_search
 
     warnings: list[str] = []
@@ -94,16 +100,17 @@ def search(
     outdated = outdated_index_warning(engine.layout) if engine.layout.index_db.exists() else None
     if outdated is not None:
         heard(outdated)
-    hits = hybrid_search(
-        engine.layout,
-        engine.settings,
-        query,
-        mode=mode,
-        limit=limit,
-        expand=expand,
-        rerank=rerank,
-        on_warning=heard,
-    )
+    with each_time() if every_warning else nullcontext():
+        hits = hybrid_search(
+            engine.layout,
+            engine.settings,
+            query,
+            mode=mode,
+            limit=limit,
+            expand=expand,
+            rerank=rerank,
+            on_warning=heard,
+        )
     return SearchResults(tuple(hits), tuple(warnings))
 
 

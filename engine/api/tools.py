@@ -9,13 +9,16 @@ Each tool takes an ``Engine`` (one repository, its settings and its store) and r
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from engine.api.values import (
     MAX_STALE_PATHS,
+    STALE_ID_HINT,
     CallerRef,
     CallView,
     DirectoryFile,
@@ -45,7 +48,7 @@ from engine.errors import EngineWarning, NotFoundError, PathDenied, UsageError, 
 from engine.policy.sandbox import ResolvedPath
 from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
-from engine.store.db import MAX_GRAPH_DEPTH, SymbolStore, symbol_source
+from engine.store.db import MAX_GRAPH_DEPTH, MAX_GRAPH_NODES, SymbolStore, symbol_source
 from engine.words import noun_for
 
 if TYPE_CHECKING:
@@ -116,6 +119,7 @@ class Engine:
         self._store: SymbolStore | None = None
         self._orchestrator: Orchestrator | None = None
         self.last_report: IndexReport | None = None
+        self._read_file: tuple[int, int] | None = None  # index.db as the open readers see it
 
     @classmethod
     def open(
@@ -128,6 +132,7 @@ class Engine:
         """The read store; builds the index first (incrementally) if it has never been built."""
         if self._store is None:
             self._store = SymbolStore(self.layout, on_warning=self.on_warning)
+            self._read_file = self._read_file or _file_identity(self.layout.index_db)
         if ensure_index and self._store.is_empty() and self.last_report is None:
             self.index()
         return self._store
@@ -153,6 +158,10 @@ class Engine:
         self.last_report = index_repository(
             self.layout, settings, rebuild=rebuild, progress=progress, on_warning=self.on_warning
         )
+        if self._read_file is not None and _file_identity(self.layout.index_db) != self._read_file:
+            # index.db is another file now (`semfora index --rebuild` elsewhere, a cleared cache,
+            # a damaged index rebuilt): readers still on the old one would answer from it forever.
+            self._close_readers()
         return self.last_report
 
     def orchestrator(self, *, reasoner: Reasoner | None = None, resume: bool = False) -> Orchestrator:
@@ -161,7 +170,7 @@ class Engine:
         if self._orchestrator is None or resume:
             from engine.api.turns import open_orchestrator
 
-            self.store()  # the first pack needs an index
+            self.store()  # the first pack needs an index (and its file is the one readers see)
             if self._orchestrator is not None:
                 self._orchestrator.close()
             self._orchestrator = open_orchestrator(self.layout, self.settings, reasoner, resume=resume)
@@ -170,18 +179,31 @@ class Engine:
         return self._orchestrator
 
     def close(self) -> None:
+        self._close_readers()
+
+    def _close_readers(self) -> None:
         if self._orchestrator is not None:
             self._orchestrator.close()
             self._orchestrator = None
         if self._store is not None:
             self._store.close()
             self._store = None
+        self._read_file = None
 
     def __enter__(self) -> Engine:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of ``path``, None when it does not exist: another value means another file."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def find_symbols(engine: Engine, name_or_id: str, *, with_source: bool = False) -> SymbolMatches:
@@ -293,16 +315,17 @@ def list_modules(engine: Engine) -> ToolResult[ModuleList]:
 
 
 def get_module(engine: Engine, module: str) -> ToolResult[ModuleSymbols]:
-    """EXPENSIVE: every symbol of one module with its signature (capped at 500).
+    """EXPENSIVE: every symbol of one module with its signature (capped at 500). Prefer
+    list_symbols + get_symbol.
 
-    Token cost: 8,000-12,000 for a typical module. Prefer list_symbols + get_symbol.
+    Token cost: 8,000-12,000 for a typical module, up to ~25,000 (an MCP reply's cap) at 500 symbols.
     """
     if not module.strip():  # '' matched every symbol: the whole repository, cut at 500
         raise UsageError("get_module: name a module", hint="list_modules lists them")
     store = engine.store()
     syms = store.list_symbols(module=module, limit=MAX_MODULE_SYMBOLS + 1)
     if not syms:
-        raise NotFoundError(f"no symbols in module {module!r}", code="MODULE_NOT_FOUND")
+        raise _no_module(store, module)
     truncated = len(syms) > MAX_MODULE_SYMBOLS
     value = ModuleSymbols(
         module, tuple(SymbolRow.of(s, signature=True) for s in syms[:MAX_MODULE_SYMBOLS]), truncated
@@ -319,11 +342,38 @@ def list_symbols(
 ) -> ToolResult[SymbolList]:
     """Browse symbols of a module, optionally by kind and risk. limit <= 200.
 
-    Token cost: ~800 for 50 results, ~3,200 for 200.
+    Token cost: ~25-30 per symbol: ~1,500 for 50 results, ~6,000 for 200.
     """
     _check_limit("limit", limit, MAX_LIST_SYMBOLS)
-    value = SymbolList(tuple(SymbolRow.of(s) for s in engine.store().list_symbols(module, kind, risk, limit)))
+    store = engine.store()
+    rows = store.list_symbols(module, kind, risk, limit)
+    if not rows:
+        _check_filters(store, module, kind)
+    total = len(rows) if len(rows) < limit else store.count_symbols(module, kind, risk)
+    value = SymbolList(tuple(SymbolRow.of(s) for s in rows), total=total)
     return ToolResult(value, _toon(value.to_json()))
+
+
+def _no_module(store: SymbolStore, module: str) -> NotFoundError:
+    """MODULE_NOT_FOUND, saying what to call instead: a file is what many call a module."""
+    is_file = store.file(module.strip("/")) is not None
+    return NotFoundError(
+        f"no symbols in module {module!r}",
+        code="MODULE_NOT_FOUND",
+        hint=f"{module} is a file: analyze_file lists its symbols; modules are directories"
+        if is_file
+        else "list_modules lists them",
+    )
+
+
+def _check_filters(store: SymbolStore, module: str | None, kind: str | None) -> None:
+    """Nothing matched: a module or a kind that the index does not have is a mistake to name
+    (an empty list read as 'the repository has none'); a real one that matched nothing is not."""
+    if module and store.count_symbols(module) == 0:
+        raise _no_module(store, module)
+    kinds = store.symbol_kinds()
+    if kind and kind not in kinds:
+        raise UsageError(f"no symbol of kind {kind!r} in this index", hint=f"kinds here: {', '.join(kinds)}")
 
 
 def search_symbols(
@@ -342,7 +392,10 @@ def search_symbols(
     _check_limit("limit", limit, MAX_SEARCH_SYMBOLS)
     if not query.strip():
         raise UsageError("query must not be empty")
-    found = engine.store().search_symbols(query, module, kind, risk, limit)
+    store = engine.store()
+    found = store.search_symbols(query, module, kind, risk, limit)
+    if not found:
+        _check_filters(store, module, kind)
     value = SymbolList(tuple(SymbolRow.of(s) for s in found), query=query)
     return ToolResult(value, _toon({"symbols": value.rows()}))
 
@@ -359,7 +412,8 @@ def get_symbol(engine: Engine, symbol: str) -> ToolResult[SymbolDetail]:
 
 
 def get_symbols(engine: Engine, ids: list[str]) -> ToolResult[SymbolDetails]:
-    """Several symbols at once (ids <= 20).
+    """Several symbols at once (ids <= 20; a qualified name or a name also does); the ones the
+    index does not hold are listed as ``missing``.
 
     Token cost: ~350 per symbol.
     """
@@ -367,7 +421,17 @@ def get_symbols(engine: Engine, ids: list[str]) -> ToolResult[SymbolDetails]:
         raise UsageError("ids must not be empty")
     _check_limit("number of ids", len(ids), MAX_GET_SYMBOLS)
     store = engine.store()
-    value = SymbolDetails(tuple(_symbol_detail(store, store.symbol(i)) for i in ids))
+    found: list[SymbolDetail] = []
+    missing: list[str] = []
+    for name_or_id in ids:
+        try:
+            found.append(_symbol_detail(store, store.resolve_one(_named(name_or_id))))
+        except NotFoundError:
+            missing.append(name_or_id)
+    if not found:
+        listed = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise NotFoundError(f"no symbol with id {listed}", code="SYMBOL_NOT_FOUND", hint=STALE_ID_HINT)
+    value = SymbolDetails(tuple(found), tuple(missing))
     return ToolResult(value, _toon(value.to_json()))
 
 
@@ -407,25 +471,26 @@ def get_call_graph(
     """Who a symbol calls (``callees``), who calls it (``callers``) or ``both``, up to depth <= 6.
     Each edge says how it was resolved: same_file, import, unique, ranked or external.
 
-    Token cost: varies; ~15 tokens per edge, at most 500 edges per direction.
+    Token cost: varies; ~15 tokens per edge, at most 500 edges per direction (a cut direction
+    says so).
     """
     if direction not in ("callers", "callees", "both"):
         raise UsageError(f"direction must be callers, callees or both, not {direction!r}")
     _check_limit("depth", depth, MAX_GRAPH_DEPTH)
     store = engine.store()
     sym = store.resolve_one(_named(symbol))
+    # One node past the cap is walked, to know whether the cap cut anything.
+    walks = {
+        asked: [GraphEdge.of(n) for n in walk(sym.id, depth, limit=MAX_GRAPH_NODES + 1)]
+        for asked, walk in (("callers", store.callers), ("callees", store.callees))
+        if direction in ("both", asked)
+    }
     value = GraphView(
         SymbolView.of(sym),
-        callers=(
-            tuple(GraphEdge.of(n) for n in store.callers(sym.id, depth))
-            if direction in ("callers", "both")
-            else None
-        ),
-        callees=(
-            tuple(GraphEdge.of(n) for n in store.callees(sym.id, depth))
-            if direction in ("callees", "both")
-            else None
-        ),
+        callers=tuple(walks["callers"][:MAX_GRAPH_NODES]) if "callers" in walks else None,
+        callees=tuple(walks["callees"][:MAX_GRAPH_NODES]) if "callees" in walks else None,
+        cut=tuple(d for d, edges in walks.items() if len(edges) > MAX_GRAPH_NODES),
+        cap=MAX_GRAPH_NODES,
     )
     return ToolResult(value, _toon(value.to_json()))
 
@@ -505,6 +570,10 @@ def analyze_directory(
     except NotFoundError as exc:
         raise NotFoundError(f"no such directory: {path}", code="DIR_NOT_FOUND") from exc
     if not target.is_dir:
+        if target.path.is_file():  # the slip analyze_file answers the other way round
+            raise PathDenied(
+                f"{target.asked} is a file", code="PATH_INVALID", hint="analyze_file takes a file"
+            )
         raise NotFoundError(f"no such directory: {path}", code="DIR_NOT_FOUND")
     rel = target.rel
     conn = engine.store().connection()
@@ -546,12 +615,14 @@ def analyze_directory(
     return ToolResult(value, _toon(value.to_json()))
 
 
-def generate_index(engine: Engine, force: bool = False) -> ToolResult[IndexSummary]:
+def generate_index(
+    engine: Engine, force: bool = False, progress: Callable[[str, int, int], None] | None = None
+) -> ToolResult[IndexSummary]:
     """Build or refresh the index (incremental; ``force`` rebuilds from scratch).
 
     Token cost: ~60 (a one-line report); takes seconds on a large repository.
     """
-    value = IndexSummary(engine.index(rebuild=force))
+    value = IndexSummary(engine.index(rebuild=force, progress=progress))
     data = value.to_json()
     return ToolResult(
         value, _toon({k: v for k, v in data.items() if k not in ("changed_paths", "skipped_files")})
@@ -637,6 +708,7 @@ class ToolSpec:
     token_cost: str
     params: tuple[Param, ...] = field(default_factory=tuple)
     needs_engine: bool = True
+    takes_progress: bool = False  # hears the indexer's progress(phase, done, total) when given one
 
     def input_schema(self) -> dict[str, Any]:
         props: dict[str, Any] = {}
@@ -661,7 +733,7 @@ class ToolSpec:
         }
 
     def __call__(self, engine: Engine | None, **kwargs: Any) -> ToolResult[JsonValue]:
-        known = {p.name for p in self.params}
+        known = {p.name for p in self.params} | ({"progress"} if self.takes_progress else set())
         unknown = set(kwargs) - known
         if unknown:
             raise UsageError(
@@ -676,7 +748,8 @@ def _spec(func: Callable[..., ToolResult[JsonValue]], *params: Param, needs_engi
         (ln.split(":", 1)[1].strip() for ln in doc.splitlines() if ln.strip().startswith("Token cost")), ""
     )
     summary = " ".join(doc.split("Token cost")[0].split())
-    return ToolSpec(func.__name__, func, summary, cost, tuple(params), needs_engine)
+    takes_progress = "progress" in inspect.signature(func).parameters
+    return ToolSpec(func.__name__, func, summary, cost, tuple(params), needs_engine, takes_progress)
 
 
 _MODULE = Param("module", "string", "module (directory) path prefix, e.g. src/api")
@@ -723,7 +796,10 @@ TOOLS: dict[str, ToolSpec] = {
             Param("limit", "integer", "max results", default=20, maximum=100),
         ),
         _spec(get_symbol, _SYMBOL),
-        _spec(get_symbols, Param("ids", "array", "symbol ids", required=True, maximum=20)),
+        _spec(
+            get_symbols,
+            Param("ids", "array", "symbol ids (qualified names or names also do)", required=True, maximum=20),
+        ),
         _spec(
             get_symbol_source,
             _SYMBOL,

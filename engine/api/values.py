@@ -207,14 +207,26 @@ class SymbolDetail:
         }
 
 
+# What to do about an id the index does not hold.
+STALE_ID_HINT = (
+    "not in the index: an id changes when its symbol is renamed, moved or its parameters change; "
+    "search_symbols finds it by name"
+)
+
+
 @dataclass(frozen=True)
 class SymbolDetails:
     """Several symbols in detail (``get_symbols``)."""
 
     symbols: tuple[SymbolDetail, ...]
+    missing: tuple[str, ...] = ()  # asked for, not in the index (an id changes with its signature)
 
     def to_json(self) -> dict[str, Any]:
-        return {"symbols": [s.to_json() for s in self.symbols]}
+        data: dict[str, Any] = {"symbols": [s.to_json() for s in self.symbols]}
+        if self.missing:
+            data["missing"] = list(self.missing)
+            data["missing_note"] = STALE_ID_HINT
+        return data
 
 
 @dataclass(frozen=True)
@@ -223,14 +235,23 @@ class SymbolList:
 
     symbols: tuple[SymbolRow, ...]
     query: str | None = None
+    total: int | None = None  # a listing: how many match its filters (more than shown when cut)
 
     def rows(self) -> list[dict[str, Any]]:
         return [s.to_json() for s in self.symbols]
 
     def to_json(self) -> dict[str, Any]:
-        if self.query is None:
-            return {"symbols": self.rows()}
-        return {"query": self.query, "symbols": self.rows()}
+        if self.query is not None:
+            return {"query": self.query, "symbols": self.rows()}
+        data: dict[str, Any] = {"symbols": self.rows()}
+        if self.total is not None:
+            data["total"] = self.total
+            data["truncated"] = self.total > len(self.symbols)
+            if data["truncated"]:
+                data["more"] = (
+                    f"{len(self.symbols)} of {self.total:,} shown: narrow with module, kind or risk"
+                )
+        return data
 
 
 @dataclass(frozen=True)
@@ -464,11 +485,14 @@ class GraphEdge:
 
 @dataclass(frozen=True)
 class GraphView:
-    """Who a symbol calls and/or who calls it; a direction not asked for is None."""
+    """Who a symbol calls and/or who calls it; a direction not asked for is None. A direction
+    walked to its ``cap`` of nodes with more left is named in ``cut``, and ``truncated`` says so."""
 
     symbol: SymbolView
     callers: tuple[GraphEdge, ...] | None = None
     callees: tuple[GraphEdge, ...] | None = None
+    cut: tuple[str, ...] = ()  # "callers" and/or "callees": more than ``cap`` nodes were reached
+    cap: int = 0
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -480,6 +504,12 @@ class GraphView:
             data["callers"] = [e.to_json() for e in self.callers]
         if self.callees is not None:
             data["callees"] = [e.to_json() for e in self.callees]
+        data["truncated"] = bool(self.cut)
+        if self.cut:
+            data["more"] = (
+                f"{' and '.join(self.cut)} cut at {self.cap}: there are more; walk fewer levels (depth) "
+                "or start from one of them"
+            )
         return data
 
 

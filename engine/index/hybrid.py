@@ -9,6 +9,7 @@ It never writes the index; it reads index.db, Chroma and cache.db.
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import logging
 import math
@@ -17,7 +18,8 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -176,12 +178,28 @@ class _Candidate:
     fused: float = 0.0  # the fusion's score, kept while rescoring replaces ``score``
 
 
+# Set (by ``every_warning``) while a caller wants each warning every time: a long-lived server
+# answers many clients' calls in one process, and each reply must say what it lacks.
+_EVERY_TIME: contextvars.ContextVar[bool] = contextvars.ContextVar("semfora_every_warning", default=False)
+
+
+@contextmanager
+def every_warning() -> Iterator[None]:
+    """Within this block, ``warn_once`` tells its sink every time, not once per process."""
+    token = _EVERY_TIME.set(True)
+    try:
+        yield
+    finally:
+        _EVERY_TIME.reset(token)
+
+
 def warn_once(warning: EngineWarning, sink: WarningSink | None) -> None:
-    """Tell the user once per process (per code) that an optional part is off; log later repeats."""
+    """Tell the user once per process (per code) that an optional part is off; log later repeats
+    (inside ``every_warning``, tell the sink each time)."""
     with _warned_lock:
         first = warning.code not in _warned
         _warned.add(warning.code)
-    if first:
+    if first or (_EVERY_TIME.get() and sink is not None):
         if sink is not None:
             sink(warning)
         else:

@@ -8,6 +8,8 @@ changes nothing more.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import is_dataclass, replace
 from typing import Any, TypeVar
@@ -38,6 +40,46 @@ def redact(text: str) -> str:
         pos = hit.end
     out.append(text[pos:])
     return "".join(out)
+
+
+# A double-quoted string on one line, with its backslash escapes, as TOON and JSON write one.
+_QUOTED_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+
+
+def redact_quoted(text: str) -> str:
+    """``redact(text)``, also inside escaped strings: TOON (and JSON) quote a signature such as
+    ``def connect(password="hunter2")`` as ``"def connect(password=\\"hunter2\\")"``, where the
+    secret assignment is no longer seen. Each such string is read back, redacted and re-quoted."""
+    text = redact(text)
+    if "\\" not in text:
+        return text
+    return "".join(_redact_quoted_line(line) if "\\" in line else line for line in text.splitlines(True))
+
+
+def _redact_quoted_line(line: str) -> str:
+    # Strings are taken left to right and an unterminated one ends the scan of the line: a regex
+    # search would retry from every later quote, quadratic on a long line of escaped quotes.
+    out: list[str] = []
+    pos = 0
+    while (start := line.find('"', pos)) >= 0:
+        match = _QUOTED_STRING.match(line, start)
+        if match is None:
+            break
+        quoted = match.group(0)
+        out.append(line[pos:start])
+        out.append(_redact_one_quoted(quoted) if "\\" in quoted else quoted)
+        pos = match.end()
+    out.append(line[pos:])
+    return "".join(out)
+
+
+def _redact_one_quoted(quoted: str) -> str:
+    try:
+        inner = json.loads(quoted)
+    except ValueError:  # not JSON's escapes: left as it is (redact has seen it already)
+        return quoted
+    masked = redact(inner)
+    return quoted if masked == inner else json.dumps(masked, ensure_ascii=False)
 
 
 def redact_many(texts: Sequence[str]) -> list[str]:

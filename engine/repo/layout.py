@@ -78,7 +78,8 @@ def find_repo_root(path: str | os.PathLike[str] | None = None) -> Path:
 
 def check_indexable(root: Path) -> None:
     """Raise PathTooBroad for a root no one means to index: the file system root, or the home
-    directory when it is not itself a git work tree (a dotfiles repository is fine).
+    directory or a shared one (``/tmp``, ``/usr``, ``/home``...) when it is not itself a git work
+    tree (a dotfiles repository is fine).
 
     `semfora mcp` started by a client from ``/`` (Claude Desktop's working directory) or
     `semfora index` typed in ``~`` walked every file below, for hours, into the cache.
@@ -86,14 +87,43 @@ def check_indexable(root: Path) -> None:
     home = Path.home().expanduser().resolve()
     if root == Path(root.anchor):
         what = "the root of the file system"
-    elif root == home and not (root / ".git").exists():
+    elif (root / ".git").exists():
+        return
+    elif root == home:
         what = "your home directory"
+    elif root in _shared_dirs():
+        what = "a shared directory (temporary files, system files or every user's home)"
     else:
         return
     raise PathTooBroad(
         f"{root} is {what}, not a project: semfora does not index all of it",
         hint="run semfora inside a repository, or give it the repository's directory as its path",
     )
+
+
+# Directories that hold many unrelated things and never one project: `--path /tmp` walked
+# every project anyone had unpacked there (37,742 files on this machine).
+SHARED_DIRS = (
+    "/tmp",
+    "/var",
+    "/var/tmp",
+    "/usr",
+    "/usr/local",
+    "/opt",
+    "/etc",
+    "/home",
+    "/Users",
+    "/mnt",
+    "/media",
+    "/srv",
+)
+
+
+def _shared_dirs() -> set[Path]:
+    import tempfile
+
+    dirs = {Path(d).resolve() for d in SHARED_DIRS}  # macOS: /tmp is /private/tmp
+    return dirs | {Path(tempfile.gettempdir()).resolve()}
 
 
 def _make_writable_dir(path: Path) -> None:
@@ -158,6 +188,12 @@ class RepoLayout:
         path = cache_home() / self.repo_id
         _make_writable_dir(path)
         return path
+
+    def ensure_cache_dir(self) -> Path:
+        """``cache_dir``, made again if it was removed since (a user clearing ~/.cache/semfora
+        under a running server: its next index run then failed on a missing index.lock)."""
+        _make_writable_dir(self.cache_dir)
+        return self.cache_dir
 
     @property
     def index_db(self) -> Path:

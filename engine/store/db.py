@@ -11,6 +11,7 @@ import hashlib
 import os
 import sqlite3
 import struct
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -102,8 +103,7 @@ def header_problem(path: Path) -> str | None:
         size = path.stat().st_size
         if size == 0:
             return None  # SQLite treats an empty file as a new database
-        with path.open("rb") as fh:
-            head = fh.read(HEADER_BYTES)
+        head = _read_header(path)
     except OSError as exc:
         return f"cannot read: {exc.strerror}"
     if len(head) < HEADER_BYTES or not head.startswith(SQLITE_MAGIC):
@@ -119,6 +119,37 @@ def header_problem(path: Path) -> str | None:
     if pages and size < pages * page_size and not (wal.exists() and wal.stat().st_size > 0):
         return f"truncated ({size} bytes, header says {pages * page_size})"
     return None
+
+
+# index.db's descriptors this process reads headers through: opened once per file, never closed
+# while the file is in place (see ``_read_header``).
+_HEADER_FDS: dict[str, int] = {}
+_HEADER_FDS_LOCK = threading.Lock()
+
+
+def _read_header(path: Path) -> bytes:
+    """The first ``HEADER_BYTES`` of ``path``, through a descriptor this process keeps open.
+
+    Closing any descriptor of a file drops every POSIX lock the process holds on it, SQLite's
+    included. A ``with open(index.db)`` here, in a process whose connections had index.db open
+    (a server, the app), let another process's connection take itself for the last one on
+    closing and remove the WAL under them: 'disk I/O error', 'database disk image is malformed',
+    then an INDEX_CORRUPT rebuild. The descriptor of a file since deleted is closed (its
+    connections are on their way out; keeping it would hold the deleted file's space).
+    """
+    key = str(path)
+    with _HEADER_FDS_LOCK:
+        fd = _HEADER_FDS.get(key)
+        if fd is not None:
+            now, held = os.stat(path), os.fstat(fd)
+            if (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):
+                if held.st_nlink == 0:
+                    os.close(fd)
+                fd = None
+        if fd is None:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            _HEADER_FDS[key] = fd
+        return os.pread(fd, HEADER_BYTES, 0)
 
 
 def _configure(conn: sqlite3.Connection) -> None:
@@ -244,6 +275,16 @@ def _rebuild(path: Path, problem: str, on_warning: WarningSink | None) -> sqlite
     return conn
 
 
+def _module_file(file: str, module: str) -> bool:
+    """Whether ``file`` is the module ``module`` (``pay/app``) names: ``pay/app.py``,
+    ``src/pay/app.py``, ``pay/app/__init__.py`` or ``pay/app/index.js``."""
+    stem = file.rsplit(".", 1)[0] if "." in file.rsplit("/", 1)[-1] else file
+    for name in (stem, stem.removesuffix("/__init__"), stem.removesuffix("/index")):
+        if name == module or name.endswith("/" + module):
+            return True
+    return False
+
+
 def integrity_problem(conn: sqlite3.Connection) -> str | None:
     """Run ``PRAGMA quick_check`` (reads every page); None when the file is sound."""
     try:
@@ -348,12 +389,42 @@ class SymbolStore:
                 return [row_to_symbol(r) for r in rows]
         return []
 
+    def symbols_at(self, placed: str) -> list[Symbol]:
+        """Symbols named with their place, as agents write them: ``pay/app.py:Ledger.record`` (a
+        file and a qualified name) or ``pay.app.Ledger.record`` (an import path: the module's
+        file, or its package's ``__init__``, then the qualified name; a tail of the path does)."""
+        if ":" in placed:
+            path, _, qualified = placed.rpartition(":")
+            rows = self._conn.execute(
+                f"SELECT {SYMBOL_COLUMNS} FROM symbols WHERE file=? AND qualified_name=? ORDER BY start_line",
+                (path.strip().strip("/"), qualified.strip()),
+            ).fetchall()
+            return [row_to_symbol(r) for r in rows]
+        parts = placed.split(".")
+        for cut in range(1, len(parts)):  # the shortest module first: the longest qualified name
+            module, qualified = "/".join(parts[:cut]), ".".join(parts[cut:])
+            rows = self._conn.execute(
+                f"SELECT {SYMBOL_COLUMNS} FROM symbols WHERE qualified_name=? ORDER BY file, start_line",
+                (qualified,),
+            ).fetchall()
+            found = [sym for sym in map(row_to_symbol, rows) if _module_file(sym.file, module)]
+            if found:
+                return found
+        return []
+
     def resolve_one(self, name_or_id: str) -> Symbol:
-        """The single symbol meant by an id, qualified name or name; the best ranked if several."""
-        found = self.symbols_by_name(name_or_id, limit=1)
+        """The single symbol meant by an id, qualified name, name or placed name (``symbols_at``);
+        the best ranked if several. A fuzzy match must agree with every part given: a qualifier
+        that matches nothing is not answered by another symbol of the same last name."""
+        found = self.symbols_by_name(name_or_id, limit=1) or self.symbols_at(name_or_id)[:1]
         if not found:
             hits = self.search_symbols(name_or_id, limit=1)
-            if not hits or hits[0].name.lower() != name_or_id.split(".")[-1].lower():
+            asked = name_or_id.lower()
+            if (
+                not hits
+                or hits[0].name.lower() != asked.split(".")[-1]
+                or ("." in asked and asked != hits[0].qualified_name.lower())
+            ):
                 # A typo (``Clientt``) names what it was probably meant to be, in every front end.
                 near = dict.fromkeys(
                     h.qualified_name for h in self.search_symbols(name_or_id, limit=NEAREST_NAMES)
@@ -377,6 +448,18 @@ class SymbolStore:
         )
         return [row_to_symbol(r) for r in rows]
 
+    def count_symbols(
+        self, module: str | None = None, kind: str | None = None, risk: str | None = None
+    ) -> int:
+        """How many symbols ``list_symbols`` would list without a limit."""
+        where, params = symbol_filters(module, kind, risk)
+        return int(self._conn.execute(f"SELECT count(*) FROM symbols {where}", params).fetchone()[0])
+
+    def symbol_kinds(self) -> list[str]:
+        """The kinds of symbol this index holds (``function``, ``class``, ...), most common first."""
+        rows = self._conn.execute("SELECT kind FROM symbols GROUP BY kind ORDER BY count(*) DESC, kind")
+        return [r[0] for r in rows]
+
     def search_symbols(
         self,
         query: str,
@@ -394,9 +477,9 @@ class SymbolStore:
 
     # graphs ----------------------------------------------------------------
 
-    def callers(self, symbol_id: str, depth: int = 1) -> list[GraphNode]:
-        """Who calls this symbol, breadth first, up to ``depth`` hops."""
-        return self._walk(symbol_id, depth, incoming=True)
+    def callers(self, symbol_id: str, depth: int = 1, *, limit: int = MAX_GRAPH_NODES) -> list[GraphNode]:
+        """Who calls this symbol, breadth first, up to ``depth`` hops and ``limit`` nodes."""
+        return self._walk(symbol_id, depth, incoming=True, limit=limit)
 
     def unresolved_calls(self, name: str, *, method: bool) -> int:
         """Calls named ``name`` tied to no definition and to no outside package: ``x.name()`` whose
@@ -410,11 +493,11 @@ class SymbolStore:
         ).fetchone()
         return int(row[0])
 
-    def callees(self, symbol_id: str, depth: int = 1) -> list[GraphNode]:
-        """What this symbol calls (resolved and external), up to ``depth`` hops."""
-        return self._walk(symbol_id, depth, incoming=False)
+    def callees(self, symbol_id: str, depth: int = 1, *, limit: int = MAX_GRAPH_NODES) -> list[GraphNode]:
+        """What this symbol calls (resolved and external), up to ``depth`` hops and ``limit`` nodes."""
+        return self._walk(symbol_id, depth, incoming=False, limit=limit)
 
-    def _walk(self, symbol_id: str, depth: int, *, incoming: bool) -> list[GraphNode]:
+    def _walk(self, symbol_id: str, depth: int, *, incoming: bool, limit: int) -> list[GraphNode]:
         if depth < 1 or depth > MAX_GRAPH_DEPTH:
             raise UsageError(f"depth must be between 1 and {MAX_GRAPH_DEPTH}, not {depth}")
         self.symbol(symbol_id)  # raises NotFound for an unknown id
@@ -452,7 +535,7 @@ class SymbolStore:
                     )
                     if other:
                         nxt.append(other)
-                    if len(out) >= MAX_GRAPH_NODES:
+                    if len(out) >= limit:
                         return out
             frontier = nxt
             if not frontier:

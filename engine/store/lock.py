@@ -28,7 +28,7 @@ def writer_lock(
     ``on_wait`` hears, before the wait begins, that another process holds the lock: a second
     `semfora index` otherwise sat silent for as long as the first one took.
     """
-    path = layout.cache_dir / LOCK_FILE
+    path = layout.ensure_cache_dir() / LOCK_FILE
     fd = flock.acquire(path, 0) if on_wait is not None else None
     if fd is None:
         if on_wait is not None and timeout > 0:

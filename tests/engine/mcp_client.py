@@ -9,7 +9,7 @@ import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from tests.conftest import SEMFORA
 
@@ -37,8 +37,11 @@ def spawn_mcp(path: Path | str) -> subprocess.Popen[str]:
     )
 
 
-async def mcp_session(root: Path, body: Callable[[Any], Awaitable[Any]], args: Sequence[str] = ()) -> Any:
-    """Run ``body(session)`` against `semfora mcp --path root ARGS`, initialised."""
+async def mcp_session(
+    root: Path, body: Callable[[Any], Awaitable[Any]], args: Sequence[str] = (), errlog: TextIO | None = None
+) -> Any:
+    """Run ``body(session)`` against `semfora mcp --path root ARGS`, initialised; the server's
+    stderr goes to ``errlog`` (a real file) when given."""
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -47,7 +50,8 @@ async def mcp_session(root: Path, body: Callable[[Any], Awaitable[Any]], args: S
     params = StdioServerParameters(
         command=SEMFORA, args=["mcp", "--path", str(root), *args], env=dict(os.environ)
     )
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+    client = stdio_client(params) if errlog is None else stdio_client(params, errlog=errlog)
+    async with client as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         return await body(session)
 

@@ -572,3 +572,195 @@ async def test_a_client_started_from_the_file_system_root_hears_why_nothing_answ
 
     error = await mcp_session(Path("/"), body)
     assert error["error_code"] == "PATH_TOO_BROAD" and "--path" in error["message"]
+
+
+async def test_a_cut_listing_says_so_and_a_filter_matching_nothing_says_why(make_repo) -> None:
+    """list_symbols answered exactly `limit` rows with no sign that 60 more existed, and a module
+    or kind that does not exist answered `symbols: []`, as if the repository had none: an agent
+    took both at their word."""
+    files = {f"pkg/m{i}.py": f"def f{i}(x):\n    return x\n\n\nclass C{i}:\n    pass\n" for i in range(40)}
+    root = make_repo({**files, "pay/app.py": APP})
+
+    async def body(session):
+        page = await session.call_tool("list_symbols", {"module": "pkg", "limit": 20})
+        data = page.structured_content
+        assert len(data["symbols"]) == 20 and data["total"] == 80 and data["truncated"] is True
+        assert "20 of 80" in page.content[0].text and "module, kind or risk" in page.content[0].text
+        whole = (await session.call_tool("list_symbols", {"module": "pay", "limit": 50})).structured_content
+        assert whole["total"] == len(whole["symbols"]) and whole["truncated"] is False
+        for tool, args in (
+            ("list_symbols", {"module": "src/pay"}),
+            ("search_symbols", {"query": "charge", "module": "src/pay"}),
+        ):
+            missing = tool_error(await session.call_tool(tool, args))
+            assert missing["error_code"] == "MODULE_NOT_FOUND", missing
+            assert "'src/pay'" in missing["message"] and "list_modules" in missing["hint"]
+        for tool, args in (
+            ("list_symbols", {"kind": "func"}),
+            ("search_symbols", {"query": "charge", "kind": "func"}),
+        ):
+            bad_kind = tool_error(await session.call_tool(tool, args))
+            assert bad_kind["error_code"] == "USAGE" and "'func'" in bad_kind["message"]
+            assert "function" in bad_kind["hint"] and "class" in bad_kind["hint"]
+        # A real module and kind with no match is an empty answer, not an error.
+        none = await session.call_tool("list_symbols", {"module": "pay", "kind": "class", "risk": "high"})
+        assert not none.is_error and none.structured_content["symbols"] == []
+
+    await mcp_session(root, body)
+
+
+async def test_null_for_an_optional_argument_means_not_given(make_repo) -> None:
+    """Many models fill every optional argument with null; each such call was refused
+    ('module' must be a string, got NoneType) and the agent had to guess why. A required one
+    given as null is still missing, said in those words; type errors read as English."""
+    root = make_repo({"pay/app.py": APP})
+
+    async def body(session):
+        found = await session.call_tool(
+            "search_symbols", {"query": "charge", "module": None, "kind": None, "risk": None, "limit": None}
+        )
+        assert not found.is_error, found.content[0].text
+        assert found.structured_content["symbols"][0]["name"] == "charge"
+        source = await session.call_tool("get_symbol_source", {"symbol": "charge", "context": None})
+        assert not source.is_error and source.structured_content["start_line"] == 6
+        missing = tool_error(await session.call_tool("get_symbol", {"symbol": None}))
+        assert (
+            missing["message"] == "error[USAGE]: get_symbol: missing required argument 'symbol' (it was null)"
+        )
+        wrong = tool_error(await session.call_tool("search", {"query": "charge", "limit": "5"}))
+        assert wrong["message"] == "error[USAGE]: search: 'limit' must be an integer, got a string"
+
+    await mcp_session(root, body)
+
+
+async def test_get_symbols_answers_for_the_ids_it_finds_and_names_the_others(make_repo) -> None:
+    """An id changes when its symbol gains a parameter, so a list of ids kept across an edit
+    holds stale ones: one of them made the whole get_symbols call fail, with no word of why."""
+    root = make_repo({"pay/app.py": APP})
+
+    async def body(session):
+        listed = (await session.call_tool("list_symbols", {"module": "pay"})).structured_content["symbols"]
+        ids = {s["name"]: s["id"] for s in listed}
+        (root / "pay" / "app.py").write_text(
+            APP.replace("def charge(customer, amount)", "def charge(customer, amount, currency)")
+        )
+        result = await session.call_tool(
+            "get_symbols", {"ids": [ids["charge"], ids["Ledger.record"], "Ledger"]}
+        )
+        assert not result.is_error, result.content[0].text
+        data = result.structured_content
+        assert [s["qualified_name"] for s in data["symbols"]] == ["Ledger.record", "Ledger"]
+        assert data["missing"] == [ids["charge"]]
+        assert "search_symbols" in data["missing_note"] and ids["charge"] in result.content[0].text
+        gone = tool_error(await session.call_tool("get_symbols", {"ids": [ids["charge"]]}))
+        assert gone["error_code"] == "SYMBOL_NOT_FOUND" and "search_symbols" in gone["hint"]
+
+    await mcp_session(root, body)
+
+
+async def test_a_call_graph_cut_at_its_cap_says_so(make_repo) -> None:
+    """get_callers stops at 500 nodes; the reply was `callers[500]` and nothing else, which an
+    agent renaming a function read as every caller there is."""
+    callers = "".join(f"def c{i}():\n    return target()\n\n\n" for i in range(510))
+    root = make_repo(
+        {"lib.py": "def target():\n    return 1\n", "use.py": "from lib import target\n\n\n" + callers}
+    )
+
+    async def body(session):
+        cut = await session.call_tool("get_callers", {"symbol": "target"})
+        data = cut.structured_content
+        assert len(data["callers"]) == 500 and data["truncated"] is True
+        assert "callers cut at 500" in data["more"] and "callers cut at 500" in cut.content[0].text
+        few = (await session.call_tool("get_callers", {"symbol": "c3"})).structured_content
+        assert few["callers"] == [] and few["truncated"] is False and "more" not in few
+
+    await mcp_session(root, body)
+
+
+async def test_a_server_pointed_at_the_temporary_directory_says_it_is_no_project() -> None:
+    """`--path /tmp` (a client started there, a config written while trying things out) began
+    indexing every project anyone had unpacked in it: 37,742 files, 25 s for a first call that
+    then said INDEX_BUILDING. /tmp, /usr, /home and their like are refused as / and ~ are."""
+    import tempfile
+
+    async def body(session):
+        return tool_error(await session.call_tool("get_repo_overview", {}))
+
+    error = await mcp_session(Path(tempfile.gettempdir()), body, args=["--wait", "1"])
+    assert error["error_code"] == "PATH_TOO_BROAD", error
+    assert "shared directory" in error["message"] and "--path" in error["message"]
+
+
+async def test_every_vector_search_says_vectors_are_off_not_only_the_first(make_repo) -> None:
+    """With vectors off, `search(mode="vector")` answers from full text and symbols and says so,
+    but only once per process: in a server that lives all session, the second and later vector
+    searches came back as plain full-text hits with no word that no vector had been asked."""
+    root = make_repo({"pay/app.py": APP})
+
+    async def body(session):
+        for query in ("charge a customer", "record an entry", "charge a customer"):
+            found = (await session.call_tool("search", {"query": query, "mode": "vector"})).structured_content
+            assert any("vectors are off" in w for w in found.get("warnings", [])), (query, found)
+        # A hybrid search is not a request for vectors alone: no warning to repeat there.
+        hybrid = (await session.call_tool("search", {"query": "charge"})).structured_content
+        assert "warnings" not in hybrid, hybrid
+
+    await mcp_session(root, body)
+
+
+def test_a_tools_stated_token_cost_holds_at_its_cap(make_repo) -> None:
+    """An agent budgets its context from the costs in the descriptions. On Django, list_symbols
+    at its 200 cost ~4,800 tokens (stated ~3,200) and get_module at its 500 ~16,500 (stated
+    8,000-12,000): each description's largest figure now covers a reply at its cap, measured
+    with the engine's own estimate (characters / 4) on symbols named and placed as Django's."""
+    import re
+
+    from engine.api import Engine
+    from engine.mcp_server import answer, build_tools
+
+    methods = "".join(
+        f"    def get_related_queryset_{i}(self, request, obj=None, *args, **kwargs) -> QuerySet:\n"
+        f"        return self.model._default_manager.using(self._db).filter(pk={i})\n\n"
+        for i in range(60)
+    )
+    files = {
+        f"django/contrib/admin/views/changelist_{n}.py": f"class ChangeListView{n}(BaseListView):\n{methods}"
+        for n in range(10)
+    }
+    with Engine.open(make_repo(files)) as engine:
+        tools = build_tools(engine)
+        for name, args in (
+            ("list_symbols", {"limit": 200}),
+            ("get_module", {"module": "django/contrib/admin"}),
+        ):
+            _, text = answer(tools[name], args)
+            cost = tools[name].description.split("Token cost")[1]
+            stated = max(int(n.replace(",", "")) for n in re.findall(r"\d[\d,]*", cost))
+            assert len(text) / 4 <= stated * 1.05, (name, len(text) / 4, cost)  # "~" figures
+
+
+async def test_a_name_given_with_its_module_or_file_finds_that_symbol_not_another(make_repo) -> None:
+    """Agents name symbols as Python imports them (`pay.app.Ledger.record`) or as a file and a
+    name (`pay/app.py:Ledger.record`). Both fell through to a fuzzy search that kept any symbol
+    with the same last name: on rich, `rich.console.Console.print` answered the top-level
+    `print` of rich/__init__.py, without a word."""
+    root = make_repo(
+        {
+            "pay/__init__.py": "def record(entry):\n    return entry\n",
+            "pay/app.py": APP,
+        }
+    )
+
+    async def body(session):
+        for name in ("pay.app.Ledger.record", "pay/app.py:Ledger.record", "app.Ledger.record"):
+            found = await session.call_tool("get_symbol", {"symbol": name})
+            assert not found.is_error, (name, found.content[0].text)
+            data = found.structured_content
+            assert (data["qualified_name"], data["file"]) == ("Ledger.record", "pay/app.py"), name
+        top = (await session.call_tool("get_symbol", {"symbol": "pay.record"})).structured_content
+        assert (top["qualified_name"], top["file"]) == ("record", "pay/__init__.py")
+        # A qualifier that matches nothing is not answered by some other symbol of that name.
+        wrong = tool_error(await session.call_tool("get_symbol", {"symbol": "billing.Invoice.record"}))
+        assert wrong["error_code"] == "SYMBOL_NOT_FOUND" and "Ledger.record" in wrong["hint"]
+
+    await mcp_session(root, body)

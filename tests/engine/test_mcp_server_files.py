@@ -88,3 +88,47 @@ async def test_a_directory_that_is_not_a_git_repository(make_repo) -> None:
         assert diff["message"].endswith("(analyze_diff needs git history; the other tools work without it)")
 
     await mcp_session(root, body)
+
+
+async def test_a_secret_default_in_a_quoted_signature_is_masked_in_the_text_too(make_repo) -> None:
+    """analyze_file and analyze_diff parse files from disk; their text quotes a signature as one
+    TOON string, where `password="hunter2"` becomes `password=\\"hunter2\\"` and the redactor did
+    not recognise it: the structured content said [REDACTED], the text the model reads said hunter2."""
+    root = make_repo({"app.py": 'def connect(password="hunter2"):\n    return password\n'})
+    (root / "app.py").write_text(
+        'def connect(password="hunter2"):\n    return password\n\n\n'
+        'def login(user, secret="s3cr3t-value", pin="4711"):\n    return user\n'
+    )
+
+    async def body(session):
+        parsed = await session.call_tool("analyze_file", {"path": "app.py"})
+        diff = await session.call_tool("analyze_diff", {})
+        for result in (parsed, diff):
+            assert not result.is_error, result.content[0].text
+            text = result.content[0].text
+            for leaked in ("hunter2", "s3cr3t-value"):
+                assert leaked not in text and leaked not in json.dumps(result.structured_content), text
+            assert '[REDACTED]\\"' in text  # masked where it stood, the quoting intact
+        # Only the secret: the rest of the signature is still there to read.
+        assert 'login(user, secret=\\"[REDACTED]\\"' in parsed.content[0].text
+
+    await mcp_session(root, body)
+
+
+async def test_a_file_given_where_a_directory_or_module_is_taken_names_the_tool_for_a_file(make_repo) -> None:
+    """A Python developer calls a file a module: get_module('pay/app.py') said only 'no symbols
+    in module', and analyze_directory('pay/app.py') 'no such directory' of a file that exists."""
+    root = make_repo({"pay/app.py": "def charge():\n    return 1\n"})
+
+    async def body(session):
+        for tool in ("get_module", "list_symbols"):
+            error = tool_error(await session.call_tool(tool, {"module": "pay/app.py"}))
+            assert error["error_code"] == "MODULE_NOT_FOUND"
+            assert (
+                error["hint"]
+                == "pay/app.py is a file: analyze_file lists its symbols; modules are directories"
+            )
+        directory = tool_error(await session.call_tool("analyze_directory", {"path": "pay/app.py"}))
+        assert directory["message"] == "error[PATH_INVALID]: pay/app.py is a file (analyze_file takes a file)"
+
+    await mcp_session(root, body)

@@ -3,6 +3,7 @@ longer than a client waits, another process writing the index, a server killed m
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -315,3 +316,158 @@ def test_a_client_that_leaves_during_the_first_build_does_not_keep_the_server_ru
         timeout=120,
     )
     assert json.loads(out.stdout)["symbols"][0]["file"] == "pay/app.py", out.stderr
+
+
+async def test_an_index_rebuilt_or_deleted_elsewhere_while_serving_is_followed(make_repo) -> None:
+    """`semfora index --rebuild` in a terminal (or the cache cleared) replaces index.db while an
+    agent's server is running. The server kept reading the replaced file and answered from it
+    until restarted: a function added since was 'not found', whatever the refresh wrote."""
+    import shutil
+
+    root = make_repo({"pay/app.py": APP})
+
+    async def body(session):
+        assert not (await session.call_tool("get_symbol", {"symbol": "charge"})).is_error
+        assert not (await session.call_tool("get_context", {"task": "charge a customer"})).is_error
+        _index_rebuild(root)
+        (root / "pay" / "app.py").write_text(APP + "\n\ndef void(c):\n    return c\n")
+        found = await session.call_tool("get_symbol", {"symbol": "void"})
+        assert not found.is_error, found.content[0].text
+        pack = await session.call_tool("get_context", {"task": "void a charge"})
+        assert "def void" in pack.content[0].text
+        # The cache directory removed outright (a user clearing ~/.cache): the next call rebuilds.
+        for entry in (Path(os.environ["XDG_CACHE_HOME"]) / "semfora").iterdir():
+            shutil.rmtree(entry)
+        (root / "pay" / "app.py").write_text(APP + "\n\ndef refund(c):\n    return c\n")
+        again = await session.call_tool("get_symbol", {"symbol": "refund"})
+        assert not again.is_error, again.content[0].text
+
+    await mcp_session(root, body)
+
+
+def _index_rebuild(root: Path) -> None:
+    subprocess.run(
+        [SEMFORA, "index", "--rebuild", "--path", str(root)], check=True, capture_output=True, timeout=120
+    )
+
+
+async def test_a_call_behind_a_long_one_says_what_it_waits_for(
+    make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Calls run one at a time. A call behind a long one (a generate_index the client cancelled
+    still runs to its end: 36 s on Django) waited for it silently, past the client's timeout; it
+    now waits at most --wait seconds, then says what it waits for, as INDEX_BUILDING does."""
+    root = make_repo({"pay/app.py": APP})
+    _index(root)
+    monkeypatch.setenv("SEMFORA_INDEX__LOCK_TIMEOUT", "600")  # generate_index waits on the holder
+    log_path = tmp_path / "server.log"
+
+    with index_lock_held(root) as release, log_path.open("w") as errlog:
+
+        async def body(session):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(session.call_tool, "generate_index", {"force": True})
+                with anyio.fail_after(60):  # the state: generate_index waits for the index lock
+                    while "INDEX_WAITING" not in log_path.read_text():
+                        await anyio.sleep(0.05)
+                    behind = tool_error(await session.call_tool("get_symbol", {"symbol": "charge"}))
+                assert behind["error_code"] == "SERVER_BUSY", behind
+                assert "generate_index" in behind["message"] and "call again" in behind["message"]
+                # A call that reads nothing of the index still answers at once.
+                assert not (await session.call_tool("list_languages", {})).is_error
+                release()
+            with anyio.fail_after(60):
+                after = await session.call_tool("get_symbol", {"symbol": "charge"})
+            assert not after.is_error, after.content[0].text
+
+        await mcp_session(root, body, args=["--wait", "1"], errlog=errlog)
+
+
+def test_a_client_that_leaves_during_a_long_call_does_not_keep_the_server_running(
+    make_repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing stdin while a call runs (a forced generate_index) ended the server only when the
+    call did: up to index.lock_timeout with another writer, holding its index lock and workers
+    meanwhile. It now ends at once, as during the first build."""
+    import json
+
+    root = make_repo({"pay/app.py": APP})
+    _index(root)
+    monkeypatch.setenv("SEMFORA_INDEX__LOCK_TIMEOUT", "600")
+    server = spawn_mcp(root)
+    assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+
+    def send(message: dict) -> None:
+        assert server.stdin is not None
+        server.stdin.write(json.dumps(message) + "\n")
+        server.stdin.flush()
+
+    try:
+        send(INITIALIZE)
+        assert '"result"' in server.stdout.readline()
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "check_index", "arguments": {}},
+            }
+        )
+        assert '"fresh":true' in server.stdout.readline()  # the start-up refresh is over
+        with index_lock_held(root):
+            call = {"name": "generate_index", "arguments": {"force": True}}
+            send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
+            for line in server.stderr:  # the state: generate_index waits for the other writer
+                if "INDEX_WAITING" in line:
+                    break
+            server.stdin.close()
+            server.wait(timeout=30)
+            assert server.returncode == 0
+            assert "the client left while generate_index was running" in server.stderr.read()
+    finally:
+        if server.poll() is None:
+            server.kill()
+
+
+async def test_another_writer_beside_a_running_server_never_damages_the_index(make_repo) -> None:
+    """Two agents on one repository (two servers, or a server and `semfora index`): each index
+    run read index.db's header through a descriptor it then closed, which dropped every lock the
+    process's SQLite connections held on index.db. The other process then took itself for the
+    last one and removed the WAL under them: 'disk I/O error', 'database disk image is malformed',
+    and an INDEX_CORRUPT rebuild that deleted the index under everyone."""
+    root = make_repo({"pay/app.py": APP})
+    _index(root)
+    cache = next((Path(os.environ["XDG_CACHE_HOME"]) / "semfora").iterdir())
+
+    async def body(session):
+        for i in range(8):
+            assert not (await session.call_tool("get_symbol", {"symbol": "charge"})).is_error
+            with (root / "pay" / "app.py").open("a") as f:
+                f.write(f"\n\ndef added_{i}():\n    return {i}\n")
+            _index(root)  # the other writer runs, and closes
+            # This server is still connected: the other one must not have taken itself for the last.
+            assert (cache / "index.db-shm").exists() and (cache / "index.db-wal").exists()
+            found = await session.call_tool("get_symbol", {"symbol": f"added_{i}"})
+            assert not found.is_error, found.content[0].text
+
+    await mcp_session(root, body)
+
+
+async def test_generate_index_with_a_progress_token_hears_its_progress(make_repo) -> None:
+    """generate_index(force) is the one call that rebuilds everything (minutes on a large
+    repository); a client that sent a progress token heard nothing until it ended, and a client
+    that times out unless progress comes gave up on it."""
+    root = make_repo({"pay/app.py": APP, **_many_files()})
+    seen: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message or "")
+
+    async def body(session):
+        assert not (await session.call_tool("check_index", {})).is_error  # the start-up build is over
+        result = await session.call_tool("generate_index", {"force": True}, progress_callback=on_progress)
+        assert not result.is_error and result.structured_content["files"] == 61
+        assert any(m.startswith("indexing: parsing") for m in seen), seen
+
+    await mcp_session(root, body)

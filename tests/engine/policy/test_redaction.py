@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 
 from engine.policy import content
 from engine.policy.content import find_secrets
-from engine.policy.redaction import MASK, contains_secret, redact, redact_json, redact_many, redact_request
+from engine.policy.redaction import (
+    MASK,
+    contains_secret,
+    redact,
+    redact_json,
+    redact_many,
+    redact_quoted,
+    redact_request,
+)
 
 # (text, the secret part that must disappear)
 LEAKS = [
@@ -281,3 +289,22 @@ def test_a_secret_split_over_two_signatures_is_not_masked_but_each_whole_one_is(
         "plain",
         "lookingvalue123",
     ]
+
+
+def test_a_secret_inside_an_escaped_string_is_masked_and_the_rest_kept() -> None:
+    """TOON and JSON quote `password="hunter2"` as `password=\\"hunter2\\"`, which `redact` alone
+    does not see as an assignment; `redact_quoted` reads each escaped string back."""
+    import json
+
+    line = json.dumps({"sig": 'def f(a, password="hunter2", b="x\\\\y")'})
+    masked = redact_quoted(line)
+    assert "hunter2" not in masked
+    assert json.loads(masked) == {"sig": f'def f(a, password="{MASK}", b="x\\\\y")'}
+    assert redact_quoted('a: "x \\"y\\" z"\nb: plain') == 'a: "x \\"y\\" z"\nb: plain'
+    # An unterminated string ends the scan of its line (a search from every quote was quadratic:
+    # 77 s on this line); the lines after it are still read.
+    long_line = '"' + 'a\\"' * 50_000
+    assert (
+        redact_quoted(long_line + '\n"f(password=\\"hunter2\\")"')
+        == long_line + f'\n"f(password=\\"{MASK}\\")"'
+    )
