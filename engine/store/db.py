@@ -226,11 +226,15 @@ def _settles(path: Path) -> bool:
     return False
 
 
+def _rows_derived_again(found: int) -> bool:
+    """Whether an index at schema ``found`` lacks rows this version derives (an upgrade across a
+    version in ``REBUILT_AT`` empties its semantic tables)."""
+    return 0 < found < SCHEMA_VERSION and any(v in REBUILT_AT for v in range(found + 1, SCHEMA_VERSION + 1))
+
+
 def _warn_if_emptied(found: int, on_warning: WarningSink | None) -> None:
     """Say so when an upgrade from ``found`` emptied the semantic tables (the next index run refills them)."""
-    if on_warning is None or not 0 < found < SCHEMA_VERSION:
-        return
-    if any(version in REBUILT_AT for version in range(found + 1, SCHEMA_VERSION + 1)):
+    if on_warning is not None and _rows_derived_again(found):
         on_warning(
             EngineWarning(
                 "INDEX_UPGRADED",
@@ -254,9 +258,7 @@ def outdated_index_warning(layout: RepoLayout) -> EngineWarning | None:
         return None
     finally:
         conn.close()
-    if not 0 < found < SCHEMA_VERSION or not any(
-        v in REBUILT_AT for v in range(found + 1, SCHEMA_VERSION + 1)
-    ):
+    if not _rows_derived_again(found):
         return None
     return EngineWarning(
         "INDEX_OUTDATED",

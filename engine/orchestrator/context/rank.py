@@ -97,6 +97,11 @@ LOCALITY_WEIGHTS = (1.0, 0.5, 0.25)
 MAX_LEXICON_FILES = 512
 
 
+def _words(prose: str) -> list[str]:
+    """The task's words, lowercased (letters only)."""
+    return [w.lower() for w in re.findall(r"[A-Za-z]+", prose)]
+
+
 def is_report(prose: str, pasted: int) -> bool:
     """Whether a task is a report (see ``REPORT_WORDS``): ``prose`` is its text without the
     ``pasted`` blocks of code and output."""
@@ -104,8 +109,7 @@ def is_report(prose: str, pasted: int) -> bool:
         return True
     if sum(1 for part in re.split(r"\n\s*\n", prose) if part.strip()) > 1:
         return True
-    words = [w.lower() for w in re.findall(r"[A-Za-z]+", prose)]
-    return sum(1 for w in words if len(w) > 2 and w not in STOPWORDS) > REPORT_WORDS
+    return sum(1 for w in _words(prose) if len(w) > 2 and w not in STOPWORDS) > REPORT_WORDS
 
 
 def asks_for_tests(prose: str, paths: Iterable[str], *, report: bool) -> bool:
@@ -126,8 +130,7 @@ def is_declaration(rel: str) -> bool:
 def asks_for_types(prose: str, paths: Iterable[str]) -> bool:
     """Whether declaration files should count fully: the task speaks of types, typings or
     declarations, or names a declaration file (a report's TypeScript error counts too)."""
-    words = [w.lower() for w in re.findall(r"[A-Za-z]+", prose)]
-    return any(w in TYPE_WORDS for w in words) or any(is_declaration(p) for p in paths)
+    return not TYPE_WORDS.isdisjoint(_words(prose)) or any(is_declaration(p) for p in paths)
 
 
 class Lexicon:
