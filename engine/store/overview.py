@@ -126,6 +126,9 @@ class Module:
     medium: int
     low: int
     subtree: bool  # False when only the directory's own files are counted (its subdirs are listed)
+    # Subdirectories listed as modules of their own, left out of this one's counts: a directory with
+    # too many subdirectories to list them all keeps the ones that are not listed apart.
+    apart: tuple[str, ...] = ()
 
 
 def _ancestors(path: str) -> Iterator[str]:
@@ -173,30 +176,35 @@ def _directory_tree(conn: sqlite3.Connection) -> dict[str, _Node]:
 
 
 def choose_modules(nodes: dict[str, _Node], limit: int = MAX_MODULES) -> list[Module]:
-    """Split the biggest directory into its children while the module count stays within ``limit``."""
+    """Split the biggest directory into its children while the module count stays within ``limit``.
+
+    A directory with more subdirectories than there is room for (boost's ``include/boost/`` has 150)
+    would stay one module holding most of the tree, and the overview would say nothing of its
+    parts: when the splits that fit leave room, the biggest such directory lists its largest
+    subdirectories apart and keeps the rest.
+    """
     if "." not in nodes:
         return []
     chosen: dict[str, bool] = {".": True}  # path -> counts whole subtree
     heap: list[tuple[int, str]] = [(-nodes["."].files, ".")]
-    while heap:
-        _neg, path = heapq.heappop(heap)
-        n = nodes[path]
-        if not n.children:
-            continue
-        keeps_self = n.own_files > 0
-        after = len(chosen) - 1 + len(n.children) + (1 if keeps_self else 0)
-        if after > limit:
-            continue
-        del chosen[path]
-        if keeps_self:
-            chosen[path] = False
-        for child in n.children:
+    _split_whole(nodes, chosen, heap, limit)
+    apart: dict[str, tuple[str, ...]] = {}
+    room = limit - len(chosen)
+    wide = [p for p, subtree in chosen.items() if subtree and len(nodes[p].children) > 1]
+    if room >= 2 and wide:
+        path = max(wide, key=lambda p: (nodes[p].files, p))
+        children = sorted(nodes[path].children, key=lambda c: (-nodes[c].files, c))[:room]
+        apart[path] = tuple(children)
+        for child in children:
             chosen[child] = True
             heapq.heappush(heap, (-nodes[child].files, child))
+        _split_whole(nodes, chosen, heap, limit)
     out = []
     for path, subtree in chosen.items():
         n = nodes[path]
-        if subtree:
+        if path in apart:
+            out.append(_rest(n, [nodes[c] for c in apart[path]], apart[path]))
+        elif subtree:
             out.append(
                 Module(
                     path, n.files, n.symbols, n.lines, n.risk["high"], n.risk["medium"], n.risk["low"], True
@@ -209,6 +217,49 @@ def choose_modules(nodes: dict[str, _Node], limit: int = MAX_MODULES) -> list[Mo
             )
     out.sort(key=lambda m: (-m.files, m.name))
     return out[:limit]
+
+
+def _split_whole(
+    nodes: dict[str, _Node], chosen: dict[str, bool], heap: list[tuple[int, str]], limit: int
+) -> None:
+    """Replace the biggest directories in ``chosen`` by all their children while that fits ``limit``."""
+    while heap:
+        _neg, path = heapq.heappop(heap)
+        n = nodes[path]
+        if not n.children or not chosen.get(path):
+            continue
+        keeps_self = n.own_files > 0
+        after = len(chosen) - 1 + len(n.children) + (1 if keeps_self else 0)
+        if after > limit:
+            continue
+        del chosen[path]
+        if keeps_self:
+            chosen[path] = False
+        for child in n.children:
+            chosen[child] = True
+            heapq.heappush(heap, (-nodes[child].files, child))
+
+
+def _rest(n: _Node, listed: list[_Node], names: tuple[str, ...]) -> Module:
+    """Directory ``n`` without the subdirectories ``listed`` apart (a module each)."""
+
+    def left(attr: str) -> int:
+        return int(getattr(n, attr)) - sum(int(getattr(c, attr)) for c in listed)
+
+    def risk(level: str) -> int:
+        return n.risk[level] - sum(c.risk[level] for c in listed)
+
+    return Module(
+        n.path,
+        left("files"),
+        left("symbols"),
+        left("lines"),
+        risk("high"),
+        risk("medium"),
+        risk("low"),
+        True,
+        names,
+    )
 
 
 def _first_line(text: str) -> str:
@@ -273,6 +324,9 @@ def infer_purpose(layout: RepoLayout, conn: sqlite3.Connection, module: Module) 
         )
     else:
         where, params = "module = ?", [module.name]
+    for other in module.apart:  # listed as modules of their own: their types are theirs to name
+        where += " AND NOT (module = ? OR (module > ? AND module < ?))"
+        params += [other, other + "/", other + "0"]
     rows = conn.execute(
         f"SELECT kind, name FROM symbols WHERE {where} AND kind IN ('class','struct','interface','trait','enum') "
         "AND exported = 1 AND parent IS NULL ORDER BY (end_line - start_line) DESC LIMIT 12",
@@ -548,12 +602,18 @@ def _probe(root: Path, paths: list[str]) -> list[Probe]:
     return out
 
 
+# Raised when the overview made from one index state changes (3: a directory too wide to split whole
+# lists its largest subdirectories): an overview stored by an older semfora is built again.
+OVERVIEW_VERSION = "3"
+
+
 def _index_generation(conn: sqlite3.Connection) -> str | None:
+    """The key an overview is stored under: the index state's generation and ``OVERVIEW_VERSION``."""
     try:
         row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
     except sqlite3.OperationalError:
         return None
-    return None if row is None else str(row[0])
+    return None if row is None else f"{row[0]}/v{OVERVIEW_VERSION}"
 
 
 def stored_overview(

@@ -156,3 +156,29 @@ def test_a_dependency_is_folded_into_the_longest_module_above_it(path: str, name
         (n for n in names if (path == n or path.startswith(n + "/")) and len(n) > 1), key=len, default="."
     )
     assert _module_of(path, names) == _module_of(path, set(names)) == plain
+
+
+def test_a_directory_too_wide_to_split_whole_lists_its_largest_parts(make_repo) -> None:
+    """boost's ``include/boost/`` has 150 subdirectories: more than the 50 modules an overview lists.
+    It was one module with every file of the tree; its largest subdirectories are listed now."""
+    files = {"README.md": "# Wide\n\nA library of many small parts.\n"}
+    for i in range(70):
+        size = 6 if i < 3 else 1  # three parts are larger than the others
+        for k in range(size):
+            files[f"include/lib/part{i:02d}/f{k}.py"] = (
+                f"class Part{i}Thing{k}:\n    def run(self):\n        return {k}\n"
+            )
+    root = make_repo(files)
+    layout = RepoLayout.for_path(root)
+    index_repository(layout, load_settings(layout.root).settings, text_index=False)
+    data = toon_format.loads(build_overview(layout, open_index(layout)).toon)
+    modules = {m["name"]: m for m in data["modules"]}
+    assert len(modules) == MAX_MODULES
+    for i in range(3):  # the largest parts are modules of their own, with their own counts
+        assert modules[f"include/lib/part{i:02d}/"]["files"] == 6
+    # the directory keeps the parts not listed (70 parts, 49 listed apart: 21 files left)
+    assert modules["include/lib/"]["files"] == 21
+    assert sum(m["files"] for m in data["modules"]) == data["totals"]["files"] == 3 * 6 + 67
+    # its purpose names a type of its own, not one of a part listed apart
+    purpose = modules["include/lib/"]["purpose"]
+    assert purpose.startswith("types: ") and not any(f"Part{i}Thing" in purpose for i in range(49))

@@ -201,3 +201,20 @@ def test_a_reader_never_waits_on_an_indexer_to_store_the_overview(make_repo) -> 
         blocker.close()
     with sqlite3.connect(layout.index_db) as conn:
         assert conn.execute("SELECT count(*) FROM overview").fetchone()[0] == 0
+
+
+def test_an_overview_stored_by_an_older_semfora_is_built_again(make_repo) -> None:
+    """The stored overview is keyed by the index state and by how overviews are made: after an
+    upgrade that changes the overview, the old one is not served until the repository changes."""
+    from engine.store.overview import stored_overview
+
+    root = make_repo(FILES)
+    layout = RepoLayout.for_path(root)
+    index_repository(layout, _settings(layout))
+    with sqlite3.connect(layout.index_db) as conn:
+        generation = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
+        # as an older semfora stored it: under the bare generation, made another way
+        conn.execute("UPDATE overview SET generation = ?, toon = 'an old overview'", (str(generation),))
+    with SymbolStore(layout) as store:
+        ov = stored_overview(layout, store.connection())
+    assert ov.toon != "an old overview" and "pkg" in ov.toon
