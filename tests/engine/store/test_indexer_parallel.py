@@ -274,7 +274,7 @@ def test_symbols_and_chunks_are_numbered_in_file_order_whichever_worker_finishes
     files = _files()
     twin = "def checksum_of_blocks(blocks):\n    return sum(len(b) for b in blocks) % 65521\n"
     files["aaa/twin.py"] = files["zzz/twin.py"] = twin
-    # Files are parsed largest first: this one opens the first batch, the twins close the last.
+    # The largest file is parsed first (it holds over 1% of the bytes): it opens the first batch.
     files["big/huge.py"] = "".join(
         f"def step_{i}(x):\n    return step_{i + 1}(x) + {i}\n\n\n" for i in range(400)
     )
@@ -313,4 +313,29 @@ def test_symbols_and_chunks_are_numbered_in_file_order_whichever_worker_finishes
     assert len(serial[0]) > 100 and len(serial[1]) > 100
     assert parallel[0] == serial[0]
     assert parallel[1] == serial[1]
-    assert serial[2] == parallel[2] == ["aaa/twin.py", "zzz/twin.py"]
+    assert serial[2] == parallel[2] and sorted(serial[2]) == ["aaa/twin.py", "zzz/twin.py"]
+
+
+def test_a_cold_build_says_how_far_its_last_part_got(
+    make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On boost the build spent a minute after parsing with "resolving calls 0/9625" on the screen
+    (the parent builds indexes while the workers resolve), then nothing at all while it copied the
+    resolved calls in, committed and stored the overview. Both are counted now."""
+    root = make_repo(_files())
+    monkeypatch.setattr(indexer, "PARALLEL_RESOLVE_MIN_CALLS", 1)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    layout = RepoLayout.for_path(root)
+    settings = load_settings(layout.root).settings
+    settings = settings.model_copy(update={"index": settings.index.model_copy(update={"workers": 2})})
+    seen: list[tuple[str, int, int]] = []
+    index_repository(layout, settings, text_index=True, progress=lambda *a: seen.append(a))
+    phases = list(dict.fromkeys(p for p, _d, _t in seen))
+    assert phases[-2:] == [indexer.PHASE_RESOLVE, indexer.PHASE_WRITE]
+    writing = [(d, t) for p, d, t in seen if p == indexer.PHASE_WRITE]
+    resolving = [d for p, d, _t in seen if p == indexer.PHASE_RESOLVE]
+    total = writing[-1][1]
+    assert total > indexer.WRITE_STEPS  # one more step per slice of resolved calls copied in
+    assert [d for d, _t in writing] == list(range(1, total + 1))  # each step said as it ends
+    assert resolving == sorted(resolving)  # never back to 0 while the resolved calls are copied in
+    assert resolving[-1] == next(t for p, _d, t in seen if p == indexer.PHASE_RESOLVE) > 0

@@ -131,8 +131,9 @@ def test_progress_names_each_phase_and_counts_up_to_its_total(make_repo) -> None
     seen: list[tuple[str, int, int]] = []
     index_repository(layout, _settings(layout), progress=lambda *a: seen.append(a))
     phases = list(dict.fromkeys(p for p, _d, _t in seen))
-    # A cold build's workers chunk the prose files once the code is parsed, before calls resolve.
-    assert phases == ["discovering", "parsing", "text index", "resolving calls"]
+    # A cold build's workers chunk the prose files once the code is parsed, before calls resolve;
+    # then it writes its indexes, commits and stores the overview, counted in steps.
+    assert phases == ["discovering", "parsing", "text index", "resolving calls", "writing indexes"]
     for phase in phases:
         counts = [(d, t) for p, d, t in seen if p == phase]
         assert all(0 <= d <= t for d, t in counts[1:]), (phase, counts)
@@ -147,6 +148,7 @@ def test_progress_names_each_phase_and_counts_up_to_its_total(make_repo) -> None
     with sqlite3.connect(layout.index_db) as conn:
         assert conn.execute("SELECT count(DISTINCT file) FROM text_chunks").fetchone()[0] == 33
     assert last["resolving calls"][0] == last["resolving calls"][1] > 0
+    assert last["writing indexes"] == (8, 8)  # 8 steps: rows to commit, then the overview
     assert not list(layout.cache_dir.glob(SHARD_GLOB))  # the call shards are gone
 
 
