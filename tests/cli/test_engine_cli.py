@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 import toon_format
@@ -215,3 +216,59 @@ def test_symbol_says_when_it_shows_the_nearest_names_instead_of_the_one_asked_fo
     assert "Greeter  class  lib/greet.py" in near.stdout
     body = json.loads(run_semfora("symbol", "Greeterr", "--path", str(root), "--json").stdout)
     assert body["exact"] is False and body["symbols"][0]["name"] == "Greeter"
+
+
+_BAR_DRIVER = """
+import argparse, json, os, sys, threading
+from engine.index import indexer
+from semfora_cli.commands import engine_cmds
+
+parent = os.getpid()
+real = indexer._resolve_slice
+
+def spy(job):
+    if os.getpid() != parent:  # a forked worker resolved this slice
+        open(sys.argv[2], "a").close()
+    return real(job)
+
+indexer._resolve_slice = spy
+real_bulk = indexer._resolve_bulk
+threads = []
+
+def bulk(*a, **k):  # how many threads run when the calls are handed out to resolve
+    threads.append([t.name for t in threading.enumerate()])
+    return real_bulk(*a, **k)
+
+indexer._resolve_bulk = bulk
+indexer.PARALLEL_RESOLVE_MIN_CALLS = 1  # boost's 462k calls in a small repository
+engine_cmds.is_tty = lambda: True  # the bar is drawn as on a terminal
+args = argparse.Namespace(path=sys.argv[1], rebuild=False, json=False, no_vectors=True, paths=False)
+code = engine_cmds._index(args)
+print(json.dumps({"code": code, "threads": threads}))
+"""
+
+
+def test_with_the_progress_bar_on_screen_calls_are_still_resolved_in_worker_processes(
+    make_repo, tmp_path
+) -> None:
+    """Call resolution forks workers only in a single-threaded process (a fork copies other threads'
+    locks). rich redrew the bar from a thread of its own, so `semfora index` on a terminal resolved
+    boost's calls in one process while the benchmark, with no bar, used two."""
+    files = {
+        f"pkg/m{i}.py": f"from pkg.m{i + 1} import f{i + 1}\n\n\ndef f{i}():\n    return f{i + 1}()\n"
+        for i in range(40)
+    }
+    root = make_repo(files)
+    marker = tmp_path / "resolved-in-a-worker"
+    proc = subprocess.run(
+        [sys.executable, "-c", _BAR_DRIVER, str(root), str(marker)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result == {"code": 0, "threads": [["MainThread"]]}
+    assert marker.exists(), "the calls were resolved in this process, not in forked workers"
