@@ -500,6 +500,7 @@ class Orchestrator:
         except SemforaError as exc:  # model errors, a lost key mid-session: logged, then raised
             reply, outcome = getattr(exc, "partial_text", "") or reply, "error"
             errors.append(exc.message)
+            exc.context_pack = pack
             self._finish(record, task, pack, reply, staged, outcome, usage, cost, errors, t0)
             raise
         self._finish(record, task, pack, reply, staged, outcome, usage, cost, errors, t0)

@@ -982,6 +982,7 @@ class MainScreen(Screen[None]):
             self.refresh_staged()
 
     async def _turn_failed(self, turn: ReplyTurn, err: SemforaError) -> None:
+        await self._show_failed_pack(turn, err)
         if turn.cancelled:
             return
         if err.code == "MODEL_CANCELLED":
@@ -993,6 +994,22 @@ class MainScreen(Screen[None]):
             await turn.set_text(partial)
         await turn.mark(f"✗ failed: error[{err.code}]")
         await self.show_error(err)
+
+    async def _show_failed_pack(self, turn: ReplyTurn, err: SemforaError) -> None:
+        """The budget pane shows what the failed turn sent (or that it sent nothing): after a
+        failure it went on showing the turn before's pack and cost as if they were this one's."""
+        from engine.api import ContextPack
+
+        pack = err.context_pack
+        if isinstance(pack, ContextPack):
+            view = pack_from_engine(pack)
+            self.last_pack = view
+            if not turn.cancelled:
+                await turn.set_context(view)
+            self.budget_pane.show_pack(view)
+        else:
+            self.budget_pane.show_no_pack("the last turn failed before its context pack was built")
+        self.budget_pane.show_cost(TurnCost(), self.session_cost, failed=True)
 
     async def action_cancel_stream(self) -> None:
         turn = self.turn

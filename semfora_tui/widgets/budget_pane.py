@@ -46,6 +46,8 @@ class BudgetPane(Vertical):
         self.turn = TurnCost()
         self.session_cost = 0.0
         self.budget = 0
+        self.no_pack = "no context pack yet"  # what the bar says while there is no pack to show
+        self.turn_failed = False  # the last turn failed: its usage is not known
 
     def compose(self) -> ComposeResult:
         yield Static(id="budget-bar")
@@ -84,9 +86,17 @@ class BudgetPane(Vertical):
             )
         self._render_all()
 
-    def show_cost(self, turn: TurnCost, session_cost: float) -> None:
+    def show_no_pack(self, why: str) -> None:
+        """No pack to show, and ``why`` (the last turn failed before it had one)."""
+        self.pack = None
+        self.no_pack = why
+        self.query_one("#budget-table", DataTable).clear()
+        self._render_all()
+
+    def show_cost(self, turn: TurnCost, session_cost: float, *, failed: bool = False) -> None:
         self.turn = turn
         self.session_cost = session_cost
+        self.turn_failed = failed
         self._render_all()
 
     def set_budget(self, budget: int) -> None:
@@ -100,7 +110,7 @@ class BudgetPane(Vertical):
         bar = self.query_one("#budget-bar", Static)
         legend = self.query_one("#budget-legend", Static)
         if self.pack is None:
-            bar.update(Text(f"budget {self.budget:,} tokens · no context pack yet", style="dim"))
+            bar.update(Text(f"budget {self.budget:,} tokens · {self.no_pack}", style="dim"))
             legend.update("")
         else:
             shown = PackView(
@@ -117,9 +127,12 @@ class BudgetPane(Vertical):
             legend.update(legend_text)
         cost = Text(no_wrap=True, overflow="ellipsis")
         cost.append("turn ", style="bold")
-        cost.append(
-            f"{self.turn.input_tokens:,} in / {self.turn.output_tokens:,} out · ${self.turn.cost:.4f}"
-        )
+        if self.turn_failed:
+            cost.append("failed (no usage reported)")
+        else:
+            cost.append(
+                f"{self.turn.input_tokens:,} in / {self.turn.output_tokens:,} out · ${self.turn.cost:.4f}"
+            )
         cost.append("   session ", style="bold")
         cost.append(f"${self.session_cost:.4f}")
         self.query_one("#budget-cost", Static).update(cost)

@@ -345,6 +345,33 @@ async def test_a_model_error_ends_the_turn_as_failed_and_the_prompt_keeps_workin
         await _wait_for(pilot, lambda: ANSWER in app.chat.transcript() and not app.main.streaming)
 
 
+async def test_after_a_failed_turn_the_budget_pane_shows_that_turns_pack_not_the_one_before(
+    make_app: AppFactory, fake_anthropic: FakeAnthropic
+) -> None:
+    """A turn that failed left the pane on the previous turn's pack and cost, as if they were its own."""
+    fake_anthropic.reply(ANSWER)
+    fake_anthropic.error(400, "invalid_request_error")
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await _submit(pilot, app, "where is the config loaded?")
+        await _wait_for(pilot, lambda: ANSWER in app.chat.transcript() and not app.main.streaming)
+        await settle(pilot)
+        first = app.budget_pane.pack
+        assert first is not None and first.task == "where is the config loaded?"
+        await _submit(pilot, app, "make parse_port strip whitespace")
+        await _wait_for(pilot, lambda: "✗ failed" in app.chat.transcript() and not app.main.streaming)
+        await settle(pilot)
+        pack = app.budget_pane.pack
+        assert pack is not None and pack.task == "make parse_port strip whitespace"
+        assert pack.intent == "edit"
+        cost = str(app.budget_pane.query_one("#budget-cost").render())
+        assert "turn failed" in cost and "in /" not in cost, cost
+        # The failed reply lists the context it sent, like an answered one.
+        summaries = list(app.chat.query(Collapsible))
+        assert len(summaries) == 2 and summaries[-1].title.startswith(f"context: {len(pack.items)} items")
+
+
 async def test_a_cancelled_question_is_marked_cancelled_not_an_edit_problem(
     make_app: AppFactory, fake_anthropic: FakeAnthropic
 ) -> None:
