@@ -261,10 +261,17 @@ class EngineBridge:
         on_text: Callable[[str], None],
         cancel: threading.Event,
         on_status: Callable[[str], None] | None = None,
+        on_phase: Callable[[str], None] | None = None,
     ) -> TurnResult:
         orchestrator = self.orchestrator(need_reasoner=True)
         return orchestrator.run_turn(
-            task, on_text=on_text, cancel=cancel, stage=True, budget=self.budget, on_status=on_status
+            task,
+            on_text=on_text,
+            cancel=cancel,
+            stage=True,
+            budget=self.budget,
+            on_status=on_status,
+            on_phase=on_phase,
         )
 
     def resume(self) -> tuple[PastTurn, ...]:

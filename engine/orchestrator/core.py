@@ -344,8 +344,12 @@ class Orchestrator:
         apply: bool = False,
         budget: int | None = None,
         on_status: StatusCallback | None = None,
+        on_phase: StatusCallback | None = None,
     ) -> TurnResult:
         """Run one turn. Streams reply text to ``on_text``; ``cancel`` stops it at once.
+
+        ``on_status`` gets the events worth keeping (a retry, a NEED round); ``on_phase`` what
+        the turn is waiting for now (a spinner's words), once the pack is built.
 
         ``stage`` hands valid edit blocks to the pending ``EditSession``; ``apply`` also
         accepts and commits them. With ``stage=False`` blocks are only checked. Any failed
@@ -359,7 +363,7 @@ class Orchestrator:
 
             raise ModelUnavailable(describe_model_status(self.settings))
         with self._lock:
-            return self._run(task, on_text, cancel, stage or apply, apply, budget, on_status)
+            return self._run(task, on_text, cancel, stage or apply, apply, budget, on_status, on_phase)
 
     def _run(
         self,
@@ -370,6 +374,7 @@ class Orchestrator:
         apply: bool,
         budget_tokens: int | None,
         on_status: StatusCallback | None,
+        on_phase: StatusCallback | None = None,
     ) -> TurnResult:
         assert self.reasoner is not None
         status = on_status or (lambda _msg: None)
@@ -382,6 +387,8 @@ class Orchestrator:
         record.timings["context"] = time.perf_counter() - t0
         if pack.budget_note:  # `ask --budget 150000` showed /94,000 in the usage line, with no word why
             status(pack.budget_note)
+        if on_phase is not None:  # the app said "building the context pack" until the first token
+            on_phase(f"asking the model ({pack.total_tokens:,} tokens of context)…")
 
         system = stable_prefix(list(pack.items))
         messages: Messages = [{"role": "user", "content": task_message(task, list(pack.items), pack.intent)}]

@@ -34,7 +34,7 @@ from semfora_tui import slash
 from semfora_tui.chat_text import code, error_markdown
 from semfora_tui.engine_bridge import EngineBridge, EngineUnavailable
 from semfora_tui.screens.confirm import ConfirmScreen
-from semfora_tui.turn_feed import Status, TurnFeed
+from semfora_tui.turn_feed import Phase, Status, TurnFeed
 from semfora_tui.views import (
     FileView,
     PackView,
@@ -904,7 +904,7 @@ class MainScreen(Screen[None]):
 
     @work(thread=True, group="turn", exit_on_error=False)
     def _turn_worker(self, turn: ReplyTurn, task: str, feed: TurnFeed, cancel: threading.Event) -> None:
-        result, error = attempt(lambda: self.bridge.run_turn(task, feed.text, cancel, feed.status))
+        result, error = attempt(lambda: self.bridge.run_turn(task, feed.text, cancel, feed.status, feed.phase))
         self.post_message(self.TurnFinished(turn, result, error))
 
     async def _flush_feed(self) -> None:
@@ -919,6 +919,8 @@ class MainScreen(Screen[None]):
         for item in items:
             if isinstance(item, Status):
                 await turn.step(item.message)
+            elif isinstance(item, Phase):
+                turn.waiting(item.message)
             else:
                 await turn.write(item)
 

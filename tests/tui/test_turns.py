@@ -327,6 +327,30 @@ async def test_the_reply_shows_a_spinner_while_the_model_is_retried(
         assert len(fake_anthropic.message_requests()) == 2
 
 
+async def test_while_the_model_has_not_answered_the_spinner_says_so_not_building_the_pack(
+    make_app: AppFactory, fake_anthropic: FakeAnthropic
+) -> None:
+    """The spinner said "building the context pack" all the while the request waited for the
+    model's first token."""
+    fake_anthropic.reply(ANSWER, chunk_chars=len(ANSWER), delay=1.0)
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await _submit(pilot, app, "where is the config loaded?")
+        await _wait_for(pilot, lambda: len(fake_anthropic.message_requests()) == 1)
+        turn = app.main.turn
+        assert turn is not None and turn.spinner is not None
+
+        def spinner() -> str:
+            return str(turn.spinner.render()) if turn.spinner is not None else ""
+
+        await _wait_for(pilot, lambda: "asking the model (" in spinner() or bool(turn.source))
+        assert not turn.source, "the reply came before the spinner said the model was asked"
+        assert "tokens of context" in spinner() and "building" not in spinner()
+        await _wait_for(pilot, lambda: ANSWER in app.chat.transcript() and not app.main.streaming)
+        assert "asking the model" not in app.chat.transcript()  # a passing state, not a step to keep
+
+
 async def test_a_model_error_ends_the_turn_as_failed_and_the_prompt_keeps_working(
     make_app: AppFactory, fake_anthropic: FakeAnthropic
 ) -> None:
