@@ -86,6 +86,9 @@ class BudgetPane(Vertical):
             )
         self._render_all()
 
+    def on_resize(self) -> None:
+        self._render_all()  # the legend's entries are laid out for the width
+
     def show_no_pack(self, why: str) -> None:
         """No pack to show, and ``why`` (the last turn failed before it had one)."""
         self.pack = None
@@ -119,12 +122,13 @@ class BudgetPane(Vertical):
             line = budget_bar(shown, colours)
             line.append(f" {self.pack.total_tokens:,}/{self.budget:,}")
             bar.update(line)
-            legend_text = Text(no_wrap=True, overflow="ellipsis")
+            entries = []
             for priority, tokens in self.pack.tokens_by_priority().items():
-                legend_text.append("■ ", style=Style(color=colours[priority]))
-                legend_text.append(f"{priority} {tokens:,}  ")
-            legend_text.append(f"intent {self.pack.intent}", style="italic")
-            legend.update(legend_text)
+                entry = Text("■ ", style=Style(color=colours[priority]))
+                entry.append(f"{priority} {tokens:,}")
+                entries.append(entry)
+            entries.append(Text(f"intent {self.pack.intent}", style="italic"))
+            legend.update(_lines_of(entries, legend.size.width or self.size.width))
         cost = Text(no_wrap=True, overflow="ellipsis")
         cost.append("turn ", style="bold")
         if self.turn_failed:
@@ -136,3 +140,24 @@ class BudgetPane(Vertical):
         cost.append("   session ", style="bold")
         cost.append(f"${self.session_cost:.4f}")
         self.query_one("#budget-cost", Static).update(cost)
+
+
+# Spaces between two entries of the legend on one line.
+LEGEND_GAP = "  "
+
+
+def _lines_of(entries: list[Text], width: int) -> Text:
+    """``entries`` on as many lines of ``width`` cells as they need, never one cut in two (at
+    130 columns the one-line legend lost its last entries to an ellipsis)."""
+    out = Text(no_wrap=True, overflow="ellipsis")
+    used = 0
+    for entry in entries:
+        if used and used + len(LEGEND_GAP) + entry.cell_len > width:
+            out.append("\n")
+            used = 0
+        elif used:
+            out.append(LEGEND_GAP)
+            used += len(LEGEND_GAP)
+        out.append_text(entry)
+        used += entry.cell_len
+    return out

@@ -436,6 +436,27 @@ async def test_the_budget_table_shows_each_items_tokens_and_priority_without_scr
             assert tokens in screen, f"the row with {tokens} tokens is cut off"
 
 
+@pytest.mark.parametrize("width", [80, 120, 130, 200])
+async def test_the_budget_legend_shows_every_priority_and_the_intent_at_any_width(
+    make_app: AppFactory, width: int
+) -> None:
+    """At 130 columns the one-line legend ended in an ellipsis: the low share and the intent were cut."""
+    from semfora_tui.views import PackItemView, PackView
+
+    items = tuple(
+        PackItemView("source", f"fn_{p}", tokens, p, "why")
+        for p, tokens in (("critical", 1187), ("high", 2169), ("medium", 3859), ("low", 1234))
+    )
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(width, 40)) as pilot:
+        await settle(pilot)
+        app.budget_pane.show_pack(PackView("why", "refactor", 8000, 8449, items))
+        await pilot.pause()
+        screen = app.export_screenshot().replace("&#160;", " ")
+        for shown in ("critical 1,187", "high 2,169", "medium 3,859", "low 1,234", "intent refactor"):
+            assert shown in screen, f"{shown!r} is cut from the legend at {width} columns"
+
+
 async def test_a_pasted_traceback_is_sent_whole_but_shown_folded(
     make_app: AppFactory, fake_anthropic: FakeAnthropic
 ) -> None:
