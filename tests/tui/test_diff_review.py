@@ -364,3 +364,40 @@ async def test_hunks_staged_in_this_run_are_not_called_earlier_ones(
         await settle(pilot)
         assert len(app.diff.files) == 2
         assert "earlier session" not in app.chat.transcript()
+
+
+async def test_two_close_hunks_each_show_context_without_the_others_change(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """Two blocks two lines apart were two hunks whose contexts overlapped: the first showed the
+    second's old line as unchanged context (accepting both, that line is not in the file)."""
+    (demo_repo / "edits.txt").write_text(
+        "app/config.py\n<<<<<<< SEARCH\n        return fh.read()\n=======\n"
+        "        return fh.read().strip()\n>>>>>>> REPLACE\n\n"
+        "app/config.py\n<<<<<<< SEARCH\ndef parse_port(text):\n=======\n"
+        "def parse_port(text: str) -> int:\n>>>>>>> REPLACE\n"
+    )
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.main.run_slash("/edit --from edits.txt")
+        await settle(pilot)
+        first, second = app.diff.files[0].hunks
+        assert first.lines == (
+            " def load_config(path):",
+            "     \"\"\"Read the settings file.\"\"\"",
+            "     with open(path) as fh:",
+            "-        return fh.read()",
+            "+        return fh.read().strip()",
+            " ",
+            " ",
+        )
+        assert second.lines == (
+            " ",
+            " ",
+            "-def parse_port(text):",
+            "+def parse_port(text: str) -> int:",
+            "     return int(text)",
+        )
+        assert (first.header, second.header) == ("@@ -1,6 +1,6 @@", "@@ -5,4 +5,4 @@")
+        body = str(app.diff.query_one("#diff-body").render())
+        assert body.count("def parse_port(text):") == 1  # only as the removed line, never as context
