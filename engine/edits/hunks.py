@@ -63,7 +63,12 @@ class Hunk:
         """The unified-diff header of ``lines`` (context included), for this hunk on its own
         against the original file: ``header`` then ``lines`` is a hunk `git apply` takes.
         ``old_start``/``old_count`` and ``new_start``/``new_count`` count the changed lines only
-        (the new side's numbers after every hunk of the file)."""
+        (the new side's numbers after every hunk of the file). A conflict's header says where
+        it was instead, since it has no place in the file as it is now."""
+        if self.conflict:
+            # No place in the file as it is now: "@@ -0,1 +0,1 @@" read as a change at line 0.
+            where = f" (was at line {self.old_start})" if self.old_start else ""
+            return f"@@ conflict: no longer fits the file{where} @@"
         context = len(self.before) + len(self.after)
         first = (self.old_start - 1 if self.old_count else self.old_start) - len(self.before)
         old_n, new_n = self.old_count + context, self.new_count + context

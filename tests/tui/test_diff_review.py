@@ -401,3 +401,21 @@ async def test_two_close_hunks_each_show_context_without_the_others_change(
         assert (first.header, second.header) == ("@@ -1,6 +1,6 @@", "@@ -5,4 +5,4 @@")
         body = str(app.diff.query_one("#diff-body").render())
         assert body.count("def parse_port(text):") == 1  # only as the removed line, never as context
+
+
+async def test_a_conflicted_hunk_says_where_it_was_not_line_zero(make_app: AppFactory, demo_repo: Path) -> None:
+    """A hunk that no longer fits the file was headed "@@ -0,1 +0,1 @@": a change at line 0."""
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        (demo_repo / "app/config.py").write_text(SOURCE["app/config.py"].replace("int(text)", "float(text)"))
+        await app.main.run_slash("/rebase")
+        await settle(pilot)
+        body = str(app.diff.query_one("#diff-body").render())
+        assert "@@ -0," not in body
+        assert "app/config.py @@ conflict: no longer fits the file (was at line 8) @@" in body
+        assert "-    return int(text)" in body and "+    return int(text.strip())" in body
+        # The file's row counts it as a conflict, not as one more pending hunk, and the hunk does
+        # not send the user back to /rebase, which just failed to place it.
+        assert "app/config.py  +0 -0  1 hunk: 0 ✓ 0 ✗ 0 pending  ⚠ 1 conflict" in body
+        assert "reject it, or ask for the change again" in body and "/rebase re-applies it" not in body
