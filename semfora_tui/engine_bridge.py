@@ -145,8 +145,10 @@ class EngineBridge:
         rebuild: bool = False,
         progress: Progress | None = None,
         on_wait: Callable[[], None] | None = None,
+        cancel: threading.Event | None = None,
     ) -> IndexReport:
-        """Index the repository; ``on_wait`` is called if another process's index run holds the lock."""
+        """Index the repository; ``on_wait`` is called if another process's index run holds the
+        lock, and ``cancel`` stops waiting for it."""
         with engine_part("indexing"):
             from engine.api import index_repository
 
@@ -155,7 +157,12 @@ class EngineBridge:
                     on_wait()
 
             return index_repository(
-                self.layout, self.settings, rebuild=rebuild, progress=progress, on_warning=warned
+                self.layout,
+                self.settings,
+                rebuild=rebuild,
+                progress=progress,
+                on_warning=warned,
+                cancel=cancel,
             )
 
     def vectors_enabled(self) -> bool:

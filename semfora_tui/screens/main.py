@@ -610,10 +610,14 @@ class MainScreen(Screen[None]):
 
         try:
             report, error = attempt(
-                lambda: self.bridge.index(rebuild=rebuild, progress=progress, on_wait=waiting)
+                lambda: self.bridge.index(
+                    rebuild=rebuild, progress=progress, on_wait=waiting, cancel=self._stop
+                )
             )
         except AppClosing:
             return
+        if self._stop.is_set():
+            return  # closing: a wait for another process's run was given up (ctrl+q waited 30 s)
         self.post_message(self.IndexFinished(report, error, rebuild=rebuild, announce=announce))
 
     def on_main_screen_index_progress(self, message: IndexProgress) -> None:
@@ -757,7 +761,7 @@ class MainScreen(Screen[None]):
                     )
                 )
                 continue
-            report, error = attempt(lambda: self.bridge.index(rebuild=False))
+            report, error = attempt(lambda: self.bridge.index(rebuild=False, cancel=self._stop))
             self.post_message(
                 self.IndexFinished(
                     report, error, rebuild=False, announce=False, watched=True, changed_paths=paths
