@@ -290,7 +290,12 @@ class Orchestrator:
                 )
                 out.append(StagedView(staged.path, text, whole=True))
                 continue
-            lines = [f"{what} staged earlier in this session, not on disk yet (the user reviews them):"]
+            # The file's code elsewhere in the pack is its text on disk: said here, or the model
+            # read two versions of one function and was told neither was the old one.
+            lines = [
+                f"{what} staged earlier in this session, not on disk yet (the user reviews them); "
+                f"the code of {staged.path} shown below is as on disk, without them:"
+            ]
             for h in hunks:  # as the diff pane and `semfora edits show` give them, context included
                 lines += [f"{h.header} ({h.state})", *h.lines]
             text = "\n".join(lines)
