@@ -15,8 +15,9 @@ from textual.widgets import DataTable, Static
 from semfora_tui.theming import SEMFORA_VARIABLE_DEFAULTS
 from semfora_tui.views import PRIORITIES, PackView, TurnCost
 
-# Width of the budget bar in cells when the pane is narrower than this it is cropped.
+# Width of the budget bar in cells; a narrower pane gets a shorter bar (the figure after it stays).
 BAR_CELLS = 40
+MIN_BAR_CELLS = 10
 
 
 def budget_bar(pack: PackView, colours: dict[str, str], cells: int = BAR_CELLS) -> Text:
@@ -119,8 +120,11 @@ class BudgetPane(Vertical):
             shown = PackView(
                 self.pack.task, self.pack.intent, self.budget, self.pack.total_tokens, self.pack.items
             )
-            line = budget_bar(shown, colours)
-            line.append(f" {self.pack.total_tokens:,}/{self.budget:,}")
+            figure = f" {self.pack.total_tokens:,}/{self.budget:,}"
+            # The figure first: at 80 columns a 40-cell bar pushed it off the pane.
+            width = bar.size.width or self.size.width or BAR_CELLS + len(figure)
+            line = budget_bar(shown, colours, max(MIN_BAR_CELLS, min(BAR_CELLS, width - len(figure))))
+            line.append(figure)
             bar.update(line)
             entries = []
             for priority, tokens in self.pack.tokens_by_priority().items():
@@ -129,35 +133,36 @@ class BudgetPane(Vertical):
                 entries.append(entry)
             entries.append(Text(f"intent {self.pack.intent}", style="italic"))
             legend.update(_lines_of(entries, legend.size.width or self.size.width))
-        cost = Text(no_wrap=True, overflow="ellipsis")
-        cost.append("turn ", style="bold")
+        turn = Text("turn ", style="bold")
         if self.turn_failed:
-            cost.append("failed (no usage reported)")
+            turn.append("failed (no usage reported)")
         else:
-            cost.append(
+            turn.append(
                 f"{self.turn.input_tokens:,} in / {self.turn.output_tokens:,} out · ${self.turn.cost:.4f}"
             )
-        cost.append("   session ", style="bold")
-        cost.append(f"${self.session_cost:.4f}")
-        self.query_one("#budget-cost", Static).update(cost)
+        session = Text("session ", style="bold")
+        session.append(f"${self.session_cost:.4f}")
+        cost = self.query_one("#budget-cost", Static)
+        cost.update(_lines_of([turn, session], cost.size.width or self.size.width, gap="   "))
 
 
 # Spaces between two entries of the legend on one line.
 LEGEND_GAP = "  "
 
 
-def _lines_of(entries: list[Text], width: int) -> Text:
+def _lines_of(entries: list[Text], width: int, *, gap: str = LEGEND_GAP) -> Text:
     """``entries`` on as many lines of ``width`` cells as they need, never one cut in two (at
-    130 columns the one-line legend lost its last entries to an ellipsis)."""
+    130 columns the one-line legend lost its last entries to an ellipsis, at 80 the cost line
+    its session figure)."""
     out = Text(no_wrap=True, overflow="ellipsis")
     used = 0
     for entry in entries:
-        if used and used + len(LEGEND_GAP) + entry.cell_len > width:
+        if used and used + len(gap) + entry.cell_len > width:
             out.append("\n")
             used = 0
         elif used:
-            out.append(LEGEND_GAP)
-            used += len(LEGEND_GAP)
+            out.append(gap)
+            used += len(gap)
         out.append_text(entry)
         used += entry.cell_len
     return out

@@ -455,6 +455,10 @@ async def test_the_budget_legend_shows_every_priority_and_the_intent_at_any_widt
         screen = app.export_screenshot().replace("&#160;", " ")
         for shown in ("critical 1,187", "high 2,169", "medium 3,859", "low 1,234", "intent refactor"):
             assert shown in screen, f"{shown!r} is cut from the legend at {width} columns"
+        # At 80 columns the 40-cell bar pushed the figure off the pane, and the cost line lost
+        # the session's cost.
+        assert "8,449/8,000" in screen, f"the pack's figure is cut at {width} columns"
+        assert "session $0.0000" in screen, f"the session cost is cut at {width} columns"
 
 
 async def test_a_pasted_traceback_is_sent_whole_but_shown_folded(
