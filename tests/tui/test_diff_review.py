@@ -419,3 +419,31 @@ async def test_a_conflicted_hunk_says_where_it_was_not_line_zero(make_app: AppFa
         # not send the user back to /rebase, which just failed to place it.
         assert "app/config.py  +0 -0  1 hunk: 0 ✓ 0 ✗ 0 pending  ⚠ 1 conflict" in body
         assert "reject it, or ask for the change again" in body and "/rebase re-applies it" not in body
+
+
+async def test_at_80_columns_what_a_review_key_says_is_shown_though_the_chat_is_hidden(
+    make_app: AppFactory, demo_repo: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Review mode under 120 columns gives the diff pane the whole screen: `?` (the footer's
+    "keys"), a commit's note and `e`'s NO_EDITOR went to the hidden chat, and nothing happened."""
+    monkeypatch.delenv("EDITOR", raising=False)
+    monkeypatch.delenv("VISUAL", raising=False)
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        assert not app.chat.display
+        await pilot.press("question_mark")
+        await settle(pilot)
+        toasts = [str(n.message) for n in app._notifications]  # type: ignore[attr-defined]
+        assert any("Review mode" in t and "c commit" in t for t in toasts), toasts
+        assert not any("`" in t or "**" in t for t in toasts), toasts  # plain text, not Markdown
+        await pilot.press("e")
+        await settle(pilot)
+        toasts = [str(n.message) for n in app._notifications]  # type: ignore[attr-defined]
+        assert any("error[NO_EDITOR]" in t and "export EDITOR=" in t for t in toasts), toasts
+        await pilot.press("a")
+        await pilot.press("c")
+        await answer_confirmation(pilot, app)
+        await settle(pilot)
+        toasts = [str(n.message) for n in app._notifications]  # type: ignore[attr-defined]
+        assert any(t.startswith("Committed 1 hunk") for t in toasts), toasts
