@@ -447,3 +447,21 @@ async def test_at_80_columns_what_a_review_key_says_is_shown_though_the_chat_is_
         await settle(pilot)
         toasts = [str(n.message) for n in app._notifications]  # type: ignore[attr-defined]
         assert any(t.startswith("Committed 1 hunk") for t in toasts), toasts
+
+
+async def test_accept_all_counts_only_the_hunks_it_can_accept(make_app: AppFactory, demo_repo: Path) -> None:
+    """With one of two hunks in conflict, /accept all asked "Accept all 2 staged hunks in 2
+    files?" and accepted one: a conflict is never accepted."""
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        (demo_repo / "app/config.py").write_text(SOURCE["app/config.py"].replace("int(text)", "float(text)"))
+        await app.main.run_slash("/rebase")
+        await settle(pilot)
+        app.main.leave_review()
+        await app.main.run_slash("/accept all")
+        screen = await answer_confirmation(pilot, app)
+        assert "Accept all 1 staged hunk in 1 file?" in screen.question
+        assert "Left out: 1 conflict, which no longer fits the file." in screen.question
+        await settle(pilot)
+        assert _states(demo_repo) == {"app/config.py": ["pending"], "app/server.py": ["accepted"]}
