@@ -398,10 +398,18 @@ class EngineBridge:
         with engine_part("edit staging"):
             from engine.edits.sandbox import resolve_in_repo
         source = Path(resolve_in_repo(self.root, path))
+        # Said as `semfora edits stage` says it: the app showed Python's "[Errno 2] No such file
+        # or directory: '/abs/path'" and "'utf-8' codec can't decode byte 0x89 in position 0".
         try:
             text = source.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read {path}: {exc}") from exc
+        except OSError as exc:
+            raise UsageError(
+                f"cannot read {path}: {exc.strerror or exc}",
+                code="PATH_NOT_FOUND" if isinstance(exc, FileNotFoundError) else "USAGE",
+                hint="the path is relative to the repository's root",
+            ) from exc
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{path} is not UTF-8 text: /edit --from reads edit blocks") from exc
         session = self.session()
         session.stage_blocks(text, task=f"edits from {path}")
         return files_from_session(session.files())
