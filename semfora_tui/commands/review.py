@@ -157,6 +157,9 @@ async def rebase_command(screen: MainScreen, _cmd: ParsedCommand) -> None:
 
 def request_commit(screen: MainScreen) -> None:
     files, hunks = screen.diff.totals()
+    if not screen.diff.files:  # "accept some with a" of nothing at all
+        screen.notify("Nothing is staged, so nothing to commit.", severity="warning")
+        return
     if not hunks:
         screen.notify("No accepted hunks to commit: accept some with a, A or /accept.", severity="warning")
         return

@@ -208,6 +208,19 @@ async def test_edit_from_a_missing_file_a_directory_or_a_binary_file_says_so_pla
         assert app.diff.files == ()
 
 
+async def test_commit_with_nothing_staged_says_nothing_is_staged(make_app: AppFactory, demo_repo: Path) -> None:
+    """It said "No accepted hunks to commit: accept some with a, A or /accept" of nothing at all."""
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _run(pilot, app, "/commit")
+        toasts = [str(n.message) for n in app._notifications]  # type: ignore[attr-defined]
+        assert toasts == ["Nothing is staged, so nothing to commit."], toasts
+        await _stage(pilot, app, demo_repo)
+        await _run(pilot, app, "/commit")
+        toasts = [str(n.message) for n in app._notifications]  # type: ignore[attr-defined]
+        assert toasts[-1] == "No accepted hunks to commit: accept some with a, A or /accept.", toasts
+
+
 async def test_status_budget_cost_model_clear(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
