@@ -566,6 +566,7 @@ class MainScreen(Screen[None]):
                 f"Still staged from an earlier session: {plural(s.hunks, 'hunk')} in {s.where} ({s.states}), "
                 f"not written to the {'file' if s.files == 1 else 'files'}. F2 or `/review` reviews {s.them}; "
                 f"`/rollback` discards {s.them}."
+                + _changed_since(files)
             )
 
     # -- indexing -------------------------------------------------------------------------------
@@ -1076,6 +1077,17 @@ class MainScreen(Screen[None]):
         from semfora_tui.commands.review import request_edit
 
         await request_edit(self, event.path, event.line)
+
+
+def _changed_since(files: tuple[FileView, ...]) -> str:
+    """The sentence on staged files changed on disk since they were staged (said at start: the
+    watcher only tells of changes while the app runs), or ""."""
+    stale = [f.path for f in files if f.conflict]
+    if not stale:
+        return ""
+    names = ", ".join(code(p) for p in stale)
+    its = "its" if len(stale) == 1 else "their"
+    return f"\n\n**Changed on disk since:** {names}. `/rebase` (or `b` in review) re-applies {its} hunks."
 
 
 def _outcome_line(result: TurnResult) -> str:

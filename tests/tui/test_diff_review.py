@@ -337,6 +337,25 @@ async def test_hunks_left_staged_by_an_earlier_run_are_named_at_start(
         assert app.focused is app.prompt
 
 
+async def test_hunks_left_staged_on_a_file_changed_since_say_so_at_start(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """A staged file changed on disk while semfora was closed: the start note said "2 pending"
+    and nothing of the change (the watcher only tells of changes while the app runs)."""
+    layout = RepoLayout.for_path(demo_repo)
+    EditSession.load_or_create(layout, load_settings(demo_repo).settings).stage_blocks(EDIT_BLOCKS)
+    (demo_repo / "app/server.py").write_text(SOURCE["app/server.py"] + "\n\ndef stop():\n    pass\n")
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        transcript = app.chat.transcript()
+        assert "Still staged from an earlier session: 2 hunks" in transcript
+        assert (
+            "**Changed on disk since:** `app/server.py`. `/rebase` (or `b` in review) re-applies its hunks."
+            in transcript
+        )
+
+
 async def test_a_rebase_that_conflicts_says_so_in_plain_words(make_app: AppFactory, demo_repo: Path) -> None:
     """It said "re-applied 0 hunks; 1 conflict: reject them"."""
     app = make_app(start_index=False, check_model=False)
