@@ -626,7 +626,12 @@ class MainScreen(Screen[None]):
         counts = f" {message.done:,}/{message.total:,}" if message.total else "…"
         self.index_phase = f"{message.phase}{counts}"
         self.header.index_state = f"index: {self.index_phase}"
-        self.header.show_progress(message.done, message.total)
+        if message.phase == INDEX_WAITING_PHASE:
+            # Nothing to measure, and the bar took the room of the words: the header read
+            # "index: waiting for another semfora to" and lost the session cost.
+            self.header.hide_progress()
+        else:
+            self.header.show_progress(message.done, message.total)
 
     async def on_main_screen_index_finished(self, message: IndexFinished) -> None:
         if not message.watched:
