@@ -565,8 +565,7 @@ class MainScreen(Screen[None]):
             await self.note(
                 f"Still staged from an earlier session: {plural(s.hunks, 'hunk')} in {s.where} ({s.states}), "
                 f"not written to the {'file' if s.files == 1 else 'files'}. F2 or `/review` reviews {s.them}; "
-                f"`/rollback` discards {s.them}."
-                + _changed_since(files)
+                f"`/rollback` discards {s.them}." + _changed_since(files)
             )
 
     # -- indexing -------------------------------------------------------------------------------
@@ -914,7 +913,9 @@ class MainScreen(Screen[None]):
 
     @work(thread=True, group="turn", exit_on_error=False)
     def _turn_worker(self, turn: ReplyTurn, task: str, feed: TurnFeed, cancel: threading.Event) -> None:
-        result, error = attempt(lambda: self.bridge.run_turn(task, feed.text, cancel, feed.status, feed.phase))
+        result, error = attempt(
+            lambda: self.bridge.run_turn(task, feed.text, cancel, feed.status, feed.phase)
+        )
         self.post_message(self.TurnFinished(turn, result, error))
 
     async def _flush_feed(self) -> None:
@@ -994,13 +995,13 @@ class MainScreen(Screen[None]):
             self.refresh_staged()
 
     async def _turn_failed(self, turn: ReplyTurn, err: SemforaError) -> None:
-        await self._show_failed_pack(turn, err)
         if turn.cancelled:
             return
         if err.code == "MODEL_CANCELLED":
             turn.cancelled = True
             await turn.mark("cancelled")
             return
+        await self._show_failed_pack(turn, err)
         partial = str(getattr(err, "partial_text", "") or "")
         if partial and not turn.source:
             await turn.set_text(partial)
@@ -1016,8 +1017,7 @@ class MainScreen(Screen[None]):
         if isinstance(pack, ContextPack):
             view = pack_from_engine(pack)
             self.last_pack = view
-            if not turn.cancelled:
-                await turn.set_context(view)
+            await turn.set_context(view)
             self.budget_pane.show_pack(view)
         else:
             self.budget_pane.show_no_pack("the last turn failed before its context pack was built")

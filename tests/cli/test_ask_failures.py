@@ -243,7 +243,11 @@ def test_a_blank_anthropic_base_url_means_the_default_api(make_repo) -> None:
     """`ANTHROPIC_BASE_URL=` (set, but blank) was passed on as a base URL of "": every attempt
     failed as "could not connect after 5 attempts ()". Blank is unset: the default API is asked."""
     root = make_repo(SHOP_FILES)
-    env = {"ANTHROPIC_BASE_URL": "", "ANTHROPIC_API_KEY": "sk-ant-test-blank", "SEMFORA_LLM__MAX_RETRIES": "0"}
+    env = {
+        "ANTHROPIC_BASE_URL": "",
+        "ANTHROPIC_API_KEY": "sk-ant-test-blank",
+        "SEMFORA_LLM__MAX_RETRIES": "0",
+    }
     proc = run_semfora("ask", "explain Cart", "--path", str(root), env=env)
     assert proc.returncode == 3, proc.stderr
     assert "()" not in proc.stderr

@@ -208,7 +208,9 @@ async def test_edit_from_a_missing_file_a_directory_or_a_binary_file_says_so_pla
         assert app.diff.files == ()
 
 
-async def test_commit_with_nothing_staged_says_nothing_is_staged(make_app: AppFactory, demo_repo: Path) -> None:
+async def test_commit_with_nothing_staged_says_nothing_is_staged(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
     """It said "No accepted hunks to commit: accept some with a, A or /accept" of nothing at all."""
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -403,7 +403,7 @@ async def test_two_close_hunks_each_show_context_without_the_others_change(
         first, second = app.diff.files[0].hunks
         assert first.lines == (
             " def load_config(path):",
-            "     \"\"\"Read the settings file.\"\"\"",
+            '     """Read the settings file."""',
             "     with open(path) as fh:",
             "-        return fh.read()",
             "+        return fh.read().strip()",
@@ -422,14 +422,21 @@ async def test_two_close_hunks_each_show_context_without_the_others_change(
         assert body.count("def parse_port(text):") == 1  # only as the removed line, never as context
 
 
-async def test_a_conflicted_hunk_says_where_it_was_not_line_zero(make_app: AppFactory, demo_repo: Path) -> None:
+async def _conflicted(pilot, app, root: Path) -> None:  # type: ignore[no-untyped-def]
+    """Stage EDIT_BLOCKS, change the line app/config.py's hunk replaces, and rebase: a conflict."""
+    await _staged(pilot, app, root)
+    (root / "app/config.py").write_text(SOURCE["app/config.py"].replace("int(text)", "float(text)"))
+    await app.main.run_slash("/rebase")
+    await settle(pilot)
+
+
+async def test_a_conflicted_hunk_says_where_it_was_not_line_zero(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
     """A hunk that no longer fits the file was headed "@@ -0,1 +0,1 @@": a change at line 0."""
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await _staged(pilot, app, demo_repo)
-        (demo_repo / "app/config.py").write_text(SOURCE["app/config.py"].replace("int(text)", "float(text)"))
-        await app.main.run_slash("/rebase")
-        await settle(pilot)
+        await _conflicted(pilot, app, demo_repo)
         body = str(app.diff.query_one("#diff-body").render())
         assert "@@ -0," not in body
         assert "app/config.py @@ conflict: no longer fits the file (was at line 8) @@" in body
@@ -473,10 +480,7 @@ async def test_accept_all_counts_only_the_hunks_it_can_accept(make_app: AppFacto
     files?" and accepted one: a conflict is never accepted."""
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await _staged(pilot, app, demo_repo)
-        (demo_repo / "app/config.py").write_text(SOURCE["app/config.py"].replace("int(text)", "float(text)"))
-        await app.main.run_slash("/rebase")
-        await settle(pilot)
+        await _conflicted(pilot, app, demo_repo)
         app.main.leave_review()
         await app.main.run_slash("/accept all")
         screen = await answer_confirmation(pilot, app)
