@@ -69,7 +69,7 @@ PICKER_LIMIT = 30
 # Seconds of typing pause before an `@` query asks the symbol index.
 MENTION_DEBOUNCE = 0.15
 # What the header says while another process is writing the index this app waits for.
-INDEX_WAITING_PHASE = "waiting for another semfora to finish indexing"
+INDEX_WAITING_PHASE = "waiting: another semfora is indexing"
 # Below this width the review mode gives the whole main area to the diff pane.
 NARROW_WIDTH = 120
 # (key after "alt+", character) of the keys an escape can merge with: letters, capitals, digits.

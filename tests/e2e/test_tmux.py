@@ -378,9 +378,12 @@ def test_quitting_while_another_process_holds_the_index_lock_is_prompt(
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         tmux.type("/index")
         tmux.keys("Enter")
-        screen = tmux.wait_for(lambda s: "waiting for another semfora" in s, "the index to wait for the lock")
+        screen = tmux.wait_for(lambda s: "another semfora is indexing" in s, "the index to wait for the lock")
         # The whole of it, and the cost after it: a progress bar of nothing took their room.
-        assert "index: waiting for another semfora to finish indexing… │ $0.0000" in screen.splitlines()[0]
+        header = screen.splitlines()[0]
+        assert "index: waiting: another semfora is indexing…" in header and header.rstrip().endswith(
+            "$0.0000"
+        )
         started = time.monotonic()
         tmux.keys("C-q")
         _wait_until(lambda: not tmux.alive(), "the app to exit")
