@@ -163,10 +163,13 @@ def request_commit(screen: MainScreen) -> None:
     if not hunks:
         screen.notify("No accepted hunks to commit: accept some with a, A or /accept.", severity="warning")
         return
-    pending = sum(f.count("pending") for f in screen.diff.files)
+    # A commit leaves every hunk it does not write staged, the rejected ones too: the question
+    # named only the pending ones, and the rejected hunk still in the pane after it surprised.
+    left = {state: sum(f.count(state) for f in screen.diff.files) for state in ("pending", "rejected")}
     question = f"Commit {plural(hunks, 'accepted hunk')} in {plural(files, 'file')}?"
-    if pending:
-        question += f"\n{plural(pending, 'pending hunk')} will stay staged."
+    if any(left.values()):
+        kept = " and ".join(plural(n, f"{state} hunk") for state, n in left.items() if n)
+        question += f"\n{kept} will stay staged (/rollback discards what is staged)."
 
     async def committed(result: CommitResult) -> None:
         if not result.committed:

@@ -106,6 +106,24 @@ async def test_commit_confirms_with_counts_then_undo_restores(make_app: AppFacto
         assert "Undid the last commit" in app.chat.transcript()
 
 
+async def test_the_commit_question_says_rejected_hunks_stay_staged_too(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """A commit leaves rejected hunks staged; its question named only pending ones, and the
+    rejected hunk still in the pane after the commit looked like a fault."""
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        await pilot.press("a", "r")
+        await settle(pilot)
+        await pilot.press("c")
+        screen = await answer_confirmation(pilot, app, "y")
+        assert "Commit 1 accepted hunk in 1 file?" in screen.question
+        assert "1 rejected hunk will stay staged (/rollback discards what is staged)." in screen.question
+        await settle(pilot)
+        assert _states(demo_repo) == {"app/server.py": ["rejected"]}
+
+
 async def test_the_undo_question_says_a_file_the_commit_created_is_removed(
     make_app: AppFactory, demo_repo: Path
 ) -> None:
