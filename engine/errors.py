@@ -35,6 +35,9 @@ class SemforaError(Exception):
 
     code: str = "SEMFORA_ERROR"
     exit_code: int = EXIT_PROBLEM
+    # The context pack of the turn this error ended (set by the orchestrator once the pack was
+    # built): a face shows what the failed turn sent, not the pack of the turn before it.
+    context_pack: object | None = None
 
     def __init__(self, message: str, *, code: str | None = None, hint: str | None = None) -> None:
         super().__init__(message)

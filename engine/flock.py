@@ -15,6 +15,7 @@ import fcntl
 import logging
 import os
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -122,12 +123,13 @@ def _take_over(path: Path, stale: str) -> bool:
         os.close(guard)
 
 
-def acquire(path: Path, timeout: float) -> int | None:
+def acquire(path: Path, timeout: float, *, cancel: threading.Event | None = None) -> int | None:
     """Open ``path`` and lock it exclusively, waiting up to ``timeout`` seconds.
 
     Returns the open descriptor holding the lock (the caller closes it to release), with this
-    process recorded in the file, or None when another live process kept it that long. A lock
-    whose recorded holder is dead is taken over at once.
+    process recorded in the file, or None when another live process kept it that long, or
+    once ``cancel`` is set (the wait is given up). A lock whose recorded holder is dead is
+    taken over at once.
     """
     deadline = time.monotonic() + timeout
     while True:
@@ -139,7 +141,7 @@ def acquire(path: Path, timeout: float) -> int | None:
             os.close(fd)
             if _holder_is_dead(record) and _take_over(path, record):
                 continue
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline or (cancel is not None and cancel.is_set()):
                 return None
             time.sleep(POLL_SECONDS)
             continue

@@ -75,5 +75,14 @@ def error_markdown(err: SemforaError) -> str:
     return text
 
 
+def plain_text(markdown: str) -> str:
+    """A note's Markdown as plain text, for a toast: no code-span backticks, no emphasis marks,
+    no hard-break spaces."""
+    text = re.sub(r"(`+) ?(.*?) ?\1", r"\2", markdown)
+    text = re.sub(r"\*\*(.+?)\*\*", r"\1", text)
+    text = re.sub(r"(?m)^_(.+)_$", r"\1", text)
+    return re.sub(r" {2}\n", "\n", text)
+
+
 def fence_language(file: str) -> str:
     return _FENCE_LANGUAGE.get(Path(file).suffix, "")

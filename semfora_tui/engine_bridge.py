@@ -145,8 +145,10 @@ class EngineBridge:
         rebuild: bool = False,
         progress: Progress | None = None,
         on_wait: Callable[[], None] | None = None,
+        cancel: threading.Event | None = None,
     ) -> IndexReport:
-        """Index the repository; ``on_wait`` is called if another process's index run holds the lock."""
+        """Index the repository; ``on_wait`` is called if another process's index run holds the
+        lock, and ``cancel`` stops waiting for it."""
         with engine_part("indexing"):
             from engine.api import index_repository
 
@@ -155,7 +157,12 @@ class EngineBridge:
                     on_wait()
 
             return index_repository(
-                self.layout, self.settings, rebuild=rebuild, progress=progress, on_warning=warned
+                self.layout,
+                self.settings,
+                rebuild=rebuild,
+                progress=progress,
+                on_warning=warned,
+                cancel=cancel,
             )
 
     def vectors_enabled(self) -> bool:
@@ -261,10 +268,17 @@ class EngineBridge:
         on_text: Callable[[str], None],
         cancel: threading.Event,
         on_status: Callable[[str], None] | None = None,
+        on_phase: Callable[[str], None] | None = None,
     ) -> TurnResult:
         orchestrator = self.orchestrator(need_reasoner=True)
         return orchestrator.run_turn(
-            task, on_text=on_text, cancel=cancel, stage=True, budget=self.budget, on_status=on_status
+            task,
+            on_text=on_text,
+            cancel=cancel,
+            stage=True,
+            budget=self.budget,
+            on_status=on_status,
+            on_phase=on_phase,
         )
 
     def resume(self) -> tuple[PastTurn, ...]:
@@ -384,10 +398,18 @@ class EngineBridge:
         with engine_part("edit staging"):
             from engine.edits.sandbox import resolve_in_repo
         source = Path(resolve_in_repo(self.root, path))
+        # Said as `semfora edits stage` says it: the app showed Python's "[Errno 2] No such file
+        # or directory: '/abs/path'" and "'utf-8' codec can't decode byte 0x89 in position 0".
         try:
             text = source.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read {path}: {exc}") from exc
+        except OSError as exc:
+            raise UsageError(
+                f"cannot read {path}: {exc.strerror or exc}",
+                code="PATH_NOT_FOUND" if isinstance(exc, FileNotFoundError) else "USAGE",
+                hint="the path is relative to the repository's root",
+            ) from exc
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{path} is not UTF-8 text: /edit --from reads edit blocks") from exc
         session = self.session()
         session.stage_blocks(text, task=f"edits from {path}")
         return files_from_session(session.files())

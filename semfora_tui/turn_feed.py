@@ -18,7 +18,14 @@ class Status:
     message: str
 
 
-FeedItem = str | Status
+@dataclass(frozen=True)
+class Phase:
+    """What the turn waits for now (the spinner's words); not kept in the reply."""
+
+    message: str
+
+
+FeedItem = str | Status | Phase
 
 
 class TurnFeed:
@@ -40,6 +47,10 @@ class TurnFeed:
     def status(self, message: str) -> None:
         with self._lock:
             self._items.append(Status(message))
+
+    def phase(self, message: str) -> None:
+        with self._lock:
+            self._items.append(Phase(message))
 
     def drain(self) -> list[FeedItem]:
         with self._lock:

@@ -45,16 +45,22 @@ class FileView:
     conflict: str | None = None
     syntax_error: str | None = None
 
+    # A conflict's lines are not counted: no commit writes them (as `semfora edits list` counts).
     @property
     def added(self) -> int:
-        return sum(h.added for h in self.hunks)
+        return sum(h.added for h in self.hunks if not h.conflict)
 
     @property
     def removed(self) -> int:
-        return sum(h.removed for h in self.hunks)
+        return sum(h.removed for h in self.hunks if not h.conflict)
 
     def count(self, state: str) -> int:
         return sum(1 for h in self.hunks if h.state == state)
+
+    @property
+    def conflicts(self) -> int:
+        """Hunks that no longer fit the file (each still has its state: pending, rejected)."""
+        return sum(1 for h in self.hunks if h.conflict)
 
 
 @dataclass(frozen=True)
@@ -138,7 +144,9 @@ def summarize_staged(files: tuple[FileView, ...], name: Callable[[str], str] = s
 
 
 # Said in place when the engine flags a hunk or a file without its own message.
-HUNK_CONFLICT_TEXT = "no longer applies: the file changed on disk (/rebase re-applies it, or reject it)"
+# Only a rebase marks a hunk so (it found no place for it): "/rebase re-applies it" sent the
+# user to the command that had just failed to.
+HUNK_CONFLICT_TEXT = "no longer fits the file as it is on disk: reject it, or ask for the change again"
 FILE_STALE_TEXT = "changed on disk since it was staged (/rebase re-applies its hunks)"
 
 

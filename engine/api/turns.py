@@ -84,11 +84,15 @@ def index_repository(
     rebuild: bool = False,
     progress: Progress | None = None,
     on_warning: WarningSink | None = None,
+    cancel: threading.Event | None = None,
 ) -> IndexReport:
-    """One indexing run without an ``Engine`` (the app's worker threads own no store)."""
+    """One indexing run without an ``Engine`` (the app's worker threads own no store);
+    ``cancel`` ends a wait for another process's run (the app is closing)."""
     from engine.index.indexer import index_repository as run_indexer
 
-    return run_indexer(layout, settings, rebuild=rebuild, progress=progress, on_warning=on_warning)
+    return run_indexer(
+        layout, settings, rebuild=rebuild, progress=progress, on_warning=on_warning, cancel=cancel
+    )
 
 
 def build_vectors(

@@ -63,7 +63,12 @@ class Hunk:
         """The unified-diff header of ``lines`` (context included), for this hunk on its own
         against the original file: ``header`` then ``lines`` is a hunk `git apply` takes.
         ``old_start``/``old_count`` and ``new_start``/``new_count`` count the changed lines only
-        (the new side's numbers after every hunk of the file)."""
+        (the new side's numbers after every hunk of the file). A conflict's header says where
+        it was instead, since it has no place in the file as it is now."""
+        if self.conflict:
+            # No place in the file as it is now: "@@ -0,1 +0,1 @@" read as a change at line 0.
+            where = f" (was at line {self.old_start})" if self.old_start else ""
+            return f"@@ conflict: no longer fits the file{where} @@"
         context = len(self.before) + len(self.after)
         first = (self.old_start - 1 if self.old_count else self.old_start) - len(self.before)
         old_n, new_n = self.old_count + context, self.new_count + context
@@ -198,14 +203,18 @@ def view(
     conflict: bool = False,
     syntax_error: str | None = None,
     target: str | None = None,
+    between: tuple[int, int | None] = (0, None),
 ) -> Hunk:
     """The display form of a raw hunk, with unified-diff numbering and context.
 
     ``target`` (the staged text) tells whether the new side lacks a final newline.
+    ``between`` is (end, start) of the hunks before and after it in the original: its context
+    stops there, so it never shows a neighbour's changed lines as unchanged ones.
     """
     a, final_a = split_lines(original)
     old_count, new_count = raw.i2 - raw.i1, raw.j2 - raw.j1
-    after = tuple(a[raw.i2 : raw.i2 + CONTEXT_LINES])
+    floor, ceiling = between
+    after = tuple(a[raw.i2 : min(raw.i2 + CONTEXT_LINES, len(a) if ceiling is None else ceiling)])
     new_no_newline = False
     if target is not None:
         b, final_b = split_lines(target)
@@ -220,7 +229,7 @@ def view(
         new_count=new_count,
         old_lines=raw.old_lines,
         new_lines=raw.new_lines,
-        before=tuple(a[max(0, raw.i1 - CONTEXT_LINES) : raw.i1]),
+        before=tuple(a[max(0, floor, raw.i1 - CONTEXT_LINES) : raw.i1]),
         after=after,
         conflict=conflict,
         syntax_error=syntax_error,
@@ -238,7 +247,16 @@ def file_views(
     *,
     syntax_error: str | None = None,
 ) -> list[Hunk]:
-    """Every hunk of one file for review, each with its own context."""
+    """Every hunk of one file for review, each with its own context.
+
+    Two hunks a few lines apart share the lines between them as context; neither shows the
+    other's changed lines (as unchanged context, which they are not once both are accepted).
+    """
+    ordered = sorted(raws, key=lambda r: r.i1)
+    bounds = {
+        r.id: (ordered[k - 1].i2 if k else 0, ordered[k + 1].i1 if k + 1 < len(ordered) else None)
+        for k, r in enumerate(ordered)
+    }
     return [
         view(
             path,
@@ -247,6 +265,7 @@ def file_views(
             states.get(raw.id, "pending"),  # type: ignore[arg-type]
             syntax_error=syntax_error,
             target=target,
+            between=bounds[raw.id],
         )
         for raw in raws
     ]

@@ -516,9 +516,9 @@ class EditSession:
                     id=HunkId(c["id"]),
                     path=rec.path,
                     state=rec.states.get(c["id"], "pending"),  # type: ignore[arg-type]
-                    old_start=0,
+                    old_start=int(c.get("line", 0)),  # where it was (older sessions kept no line: 0)
                     old_count=len(c["old_lines"]),
-                    new_start=0,
+                    new_start=int(c.get("line", 0)),
                     new_count=len(c["new_lines"]),
                     old_lines=tuple(c["old_lines"]),
                     new_lines=tuple(c["new_lines"]),
@@ -1172,7 +1172,13 @@ class EditSession:
                 rec.base_hash, rec.kind = sha256_bytes(data), "modify"
                 rec.mode = stat.S_IMODE(target.stat().st_mode)
             rec.conflicts.extend(
-                {"id": r.id, "old_lines": list(r.old_lines), "new_lines": list(r.new_lines)} for r in lost
+                {
+                    "id": r.id,
+                    "old_lines": list(r.old_lines),
+                    "new_lines": list(r.new_lines),
+                    "line": r.i1 + 1,  # in the file as it was staged: the header says where it was
+                }
+                for r in lost
             )
             reapplied.extend(r.id for r in placed)
             conflicts.extend(r.id for r in lost)

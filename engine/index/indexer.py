@@ -1315,12 +1315,13 @@ def index_repository(
     progress: ProgressFn | None = None,
     on_warning: WarningSink | None = None,
     text_index: bool = True,
+    cancel: threading.Event | None = None,
 ) -> IndexReport:
     """Bring index.db up to date with the work tree and return what changed.
 
-    Takes the writer lock (waiting up to ``settings.index.lock_timeout``), so two
-    indexers never interleave; readers keep reading the previous snapshot until
-    the single commit at the end.
+    Takes the writer lock (waiting up to ``settings.index.lock_timeout``, or until ``cancel``
+    is set), so two indexers never interleave; readers keep reading the previous snapshot
+    until the single commit at the end.
     """
     check_indexable(layout.root)  # not `/` nor a home directory: before any walk or lock
     started = time.perf_counter()
@@ -1341,7 +1342,7 @@ def index_repository(
         )
 
     steps = _Steps(progress)
-    with writer_lock(layout, settings.index.lock_timeout, on_wait=waiting):
+    with writer_lock(layout, settings.index.lock_timeout, on_wait=waiting, cancel=cancel):
         if rebuild:
             for suffix in ("", "-wal", "-shm"):
                 Path(str(layout.index_db) + suffix).unlink(missing_ok=True)

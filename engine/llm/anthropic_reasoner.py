@@ -44,6 +44,8 @@ from engine.words import plural
 log = logging.getLogger("semfora.llm.anthropic")
 
 # How a retried HTTP status is named to the user ("retrying 2/4 in 3 s: overloaded (529)").
+# Where requests go when ANTHROPIC_BASE_URL is unset or blank.
+DEFAULT_BASE_URL = "https://api.anthropic.com"
 STATUS_WORDS = {408: "timed out", 409: "conflict", 429: "rate limited", 529: "overloaded"}
 # Error event types that mean "try again later" when they arrive inside a 200 stream,
 # each with how it is named to the user ("retrying 1/4 in 1 s: overloaded (in the stream)").
@@ -100,7 +102,9 @@ class AnthropicReasoner(StreamingReasoner):
         self._anthropic = anthropic
         self._client = anthropic.Anthropic(
             api_key=api_key,
-            base_url=base_url or None,
+            # Never None: the SDK then reads ANTHROPIC_BASE_URL itself, and an empty one (set but
+            # blank) became a base URL of "" (five "could not connect" attempts to "()").
+            base_url=base_url or DEFAULT_BASE_URL,
             max_retries=0,  # retries are ours: bounded, cancellable and visible in tests
             timeout=anthropic.Timeout(settings.llm.read_timeout, connect=settings.llm.connect_timeout),
         )

@@ -290,7 +290,12 @@ class Orchestrator:
                 )
                 out.append(StagedView(staged.path, text, whole=True))
                 continue
-            lines = [f"{what} staged earlier in this session, not on disk yet (the user reviews them):"]
+            # The file's code elsewhere in the pack is its text on disk: said here, or the model
+            # read two versions of one function and was told neither was the old one.
+            lines = [
+                f"{what} staged earlier in this session, not on disk yet (the user reviews them); "
+                f"the code of {staged.path} shown below is as on disk, without them:"
+            ]
             for h in hunks:  # as the diff pane and `semfora edits show` give them, context included
                 lines += [f"{h.header} ({h.state})", *h.lines]
             text = "\n".join(lines)
@@ -344,8 +349,12 @@ class Orchestrator:
         apply: bool = False,
         budget: int | None = None,
         on_status: StatusCallback | None = None,
+        on_phase: StatusCallback | None = None,
     ) -> TurnResult:
         """Run one turn. Streams reply text to ``on_text``; ``cancel`` stops it at once.
+
+        ``on_status`` gets the events worth keeping (a retry, a NEED round); ``on_phase`` what
+        the turn is waiting for now (a spinner's words), once the pack is built.
 
         ``stage`` hands valid edit blocks to the pending ``EditSession``; ``apply`` also
         accepts and commits them. With ``stage=False`` blocks are only checked. Any failed
@@ -359,7 +368,7 @@ class Orchestrator:
 
             raise ModelUnavailable(describe_model_status(self.settings))
         with self._lock:
-            return self._run(task, on_text, cancel, stage or apply, apply, budget, on_status)
+            return self._run(task, on_text, cancel, stage or apply, apply, budget, on_status, on_phase)
 
     def _run(
         self,
@@ -370,6 +379,7 @@ class Orchestrator:
         apply: bool,
         budget_tokens: int | None,
         on_status: StatusCallback | None,
+        on_phase: StatusCallback | None = None,
     ) -> TurnResult:
         assert self.reasoner is not None
         status = on_status or (lambda _msg: None)
@@ -382,6 +392,8 @@ class Orchestrator:
         record.timings["context"] = time.perf_counter() - t0
         if pack.budget_note:  # `ask --budget 150000` showed /94,000 in the usage line, with no word why
             status(pack.budget_note)
+        if on_phase is not None:  # the app said "building the context pack" until the first token
+            on_phase(f"asking the model ({pack.total_tokens:,} tokens of context)…")
 
         system = stable_prefix(list(pack.items))
         messages: Messages = [{"role": "user", "content": task_message(task, list(pack.items), pack.intent)}]
@@ -500,6 +512,7 @@ class Orchestrator:
         except SemforaError as exc:  # model errors, a lost key mid-session: logged, then raised
             reply, outcome = getattr(exc, "partial_text", "") or reply, "error"
             errors.append(exc.message)
+            exc.context_pack = pack
             self._finish(record, task, pack, reply, staged, outcome, usage, cost, errors, t0)
             raise
         self._finish(record, task, pack, reply, staged, outcome, usage, cost, errors, t0)

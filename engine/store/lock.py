@@ -9,6 +9,7 @@ other. Must not open databases.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -21,19 +22,29 @@ LOCK_FILE = "index.lock"
 
 @contextmanager
 def writer_lock(
-    layout: RepoLayout, timeout: float, *, on_wait: Callable[[], None] | None = None
+    layout: RepoLayout,
+    timeout: float,
+    *,
+    on_wait: Callable[[], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> Iterator[None]:
     """Hold ``index.lock`` exclusively; wait up to ``timeout`` seconds, then raise LockBusy.
 
     ``on_wait`` hears, before the wait begins, that another process holds the lock: a second
-    `semfora index` otherwise sat silent for as long as the first one took.
+    `semfora index` otherwise sat silent for as long as the first one took. ``cancel`` ends the
+    wait early (LockBusy): the app quitting while another process indexed waited out the timeout.
     """
     path = layout.ensure_cache_dir() / LOCK_FILE
     fd = flock.acquire(path, 0) if on_wait is not None else None
     if fd is None:
         if on_wait is not None and timeout > 0:
             on_wait()
-        fd = flock.acquire(path, timeout)
+        fd = flock.acquire(path, timeout, cancel=cancel)
+    if fd is None and cancel is not None and cancel.is_set():
+        raise LockBusy(
+            "stopped waiting for another `semfora index` to finish writing this repository's index",
+            code="INDEX_LOCKED",
+        )
     if fd is None:
         raise LockBusy(
             "another `semfora index` is writing this repository's index",

@@ -211,6 +211,10 @@ def run_ask(args: argparse.Namespace) -> int:
             )
         for error in result.errors:
             sys.stdout.write(f"-- problem: {error}\n")
+        for warning in result.pack.warnings:
+            # What was off while the pack was built (vectors, say): the answer rests on a poorer
+            # pack. `context` and the app said so; `ask` printed only the budget note.
+            sys.stdout.write(f"-- note: {warning}\n")
         for check in getattr(result.commit, "checks", ()):
             if not check.ok and check.output.strip():
                 sys.stdout.write(f"-- {check.name} ({check.command}) output:\n{check.output.rstrip()}\n")

@@ -91,14 +91,26 @@ async def _decide(screen: MainScreen, cmd: ParsedCommand, action: str) -> None:
         if action == "reject":
             screen.session_job(lambda: bridge.accept_all(False))
             return
-        pending = sum(f.count("pending") + f.count("rejected") for f in screen.diff.files)
-        if not pending:
+        # A conflict is never accepted (the engine refuses it): counting it promised one more.
+        open_hunks = [
+            h for f in screen.diff.files for h in f.hunks if h.state != "accepted" and not h.conflict
+        ]
+        conflicts = sum(f.conflicts for f in screen.diff.files)
+        fit = "fits" if conflicts == 1 else "fit"
+        left = (
+            f"\nLeft out: {plural(conflicts, 'conflict')}, which no longer {fit} the file."
+            if conflicts
+            else ""
+        )
+        if not open_hunks:
             await screen.note(
                 "Nothing to accept: every staged hunk is accepted already (or nothing is staged)."
+                + (f" {left.strip()}" if left else "")
             )
             return
+        files = len({h.path for h in open_hunks})
         screen.confirm(
-            f"Accept all {plural(pending, 'staged hunk')} in {plural(len(screen.diff.files), 'file')}?\n"
+            f"Accept all {plural(len(open_hunks), 'staged hunk')} in {plural(files, 'file')}?{left}\n"
             "Nothing is written until you commit.",
             "Accept all",
             lambda: screen.session_job(lambda: bridge.accept_all(True)),
@@ -145,13 +157,19 @@ async def rebase_command(screen: MainScreen, _cmd: ParsedCommand) -> None:
 
 def request_commit(screen: MainScreen) -> None:
     files, hunks = screen.diff.totals()
+    if not screen.diff.files:  # "accept some with a" of nothing at all
+        screen.notify("Nothing is staged, so nothing to commit.", severity="warning")
+        return
     if not hunks:
         screen.notify("No accepted hunks to commit: accept some with a, A or /accept.", severity="warning")
         return
-    pending = sum(f.count("pending") for f in screen.diff.files)
+    # A commit leaves every hunk it does not write staged, the rejected ones too: the question
+    # named only the pending ones, and the rejected hunk still in the pane after it surprised.
+    left = {state: sum(f.count(state) for f in screen.diff.files) for state in ("pending", "rejected")}
     question = f"Commit {plural(hunks, 'accepted hunk')} in {plural(files, 'file')}?"
-    if pending:
-        question += f"\n{plural(pending, 'pending hunk')} will stay staged."
+    if any(left.values()):
+        kept = " and ".join(plural(n, f"{state} hunk") for state, n in left.items() if n)
+        question += f"\n{kept} will stay staged (/rollback discards what is staged)."
 
     async def committed(result: CommitResult) -> None:
         if not result.committed:

@@ -34,7 +34,7 @@ from semfora_tui import slash
 from semfora_tui.chat_text import code, error_markdown
 from semfora_tui.engine_bridge import EngineBridge, EngineUnavailable
 from semfora_tui.screens.confirm import ConfirmScreen
-from semfora_tui.turn_feed import Status, TurnFeed
+from semfora_tui.turn_feed import Phase, Status, TurnFeed
 from semfora_tui.views import (
     FileView,
     PackView,
@@ -69,7 +69,7 @@ PICKER_LIMIT = 30
 # Seconds of typing pause before an `@` query asks the symbol index.
 MENTION_DEBOUNCE = 0.15
 # What the header says while another process is writing the index this app waits for.
-INDEX_WAITING_PHASE = "waiting for another semfora to finish indexing"
+INDEX_WAITING_PHASE = "waiting: another semfora is indexing"
 # Below this width the review mode gives the whole main area to the diff pane.
 NARROW_WIDTH = 120
 # (key after "alt+", character) of the keys an escape can merge with: letters, capitals, digits.
@@ -565,7 +565,7 @@ class MainScreen(Screen[None]):
             await self.note(
                 f"Still staged from an earlier session: {plural(s.hunks, 'hunk')} in {s.where} ({s.states}), "
                 f"not written to the {'file' if s.files == 1 else 'files'}. F2 or `/review` reviews {s.them}; "
-                f"`/rollback` discards {s.them}."
+                f"`/rollback` discards {s.them}." + _changed_since(files)
             )
 
     # -- indexing -------------------------------------------------------------------------------
@@ -610,10 +610,14 @@ class MainScreen(Screen[None]):
 
         try:
             report, error = attempt(
-                lambda: self.bridge.index(rebuild=rebuild, progress=progress, on_wait=waiting)
+                lambda: self.bridge.index(
+                    rebuild=rebuild, progress=progress, on_wait=waiting, cancel=self._stop
+                )
             )
         except AppClosing:
             return
+        if self._stop.is_set():
+            return  # closing: a wait for another process's run was given up (ctrl+q waited 30 s)
         self.post_message(self.IndexFinished(report, error, rebuild=rebuild, announce=announce))
 
     def on_main_screen_index_progress(self, message: IndexProgress) -> None:
@@ -621,7 +625,12 @@ class MainScreen(Screen[None]):
         counts = f" {message.done:,}/{message.total:,}" if message.total else "…"
         self.index_phase = f"{message.phase}{counts}"
         self.header.index_state = f"index: {self.index_phase}"
-        self.header.show_progress(message.done, message.total)
+        if message.phase == INDEX_WAITING_PHASE:
+            # Nothing to measure, and the bar took the room of the words: the header read
+            # "index: waiting for another semfora to" and lost the session cost.
+            self.header.hide_progress()
+        else:
+            self.header.show_progress(message.done, message.total)
 
     async def on_main_screen_index_finished(self, message: IndexFinished) -> None:
         if not message.watched:
@@ -757,7 +766,7 @@ class MainScreen(Screen[None]):
                     )
                 )
                 continue
-            report, error = attempt(lambda: self.bridge.index(rebuild=False))
+            report, error = attempt(lambda: self.bridge.index(rebuild=False, cancel=self._stop))
             self.post_message(
                 self.IndexFinished(
                     report, error, rebuild=False, announce=False, watched=True, changed_paths=paths
@@ -904,7 +913,9 @@ class MainScreen(Screen[None]):
 
     @work(thread=True, group="turn", exit_on_error=False)
     def _turn_worker(self, turn: ReplyTurn, task: str, feed: TurnFeed, cancel: threading.Event) -> None:
-        result, error = attempt(lambda: self.bridge.run_turn(task, feed.text, cancel, feed.status))
+        result, error = attempt(
+            lambda: self.bridge.run_turn(task, feed.text, cancel, feed.status, feed.phase)
+        )
         self.post_message(self.TurnFinished(turn, result, error))
 
     async def _flush_feed(self) -> None:
@@ -919,6 +930,8 @@ class MainScreen(Screen[None]):
         for item in items:
             if isinstance(item, Status):
                 await turn.step(item.message)
+            elif isinstance(item, Phase):
+                turn.waiting(item.message)
             else:
                 await turn.write(item)
 
@@ -988,11 +1001,27 @@ class MainScreen(Screen[None]):
             turn.cancelled = True
             await turn.mark("cancelled")
             return
+        await self._show_failed_pack(turn, err)
         partial = str(getattr(err, "partial_text", "") or "")
         if partial and not turn.source:
             await turn.set_text(partial)
         await turn.mark(f"✗ failed: error[{err.code}]")
         await self.show_error(err)
+
+    async def _show_failed_pack(self, turn: ReplyTurn, err: SemforaError) -> None:
+        """The budget pane shows what the failed turn sent (or that it sent nothing): after a
+        failure it went on showing the turn before's pack and cost as if they were this one's."""
+        from engine.api import ContextPack
+
+        pack = err.context_pack
+        if isinstance(pack, ContextPack):
+            view = pack_from_engine(pack)
+            self.last_pack = view
+            await turn.set_context(view)
+            self.budget_pane.show_pack(view)
+        else:
+            self.budget_pane.show_no_pack("the last turn failed before its context pack was built")
+        self.budget_pane.show_cost(TurnCost(), self.session_cost, failed=True)
 
     async def action_cancel_stream(self) -> None:
         turn = self.turn
@@ -1053,6 +1082,17 @@ class MainScreen(Screen[None]):
         from semfora_tui.commands.review import request_edit
 
         await request_edit(self, event.path, event.line)
+
+
+def _changed_since(files: tuple[FileView, ...]) -> str:
+    """The sentence on staged files changed on disk since they were staged (said at start: the
+    watcher only tells of changes while the app runs), or ""."""
+    stale = [f.path for f in files if f.conflict]
+    if not stale:
+        return ""
+    names = ", ".join(code(p) for p in stale)
+    its = "its" if len(stale) == 1 else "their"
+    return f"\n\n**Changed on disk since:** {names}. `/rebase` (or `b` in review) re-applies {its} hunks."
 
 
 def _outcome_line(result: TurnResult) -> str:

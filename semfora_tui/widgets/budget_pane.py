@@ -15,8 +15,9 @@ from textual.widgets import DataTable, Static
 from semfora_tui.theming import SEMFORA_VARIABLE_DEFAULTS
 from semfora_tui.views import PRIORITIES, PackView, TurnCost
 
-# Width of the budget bar in cells when the pane is narrower than this it is cropped.
+# Width of the budget bar in cells; a narrower pane gets a shorter bar (the figure after it stays).
 BAR_CELLS = 40
+MIN_BAR_CELLS = 10
 
 
 def budget_bar(pack: PackView, colours: dict[str, str], cells: int = BAR_CELLS) -> Text:
@@ -46,6 +47,8 @@ class BudgetPane(Vertical):
         self.turn = TurnCost()
         self.session_cost = 0.0
         self.budget = 0
+        self.no_pack = "no context pack yet"  # what the bar says while there is no pack to show
+        self.turn_failed = False  # the last turn failed: its usage is not known
 
     def compose(self) -> ComposeResult:
         yield Static(id="budget-bar")
@@ -84,9 +87,20 @@ class BudgetPane(Vertical):
             )
         self._render_all()
 
-    def show_cost(self, turn: TurnCost, session_cost: float) -> None:
+    def on_resize(self) -> None:
+        self._render_all()  # the legend's entries are laid out for the width
+
+    def show_no_pack(self, why: str) -> None:
+        """No pack to show, and ``why`` (the last turn failed before it had one)."""
+        self.pack = None
+        self.no_pack = why
+        self.query_one("#budget-table", DataTable).clear()
+        self._render_all()
+
+    def show_cost(self, turn: TurnCost, session_cost: float, *, failed: bool = False) -> None:
         self.turn = turn
         self.session_cost = session_cost
+        self.turn_failed = failed
         self._render_all()
 
     def set_budget(self, budget: int) -> None:
@@ -100,26 +114,55 @@ class BudgetPane(Vertical):
         bar = self.query_one("#budget-bar", Static)
         legend = self.query_one("#budget-legend", Static)
         if self.pack is None:
-            bar.update(Text(f"budget {self.budget:,} tokens · no context pack yet", style="dim"))
+            bar.update(Text(f"budget {self.budget:,} tokens · {self.no_pack}", style="dim"))
             legend.update("")
         else:
             shown = PackView(
                 self.pack.task, self.pack.intent, self.budget, self.pack.total_tokens, self.pack.items
             )
-            line = budget_bar(shown, colours)
-            line.append(f" {self.pack.total_tokens:,}/{self.budget:,}")
+            figure = f" {self.pack.total_tokens:,}/{self.budget:,}"
+            # The figure first: at 80 columns a 40-cell bar pushed it off the pane.
+            width = bar.size.width or self.size.width or BAR_CELLS + len(figure)
+            line = budget_bar(shown, colours, max(MIN_BAR_CELLS, min(BAR_CELLS, width - len(figure))))
+            line.append(figure)
             bar.update(line)
-            legend_text = Text(no_wrap=True, overflow="ellipsis")
+            entries = []
             for priority, tokens in self.pack.tokens_by_priority().items():
-                legend_text.append("■ ", style=Style(color=colours[priority]))
-                legend_text.append(f"{priority} {tokens:,}  ")
-            legend_text.append(f"intent {self.pack.intent}", style="italic")
-            legend.update(legend_text)
-        cost = Text(no_wrap=True, overflow="ellipsis")
-        cost.append("turn ", style="bold")
-        cost.append(
-            f"{self.turn.input_tokens:,} in / {self.turn.output_tokens:,} out · ${self.turn.cost:.4f}"
-        )
-        cost.append("   session ", style="bold")
-        cost.append(f"${self.session_cost:.4f}")
-        self.query_one("#budget-cost", Static).update(cost)
+                entry = Text("■ ", style=Style(color=colours[priority]))
+                entry.append(f"{priority} {tokens:,}")
+                entries.append(entry)
+            entries.append(Text(f"intent {self.pack.intent}", style="italic"))
+            legend.update(_lines_of(entries, legend.size.width or self.size.width))
+        turn = Text("turn ", style="bold")
+        if self.turn_failed:
+            turn.append("failed (no usage reported)")
+        else:
+            turn.append(
+                f"{self.turn.input_tokens:,} in / {self.turn.output_tokens:,} out · ${self.turn.cost:.4f}"
+            )
+        session = Text("session ", style="bold")
+        session.append(f"${self.session_cost:.4f}")
+        cost = self.query_one("#budget-cost", Static)
+        cost.update(_lines_of([turn, session], cost.size.width or self.size.width, gap="   "))
+
+
+# Spaces between two entries of the legend on one line.
+LEGEND_GAP = "  "
+
+
+def _lines_of(entries: list[Text], width: int, *, gap: str = LEGEND_GAP) -> Text:
+    """``entries`` on as many lines of ``width`` cells as they need, never one cut in two (at
+    130 columns the one-line legend lost its last entries to an ellipsis, at 80 the cost line
+    its session figure)."""
+    out = Text(no_wrap=True, overflow="ellipsis")
+    used = 0
+    for entry in entries:
+        if used and used + len(gap) + entry.cell_len > width:
+            out.append("\n")
+            used = 0
+        elif used:
+            out.append(gap)
+            used += len(gap)
+        out.append_text(entry)
+        used += entry.cell_len
+    return out

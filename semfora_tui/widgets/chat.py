@@ -17,9 +17,15 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
 
+from semfora_tui.chat_text import plain_text
+
 if TYPE_CHECKING:
     from semfora_tui.widgets.reply import Note, ReplyTurn, TableNote
 
+
+# A note shown as a toast (the chat hidden) stays this long at least, longer when it is long.
+TOAST_SECONDS = 6.0
+TOAST_CHARS_PER_SECOND = 25
 
 # A pasted log or traceback is sent whole, but shown folded: its first and last lines around a
 # count, so one paste does not push the conversation out of the chat.
@@ -84,6 +90,15 @@ class ChatPane(VerticalScroll):
         note = Note(markdown, classes=f"note -{kind}")
         await self.mount(note)
         self.scroll_end(animate=False)
+        if not self.display:
+            # Review mode under 120 columns hides the chat: `?`, a commit's note or an error of
+            # `e` said nothing the user could see. The note is a toast as well.
+            self.app.notify(
+                plain_text(markdown),
+                markup=False,
+                severity="error" if kind == "error" else "information",
+                timeout=max(TOAST_SECONDS, len(markdown) / TOAST_CHARS_PER_SECOND),
+            )
         return note
 
     async def add_table(self, renderable: RenderableType, plain: str) -> TableNote:

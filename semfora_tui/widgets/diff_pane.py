@@ -208,10 +208,14 @@ class DiffPane(ScrollableContainer, can_focus=True):
             row.append(f"+{f.added}", style=added)
             row.append(" ")
             row.append(f"-{f.removed}", style=removed)
+            conflicts = [h for h in f.hunks if h.conflict]
+            pending = f.count("pending") - sum(1 for h in conflicts if h.state == "pending")
             row.append(
                 f"  {plural(len(f.hunks), 'hunk')}: {f.count('accepted')} ✓ {f.count('rejected')} ✗"
-                f" {f.count('pending')} pending"
+                f" {pending} pending"
             )
+            if conflicts:  # "1 pending" it said of a hunk no accept can take
+                row.append(f"  ⚠ {plural(len(conflicts), 'conflict')}", style=warn)
             if f.conflict:
                 row.append(f"  ⚠ conflict: {f.conflict}", style=warn)
             if f.syntax_error:

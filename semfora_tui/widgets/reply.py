@@ -32,7 +32,7 @@ SPINNER_INTERVAL = 1 / 8
 # An edit block shows this many lines of each side in the chat; the rest are folded into one
 # line (a 300-line new file streamed whole into the chat; the diff pane shows all of it).
 FOLD_AFTER = 24
-WAITING_TEXT = "building the context pack and asking the model…"
+WAITING_TEXT = "building the context pack…"
 
 
 def pack_summary(pack: PackView) -> str:
@@ -264,6 +264,11 @@ class ReplyTurn(Vertical):
         await self.mount(frozen, after=segment)
         await segment.remove()
         self.frozen.append(frozen)
+
+    def waiting(self, message: str) -> None:
+        """What the turn waits for now, until text arrives (it stays out of the reply)."""
+        if self.spinner is not None and not self.source:
+            self.spinner.say(message)
 
     async def step(self, message: str) -> None:
         """A status line from the turn (a retry, a NEED round): kept in the reply where it

@@ -237,3 +237,20 @@ def test_an_anthropic_base_url_without_a_scheme_is_a_configuration_error_at_once
     checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
     assert checks["anthropic key"]["status"] == "fail"
     assert "not an http:// or https:// URL" in checks["anthropic key"]["detail"]
+
+
+def test_a_blank_anthropic_base_url_means_the_default_api(make_repo) -> None:
+    """`ANTHROPIC_BASE_URL=` (set, but blank) was passed on as a base URL of "": every attempt
+    failed as "could not connect after 5 attempts ()". Blank is unset: the default API is asked."""
+    root = make_repo(SHOP_FILES)
+    env = {
+        "ANTHROPIC_BASE_URL": "",
+        "ANTHROPIC_API_KEY": "sk-ant-test-blank",
+        "SEMFORA_LLM__MAX_RETRIES": "0",
+    }
+    proc = run_semfora("ask", "explain Cart", "--path", str(root), env=env)
+    assert proc.returncode == 3, proc.stderr
+    assert "()" not in proc.stderr
+    # Offline this machine cannot connect; with a network the dummy key is refused. Either way,
+    # the error is about api.anthropic.com.
+    assert "(https://api.anthropic.com)" in proc.stderr or "MODEL_AUTH" in proc.stderr, proc.stderr

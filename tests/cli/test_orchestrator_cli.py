@@ -56,6 +56,19 @@ def test_ask_with_a_budget_above_the_window_says_why_before_the_reply(make_repo,
     assert plain.returncode == 0 and "capped" not in plain.stderr
 
 
+def test_ask_says_what_was_off_while_its_pack_was_built(make_repo, fake_anthropic) -> None:
+    """With Ollama down, `context` said vector search was off (the pack is poorer for it) and
+    the app said so under the reply; `ask` printed the answer and its usage line, not a word."""
+    root = make_repo(SHOP_FILES)
+    fake_anthropic.reply("The answer.")
+    env = {"SEMFORA_EMBEDDING": "ollama:nomic-embed-text"}  # OLLAMA_HOST is a closed port
+    proc = run_semfora("ask", "explain Cart.total", "--path", str(root), env=env)
+    assert proc.returncode == 0, proc.stderr
+    notes = [line for line in proc.stdout.splitlines() if line.startswith("-- note: ")]
+    assert notes and "vector search is off" in notes[0], proc.stdout
+    assert proc.stdout.index("The answer.") < proc.stdout.index(notes[0])
+
+
 def test_context_text_prints_what_would_be_sent(make_repo) -> None:
     root = make_repo(SHOP_FILES)
     proc = run_semfora("context", "explain apply_discount", cwd=root)

@@ -352,3 +352,42 @@ def test_quitting_during_the_first_index_of_a_big_repository_is_prompt(
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             indexed = db.execute("SELECT count(*) FROM files").fetchone()[0] if "files" in tables else 0
         assert indexed < len(files), "the app waited for the whole index before it exited"
+
+
+def test_quitting_while_another_process_holds_the_index_lock_is_prompt(
+    fake_server: Callable[[list[dict[str, Any]]], str],
+    app_in_tmux: Callable[..., tuple[Tmux, Path]],
+) -> None:
+    """ctrl+q while a `semfora index` in another terminal held the lock left the terminal blank
+    for 28 s: the app's index thread waited out the lock's 30 s timeout before the process ended."""
+    tmux, root = app_in_tmux(fake_server([]))
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from engine import flock; from engine.repo.layout import RepoLayout; "
+            "fd = flock.acquire(RepoLayout.for_path(sys.argv[1]).ensure_cache_dir() / 'index.lock', 5); "
+            "print('held' if fd is not None else 'not held', flush=True); time.sleep(120)",
+            str(root),
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        tmux.type("/index")
+        tmux.keys("Enter")
+        screen = tmux.wait_for(lambda s: "another semfora is indexing" in s, "the index to wait for the lock")
+        # The whole of it, and the cost after it: a progress bar of nothing took their room.
+        header = screen.splitlines()[0]
+        assert "index: waiting: another semfora is indexing…" in header and header.rstrip().endswith(
+            "$0.0000"
+        )
+        started = time.monotonic()
+        tmux.keys("C-q")
+        _wait_until(lambda: not tmux.alive(), "the app to exit")
+        assert time.monotonic() - started < 10, "ctrl+q waited for the other process's lock"
+    finally:
+        holder.terminate()
+        holder.wait(timeout=10)

@@ -190,6 +190,39 @@ async def test_edit_from_a_file_outside_the_repository_is_refused(
         assert app.diff.files == ()
 
 
+async def test_edit_from_a_missing_file_a_directory_or_a_binary_file_says_so_plainly(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """The app showed Python's words: "[Errno 2] No such file or directory: '/abs/path'" and
+    "'utf-8' codec can't decode byte 0x89 in position 0: invalid start byte"."""
+    (demo_repo / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        out = await _run(pilot, app, "/edit --from nope.txt")
+        assert "error[PATH_NOT_FOUND]**: cannot read nope.txt: No such file or directory" in out, out
+        out = await _run(pilot, app, "/edit --from app")
+        assert "error[PATH_INVALID]**: app is a directory" in out, out
+        out = await _run(pilot, app, "/edit --from logo.png")
+        assert "logo.png is not UTF-8 text" in out, out
+        assert "Errno" not in app.chat.transcript() and "codec" not in app.chat.transcript()
+        assert app.diff.files == ()
+
+
+async def test_commit_with_nothing_staged_says_nothing_is_staged(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """It said "No accepted hunks to commit: accept some with a, A or /accept" of nothing at all."""
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _run(pilot, app, "/commit")
+        toasts = [str(n.message) for n in app._notifications]  # type: ignore[attr-defined]
+        assert toasts == ["Nothing is staged, so nothing to commit."], toasts
+        await _stage(pilot, app, demo_repo)
+        await _run(pilot, app, "/commit")
+        toasts = [str(n.message) for n in app._notifications]  # type: ignore[attr-defined]
+        assert toasts[-1] == "No accepted hunks to commit: accept some with a, A or /accept.", toasts
+
+
 async def test_status_budget_cost_model_clear(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:

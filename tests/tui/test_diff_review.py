@@ -106,6 +106,24 @@ async def test_commit_confirms_with_counts_then_undo_restores(make_app: AppFacto
         assert "Undid the last commit" in app.chat.transcript()
 
 
+async def test_the_commit_question_says_rejected_hunks_stay_staged_too(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """A commit leaves rejected hunks staged; its question named only pending ones, and the
+    rejected hunk still in the pane after the commit looked like a fault."""
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        await pilot.press("a", "r")
+        await settle(pilot)
+        await pilot.press("c")
+        screen = await answer_confirmation(pilot, app, "y")
+        assert "Commit 1 accepted hunk in 1 file?" in screen.question
+        assert "1 rejected hunk will stay staged (/rollback discards what is staged)." in screen.question
+        await settle(pilot)
+        assert _states(demo_repo) == {"app/server.py": ["rejected"]}
+
+
 async def test_the_undo_question_says_a_file_the_commit_created_is_removed(
     make_app: AppFactory, demo_repo: Path
 ) -> None:
@@ -337,6 +355,25 @@ async def test_hunks_left_staged_by_an_earlier_run_are_named_at_start(
         assert app.focused is app.prompt
 
 
+async def test_hunks_left_staged_on_a_file_changed_since_say_so_at_start(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """A staged file changed on disk while semfora was closed: the start note said "2 pending"
+    and nothing of the change (the watcher only tells of changes while the app runs)."""
+    layout = RepoLayout.for_path(demo_repo)
+    EditSession.load_or_create(layout, load_settings(demo_repo).settings).stage_blocks(EDIT_BLOCKS)
+    (demo_repo / "app/server.py").write_text(SOURCE["app/server.py"] + "\n\ndef stop():\n    pass\n")
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        transcript = app.chat.transcript()
+        assert "Still staged from an earlier session: 2 hunks" in transcript
+        assert (
+            "**Changed on disk since:** `app/server.py`. `/rebase` (or `b` in review) re-applies its hunks."
+            in transcript
+        )
+
+
 async def test_a_rebase_that_conflicts_says_so_in_plain_words(make_app: AppFactory, demo_repo: Path) -> None:
     """It said "re-applied 0 hunks; 1 conflict: reject them"."""
     app = make_app(start_index=False, check_model=False)
@@ -364,3 +401,108 @@ async def test_hunks_staged_in_this_run_are_not_called_earlier_ones(
         await settle(pilot)
         assert len(app.diff.files) == 2
         assert "earlier session" not in app.chat.transcript()
+
+
+async def test_two_close_hunks_each_show_context_without_the_others_change(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """Two blocks two lines apart were two hunks whose contexts overlapped: the first showed the
+    second's old line as unchanged context (accepting both, that line is not in the file)."""
+    (demo_repo / "edits.txt").write_text(
+        "app/config.py\n<<<<<<< SEARCH\n        return fh.read()\n=======\n"
+        "        return fh.read().strip()\n>>>>>>> REPLACE\n\n"
+        "app/config.py\n<<<<<<< SEARCH\ndef parse_port(text):\n=======\n"
+        "def parse_port(text: str) -> int:\n>>>>>>> REPLACE\n"
+    )
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.main.run_slash("/edit --from edits.txt")
+        await settle(pilot)
+        first, second = app.diff.files[0].hunks
+        assert first.lines == (
+            " def load_config(path):",
+            '     """Read the settings file."""',
+            "     with open(path) as fh:",
+            "-        return fh.read()",
+            "+        return fh.read().strip()",
+            " ",
+            " ",
+        )
+        assert second.lines == (
+            " ",
+            " ",
+            "-def parse_port(text):",
+            "+def parse_port(text: str) -> int:",
+            "     return int(text)",
+        )
+        assert (first.header, second.header) == ("@@ -1,6 +1,6 @@", "@@ -5,4 +5,4 @@")
+        body = str(app.diff.query_one("#diff-body").render())
+        assert body.count("def parse_port(text):") == 1  # only as the removed line, never as context
+
+
+async def _conflicted(pilot, app, root: Path) -> None:  # type: ignore[no-untyped-def]
+    """Stage EDIT_BLOCKS, change the line app/config.py's hunk replaces, and rebase: a conflict."""
+    await _staged(pilot, app, root)
+    (root / "app/config.py").write_text(SOURCE["app/config.py"].replace("int(text)", "float(text)"))
+    await app.main.run_slash("/rebase")
+    await settle(pilot)
+
+
+async def test_a_conflicted_hunk_says_where_it_was_not_line_zero(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """A hunk that no longer fits the file was headed "@@ -0,1 +0,1 @@": a change at line 0."""
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _conflicted(pilot, app, demo_repo)
+        body = str(app.diff.query_one("#diff-body").render())
+        assert "@@ -0," not in body
+        assert "app/config.py @@ conflict: no longer fits the file (was at line 8) @@" in body
+        assert "-    return int(text)" in body and "+    return int(text.strip())" in body
+        # The file's row counts it as a conflict, not as one more pending hunk, and the hunk does
+        # not send the user back to /rebase, which just failed to place it.
+        assert "app/config.py  +0 -0  1 hunk: 0 ✓ 0 ✗ 0 pending  ⚠ 1 conflict" in body
+        assert "reject it, or ask for the change again" in body and "/rebase re-applies it" not in body
+
+
+async def test_at_80_columns_what_a_review_key_says_is_shown_though_the_chat_is_hidden(
+    make_app: AppFactory, demo_repo: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Review mode under 120 columns gives the diff pane the whole screen: `?` (the footer's
+    "keys"), a commit's note and `e`'s NO_EDITOR went to the hidden chat, and nothing happened."""
+    monkeypatch.delenv("EDITOR", raising=False)
+    monkeypatch.delenv("VISUAL", raising=False)
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        assert not app.chat.display
+        await pilot.press("question_mark")
+        await settle(pilot)
+        toasts = [str(n.message) for n in app._notifications]  # type: ignore[attr-defined]
+        assert any("Review mode" in t and "c commit" in t for t in toasts), toasts
+        assert not any("`" in t or "**" in t for t in toasts), toasts  # plain text, not Markdown
+        await pilot.press("e")
+        await settle(pilot)
+        toasts = [str(n.message) for n in app._notifications]  # type: ignore[attr-defined]
+        assert any("error[NO_EDITOR]" in t and "export EDITOR=" in t for t in toasts), toasts
+        await pilot.press("a")
+        await pilot.press("c")
+        await answer_confirmation(pilot, app)
+        await settle(pilot)
+        toasts = [str(n.message) for n in app._notifications]  # type: ignore[attr-defined]
+        assert any(t.startswith("Committed 1 hunk") for t in toasts), toasts
+
+
+async def test_accept_all_counts_only_the_hunks_it_can_accept(make_app: AppFactory, demo_repo: Path) -> None:
+    """With one of two hunks in conflict, /accept all asked "Accept all 2 staged hunks in 2
+    files?" and accepted one: a conflict is never accepted."""
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _conflicted(pilot, app, demo_repo)
+        app.main.leave_review()
+        await app.main.run_slash("/accept all")
+        screen = await answer_confirmation(pilot, app)
+        assert "Accept all 1 staged hunk in 1 file?" in screen.question
+        assert "Left out: 1 conflict, which no longer fits the file." in screen.question
+        await settle(pilot)
+        assert _states(demo_repo) == {"app/config.py": ["pending"], "app/server.py": ["accepted"]}

@@ -300,7 +300,7 @@ async def test_the_header_says_when_the_index_waits_for_another_semfora(
         app = make_app(check_model=False)
         async with app.run_test(size=(120, 40)) as pilot:
             deadline = time.monotonic() + 30
-            while app.header.index_state != "index: waiting for another semfora to finish indexing…":
+            while app.header.index_state != "index: waiting: another semfora is indexing…":
                 assert time.monotonic() < deadline, app.header.index_state
                 await pilot.pause(0.05)
             fcntl.flock(fd, fcntl.LOCK_UN)

@@ -327,6 +327,30 @@ async def test_the_reply_shows_a_spinner_while_the_model_is_retried(
         assert len(fake_anthropic.message_requests()) == 2
 
 
+async def test_while_the_model_has_not_answered_the_spinner_says_so_not_building_the_pack(
+    make_app: AppFactory, fake_anthropic: FakeAnthropic
+) -> None:
+    """The spinner said "building the context pack" all the while the request waited for the
+    model's first token."""
+    fake_anthropic.reply(ANSWER, chunk_chars=len(ANSWER), delay=1.0)
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await _submit(pilot, app, "where is the config loaded?")
+        await _wait_for(pilot, lambda: len(fake_anthropic.message_requests()) == 1)
+        turn = app.main.turn
+        assert turn is not None and turn.spinner is not None
+
+        def spinner() -> str:
+            return str(turn.spinner.render()) if turn.spinner is not None else ""
+
+        await _wait_for(pilot, lambda: "asking the model (" in spinner() or bool(turn.source))
+        assert not turn.source, "the reply came before the spinner said the model was asked"
+        assert "tokens of context" in spinner() and "building" not in spinner()
+        await _wait_for(pilot, lambda: ANSWER in app.chat.transcript() and not app.main.streaming)
+        assert "asking the model" not in app.chat.transcript()  # a passing state, not a step to keep
+
+
 async def test_a_model_error_ends_the_turn_as_failed_and_the_prompt_keeps_working(
     make_app: AppFactory, fake_anthropic: FakeAnthropic
 ) -> None:
@@ -343,6 +367,33 @@ async def test_a_model_error_ends_the_turn_as_failed_and_the_prompt_keeps_workin
         assert "INTERNAL" not in transcript
         await _submit(pilot, app, "where is the config loaded?")
         await _wait_for(pilot, lambda: ANSWER in app.chat.transcript() and not app.main.streaming)
+
+
+async def test_after_a_failed_turn_the_budget_pane_shows_that_turns_pack_not_the_one_before(
+    make_app: AppFactory, fake_anthropic: FakeAnthropic
+) -> None:
+    """A turn that failed left the pane on the previous turn's pack and cost, as if they were its own."""
+    fake_anthropic.reply(ANSWER)
+    fake_anthropic.error(400, "invalid_request_error")
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await _submit(pilot, app, "where is the config loaded?")
+        await _wait_for(pilot, lambda: ANSWER in app.chat.transcript() and not app.main.streaming)
+        await settle(pilot)
+        first = app.budget_pane.pack
+        assert first is not None and first.task == "where is the config loaded?"
+        await _submit(pilot, app, "make parse_port strip whitespace")
+        await _wait_for(pilot, lambda: "✗ failed" in app.chat.transcript() and not app.main.streaming)
+        await settle(pilot)
+        pack = app.budget_pane.pack
+        assert pack is not None and pack.task == "make parse_port strip whitespace"
+        assert pack.intent == "edit"
+        cost = str(app.budget_pane.query_one("#budget-cost").render())
+        assert "turn failed" in cost and "in /" not in cost, cost
+        # The failed reply lists the context it sent, like an answered one.
+        summaries = list(app.chat.query(Collapsible))
+        assert len(summaries) == 2 and summaries[-1].title.startswith(f"context: {len(pack.items)} items")
 
 
 async def test_a_cancelled_question_is_marked_cancelled_not_an_edit_problem(
@@ -383,6 +434,31 @@ async def test_the_budget_table_shows_each_items_tokens_and_priority_without_scr
         assert "3,825" in screen  # the bar and legend
         for tokens in ("1,357", "2,468"):  # each row's own figure, which only the table shows
             assert tokens in screen, f"the row with {tokens} tokens is cut off"
+
+
+@pytest.mark.parametrize("width", [80, 120, 130, 200])
+async def test_the_budget_legend_shows_every_priority_and_the_intent_at_any_width(
+    make_app: AppFactory, width: int
+) -> None:
+    """At 130 columns the one-line legend ended in an ellipsis: the low share and the intent were cut."""
+    from semfora_tui.views import PackItemView, PackView
+
+    items = tuple(
+        PackItemView("source", f"fn_{p}", tokens, p, "why")
+        for p, tokens in (("critical", 1187), ("high", 2169), ("medium", 3859), ("low", 1234))
+    )
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(width, 40)) as pilot:
+        await settle(pilot)
+        app.budget_pane.show_pack(PackView("why", "refactor", 8000, 8449, items))
+        await pilot.pause()
+        screen = app.export_screenshot().replace("&#160;", " ")
+        for shown in ("critical 1,187", "high 2,169", "medium 3,859", "low 1,234", "intent refactor"):
+            assert shown in screen, f"{shown!r} is cut from the legend at {width} columns"
+        # At 80 columns the 40-cell bar pushed the figure off the pane, and the cost line lost
+        # the session's cost.
+        assert "8,449/8,000" in screen, f"the pack's figure is cut at {width} columns"
+        assert "session $0.0000" in screen, f"the session cost is cut at {width} columns"
 
 
 async def test_a_pasted_traceback_is_sent_whole_but_shown_folded(

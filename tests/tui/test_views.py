@@ -75,9 +75,9 @@ def test_engine_flags_become_readable_text() -> None:
         syntax_error="line 3: unexpected indent",
     )
     (view,) = files_from_session([StagedFile(path="x.py", kind="modify", hunks=(hunk,), stale=True)])
-    assert view.added == 2 and view.removed == 1
+    assert view.added == 0 and view.removed == 0  # a conflict's lines are never written
     assert view.conflict == "changed on disk since it was staged (/rebase re-applies its hunks)"
-    assert view.hunks[0].conflict is not None and "changed on disk" in view.hunks[0].conflict
+    assert view.hunks[0].conflict is not None and "no longer fits the file" in view.hunks[0].conflict
     assert view.hunks[0].syntax_error == "line 3: unexpected indent"
     assert view.hunks[0].start_line == 3
     assert view.hunks[0].lines == ("-a", "+b", "+c")

@@ -48,7 +48,9 @@ MAX_RECALLED = 2
 # Send order of the pack's sections: the cached prefix, edits staged earlier in the session (before
 # the code they change), files named with @, code, the map (fill.py's 2-4), recalled turns.
 SECTION_PREFIX, SECTION_STAGED, SECTION_MEMORY = 0, 1, 5
-STAGED_REASON = "staged earlier in this session, not on disk yet: the file's lines with these applied"
+STAGED_REASON = (
+    "staged earlier in this session, not on disk yet: the diff of its hunks (too long to send whole)"
+)
 STAGED_WHOLE_REASON = "staged earlier in this session, not on disk yet: the whole file as it will read"
 # Where a staged file is sent whole, it stands for every line of the file: its definitions on
 # disk are not sent as well (they are the old lines).

@@ -243,6 +243,10 @@ def test_a_large_staged_file_is_shown_as_the_diff_of_its_hunks(shop, fake_anthro
     assert "-        return sub + tax_for(sub)" in staged.text
     assert "helper_150" not in staged.text and "whole file" not in staged.text
     assert any(i.kind == "source" and i.file == "src/shop/cart.py" for i in pack.items)
+    # The code of cart.py the pack also holds is its text on disk: the model and the reason the
+    # user reads say which version each is (the reason said "the file's lines with these applied").
+    assert "the code of src/shop/cart.py shown below is as on disk, without them" in staged.text
+    assert staged.reason.endswith("the diff of its hunks (too long to send whole)")
 
 
 def test_a_second_edit_of_a_staged_change_is_retried_against_the_staged_text(shop, fake_anthropic) -> None:
