@@ -235,6 +235,8 @@ def _python_api_message(s: SymbolChange, removed_code: frozenset[str] = frozense
             return f"public {s.kind} {s.import_path} was removed"
         where = f"{s.old_qualified_name} is now {s.qualified_name}" if s.change == "renamed" else ""
         where = where or f"it moved to {s.file}"
+    if s.change == "removed" and s.constructor_from is not None:
+        return _constructor_message(s)
         old_name = s.old_qualified_name or s.qualified_name
         old_module = module_name(s.old_file or s.file)
         # The dotted path users import it by today (``pkg.command.main``), not the bare name.
@@ -256,6 +258,27 @@ _QUOTED_NAME = re.compile(r"""(['"])(\w+)\1""")
 def _module_getattr_message(s: SymbolChange) -> str:
     """A module's ``__getattr__`` (PEP 562) is called by Python, never by users: what they lose
     is the attributes it served (itsdangerous 4bb03cd6: ``itsdangerous.__version__``)."""
+def _constructor_message(s: SymbolChange) -> str | None:
+    """A class's ``__init__`` removed: the class still constructs, through the constructor it now
+    inherits; what its callers lose is the arguments only the removed one took."""
+    cls_path = (s.import_path or s.qualified_name).rpartition(".")[0]
+    cls = s.qualified_name.rpartition(".")[0].rsplit(".", 1)[-1]
+    head = f"the constructor of public class {cls_path} was removed: {cls}(...) now"
+    source = s.constructor_from or ""
+    if source == "object":
+        if not s.parameter_changes:
+            return None
+        return f"{head} takes no arguments (object's constructor): {'; '.join(s.parameter_changes)}"
+    if source.endswith(".__init__"):
+        if not s.parameter_changes:
+            return None  # the inherited constructor takes the same arguments
+        return f"{head} takes the arguments of {source}: {'; '.join(s.parameter_changes)}"
+    return (
+        f"{head} takes the arguments of {source}'s constructor (defined outside this change): "
+        "check that its callers' arguments still fit"
+    )
+
+
     module = (s.import_path or "").rpartition(".")[0] or module_name(s.old_file or s.file) or "the module"
     served: list[str] = []
     for statement in s.body_before:
