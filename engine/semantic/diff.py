@@ -385,6 +385,9 @@ class SemanticDiff:
     # Names of functions removed from a test file that another test file of the target side still
     # defines (a duplicate dropped, a test moved by an earlier change): no test is lost.
     tests_defined_elsewhere: frozenset[str] = frozenset()
+    # The messages of the commits reviewed (``semfora ci``; empty for a work tree): what the
+    # author says the change is, such as the advisory a dependency bump fixes.
+    messages: tuple[str, ...] = ()
 
     def in_library(self, path: str) -> bool:
         """Code the project ships (not tests, docs, examples, tooling, or helpers outside ``src/``)."""
