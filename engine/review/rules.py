@@ -196,7 +196,7 @@ def _api_message(s: SymbolChange, removed_code: frozenset[str] = frozenset()) ->
             "arguments of the default or inherited constructor"
         )
     if s.change == "removed":
-        return f"public {s.kind} {s.qualified_name} was removed"
+        return f"public {s.kind} {s.qualified_name} was removed{_removal_effect(s)}"
     if s.change == "renamed":
         return f"public {s.kind} {s.old_qualified_name} was renamed to {s.qualified_name}"
     if s.change == "moved" and s.old_file and _strip_root(s.old_file) != _strip_root(s.file):
@@ -204,6 +204,15 @@ def _api_message(s: SymbolChange, removed_code: frozenset[str] = frozenset()) ->
     if s.change == "modified" and s.parameter_changes and s.kind not in CONTAINER_KINDS:
         return f"signature of public {s.kind} {s.qualified_name} changed: {'; '.join(s.parameter_changes)}"
     return None
+
+
+def _removal_effect(s: SymbolChange) -> str:
+    """What a removal does to the code that uses the symbol: the finding said only "was removed"."""
+    if s.kind in ("method", "property", "getter", "setter", "field") or "." in s.qualified_name:
+        return ": code that calls it on an instance now fails (AttributeError in Python, TypeError in JavaScript)"
+    if s.language == "python":
+        return ": code that imports it now fails with ImportError"
+    return ": code that imports it now gets undefined or fails to load"
 
 
 # Dunder methods users call by name; the others are called by the language (``==``, ``len()``,
@@ -226,17 +235,17 @@ def _python_api_message(s: SymbolChange, removed_code: frozenset[str] = frozense
     """Python: judged by the import surface, not by text (``src/`` moves and re-exports keep paths)."""
     if s.import_path is None or s.kind in ("variable", "constant") or _protocol_method(s):
         return None
+    if s.change == "removed" and s.constructor_from is not None:
+        return _constructor_message(s)
     if s.change in ("removed", "moved", "renamed"):
         if s.still_importable:
             return None
         if s.change == "removed" and s.qualified_name == "__getattr__":
             return _module_getattr_message(s)
         if s.change == "removed":
-            return f"public {s.kind} {s.import_path} was removed"
+            return f"public {s.kind} {s.import_path} was removed{_removal_effect(s)}"
         where = f"{s.old_qualified_name} is now {s.qualified_name}" if s.change == "renamed" else ""
         where = where or f"it moved to {s.file}"
-    if s.change == "removed" and s.constructor_from is not None:
-        return _constructor_message(s)
         old_name = s.old_qualified_name or s.qualified_name
         old_module = module_name(s.old_file or s.file)
         # The dotted path users import it by today (``pkg.command.main``), not the bare name.
@@ -249,15 +258,6 @@ def _python_api_message(s: SymbolChange, removed_code: frozenset[str] = frozense
     return None
 
 
-# The names a module ``__getattr__`` answers for: ``name == "__version__"``, ``name in ("a", "b")``.
-_SERVED_ONE = re.compile(r"""==\s*(['"])(\w+)\1""")
-_SERVED_MANY = re.compile(r"""\bin\s*[(\[{]([^)\]}]*)[)\]}]""")
-_QUOTED_NAME = re.compile(r"""(['"])(\w+)\1""")
-
-
-def _module_getattr_message(s: SymbolChange) -> str:
-    """A module's ``__getattr__`` (PEP 562) is called by Python, never by users: what they lose
-    is the attributes it served (itsdangerous 4bb03cd6: ``itsdangerous.__version__``)."""
 def _constructor_message(s: SymbolChange) -> str | None:
     """A class's ``__init__`` removed: the class still constructs, through the constructor it now
     inherits; what its callers lose is the arguments only the removed one took."""
@@ -279,6 +279,15 @@ def _constructor_message(s: SymbolChange) -> str | None:
     )
 
 
+# The names a module ``__getattr__`` answers for: ``name == "__version__"``, ``name in ("a", "b")``.
+_SERVED_ONE = re.compile(r"""==\s*(['"])(\w+)\1""")
+_SERVED_MANY = re.compile(r"""\bin\s*[(\[{]([^)\]}]*)[)\]}]""")
+_QUOTED_NAME = re.compile(r"""(['"])(\w+)\1""")
+
+
+def _module_getattr_message(s: SymbolChange) -> str:
+    """A module's ``__getattr__`` (PEP 562) is called by Python, never by users: what they lose
+    is the attributes it served (itsdangerous 4bb03cd6: ``itsdangerous.__version__``)."""
     module = (s.import_path or "").rpartition(".")[0] or module_name(s.old_file or s.file) or "the module"
     served: list[str] = []
     for statement in s.body_before:
@@ -1198,6 +1207,9 @@ def _untested_gate(f: Finding, secured: set[str | None]) -> Finding:
     """An untested change is a finding where the missing test guards security-sensitive logic
     (the file has a security-logic finding); elsewhere "no test came with it" is an observation
     (a remark): a refactor, a tidy-up or a change the existing tests already pin reads the same."""
-    if f.rule != "untested-change" or f.is_remark or f.file in secured:
+    if f.rule != "untested-change" or f.is_remark:
         return f
+    if f.file in secured:
+        # Why it matters, said in the finding: the name of a function alone told the reader nothing.
+        return replace(f, message=f"{f.message}: a regression in this security-sensitive logic would go unnoticed")
     return replace(f, severity="info", message=f"{f.message} (no security-sensitive logic in it)")

@@ -2271,9 +2271,6 @@ def _container_defines(base: str, method: str) -> bool:
     return any(lowered.endswith(word) and method in methods for word, methods in _CONTAINER_METHODS)
 
 
-def _inherited(owner: str, method: str, sides: dict[str, _Side]) -> bool:
-    """``owner`` still has ``method`` through a base class defined in the changed files, or
-    through a container base from outside the project that defines it (``dict.get``)."""
 # The method whose removal changes what a class's callers pass (``__new__`` removed beside an
 # ``__init__`` leaves the arguments to that ``__init__``).
 CONSTRUCTORS = frozenset({"__init__"})
@@ -2344,6 +2341,9 @@ def _answering_constructor(
     return "object", (_Param("self", "positional", None),)
 
 
+def _inherited(owner: str, method: str, sides: dict[str, _Side]) -> bool:
+    """``owner`` still has ``method`` through a base class defined in the changed files, or
+    through a container base from outside the project that defines it (``dict.get``)."""
     seen: set[str] = set()
     todo = [owner]
     by_name = {s.qualified_name: s for side in sides.values() for s in side.symbols}

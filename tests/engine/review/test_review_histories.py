@@ -265,7 +265,9 @@ def test_a_removed_class_is_one_finding_not_one_a_method(make_repo) -> None:
     after = "export function keep(): number {\n\treturn 1;\n}\n"
     findings = _change(make_repo, "source/types.ts", before, after, JS)
     [finding] = _findings(findings, "public-api")
-    assert finding.message == "public class CancelError was removed"
+    assert finding.message == (
+        "public class CancelError was removed: code that imports it now gets undefined or fails to load"
+    )
 
 
 def test_a_removed_python_class_is_one_finding(make_repo) -> None:
@@ -277,7 +279,9 @@ def test_a_removed_python_class_is_one_finding(make_repo) -> None:
     )
     findings = _change(make_repo, "pkg/jws.py", before, "def keep():\n    return 1\n")
     [finding] = _findings(findings, "public-api")
-    assert finding.message == "public class pkg.jws.JSONWebSignatureSerializer was removed"
+    assert finding.message == (
+        "public class pkg.jws.JSONWebSignatureSerializer was removed: code that imports it now fails with ImportError"
+    )
 
 
 def test_call_sites_the_change_updates_are_not_left_to_check(make_repo) -> None:
@@ -539,3 +543,121 @@ def test_a_removed_constructor_says_the_class_still_constructs(make_repo) -> Non
         "the constructor of public class WeakableMap was removed: new WeakableMap(...) now takes "
         "the arguments of the default or inherited constructor"
     )
+
+
+# --------------------------------------------------------------------------- round six: faults left
+
+
+def test_stripping_line_endings_in_a_formatter_is_no_http_framing(make_repo) -> None:
+    # black a51a0be7 "Fix fmt off block before with statement": ``prefix.lstrip('\\r\\n')`` in the
+    # formatter's comment handling was "security-sensitive logic changed (HTTP message framing and
+    # header injection)": a formatter reads source files, no message from the wire.
+    before = "def handle_comment_block(prefix):\n    return prefix.strip()\n"
+    after = "def handle_comment_block(prefix):\n    return prefix.lstrip('\\r\\n').strip()\n"
+    findings = _change(make_repo, "pkg/comments.py", before, after)
+    assert _findings(findings, "security-logic") == []
+
+
+def test_stripping_line_endings_in_a_multipart_parser_is_still_framing(make_repo) -> None:
+    # werkzeug b1916c0c (GHSA-hrfv-mqp8-q5rw): the same call in a multipart parser is the fix.
+    before = "class MultipartDecoder:\n    def parse_data(self, data):\n        return data\n"
+    after = (
+        "class MultipartDecoder:\n    def parse_data(self, data):\n"
+        "        data = data.lstrip('\\r\\n')\n        return data\n"
+    )
+    findings = _change(make_repo, "pkg/sansio/multipart.py", before, after)
+    [finding] = _findings(findings, "security-logic")
+    assert "HTTP message framing" in finding.message
+    assert "requests can be smuggled or headers injected" in finding.message
+
+
+MODELS = (
+    "class Base:\n    def __init__(self, name, size=0):\n        self.name = name\n        self.size = size\n\n\n"
+    "class Child(Base):\n"
+    "    def __init__(self, name, size=0, colour='red'):\n"
+    "        super().__init__(name, size)\n        self.colour = colour\n\n"
+    "    def describe(self):\n        return self.name\n\n\n"
+    "class Plain:\n    def __init__(self, path):\n        self.path = path\n\n"
+    "    def show(self):\n        return self.path\n"
+)
+
+
+def test_a_subclass_init_removed_says_which_arguments_its_callers_lose(make_repo) -> None:
+    # A subclass's __init__ removed was no finding at all (the base's __init__ "still defines
+    # it"), though ``Child('x', colour='blue')`` now raises TypeError.
+    after = MODELS.replace(
+        "    def __init__(self, name, size=0, colour='red'):\n"
+        "        super().__init__(name, size)\n        self.colour = colour\n\n",
+        "    colour = 'red'\n\n",
+    )
+    findings = _change(make_repo, "pkg/models.py", MODELS, after)
+    [finding] = _findings(findings, "public-api")
+    assert finding.message == (
+        "the constructor of public class pkg.models.Child was removed: Child(...) now takes the "
+        "arguments of Base.__init__: parameter 'colour' removed"
+    )
+
+
+def test_an_init_removed_from_a_class_without_a_base_says_it_takes_no_arguments(make_repo) -> None:
+    # "public method pkg.models.Plain.__init__ was removed": the class is still there and still
+    # constructs; what its callers lose is the argument.
+    after = MODELS.replace("    def __init__(self, path):\n        self.path = path\n\n", "    path = None\n\n")
+    findings = _change(make_repo, "pkg/models.py", MODELS, after)
+    [finding] = _findings(findings, "public-api")
+    assert finding.message == (
+        "the constructor of public class pkg.models.Plain was removed: Plain(...) now takes no "
+        "arguments (object's constructor): parameter 'path' removed"
+    )
+
+
+def test_an_init_that_only_forwarded_to_its_base_breaks_nobody(make_repo) -> None:
+    before = MODELS.replace(
+        "    def __init__(self, name, size=0, colour='red'):\n"
+        "        super().__init__(name, size)\n        self.colour = colour\n",
+        "    def __init__(self, name, size=0):\n        super().__init__(name, size)\n",
+    )
+    after = before.replace("    def __init__(self, name, size=0):\n        super().__init__(name, size)\n\n", "")
+    findings = _change(make_repo, "pkg/models.py", before, after)
+    assert _findings(findings, "public-api") == []
+
+
+def test_a_finding_on_a_name_alone_says_what_changed_and_why_it_matters(make_repo) -> None:
+    # pyjwt 33022c25: "security-sensitive logic changed in PyJWT._validate_iss (signing and keys):
+    # its name (`jwt`)": the reader learnt the name and nothing of the change.
+    before = (
+        "class PyJWT:\n    def _validate_iss(self, payload, issuer):\n"
+        "        if payload.get('iss') != issuer:\n            raise ValueError('bad issuer')\n"
+    )
+    after = (
+        "class PyJWT:\n    def _validate_iss(self, payload, issuer):\n"
+        "        if isinstance(issuer, str):\n            issuer = [issuer]\n"
+        "        if payload.get('iss') not in issuer:\n            raise ValueError('bad issuer')\n"
+    )
+    findings = _change(make_repo, "pkg/api_jwt.py", before, after)
+    [finding] = _findings(findings, "security-logic")
+    assert "its name (`jwt`)" in finding.message
+    assert "the change: `if isinstance(issuer, str):` (+3 -1)" in finding.message
+    assert finding.message.endswith("if wrong, forged or tampered data can pass as signed, or a key can leak")
+
+
+def test_a_url_parser_of_an_http_client_is_no_network_use(make_repo) -> None:
+    # requests 9a8a826f "Check if host is invalid for proxy": ``parse_url(proxy)`` from
+    # urllib3.util was "new network use in HTTPAdapter.get_connection: parse_url".
+    before = "class HTTPAdapter:\n    def get_connection(self, proxy):\n        return proxy\n"
+    after = (
+        "from urllib3.util import parse_url\n\n\n"
+        "class HTTPAdapter:\n    def get_connection(self, proxy):\n"
+        "        if not parse_url(proxy).host:\n            raise ValueError(proxy)\n        return proxy\n"
+    )
+    findings = _change(make_repo, "pkg/adapters.py", before, after)
+    assert [f for f in findings if (f.rule or "").startswith("new-")] == []
+
+
+def test_a_change_to_what_counts_as_an_absolute_url_is_a_security_finding(make_repo) -> None:
+    # axios 07a661a2 (CVE-2024-39338): ``//host`` stopped counting as an absolute URL; a request
+    # for a path no longer goes to another host. semfora said nothing.
+    before = "export default function isAbsoluteURL(url) {\n  return /^([a-z][a-z\\d+\\-.]*:)?\\/\\//i.test(url);\n}\n"
+    after = before.replace(":)?\\/", ":)\\/")
+    findings = _change(make_repo, "lib/helpers/isAbsoluteURL.js", before, after, JS)
+    [finding] = _findings(findings, "security-logic")
+    assert "redirects and origins" in finding.message and "isAbsoluteURL" in finding.message
