@@ -446,7 +446,10 @@ CONCERNS: tuple[Concern, ...] = (
         strong=(
             r"\bcontent[-_]length\b",
             r"\btransfer[-_]encoding\b",
-            r"\bchunk[-_ ]?(?:size|extensions?|len)\b",
+            # A chunk's length or extensions as chunked encoding frames them; a chunk *size* is
+            # how much a stream reads at a time (``iter_content(chunk_size)``, axios's
+            # ``readBytes(stream, chunkSize)``), a supporting term below.
+            r"\bchunk[-_ ]?(?:extensions?|len|length)\b",
             r"\bcrlf\b",
             LINE_ENDINGS,
             r"\bcontrol[_ ]char\w*",
@@ -457,7 +460,14 @@ CONCERNS: tuple[Concern, ...] = (
             r"\bhttpinputerror\b",
             r"\breason_phrase\b",
         ),
-        weak=(r"\bchunked\b", r"\bheaders?\b", r"\bmethod\b", r"\bstatus_?line\b", r"\bnewline\b"),
+        weak=(
+            r"\bchunked\b",
+            r"\bchunk[-_ ]?size\b",
+            r"\bheaders?\b",
+            r"\bmethod\b",
+            r"\bstatus_?line\b",
+            r"\bnewline\b",
+        ),
         names=frozenset({"chunked", "crlf", "framing"}),
         name_patterns=(
             r"(parse|read|write|feed)_?(headers|chunk\w*|body|request_line|status_line|message)\b",

@@ -17,7 +17,7 @@ from pathlib import PurePosixPath
 from engine.policy.paths import is_test_path
 from engine.review.dependencies import rule_dependencies
 from engine.review.findings import SEVERITY_ORDER, Finding, Severity
-from engine.review.secrets import scan_files
+from engine.review.secrets import BUILT, scan_files
 from engine.review.security import changed_span, housekeeping_only, moved_lines, rule_security_logic
 from engine.semantic.diff import CallerRef, ExternalCall, FileChange, SemanticDiff, SymbolChange
 from engine.semantic.graph import family
@@ -55,6 +55,12 @@ PRESENTATION_METHODS = frozenset({"__repr__", "__str__", "__rich_repr__", "__dir
 MIN_REFERENCE_NAME = 3
 
 __all__ = ["RULES", "is_test_path", "run_rules"]
+
+
+def _built(path: str) -> bool:
+    """A build's output (``dist/axios.min.js``): its removed functions and new effects are the
+    source's, reported there (axios release commits: a minifier's ``xe`` "rose to high risk")."""
+    return BUILT.search(path) is not None
 
 
 def _reviewable(diff: SemanticDiff, path: str) -> bool:
@@ -101,7 +107,7 @@ def rule_risk_raised(diff: SemanticDiff) -> list[Finding]:
     """A symbol gained an effect (not merely branches: size and nesting have their own rule)."""
     out = []
     for s in diff.symbols:
-        if is_test_path(s.file) or not s.logic_changed:
+        if is_test_path(s.file) or not s.logic_changed or _built(s.file):
             continue
         effects = _added_effects(s)
         if s.risk_raised and s.change != "added" and effects:
@@ -339,10 +345,15 @@ def rule_public_api(diff: SemanticDiff) -> list[Finding]:
             continue
         # Members of a class the change removes go with it: one finding for the class.
         gone = {s.qualified_name for s in f.symbols if s.change == "removed" and s.kind in CONTAINER_KINDS}
+        # A name the same file defines again in another form (axios ab77a40e: the constructor
+        # function AxiosHeaders became class AxiosHeaders) is still there.
+        redefined = {s.qualified_name for s in f.symbols if s.change == "added"}
         for s in f.symbols:
             if not _reviewable(diff, s.old_file or s.file):
                 continue
-            if s.change == "removed" and s.qualified_name.rpartition(".")[0] in gone:
+            if s.change == "removed" and (
+                s.qualified_name.rpartition(".")[0] in gone or s.qualified_name in redefined
+            ):
                 continue
             message = _api_message(s, removed_code)
             if message is None:
@@ -607,6 +618,12 @@ def rule_removed_still_called(diff: SemanticDiff) -> list[Finding]:
     function, so only these two are certain; the public-API finding lists the other call sites."""
     out = []
     for f in diff.files:
+        if _built(f.path):
+            continue
+        # The new side's definitions of a name: a function moved into a class as a method
+        # (axios ab77a40e: ``set: function(...)`` became the method ``set(...) {``) is defined
+        # there, not called.
+        defined = {(c.qualified_name.rsplit(".", 1)[-1], c.start_line) for c in f.symbols if c.change != "removed"}
         for s in f.symbols:
             if (
                 s.change != "removed"
@@ -626,6 +643,7 @@ def rule_removed_still_called(diff: SemanticDiff) -> list[Finding]:
                 and c.file == f.path
                 and c.via != "documentation"
                 and bare.search(c.text)
+                and (name, c.line) not in defined
             ]
             if not own and not s.importers:
                 continue

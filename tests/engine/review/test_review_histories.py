@@ -661,3 +661,67 @@ def test_a_change_to_what_counts_as_an_absolute_url_is_a_security_finding(make_r
     findings = _change(make_repo, "lib/helpers/isAbsoluteURL.js", before, after, JS)
     [finding] = _findings(findings, "security-logic")
     assert "redirects and origins" in finding.message and "isAbsoluteURL" in finding.message
+
+
+# --------------------------------------------------------------------------- axios
+
+
+def test_a_fetch_credentials_mode_is_no_secret(make_repo) -> None:
+    # axios a3ff99b5 "add fetch adapter": ``withCredentials = 'same-origin'`` blocked the merge as
+    # "secret assigned to a literal added (withCredentials = same…); remove it and rotate it".
+    before = "export default function fetchAdapter(config) {\n  return config;\n}\n"
+    after = (
+        "export default function fetchAdapter(config) {\n"
+        "  let { withCredentials = 'same-origin', credentials = 'include' } = config;\n"
+        "  return [withCredentials, credentials];\n}\n"
+    )
+    findings = _change(make_repo, "lib/adapters/fetch.js", before, after, JS)
+    assert [f for f in findings if f.type == "secrets"] == []
+
+
+def test_a_real_looking_password_in_code_still_blocks(make_repo) -> None:
+    findings = _change(
+        make_repo, "lib/config.js", "export const a = 1;\n", "export const a = 1;\nconst password = 'h7Kq2zX9';\n", JS
+    )
+    [secret] = [f for f in findings if f.type == "secrets"]
+    assert secret.blocking
+
+
+def test_a_build_output_copies_its_sources_assignments(make_repo) -> None:
+    # axios release commits: every bundle and source map under dist/ repeated the source's
+    # ``withCredentials = …``: seven blocking "secrets" a release.
+    bundle = "var withCredentials = 'h7Kq2zX9mm';\n"
+    findings = _change(make_repo, "dist/axios.min.js", "var a = 1;\n", bundle, JS)
+    assert [f for f in findings if f.type == "secrets"] == []
+    key = "ghp_" + "Zq8vR2xLm0PwT5nY7bKc3dFg9hJ1sA4eU6iO"
+    findings = _change(make_repo, "dist/axios.js", "var a = 1;\n", f"var token = '{key}';\n", JS)
+    assert [f.blocking for f in findings if f.type == "secrets"] == [True]  # a key format still blocks
+
+
+def test_a_function_made_a_method_of_a_class_is_not_called_where_it_is_defined(make_repo) -> None:
+    # axios ab77a40e: AxiosHeaders' ``set: function(...)`` became the class method ``set(...) {``:
+    # "function set was removed but lib/core/AxiosHeaders.js still calls it at :77
+    # (AxiosHeaders.set)", line 77 being the method's own definition; and the constructor
+    # function that became a class was "public function AxiosHeaders was removed".
+    before = (
+        "function AxiosHeaders(headers) {\n  this.headers = headers;\n}\n\n"
+        "function set(header, value) {\n  return [header, value];\n}\n\n"
+        "export default AxiosHeaders;\n"
+    )
+    after = (
+        "class AxiosHeaders {\n  constructor(headers) {\n    this.headers = headers;\n  }\n\n"
+        "  set(header, value) {\n    return [header, value];\n  }\n}\n\n"
+        "export default AxiosHeaders;\n"
+    )
+    findings = _change(make_repo, "lib/core/AxiosHeaders.js", before, after, JS)
+    assert _findings(findings, "removed-still-called") == []
+    assert [f.message for f in _findings(findings, "public-api") if "AxiosHeaders was removed" in f.message] == []
+
+
+def test_a_streams_chunk_size_is_no_http_framing(make_repo) -> None:
+    # axios a3ff99b5: ``readBytes(iterable, chunkSize)`` in a stream helper was "HTTP message
+    # framing and header injection: `chunkSize`"; a chunk size is how much a read takes.
+    before = "export function readBytes(stream) {\n  return stream.read();\n}\n"
+    after = "export function readBytes(stream, chunkSize) {\n  return stream.read(chunkSize);\n}\n"
+    findings = _change(make_repo, "lib/helpers/trackStream.js", before, after, JS)
+    assert _findings(findings, "security-logic") == []
