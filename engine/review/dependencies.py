@@ -251,7 +251,11 @@ def rule_dependencies(diff: SemanticDiff) -> list[Finding]:
                 listed.append(f"changed {name} (any) -> {req.spec or '(any)'}")
                 continue
             if old is None:
-                pinned = _pinned(req.spec) if req.spec.startswith(("==", "===")) else None
+                # Only where a pin is what gets installed: a requirements or constraints file. A
+                # pyproject pin sits in a development group more often than not (werkzeug
+                # 32f75a4e: ``jinja2==3.1.2`` under a new ``[dependency-groups]`` for the docs).
+                pins = kind == "requirements" and req.spec.startswith(("==", "==="))
+                pinned = _pinned(req.spec) if pins else None
                 if pinned is not None and (known := _still_open(req, pinned, None)):
                     out.append(
                         Finding(

@@ -376,6 +376,8 @@ def _symbol_matches(
     added, removed = _changed_code(f, s, moved, nesting, renames)
     if not added.strip() and not removed.strip():
         return []
+    if s.change == "added" and s.kind == "class" and _constants_only(added):
+        return []  # an enumeration of header values (werkzeug 0d29255f: ``CORP.SAME_ORIGIN``) decides nothing
     confirm = "\n".join((*s.code_delta[0], *s.code_delta[1])) if s.code_delta is not None else None
     chore = s.code_delta is not None and housekeeping_only(s.code_delta)
     if chore and s.code_delta is not None:
@@ -405,6 +407,16 @@ def _symbol_matches(
     if s.change == "added":
         found = [m for m in found if m.strength >= ADDED_MIN_STRENGTH]
     return found
+
+
+_CONSTANT = re.compile(r"""^\s*[A-Za-z_]\w*\s*(?::[^=]*)?=\s*(?:[rbuf]*(['"]).*\1|-?[\d.]+|None|True|False)\s*,?$""")
+_CLASS_HEADER = re.compile(r"^\s*class\b.*:\s*$")
+
+
+def _constants_only(added: str) -> bool:
+    """A class's own new lines are its header and names given literal values: an enumeration."""
+    lines = [t for t in added.splitlines() if t.strip() and not _CLASS_HEADER.match(t)]
+    return bool(lines) and all(_CONSTANT.match(t) for t in lines)
 
 
 def _calls_changed_check(
@@ -455,6 +467,24 @@ def _code_evidence(matches: list[Match]) -> bool:
     return any(m.from_code for m in matches[:2])
 
 
+_HEADER = re.compile(r"^(?:async\s+def|def|class|(?:export\s+)?(?:async\s+)?function)\b")
+# Characters of a long changed statement shown before the point where it differs from the old one.
+HEADER_LEAD = 24
+
+
+def _common_prefix(a: str, b: str) -> int:
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _around_difference(new: str, old: str) -> str:
+    """``new`` from a little before where it stops matching ``old``: ``…httponly=False, partitioned=False)``."""
+    start = max(0, _common_prefix(new, old) - HEADER_LEAD)
+    return ("…" if start else "") + new[start:]
+
+
 def _delta_or_lines(
     f: FileChange,
     s: SymbolChange,
@@ -481,6 +511,19 @@ def _what_changed(added: str, removed: str) -> str:
     if not plus and not minus:
         return ""
     first = plus[0] if plus else minus[0]
+    if plus and _HEADER.match(first):
+        # A body statement says more than the header; a header alone is quoted where it differs
+        # (werkzeug 32e69512: ``def set_cookie(self, key, value='', max_age=None, …`` hid the new
+        # ``partitioned=False`` at its end).
+        body = [t for t in plus if not _HEADER.match(t)]
+        if body:
+            first = body[0]
+    if plus and len(first) > EXCERPT_CHARS:
+        # A long statement edited at its end: quoted from near the edit, against the removed
+        # statement that shares most of its start.
+        old = max(minus, key=lambda t: _common_prefix(first, t), default="")
+        if _common_prefix(first, old) > HEADER_LEAD:
+            first = _around_difference(first, old)
     if len(first) > EXCERPT_CHARS:
         first = first[: EXCERPT_CHARS - 1] + "…"
     shown = f"`{first.replace('`', chr(39))}`" if plus else f"removed `{first.replace('`', chr(39))}`"

@@ -136,3 +136,14 @@ def test_a_security_fix_of_a_development_requirement_is_a_remark(make_repo) -> N
     [fix] = [f for f in findings if f.rule == "dependency-advisory"]
     assert fix.severity == "info"
     assert fix.message.startswith("security fix by dependency: idna raised from ==3.4 to ==3.7 (a development requirement)")
+
+
+def test_a_pin_in_pyproject_is_no_installed_release(make_repo) -> None:
+    """werkzeug 32f75a4e "use uv": ``"jinja2==3.1.2"`` in a new ``[dependency-groups]`` docs
+    group was "added pinned to a release with CVE-2024-22195 ..."."""
+    pyproject = '[project]\nname = "app"\n'
+    root = make_repo({"pyproject.toml": pyproject, "app/__init__.py": ""})
+    findings = commit_and_review(
+        root, {"pyproject.toml": pyproject + '[dependency-groups]\ndocs = [\n    "jinja2==3.1.2",\n]\n'}
+    )
+    assert [f for f in findings if f.rule == "dependency-advisory"] == []

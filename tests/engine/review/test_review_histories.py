@@ -725,3 +725,56 @@ def test_a_streams_chunk_size_is_no_http_framing(make_repo) -> None:
     after = "export function readBytes(stream, chunkSize) {\n  return stream.read(chunkSize);\n}\n"
     findings = _change(make_repo, "lib/helpers/trackStream.js", before, after, JS)
     assert _findings(findings, "security-logic") == []
+
+
+# --------------------------------------------------------------------------- werkzeug
+
+
+def test_a_comparison_beside_an_escape_call_is_no_escaping_change(make_repo) -> None:
+    # werkzeug e1236268 "test with python 3.13": ``if sys.version_info < (3, 13):`` in a function
+    # that calls markupsafe.escape was "escaping and templating: calls `markupsafe.escape`, `<`".
+    before = (
+        "import sys\n\nfrom markupsafe import escape\n\n\n"
+        "def render(lines):\n    out = [escape(x) for x in lines]\n    return out\n"
+    )
+    after = (
+        "import sys\n\nfrom markupsafe import escape\n\n\n"
+        "def render(lines):\n    out = [escape(x) for x in lines]\n"
+        "    if sys.version_info < (3, 13):\n        out = out[1:]\n    return out\n"
+    )
+    findings = _change(make_repo, "pkg/debug/tbtools.py", before, after)
+    assert _findings(findings, "security-logic") == []
+
+
+def test_markup_built_beside_an_escape_call_is_still_escaping(make_repo) -> None:
+    before = "from markupsafe import escape\n\n\ndef render(x):\n    return escape(x)\n"
+    after = "from markupsafe import escape\n\n\ndef render(x):\n    return '<pre>' + escape(x) + '</pre>'\n"
+    findings = _change(make_repo, "pkg/debug/tbtools.py", before, after)
+    [finding] = _findings(findings, "security-logic")
+    assert "escaping and templating" in finding.message
+
+
+def test_a_long_statement_edited_at_its_end_is_quoted_where_it_changed(make_repo) -> None:
+    # werkzeug 32e69512: "the change: `def set_cookie(self, key, value='', max_age=None, …`" hid
+    # the new ``partitioned`` argument at the end of the call.
+    call = "        self.headers.add(self.header_name, dump_cookie(key, value=value, expires=expires, path=path{}))\n"
+    before = "class Response:\n    def set_cookie(self, key, value='', expires=None, path=None):\n" + call.format("")
+    after = (
+        "class Response:\n    def set_cookie(self, key, value='', expires=None, path=None, partitioned=False):\n"
+        + call.format(", partitioned=partitioned")
+    )
+    findings = _change(make_repo, "pkg/response.py", before, after)
+    [finding] = _findings(findings, "security-logic")
+    assert "path=path, partitioned=partitioned))`" in finding.message
+
+
+def test_an_enumeration_of_header_values_is_no_security_logic(make_repo) -> None:
+    # werkzeug 0d29255f, f96520c7: "security-sensitive logic added in CORP (redirects and
+    # origins): `SAME_ORIGIN`" for an Enum of a header's values.
+    before = "import enum\n"
+    after = (
+        "import enum\n\n\nclass SecFetchSite(str, enum.Enum):\n"
+        '    CROSS_SITE = "cross-site"\n    SAME_ORIGIN = "same-origin"\n    NONE = "none"\n'
+    )
+    findings = _change(make_repo, "pkg/http.py", before, after)
+    assert _findings(findings, "security-logic") == []
