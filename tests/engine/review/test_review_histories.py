@@ -778,3 +778,24 @@ def test_an_enumeration_of_header_values_is_no_security_logic(make_repo) -> None
     )
     findings = _change(make_repo, "pkg/http.py", before, after)
     assert _findings(findings, "security-logic") == []
+
+
+def test_type_arguments_given_to_a_called_class_are_no_logic_change(make_repo) -> None:
+    # flask 52df9eed "drop end of life python versions": ``secret_key = ConfigAttribute[str |
+    # bytes | None]("SECRET_KEY")`` was "security-sensitive logic changed in App (signing and
+    # keys): `secret_key`"; requests 561e4b68 gave its cookie jar's base ``MutableMapping`` type
+    # arguments.
+    before = (
+        "from collections.abc import MutableMapping\n\n\nclass ConfigAttribute:\n"
+        "    def __init__(self, name):\n        self.name = name\n\n\n"
+        "class App:\n    secret_key = ConfigAttribute('SECRET_KEY')\n\n\n"
+        "class CookieJar(MutableMapping):\n    cookie_policy = None\n"
+    )
+    after = (
+        "from collections.abc import MutableMapping\n\n\nclass ConfigAttribute:\n"
+        "    def __init__(self, name):\n        self.name = name\n\n\n"
+        "class App:\n    secret_key = ConfigAttribute[str | bytes | None]('SECRET_KEY')\n\n\n"
+        "class CookieJar(MutableMapping[str, str | None]):\n    cookie_policy = None\n"
+    )
+    findings = _change(make_repo, "pkg/app.py", before, after)
+    assert _findings(findings, "security-logic") == []
