@@ -30,7 +30,9 @@ ADVISORIES: dict[str, tuple[Advisory, ...]] = {
     "requests": (
         Advisory("CVE-2023-32681", "Proxy-Authorization leaked to the destination on redirect", ("2.31.0",)),
         Advisory(
-            "CVE-2024-35195", "verify=False on a Session kept for later requests to the same host", ("2.32.0",)
+            "CVE-2024-35195",
+            "verify=False on a Session kept for later requests to the same host",
+            ("2.32.0",),
         ),
         Advisory("CVE-2024-47081", ".netrc credentials leaked to a host named by a crafted URL", ("2.32.4",)),
     ),
@@ -42,20 +44,28 @@ ADVISORIES: dict[str, tuple[Advisory, ...]] = {
         ),
     ),
     "jinja2": (
-        Advisory("CVE-2024-22195", "xmlattr filter accepted keys with spaces (attribute injection)", ("3.1.3",)),
-        Advisory("CVE-2024-34064", "xmlattr filter accepted keys with /, >, = (attribute injection)", ("3.1.4",)),
+        Advisory(
+            "CVE-2024-22195", "xmlattr filter accepted keys with spaces (attribute injection)", ("3.1.3",)
+        ),
+        Advisory(
+            "CVE-2024-34064", "xmlattr filter accepted keys with /, >, = (attribute injection)", ("3.1.4",)
+        ),
         Advisory("CVE-2024-56201", "template file names could run code", ("3.1.5",)),
         Advisory("CVE-2024-56326", "sandbox escape through str.format", ("3.1.5",)),
         Advisory("CVE-2025-27516", "sandbox escape through the attr filter", ("3.1.6",)),
     ),
     "werkzeug": (
         Advisory("CVE-2023-25577", "unlimited multipart parts (denial of service)", ("2.2.3",)),
-        Advisory("CVE-2023-46136", "slow multipart parsing of large parts (denial of service)", ("2.3.8", "3.0.1")),
+        Advisory(
+            "CVE-2023-46136", "slow multipart parsing of large parts (denial of service)", ("2.3.8", "3.0.1")
+        ),
         Advisory("CVE-2024-34069", "debugger reachable from another host (code execution)", ("3.0.3",)),
     ),
     "pyyaml": (Advisory("CVE-2020-14343", "full_load could run arbitrary code", ("5.4",)),),
     "python-multipart": (
-        Advisory("CVE-2024-24762", "regular expression denial of service in Content-Type parsing", ("0.0.7",)),
+        Advisory(
+            "CVE-2024-24762", "regular expression denial of service in Content-Type parsing", ("0.0.7",)
+        ),
     ),
     "aiohttp": (
         Advisory("CVE-2024-23334", "static routes with follow_symlinks allowed path traversal", ("3.9.2",)),
@@ -86,7 +96,9 @@ ADVISORIES: dict[str, tuple[Advisory, ...]] = {
     ),
     "ws": (
         Advisory(
-            "CVE-2024-37890", "many headers crash the server (denial of service)", ("5.2.4", "6.2.3", "7.5.10", "8.17.1")
+            "CVE-2024-37890",
+            "many headers crash the server (denial of service)",
+            ("5.2.4", "6.2.3", "7.5.10", "8.17.1"),
         ),
     ),
 }

@@ -253,7 +253,11 @@ def commit_messages(root: Path, diff: SemanticDiff) -> tuple[str, ...]:
     if not diff.target_commit or not diff.base_commit:
         return ()
     out = git.output(
-        root, "log", f"--max-count={MAX_MESSAGES}", "--format=%B%x00", f"{diff.base_commit}..{diff.target_commit}"
+        root,
+        "log",
+        f"--max-count={MAX_MESSAGES}",
+        "--format=%B%x00",
+        f"{diff.base_commit}..{diff.target_commit}",
     )
     return tuple(m.strip() for m in (out or "").split("\0") if m.strip())
 

@@ -762,9 +762,7 @@ def render_catalogue() -> str:
         if c.stakes:
             parts.append(f"- if it is wrong: {c.stakes}")
         if c.strong:
-            parts.append(
-                "- strong: " + ", ".join(f"`{_readable(p)}`" for p in c.strong if p not in c.placed)
-            )
+            parts.append("- strong: " + ", ".join(f"`{_readable(p)}`" for p in c.strong if p not in c.placed))
         if c.placed:
             parts.append(
                 "- strong only where a word of the file path or the symbol's name starts with "

@@ -142,7 +142,12 @@ def _advisories(items: list[Advisory]) -> str:
 
 
 def _advisory_finding(
-    f: FileChange, req: Requirement, old: Requirement, was: tuple[int, ...], now: tuple[int, ...], cited: list[str]
+    f: FileChange,
+    req: Requirement,
+    old: Requirement,
+    was: tuple[int, ...],
+    now: tuple[int, ...],
+    cited: list[str],
 ) -> Finding | None:
     """A requirement raised past the fix of a known advisory, or raised in a change that cites an
     advisory: a security fix made by a version number, which no code rule can see (starlette
@@ -176,7 +181,21 @@ def _advisory_finding(
 # Words of a manifest's path that make it a development one: what tests, docs, linters and CI
 # install, never what the package's users get.
 _DEVELOPMENT_WORDS = frozenset(
-    {"dev", "develop", "development", "test", "tests", "testing", "doc", "docs", "lint", "ci", "tox", "bench", "typing"}
+    {
+        "dev",
+        "develop",
+        "development",
+        "test",
+        "tests",
+        "testing",
+        "doc",
+        "docs",
+        "lint",
+        "ci",
+        "tox",
+        "bench",
+        "typing",
+    }
 )
 
 

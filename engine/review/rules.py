@@ -623,7 +623,9 @@ def rule_removed_still_called(diff: SemanticDiff) -> list[Finding]:
         # The new side's definitions of a name: a function moved into a class as a method
         # (axios ab77a40e: ``set: function(...)`` became the method ``set(...) {``) is defined
         # there, not called.
-        defined = {(c.qualified_name.rsplit(".", 1)[-1], c.start_line) for c in f.symbols if c.change != "removed"}
+        defined = {
+            (c.qualified_name.rsplit(".", 1)[-1], c.start_line) for c in f.symbols if c.change != "removed"
+        }
         for s in f.symbols:
             if (
                 s.change != "removed"
@@ -1229,5 +1231,7 @@ def _untested_gate(f: Finding, secured: set[str | None]) -> Finding:
         return f
     if f.file in secured:
         # Why it matters, said in the finding: the name of a function alone told the reader nothing.
-        return replace(f, message=f"{f.message}: a regression in this security-sensitive logic would go unnoticed")
+        return replace(
+            f, message=f"{f.message}: a regression in this security-sensitive logic would go unnoticed"
+        )
     return replace(f, severity="info", message=f"{f.message} (no security-sensitive logic in it)")

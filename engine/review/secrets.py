@@ -32,7 +32,19 @@ ACCESS_LEVELS = frozenset({"read", "write", "none", "read-all", "write-all"})
 # Settings, not credentials: the Fetch API's ``credentials: 'include'`` / ``'omit'`` and words
 # that switch something on or off.
 SETTING_WORDS = frozenset(
-    {"include", "omit", "same-origin", "required", "optional", "disabled", "enabled", "true", "false", "null", "undefined"}
+    {
+        "include",
+        "omit",
+        "same-origin",
+        "required",
+        "optional",
+        "disabled",
+        "enabled",
+        "true",
+        "false",
+        "null",
+        "undefined",
+    }
 )
 # Lower-case words joined by hyphens (``'same-origin'``, ``'no-referrer-when-downgrade'``): an
 # option's value as HTTP and CSS spell them, not a secret (axios a3ff99b5: ``withCredentials =

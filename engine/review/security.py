@@ -409,7 +409,9 @@ def _symbol_matches(
     return found
 
 
-_CONSTANT = re.compile(r"""^\s*[A-Za-z_]\w*\s*(?::[^=]*)?=\s*(?:[rbuf]*(['"]).*\1|-?[\d.]+|None|True|False)\s*,?$""")
+_CONSTANT = re.compile(
+    r"""^\s*[A-Za-z_]\w*\s*(?::[^=]*)?=\s*(?:[rbuf]*(['"]).*\1|-?[\d.]+|None|True|False)\s*,?$"""
+)
 _CLASS_HEADER = re.compile(r"^\s*class\b.*:\s*$")
 
 
@@ -496,7 +498,8 @@ def _delta_or_lines(
     re-annotated is not the change; ``cookie.value = value.replace(...)`` is), else the lines."""
     if s.code_delta is not None:
         added, removed = (
-            [x for x in side if not x.startswith(("<def ", "<class ")) and x != "pass"] for side in s.code_delta
+            [x for x in side if not x.startswith(("<def ", "<class ")) and x != "pass"]
+            for side in s.code_delta
         )
         if added or removed:
             return "\n".join(added), "\n".join(removed)

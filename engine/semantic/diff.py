@@ -2276,7 +2276,9 @@ def _container_defines(base: str, method: str) -> bool:
 CONSTRUCTORS = frozenset({"__init__"})
 
 
-def _with_constructor(c: SymbolChange, old_sides: dict[str, _Side], new_sides: dict[str, _Side]) -> SymbolChange:
+def _with_constructor(
+    c: SymbolChange, old_sides: dict[str, _Side], new_sides: dict[str, _Side]
+) -> SymbolChange:
     """A removed Python ``__init__`` of a class the change keeps: the class still
     builds instances, through the constructor it now inherits, and what breaks is the arguments
     that constructor takes (a subclass's ``__init__(self, name, colour="red")`` removed leaves
@@ -2289,7 +2291,9 @@ def _with_constructor(c: SymbolChange, old_sides: dict[str, _Side], new_sides: d
     new_side, old_side = new_sides.get(c.file), old_sides.get(c.old_file or c.file)
     if new_side is None or old_side is None or not any(s.qualified_name == owner for s in new_side.symbols):
         return c
-    old_index = next((i for i, s in enumerate(old_side.symbols) if s.qualified_name == c.qualified_name), None)
+    old_index = next(
+        (i for i, s in enumerate(old_side.symbols) if s.qualified_name == c.qualified_name), None
+    )
     before = python_params(old_side.full_text[old_index]) if old_index is not None else None
     if before is None:
         return c

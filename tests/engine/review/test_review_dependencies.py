@@ -135,7 +135,9 @@ def test_a_security_fix_of_a_development_requirement_is_a_remark(make_repo) -> N
     findings = commit_and_review(root, {"dev-requirements.txt": "idna==3.7\n"})
     [fix] = [f for f in findings if f.rule == "dependency-advisory"]
     assert fix.severity == "info"
-    assert fix.message.startswith("security fix by dependency: idna raised from ==3.4 to ==3.7 (a development requirement)")
+    assert fix.message.startswith(
+        "security fix by dependency: idna raised from ==3.4 to ==3.7 (a development requirement)"
+    )
 
 
 def test_a_pin_in_pyproject_is_no_installed_release(make_repo) -> None:

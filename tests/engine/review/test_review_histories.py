@@ -601,7 +601,9 @@ def test_a_subclass_init_removed_says_which_arguments_its_callers_lose(make_repo
 def test_an_init_removed_from_a_class_without_a_base_says_it_takes_no_arguments(make_repo) -> None:
     # "public method pkg.models.Plain.__init__ was removed": the class is still there and still
     # constructs; what its callers lose is the argument.
-    after = MODELS.replace("    def __init__(self, path):\n        self.path = path\n\n", "    path = None\n\n")
+    after = MODELS.replace(
+        "    def __init__(self, path):\n        self.path = path\n\n", "    path = None\n\n"
+    )
     findings = _change(make_repo, "pkg/models.py", MODELS, after)
     [finding] = _findings(findings, "public-api")
     assert finding.message == (
@@ -616,7 +618,9 @@ def test_an_init_that_only_forwarded_to_its_base_breaks_nobody(make_repo) -> Non
         "        super().__init__(name, size)\n        self.colour = colour\n",
         "    def __init__(self, name, size=0):\n        super().__init__(name, size)\n",
     )
-    after = before.replace("    def __init__(self, name, size=0):\n        super().__init__(name, size)\n\n", "")
+    after = before.replace(
+        "    def __init__(self, name, size=0):\n        super().__init__(name, size)\n\n", ""
+    )
     findings = _change(make_repo, "pkg/models.py", before, after)
     assert _findings(findings, "public-api") == []
 
@@ -681,7 +685,11 @@ def test_a_fetch_credentials_mode_is_no_secret(make_repo) -> None:
 
 def test_a_real_looking_password_in_code_still_blocks(make_repo) -> None:
     findings = _change(
-        make_repo, "lib/config.js", "export const a = 1;\n", "export const a = 1;\nconst password = 'h7Kq2zX9';\n", JS
+        make_repo,
+        "lib/config.js",
+        "export const a = 1;\n",
+        "export const a = 1;\nconst password = 'h7Kq2zX9';\n",
+        JS,
     )
     [secret] = [f for f in findings if f.type == "secrets"]
     assert secret.blocking
@@ -715,7 +723,9 @@ def test_a_function_made_a_method_of_a_class_is_not_called_where_it_is_defined(m
     )
     findings = _change(make_repo, "lib/core/AxiosHeaders.js", before, after, JS)
     assert _findings(findings, "removed-still-called") == []
-    assert [f.message for f in _findings(findings, "public-api") if "AxiosHeaders was removed" in f.message] == []
+    assert [
+        f.message for f in _findings(findings, "public-api") if "AxiosHeaders was removed" in f.message
+    ] == []
 
 
 def test_a_streams_chunk_size_is_no_http_framing(make_repo) -> None:
@@ -758,7 +768,10 @@ def test_a_long_statement_edited_at_its_end_is_quoted_where_it_changed(make_repo
     # werkzeug 32e69512: "the change: `def set_cookie(self, key, value='', max_age=None, …`" hid
     # the new ``partitioned`` argument at the end of the call.
     call = "        self.headers.add(self.header_name, dump_cookie(key, value=value, expires=expires, path=path{}))\n"
-    before = "class Response:\n    def set_cookie(self, key, value='', expires=None, path=None):\n" + call.format("")
+    before = (
+        "class Response:\n    def set_cookie(self, key, value='', expires=None, path=None):\n"
+        + call.format("")
+    )
     after = (
         "class Response:\n    def set_cookie(self, key, value='', expires=None, path=None, partitioned=False):\n"
         + call.format(", partitioned=partitioned")
