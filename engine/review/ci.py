@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from engine.config import Settings, load_settings, named_by_environment
 from engine.errors import UsageError
+from engine.repo import git
 from engine.repo.layout import find_repo_root
 from engine.review.findings import Finding, decide, risk_score, sort_findings, split_remarks
 from engine.review.rules import run_rules
@@ -243,6 +244,24 @@ def semantic_diff_for(
     )
 
 
+# Commit messages read for a review: a pull request of more commits is read by its latest ones.
+MAX_MESSAGES = 200
+
+
+def commit_messages(root: Path, diff: SemanticDiff) -> tuple[str, ...]:
+    """The messages of the commits under review (none for a work tree or the staged index)."""
+    if not diff.target_commit or not diff.base_commit:
+        return ()
+    out = git.output(
+        root,
+        "log",
+        f"--max-count={MAX_MESSAGES}",
+        "--format=%B%x00",
+        f"{diff.base_commit}..{diff.target_commit}",
+    )
+    return tuple(m.strip() for m in (out or "").split("\0") if m.strip())
+
+
 def _with_empty_range_note(root: Path, diff: SemanticDiff, base: str, head: str) -> SemanticDiff:
     """A pull request with nothing to review says why: the same commit, or a head its base
     already contains (``--base HEAD --head HEAD~5``, the two the wrong way round, approved with
@@ -325,6 +344,7 @@ def review(
         max_file_bytes=settings.index.max_file_bytes,
         progress=progress,
     )
+    diff = replace(diff, messages=commit_messages(root, diff))
     # Vendored libraries are scanned for secrets and summed up; the rules and the model read the
     # project's own code (engine.review.vendored).
     vendored_dirs = settings.review.vendored_dirs

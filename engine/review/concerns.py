@@ -32,18 +32,82 @@ class Concern:
 
     id: str
     title: str
+    # What goes wrong when this logic is wrong, said to the reviewer in the finding.
+    stakes: str = ""
     strong: tuple[str, ...] = ()
     weak: tuple[str, ...] = ()
     names: frozenset[str] = frozenset()
     name_patterns: tuple[str, ...] = ()
     calls: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     context: frozenset[str] = frozenset()
+    # Strong terms that are evidence only where the symbol's file path or name places the code
+    # among messages read from outside (a word of either starting with one of ``placed_by``):
+    # ``prefix.lstrip('\r\n')`` in a code formatter's comment handling (black a51a0be7) is text
+    # tidying; the same call in a multipart parser (werkzeug b1916c0c) is framing.
+    placed: tuple[str, ...] = ()
+    placed_by: tuple[str, ...] = ()
+
+
+# A line ending in code: framing evidence where the code reads messages (see ``WIRE_WORDS``).
+LINE_ENDINGS = r"\\r\\n|\\r|b[\"']\\n[\"']"
+# Starts of the words of a path or a name that place code among messages from outside: HTTP and
+# mail, their parsers and connections, and the output of version control a tool parses (pip
+# ca832b28, CVE-2021-3572: ``git show-ref`` output split on unicode separators). ``http`` counts
+# inside a word too (``aiohttp``, ``httputil``).
+WIRE_WORDS = (
+    "http",
+    "multipart",
+    "mime",
+    "header",
+    "request",
+    "response",
+    "wsgi",
+    "asgi",
+    "protocol",
+    "message",
+    "chunk",
+    "boundary",
+    "socket",
+    "stream",
+    "mail",
+    "smtp",
+    "imap",
+    "cookie",
+    "url",
+    "websocket",
+    "proxy",
+    "formparser",
+    "connection",
+    "client",
+    "server",
+    "git",
+    "vcs",
+)
+
+
+def placed_among(where: frozenset[str], stems: tuple[str, ...]) -> bool:
+    """A word of ``where`` starts with one of ``stems`` (``http`` may sit inside a word)."""
+    return any(w.startswith(stems) or ("http" in stems and "http" in w) for w in where)
+
+
+_PATH_SPLIT = re.compile(r"[/\\._\-]+")
+
+
+def path_words(path: str) -> frozenset[str]:
+    """Lower-case words of a file path: ``src/werkzeug/sansio/multipart.py`` -> src, werkzeug, ..."""
+    out: set[str] = set()
+    for part in _PATH_SPLIT.split(path):
+        if part:
+            out.add(part.lower())
+            out.update(w.lower() for w in _SPLIT.findall(part))
+    return frozenset(out)
 
 
 CONCERNS: tuple[Concern, ...] = (
     Concern(
         "auth-headers",
         "authentication headers",
+        stakes="credentials can reach another host, or a request can pass without them",
         strong=(
             r"\bproxy[-_]authorization\b",
             r"\bauthorization\b",
@@ -73,6 +137,7 @@ CONCERNS: tuple[Concern, ...] = (
     Concern(
         "cookies",
         "cookies and session flags",
+        stakes="a session cookie can be stolen, forged or sent where it should not go",
         strong=(
             r"\bset[-_]cookie\b",
             r"\bsamesite\b",
@@ -88,6 +153,7 @@ CONCERNS: tuple[Concern, ...] = (
     Concern(
         "tls",
         "TLS verification",
+        stakes="a connection can accept a forged certificate",
         strong=(
             r"\bcheck_hostname\b",
             r"\bcert_reqs\b",
@@ -120,6 +186,7 @@ CONCERNS: tuple[Concern, ...] = (
     Concern(
         "credentials",
         "credentials and netrc",
+        stakes="a password or token can leak or be sent to the wrong host",
         strong=(
             r"\bnetrc\b",
             r"\bpasswd\b",
@@ -139,6 +206,7 @@ CONCERNS: tuple[Concern, ...] = (
     Concern(
         "paths",
         "path joining and traversal",
+        stakes="a request can read or write files outside the directory meant",
         strong=(
             r"\bnormpath\b",
             r"\brealpath\b",
@@ -180,6 +248,7 @@ CONCERNS: tuple[Concern, ...] = (
     Concern(
         "escaping",
         "escaping and templating",
+        stakes="user text can run as markup, script or template code",
         strong=(
             r"\bx?html_?escape\b",
             r"(?<!re\.)\bescape\w*",
@@ -195,7 +264,9 @@ CONCERNS: tuple[Concern, ...] = (
             r"\binnerhtml\b",
             r"\bdangerouslysetinnerhtml\b",
         ),
-        weak=(r"\bhtml\b", r"\bquote\w*", r"\bsafe\b", r"\battr\w*", r"<"),
+        # ``<`` inside a string literal (markup being built), not a comparison (werkzeug e1236268:
+        # ``if sys.version_info < (3, 13):`` beside a call to ``escape`` was "escaping").
+        weak=(r"\bhtml\b", r"\bquote\w*", r"\bsafe\b", r"\battr\w*", r"[\"'][^\"'\n]*<"),
         names=frozenset(
             {"escape", "autoescape", "sandbox", "sandboxed", "sanitize", "xss", "markup", "xmlattr"}
         ),
@@ -208,6 +279,7 @@ CONCERNS: tuple[Concern, ...] = (
     Concern(
         "signing",
         "signing and keys",
+        stakes="forged or tampered data can pass as signed, or a key can leak",
         strong=(
             r"\bhmac\b",
             r"\bcompare_digest\b",
@@ -261,6 +333,7 @@ CONCERNS: tuple[Concern, ...] = (
     Concern(
         "deserialisation",
         "deserialisation",
+        stakes="untrusted data can build arbitrary objects and run code",
         strong=(
             r"\bpickle\b",
             r"\bunpickl\w*",
@@ -284,6 +357,7 @@ CONCERNS: tuple[Concern, ...] = (
     Concern(
         "prototype",
         "prototype pollution",
+        stakes="a crafted key can change every object's behaviour",
         # JavaScript objects built from untrusted keys (a query string, a JSON body, a deep
         # merge): a key ``__proto__`` reaches every object's prototype (express 2f64f68c,
         # CVE-2024-51999: qs.parse's ``allowPrototypes`` for ``plainObjects``).
@@ -299,6 +373,7 @@ CONCERNS: tuple[Concern, ...] = (
     Concern(
         "subprocess",
         "subprocess and shell commands",
+        stakes="input can run a command or slip in an option",
         strong=(
             r"\bsubprocess\b",
             r"\bshell\s*=\s*true\b",
@@ -332,6 +407,7 @@ CONCERNS: tuple[Concern, ...] = (
     Concern(
         "sql",
         "SQL construction",
+        stakes="input can change the query (SQL injection)",
         strong=(
             r"\bexecute(?:many)?\s*\(\s*f?[\"'].*(?:%s|\{|\+)",
             r"\bquote_name\b",
@@ -347,6 +423,7 @@ CONCERNS: tuple[Concern, ...] = (
     Concern(
         "redirects",
         "redirects and origins",
+        stakes="users or credentials can be sent to another origin",
         strong=(
             r"\bredirect\w*",
             r"\bis_same_host\b",
@@ -360,16 +437,23 @@ CONCERNS: tuple[Concern, ...] = (
         ),
         weak=(r"\blocation\b", r"\bnetloc\b", r"\borigin\b", r"\bhost\b", r"\bretries\b", r"[\"']//"),
         names=frozenset({"redirect", "redirects", "origin", "cors"}),
+        # What decides whether a URL stays on the host meant: ``isAbsoluteURL`` taking ``//host``
+        # for a path sent axios to another host (axios 07a661a2, CVE-2024-39338, SSRF).
+        name_patterns=(r"(is|has)_?(absolute|relative|same|safe|allowed|local)_?(url|uri|origin|host)",),
     ),
     Concern(
         "framing",
         "HTTP message framing and header injection",
+        stakes="requests can be smuggled or headers injected",
         strong=(
             r"\bcontent[-_]length\b",
             r"\btransfer[-_]encoding\b",
-            r"\bchunk[-_ ]?(?:size|extensions?|len)\b",
+            # A chunk's length or extensions as chunked encoding frames them; a chunk *size* is
+            # how much a stream reads at a time (``iter_content(chunk_size)``, axios's
+            # ``readBytes(stream, chunkSize)``), a supporting term below.
+            r"\bchunk[-_ ]?(?:extensions?|len|length)\b",
             r"\bcrlf\b",
-            r"\\r\\n|\\r|b[\"']\\n[\"']",
+            LINE_ENDINGS,
             r"\bcontrol[_ ]char\w*",
             r"\bnon-token\b",
             r"\bsmuggl\w*",
@@ -378,15 +462,25 @@ CONCERNS: tuple[Concern, ...] = (
             r"\bhttpinputerror\b",
             r"\breason_phrase\b",
         ),
-        weak=(r"\bchunked\b", r"\bheaders?\b", r"\bmethod\b", r"\bstatus_?line\b", r"\bnewline\b"),
+        weak=(
+            r"\bchunked\b",
+            r"\bchunk[-_ ]?size\b",
+            r"\bheaders?\b",
+            r"\bmethod\b",
+            r"\bstatus_?line\b",
+            r"\bnewline\b",
+        ),
         names=frozenset({"chunked", "crlf", "framing"}),
         name_patterns=(
             r"(parse|read|write|feed)_?(headers|chunk\w*|body|request_line|status_line|message)\b",
         ),
+        placed=(LINE_ENDINGS,),
+        placed_by=WIRE_WORDS,
     ),
     Concern(
         "limits",
         "limits on untrusted input",
+        stakes="untrusted input can exhaust memory or CPU (denial of service)",
         strong=(
             # Private spellings (``self._max_mem_size``) are limits too.
             r"\b_*max_\w+",
@@ -454,6 +548,9 @@ class Match:
     concern: Concern
     evidence: tuple[str, ...]
     strength: int
+    # A strong term of the changed code is among the evidence (else the name, calls or weak
+    # terms only: the finding then quotes the change itself).
+    from_code: bool = True
 
 
 @cache
@@ -555,6 +652,7 @@ def match(
     removed_code: str = "",
     confirm: str | None = None,
     strong_only: bool = False,
+    path: str = "",
 ) -> list[Match]:
     """The concerns a logic change of ``qualified`` touches, strongest first.
 
@@ -564,9 +662,11 @@ def match(
     statements (annotations, layout and import spelling gone): a term counts only if it is there
     too, so a line that was merely re-annotated or re-wrapped is no evidence. ``strong_only``:
     only a strong term will do (a change to a signature alone says nothing about the body that
-    enforces the concern).
+    enforces the concern). ``path``, the symbol's file, places it for the terms a concern only
+    counts in some places (``Concern.placed``).
     """
     words = name_words(qualified)
+    where = words | path_words(path)
     lowered = qualified.lower()
     code = f"{changed_code}\n{removed_code}"
     if confirm is not None and not confirm.strip():
@@ -577,7 +677,10 @@ def match(
     for concern in CONCERNS:
         if concern.context and not (words & concern.context):
             continue
-        strong = _hits(concern.strong, code, confirm, code_lower)
+        strong_terms = concern.strong
+        if concern.placed and not placed_among(where, concern.placed_by):
+            strong_terms = tuple(p for p in strong_terms if p not in concern.placed)
+        strong = _hits(strong_terms, code, confirm, code_lower)
         weak = _hits(concern.weak, code, confirm, code_lower) if concern.weak else []
         named = (
             sorted(words & concern.names)
@@ -601,7 +704,7 @@ def match(
         )  # not "`os.system`, calls `os.system`"
         if not strong:
             evidence.extend(f"`{t}`" for t in dict.fromkeys(weak))
-        out.append(Match(concern, tuple(evidence[:4]), strength))
+        out.append(Match(concern, tuple(evidence[:4]), strength, from_code=bool(strong)))
     out.sort(key=lambda m: -m.strength)
     return out
 
@@ -656,8 +759,17 @@ def render_catalogue() -> str:
     for c in CONCERNS:
         parts.append(f"### {c.title[0].upper()}{c.title[1:]} (`{c.id}`)")
         parts.append("")
+        if c.stakes:
+            parts.append(f"- if it is wrong: {c.stakes}")
         if c.strong:
-            parts.append("- strong: " + ", ".join(f"`{_readable(p)}`" for p in c.strong))
+            parts.append("- strong: " + ", ".join(f"`{_readable(p)}`" for p in c.strong if p not in c.placed))
+        if c.placed:
+            parts.append(
+                "- strong only where a word of the file path or the symbol's name starts with "
+                + ", ".join(f"`{w}`" for w in c.placed_by)
+                + ": "
+                + ", ".join(f"`{_readable(p)}`" for p in c.placed)
+            )
         if c.weak:
             parts.append("- supporting: " + ", ".join(f"`{_readable(p)}`" for p in c.weak))
         if c.names:

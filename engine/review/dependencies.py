@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from engine.review.advisories import Advisory, cited, closed_by, first_fix_for, open_at
 from engine.review.findings import Finding
 from engine.semantic.diff import FileChange, SemanticDiff
 
@@ -136,10 +137,105 @@ def _requirements(f: FileChange, kind: str, added: bool) -> dict[str, Requiremen
     return out
 
 
+def _advisories(items: list[Advisory]) -> str:
+    return ", ".join(f"{a.id} ({a.what})" for a in items)
+
+
+def _advisory_finding(
+    f: FileChange,
+    req: Requirement,
+    old: Requirement,
+    was: tuple[int, ...],
+    now: tuple[int, ...],
+    cited: list[str],
+) -> Finding | None:
+    """A requirement raised past the fix of a known advisory, or raised in a change that cites an
+    advisory: a security fix made by a version number, which no code rule can see (starlette
+    13e5c26a, GHSA-93gm-qmq6-w238: ``python-multipart>=0.0.7`` and nothing else)."""
+    if now <= was:
+        return None
+    closed = closed_by(req.name, was, now)
+    if closed:
+        why = f"it leaves behind {_advisories(closed)}"
+    elif cited:
+        shown = ", ".join(cited[:3]) + (" ..." if len(cited) > 3 else "")
+        why = f"the change cites {shown}; check that {req.spec} is the release that fixed it"
+    else:
+        return None
+    development = development_manifest(f.path)
+    return Finding(
+        # A development requirement (tests, docs, linters) never reaches the package's users: the
+        # fix is worth a glance, not a finding (urllib3 c9f8d395: idna in dev-requirements.txt).
+        "info" if development else "low",
+        "security",
+        f"security fix by dependency: {req.name} raised from {old.spec or '(any)'} to {req.spec}"
+        + (" (a development requirement)" if development else "")
+        + f": {why}",
+        f.path,
+        req.line,
+        None,
+        rule="dependency-advisory",
+    )
+
+
+# Words of a manifest's path that make it a development one: what tests, docs, linters and CI
+# install, never what the package's users get.
+_DEVELOPMENT_WORDS = frozenset(
+    {
+        "dev",
+        "develop",
+        "development",
+        "test",
+        "tests",
+        "testing",
+        "doc",
+        "docs",
+        "lint",
+        "ci",
+        "tox",
+        "bench",
+        "typing",
+    }
+)
+
+
+def development_manifest(path: str) -> bool:
+    """``dev-requirements.txt``, ``requirements/test.txt``, ``docs/requirements.txt``, ``.github/...``."""
+    lowered = path.lower()
+    return lowered.startswith(".github/") or bool(set(re.split(r"[-_./]", lowered)) & _DEVELOPMENT_WORDS)
+
+
+def _cited(diff: SemanticDiff) -> list[str]:
+    """Advisory ids the change names: in its commit messages or its added lines (a changelog
+    entry, a comment beside the requirement)."""
+    return cited([*diff.messages, *(t for g in diff.files for _, t in g.added_lines)])
+
+
+def _bare_requirement(f: FileChange, name: str) -> Requirement | None:
+    """The requirement ``name`` listed without a version among the removed lines (``"jinja2",``)."""
+    for n, text in f.removed_lines:
+        m = _QUOTED_ELEMENT.match(text)
+        raw = m.group("req").strip() if m is not None else text.split(" #", 1)[0].strip()
+        bare = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?:;.*)?$", raw)
+        if bare is not None and bare.group(1).lower().replace("_", "-") == name:
+            return Requirement(name, "", None, n)
+    return None
+
+
+def _still_open(req: Requirement, now: tuple[int, ...] | None, was: tuple[int, ...] | None) -> list[Advisory]:
+    """Known advisories a pin (``==``) or a lowered floor lets back in."""
+    if now is None:
+        return []
+    before = {a.id for a in open_at(req.name, was)} if was is not None else set()
+    return [a for a in open_at(req.name, now) if a.id not in before]
+
+
 def rule_dependencies(diff: SemanticDiff) -> list[Finding]:
     """Per manifest: a dependency now installed from outside the index (medium: nobody reviewed
     that code, and it can change under the same name), a pinned version lowered (low: an older
-    release may bring back what a newer one fixed), and a remark listing the other changes."""
+    release may bring back what a newer one fixed; medium when it brings back a known advisory),
+    a security fix made by raising a requirement (low, ``security``: the reviewer sees the fix),
+    and a remark listing the other changes."""
     out: list[Finding] = []
     for f in diff.files:
         kind = _manifest_kind(f.path)
@@ -163,26 +259,65 @@ def rule_dependencies(diff: SemanticDiff) -> list[Finding]:
                     )
                 )
                 continue
+            if old is None and kind != "js" and (bare := _bare_requirement(f, name)) is not None:
+                # ``"python-multipart"`` became ``"python-multipart>=0.0.7"``: a floor set where
+                # any version would do is a floor raised from nothing.
+                was_any = (0,)
+                fixed = _advisory_finding(f, req, bare, was_any, _pinned(req.spec) or was_any, _cited(diff))
+                if fixed is not None:
+                    out.append(fixed)
+                    continue
+                listed.append(f"changed {name} (any) -> {req.spec or '(any)'}")
+                continue
             if old is None:
+                # Only where a pin is what gets installed: a requirements or constraints file. A
+                # pyproject pin sits in a development group more often than not (werkzeug
+                # 32f75a4e: ``jinja2==3.1.2`` under a new ``[dependency-groups]`` for the docs).
+                pins = kind == "requirements" and req.spec.startswith(("==", "==="))
+                pinned = _pinned(req.spec) if pins else None
+                if pinned is not None and (known := _still_open(req, pinned, None)):
+                    out.append(
+                        Finding(
+                            "low" if development_manifest(f.path) else "medium",
+                            "security",
+                            f"{name} added pinned to {req.spec}, a release with {_advisories(known)}: "
+                            f"pin {first_fix_for(known[0], pinned)} or later",
+                            f.path,
+                            req.line,
+                            None,
+                            rule="dependency-advisory",
+                        )
+                    )
+                    continue
                 listed.append(f"added {name}{req.spec}")
                 continue
             if old.spec == req.spec:
                 continue
             was, now = _pinned(old.spec), _pinned(req.spec)
             if was is not None and now is not None and now < was and req.spec.startswith(("==", "===")):
+                known = _still_open(req, now, was)
                 out.append(
                     Finding(
-                        "low",
-                        "dependency",
-                        f"{name} pinned down from {old.spec} to {req.spec}: an older release may bring back "
-                        "what a newer one fixed; say why in the change",
+                        "medium" if known and not development_manifest(f.path) else "low",
+                        "security" if known else "dependency",
+                        f"{name} pinned down from {old.spec} to {req.spec}: "
+                        + (
+                            f"that release has {_advisories(known)}, which {old.spec} had fixed"
+                            if known
+                            else "an older release may bring back what a newer one fixed; say why in the change"
+                        ),
                         f.path,
                         req.line,
                         None,
-                        rule="dependency-downgrade",
+                        rule="dependency-advisory" if known else "dependency-downgrade",
                     )
                 )
                 continue
+            if was is not None and now is not None and now > was:
+                fixed = _advisory_finding(f, req, old, was, now, _cited(diff))
+                if fixed is not None:
+                    out.append(fixed)
+                    continue
             verb = "changed"
             if was is not None and now is not None and now != was:
                 verb = "lowered" if now < was else "raised"

@@ -17,7 +17,7 @@ from pathlib import PurePosixPath
 from engine.policy.paths import is_test_path
 from engine.review.dependencies import rule_dependencies
 from engine.review.findings import SEVERITY_ORDER, Finding, Severity
-from engine.review.secrets import scan_files
+from engine.review.secrets import BUILT, scan_files
 from engine.review.security import changed_span, housekeeping_only, moved_lines, rule_security_logic
 from engine.semantic.diff import CallerRef, ExternalCall, FileChange, SemanticDiff, SymbolChange
 from engine.semantic.graph import family
@@ -55,6 +55,12 @@ PRESENTATION_METHODS = frozenset({"__repr__", "__str__", "__rich_repr__", "__dir
 MIN_REFERENCE_NAME = 3
 
 __all__ = ["RULES", "is_test_path", "run_rules"]
+
+
+def _built(path: str) -> bool:
+    """A build's output (``dist/axios.min.js``): its removed functions and new effects are the
+    source's, reported there (axios release commits: a minifier's ``xe`` "rose to high risk")."""
+    return BUILT.search(path) is not None
 
 
 def _reviewable(diff: SemanticDiff, path: str) -> bool:
@@ -101,7 +107,7 @@ def rule_risk_raised(diff: SemanticDiff) -> list[Finding]:
     """A symbol gained an effect (not merely branches: size and nesting have their own rule)."""
     out = []
     for s in diff.symbols:
-        if is_test_path(s.file) or not s.logic_changed:
+        if is_test_path(s.file) or not s.logic_changed or _built(s.file):
             continue
         effects = _added_effects(s)
         if s.risk_raised and s.change != "added" and effects:
@@ -196,7 +202,7 @@ def _api_message(s: SymbolChange, removed_code: frozenset[str] = frozenset()) ->
             "arguments of the default or inherited constructor"
         )
     if s.change == "removed":
-        return f"public {s.kind} {s.qualified_name} was removed"
+        return f"public {s.kind} {s.qualified_name} was removed{_removal_effect(s)}"
     if s.change == "renamed":
         return f"public {s.kind} {s.old_qualified_name} was renamed to {s.qualified_name}"
     if s.change == "moved" and s.old_file and _strip_root(s.old_file) != _strip_root(s.file):
@@ -204,6 +210,15 @@ def _api_message(s: SymbolChange, removed_code: frozenset[str] = frozenset()) ->
     if s.change == "modified" and s.parameter_changes and s.kind not in CONTAINER_KINDS:
         return f"signature of public {s.kind} {s.qualified_name} changed: {'; '.join(s.parameter_changes)}"
     return None
+
+
+def _removal_effect(s: SymbolChange) -> str:
+    """What a removal does to the code that uses the symbol: the finding said only "was removed"."""
+    if s.kind in ("method", "property", "getter", "setter", "field") or "." in s.qualified_name:
+        return ": code that calls it on an instance now fails (AttributeError in Python, TypeError in JavaScript)"
+    if s.language == "python":
+        return ": code that imports it now fails with ImportError"
+    return ": code that imports it now gets undefined or fails to load"
 
 
 # Dunder methods users call by name; the others are called by the language (``==``, ``len()``,
@@ -226,13 +241,15 @@ def _python_api_message(s: SymbolChange, removed_code: frozenset[str] = frozense
     """Python: judged by the import surface, not by text (``src/`` moves and re-exports keep paths)."""
     if s.import_path is None or s.kind in ("variable", "constant") or _protocol_method(s):
         return None
+    if s.change == "removed" and s.constructor_from is not None:
+        return _constructor_message(s)
     if s.change in ("removed", "moved", "renamed"):
         if s.still_importable:
             return None
         if s.change == "removed" and s.qualified_name == "__getattr__":
             return _module_getattr_message(s)
         if s.change == "removed":
-            return f"public {s.kind} {s.import_path} was removed"
+            return f"public {s.kind} {s.import_path} was removed{_removal_effect(s)}"
         where = f"{s.old_qualified_name} is now {s.qualified_name}" if s.change == "renamed" else ""
         where = where or f"it moved to {s.file}"
         old_name = s.old_qualified_name or s.qualified_name
@@ -245,6 +262,27 @@ def _python_api_message(s: SymbolChange, removed_code: frozenset[str] = frozense
         if changes:
             return f"signature of public {s.kind} {s.import_path} changed: {'; '.join(changes)}"
     return None
+
+
+def _constructor_message(s: SymbolChange) -> str | None:
+    """A class's ``__init__`` removed: the class still constructs, through the constructor it now
+    inherits; what its callers lose is the arguments only the removed one took."""
+    cls_path = (s.import_path or s.qualified_name).rpartition(".")[0]
+    cls = s.qualified_name.rpartition(".")[0].rsplit(".", 1)[-1]
+    head = f"the constructor of public class {cls_path} was removed: {cls}(...) now"
+    source = s.constructor_from or ""
+    if source == "object":
+        if not s.parameter_changes:
+            return None
+        return f"{head} takes no arguments (object's constructor): {'; '.join(s.parameter_changes)}"
+    if source.endswith(".__init__"):
+        if not s.parameter_changes:
+            return None  # the inherited constructor takes the same arguments
+        return f"{head} takes the arguments of {source}: {'; '.join(s.parameter_changes)}"
+    return (
+        f"{head} takes the arguments of {source}'s constructor (defined outside this change): "
+        "check that its callers' arguments still fit"
+    )
 
 
 # The names a module ``__getattr__`` answers for: ``name == "__version__"``, ``name in ("a", "b")``.
@@ -307,10 +345,15 @@ def rule_public_api(diff: SemanticDiff) -> list[Finding]:
             continue
         # Members of a class the change removes go with it: one finding for the class.
         gone = {s.qualified_name for s in f.symbols if s.change == "removed" and s.kind in CONTAINER_KINDS}
+        # A name the same file defines again in another form (axios ab77a40e: the constructor
+        # function AxiosHeaders became class AxiosHeaders) is still there.
+        redefined = {s.qualified_name for s in f.symbols if s.change == "added"}
         for s in f.symbols:
             if not _reviewable(diff, s.old_file or s.file):
                 continue
-            if s.change == "removed" and s.qualified_name.rpartition(".")[0] in gone:
+            if s.change == "removed" and (
+                s.qualified_name.rpartition(".")[0] in gone or s.qualified_name in redefined
+            ):
                 continue
             message = _api_message(s, removed_code)
             if message is None:
@@ -575,6 +618,14 @@ def rule_removed_still_called(diff: SemanticDiff) -> list[Finding]:
     function, so only these two are certain; the public-API finding lists the other call sites."""
     out = []
     for f in diff.files:
+        if _built(f.path):
+            continue
+        # The new side's definitions of a name: a function moved into a class as a method
+        # (axios ab77a40e: ``set: function(...)`` became the method ``set(...) {``) is defined
+        # there, not called.
+        defined = {
+            (c.qualified_name.rsplit(".", 1)[-1], c.start_line) for c in f.symbols if c.change != "removed"
+        }
         for s in f.symbols:
             if (
                 s.change != "removed"
@@ -594,6 +645,7 @@ def rule_removed_still_called(diff: SemanticDiff) -> list[Finding]:
                 and c.file == f.path
                 and c.via != "documentation"
                 and bare.search(c.text)
+                and (name, c.line) not in defined
             ]
             if not own and not s.importers:
                 continue
@@ -1175,6 +1227,11 @@ def _untested_gate(f: Finding, secured: set[str | None]) -> Finding:
     """An untested change is a finding where the missing test guards security-sensitive logic
     (the file has a security-logic finding); elsewhere "no test came with it" is an observation
     (a remark): a refactor, a tidy-up or a change the existing tests already pin reads the same."""
-    if f.rule != "untested-change" or f.is_remark or f.file in secured:
+    if f.rule != "untested-change" or f.is_remark:
         return f
+    if f.file in secured:
+        # Why it matters, said in the finding: the name of a function alone told the reader nothing.
+        return replace(
+            f, message=f"{f.message}: a regression in this security-sensitive logic would go unnoticed"
+        )
     return replace(f, severity="info", message=f"{f.message} (no security-sensitive logic in it)")

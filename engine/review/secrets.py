@@ -29,6 +29,32 @@ MIN_DISTINCT_CHARS = 5
 # publishing) and ``pull-requests: read``; a name ending in ``token`` assigned one of these is a
 # permission. (The redactor still masks them; masking a word costs nothing, blocking a merge does.)
 ACCESS_LEVELS = frozenset({"read", "write", "none", "read-all", "write-all"})
+# Settings, not credentials: the Fetch API's ``credentials: 'include'`` / ``'omit'`` and words
+# that switch something on or off.
+SETTING_WORDS = frozenset(
+    {
+        "include",
+        "omit",
+        "same-origin",
+        "required",
+        "optional",
+        "disabled",
+        "enabled",
+        "true",
+        "false",
+        "null",
+        "undefined",
+    }
+)
+# Lower-case words joined by hyphens (``'same-origin'``, ``'no-referrer-when-downgrade'``): an
+# option's value as HTTP and CSS spell them, not a secret (axios a3ff99b5: ``withCredentials =
+# 'same-origin'`` blocked the merge as "secret assigned to a literal added").
+OPTION_VALUE = re.compile(r"^[a-z]+(?:-[a-z]+)+$")
+# What a build writes or a package manager locks (vendored copies are not: their secrets are the
+# library's own, see engine.review.vendored).
+BUILT = re.compile(
+    r"(^|/)(dist|build)/|\.min\.(js|css)$|\.(js|css)\.map$|(^|/)(package-lock\.json|yarn\.lock|pnpm-lock\.yaml)$"
+)
 QUOTES = ("'", '"', "`")
 # Source files named like ``secrets.py`` are often code about secrets: a medium finding, not high.
 CODE_SUFFIXES = (
@@ -102,19 +128,20 @@ FIXTURE_DIRS = re.compile(
 )
 
 
-def scan_matches(text: str, *, code: bool = False) -> list[tuple[str, str]]:
+def scan_matches(text: str, *, code: bool = False, formats_only: bool = False) -> list[tuple[str, str]]:
     """(kind, raw value) for every secret on one line (none on a line marked as a fixture).
 
     Format matches always count; a literal assigned to a secret-named key only when no format
     matched and it does not look like a fixture (``test…``, ``aaaa``). In ``code`` (a source
     file) a literal is quoted: ``secret: _CookieSecretTypes,`` is a parameter's annotation, where
     the same line in a YAML or .env file would be a value; and a quoted literal in a union
-    (``credential: 'username' | 'password'``) is a TypeScript type."""
+    (``credential: 'username' | 'password'``) is a TypeScript type. ``formats_only``: a built
+    file (a bundle, a source map) copies its source's assignments; only a key format counts."""
     if any(marker in text for marker in ALLOW_MARKERS):
         return []
     hits = find_secrets(text)
     formats = [(h.kind, h.value) for h in hits if not h.is_assignment]
-    if formats:
+    if formats or formats_only:
         return formats
     return [
         (h.kind, h.value)
@@ -122,6 +149,8 @@ def scan_matches(text: str, *, code: bool = False) -> list[tuple[str, str]]:
         if len(set(h.value)) >= MIN_DISTINCT_CHARS
         and not FIXTURE_VALUE.match(h.value)
         and h.value.lower() not in ACCESS_LEVELS
+        and h.value.lower() not in SETTING_WORDS
+        and not OPTION_VALUE.match(h.value)
         and (not code or (text[h.start - 1 : h.start] in QUOTES and not _in_union_type(text, h.start, h.end)))
     ]
 
@@ -247,6 +276,14 @@ def _where(status: str, target: str) -> str:
     return "added to the repository"
 
 
+def _built(path: str) -> bool:
+    """A build's output or a lock file (``dist/``, ``*.min.js``, a source map, package-lock.json):
+    its assignments are copies of the source's, reviewed there (axios release commits: seven
+    "secrets" per release, ``withCredentials = …`` in each bundle and map; package-lock's
+    ``"registry-auth-token": "…"`` is a package name and its version)."""
+    return BUILT.search(path) is not None
+
+
 def scan_files(files: Iterable[FileChange], target: str = "") -> list[Finding]:
     """The secret findings of ``files``; ``target`` (``WORKING``, ``STAGED`` or a ref) words them."""
     findings: list[Finding] = []
@@ -301,11 +338,12 @@ def scan_files(files: Iterable[FileChange], target: str = "") -> list[Finding]:
             if not by_word_only:
                 continue
         code = f.path.endswith(CODE_SUFFIXES)
+        built = _built(f.path)
         for line, text in f.added_lines:
             # A docstring or a comment is documentation too: ``httpx.URL("https://jo:a%20secret@…")``
             # in a class docstring is a sample, unless the value looks real.
             sample = fixture or line in f.prose_added
-            for kind, value in scan_matches(text, code=code):
+            for kind, value in scan_matches(text, code=code, formats_only=built):
                 blocking = not sample or looks_real(kind, value)
                 findings.append(
                     Finding(

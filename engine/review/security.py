@@ -17,6 +17,7 @@ from engine.review.concerns import DISPLAY_ESCAPERS, Concern, Match, match, name
 from engine.review.findings import Finding
 from engine.semantic.diff import FileChange, SemanticDiff, SymbolChange
 from engine.semantic.graph import family
+from engine.words import plural
 
 # Findings per file: past this many, the rest are named in the last finding's message, so a
 # large refactor of a security module reads as one story rather than a wall.
@@ -375,6 +376,8 @@ def _symbol_matches(
     added, removed = _changed_code(f, s, moved, nesting, renames)
     if not added.strip() and not removed.strip():
         return []
+    if s.change == "added" and s.kind == "class" and _constants_only(added):
+        return []  # an enumeration of header values (werkzeug 0d29255f: ``CORP.SAME_ORIGIN``) decides nothing
     confirm = "\n".join((*s.code_delta[0], *s.code_delta[1])) if s.code_delta is not None else None
     chore = s.code_delta is not None and housekeeping_only(s.code_delta)
     if chore and s.code_delta is not None:
@@ -397,12 +400,25 @@ def _symbol_matches(
         removed_code=removed,
         confirm=confirm,
         strong_only=s.signature_only or chore,
+        path=s.file,
     )
     if not found and named_here and s.change != "added":
         found = _calls_changed_check(s, added, named_here)
     if s.change == "added":
         found = [m for m in found if m.strength >= ADDED_MIN_STRENGTH]
     return found
+
+
+_CONSTANT = re.compile(
+    r"""^\s*[A-Za-z_]\w*\s*(?::[^=]*)?=\s*(?:[rbuf]*(['"]).*\1|-?[\d.]+|None|True|False)\s*,?$"""
+)
+_CLASS_HEADER = re.compile(r"^\s*class\b.*:\s*$")
+
+
+def _constants_only(added: str) -> bool:
+    """A class's own new lines are its header and names given literal values: an enumeration."""
+    lines = [t for t in added.splitlines() if t.strip() and not _CLASS_HEADER.match(t)]
+    return bool(lines) and all(_CONSTANT.match(t) for t in lines)
 
 
 def _calls_changed_check(
@@ -439,11 +455,92 @@ def _named_here(diff: SemanticDiff) -> dict[str, tuple[Concern, ...]]:
     return out
 
 
-def _message(s: SymbolChange, matches: list[Match]) -> str:
+# More findings than this in one change whose evidence is only the symbols' names are a sweep:
+# one finding names them (a typing pass over an HTTP client's auth and cookie code).
+MAX_NAME_ONLY = 5
+# The changed line quoted in a finding whose evidence is only the symbol's name, cut to this many
+# characters: enough to recognise the statement, short enough for one line of a report.
+EXCERPT_CHARS = 80
+
+
+def _code_evidence(matches: list[Match]) -> bool:
+    """Some evidence is a strong term of the changed code (not only the symbol's name, its calls
+    or a common word such as `iss`)."""
+    return any(m.from_code for m in matches[:2])
+
+
+_HEADER = re.compile(r"^(?:async\s+def|def|class|(?:export\s+)?(?:async\s+)?function)\b")
+# Characters of a long changed statement shown before the point where it differs from the old one.
+HEADER_LEAD = 24
+
+
+def _common_prefix(a: str, b: str) -> int:
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _around_difference(new: str, old: str) -> str:
+    """``new`` from a little before where it stops matching ``old``: ``…httponly=False, partitioned=False)``."""
+    start = max(0, _common_prefix(new, old) - HEADER_LEAD)
+    return ("…" if start else "") + new[start:]
+
+
+def _delta_or_lines(
+    f: FileChange,
+    s: SymbolChange,
+    moved: frozenset[str],
+    nesting: tuple[_Nesting, _Nesting],
+    renames: dict[str, str],
+) -> tuple[str, str]:
+    """What to quote of a change: Python's normalized statements when there are some (a header
+    re-annotated is not the change; ``cookie.value = value.replace(...)`` is), else the lines."""
+    if s.code_delta is not None:
+        added, removed = (
+            [x for x in side if not x.startswith(("<def ", "<class ")) and x != "pass"]
+            for side in s.code_delta
+        )
+        if added or removed:
+            return "\n".join(added), "\n".join(removed)
+    return _changed_code(f, s, moved, nesting, renames)
+
+
+def _what_changed(added: str, removed: str) -> str:
+    """``the change: `if not isinstance(iss, str):` (+3 -1 lines)``: what a name-only finding
+    leaves the reader to look up (pyjwt ``PyJWT._validate_iss``: "its name (`jwt`)")."""
+    plus = [t.strip() for t in added.splitlines() if t.strip()]
+    minus = [t.strip() for t in removed.splitlines() if t.strip()]
+    if not plus and not minus:
+        return ""
+    first = plus[0] if plus else minus[0]
+    if plus and _HEADER.match(first):
+        # A body statement says more than the header; a header alone is quoted where it differs
+        # (werkzeug 32e69512: ``def set_cookie(self, key, value='', max_age=None, …`` hid the new
+        # ``partitioned=False`` at its end).
+        body = [t for t in plus if not _HEADER.match(t)]
+        if body:
+            first = body[0]
+    if plus and len(first) > EXCERPT_CHARS:
+        # A long statement edited at its end: quoted from near the edit, against the removed
+        # statement that shares most of its start.
+        old = max(minus, key=lambda t: _common_prefix(first, t), default="")
+        if _common_prefix(first, old) > HEADER_LEAD:
+            first = _around_difference(first, old)
+    if len(first) > EXCERPT_CHARS:
+        first = first[: EXCERPT_CHARS - 1] + "…"
+    shown = f"`{first.replace('`', chr(39))}`" if plus else f"removed `{first.replace('`', chr(39))}`"
+    return f"; the change: {shown} (+{len(plus)} -{len(minus)})"
+
+
+def _message(s: SymbolChange, matches: list[Match], what: str = "") -> str:
+    """What the change touched, the evidence, what the change is when the evidence is only the
+    name, and what goes wrong if it is wrong."""
     concerns = ", ".join(m.concern.title for m in matches[:2])
     evidence = "; ".join(", ".join(m.evidence) for m in matches[:2] if m.evidence)
     verb = "added" if s.change == "added" else "changed"
-    return f"security-sensitive logic {verb} in {s.qualified_name} ({concerns}): {evidence}"
+    stakes = f"; if wrong, {matches[0].concern.stakes}" if matches[0].concern.stakes else ""
+    return f"security-sensitive logic {verb} in {s.qualified_name} ({concerns}): {evidence}{what}{stakes}"
 
 
 def _nested_in_scored(scored: list[tuple[int, SymbolChange, list[Match]]]) -> dict[str, str]:
@@ -464,6 +561,7 @@ def _nested_in_scored(scored: list[tuple[int, SymbolChange, list[Match]]]) -> di
 
 def rule_security_logic(diff: SemanticDiff) -> list[Finding]:
     out: list[Finding] = []
+    name_only: list[tuple[Finding, Concern]] = []
     moved = moved_lines(diff)
     named_here = _named_here(diff)
     for f in diff.files:
@@ -483,22 +581,52 @@ def rule_security_logic(diff: SemanticDiff) -> list[Finding]:
         scored.sort(key=lambda item: (-item[0], item[1].start_line))
         kept, rest = scored[:MAX_PER_FILE], scored[MAX_PER_FILE:]
         for i, (_score, s, matches) in enumerate(sorted(kept, key=lambda item: item[1].start_line)):
-            message = _message(s, matches)
+            by_name = not _code_evidence(matches)
+            what = _what_changed(*_delta_or_lines(f, s, moved, nesting, renames)) if by_name else ""
+            message = _message(s, matches, what)
             inner = [n for n, outer in nested.items() if outer == s.qualified_name]
             if inner:
                 message += "; with its nested " + ", ".join(n.rsplit(".", 1)[-1] for n in inner[:6])
             if rest and i == len(kept) - 1:
                 message += "; also " + ", ".join(r[1].qualified_name for r in rest[:6])
-            out.append(
-                Finding(
-                    "medium",
-                    "security",
-                    message,
-                    f.path,
-                    s.start_line,
-                    s.qualified_name,
-                    rule="security-logic",
-                    count=1 + len(inner) + (len(rest) if rest and i == len(kept) - 1 else 0),
-                )
+            finding = Finding(
+                "medium",
+                "security",
+                message,
+                f.path,
+                s.start_line,
+                s.qualified_name,
+                rule="security-logic",
+                count=1 + len(inner) + (len(rest) if rest and i == len(kept) - 1 else 0),
             )
-    return out
+            if by_name:
+                name_only.append((finding, matches[0].concern))
+            else:
+                out.append(finding)
+    if len(name_only) > MAX_NAME_ONLY:
+        return [*out, _sweep(name_only)]
+    return out + [finding for finding, _ in name_only]
+
+
+def _sweep(items: list[tuple[Finding, Concern]]) -> Finding:
+    """Many symbols placed in a concern by their names alone, in one change: a sweep (requests
+    561e4b68 "Add inline types": fourteen findings, each "its name (`auth`)" and a small rewrite
+    that came with the annotations). One finding names them; the reader checks each for a
+    change of behaviour."""
+    concerns = list(dict.fromkeys(c.title for _, c in items))
+    stakes = items[0][1].stakes
+    files = sorted({f.file for f, _ in items if f.file})
+    names = ", ".join(f.symbol or "" for f, _ in items[:8]) + (" ..." if len(items) > 8 else "")
+    return Finding(
+        "medium",
+        "security",
+        f"security-sensitive logic changed in {len(items)} symbols that only their names place in "
+        f"a concern ({', '.join(concerns[:3])}), across {plural(len(files), 'file')}: {names}; a sweep "
+        "(typing, renames, a refactor) touches many at once: read each for a change of behaviour"
+        + (f"; if one is wrong, {stakes}" if stakes else ""),
+        files[0] if len(files) == 1 else None,
+        None,
+        None,
+        rule="security-logic",
+        count=sum(f.count for f, _ in items),
+    )

@@ -24,7 +24,7 @@ from engine.semantic.model import CallSite, FileAnalysis, Symbol
 from engine.words import plural
 
 if TYPE_CHECKING:
-    from engine.semantic.surface import ModuleSurface, NormalizedCode
+    from engine.semantic.surface import ModuleSurface, NormalizedCode, Param
 
 _log = logging.getLogger(__name__)
 
@@ -234,6 +234,11 @@ class SymbolChange:
     # Python, removed module-level definitions: target-side ``from module import name`` lines
     # that still import it (each fails with ImportError).
     importers: tuple[CallerRef, ...] = ()
+    # Python, a removed ``__init__`` of a class that stays: what now builds its instances, the
+    # base ``__init__`` that answers (``Base.__init__``), a base from outside the change
+    # (``Base``, parameters unknown), or ``object`` (no arguments); ``parameter_changes`` then
+    # compares the removed constructor's parameters with that one's.
+    constructor_from: str | None = None
 
     @property
     def signature_changed(self) -> bool:
@@ -302,6 +307,7 @@ class SymbolChange:
             "still_importable": self.still_importable,
             "signature_only": self.signature_only,
             "importers": [{"file": c.file, "line": c.line, "text": c.text} for c in self.importers],
+            "constructor_from": self.constructor_from,
         }
 
 
@@ -379,6 +385,9 @@ class SemanticDiff:
     # Names of functions removed from a test file that another test file of the target side still
     # defines (a duplicate dropped, a test moved by an earlier change): no test is lost.
     tests_defined_elsewhere: frozenset[str] = frozenset()
+    # The messages of the commits reviewed (``semfora ci``; empty for a work tree): what the
+    # author says the change is, such as the advisory a dependency bump fixes.
+    messages: tuple[str, ...] = ()
 
     def in_library(self, path: str) -> bool:
         """Code the project ships (not tests, docs, examples, tooling, or helpers outside ``src/``)."""
@@ -1861,7 +1870,11 @@ class _Collector:
         parsed: dict[tuple[str, str], object] = {}
         for key, changes in self.per_file.items():
             self.per_file[key] = [
-                _with_import_path(c, self.old_sides, self.new_sides, surfaces, parsed, self.roots)
+                _with_constructor(
+                    _with_import_path(c, self.old_sides, self.new_sides, surfaces, parsed, self.roots),
+                    self.old_sides,
+                    self.new_sides,
+                )
                 for c in changes
             ]
         self.files = [self._with_lost_exports(f, surfaces) for f in self.files]
@@ -2256,6 +2269,80 @@ _CONTAINER_METHODS: tuple[tuple[str, frozenset[str]], ...] = (
 def _container_defines(base: str, method: str) -> bool:
     lowered = base.lower()
     return any(lowered.endswith(word) and method in methods for word, methods in _CONTAINER_METHODS)
+
+
+# The method whose removal changes what a class's callers pass (``__new__`` removed beside an
+# ``__init__`` leaves the arguments to that ``__init__``).
+CONSTRUCTORS = frozenset({"__init__"})
+
+
+def _with_constructor(
+    c: SymbolChange, old_sides: dict[str, _Side], new_sides: dict[str, _Side]
+) -> SymbolChange:
+    """A removed Python ``__init__`` of a class the change keeps: the class still
+    builds instances, through the constructor it now inherits, and what breaks is the arguments
+    that constructor takes (a subclass's ``__init__(self, name, colour="red")`` removed leaves
+    ``Base.__init__(self, name)``: ``Child("x", colour="blue")`` raises TypeError)."""
+    from engine.semantic.surface import parameter_changes, python_params
+
+    owner, _, leaf = c.qualified_name.rpartition(".")
+    if c.change != "removed" or c.language != "python" or leaf not in CONSTRUCTORS or not owner:
+        return c
+    new_side, old_side = new_sides.get(c.file), old_sides.get(c.old_file or c.file)
+    if new_side is None or old_side is None or not any(s.qualified_name == owner for s in new_side.symbols):
+        return c
+    old_index = next(
+        (i for i, s in enumerate(old_side.symbols) if s.qualified_name == c.qualified_name), None
+    )
+    before = python_params(old_side.full_text[old_index]) if old_index is not None else None
+    if before is None:
+        return c
+    source, after = _answering_constructor(owner, leaf, new_sides)
+    if after is None:  # a base outside the change: its parameters are not read here
+        return replace(c, constructor_from=source, still_importable=True)
+    before, after = before[1:], after[1:]  # self / cls
+    return replace(
+        c, constructor_from=source, still_importable=True, parameter_changes=parameter_changes(before, after)
+    )
+
+
+def _answering_constructor(
+    owner: str, leaf: str, sides: dict[str, _Side]
+) -> tuple[str, tuple[Param, ...] | None]:
+    """(who now answers ``owner(...)``, its parameters with ``self``): the first base, depth
+    first, defined in the changed files with its own ``leaf``; a base from elsewhere (parameters
+    None); or ``object`` when no base is left (``(self,)``: no arguments)."""
+    from engine.semantic.surface import Param as _Param
+    from engine.semantic.surface import python_params
+
+    by_name = {s.qualified_name: (side, i) for side in sides.values() for i, s in enumerate(side.symbols)}
+    seen: set[str] = set()
+    todo = [owner]
+    outside: str | None = None
+    while todo:
+        cls = todo.pop(0)
+        if cls in seen:
+            continue
+        seen.add(cls)
+        found = by_name.get(cls)
+        if found is None:
+            if cls not in ("object", "Generic", "Protocol") and outside is None:
+                outside = cls
+            continue
+        if cls != owner and (method := by_name.get(f"{cls}.{leaf}")) is not None:
+            side, i = method
+            return f"{cls}.{leaf}", python_params(side.full_text[i])
+        side, i = found
+        m = _BASES.match(side.symbols[i].signature)
+        if m:
+            todo.extend(
+                b.strip().split("[", 1)[0].rsplit(".", 1)[-1]
+                for b in m.group(1).split(",")
+                if b.strip() and "=" not in b
+            )
+    if outside is not None:
+        return outside, None
+    return "object", (_Param("self", "positional", None),)
 
 
 def _inherited(owner: str, method: str, sides: dict[str, _Side]) -> bool:

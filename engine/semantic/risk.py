@@ -51,6 +51,10 @@ class RiskRules:
     # the name it was imported as, and ``request``, ``net`` or ``got`` are as often local variables
     # (got's own ``request.end()`` on an http.ClientRequest is no call into the npm ``request``).
     prefixes_need_import: bool = False
+    # Dotted names (and their members) under a matching prefix that do no I/O: a URL parser or an
+    # exception class of an HTTP client is no talking to another machine (requests 9a8a826f:
+    # ``urllib3.util.parse_url`` was "new network use").
+    no_effect: frozenset[str] = frozenset()
     # Derived: call names and receiver roots that can match at all (a fast reject for most calls).
     names: frozenset[str] = field(init=False, default=frozenset())
     roots: frozenset[str] = field(init=False, default=frozenset())
@@ -172,6 +176,35 @@ PYTHON_RULES = RiskRules(
         ),
         crypto=("hashlib", "hmac", "secrets", "jwt", "cryptography", "ssl", "bcrypt", "Crypto", "keyring"),
         fs=("shutil",),
+    ),
+    # Parsers, data structures and exceptions of the HTTP clients above: no request is sent.
+    no_effect=frozenset(
+        {
+            "urllib3.util.parse_url",
+            "urllib3.util.url",
+            "urllib3.util.Url",
+            "urllib3.util.Retry",
+            "urllib3.util.Timeout",
+            "urllib3.util.retry",
+            "urllib3.util.timeout",
+            "urllib3.exceptions",
+            "urllib3.fields",
+            "urllib3.filepost",
+            "urllib3._collections",
+            "requests.exceptions",
+            "requests.structures",
+            "requests.status_codes",
+            "requests.codes",
+            "httpx.URL",
+            "httpx.Headers",
+            "httpx.QueryParams",
+            "httpx.Timeout",
+            "aiohttp.hdrs",
+            "socket.inet_aton",
+            "socket.inet_pton",
+            "socket.inet_ntoa",
+            "socket.inet_ntop",
+        }
     ),
     methods=_table(
         db=("execute", "executemany", "executescript", "raw", "cursor", "commit", "rollback"),
@@ -780,6 +813,8 @@ def classify_call(rules: RiskRules, call: CallSite, aliases: Mapping[str, str]) 
     if category is not None:
         return category, dotted
     imported = not call.receiver or call.receiver.split(".", 1)[0].split("::", 1)[0] in aliases
+    if rules.no_effect and _no_effect(dotted, rules.no_effect):
+        return None
     if rules.prefixes and (imported or not rules.prefixes_need_import):
         head = dotted
         while "." in head:
@@ -792,6 +827,16 @@ def classify_call(rules: RiskRules, call: CallSite, aliases: Mapping[str, str]) 
         if category is not None:
             return category, dotted
     return None
+
+
+def _no_effect(dotted: str, names: frozenset[str]) -> bool:
+    head = dotted
+    while True:
+        if head in names:
+            return True
+        if "." not in head:
+            return False
+        head = head.rsplit(".", 1)[0]
 
 
 def assess(
@@ -932,4 +977,7 @@ def render_risk_doc() -> str:
             for category in sorted(by_category):
                 names = ", ".join(f"`{name}`" for name in sorted(by_category[category]))
                 parts.append(f"- {category}: {names}\n")
+        if rules.no_effect:
+            names = ", ".join(f"`{name}`" for name in sorted(rules.no_effect))
+            parts.append(f"\n**no effect** (and their members, though a prefix above matches)\n\n- {names}\n")
     return "".join(parts)

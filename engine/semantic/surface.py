@@ -491,8 +491,13 @@ class _Strip(ast.NodeTransformer):
             node.returns = None
             node.type_comment = None
         else:
-            # ``class A(object)`` is ``class A`` (UP004).
-            node.bases = [b for b in node.bases if not (isinstance(b, ast.Name) and b.id == "object")]
+            # ``class A(object)`` is ``class A`` (UP004); a base's type arguments
+            # (``MutableMapping[str, str | None]``) are for type checkers.
+            node.bases = [
+                b.value if isinstance(b, ast.Subscript) else b
+                for b in node.bases
+                if not (isinstance(b, ast.Name) and b.id == "object")
+            ]
         node.body = self._strip_doc(node.body)
         self.depth += 1
         try:
@@ -568,6 +573,10 @@ class _Strip(ast.NodeTransformer):
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         if name == "cast" and len(node.args) == 2 and not node.keywords:
             return self.visit(node.args[1])
+        if isinstance(func, ast.Subscript):
+            # A generic class called with its type arguments builds what the bare class builds
+            # (flask 52df9eed: ``ConfigAttribute[str | bytes | None]("SECRET_KEY")``).
+            node.func = func.value
         self.generic_visit(node)
         if isinstance(func, ast.Name) and func.id == "super" and len(node.args) == 2:
             node.args = []  # super(Class, self) is super() (pyupgrade UP008)

@@ -265,7 +265,9 @@ def test_a_removed_class_is_one_finding_not_one_a_method(make_repo) -> None:
     after = "export function keep(): number {\n\treturn 1;\n}\n"
     findings = _change(make_repo, "source/types.ts", before, after, JS)
     [finding] = _findings(findings, "public-api")
-    assert finding.message == "public class CancelError was removed"
+    assert finding.message == (
+        "public class CancelError was removed: code that imports it now gets undefined or fails to load"
+    )
 
 
 def test_a_removed_python_class_is_one_finding(make_repo) -> None:
@@ -277,7 +279,9 @@ def test_a_removed_python_class_is_one_finding(make_repo) -> None:
     )
     findings = _change(make_repo, "pkg/jws.py", before, "def keep():\n    return 1\n")
     [finding] = _findings(findings, "public-api")
-    assert finding.message == "public class pkg.jws.JSONWebSignatureSerializer was removed"
+    assert finding.message == (
+        "public class pkg.jws.JSONWebSignatureSerializer was removed: code that imports it now fails with ImportError"
+    )
 
 
 def test_call_sites_the_change_updates_are_not_left_to_check(make_repo) -> None:
@@ -539,3 +543,272 @@ def test_a_removed_constructor_says_the_class_still_constructs(make_repo) -> Non
         "the constructor of public class WeakableMap was removed: new WeakableMap(...) now takes "
         "the arguments of the default or inherited constructor"
     )
+
+
+# --------------------------------------------------------------------------- round six: faults left
+
+
+def test_stripping_line_endings_in_a_formatter_is_no_http_framing(make_repo) -> None:
+    # black a51a0be7 "Fix fmt off block before with statement": ``prefix.lstrip('\\r\\n')`` in the
+    # formatter's comment handling was "security-sensitive logic changed (HTTP message framing and
+    # header injection)": a formatter reads source files, no message from the wire.
+    before = "def handle_comment_block(prefix):\n    return prefix.strip()\n"
+    after = "def handle_comment_block(prefix):\n    return prefix.lstrip('\\r\\n').strip()\n"
+    findings = _change(make_repo, "pkg/comments.py", before, after)
+    assert _findings(findings, "security-logic") == []
+
+
+def test_stripping_line_endings_in_a_multipart_parser_is_still_framing(make_repo) -> None:
+    # werkzeug b1916c0c (GHSA-hrfv-mqp8-q5rw): the same call in a multipart parser is the fix.
+    before = "class MultipartDecoder:\n    def parse_data(self, data):\n        return data\n"
+    after = (
+        "class MultipartDecoder:\n    def parse_data(self, data):\n"
+        "        data = data.lstrip('\\r\\n')\n        return data\n"
+    )
+    findings = _change(make_repo, "pkg/sansio/multipart.py", before, after)
+    [finding] = _findings(findings, "security-logic")
+    assert "HTTP message framing" in finding.message
+    assert "requests can be smuggled or headers injected" in finding.message
+
+
+MODELS = (
+    "class Base:\n    def __init__(self, name, size=0):\n        self.name = name\n        self.size = size\n\n\n"
+    "class Child(Base):\n"
+    "    def __init__(self, name, size=0, colour='red'):\n"
+    "        super().__init__(name, size)\n        self.colour = colour\n\n"
+    "    def describe(self):\n        return self.name\n\n\n"
+    "class Plain:\n    def __init__(self, path):\n        self.path = path\n\n"
+    "    def show(self):\n        return self.path\n"
+)
+
+
+def test_a_subclass_init_removed_says_which_arguments_its_callers_lose(make_repo) -> None:
+    # A subclass's __init__ removed was no finding at all (the base's __init__ "still defines
+    # it"), though ``Child('x', colour='blue')`` now raises TypeError.
+    after = MODELS.replace(
+        "    def __init__(self, name, size=0, colour='red'):\n"
+        "        super().__init__(name, size)\n        self.colour = colour\n\n",
+        "    colour = 'red'\n\n",
+    )
+    findings = _change(make_repo, "pkg/models.py", MODELS, after)
+    [finding] = _findings(findings, "public-api")
+    assert finding.message == (
+        "the constructor of public class pkg.models.Child was removed: Child(...) now takes the "
+        "arguments of Base.__init__: parameter 'colour' removed"
+    )
+
+
+def test_an_init_removed_from_a_class_without_a_base_says_it_takes_no_arguments(make_repo) -> None:
+    # "public method pkg.models.Plain.__init__ was removed": the class is still there and still
+    # constructs; what its callers lose is the argument.
+    after = MODELS.replace(
+        "    def __init__(self, path):\n        self.path = path\n\n", "    path = None\n\n"
+    )
+    findings = _change(make_repo, "pkg/models.py", MODELS, after)
+    [finding] = _findings(findings, "public-api")
+    assert finding.message == (
+        "the constructor of public class pkg.models.Plain was removed: Plain(...) now takes no "
+        "arguments (object's constructor): parameter 'path' removed"
+    )
+
+
+def test_an_init_that_only_forwarded_to_its_base_breaks_nobody(make_repo) -> None:
+    before = MODELS.replace(
+        "    def __init__(self, name, size=0, colour='red'):\n"
+        "        super().__init__(name, size)\n        self.colour = colour\n",
+        "    def __init__(self, name, size=0):\n        super().__init__(name, size)\n",
+    )
+    after = before.replace(
+        "    def __init__(self, name, size=0):\n        super().__init__(name, size)\n\n", ""
+    )
+    findings = _change(make_repo, "pkg/models.py", before, after)
+    assert _findings(findings, "public-api") == []
+
+
+def test_a_finding_on_a_name_alone_says_what_changed_and_why_it_matters(make_repo) -> None:
+    # pyjwt 33022c25: "security-sensitive logic changed in PyJWT._validate_iss (signing and keys):
+    # its name (`jwt`)": the reader learnt the name and nothing of the change.
+    before = (
+        "class PyJWT:\n    def _validate_iss(self, payload, issuer):\n"
+        "        if payload.get('iss') != issuer:\n            raise ValueError('bad issuer')\n"
+    )
+    after = (
+        "class PyJWT:\n    def _validate_iss(self, payload, issuer):\n"
+        "        if isinstance(issuer, str):\n            issuer = [issuer]\n"
+        "        if payload.get('iss') not in issuer:\n            raise ValueError('bad issuer')\n"
+    )
+    findings = _change(make_repo, "pkg/api_jwt.py", before, after)
+    [finding] = _findings(findings, "security-logic")
+    assert "its name (`jwt`)" in finding.message
+    assert "the change: `if isinstance(issuer, str):` (+3 -1)" in finding.message
+    assert finding.message.endswith("if wrong, forged or tampered data can pass as signed, or a key can leak")
+
+
+def test_a_url_parser_of_an_http_client_is_no_network_use(make_repo) -> None:
+    # requests 9a8a826f "Check if host is invalid for proxy": ``parse_url(proxy)`` from
+    # urllib3.util was "new network use in HTTPAdapter.get_connection: parse_url".
+    before = "class HTTPAdapter:\n    def get_connection(self, proxy):\n        return proxy\n"
+    after = (
+        "from urllib3.util import parse_url\n\n\n"
+        "class HTTPAdapter:\n    def get_connection(self, proxy):\n"
+        "        if not parse_url(proxy).host:\n            raise ValueError(proxy)\n        return proxy\n"
+    )
+    findings = _change(make_repo, "pkg/adapters.py", before, after)
+    assert [f for f in findings if (f.rule or "").startswith("new-")] == []
+
+
+def test_a_change_to_what_counts_as_an_absolute_url_is_a_security_finding(make_repo) -> None:
+    # axios 07a661a2 (CVE-2024-39338): ``//host`` stopped counting as an absolute URL; a request
+    # for a path no longer goes to another host. semfora said nothing.
+    before = "export default function isAbsoluteURL(url) {\n  return /^([a-z][a-z\\d+\\-.]*:)?\\/\\//i.test(url);\n}\n"
+    after = before.replace(":)?\\/", ":)\\/")
+    findings = _change(make_repo, "lib/helpers/isAbsoluteURL.js", before, after, JS)
+    [finding] = _findings(findings, "security-logic")
+    assert "redirects and origins" in finding.message and "isAbsoluteURL" in finding.message
+
+
+# --------------------------------------------------------------------------- axios
+
+
+def test_a_fetch_credentials_mode_is_no_secret(make_repo) -> None:
+    # axios a3ff99b5 "add fetch adapter": ``withCredentials = 'same-origin'`` blocked the merge as
+    # "secret assigned to a literal added (withCredentials = same…); remove it and rotate it".
+    before = "export default function fetchAdapter(config) {\n  return config;\n}\n"
+    after = (
+        "export default function fetchAdapter(config) {\n"
+        "  let { withCredentials = 'same-origin', credentials = 'include' } = config;\n"
+        "  return [withCredentials, credentials];\n}\n"
+    )
+    findings = _change(make_repo, "lib/adapters/fetch.js", before, after, JS)
+    assert [f for f in findings if f.type == "secrets"] == []
+
+
+def test_a_real_looking_password_in_code_still_blocks(make_repo) -> None:
+    findings = _change(
+        make_repo,
+        "lib/config.js",
+        "export const a = 1;\n",
+        "export const a = 1;\nconst password = 'h7Kq2zX9';\n",
+        JS,
+    )
+    [secret] = [f for f in findings if f.type == "secrets"]
+    assert secret.blocking
+
+
+def test_a_build_output_copies_its_sources_assignments(make_repo) -> None:
+    # axios release commits: every bundle and source map under dist/ repeated the source's
+    # ``withCredentials = …``: seven blocking "secrets" a release.
+    bundle = "var withCredentials = 'h7Kq2zX9mm';\n"
+    findings = _change(make_repo, "dist/axios.min.js", "var a = 1;\n", bundle, JS)
+    assert [f for f in findings if f.type == "secrets"] == []
+    key = "ghp_" + "Zq8vR2xLm0PwT5nY7bKc3dFg9hJ1sA4eU6iO"
+    findings = _change(make_repo, "dist/axios.js", "var a = 1;\n", f"var token = '{key}';\n", JS)
+    assert [f.blocking for f in findings if f.type == "secrets"] == [True]  # a key format still blocks
+
+
+def test_a_function_made_a_method_of_a_class_is_not_called_where_it_is_defined(make_repo) -> None:
+    # axios ab77a40e: AxiosHeaders' ``set: function(...)`` became the class method ``set(...) {``:
+    # "function set was removed but lib/core/AxiosHeaders.js still calls it at :77
+    # (AxiosHeaders.set)", line 77 being the method's own definition; and the constructor
+    # function that became a class was "public function AxiosHeaders was removed".
+    before = (
+        "function AxiosHeaders(headers) {\n  this.headers = headers;\n}\n\n"
+        "function set(header, value) {\n  return [header, value];\n}\n\n"
+        "export default AxiosHeaders;\n"
+    )
+    after = (
+        "class AxiosHeaders {\n  constructor(headers) {\n    this.headers = headers;\n  }\n\n"
+        "  set(header, value) {\n    return [header, value];\n  }\n}\n\n"
+        "export default AxiosHeaders;\n"
+    )
+    findings = _change(make_repo, "lib/core/AxiosHeaders.js", before, after, JS)
+    assert _findings(findings, "removed-still-called") == []
+    assert [
+        f.message for f in _findings(findings, "public-api") if "AxiosHeaders was removed" in f.message
+    ] == []
+
+
+def test_a_streams_chunk_size_is_no_http_framing(make_repo) -> None:
+    # axios a3ff99b5: ``readBytes(iterable, chunkSize)`` in a stream helper was "HTTP message
+    # framing and header injection: `chunkSize`"; a chunk size is how much a read takes.
+    before = "export function readBytes(stream) {\n  return stream.read();\n}\n"
+    after = "export function readBytes(stream, chunkSize) {\n  return stream.read(chunkSize);\n}\n"
+    findings = _change(make_repo, "lib/helpers/trackStream.js", before, after, JS)
+    assert _findings(findings, "security-logic") == []
+
+
+# --------------------------------------------------------------------------- werkzeug
+
+
+def test_a_comparison_beside_an_escape_call_is_no_escaping_change(make_repo) -> None:
+    # werkzeug e1236268 "test with python 3.13": ``if sys.version_info < (3, 13):`` in a function
+    # that calls markupsafe.escape was "escaping and templating: calls `markupsafe.escape`, `<`".
+    before = (
+        "import sys\n\nfrom markupsafe import escape\n\n\n"
+        "def render(lines):\n    out = [escape(x) for x in lines]\n    return out\n"
+    )
+    after = (
+        "import sys\n\nfrom markupsafe import escape\n\n\n"
+        "def render(lines):\n    out = [escape(x) for x in lines]\n"
+        "    if sys.version_info < (3, 13):\n        out = out[1:]\n    return out\n"
+    )
+    findings = _change(make_repo, "pkg/debug/tbtools.py", before, after)
+    assert _findings(findings, "security-logic") == []
+
+
+def test_markup_built_beside_an_escape_call_is_still_escaping(make_repo) -> None:
+    before = "from markupsafe import escape\n\n\ndef render(x):\n    return escape(x)\n"
+    after = "from markupsafe import escape\n\n\ndef render(x):\n    return '<pre>' + escape(x) + '</pre>'\n"
+    findings = _change(make_repo, "pkg/debug/tbtools.py", before, after)
+    [finding] = _findings(findings, "security-logic")
+    assert "escaping and templating" in finding.message
+
+
+def test_a_long_statement_edited_at_its_end_is_quoted_where_it_changed(make_repo) -> None:
+    # werkzeug 32e69512: "the change: `def set_cookie(self, key, value='', max_age=None, …`" hid
+    # the new ``partitioned`` argument at the end of the call.
+    call = "        self.headers.add(self.header_name, dump_cookie(key, value=value, expires=expires, path=path{}))\n"
+    before = (
+        "class Response:\n    def set_cookie(self, key, value='', expires=None, path=None):\n"
+        + call.format("")
+    )
+    after = (
+        "class Response:\n    def set_cookie(self, key, value='', expires=None, path=None, partitioned=False):\n"
+        + call.format(", partitioned=partitioned")
+    )
+    findings = _change(make_repo, "pkg/response.py", before, after)
+    [finding] = _findings(findings, "security-logic")
+    assert "path=path, partitioned=partitioned))`" in finding.message
+
+
+def test_an_enumeration_of_header_values_is_no_security_logic(make_repo) -> None:
+    # werkzeug 0d29255f, f96520c7: "security-sensitive logic added in CORP (redirects and
+    # origins): `SAME_ORIGIN`" for an Enum of a header's values.
+    before = "import enum\n"
+    after = (
+        "import enum\n\n\nclass SecFetchSite(str, enum.Enum):\n"
+        '    CROSS_SITE = "cross-site"\n    SAME_ORIGIN = "same-origin"\n    NONE = "none"\n'
+    )
+    findings = _change(make_repo, "pkg/http.py", before, after)
+    assert _findings(findings, "security-logic") == []
+
+
+def test_type_arguments_given_to_a_called_class_are_no_logic_change(make_repo) -> None:
+    # flask 52df9eed "drop end of life python versions": ``secret_key = ConfigAttribute[str |
+    # bytes | None]("SECRET_KEY")`` was "security-sensitive logic changed in App (signing and
+    # keys): `secret_key`"; requests 561e4b68 gave its cookie jar's base ``MutableMapping`` type
+    # arguments.
+    before = (
+        "from collections.abc import MutableMapping\n\n\nclass ConfigAttribute:\n"
+        "    def __init__(self, name):\n        self.name = name\n\n\n"
+        "class App:\n    secret_key = ConfigAttribute('SECRET_KEY')\n\n\n"
+        "class CookieJar(MutableMapping):\n    cookie_policy = None\n"
+    )
+    after = (
+        "from collections.abc import MutableMapping\n\n\nclass ConfigAttribute:\n"
+        "    def __init__(self, name):\n        self.name = name\n\n\n"
+        "class App:\n    secret_key = ConfigAttribute[str | bytes | None]('SECRET_KEY')\n\n\n"
+        "class CookieJar(MutableMapping[str, str | None]):\n    cookie_policy = None\n"
+    )
+    findings = _change(make_repo, "pkg/app.py", before, after)
+    assert _findings(findings, "security-logic") == []
