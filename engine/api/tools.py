@@ -13,7 +13,6 @@ import inspect
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from engine.api.values import (
@@ -48,7 +47,7 @@ from engine.errors import EngineWarning, NotFoundError, PathDenied, UsageError, 
 from engine.policy.sandbox import ResolvedPath
 from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
-from engine.store.db import MAX_GRAPH_DEPTH, MAX_GRAPH_NODES, SymbolStore, symbol_source
+from engine.store.db import MAX_GRAPH_DEPTH, MAX_GRAPH_NODES, SymbolStore, file_identity, symbol_source
 from engine.words import noun_for
 
 if TYPE_CHECKING:
@@ -132,7 +131,7 @@ class Engine:
         """The read store; builds the index first (incrementally) if it has never been built."""
         if self._store is None:
             self._store = SymbolStore(self.layout, on_warning=self.on_warning)
-            self._read_file = self._read_file or _file_identity(self.layout.index_db)
+            self._read_file = self._read_file or file_identity(self.layout.index_db)
         if ensure_index and self._store.is_empty() and self.last_report is None:
             self.index()
         return self._store
@@ -158,7 +157,7 @@ class Engine:
         self.last_report = index_repository(
             self.layout, settings, rebuild=rebuild, progress=progress, on_warning=self.on_warning
         )
-        if self._read_file is not None and _file_identity(self.layout.index_db) != self._read_file:
+        if self._read_file is not None and file_identity(self.layout.index_db) != self._read_file:
             # index.db is another file now (`semfora index --rebuild` elsewhere, a cleared cache,
             # a damaged index rebuilt): readers still on the old one would answer from it forever.
             self._close_readers()
@@ -195,15 +194,6 @@ class Engine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _file_identity(path: Path) -> tuple[int, int] | None:
-    """(device, inode) of ``path``, None when it does not exist: another value means another file."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 def find_symbols(engine: Engine, name_or_id: str, *, with_source: bool = False) -> SymbolMatches:

@@ -152,6 +152,17 @@ def _read_header(path: Path) -> bytes:
         return os.pread(fd, HEADER_BYTES, 0)
 
 
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of ``path``, None when it does not exist: another value means another file
+    (`semfora index --rebuild` elsewhere, a cleared cache, a damaged index rebuilt). A connection
+    opened before keeps reading the old file, deleted, for as long as it stays open."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def _configure(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
@@ -307,9 +318,15 @@ class SymbolStore:
     def __init__(self, layout: RepoLayout, *, on_warning: WarningSink | None = None) -> None:
         self.layout = layout
         self._conn = open_index(layout, on_warning=on_warning)
+        self.identity = file_identity(layout.index_db)  # the file this connection reads
 
     def close(self) -> None:
         self._conn.close()
+
+    def replaced(self) -> bool:
+        """index.db is another file than the one this store opened: reopen to read the new one."""
+        now = file_identity(self.layout.index_db)
+        return now is not None and now != self.identity
 
     def __enter__(self) -> SymbolStore:
         return self

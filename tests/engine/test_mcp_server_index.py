@@ -333,6 +333,9 @@ async def test_an_index_rebuilt_or_deleted_elsewhere_while_serving_is_followed(m
         (root / "pay" / "app.py").write_text(APP + "\n\ndef void(c):\n    return c\n")
         found = await session.call_tool("get_symbol", {"symbol": "void"})
         assert not found.is_error, found.content[0].text
+        # The text index too: its warm connection kept the deleted file, so search found nothing new.
+        hits = await session.call_tool("search", {"query": "void", "mode": "fts"})
+        assert [h["symbol"] for h in hits.structured_content["results"]] == ["void"], hits.content[0].text
         pack = await session.call_tool("get_context", {"task": "void a charge"})
         assert "def void" in pack.content[0].text
         # The cache directory removed outright (a user clearing ~/.cache): the next call rebuilds.

@@ -142,6 +142,12 @@ class ContextGatherer:
     # -- plumbing ---------------------------------------------------------------------------
 
     def store(self) -> SymbolIndex:
+        # The app keeps one orchestrator for hours: an index rebuilt meanwhile (its own `--rebuild`,
+        # `semfora index --rebuild` in a terminal) is a new file, and the old connection would
+        # answer from the deleted one until the app restarts.
+        if self._store is not None and self._store.replaced():
+            self._store.close()
+            self._store = None
         if self._store is None:
             self._store = SymbolIndex(self.layout)
         return self._store
