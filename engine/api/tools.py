@@ -265,7 +265,8 @@ def get_context(engine: Engine, task: str, budget: int = DEFAULT_CONTEXT_BUDGET)
     a map of what it calls and is called by, chosen and budgeted by the engine (no model call).
     Use it instead of exploring; ask get_symbol_source for a definition shown as an excerpt.
 
-    Token cost: about ``budget`` (default 8,000; 500 to 24,000).
+    Token cost: at most ``budget`` (default 8,000; 500 to 24,000), counted on the pack as JSON
+    (what clients such as Claude Code give the model); its text alone is about two thirds of it.
     """
     if not task.strip():
         raise UsageError("get_context: the task is empty")
@@ -273,10 +274,62 @@ def get_context(engine: Engine, task: str, budget: int = DEFAULT_CONTEXT_BUDGET)
         raise UsageError(
             f"get_context: budget must be between {MIN_CONTEXT_BUDGET} and {MAX_CONTEXT_BUDGET}, not {budget}"
         )
-    pack = engine.orchestrator().build_context(task, budget)
+    pack = _pack_within(engine.orchestrator(), task, budget)
     text = "\n".join(item.rendered for item in pack.items)
     footer = f"\n-- {len(pack.items)} items, {pack.total_tokens}/{pack.budget} tokens, intent {pack.intent}\n"
+    if pack.notes and pack.notes[-1].startswith(JSON_FIT_NOTE):
+        footer += f"-- {pack.notes[-1]}\n"
     return ToolResult(pack, text + footer)
+
+
+# A pack whose JSON is over its budget is built again with less code: at most this many times,
+# aiming this far under the budget (the JSON's share of keys and escapes varies with the items).
+JSON_FIT_MARGIN = 0.97
+JSON_FIT_ROUNDS = 4
+JSON_FIT_NOTE = "code budgeted to"
+
+
+def json_tokens(data: Any) -> int:
+    """Tokens of ``data`` as a client receives it: compact JSON, non-ASCII kept (chars/4)."""
+    import json
+
+    from engine.tokens import estimate_tokens
+
+    return estimate_tokens(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+
+
+def _pack_within(orchestrator: Orchestrator, task: str, budget: int) -> ContextPack:
+    """The pack for ``task`` whose JSON costs at most ``budget`` tokens.
+
+    Claude Code and VS Code give the model a tool's structured content (JSON) rather than its
+    text when both are sent: the pack's keys, reasons and escaped code cost 1.4-1.8 times its
+    text, so an 8,000-token pack reached the model as ~12,600 tokens and a 24,000-token one was
+    over a reply's cap and cut. The code is budgeted down until the JSON fits the budget asked.
+    """
+    viewed = orchestrator.memory.viewed()
+    pack = orchestrator.build_context(task, budget)
+    inner, sent = budget, json_tokens(pack.to_json())
+    tried: list[tuple[int, int]] = []  # (code tokens, JSON tokens) of the packs built
+    for _ in range(JSON_FIT_ROUNDS):
+        if sent <= budget or inner == MIN_CONTEXT_BUDGET:
+            break
+        tried.append((pack.total_tokens, sent))
+        # JSON tokens grow with the code's tokens plus a part per item (keys, reasons): the
+        # slope between the last two packs, or from the origin after the first. A pack that did
+        # not fill its budget shrinks only once the budget is below what it used.
+        (c0, s0), (c1, s1) = (
+            tried[-2] if len(tried) > 1 and tried[-2][0] != tried[-1][0] else (0, 0),
+            tried[-1],
+        )
+        slope = max((s1 - s0) / max(c1 - c0, 1), 1.0)
+        inner = max(MIN_CONTEXT_BUDGET, min(c1 - 1, int(c1 - (s1 - budget * JSON_FIT_MARGIN) / slope)))
+        orchestrator.memory.restore_viewed(viewed)  # the pack set aside was never read
+        pack = orchestrator.build_context(task, inner)
+        sent = json_tokens(pack.to_json())
+    if inner == budget:
+        return pack
+    note = f"{JSON_FIT_NOTE} {inner:,} tokens so that the pack as JSON fits the {budget:,} asked"
+    return replace(pack, budget=budget, notes=(*pack.notes, note))
 
 
 def get_repo_overview(engine: Engine) -> ToolResult[RepoOverview]:

@@ -136,6 +136,47 @@ async def test_get_context_hands_an_agent_the_code_for_a_task(make_repo) -> None
     assert list(Path(cache).rglob("index.db"))
 
 
+def _billing_repo(modules: int = 14, functions: int = 14) -> dict[str, str]:
+    """A billing package large enough to fill a 24,000-token pack: invoices, discounts, taxes."""
+    files = {}
+    for m in range(modules):
+        defs = [
+            f'def invoice_total_{m}_{f}(lines, discount="SAVE{f}", tax_rate=0.{m % 9 + 1}):\n'
+            f'    """Total of invoice lines {m}.{f}: "discount" applies before tax, rounded to cents."""\n'
+            "    subtotal = sum(line['price'] * line['qty'] for line in lines)\n"
+            '    if discount and discount.startswith("SAVE"):\n'
+            f"        subtotal -= subtotal * {f} / 100\n"
+            "    return round(subtotal * (1 + tax_rate), 2)\n"
+            for f in range(functions)
+        ]
+        files[f"billing/invoices_{m}.py"] = "\n\n".join(defs)
+    return files
+
+
+async def test_get_context_costs_its_budget_as_the_client_receives_it(make_repo) -> None:
+    """Claude Code gives the model a tool's structured content (JSON) when there is one: the pack's
+    keys, reasons and escaped code made an 8,000-token pack ~12,000 tokens there, and a 24,000-token
+    one went over a reply's 100,000 characters and was cut in half (`truncated`)."""
+    root = make_repo(_billing_repo())
+    task = "invoice totals are rounded wrongly when a SAVE discount applies before tax"
+
+    async def body(session):
+        code = {}
+        for budget in (2000, 8000, 24_000):
+            result = await session.call_tool("get_context", {"task": task, "budget": budget})
+            assert not result.is_error, result.content[0].text
+            data = result.structured_content
+            sent = len(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+            assert sent / 4 <= budget, (budget, sent / 4)
+            assert "truncated" not in data and data["budget"] == budget
+            assert any(i["kind"] == "source" and "invoice_total" in i["symbol"] for i in data["items"])
+            assert len(result.content[0].text) / 4 <= budget  # the text, footer included
+            code[budget] = data["total_tokens"]
+        assert 400 < code[2000] < code[8000] <= code[24_000], code  # still packs, larger when allowed
+
+    await mcp_session(root, body)
+
+
 async def test_analyze_diff_over_mcp(make_repo) -> None:
     root = make_repo({"pay/app.py": APP})
     (root / "pay" / "app.py").write_text(
