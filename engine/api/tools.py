@@ -787,9 +787,10 @@ class ToolSpec:
 
 def _spec(func: Callable[..., ToolResult[JsonValue]], *params: Param, needs_engine: bool = True) -> ToolSpec:
     doc = (func.__doc__ or "").strip()
-    cost = next(
-        (ln.split(":", 1)[1].strip() for ln in doc.splitlines() if ln.strip().startswith("Token cost")), ""
-    )
+    # The cost is the whole paragraph after "Token cost:" (its first line alone cut get_call_graph's
+    # at "(a cut direction"); the paragraph of the same docstring ends at a blank line.
+    after = doc.split("Token cost:", 1)[1] if "Token cost:" in doc else ""
+    cost = " ".join(after.strip().split("\n\n", 1)[0].split())
     summary = " ".join(doc.split("Token cost")[0].split())
     takes_progress = "progress" in inspect.signature(func).parameters
     return ToolSpec(func.__name__, func, summary, cost, tuple(params), needs_engine, takes_progress)

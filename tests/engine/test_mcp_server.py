@@ -384,6 +384,8 @@ def test_schemas_state_the_limits_the_tools_enforce(make_repo) -> None:
         assert tools["list_symbols"].input_schema["properties"]["risk"]["enum"] == ["low", "medium", "high"]
         for tool in tools.values():
             assert "``" not in tool.description, tool.name
+            # The cost is its docstring's whole paragraph: get_call_graph's was cut mid-parenthesis.
+            assert tool.description.count("(") == tool.description.count(")"), tool.description
             for name, prop in tool.input_schema["properties"].items():
                 assert prop.get("description"), (tool.name, name)
                 if "default" in prop:
