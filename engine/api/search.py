@@ -97,6 +97,7 @@ def search(
 
     from engine.store.db import outdated_index_warning
 
+    engine.follow_settings()  # a file deny-listed since the index was built: dropped before it is served
     outdated = outdated_index_warning(engine.layout) if engine.layout.index_db.exists() else None
     if outdated is not None:
         heard(outdated)

@@ -47,7 +47,14 @@ from engine.errors import EngineWarning, NotFoundError, PathDenied, UsageError, 
 from engine.policy.sandbox import ResolvedPath
 from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
-from engine.store.db import MAX_GRAPH_DEPTH, MAX_GRAPH_NODES, SymbolStore, file_identity, symbol_source
+from engine.store.db import (
+    MAX_GRAPH_DEPTH,
+    MAX_GRAPH_NODES,
+    SymbolStore,
+    file_identity,
+    indexed_discovery_key,
+    symbol_source,
+)
 from engine.words import noun_for
 
 if TYPE_CHECKING:
@@ -128,13 +135,36 @@ class Engine:
         return cls(RepoLayout.for_path(path), on_warning=on_warning)
 
     def store(self, *, ensure_index: bool = True) -> SymbolStore:
-        """The read store; builds the index first (incrementally) if it has never been built."""
+        """The read store; builds the index first (incrementally) if it has never been built, or
+        brings it in line with settings that choose other files (see ``follow_settings``)."""
         if self._store is None:
             self._store = SymbolStore(self.layout, on_warning=self.on_warning)
             self._read_file = self._read_file or file_identity(self.layout.index_db)
-        if ensure_index and self._store.is_empty() and self.last_report is None:
-            self.index()
+        if ensure_index and self.last_report is None:
+            if self._store.is_empty():
+                self.index()
+            else:
+                self.follow_settings()
         return self._store
+
+    def follow_settings(self) -> None:
+        """Index again (incrementally) when the index was built under other discovery settings:
+        a file added to the deny-list since (`edits.deny`) is still in it, and `semfora search`,
+        `symbol` and `overview` served its code, signatures and docstrings until `semfora index`
+        ran. The run drops it; another process writing the index meanwhile applies them itself."""
+        from engine.errors import LockBusy
+        from engine.store.changes import discovery_key
+
+        if self.last_report is not None:
+            return
+        if indexed_discovery_key(self.layout) in (None, discovery_key(self.settings)):
+            return
+        try:
+            self.index()
+        except LockBusy as exc:
+            if self.on_warning is not None:
+                why = f"the index was not brought in line with the settings (edits.deny): {exc.message}"
+                self.on_warning(EngineWarning("INDEX_LOCKED", why))
 
     def index(
         self,

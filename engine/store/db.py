@@ -278,6 +278,24 @@ def outdated_index_warning(layout: RepoLayout) -> EngineWarning | None:
     )
 
 
+def indexed_discovery_key(layout: RepoLayout) -> str | None:
+    """The discovery settings the last index run used (``changes.discovery_key``), read without
+    opening the store (no migration, no repair); None without an index or a recorded key."""
+    if not layout.index_db.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{layout.index_db}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+    except sqlite3.Error:
+        return None
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'discovery'").fetchone()
+    except sqlite3.DatabaseError:  # no meta table yet, or a damaged file: the store's own checks say so
+        return None
+    finally:
+        conn.close()
+    return None if row is None else str(row[0])
+
+
 def _rebuild(path: Path, problem: str, on_warning: WarningSink | None) -> sqlite3.Connection:
     if on_warning is not None:
         on_warning(EngineWarning("INDEX_CORRUPT", f"index.db was damaged ({problem}); rebuilding it"))

@@ -374,3 +374,27 @@ def test_the_file_system_root_is_refused_at_once() -> None:
     assert proc.returncode == 2 and proc.stderr.startswith("error[PATH_TOO_BROAD]: / is the root"), (
         proc.stderr
     )
+
+
+def test_a_file_added_to_the_deny_list_after_indexing_is_never_served(make_repo) -> None:
+    """A user who deny-lists a file (`edits.deny` in .semfora.toml) after it was indexed: `search`,
+    `symbol` and `callers` kept serving its code, signature and docstring from the index
+    (`pin="zebra-4711"`) until `semfora index` ran by hand. The first read now drops it."""
+    from engine.policy.names import DEFAULT_DENY
+
+    vault = 'def vault_lookup(pin="zebra-4711"):\n    """The staging PIN is zebra-4711."""\n    return pin\n'
+    root = make_repo({"vault.py": vault, "app.py": "def run():\n    return vault_lookup()\n"})
+    assert run_semfora("index", "--path", str(root)).returncode == 0
+    shown = run_semfora("search", "zebra", "--path", str(root), "--json")
+    assert "zebra-4711" in shown.stdout  # indexed, before it is deny-listed
+    deny = ", ".join(json.dumps(p) for p in [*DEFAULT_DENY, "vault.py"])
+    (root / ".semfora.toml").write_text(f"[edits]\ndeny = [{deny}]\n")
+    for command in (
+        ("search", "zebra", "--json"),
+        ("search", "vault_lookup", "--mode", "symbols", "--json"),
+        ("symbol", "vault_lookup", "--json"),
+        ("callers", "run", "--json"),
+        ("overview",),
+    ):
+        proc = run_semfora(*command, "--path", str(root))
+        assert "zebra" not in proc.stdout + proc.stderr and "vault.py" not in proc.stdout, (command, proc.stdout)
