@@ -398,3 +398,23 @@ def test_a_file_added_to_the_deny_list_after_indexing_is_never_served(make_repo)
     ):
         proc = run_semfora(*command, "--path", str(root))
         assert "zebra" not in proc.stdout + proc.stderr and "vault.py" not in proc.stdout, (command, proc.stdout)
+
+
+def test_overview_never_shows_a_secret_from_a_readme_or_package_docstring(make_repo) -> None:
+    """`semfora overview` (every format) printed a package docstring's `password="hunter8hunter8"`
+    and a README's token as module purposes; the MCP reply masked them, the command did not."""
+    token = "ghp_" + "a1b2c3d4e5" * 4
+    root = make_repo(
+        {
+            "pkg/__init__.py": '"""Payments; admin password="hunter8hunter8" for staging."""\n',
+            "pkg/core.py": "def pay():\n    return 1\n",
+            "tools/README.md": f"# tools\n\nDeploy tools, authenticated with {token} for now.\n",
+            "tools/deploy.py": "def deploy():\n    return 1\n",
+        }
+    )
+    for fmt in ((), ("--json",), ("--format", "toon")):
+        for _ in range(2):  # built, then read back from the index
+            proc = run_semfora("overview", "--path", str(root), *fmt)
+            assert proc.returncode == 0, proc.stderr
+            assert "hunter8" not in proc.stdout and token not in proc.stdout, (fmt, proc.stdout)
+            assert "Payments; admin password=" in proc.stdout and "Deploy tools" in proc.stdout, proc.stdout
