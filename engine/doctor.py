@@ -22,6 +22,7 @@ from urllib.parse import urlparse
 
 from engine.config import LoadedSettings, Settings, check_settings, load_settings
 from engine.errors import CacheDirUnwritable, ConfigError, SemforaError
+from engine.policy.redaction import redact, redact_json
 from engine.repo import git
 from engine.repo.layout import RepoLayout
 from engine.words import plural
@@ -77,10 +78,15 @@ class DoctorReport:
     def ok(self) -> bool:
         return not any(c.status == "fail" for c in self.checks)
 
+    # Both masked: a check names the configured Ollama and Chroma URLs, whose passwords
+    # (http://user:PASSWORD@host) landed in `semfora doctor --json` pasted into bug reports.
     def to_json(self) -> dict[str, object]:
-        return {"ok": self.ok, "root": self.root, "checks": [c.to_json() for c in self.checks]}
+        return redact_json({"ok": self.ok, "root": self.root, "checks": [c.to_json() for c in self.checks]})
 
     def to_text(self) -> str:
+        return redact(self._text())
+
+    def _text(self) -> str:
         marks = {"ok": "ok  ", "warn": "warn", "fail": "FAIL", "skip": "skip"}
         width = max(len(c.name) for c in self.checks)
         lines = [f"semfora doctor: {self.root}"]

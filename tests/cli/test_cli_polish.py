@@ -397,7 +397,10 @@ def test_a_file_added_to_the_deny_list_after_indexing_is_never_served(make_repo)
         ("overview",),
     ):
         proc = run_semfora(*command, "--path", str(root))
-        assert "zebra" not in proc.stdout + proc.stderr and "vault.py" not in proc.stdout, (command, proc.stdout)
+        assert "zebra" not in proc.stdout + proc.stderr and "vault.py" not in proc.stdout, (
+            command,
+            proc.stdout,
+        )
 
 
 def test_overview_never_shows_a_secret_from_a_readme_or_package_docstring(make_repo) -> None:
@@ -418,3 +421,37 @@ def test_overview_never_shows_a_secret_from_a_readme_or_package_docstring(make_r
             assert proc.returncode == 0, proc.stderr
             assert "hunter8" not in proc.stdout and token not in proc.stdout, (fmt, proc.stdout)
             assert "Payments; admin password=" in proc.stdout and "Deploy tools" in proc.stdout, proc.stdout
+
+
+def test_a_password_in_a_service_url_is_never_printed(make_repo) -> None:
+    """OLLAMA_HOST and SEMFORA_CHROMA_URL may carry basic-auth credentials. `semfora config`,
+    `doctor`, `index`, `search`, `context` and `ask` printed them whole in their values, warnings,
+    notes and errors (`Ollama is not reachable at http://alice:olpw12345@127.0.0.1:9`)."""
+    root = make_repo({"pay.py": "def charge(amount):\n    return amount\n"})
+    env = {
+        "OLLAMA_HOST": "http://alice:olpw12345@127.0.0.1:9",  # nothing listens on port 9
+        "SEMFORA_CHROMA_URL": "http://carl:chpw98765@127.0.0.1:9",
+        "SEMFORA_EMBEDDING": "ollama:nomic-embed-text",
+        "SEMFORA_MODEL": "ollama/qwen2.5-coder:7b",
+    }
+    commands = [
+        ("config",),
+        ("config", "--json"),
+        ("doctor",),
+        ("doctor", "--json"),
+        ("index",),
+        ("index", "--json"),
+        ("search", "charge", "--mode", "vector"),
+        ("search", "charge", "--mode", "vector", "--json"),
+        ("context", "fix charge"),
+        ("context", "fix charge", "--json"),
+        ("ask", "fix charge"),
+        ("ask", "fix charge", "--json"),
+    ]
+    masked = 0
+    for command in commands:
+        proc = run_semfora(*command, "--path", str(root), env=env)
+        said = proc.stdout + proc.stderr
+        assert "olpw12345" not in said and "chpw98765" not in said, (command, said)
+        masked += "alice:[REDACTED]@" in said
+    assert masked >= len(commands) - 2, masked  # the host is still named, its password masked

@@ -408,8 +408,9 @@ class ContextGatherer:
             items=tuple(items),
             anchors=tuple(a.text for a in anchors.items),
             timings=timings,
-            notes=tuple(notes),
-            warnings=tuple(self.warnings),
+            # A note may name a service's URL with its password (Ollama unreachable at http://u:PW@h).
+            notes=tuple(redact(n) for n in notes),
+            warnings=tuple(redact(w) for w in self.warnings),
             shown={f: list(r) for f, r in laid.shown.items()},
         )
 
