@@ -175,10 +175,11 @@ def test_hunks_still_staged_in_a_file_follow_its_undo(make_repo, tmp_path: Path)
 def test_stage_finds_a_blocks_file_named_from_the_repository(make_repo, tmp_path: Path) -> None:
     """`semfora edits stage blocks.txt --path REPO` from another directory said 'cannot read
     blocks.txt: No such file or directory' of a file the repository holds (the app's
-    `/edit --from blocks.txt` reads it from the repository); a file in the current directory
-    still wins, and one in neither is the same clear error."""
+    `/edit --from blocks.txt` reads it from the repository); one in neither is the same clear error."""
     root = make_repo({"pay.py": "def charge(amount):\n    return amount\n"})
-    blocks = "pay.py\n<<<<<<< SEARCH\n    return amount\n=======\n    return round(amount, 2)\n>>>>>>> REPLACE\n"
+    blocks = (
+        "pay.py\n<<<<<<< SEARCH\n    return amount\n=======\n    return round(amount, 2)\n>>>>>>> REPLACE\n"
+    )
     (root / "blocks.txt").write_text(blocks)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
