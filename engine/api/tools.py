@@ -609,12 +609,22 @@ def analyze_file(engine: Engine, path: str) -> ToolResult[FileAnalysis]:
     rel = target.rel
     limit = engine.settings.index.max_file_bytes
     data_bytes = read_bytes(target, max_bytes=limit + 1)
+    # Typed as the edit layer types them (an agent told only USAGE took the call for its mistake),
+    # with what the agent can do instead.
     if len(data_bytes) > limit:
-        raise UsageError(f"{rel} is larger than index.max_file_bytes ({limit:,} bytes)")
+        raise UsageError(
+            f"{rel} is larger than index.max_file_bytes ({limit:,} bytes): not parsed, and not indexed",
+            code="FILE_TOO_LARGE",
+            hint="search finds nothing in it either; read the part you need with your own file tools",
+        )
     # As the indexer skips it: random bytes parsed as Python gave '532 syntax errors'.
     problem = content_problem(rel, data_bytes)
     if problem is not None:
-        raise UsageError(f"{rel} is {problem} content, not parsed (the index skips it too)")
+        raise UsageError(
+            f"{rel} is {problem} content, not parsed (the index skips it too)",
+            code="BINARY_FILE" if problem == "binary" else "FILE_REFUSED",
+            hint="only source files are analysed",
+        )
     language = language_for_path(rel, data_bytes[:128].split(b"\n", 1)[0])
     if language is None:
         raise UsageError(f"{rel}: no supported language for this file")

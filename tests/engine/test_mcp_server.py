@@ -475,12 +475,19 @@ async def test_search_symbols_puts_the_name_as_typed_first(make_repo) -> None:
 
 async def test_analyze_file_refuses_what_the_index_skips(make_repo) -> None:
     """A binary file with a source extension is refused, as the indexer skips it, not parsed into
-    hundreds of syntax errors; an oversized one says the limit."""
-    root = make_repo({"pay/app.py": APP, "blob.py": bytes(range(256)) * 20})
+    hundreds of syntax errors; an oversized one says the limit. Both are typed (they were
+    error[USAGE], which reads as the agent's mistake) and say what to do instead."""
+    root = make_repo({"pay/app.py": APP, "blob.py": bytes(range(256)) * 20, "big.py": "x = 1\n" * 200_000})
 
     async def body(session):
         binary = tool_error(await session.call_tool("analyze_file", {"path": "blob.py"}))
-        assert binary["error_code"] == "USAGE" and "binary" in binary["message"]
+        assert binary["error_code"] == "BINARY_FILE" and "binary" in binary["message"]
+        big = tool_error(await session.call_tool("analyze_file", {"path": "big.py"}))
+        assert (
+            big["error_code"] == "FILE_TOO_LARGE"
+            and "index.max_file_bytes (1,000,000 bytes)" in big["message"]
+        )
+        assert "your own file tools" in big["message"]
         assert not (await session.call_tool("analyze_file", {"path": "pay/app.py"})).is_error
 
     await mcp_session(root, body)
