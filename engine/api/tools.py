@@ -297,6 +297,7 @@ def get_context(engine: Engine, task: str, budget: int = DEFAULT_CONTEXT_BUDGET)
 
     Token cost: at most ``budget`` (default 8,000; 500 to 24,000), counted on the pack as JSON
     (what clients such as Claude Code give the model); its text alone is about two thirds of it.
+    Below ~1,500 the smallest pack is still ~1,200 as JSON.
     """
     if not task.strip():
         raise UsageError("get_context: the task is empty")
@@ -316,7 +317,7 @@ def get_context(engine: Engine, task: str, budget: int = DEFAULT_CONTEXT_BUDGET)
 # aiming this far under the budget (the JSON's share of keys and escapes varies with the items).
 JSON_FIT_MARGIN = 0.97
 JSON_FIT_ROUNDS = 4
-JSON_FIT_NOTE = "code budgeted to"
+JSON_FIT_NOTE = "as JSON the pack"
 
 
 def json_tokens(data: Any) -> int:
@@ -356,9 +357,15 @@ def _pack_within(orchestrator: Orchestrator, task: str, budget: int) -> ContextP
         orchestrator.memory.restore_viewed(viewed)  # the pack set aside was never read
         pack = orchestrator.build_context(task, inner)
         sent = json_tokens(pack.to_json())
-    if inner == budget:
+    if sent <= budget and inner == budget:
         return pack
-    note = f"{JSON_FIT_NOTE} {inner:,} tokens so that the pack as JSON fits the {budget:,} asked"
+    if sent <= budget:
+        note = f"{JSON_FIT_NOTE} fits the {budget:,} tokens asked: its code is budgeted to {inner:,}"
+    else:  # each item's keys and reason cost ~100 tokens: a small budget cannot hold them
+        note = (
+            f"{JSON_FIT_NOTE} is ~{sent:,} tokens, over the {budget:,} asked: this is the smallest "
+            f"pack ({inner:,} tokens of code)"
+        )
     return replace(pack, budget=budget, notes=(*pack.notes, note))
 
 

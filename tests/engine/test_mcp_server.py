@@ -173,6 +173,11 @@ async def test_get_context_costs_its_budget_as_the_client_receives_it(make_repo)
             assert len(result.content[0].text) / 4 <= budget  # the text, footer included
             code[budget] = data["total_tokens"]
         assert 400 < code[2000] < code[8000] <= code[24_000], code  # still packs, larger when allowed
+        # Below what one item's keys and reason cost, the smallest pack says it is over.
+        small = await session.call_tool("get_context", {"task": task, "budget": 500})
+        sent = len(json.dumps(small.structured_content, ensure_ascii=False, separators=(",", ":"))) // 4
+        assert sent > 500 and "over the 500 asked: this is the smallest pack" in small.content[0].text
+        assert any("over the 500 asked" in n for n in small.structured_content["notes"])
 
     await mcp_session(root, body)
 
