@@ -119,7 +119,7 @@ def _search_tool(engine: Engine) -> McpTool:
     return McpTool(
         "search",
         "Hybrid code search (SQLite FTS5 BM25 + vectors + symbol names, fused by RRF); each hit has file, "
-        "lines, symbol and a snippet. Token cost: ~60 per result (~600 for 10).",
+        "lines, symbol and a snippet. Token cost: ~85 per result as JSON (~60 as text; ~850 for 10).",
         schema,
         call,
     )

@@ -422,7 +422,7 @@ def list_symbols(
 ) -> ToolResult[SymbolList]:
     """Browse symbols of a module, optionally by kind and risk. limit <= 200.
 
-    Token cost: ~25-30 per symbol: ~1,500 for 50 results, ~6,000 for 200.
+    Token cost: ~35 per symbol as JSON (~20 as text): ~1,750 for 50 results, ~7,000 for 200.
     """
     _check_limit("limit", limit, MAX_LIST_SYMBOLS)
     store = engine.store()
@@ -467,7 +467,7 @@ def search_symbols(
     """Find symbols by name: exact, then prefix, then identifier parts (camelCase/snake_case),
     substring and fuzzy matches. limit <= 100. Use get_symbol(id) for details.
 
-    Token cost: ~400 for 20 results, ~2,000 for 100.
+    Token cost: ~800 for 20 results, ~4,000 for 100, as JSON (about half as text).
     """
     _check_limit("limit", limit, MAX_SEARCH_SYMBOLS)
     if not query.strip():
@@ -484,7 +484,7 @@ def get_symbol(engine: Engine, symbol: str) -> ToolResult[SymbolDetail]:
     """Full semantics of ONE symbol (by id, qualified name or name): signature, doc, risk,
     complexity, calls and callers.
 
-    Token cost: ~350.
+    Token cost: ~400.
     """
     store = engine.store()
     detail = _symbol_detail(store, store.resolve_one(_named(symbol)))
@@ -495,7 +495,7 @@ def get_symbols(engine: Engine, ids: list[str]) -> ToolResult[SymbolDetails]:
     """Several symbols at once (ids <= 20; a qualified name or a name also does); the ones the
     index does not hold are listed as ``missing``.
 
-    Token cost: ~350 per symbol.
+    Token cost: ~400 per symbol.
     """
     if not ids:
         raise UsageError("ids must not be empty")
@@ -551,8 +551,8 @@ def get_call_graph(
     """Who a symbol calls (``callees``), who calls it (``callers``) or ``both``, up to depth <= 6.
     Each edge says how it was resolved: same_file, import, unique, ranked or external.
 
-    Token cost: varies; ~15 tokens per edge, at most 500 edges per direction (a cut direction
-    says so).
+    Token cost: varies; ~45 tokens per edge as JSON (~25 as text), at most 500 edges per
+    direction (a cut direction says so).
     """
     if direction not in ("callers", "callees", "both"):
         raise UsageError(f"direction must be callers, callees or both, not {direction!r}")
@@ -578,7 +578,7 @@ def get_call_graph(
 def get_callers(engine: Engine, symbol: str, depth: int = 1) -> ToolResult[GraphView]:
     """Callers of a symbol, walking up to ``depth`` (<= 6) levels.
 
-    Token cost: ~15 tokens per caller.
+    Token cost: ~45 tokens per caller as JSON (~25 as text).
     """
     return get_call_graph(engine, symbol, depth, "callers")
 

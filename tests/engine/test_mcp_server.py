@@ -819,3 +819,46 @@ async def test_a_name_given_with_its_module_or_file_finds_that_symbol_not_anothe
         assert wrong["error_code"] == "SYMBOL_NOT_FOUND" and "Ledger.record" in wrong["hint"]
 
     await mcp_session(root, body)
+
+
+def test_a_per_item_token_cost_holds_for_the_text_and_the_json(make_repo) -> None:
+    """Claude Code gives the model a tool's structured content (JSON), not its text, and JSON's
+    keys cost more: on httpx get_callers said ~15 tokens a caller and cost ~25 as text, ~42 as
+    JSON; search said ~60 a result and cost ~82. Each per-item figure now covers both."""
+    import re
+
+    from engine.api import Engine
+    from engine.mcp_server import answer, build_tools
+
+    callers = "".join(
+        f"def build_redirect_request_{i}(client, request, response):\n"
+        f"    return client.send_handling_redirects(request, follow_redirects=True, hop={i})\n\n\n"
+        for i in range(40)
+    )
+    files = {
+        "httpx/_client.py": "class Client:\n    def send_handling_redirects(self, request, **kw):\n"
+        "        return request\n",
+        "httpx/_redirects.py": "from httpx._client import Client\n\n\n" + callers,
+    }
+    with Engine.open(make_repo(files)) as engine:
+        tools = build_tools(engine)
+        for name, args, rows in (
+            ("get_callers", {"symbol": "Client.send_handling_redirects"}, "callers"),
+            (
+                "get_call_graph",
+                {"symbol": "Client.send_handling_redirects", "direction": "callers"},
+                "callers",
+            ),
+            ("search", {"query": "redirect request hop", "limit": 10}, "results"),
+            ("search_symbols", {"query": "build_redirect", "limit": 20}, "symbols"),
+        ):
+            structured, text = answer(tools[name], args)
+            n = len(structured[rows])
+            assert n >= 10, (name, n)
+            sent = max(len(text), len(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))) / 4
+            cost = tools[name].description.split("Token cost")[1]
+            if name == "search_symbols":  # stated as a total for 20 results
+                per_item = int(re.search(r"~([\d,]+) for 20", cost).group(1).replace(",", "")) // 20
+            else:
+                per_item = int(re.search(r"~(\d+) (?:tokens )?per ", cost).group(1))
+            assert sent / n <= per_item * 1.05, (name, sent / n, cost)
