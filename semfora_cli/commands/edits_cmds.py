@@ -52,6 +52,14 @@ def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str) -> None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, False for a name too long to look up (the read below says why)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def _read_stage_input(target: str | None, root: Path) -> str:
     if not target:
         raise UsageError("edits stage needs FILE (or - for stdin)")
@@ -59,7 +67,7 @@ def _read_stage_input(target: str | None, root: Path) -> str:
         return sys.stdin.read()
     if "\x00" in target:
         raise UsageError("the file name holds a NUL byte", code="PATH_INVALID")
-    if not os.path.isabs(target) and not os.path.lexists(target) and (root / target).is_file():
+    if not os.path.isabs(target) and not os.path.lexists(target) and _is_file(root / target):
         # Relative to the repository, as the app's `/edit --from FILE` reads it: `edits stage
         # blocks.txt --path ../repo` said 'cannot read blocks.txt' of a file the repository has.
         target = str(root / target)
