@@ -22,6 +22,7 @@ from urllib.parse import urlparse
 
 from engine.config import LoadedSettings, Settings, check_settings, load_settings
 from engine.errors import CacheDirUnwritable, ConfigError, SemforaError
+from engine.policy.redaction import redact, redact_json
 from engine.repo import git
 from engine.repo.layout import RepoLayout
 from engine.words import plural
@@ -77,10 +78,15 @@ class DoctorReport:
     def ok(self) -> bool:
         return not any(c.status == "fail" for c in self.checks)
 
+    # Both masked: a check names the configured Ollama and Chroma URLs, whose passwords
+    # (http://user:PASSWORD@host) landed in `semfora doctor --json` pasted into bug reports.
     def to_json(self) -> dict[str, object]:
-        return {"ok": self.ok, "root": self.root, "checks": [c.to_json() for c in self.checks]}
+        return redact_json({"ok": self.ok, "root": self.root, "checks": [c.to_json() for c in self.checks]})
 
     def to_text(self) -> str:
+        return redact(self._text())
+
+    def _text(self) -> str:
         marks = {"ok": "ok  ", "warn": "warn", "fail": "FAIL", "skip": "skip"}
         width = max(len(c.name) for c in self.checks)
         lines = [f"semfora doctor: {self.root}"]
@@ -298,6 +304,7 @@ def check_index(layout: RepoLayout, deny: Sequence[str] | None = None, exclude: 
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         try:
             records = [FileRecord(*row) for row in con.execute("SELECT * FROM files")]
+            skipped = _skipped_files(con)
         finally:
             con.close()
     except (sqlite3.DatabaseError, TypeError) as exc:
@@ -319,7 +326,10 @@ def check_index(layout: RepoLayout, deny: Sequence[str] | None = None, exclude: 
     new = [
         p
         for p in listed_paths(layout.root, exclude)
-        if p not in known and language_for_path(p) and not is_secret_name(p, deny)
+        if p not in known
+        and language_for_path(p)
+        and not is_secret_name(p, deny)
+        and not _still_skipped(layout.root / p, skipped.get(p))
     ]
     built = max(rec.indexed_at for rec in records)
     age = _age(time.time() - built)
@@ -342,6 +352,34 @@ def check_index(layout: RepoLayout, deny: Sequence[str] | None = None, exclude: 
             data,
         )
     return Check("index", "ok", f"fresh: {len(records)} files, built {age} ago", data=data)
+
+
+def _skipped_files(con: sqlite3.Connection) -> dict[str, tuple[int, int]]:
+    """Files the last index run skipped (binary, too large, a link out of the repository), with
+    the size and mtime it saw; {} for an index older than that table."""
+    try:
+        return {
+            path: (size, mtime)
+            for path, size, mtime in con.execute("SELECT path, size, mtime_ns FROM skipped_files")
+        }
+    except sqlite3.OperationalError:
+        return {}
+
+
+def _still_skipped(path: Path, seen: tuple[int, int] | None) -> bool:
+    """``path`` is as the index run that skipped it saw it: another run skips it again, so it is
+    not "new" (an index run would not change it). A file skipped for its content (binary) and
+    edited since is new; one skipped before it was read (a link, too large: size and mtime 0) is
+    as `check_index` counts it, skipped still."""
+    if seen is None:
+        return False
+    if seen == (0, 0):
+        return True
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    return (st.st_size, st.st_mtime_ns) == seen
 
 
 def _age(seconds: float) -> str:

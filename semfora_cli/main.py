@@ -189,7 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
         ],
     )
     p.add_argument(
-        "target", nargs="?", default=None, help="FILE for stage, hunk ID or 'all' for accept/reject"
+        "target",
+        nargs="?",
+        default=None,
+        help="FILE for stage (from the current directory, else the repository), hunk ID or 'all' for accept/reject",
     )
     _path(p)
     p.add_argument("--all", action="store_true", help="with commit: accept every pending hunk first")

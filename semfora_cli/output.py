@@ -13,6 +13,7 @@ import threading
 from typing import Any
 
 from engine.errors import EngineWarning, SemforaError, UsageError
+from engine.policy.redaction import redact, redact_json
 
 
 def print_json(payload: Any) -> None:
@@ -21,13 +22,15 @@ def print_json(payload: Any) -> None:
 
 
 def report_error(err: SemforaError, *, as_json: bool) -> int:
+    # Errors and warnings are masked: they name configured URLs (`Ollama is not reachable at
+    # http://user:PASSWORD@host`), and these lines end up in CI logs and bug reports.
     if as_json:
-        print_json(err.to_json())
+        print_json(redact_json(err.to_json()))
     else:
         line = f"error[{err.code}]: {err.message}"
         if err.hint:
             line += f" ({err.hint})"
-        sys.stderr.write(line.replace("\n", " ") + "\n")
+        sys.stderr.write(redact(line.replace("\n", " ")) + "\n")
     return err.exit_code
 
 
@@ -42,7 +45,7 @@ def one_format(as_json: bool, chosen: str | None, option: str = "--format") -> N
 
 
 def warn(message: str) -> None:
-    sys.stderr.write(f"warning: {message}\n")
+    sys.stderr.write(f"warning: {redact(message)}\n")
 
 
 def engine_warning(w: EngineWarning) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.api.values import SearchResults
+from engine.policy.redaction import redact
 
 if TYPE_CHECKING:
     from engine.api.tools import Engine
@@ -89,14 +90,17 @@ def search(
     warnings: list[str] = []
 
     def heard(warning: EngineWarning) -> None:
-        warnings.append(warning.message)
+        # "Ollama is not reachable at http://user:PASSWORD@host": the result is printed and served.
+        said = redact(warning.message)
+        warnings.append(said)
         if on_warning is not None:
-            on_warning(warning.message)
+            on_warning(said)
         if on_engine_warning is not None:
             on_engine_warning(warning)
 
     from engine.store.db import outdated_index_warning
 
+    engine.follow_settings()  # a file deny-listed since the index was built: dropped before it is served
     outdated = outdated_index_warning(engine.layout) if engine.layout.index_db.exists() else None
     if outdated is not None:
         heard(outdated)

@@ -13,7 +13,6 @@ import inspect
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from engine.api.values import (
@@ -48,7 +47,14 @@ from engine.errors import EngineWarning, NotFoundError, PathDenied, UsageError, 
 from engine.policy.sandbox import ResolvedPath
 from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
-from engine.store.db import MAX_GRAPH_DEPTH, MAX_GRAPH_NODES, SymbolStore, symbol_source
+from engine.store.db import (
+    MAX_GRAPH_DEPTH,
+    MAX_GRAPH_NODES,
+    SymbolStore,
+    file_identity,
+    indexed_discovery_key,
+    symbol_source,
+)
 from engine.words import noun_for
 
 if TYPE_CHECKING:
@@ -129,13 +135,36 @@ class Engine:
         return cls(RepoLayout.for_path(path), on_warning=on_warning)
 
     def store(self, *, ensure_index: bool = True) -> SymbolStore:
-        """The read store; builds the index first (incrementally) if it has never been built."""
+        """The read store; builds the index first (incrementally) if it has never been built, or
+        brings it in line with settings that choose other files (see ``follow_settings``)."""
         if self._store is None:
             self._store = SymbolStore(self.layout, on_warning=self.on_warning)
-            self._read_file = self._read_file or _file_identity(self.layout.index_db)
-        if ensure_index and self._store.is_empty() and self.last_report is None:
-            self.index()
+            self._read_file = self._read_file or file_identity(self.layout.index_db)
+        if ensure_index and self.last_report is None:
+            if self._store.is_empty():
+                self.index()
+            else:
+                self.follow_settings()
         return self._store
+
+    def follow_settings(self) -> None:
+        """Index again (incrementally) when the index was built under other discovery settings:
+        a file added to the deny-list since (`edits.deny`) is still in it, and `semfora search`,
+        `symbol` and `overview` served its code, signatures and docstrings until `semfora index`
+        ran. The run drops it; another process writing the index meanwhile applies them itself."""
+        from engine.errors import LockBusy
+        from engine.store.changes import discovery_key
+
+        if self.last_report is not None:
+            return
+        if indexed_discovery_key(self.layout) in (None, discovery_key(self.settings)):
+            return
+        try:
+            self.index()
+        except LockBusy as exc:
+            if self.on_warning is not None:
+                why = f"the index was not brought in line with the settings (edits.deny): {exc.message}"
+                self.on_warning(EngineWarning("INDEX_LOCKED", why))
 
     def index(
         self,
@@ -158,7 +187,7 @@ class Engine:
         self.last_report = index_repository(
             self.layout, settings, rebuild=rebuild, progress=progress, on_warning=self.on_warning
         )
-        if self._read_file is not None and _file_identity(self.layout.index_db) != self._read_file:
+        if self._read_file is not None and file_identity(self.layout.index_db) != self._read_file:
             # index.db is another file now (`semfora index --rebuild` elsewhere, a cleared cache,
             # a damaged index rebuilt): readers still on the old one would answer from it forever.
             self._close_readers()
@@ -195,15 +224,6 @@ class Engine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _file_identity(path: Path) -> tuple[int, int] | None:
-    """(device, inode) of ``path``, None when it does not exist: another value means another file."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 def find_symbols(engine: Engine, name_or_id: str, *, with_source: bool = False) -> SymbolMatches:
@@ -275,7 +295,9 @@ def get_context(engine: Engine, task: str, budget: int = DEFAULT_CONTEXT_BUDGET)
     a map of what it calls and is called by, chosen and budgeted by the engine (no model call).
     Use it instead of exploring; ask get_symbol_source for a definition shown as an excerpt.
 
-    Token cost: about ``budget`` (default 8,000; 500 to 24,000).
+    Token cost: at most ``budget`` (default 8,000; 500 to 24,000), counted on the pack as JSON
+    (what clients such as Claude Code give the model); its text alone is about two thirds of it.
+    Below ~1,500 the smallest pack is still ~1,200 as JSON.
     """
     if not task.strip():
         raise UsageError("get_context: the task is empty")
@@ -283,10 +305,68 @@ def get_context(engine: Engine, task: str, budget: int = DEFAULT_CONTEXT_BUDGET)
         raise UsageError(
             f"get_context: budget must be between {MIN_CONTEXT_BUDGET} and {MAX_CONTEXT_BUDGET}, not {budget}"
         )
-    pack = engine.orchestrator().build_context(task, budget)
+    pack = _pack_within(engine.orchestrator(), task, budget)
     text = "\n".join(item.rendered for item in pack.items)
     footer = f"\n-- {len(pack.items)} items, {pack.total_tokens}/{pack.budget} tokens, intent {pack.intent}\n"
+    if pack.notes and pack.notes[-1].startswith(JSON_FIT_NOTE):
+        footer += f"-- {pack.notes[-1]}\n"
     return ToolResult(pack, text + footer)
+
+
+# A pack whose JSON is over its budget is built again with less code: at most this many times,
+# aiming this far under the budget (the JSON's share of keys and escapes varies with the items).
+JSON_FIT_MARGIN = 0.97
+JSON_FIT_ROUNDS = 4
+JSON_FIT_NOTE = "as JSON the pack"
+
+
+def json_tokens(data: Any) -> int:
+    """Tokens of ``data`` as a client receives it: compact JSON, non-ASCII kept (chars/4)."""
+    import json
+
+    from engine.tokens import estimate_tokens
+
+    return estimate_tokens(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+
+
+def _pack_within(orchestrator: Orchestrator, task: str, budget: int) -> ContextPack:
+    """The pack for ``task`` whose JSON costs at most ``budget`` tokens.
+
+    Claude Code and VS Code give the model a tool's structured content (JSON) rather than its
+    text when both are sent: the pack's keys, reasons and escaped code cost 1.4-1.8 times its
+    text, so an 8,000-token pack reached the model as ~12,600 tokens and a 24,000-token one was
+    over a reply's cap and cut. The code is budgeted down until the JSON fits the budget asked.
+    """
+    viewed = orchestrator.memory.viewed()
+    pack = orchestrator.build_context(task, budget)
+    inner, sent = budget, json_tokens(pack.to_json())
+    tried: list[tuple[int, int]] = []  # (code tokens, JSON tokens) of the packs built
+    for _ in range(JSON_FIT_ROUNDS):
+        if sent <= budget or inner == MIN_CONTEXT_BUDGET:
+            break
+        tried.append((pack.total_tokens, sent))
+        # JSON tokens grow with the code's tokens plus a part per item (keys, reasons): the
+        # slope between the last two packs, or from the origin after the first. A pack that did
+        # not fill its budget shrinks only once the budget is below what it used.
+        (c0, s0), (c1, s1) = (
+            tried[-2] if len(tried) > 1 and tried[-2][0] != tried[-1][0] else (0, 0),
+            tried[-1],
+        )
+        slope = max((s1 - s0) / max(c1 - c0, 1), 1.0)
+        inner = max(MIN_CONTEXT_BUDGET, min(c1 - 1, int(c1 - (s1 - budget * JSON_FIT_MARGIN) / slope)))
+        orchestrator.memory.restore_viewed(viewed)  # the pack set aside was never read
+        pack = orchestrator.build_context(task, inner)
+        sent = json_tokens(pack.to_json())
+    if sent <= budget and inner == budget:
+        return pack
+    if sent <= budget:
+        note = f"{JSON_FIT_NOTE} fits the {budget:,} tokens asked: its code is budgeted to {inner:,}"
+    else:  # each item's keys and reason cost ~100 tokens: a small budget cannot hold them
+        note = (
+            f"{JSON_FIT_NOTE} is ~{sent:,} tokens, over the {budget:,} asked: this is the smallest "
+            f"pack ({inner:,} tokens of code)"
+        )
+    return replace(pack, budget=budget, notes=(*pack.notes, note))
 
 
 def get_repo_overview(engine: Engine) -> ToolResult[RepoOverview]:
@@ -342,7 +422,7 @@ def list_symbols(
 ) -> ToolResult[SymbolList]:
     """Browse symbols of a module, optionally by kind and risk. limit <= 200.
 
-    Token cost: ~25-30 per symbol: ~1,500 for 50 results, ~6,000 for 200.
+    Token cost: ~35 per symbol as JSON (~20 as text): ~1,750 for 50 results, ~7,000 for 200.
     """
     _check_limit("limit", limit, MAX_LIST_SYMBOLS)
     store = engine.store()
@@ -387,7 +467,7 @@ def search_symbols(
     """Find symbols by name: exact, then prefix, then identifier parts (camelCase/snake_case),
     substring and fuzzy matches. limit <= 100. Use get_symbol(id) for details.
 
-    Token cost: ~400 for 20 results, ~2,000 for 100.
+    Token cost: ~800 for 20 results, ~4,000 for 100, as JSON (about half as text).
     """
     _check_limit("limit", limit, MAX_SEARCH_SYMBOLS)
     if not query.strip():
@@ -404,7 +484,7 @@ def get_symbol(engine: Engine, symbol: str) -> ToolResult[SymbolDetail]:
     """Full semantics of ONE symbol (by id, qualified name or name): signature, doc, risk,
     complexity, calls and callers.
 
-    Token cost: ~350.
+    Token cost: ~400.
     """
     store = engine.store()
     detail = _symbol_detail(store, store.resolve_one(_named(symbol)))
@@ -415,7 +495,7 @@ def get_symbols(engine: Engine, ids: list[str]) -> ToolResult[SymbolDetails]:
     """Several symbols at once (ids <= 20; a qualified name or a name also does); the ones the
     index does not hold are listed as ``missing``.
 
-    Token cost: ~350 per symbol.
+    Token cost: ~400 per symbol.
     """
     if not ids:
         raise UsageError("ids must not be empty")
@@ -471,8 +551,8 @@ def get_call_graph(
     """Who a symbol calls (``callees``), who calls it (``callers``) or ``both``, up to depth <= 6.
     Each edge says how it was resolved: same_file, import, unique, ranked or external.
 
-    Token cost: varies; ~15 tokens per edge, at most 500 edges per direction (a cut direction
-    says so).
+    Token cost: varies; ~45 tokens per edge as JSON (~25 as text), at most 500 edges per
+    direction (a cut direction says so).
     """
     if direction not in ("callers", "callees", "both"):
         raise UsageError(f"direction must be callers, callees or both, not {direction!r}")
@@ -498,7 +578,7 @@ def get_call_graph(
 def get_callers(engine: Engine, symbol: str, depth: int = 1) -> ToolResult[GraphView]:
     """Callers of a symbol, walking up to ``depth`` (<= 6) levels.
 
-    Token cost: ~15 tokens per caller.
+    Token cost: ~45 tokens per caller as JSON (~25 as text).
     """
     return get_call_graph(engine, symbol, depth, "callers")
 
@@ -536,12 +616,22 @@ def analyze_file(engine: Engine, path: str) -> ToolResult[FileAnalysis]:
     rel = target.rel
     limit = engine.settings.index.max_file_bytes
     data_bytes = read_bytes(target, max_bytes=limit + 1)
+    # Typed as the edit layer types them (an agent told only USAGE took the call for its mistake),
+    # with what the agent can do instead.
     if len(data_bytes) > limit:
-        raise UsageError(f"{rel} is larger than index.max_file_bytes ({limit:,} bytes)")
+        raise UsageError(
+            f"{rel} is larger than index.max_file_bytes ({limit:,} bytes): not parsed, and not indexed",
+            code="FILE_TOO_LARGE",
+            hint="search finds nothing in it either; read the part you need with your own file tools",
+        )
     # As the indexer skips it: random bytes parsed as Python gave '532 syntax errors'.
     problem = content_problem(rel, data_bytes)
     if problem is not None:
-        raise UsageError(f"{rel} is {problem} content, not parsed (the index skips it too)")
+        raise UsageError(
+            f"{rel} is {problem} content, not parsed (the index skips it too)",
+            code="BINARY_FILE" if problem == "binary" else "FILE_REFUSED",
+            hint="only source files are analysed",
+        )
     language = language_for_path(rel, data_bytes[:128].split(b"\n", 1)[0])
     if language is None:
         raise UsageError(f"{rel}: no supported language for this file")
@@ -744,9 +834,10 @@ class ToolSpec:
 
 def _spec(func: Callable[..., ToolResult[JsonValue]], *params: Param, needs_engine: bool = True) -> ToolSpec:
     doc = (func.__doc__ or "").strip()
-    cost = next(
-        (ln.split(":", 1)[1].strip() for ln in doc.splitlines() if ln.strip().startswith("Token cost")), ""
-    )
+    # The cost is the whole paragraph after "Token cost:" (its first line alone cut get_call_graph's
+    # at "(a cut direction"); the paragraph of the same docstring ends at a blank line.
+    after = doc.split("Token cost:", 1)[1] if "Token cost:" in doc else ""
+    cost = " ".join(after.strip().split("\n\n", 1)[0].split())
     summary = " ".join(doc.split("Token cost")[0].split())
     takes_progress = "progress" in inspect.signature(func).parameters
     return ToolSpec(func.__name__, func, summary, cost, tuple(params), needs_engine, takes_progress)

@@ -36,6 +36,7 @@ from engine.policy.paths import is_test_path
 from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
 from engine.store.cache import ResultCache
+from engine.store.db import file_identity
 from engine.words import plural
 
 log = logging.getLogger("semfora.index.hybrid")
@@ -222,6 +223,7 @@ class _Searcher:
     def __init__(self, layout: RepoLayout, settings: Settings) -> None:
         self.layout = layout
         self.conn = fts.connect(layout.index_db)
+        self.identity = file_identity(layout.index_db)  # the file self.conn reads
         self.lock = threading.Lock()
         self.stats = fts.TermStats()
         self.generation: str | None = None
@@ -236,7 +238,12 @@ class _Searcher:
         key = str(layout.index_db)
         with cls._instances_lock:
             found = cls._instances.get(key)
-            if found is None or found.metrics.level != settings.metrics.level:
+            now = file_identity(layout.index_db)
+            # index.db replaced (a rebuild, a cleared cache): the warm connection still reads the
+            # deleted file, so a server or the app found nothing indexed since, until restarted.
+            replaced = found is not None and now is not None and now != found.identity
+            # (The old one is not closed here: a search in another thread may still be using it.)
+            if found is None or replaced or found.metrics.level != settings.metrics.level:
                 found = cls(layout, settings)
                 cls._instances[key] = found
             return found

@@ -55,7 +55,7 @@ from engine.store.db import (
 from engine.store.discovery import Candidate, Discovery, Skipped, content_problem, discover, discover_paths
 from engine.store.lock import writer_lock
 from engine.store.rows import identifier_parts
-from engine.store.schema import SCHEMA_VERSION, create_secondary_indexes, drop_secondary_indexes
+from engine.store.schema import create_secondary_indexes, drop_secondary_indexes
 
 if TYPE_CHECKING:
     from engine.index.fts import ChunkRecord
@@ -98,6 +98,7 @@ LATE_TABLES = frozenset({"calls"})
 META_WORKTREE = "worktree"
 META_COUNTS = "counts"
 META_GENERATION = "generation"
+META_DISCOVERY = "discovery"
 
 
 @dataclass(frozen=True)
@@ -1549,9 +1550,7 @@ def _discover(
     if progress:
         progress(PHASE_DISCOVER, 0, 0)
     # the deny-list decides what is indexed: a change to it is a change to every file
-    key = changes.settings_key(
-        settings.index, extra=f"schema{SCHEMA_VERSION};deny={sorted(settings.edits.deny)}"
-    )
+    key = changes.discovery_key(settings)
     before = None if rebuilt else changes.WorktreeState.from_json(_meta(conn, META_WORKTREE))
     indexed = conn.execute("SELECT 1 FROM files LIMIT 1").fetchone() is not None
     if not indexed:
@@ -1742,6 +1741,9 @@ def _run(
     meta = [
         ("last_indexed", json.dumps({"at": now_ts, "git": found.used_git})),
         (META_COUNTS, json.dumps({"files": files, "symbols": symbols, "edges": edges})),
+        # Readers compare it with their settings: a path added to the deny-list since is dropped
+        # by a run before they serve anything from it (Engine.follow_settings).
+        (META_DISCOVERY, changes.discovery_key(settings)),
     ]
     if now is not None:
         meta.append((META_WORKTREE, now.to_json()))

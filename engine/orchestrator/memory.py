@@ -115,6 +115,16 @@ class SemforaMemory:
             self._searches.clear()
 
     # viewed symbols: most recent last
+    def viewed(self) -> list[str]:
+        """The viewed symbols now (for ``restore_viewed``)."""
+        with self._lock:
+            return list(self.viewed_symbols)
+
+    def restore_viewed(self, symbol_ids: list[str]) -> None:
+        """Back to ``viewed()`` as it was: a pack built and set aside was never read."""
+        with self._lock:
+            self.viewed_symbols = list(symbol_ids)
+
     def mark_viewed(self, symbol_ids: list[str]) -> None:
         with self._lock:
             for sid in symbol_ids:

@@ -36,6 +36,10 @@ class SymbolIndex:
     def close(self) -> None:
         self._store.close()
 
+    def replaced(self) -> bool:
+        """index.db was replaced since this index opened it (see ``SymbolStore.replaced``)."""
+        return self._store.replaced()
+
     def __enter__(self) -> SymbolIndex:
         return self
 

@@ -84,6 +84,13 @@ def check_indexable(root: Path) -> None:
     `semfora mcp` started by a client from ``/`` (Claude Desktop's working directory) or
     `semfora index` typed in ``~`` walked every file below, for hours, into the cache.
     """
+    if not root.is_dir():
+        # Moved or deleted since a long-lived process (the app, `semfora mcp`) opened it: a run
+        # would find no files and empty the index, and every answer after it would be "not found".
+        raise PathError(
+            f"the repository {root} is gone (moved or deleted since semfora opened it)",
+            hint="open semfora on its new path (for `semfora mcp`, change --path and restart the server)",
+        )
     home = Path.home().expanduser().resolve()
     if root == Path(root.anchor):
         what = "the root of the file system"

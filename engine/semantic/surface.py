@@ -410,8 +410,17 @@ def parameter_changes(
             # ``_UNSET``-style sentinels stand for "not given": the old default still applies.
             and not _is_sentinel(b.default)
         ):
-            out.append(f"default of {a.name!r} changed from {a.default} to {b.default}")
+            old, new = _shown_default(a.name, a.default), _shown_default(b.name, b.default)
+            out.append(f"default of {a.name!r} changed from {old} to {new}")
     return tuple(sorted(set(out)))
+
+
+def _shown_default(name: str, default: str) -> str:
+    """A parameter's default as a change names it: masked when it is a secret (``password="..."``
+    is a secret assignment wherever it is printed; the signatures beside it are masked already)."""
+    from engine.policy.redaction import MASK, contains_secret
+
+    return MASK if contains_secret(f"{name}={default}") or contains_secret(default) else default
 
 
 def _dropped_inside(old: list[str], new: list[str]) -> list[str]:

@@ -16,8 +16,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.config import IndexSettings
+from engine.config import IndexSettings, Settings
 from engine.repo import git
+from engine.store.schema import SCHEMA_VERSION
 
 # Seconds `git status` / `git diff` may take before the caller falls back to a full discovery.
 GIT_TIMEOUT_S = 60
@@ -75,6 +76,12 @@ def settings_key(settings: IndexSettings, extra: str = "") -> str:
         sort_keys=True,
     )
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def discovery_key(settings: Settings) -> str:
+    """What decides which files an index holds (excluded directories, the size limit and the
+    secret deny-list) and how (the schema), as one digest: another key means another set of files."""
+    return settings_key(settings.index, extra=f"schema{SCHEMA_VERSION};deny={sorted(settings.edits.deny)}")
 
 
 def _git(root: Path, *args: str) -> bytes | None:

@@ -152,6 +152,17 @@ def _read_header(path: Path) -> bytes:
         return os.pread(fd, HEADER_BYTES, 0)
 
 
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of ``path``, None when it does not exist: another value means another file
+    (`semfora index --rebuild` elsewhere, a cleared cache, a damaged index rebuilt). A connection
+    opened before keeps reading the old file, deleted, for as long as it stays open."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def _configure(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
@@ -267,6 +278,24 @@ def outdated_index_warning(layout: RepoLayout) -> EngineWarning | None:
     )
 
 
+def indexed_discovery_key(layout: RepoLayout) -> str | None:
+    """The discovery settings the last index run used (``changes.discovery_key``), read without
+    opening the store (no migration, no repair); None without an index or a recorded key."""
+    if not layout.index_db.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{layout.index_db}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+    except sqlite3.Error:
+        return None
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'discovery'").fetchone()
+    except sqlite3.DatabaseError:  # no meta table yet, or a damaged file: the store's own checks say so
+        return None
+    finally:
+        conn.close()
+    return None if row is None else str(row[0])
+
+
 def _rebuild(path: Path, problem: str, on_warning: WarningSink | None) -> sqlite3.Connection:
     if on_warning is not None:
         on_warning(EngineWarning("INDEX_CORRUPT", f"index.db was damaged ({problem}); rebuilding it"))
@@ -307,9 +336,15 @@ class SymbolStore:
     def __init__(self, layout: RepoLayout, *, on_warning: WarningSink | None = None) -> None:
         self.layout = layout
         self._conn = open_index(layout, on_warning=on_warning)
+        self.identity = file_identity(layout.index_db)  # the file this connection reads
 
     def close(self) -> None:
         self._conn.close()
+
+    def replaced(self) -> bool:
+        """index.db is another file than the one this store opened: reopen to read the new one."""
+        now = file_identity(self.layout.index_db)
+        return now is not None and now != self.identity
 
     def __enter__(self) -> SymbolStore:
         return self

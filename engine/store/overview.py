@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.policy.redaction import redact, redact_json, redact_quoted
 from engine.repo.layout import RepoLayout
 from engine.store.rows import most_called
 from engine.tokens import CHARS_PER_TOKEN, estimate_tokens
@@ -523,7 +524,8 @@ def build_overview(layout: RepoLayout, conn: sqlite3.Connection, *, max_tokens: 
     edges = int(conn.execute("SELECT count(*) FROM calls WHERE callee_id IS NOT NULL").fetchone()[0])
     project, frameworks = detect_frameworks(layout.root)
     all_modules = choose_modules(nodes, MAX_MODULES)
-    purposes = {m.name: infer_purpose(layout, conn, m) for m in all_modules}
+    # Masked before a purpose is clipped: a cut secret (`password="hunt…`) is no longer seen as one.
+    purposes = {m.name: redact(infer_purpose(layout, conn, m)) for m in all_modules}
     entries = _entry_points(layout, conn)
     hubs = _hubs(conn, MAX_HUBS)
     deps = _dependencies(conn, all_modules, MAX_DEPENDENCIES)
@@ -635,7 +637,8 @@ def stored_overview(
     if row is not None and generation is not None and row[0] == generation:
         probes = [tuple(p) for p in json.loads(row[1])]
         if _probe(layout.root, [str(p[0]) for p in probes]) == probes:
-            return Overview(json.loads(row[2]), str(row[3]))
+            # Masked again: a row an older semfora stored may hold a README's or docstring's secret.
+            return Overview(redact_json(json.loads(row[2])), redact_quoted(str(row[3])))
     ov = build_overview(layout, conn, max_tokens=max_tokens)
     if generation is not None:
         modules = [str(m["name"]) for m in ov.data.get("modules", [])]

@@ -10,6 +10,7 @@ import argparse
 import json
 
 from engine.config import check_settings, iter_keys, load_settings
+from engine.policy.redaction import redact_json
 from engine.repo.layout import find_repo_root
 from semfora_cli.output import print_json
 
@@ -31,9 +32,10 @@ def run(args: argparse.Namespace) -> int:
     check_settings(loaded)
     rows = []
     for dotted, _default, _doc in iter_keys():
-        rows.append(
-            {"key": dotted, "value": _lookup(loaded.settings, dotted), "source": loaded.source_of(dotted)}
-        )
+        # A URL's password (ollama.host = "http://user:PASSWORD@host") is masked, in JSON and
+        # before the text cuts a long value (a cut password is no longer recognised as one).
+        value = redact_json(_lookup(loaded.settings, dotted))
+        rows.append({"key": dotted, "value": value, "source": loaded.source_of(dotted)})
     trust = loaded.trust.to_json() if loaded.trust else {"state": "none", "file": None}
     ignored = [{"key": i.key, "reason": i.reason, "detail": i.detail} for i in loaded.ignored]
     if args.json:

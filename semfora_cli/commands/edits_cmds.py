@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from engine.config import load_settings
@@ -50,13 +52,25 @@ def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str) -> None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
-def _read_stage_input(target: str | None) -> str:
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, False for a name too long to look up (the read below says why)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def _read_stage_input(target: str | None, root: Path) -> str:
     if not target:
         raise UsageError("edits stage needs FILE (or - for stdin)")
     if target == "-":
         return sys.stdin.read()
     if "\x00" in target:
         raise UsageError("the file name holds a NUL byte", code="PATH_INVALID")
+    if not os.path.isabs(target) and not os.path.lexists(target) and _is_file(root / target):
+        # Relative to the repository, as the app's `/edit --from FILE` reads it: `edits stage
+        # blocks.txt --path ../repo` said 'cannot read blocks.txt' of a file the repository has.
+        target = str(root / target)
     try:
         with open(target, encoding="utf-8", newline="") as fh:
             return fh.read()
@@ -143,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
         payload["diff"] = session.show()
         _emit(args, payload, session.show() or "no staged edits")
     elif action == "stage":
-        text = _read_stage_input(args.target)
+        text = _read_stage_input(args.target, layout.root)
         try:
             changed = session.stage_blocks(text)
         except EditBlockError as err:

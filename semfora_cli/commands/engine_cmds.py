@@ -16,6 +16,7 @@ from typing import Any
 from engine import api
 from engine.api import MAX_GRAPH_DEPTH
 from engine.errors import UsageError
+from engine.policy.redaction import redact, redact_json
 from engine.words import plural
 from semfora_cli.output import engine_warning as _warn
 from semfora_cli.output import is_tty, one_format, print_json
@@ -138,7 +139,7 @@ def _index(args: argparse.Namespace) -> int:
                 "message": vectors.message,
             }
         )
-        print_json(payload)
+        print_json(redact_json(payload))  # the vectors' reason may name a URL with its password
         return 0
     for line in [] if args.paths else _skipped_lines(report.skipped_files):  # --paths lists each below
         sys.stderr.write(line + "\n")
@@ -150,10 +151,10 @@ def _index(args: argparse.Namespace) -> int:
             # Its own time: on a big tree embedding takes minutes after files took seconds.
             f"; vectors: {vectors.embedded:,} embedded{left} in {vectors.seconds:.2f}s ({vectors.provider})"
             if vectors.enabled
-            else f"; vectors off ({vectors.reason})"
+            else f"; vectors off ({redact(vectors.reason)})"  # "not reachable at http://u:PASSWORD@host"
         )
         if vectors.enabled and vectors.message:
-            sys.stderr.write(f"vectors: {vectors.message}\n")
+            sys.stderr.write(f"vectors: {redact(vectors.message)}\n")
     print(
         f"indexed {plural(report.files, 'file', grouped=True)} ({report.changed:,} changed, "
         f"{report.added:,} added, {report.deleted:,} deleted, {report.renamed:,} renamed, "

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from engine.errors import EXIT_OK, EXIT_PROBLEM
-from engine.policy.redaction import redact, redact_json
+from engine.policy.redaction import redact, redact_json, redact_quoted
 from engine.repo.layout import find_repo_root
 from semfora_cli.output import one_format, print_json
 
@@ -76,7 +76,8 @@ def _run_diff(args: argparse.Namespace) -> int:
     if fmt == "json":
         print_json(redact_json(diff.to_json()))
     elif fmt == "toon":
-        sys.stdout.write(redact(diff.to_toon()) + "\n")
+        # TOON quotes a signature (password=\"...\"): redact inside its escaped strings too.
+        sys.stdout.write(redact_quoted(diff.to_toon()) + "\n")
     else:
         sys.stdout.write(redact(diff.to_text()) + "\n")
     return EXIT_OK

@@ -374,3 +374,84 @@ def test_the_file_system_root_is_refused_at_once() -> None:
     assert proc.returncode == 2 and proc.stderr.startswith("error[PATH_TOO_BROAD]: / is the root"), (
         proc.stderr
     )
+
+
+def test_a_file_added_to_the_deny_list_after_indexing_is_never_served(make_repo) -> None:
+    """A user who deny-lists a file (`edits.deny` in .semfora.toml) after it was indexed: `search`,
+    `symbol` and `callers` kept serving its code, signature and docstring from the index
+    (`pin="zebra-4711"`) until `semfora index` ran by hand. The first read now drops it."""
+    from engine.policy.names import DEFAULT_DENY
+
+    vault = 'def vault_lookup(pin="zebra-4711"):\n    """The staging PIN is zebra-4711."""\n    return pin\n'
+    root = make_repo({"vault.py": vault, "app.py": "def run():\n    return vault_lookup()\n"})
+    assert run_semfora("index", "--path", str(root)).returncode == 0
+    shown = run_semfora("search", "zebra", "--path", str(root), "--json")
+    assert "zebra-4711" in shown.stdout  # indexed, before it is deny-listed
+    deny = ", ".join(json.dumps(p) for p in [*DEFAULT_DENY, "vault.py"])
+    (root / ".semfora.toml").write_text(f"[edits]\ndeny = [{deny}]\n")
+    for command in (
+        ("search", "zebra", "--json"),
+        ("search", "vault_lookup", "--mode", "symbols", "--json"),
+        ("symbol", "vault_lookup", "--json"),
+        ("callers", "run", "--json"),
+        ("overview",),
+    ):
+        proc = run_semfora(*command, "--path", str(root))
+        assert "zebra" not in proc.stdout + proc.stderr and "vault.py" not in proc.stdout, (
+            command,
+            proc.stdout,
+        )
+
+
+def test_overview_never_shows_a_secret_from_a_readme_or_package_docstring(make_repo) -> None:
+    """`semfora overview` (every format) printed a package docstring's `password="hunter8hunter8"`
+    and a README's token as module purposes; the MCP reply masked them, the command did not."""
+    token = "ghp_" + "a1b2c3d4e5" * 4
+    root = make_repo(
+        {
+            "pkg/__init__.py": '"""Payments; admin password="hunter8hunter8" for staging."""\n',
+            "pkg/core.py": "def pay():\n    return 1\n",
+            "tools/README.md": f"# tools\n\nDeploy tools, authenticated with {token} for now.\n",
+            "tools/deploy.py": "def deploy():\n    return 1\n",
+        }
+    )
+    for fmt in ((), ("--json",), ("--format", "toon")):
+        for _ in range(2):  # built, then read back from the index
+            proc = run_semfora("overview", "--path", str(root), *fmt)
+            assert proc.returncode == 0, proc.stderr
+            assert "hunter8" not in proc.stdout and token not in proc.stdout, (fmt, proc.stdout)
+            assert "Payments; admin password=" in proc.stdout and "Deploy tools" in proc.stdout, proc.stdout
+
+
+def test_a_password_in_a_service_url_is_never_printed(make_repo) -> None:
+    """OLLAMA_HOST and SEMFORA_CHROMA_URL may carry basic-auth credentials. `semfora config`,
+    `doctor`, `index`, `search`, `context` and `ask` printed them whole in their values, warnings,
+    notes and errors (`Ollama is not reachable at http://alice:olpw12345@127.0.0.1:9`)."""
+    root = make_repo({"pay.py": "def charge(amount):\n    return amount\n"})
+    env = {
+        "OLLAMA_HOST": "http://alice:olpw12345@127.0.0.1:9",  # nothing listens on port 9
+        "SEMFORA_CHROMA_URL": "http://carl:chpw98765@127.0.0.1:9",
+        "SEMFORA_EMBEDDING": "ollama:nomic-embed-text",
+        "SEMFORA_MODEL": "ollama/qwen2.5-coder:7b",
+    }
+    commands = [
+        ("config",),
+        ("config", "--json"),
+        ("doctor",),
+        ("doctor", "--json"),
+        ("index",),
+        ("index", "--json"),
+        ("search", "charge", "--mode", "vector"),
+        ("search", "charge", "--mode", "vector", "--json"),
+        ("context", "fix charge"),
+        ("context", "fix charge", "--json"),
+        ("ask", "fix charge"),
+        ("ask", "fix charge", "--json"),
+    ]
+    masked = 0
+    for command in commands:
+        proc = run_semfora(*command, "--path", str(root), env=env)
+        said = proc.stdout + proc.stderr
+        assert "olpw12345" not in said and "chpw98765" not in said, (command, said)
+        masked += "alice:[REDACTED]@" in said
+    assert masked >= len(commands) - 2, masked  # the host is still named, its password masked

@@ -170,3 +170,21 @@ def test_hunks_still_staged_in_a_file_follow_its_undo(make_repo, tmp_path: Path)
     assert run_semfora("edits", "accept", second, cwd=root).returncode == 0
     assert run_semfora("edits", "commit", cwd=root).returncode == 0
     assert (root / "app.py").read_text() == APP.replace('"hi"', '"hello"')
+
+
+def test_stage_finds_a_blocks_file_named_from_the_repository(make_repo, tmp_path: Path) -> None:
+    """`semfora edits stage blocks.txt --path REPO` from another directory said 'cannot read
+    blocks.txt: No such file or directory' of a file the repository holds (the app's
+    `/edit --from blocks.txt` reads it from the repository); one in neither is the same clear error."""
+    root = make_repo({"pay.py": "def charge(amount):\n    return amount\n"})
+    blocks = (
+        "pay.py\n<<<<<<< SEARCH\n    return amount\n=======\n    return round(amount, 2)\n>>>>>>> REPLACE\n"
+    )
+    (root / "blocks.txt").write_text(blocks)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    staged = run_semfora("edits", "stage", "blocks.txt", "--path", str(root), cwd=elsewhere)
+    assert staged.returncode == 0, staged.stderr
+    assert "staged 1 hunk in 1 file" in staged.stdout
+    missing = run_semfora("edits", "stage", "nope.txt", "--path", str(root), cwd=elsewhere)
+    assert missing.returncode == 2 and "error[PATH_NOT_FOUND]: cannot read nope.txt" in missing.stderr

@@ -284,6 +284,23 @@ def test_diff_lists_a_changed_secret_file_but_never_shows_its_content(make_repo)
         assert "config/credentials.py" in proc.stdout and "run" in proc.stdout
 
 
+def test_diff_masks_a_changed_secret_default_in_every_format(make_repo) -> None:
+    """A password default changed in an ordinary file: JSON masked the signatures but TOON showed
+    them (`password=\\"s3cr3t-old\\"`, its quotes escaped), and every format printed the change as
+    `default of 'password' changed from 's3cr3t-old' to 'n3w-s3cr3t'`."""
+    root = make_repo({"db.py": 'def connect(host, password="s3cr3t-old", retries=3):\n    return host\n'})
+    (root / "db.py").write_text('def connect(host, password="n3w-s3cr3t", retries=5):\n    return host\n')
+    for fmt in ("--json", "--format=text", "--format=toon"):
+        proc = run_semfora("diff", "HEAD", "WORKING", fmt, "--path", str(root))
+        assert proc.returncode == 0, proc.stderr
+        for leaked in ("s3cr3t-old", "n3w-s3cr3t"):
+            assert leaked not in proc.stdout, (fmt, leaked, proc.stdout)
+        assert 'password=\\"[REDACTED]\\"' in proc.stdout or 'password="[REDACTED]"' in proc.stdout, fmt
+        if fmt != "--format=text":  # the text format gives the signatures, not the parameter changes
+            assert "default of 'retries' changed from 3 to 5" in proc.stdout, (fmt, proc.stdout)
+            assert "default of 'password' changed from [REDACTED] to [REDACTED]" in proc.stdout, fmt
+
+
 def test_a_range_in_base_or_commit_is_understood_or_explained(make_repo) -> None:
     """`--base HEAD~1..HEAD` and `--commit HEAD~1..HEAD` were 'unknown revision' (exit 2), though
     `semfora diff` takes ranges: a PR range now reviews, and a range given as one commit says how."""

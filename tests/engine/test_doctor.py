@@ -105,6 +105,24 @@ def test_new_files_are_what_discovery_lists(make_repo) -> None:
     assert index.code == "DOCTOR_INDEX_STALE" and index.data["new_files"] == 1
 
 
+def test_files_the_index_skips_are_not_new(make_repo, tmp_path) -> None:
+    """A binary .py, one over index.max_file_bytes and a link out of the repository are skipped by
+    every index run; doctor called them "3 new" files and said `semfora index` would fix it, which
+    it never did (`check_index` over MCP said the same index was fresh)."""
+    root = make_repo(FILES)
+    (root / "pkg" / "blob.py").write_bytes(bytes(range(256)) * 8)
+    (root / "pkg" / "huge.py").write_text("x = 1\n" * 200_000)
+    (tmp_path / "outside.py").write_text("def stolen():\n    return 1\n")
+    (root / "pkg" / "linked.py").symlink_to(tmp_path / "outside.py")
+    _index(root)
+    index = _checks(run_doctor(root, network=False))["index"]
+    assert index.status == "ok" and index.data["new_files"] == 0, index.detail
+    # A file skipped once and fixed since is new again (the next run indexes it).
+    (root / "pkg" / "blob.py").write_text("def fixed():\n    return 1\n")
+    index = _checks(run_doctor(root, network=False))["index"]
+    assert index.code == "DOCTOR_INDEX_STALE" and "pkg/blob.py" in index.detail, index.detail
+
+
 def test_pending_journal_is_reported_until_recovered(make_repo) -> None:
     root = make_repo(FILES)
     crash = (

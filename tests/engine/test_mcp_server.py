@@ -136,6 +136,52 @@ async def test_get_context_hands_an_agent_the_code_for_a_task(make_repo) -> None
     assert list(Path(cache).rglob("index.db"))
 
 
+def _billing_repo(modules: int = 14, functions: int = 14) -> dict[str, str]:
+    """A billing package large enough to fill a 24,000-token pack: invoices, discounts, taxes."""
+    files = {}
+    for m in range(modules):
+        defs = [
+            f'def invoice_total_{m}_{f}(lines, discount="SAVE{f}", tax_rate=0.{m % 9 + 1}):\n'
+            f'    """Total of invoice lines {m}.{f}: "discount" applies before tax, rounded to cents."""\n'
+            "    subtotal = sum(line['price'] * line['qty'] for line in lines)\n"
+            '    if discount and discount.startswith("SAVE"):\n'
+            f"        subtotal -= subtotal * {f} / 100\n"
+            "    return round(subtotal * (1 + tax_rate), 2)\n"
+            for f in range(functions)
+        ]
+        files[f"billing/invoices_{m}.py"] = "\n\n".join(defs)
+    return files
+
+
+async def test_get_context_costs_its_budget_as_the_client_receives_it(make_repo) -> None:
+    """Claude Code gives the model a tool's structured content (JSON) when there is one: the pack's
+    keys, reasons and escaped code made an 8,000-token pack ~12,000 tokens there, and a 24,000-token
+    one went over a reply's 100,000 characters and was cut in half (`truncated`)."""
+    root = make_repo(_billing_repo())
+    task = "invoice totals are rounded wrongly when a SAVE discount applies before tax"
+
+    async def body(session):
+        code = {}
+        for budget in (2000, 8000, 24_000):
+            result = await session.call_tool("get_context", {"task": task, "budget": budget})
+            assert not result.is_error, result.content[0].text
+            data = result.structured_content
+            sent = len(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+            assert sent / 4 <= budget, (budget, sent / 4)
+            assert "truncated" not in data and data["budget"] == budget
+            assert any(i["kind"] == "source" and "invoice_total" in i["symbol"] for i in data["items"])
+            assert len(result.content[0].text) / 4 <= budget  # the text, footer included
+            code[budget] = data["total_tokens"]
+        assert 400 < code[2000] < code[8000] <= code[24_000], code  # still packs, larger when allowed
+        # Below what one item's keys and reason cost, the smallest pack says it is over.
+        small = await session.call_tool("get_context", {"task": task, "budget": 500})
+        sent = len(json.dumps(small.structured_content, ensure_ascii=False, separators=(",", ":"))) // 4
+        assert sent > 500 and "over the 500 asked: this is the smallest pack" in small.content[0].text
+        assert any("over the 500 asked" in n for n in small.structured_content["notes"])
+
+    await mcp_session(root, body)
+
+
 async def test_analyze_diff_over_mcp(make_repo) -> None:
     root = make_repo({"pay/app.py": APP})
     (root / "pay" / "app.py").write_text(
@@ -343,6 +389,8 @@ def test_schemas_state_the_limits_the_tools_enforce(make_repo) -> None:
         assert tools["list_symbols"].input_schema["properties"]["risk"]["enum"] == ["low", "medium", "high"]
         for tool in tools.values():
             assert "``" not in tool.description, tool.name
+            # The cost is its docstring's whole paragraph: get_call_graph's was cut mid-parenthesis.
+            assert tool.description.count("(") == tool.description.count(")"), tool.description
             for name, prop in tool.input_schema["properties"].items():
                 assert prop.get("description"), (tool.name, name)
                 if "default" in prop:
@@ -432,12 +480,19 @@ async def test_search_symbols_puts_the_name_as_typed_first(make_repo) -> None:
 
 async def test_analyze_file_refuses_what_the_index_skips(make_repo) -> None:
     """A binary file with a source extension is refused, as the indexer skips it, not parsed into
-    hundreds of syntax errors; an oversized one says the limit."""
-    root = make_repo({"pay/app.py": APP, "blob.py": bytes(range(256)) * 20})
+    hundreds of syntax errors; an oversized one says the limit. Both are typed (they were
+    error[USAGE], which reads as the agent's mistake) and say what to do instead."""
+    root = make_repo({"pay/app.py": APP, "blob.py": bytes(range(256)) * 20, "big.py": "x = 1\n" * 200_000})
 
     async def body(session):
         binary = tool_error(await session.call_tool("analyze_file", {"path": "blob.py"}))
-        assert binary["error_code"] == "USAGE" and "binary" in binary["message"]
+        assert binary["error_code"] == "BINARY_FILE" and "binary" in binary["message"]
+        big = tool_error(await session.call_tool("analyze_file", {"path": "big.py"}))
+        assert (
+            big["error_code"] == "FILE_TOO_LARGE"
+            and "index.max_file_bytes (1,000,000 bytes)" in big["message"]
+        )
+        assert "your own file tools" in big["message"]
         assert not (await session.call_tool("analyze_file", {"path": "pay/app.py"})).is_error
 
     await mcp_session(root, body)
@@ -495,12 +550,15 @@ def test_structured_content_is_bounded_like_the_text() -> None:
     @given(st.dictionaries(st.text(max_size=8), tree, min_size=1, max_size=4))
     def bounded(data: dict) -> None:
         out = cap_structured(data)
-        size = len(json.dumps(data))
+        size = len(sent(data))  # as the reply carries it: compact, non-ASCII kept
         if size <= MAX_REPLY_CHARS:
             assert out == data
         else:
             assert out["truncated"] is True and "ask for less" in out["truncation_note"]
-            assert len(json.dumps(out)) <= MAX_REPLY_CHARS + 300
+            assert len(sent(out)) <= MAX_REPLY_CHARS + 300
+
+    def sent(data: dict) -> str:
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
     bounded()
     wide = {"symbols": [{"id": str(i), "signature": "def f(" + "a, " * 40 + ")"} for i in range(2_000)]}
@@ -764,3 +822,46 @@ async def test_a_name_given_with_its_module_or_file_finds_that_symbol_not_anothe
         assert wrong["error_code"] == "SYMBOL_NOT_FOUND" and "Ledger.record" in wrong["hint"]
 
     await mcp_session(root, body)
+
+
+def test_a_per_item_token_cost_holds_for_the_text_and_the_json(make_repo) -> None:
+    """Claude Code gives the model a tool's structured content (JSON), not its text, and JSON's
+    keys cost more: on httpx get_callers said ~15 tokens a caller and cost ~25 as text, ~42 as
+    JSON; search said ~60 a result and cost ~82. Each per-item figure now covers both."""
+    import re
+
+    from engine.api import Engine
+    from engine.mcp_server import answer, build_tools
+
+    callers = "".join(
+        f"def build_redirect_request_{i}(client, request, response):\n"
+        f"    return client.send_handling_redirects(request, follow_redirects=True, hop={i})\n\n\n"
+        for i in range(40)
+    )
+    files = {
+        "httpx/_client.py": "class Client:\n    def send_handling_redirects(self, request, **kw):\n"
+        "        return request\n",
+        "httpx/_redirects.py": "from httpx._client import Client\n\n\n" + callers,
+    }
+    with Engine.open(make_repo(files)) as engine:
+        tools = build_tools(engine)
+        for name, args, rows in (
+            ("get_callers", {"symbol": "Client.send_handling_redirects"}, "callers"),
+            (
+                "get_call_graph",
+                {"symbol": "Client.send_handling_redirects", "direction": "callers"},
+                "callers",
+            ),
+            ("search", {"query": "redirect request hop", "limit": 10}, "results"),
+            ("search_symbols", {"query": "build_redirect", "limit": 20}, "symbols"),
+        ):
+            structured, text = answer(tools[name], args)
+            n = len(structured[rows])
+            assert n >= 10, (name, n)
+            sent = max(len(text), len(json.dumps(structured, ensure_ascii=False, separators=(",", ":")))) / 4
+            cost = tools[name].description.split("Token cost")[1]
+            if name == "search_symbols":  # stated as a total for 20 results
+                per_item = int(re.search(r"~([\d,]+) for 20", cost).group(1).replace(",", "")) // 20
+            else:
+                per_item = int(re.search(r"~(\d+) (?:tokens )?per ", cost).group(1))
+            assert sent / n <= per_item * 1.05, (name, sent / n, cost)

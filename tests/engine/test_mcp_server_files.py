@@ -93,8 +93,9 @@ async def test_a_directory_that_is_not_a_git_repository(make_repo) -> None:
 async def test_a_secret_default_in_a_quoted_signature_is_masked_in_the_text_too(make_repo) -> None:
     """analyze_file and analyze_diff parse files from disk; their text quotes a signature as one
     TOON string, where `password="hunter2"` becomes `password=\\"hunter2\\"` and the redactor did
-    not recognise it: the structured content said [REDACTED], the text the model reads said hunter2."""
-    root = make_repo({"app.py": 'def connect(password="hunter2"):\n    return password\n'})
+    not recognise it: the structured content said [REDACTED], the text the model reads said hunter2.
+    A changed default was served in both as `default of 'password' changed from 'hunter1' to ...`."""
+    root = make_repo({"app.py": 'def connect(password="hunter1"):\n    return password\n'})
     (root / "app.py").write_text(
         'def connect(password="hunter2"):\n    return password\n\n\n'
         'def login(user, secret="s3cr3t-value", pin="4711"):\n    return user\n'
@@ -106,11 +107,15 @@ async def test_a_secret_default_in_a_quoted_signature_is_masked_in_the_text_too(
         for result in (parsed, diff):
             assert not result.is_error, result.content[0].text
             text = result.content[0].text
-            for leaked in ("hunter2", "s3cr3t-value"):
+            for leaked in ("hunter1", "hunter2", "s3cr3t-value"):
                 assert leaked not in text and leaked not in json.dumps(result.structured_content), text
             assert '[REDACTED]\\"' in text  # masked where it stood, the quoting intact
         # Only the secret: the rest of the signature is still there to read.
         assert 'login(user, secret=\\"[REDACTED]\\"' in parsed.content[0].text
+        changed = diff.structured_content["files"][0]["symbols"]
+        assert "default of 'password' changed from [REDACTED] to [REDACTED]" in {
+            c for s in changed for c in s["parameter_changes"]
+        }
 
     await mcp_session(root, body)
 

@@ -333,6 +333,9 @@ async def test_an_index_rebuilt_or_deleted_elsewhere_while_serving_is_followed(m
         (root / "pay" / "app.py").write_text(APP + "\n\ndef void(c):\n    return c\n")
         found = await session.call_tool("get_symbol", {"symbol": "void"})
         assert not found.is_error, found.content[0].text
+        # The text index too: its warm connection kept the deleted file, so search found nothing new.
+        hits = await session.call_tool("search", {"query": "void", "mode": "fts"})
+        assert [h["symbol"] for h in hits.structured_content["results"]] == ["void"], hits.content[0].text
         pack = await session.call_tool("get_context", {"task": "void a charge"})
         assert "def void" in pack.content[0].text
         # The cache directory removed outright (a user clearing ~/.cache): the next call rebuilds.
@@ -469,5 +472,29 @@ async def test_generate_index_with_a_progress_token_hears_its_progress(make_repo
         result = await session.call_tool("generate_index", {"force": True}, progress_callback=on_progress)
         assert not result.is_error and result.structured_content["files"] == 61
         assert any(m.startswith("indexing: parsing") for m in seen), seen
+
+    await mcp_session(root, body)
+
+
+async def test_a_repository_moved_while_serving_is_said_and_its_index_kept(make_repo) -> None:
+    """The project directory renamed while an agent's server runs: the next call's refresh found
+    no files, emptied the index and answered 'no symbol named charge' (search: no results) as if
+    the code were gone. It now says the repository moved, and the index is intact when it is back."""
+    root = make_repo({"pay/app.py": APP})
+    moved = root.with_name(root.name + "-renamed")
+
+    async def body(session):
+        assert not (await session.call_tool("get_symbol", {"symbol": "charge"})).is_error
+        root.rename(moved)
+        try:
+            for tool, args in (("get_symbol", {"symbol": "charge"}), ("search", {"query": "charge"})):
+                error = tool_error(await session.call_tool(tool, args))
+                assert error["error_code"] == "PATH_NOT_FOUND", error
+                assert f"the repository {root} is gone (moved or deleted" in error["message"]
+                assert "--path" in error["message"]
+        finally:
+            moved.rename(root)
+        back = await session.call_tool("get_symbol", {"symbol": "charge"})
+        assert not back.is_error, back.content[0].text
 
     await mcp_session(root, body)

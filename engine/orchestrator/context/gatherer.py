@@ -144,6 +144,12 @@ class ContextGatherer:
     # -- plumbing ---------------------------------------------------------------------------
 
     def store(self) -> SymbolIndex:
+        # The app keeps one orchestrator for hours: an index rebuilt meanwhile (its own `--rebuild`,
+        # `semfora index --rebuild` in a terminal) is a new file, and the old connection would
+        # answer from the deleted one until the app restarts.
+        if self._store is not None and self._store.replaced():
+            self._store.close()
+            self._store = None
         if self._store is None:
             self._store = SymbolIndex(self.layout)
         return self._store
@@ -404,8 +410,9 @@ class ContextGatherer:
             items=tuple(items),
             anchors=tuple(a.text for a in anchors.items),
             timings=timings,
-            notes=tuple(notes),
-            warnings=tuple(self.warnings),
+            # A note may name a service's URL with its password (Ollama unreachable at http://u:PW@h).
+            notes=tuple(redact(n) for n in notes),
+            warnings=tuple(redact(w) for w in self.warnings),
             shown={f: list(r) for f, r in laid.shown.items()},
         )
 
