@@ -627,8 +627,12 @@ def reopen_stores() -> None:
 
 
 def _searcher_key(layout: RepoLayout, settings: Settings) -> tuple[str, str]:
-    """One searcher per process for a repository, an embedding model and a vector store."""
-    return (str(layout.root), f"{settings.search.embedding}|{chroma_store(layout, settings).key}")
+    """One searcher per process for a repository, an embedding model, the Ollama that serves it and
+    a vector store. The host is part of it because the query service outlives the shell that started
+    it: a later command naming another OLLAMA_HOST had its queries embedded by the old one."""
+    _spec, kind, _arg = provider_kind(settings)
+    host = settings.ollama.host if kind in ("ollama", "auto") else ""
+    return (str(layout.root), f"{settings.search.embedding}|{host}|{chroma_store(layout, settings).key}")
 
 
 class VectorSearcher:

@@ -138,3 +138,27 @@ def test_a_service_that_cannot_start_costs_no_wait(service, fake_ollama, make_re
         blocker.rmdir()
     assert found and found[0]["file"] == "app/auth.py"  # searched in-process
     assert took < query_client.SPAWN_WAIT_SECONDS / 2, took
+
+
+def test_a_moved_ollama_is_asked_by_the_running_service(service, fake_ollama, make_repo) -> None:
+    """The service kept embedding queries with the Ollama it was first asked about: a user who moved
+    Ollama (OLLAMA_HOST) still had their queries sent to the old one."""
+    from tests.fakes.fake_ollama import FakeOllama
+
+    root = make_repo(FILES)
+    assert run_semfora("index", "--path", str(root), env=ENV).returncode == 0
+    assert _vector_search(root, "strip the credentials of a request")[0]["file"] == "app/auth.py"
+    moved = FakeOllama().start()
+    try:
+        before = len(fake_ollama.requests_to("/api/embed"))
+        env = {**ENV, "OLLAMA_HOST": moved.url}
+        proc = run_semfora(
+            "search", "strip the credentials of a request", "--path", str(root), "--mode", "vector", "--json",
+            env=env,
+        )  # fmt: skip
+        assert proc.returncode == 0 and json.loads(proc.stdout)["warnings"] == [], proc.stderr
+        assert json.loads(proc.stdout)["results"][0]["file"] == "app/auth.py"
+        assert moved.requests_to("/api/embed"), "the query was not embedded by the Ollama OLLAMA_HOST names"
+        assert len(fake_ollama.requests_to("/api/embed")) == before
+    finally:
+        moved.stop()
