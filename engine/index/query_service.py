@@ -95,6 +95,12 @@ def _handle(served: _Served, request: dict[str, Any]) -> dict[str, Any]:
         if op == "status":
             problem = searcher.unavailable() if searcher.enabled else searcher.status
             return {"ok": True, "problem": problem, "notice": searcher.notice, "status": searcher.status}
+        if op == "embed":
+            embedder = searcher.choice.embedder
+            if embedder is None:
+                return {"ok": False, "code": "VECTORS_OFF", "message": searcher.status}
+            texts = [str(t) for t in request.get("texts") or []]
+            return {"ok": True, "spec": embedder.spec, "vectors": embedder.embed_documents(texts)}
         if op == "query":
             found = searcher.query(str(request["text"]), int(request.get("limit", 50)))
             return {"ok": True, "ids": [c for c, _ in found], "distances": [d for _, d in found]}

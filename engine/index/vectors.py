@@ -969,3 +969,52 @@ class RemoteVectorSearcher:
         if not reply.get("ok"):
             raise ChromaUnavailable(str(reply.get("message")))
         return list(zip(reply["ids"], (float(d) for d in reply["distances"]), strict=False))
+
+
+class ServiceEmbedder:
+    """An embedder whose model runs in the shared query service, for texts that are not chunks (turn
+    memory's tasks and turns); in-process, with ``local``, when the service cannot answer.
+
+    `ask` loaded the model (and numpy, tokenizers) in its own process for turn memory although the
+    service already held it loaded.
+    """
+
+    def __init__(self, layout: RepoLayout, settings: Settings, local: Embedder) -> None:
+        self.layout = layout
+        self.settings = settings
+        self.local = local
+        self.spec = local.spec
+        self.max_batch = local.max_batch
+        self._failed = False
+
+    def _remote(self, texts: list[str]) -> list[list[float]] | None:
+        from engine.index.query_client import ServiceFailed, call, describe
+
+        if self._failed:
+            return None
+        try:
+            reply = call({"op": "embed", "texts": texts, **describe(self.layout, self.settings)})
+        except ServiceFailed as exc:
+            log.info("vector query service unavailable (%s); embedding in-process", exc)
+            self._failed = True
+            return None
+        if not reply.get("ok") or reply.get("spec") != self.spec:
+            return None  # the provider failed there (it says why here), or chose another model
+        return [[float(x) for x in v] for v in reply["vectors"]]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        found = self._remote(texts)
+        return found if found is not None else self.local.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+def shared_embedder(layout: RepoLayout, settings: Settings, embedder: Embedder) -> Embedder:
+    """``embedder``, through the shared query service when this process asks it (one-shot commands)."""
+    if _service_role[0]:
+        from engine.index.query_client import service_enabled
+
+        if service_enabled(settings):
+            return ServiceEmbedder(layout, settings, embedder)
+    return embedder

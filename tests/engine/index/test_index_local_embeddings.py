@@ -126,7 +126,9 @@ print(blas_count == (control[1]() if control else 0))
 
 
 @needs_minilm
-@pytest.mark.skipif((os.cpu_count() or 1) < 2 or not Path("/proc/self/task").is_dir(), reason="one CPU, or no /proc")
+@pytest.mark.skipif(
+    (os.cpu_count() or 1) < 2 or not Path("/proc/self/task").is_dir(), reason="one CPU, or no /proc"
+)
 def test_a_light_build_keeps_blas_to_one_thread() -> None:
     """A build with the numpy runtime ran at a quarter of its speed on a busy machine: OpenBLAS
     threads spun beside the one doing the work. Now the embedding keeps BLAS to the calling thread

