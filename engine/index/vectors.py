@@ -761,10 +761,7 @@ class VectorSearcher:
                 forget_client(self.store, str(exc))
                 raise ChromaUnavailable(f"{self.store.label} stopped answering: {exc}") from exc
             if collection is None or count == 0:
-                return None, (
-                    f"the vector collection is missing from {self.store.label} ({recorded} chunks were "
-                    "embedded; the store was wiped or replaced); run `semfora index` to re-embed them"
-                )
+                return None, self._missing(recorded)
             if count < recorded:
                 self.notice = (
                     f"only {count:,} of {recorded:,} embedded chunks are in {self.store.label}; "
@@ -777,6 +774,12 @@ class VectorSearcher:
                 )
             self._collection = collection
             return collection, ""
+
+    def _missing(self, recorded: int) -> str:
+        return (
+            f"the vector collection is missing from {self.store.label} ({recorded:,} chunks were "
+            "embedded; the store was wiped or replaced); run `semfora index` to re-embed them"
+        )
 
     def unavailable(self) -> str:
         """Why vector search cannot run now ("" when it can). Never raises."""
@@ -813,11 +816,24 @@ class VectorSearcher:
                 ) from exc
             with self._lock:
                 self._collection = None
+            if _collection_gone(exc):
+                # The store answered: our collection went (a wiped or replaced store). Not a server
+                # to pause for, and not "stopped answering": the next search finds it missing too.
+                raise ChromaUnavailable(self._missing(self._record()[3])) from exc
             forget_client(self.store, str(exc))
             raise ChromaUnavailable(f"{self.store.label} stopped answering: {exc}") from exc
         ids = found["ids"][0]
         distances = found["distances"][0] if found.get("distances") else [0.0] * len(ids)
         return list(zip(ids, (float(d) for d in distances), strict=False))
+
+
+def _collection_gone(exc: Exception) -> bool:
+    """Whether a Chroma call failed because the collection no longer exists (the store answered)."""
+    try:
+        from chromadb.errors import NotFoundError
+    except ImportError:
+        return False
+    return isinstance(exc, NotFoundError)
 
 
 def _current_vectors(conn: sqlite3.Connection) -> int:

@@ -415,3 +415,40 @@ def test_doctor_probes_the_server_index_uses_and_names_its_port(
     monkeypatch.setenv("SEMFORA_CHROMA_URL", f"127.0.0.1:{port}")
     chroma = next(c for c in run_doctor(root, network=True).checks if c.name == "chroma")
     assert chroma.status == "fail" and f"--port {port}" in (chroma.fix or ""), chroma.fix
+
+
+@pytest.fixture
+def vector_service(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """The shared query service switched on for this test's commands, stopped at the end."""
+    from engine.index.query_client import stop_service
+
+    monkeypatch.setenv("SEMFORA_SEARCH__VECTOR_SERVICE", "auto")
+    try:
+        yield {"SEMFORA_SEARCH__VECTOR_SERVICE": "auto"}
+    finally:
+        stop_service()
+
+
+def test_a_server_wiped_under_a_warm_searcher_says_so_and_vector_mode_still_answers(
+    chroma_server_control, fake_ollama, vector_service, make_repo, tmp_path
+) -> None:
+    """The query service (like the app) keeps the collection it opened. After the server was wiped,
+    `search --mode vector` printed "no results" with "the Chroma server ... stopped answering:
+    Collection [<uuid>] does not exist.", and for the next 15 s every search said only that bare
+    line. The server answered all along: the collection is missing, and `semfora index` fixes it."""
+    root = make_repo(FILES)
+    env = {**_cli_env(tmp_path, chroma_server_control.url), **vector_service}
+    _index(root, env)
+    assert _vector_files(root, env)[0][0] == "app/auth.py"  # the service holds the collection now
+    chroma_server_control.wipe()
+
+    for _ in range(2):
+        proc = run_semfora("search", VECTOR_QUERY, "--path", str(root), "--mode", "vector", "--json", env=env)
+        assert proc.returncode == 0, proc.stderr
+        data = _json(proc)
+        assert [r["file"] for r in data["results"]][:1] == ["app/auth.py"]  # full text answered
+        assert all(r["sources"]["vector"] is None for r in data["results"])
+        (warning,) = data["warnings"]
+        assert "missing from the Chroma server" in warning and "run `semfora index`" in warning, warning
+        assert "stopped answering" not in warning and "does not exist" not in warning, warning
+        assert "showing full-text and symbol results instead" in warning
