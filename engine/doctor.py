@@ -520,7 +520,7 @@ def check_embeddings(settings: Settings, network: bool) -> Check:
 
 def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Check:
     """How much of the index is embedded, and whether the store still holds it (wiped or switched)."""
-    from engine.index.chroma import chroma_store
+    from engine.index.chroma import chroma_store, label_of
     from engine.index.embeddings import choose_embedder
     from engine.index.vectors import vector_status
 
@@ -555,11 +555,32 @@ def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Chec
     detail = (
         f"{status.embedded:,} of {status.total:,} chunks embedded with {status.provider} in {store.label}"
     )
-    if status.missing:
+    if status.missing and status.recorded_store != status.store:
+        # The configuration moved (a Chroma URL set, unset or changed): the vectors are where they
+        # were written, not lost. It said they were embedded in the new store and missing from it.
+        data["recorded_store"] = status.recorded_store
         return Check(
             "vectors",
             "warn",
-            f"{detail}; {status.missing:,} of them are missing from the store (wiped, replaced or switched)",
+            f"{status.embedded:,} of {status.total:,} chunks were embedded with {status.provider} in "
+            f"{label_of(status.recorded_store)}, not in {store.label} (the configured store changed)",
+            "DOCTOR_VECTORS",
+            f"run `semfora index` to embed into {store.label}, or "
+            + (
+                f"set SEMFORA_CHROMA_URL back to {status.recorded_store.partition(':')[2]}"
+                if status.recorded_store.startswith("server:")
+                else "unset SEMFORA_CHROMA_URL (search.chroma_url)"
+            )
+            + " to use the vectors there",
+            data,
+        )
+    if status.missing:
+        held = status.embedded - status.missing
+        return Check(
+            "vectors",
+            "warn",
+            f"{status.embedded:,} of {status.total:,} chunks were embedded with {status.provider}, but "
+            f"{store.label} holds {'none' if not held else f'{held:,}'} of them (wiped or replaced)",
             "DOCTOR_VECTORS",
             "run `semfora index`: it re-embeds what the store lost",
             data,

@@ -858,6 +858,7 @@ class VectorStatus:
     missing: int | None = None  # recorded but absent from the store; None when not checked
     store: str = ""
     other_model: str | None = None  # the model the recorded vectors were made with, when not this one
+    recorded_store: str = ""  # the store the vectors were written to (another one when the configuration moved)
 
     @property
     def text(self) -> str:
@@ -902,7 +903,9 @@ def vector_status(
         else:
             collection = _existing_collection(chroma_client(store), name or "")
             missing = max(0, embedded - (int(collection.count()) if collection is not None else 0))
-    return VectorStatus(True, picked.embedder.spec, "", embedded, total, missing, store.key, other_model)
+    return VectorStatus(
+        True, picked.embedder.spec, "", embedded, total, missing, store.key, other_model, recorded_store
+    )
 
 
 class RemoteVectorSearcher:

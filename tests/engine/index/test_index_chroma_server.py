@@ -224,6 +224,12 @@ def test_a_wiped_server_is_noticed_reported_by_doctor_and_reembedded(
     assert (
         check["status"] == "warn" and check["data"]["missing"] == first and check["code"] == "DOCTOR_VECTORS"
     )
+    # It said the chunks were embedded in the server, then that all of them were missing from it.
+    assert (
+        f"{first} of {first} chunks were embedded with ollama:nomic-embed-text, but the Chroma server at "
+        in (check["detail"])
+    )
+    assert check["detail"].endswith("holds none of them (wiped or replaced)"), check["detail"]
 
     again = _index(root, env)
     assert again["missing"] == first and again["embedded"] == first and "re-embedding" in again["message"]
@@ -242,6 +248,16 @@ def test_switching_an_embedded_index_to_a_server_reembeds_and_says_so(
 
     files, warnings = _vector_files(root, server)
     assert files == [] and any("built in the embedded store" in w for w in warnings)
+    # doctor said the chunks were embedded in the server and all missing from it: they are where
+    # they were written, and setting the URL back would use them.
+    doctor = _json(run_semfora("doctor", "--path", str(root), "--json", env=server))
+    check = next(c for c in doctor["checks"] if c["name"] == "vectors")
+    assert check["code"] == "DOCTOR_VECTORS" and check["data"]["recorded_store"].startswith("embedded:")
+    assert "were embedded with ollama:nomic-embed-text in the embedded store at " in check["detail"]
+    assert f"not in the Chroma server at {chroma_server_control.url}" in check["detail"], check["detail"]
+    assert "unset SEMFORA_CHROMA_URL" in check["fix"] and "missing" not in check["detail"]
+    back = _json(run_semfora("doctor", "--path", str(root), "--json", env=local))
+    assert next(c for c in back["checks"] if c["name"] == "vectors")["status"] == "ok"
 
     moved = _index(root, server)
     assert moved["embedded"] == first and moved["missing"] == first
