@@ -522,7 +522,7 @@ def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Chec
     """How much of the index is embedded, and whether the store still holds it (wiped or switched)."""
     from engine.index.chroma import chroma_store, label_of
     from engine.index.embeddings import choose_embedder
-    from engine.index.vectors import vector_status
+    from engine.index.vectors import recorded_vectors, vector_status
 
     spec = (settings.search.embedding or "auto").strip()
     if spec.partition(":")[0].lower() in ("none", "off", ""):
@@ -539,7 +539,19 @@ def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Chec
     except ConfigError as exc:
         return Check("vectors", "skip", f"embedding provider unusable: {exc.message} (see embeddings)")
     if not choice.enabled:
-        return Check("vectors", "skip", f"vectors off: {choice.reason} (see embeddings)")
+        # The embeddings check just said why (this second probe found only the failure it left
+        # behind: "recently failed (ConnectError); skipping"). What matters here is what the index
+        # holds: the vectors are kept, and serve again once the provider is back.
+        model, current, total = recorded_vectors(layout)
+        if model is not None and current:
+            return Check(
+                "vectors",
+                "skip",
+                f"{current:,} of {total:,} chunks embedded with {model}; not used or checked while the "
+                "embedding provider is unavailable (see embeddings)",
+                data={"embedded": current, "total": total, "built_with": model},
+            )
+        return Check("vectors", "skip", "vectors off: no embedding provider (see embeddings)")
     from engine.index.chroma import ChromaUnavailable
 
     try:

@@ -870,6 +870,16 @@ class VectorStatus:
         return text
 
 
+def recorded_vectors(layout: RepoLayout) -> tuple[str | None, int, int]:
+    """``(model, current, total)`` as index.db records them: ``current`` of the ``total`` chunks have
+    a vector of their present text, made with ``model`` (None: never embedded). No provider needed."""
+    conn = fts.connect(layout.index_db)
+    try:
+        return _meta(conn, "vector_spec"), _current_vectors(conn), fts.chunk_count(conn)
+    finally:
+        conn.close()
+
+
 def vector_status(
     layout: RepoLayout, settings: Settings, *, choice: EmbedderChoice | None = None, check_store: bool = False
 ) -> VectorStatus:
