@@ -81,7 +81,7 @@ def _spawn() -> subprocess.Popen[bytes]:
     # The service holds chromadb and may write an embedded store's files: it never holds a key.
     env = environment_without_secrets()
     return subprocess.Popen(  # noqa: S603 - our own interpreter and module
-        [sys.executable, "-m", "engine.index.query_service", "serve", "--socket", str(path)],
+        [sys.executable, "-P", "-m", "engine.index.query_service", "serve", "--socket", str(path)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

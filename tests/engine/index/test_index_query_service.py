@@ -202,3 +202,28 @@ def test_ask_asks_the_service_for_its_search_and_its_turn_memory(service, fake_a
     turns = [json.loads(line) for line in (sessions / "turn_vectors.jsonl").read_text().splitlines()]
     assert [t["model"] for t in turns] == [MINILM_IDENTITY, MINILM_IDENTITY]
     assert {len(t["vector"]) for t in turns} == {384}
+
+
+def test_a_repository_with_its_own_engine_package_runs_none_of_its_code(
+    service, fake_ollama, make_repo
+) -> None:
+    """The vector writer and the query service were started as `python -m engine.index...` in the
+    repository (the writer's cwd, the command's cwd for the service), so a repository with an
+    `engine/` package of its own, a common name, had its `engine/__init__.py` run by `semfora
+    index` and `semfora search`, trusted or not (and, installed from a wheel, shadowed semfora's)."""
+    root = make_repo(
+        {
+            **FILES,
+            "engine/__init__.py": "import pathlib\npathlib.Path(__file__).with_name('RAN').write_text('x')\n",
+            "engine/core.py": 'def start_engine(rpm):\n    """Spin the engine up."""\n    return rpm\n',
+        }
+    )
+    index = run_semfora("index", "--path", str(root), "--json", cwd=root, env=ENV)
+    assert index.returncode == 0 and json.loads(index.stdout)["vectors"]["embedded"] > 0, index.stderr
+    proc = run_semfora(
+        "search", "strip the credentials of a request", "--mode", "vector", "--json", cwd=root, env=ENV
+    )
+    assert proc.returncode == 0 and json.loads(proc.stdout)["warnings"] == [], proc.stderr
+    assert json.loads(proc.stdout)["results"][0]["file"] == "app/auth.py"
+    _pid()  # the service answered
+    assert not (root / "engine" / "RAN").exists()
