@@ -806,7 +806,21 @@ class VectorSearcher:
             return []
         vector = embedder.embed_query(text)
         try:
-            found = collection.query(query_embeddings=[vector], n_results=limit, include=["distances"])
+            try:
+                found = collection.query(query_embeddings=[vector], n_results=limit, include=["distances"])
+            except Exception as exc:
+                if not _collection_gone(exc):
+                    raise
+                # Made again under its name since we opened it (`semfora index --rebuild`, or a model
+                # switched away and back, on a server): open it by name once more.
+                with self._lock:
+                    self._collection = None
+                collection, reason = self._open()
+                if collection is None:
+                    raise ChromaUnavailable(reason) from exc
+                found = collection.query(query_embeddings=[vector], n_results=limit, include=["distances"])
+        except ChromaUnavailable:
+            raise
         except Exception as exc:  # a stopped server or a collection deleted under us
             if "dimension" in str(exc).lower():
                 # The store answered: the model behind the same name now gives other vectors.

@@ -468,3 +468,19 @@ def test_a_server_wiped_under_a_warm_searcher_says_so_and_vector_mode_still_answ
         assert "missing from the Chroma server" in warning and "run `semfora index`" in warning, warning
         assert "stopped answering" not in warning and "does not exist" not in warning, warning
         assert "showing full-text and symbol results instead" in warning
+
+
+def test_a_rebuild_on_a_server_is_searched_at_once_by_a_warm_searcher(
+    chroma_server_control, fake_ollama, vector_service, make_repo, tmp_path
+) -> None:
+    """`semfora index --rebuild` makes the server's collection again under its name. The query
+    service (like the app) still held the old one: the first search after the rebuild had no vector
+    results and said the collection was missing (before: that the server stopped answering)."""
+    root = make_repo(FILES)
+    env = {**_cli_env(tmp_path, chroma_server_control.url), **vector_service}
+    _index(root, env)
+    assert _vector_files(root, env)[0][0] == "app/auth.py"
+    proc = run_semfora("index", "--rebuild", "--path", str(root), "--json", env=env)
+    assert proc.returncode == 0 and _json(proc)["vectors"]["embedded"] > 0, proc.stderr
+    files, warnings = _vector_files(root, env)
+    assert files[:1] == ["app/auth.py"] and warnings == []
