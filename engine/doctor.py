@@ -472,6 +472,12 @@ def check_ollama(settings: Settings, network: bool) -> Check:
     return Check("ollama", "ok", detail, data={"models": models})
 
 
+# What engine.index.embeddings says when Ollama does not answer at all (not: answers without the model).
+OLLAMA_DOWN = "Ollama unavailable"
+# The step `auto`'s fix names for Ollama, made precise once the probe said what is missing.
+AUTO_PULL = "ollama pull nomic-embed-text"
+
+
 def check_embeddings(settings: Settings, network: bool) -> Check:
     """Which provider ``search.embedding`` resolves to (engine.index.embeddings decides; nothing downloads)."""
     from engine.index.embeddings import choose_embedder, chroma_default_cached, chroma_onnx_dir
@@ -508,10 +514,19 @@ def check_embeddings(settings: Settings, network: bool) -> Check:
         )
     if choice.enabled:
         return Check("embeddings", "ok", f"{spec} -> {type(choice.embedder).__name__}")
+    # `ollama pull` needs a running Ollama, and `ollama serve` beside a running one fails: say the
+    # step that is missing (it said "ollama pull" to a user whose Ollama was not running, and
+    # "ollama serve && ollama pull" to one whose Ollama only lacked the model).
+    model = spec.partition(":")[2] if kind == "ollama" else ""
+    pull = f"ollama pull {model or 'nomic-embed-text'}"
+    if OLLAMA_DOWN in choice.reason:
+        pull = f"start Ollama (`ollama serve`, or set OLLAMA_HOST to where it runs), then {pull}"
     if kind == "auto":
-        return Check("embeddings", "warn", choice.reason, "DOCTOR_EMBEDDINGS", fix_auto)
+        return Check(
+            "embeddings", "warn", choice.reason, "DOCTOR_EMBEDDINGS", fix_auto.replace(AUTO_PULL, pull)
+        )
     fixes = {
-        "ollama": f"ollama serve && ollama pull {spec.partition(':')[2] or 'nomic-embed-text'}",
+        "ollama": pull,
         "chroma-default": "run once with network access to cache the model, or set SEMFORA_EMBEDDING=none",
         "sentence-transformers": "pip install -e '.[local-embed]' and check the model name or path",
     }

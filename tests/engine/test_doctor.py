@@ -241,3 +241,21 @@ def test_vectors_kept_while_ollama_is_down_are_counted_not_called_off(
         f"{embedded} of {embedded} chunks embedded with ollama:nomic-embed-text;"
     )
     assert "provider is unavailable (see embeddings)" in vectors.detail
+
+
+def test_the_embeddings_fix_names_the_step_that_is_missing(make_repo, fake_ollama, monkeypatch) -> None:
+    """It told a user whose Ollama was down to `ollama pull` (which needs a running Ollama), and one
+    whose Ollama ran without the model to `ollama serve && ollama pull` (the serve fails beside it)."""
+    root = make_repo(FILES)
+    _index(root)
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:mxbai-embed-large")  # not in the fake's models
+    lacking = _checks(run_doctor(root, network=True))["embeddings"]
+    assert lacking.status == "fail" and lacking.fix == "ollama pull mxbai-embed-large"
+    fake_ollama.stop()
+    for spec in ("ollama:mxbai-embed-large", "auto"):
+        monkeypatch.setenv("SEMFORA_EMBEDDING", spec)
+        down = _checks(run_doctor(root, network=True))["embeddings"]
+        assert "start Ollama (`ollama serve`" in (down.fix or ""), down.fix
+        assert (down.fix or "").endswith(
+            "then ollama pull " + spec.replace("ollama:", "").replace("auto", "nomic-embed-text")
+        )
