@@ -1,7 +1,7 @@
 """A shared local process that answers vector queries, so a fresh `semfora search` stays fast.
 
 Owns the vector query service: one process per user cache home (``$XDG_CACHE_HOME/semfora/
-vector-service.sock``, a Unix socket only this user can open), started on demand by the first
+vector-service-<code>.sock``, a Unix socket only this user can open, one per installed code), started on demand by the first
 one-shot command that needs vectors, reused by the next ones, and gone after ``IDLE_SECONDS``
 without a request. It keeps chromadb, the Chroma client and the embedding model loaded: a fresh
 CLI process then pays a socket round trip instead of importing chromadb (~1 s) and loading a model.

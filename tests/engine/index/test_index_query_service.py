@@ -227,3 +227,52 @@ def test_a_repository_with_its_own_engine_package_runs_none_of_its_code(
     assert json.loads(proc.stdout)["results"][0]["file"] == "app/auth.py"
     _pid()  # the service answered
     assert not (root / "engine" / "RAN").exists()
+
+
+_PING_FROM = """
+import sys
+from engine.index import query_client
+reply = query_client.call({"op": "ping"})
+print(reply.get("marker", "old"), reply["pid"], query_client.stop_service())
+"""
+
+
+def test_an_upgraded_install_is_not_answered_by_the_old_service(
+    service, fake_ollama, make_repo, tmp_path
+) -> None:
+    """A running service outlives its command by up to 10 idle minutes: after an upgrade the new
+    commands were answered by the old code for as long as they kept it busy. The socket is named
+    for the installed code, so the new install starts (and is answered by) its own service."""
+    import shutil
+    import subprocess
+    import sys
+
+    import engine
+
+    root = make_repo(FILES)
+    assert run_semfora("index", "--path", str(root), env=ENV).returncode == 0
+    _vector_search(root, "strip the credentials of a request")
+    old = _pid()
+    upgraded = tmp_path / "upgraded"
+    shutil.copytree(
+        Path(engine.__file__).parent, upgraded / "engine", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    service_py = upgraded / "engine" / "index" / "query_service.py"
+    text = service_py.read_text(encoding="utf-8")
+    assert 'return {"ok": True, "pid": os.getpid()}' in text
+    service_py.write_text(
+        text.replace(
+            'return {"ok": True, "pid": os.getpid()}',
+            'return {"ok": True, "pid": os.getpid(), "marker": "new"}',
+        ),
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-P", "-c", _PING_FROM],
+        capture_output=True, text=True, check=False, timeout=120,
+        env={**os.environ, **ENV, "PYTHONPATH": str(upgraded)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    marker, pid, stopped = proc.stdout.split()
+    assert marker == "new" and int(pid) != old and stopped == "True"
+    assert _pid() == old  # the old install's own service serves it on
