@@ -872,7 +872,9 @@ class VectorStatus:
     missing: int | None = None  # recorded but absent from the store; None when not checked
     store: str = ""
     other_model: str | None = None  # the model the recorded vectors were made with, when not this one
-    recorded_store: str = ""  # the store the vectors were written to (another one when the configuration moved)
+    recorded_store: str = (
+        ""  # the store the vectors were written to (another one when the configuration moved)
+    )
 
     @property
     def text(self) -> str:
