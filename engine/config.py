@@ -162,7 +162,7 @@ class SearchSettings(_Section):
     )
     vector_service: Literal["auto", "off"] = Field(
         "auto",
-        description="auto: one-shot commands (search, context) ask a shared local process for vector "
+        description="auto: one-shot commands (search, context, ask) ask a shared local process for vector "
         "results, started on demand and stopped after 10 idle minutes, so they need not import chromadb "
         "or load a model; off: every process searches vectors itself.",
     )

@@ -510,6 +510,12 @@ def check_ollama(settings: Settings, network: bool) -> Check:
     return Check("ollama", "ok", detail, data={"models": models})
 
 
+# What engine.index.embeddings says when Ollama does not answer at all (not: answers without the model).
+OLLAMA_DOWN = "Ollama unavailable"
+# The step `auto`'s fix names for Ollama, made precise once the probe said what is missing.
+AUTO_PULL = "ollama pull nomic-embed-text"
+
+
 def check_embeddings(settings: Settings, network: bool) -> Check:
     """Which provider ``search.embedding`` resolves to (engine.index.embeddings decides; nothing downloads)."""
     from engine.index.embeddings import choose_embedder, chroma_default_cached, chroma_onnx_dir
@@ -546,10 +552,19 @@ def check_embeddings(settings: Settings, network: bool) -> Check:
         )
     if choice.enabled:
         return Check("embeddings", "ok", f"{spec} -> {type(choice.embedder).__name__}")
+    # `ollama pull` needs a running Ollama, and `ollama serve` beside a running one fails: say the
+    # step that is missing (it said "ollama pull" to a user whose Ollama was not running, and
+    # "ollama serve && ollama pull" to one whose Ollama only lacked the model).
+    model = spec.partition(":")[2] if kind == "ollama" else ""
+    pull = f"ollama pull {model or 'nomic-embed-text'}"
+    if OLLAMA_DOWN in choice.reason:
+        pull = f"start Ollama (`ollama serve`, or set OLLAMA_HOST to where it runs), then {pull}"
     if kind == "auto":
-        return Check("embeddings", "warn", choice.reason, "DOCTOR_EMBEDDINGS", fix_auto)
+        return Check(
+            "embeddings", "warn", choice.reason, "DOCTOR_EMBEDDINGS", fix_auto.replace(AUTO_PULL, pull)
+        )
     fixes = {
-        "ollama": f"ollama serve && ollama pull {spec.partition(':')[2] or 'nomic-embed-text'}",
+        "ollama": pull,
         "chroma-default": "run once with network access to cache the model, or set SEMFORA_EMBEDDING=none",
         "sentence-transformers": "pip install -e '.[local-embed]' and check the model name or path",
     }
@@ -558,9 +573,9 @@ def check_embeddings(settings: Settings, network: bool) -> Check:
 
 def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Check:
     """How much of the index is embedded, and whether the store still holds it (wiped or switched)."""
-    from engine.index.chroma import chroma_store
+    from engine.index.chroma import chroma_store, label_of
     from engine.index.embeddings import choose_embedder
-    from engine.index.vectors import vector_status
+    from engine.index.vectors import recorded_vectors, vector_status
 
     spec = (settings.search.embedding or "auto").strip()
     if spec.partition(":")[0].lower() in ("none", "off", ""):
@@ -577,7 +592,19 @@ def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Chec
     except ConfigError as exc:
         return Check("vectors", "skip", f"embedding provider unusable: {exc.message} (see embeddings)")
     if not choice.enabled:
-        return Check("vectors", "skip", f"vectors off: {choice.reason} (see embeddings)")
+        # The embeddings check just said why (this second probe found only the failure it left
+        # behind: "recently failed (ConnectError); skipping"). What matters here is what the index
+        # holds: the vectors are kept, and serve again once the provider is back.
+        model, current, total = recorded_vectors(layout)
+        if model is not None and current:
+            return Check(
+                "vectors",
+                "skip",
+                f"{current:,} of {total:,} chunks embedded with {model}; not used or checked while the "
+                "embedding provider is unavailable (see embeddings)",
+                data={"embedded": current, "total": total, "built_with": model},
+            )
+        return Check("vectors", "skip", "vectors off: no embedding provider (see embeddings)")
     from engine.index.chroma import ChromaUnavailable
 
     try:
@@ -593,11 +620,32 @@ def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Chec
     detail = (
         f"{status.embedded:,} of {status.total:,} chunks embedded with {status.provider} in {store.label}"
     )
-    if status.missing:
+    if status.missing and status.recorded_store != status.store:
+        # The configuration moved (a Chroma URL set, unset or changed): the vectors are where they
+        # were written, not lost. It said they were embedded in the new store and missing from it.
+        data["recorded_store"] = status.recorded_store
         return Check(
             "vectors",
             "warn",
-            f"{detail}; {status.missing:,} of them are missing from the store (wiped, replaced or switched)",
+            f"{status.embedded:,} of {status.total:,} chunks were embedded with {status.provider} in "
+            f"{label_of(status.recorded_store)}, not in {store.label} (the configured store changed)",
+            "DOCTOR_VECTORS",
+            f"run `semfora index` to embed into {store.label}, or "
+            + (
+                f"set SEMFORA_CHROMA_URL back to {status.recorded_store.partition(':')[2]}"
+                if status.recorded_store.startswith("server:")
+                else "unset SEMFORA_CHROMA_URL (search.chroma_url)"
+            )
+            + " to use the vectors there",
+            data,
+        )
+    if status.missing:
+        held = status.embedded - status.missing
+        return Check(
+            "vectors",
+            "warn",
+            f"{status.embedded:,} of {status.total:,} chunks were embedded with {status.provider}, but "
+            f"{store.label} holds {'none' if not held else f'{held:,}'} of them (wiped or replaced)",
             "DOCTOR_VECTORS",
             "run `semfora index`: it re-embeds what the store lost",
             data,

@@ -803,31 +803,41 @@ def _search(
         worker.start()
 
     fusion = _Fusion()
-    with s.lock:
-        s.refresh_stats()
-        if mode in ("hybrid", "fts"):
-            t = time.perf_counter()
-            for q, weight in [(_focus(s, q), w) for q, w in queries]:
-                found_rows = [row for row, _bm25 in fts.search(s.conn, q, limit=SOURCE_POOL, stats=s.stats)]
-                found_rows = _comments_to_definitions(s, found_rows)
-                fusion.add_ranked("fts", found_rows, weight, FTS_CANDIDATES)
-            timings["fts_ms"] = round((time.perf_counter() - t) * 1000, 2)
-        if mode in ("hybrid", "symbols"):
-            t = time.perf_counter()
-            symbols = _symbol_list(s.conn, query, long=len(set(_content_terms(query))) > LONG_QUERY_TERMS)
-            rows = fts.rows_by_symbol_ids(s.conn, [sym.id for sym in symbols])
-            for rank, sym in enumerate(symbols, 1):
-                fusion.add("symbols", rank, 1.0, rows.get(sym.id), sym)
-            timings["symbols_ms"] = round((time.perf_counter() - t) * 1000, 2)
+
+    def lexical(mode: str) -> None:
+        """The full-text and symbol lists ``mode`` asks for, into ``fusion``."""
+        with s.lock:
+            s.refresh_stats()
+            if mode in ("hybrid", "fts"):
+                t = time.perf_counter()
+                for q, weight in [(_focus(s, q), w) for q, w in queries]:
+                    found_rows = [
+                        row for row, _bm25 in fts.search(s.conn, q, limit=SOURCE_POOL, stats=s.stats)
+                    ]
+                    found_rows = _comments_to_definitions(s, found_rows)
+                    fusion.add_ranked("fts", found_rows, weight, FTS_CANDIDATES)
+                timings["fts_ms"] = round((time.perf_counter() - t) * 1000, 2)
+            if mode in ("hybrid", "symbols"):
+                t = time.perf_counter()
+                symbols = _symbol_list(s.conn, query, long=len(set(_content_terms(query))) > LONG_QUERY_TERMS)
+                rows = fts.rows_by_symbol_ids(s.conn, [sym.id for sym in symbols])
+                for rank, sym in enumerate(symbols, 1):
+                    fusion.add("symbols", rank, 1.0, rows.get(sym.id), sym)
+                timings["symbols_ms"] = round((time.perf_counter() - t) * 1000, 2)
+
+    lexical(mode)
     if worker is not None:
         worker.join()
         if vector_error:
-            warn_once(
-                EngineWarning(
-                    "VECTOR_QUERY_FAILED", f"vector search is off for now: {vector_error[0].message}"
-                ),
-                sink,
-            )
+            problem = vector_error[0].message
+            if mode == "vector":
+                # The store failed mid-query (stopped, or wiped under a warm searcher): `--mode
+                # vector` printed "no results"; it answers from full text and symbols, as when the
+                # store is known to be unusable before the query.
+                problem += "; showing full-text and symbol results instead"
+                mode = "hybrid"
+                lexical(mode)
+            warn_once(EngineWarning("VECTOR_QUERY_FAILED", f"vector search is off for now: {problem}"), sink)
         for weight, found in vector_lists:
             with s.lock:
                 by_id = fts.rows_by_chunk_ids(s.conn, [cid for cid, _ in found])

@@ -8,10 +8,13 @@ to load instead of several). It never downloads anything and never talks to Chro
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import math
 import struct
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +29,71 @@ SAFETENSORS_HEADER_LEN = 8
 SAFETENSORS_DTYPES = {"F32": "<f4", "F16": "<f2"}
 # Pooling modes this runtime implements (sentence-transformers' 1_Pooling/config.json).
 MEAN_POOLING_KEY = "pooling_mode_mean_tokens"
+# BLAS threads while this runtime encodes. OpenBLAS's extra threads spin while they wait for work,
+# and on a machine whose cores are shared (other jobs, or torch and chromadb threads of our own)
+# they steal the CPU the product needs: on a loaded 2-core machine MiniLM embedded 1.9 chunks/s
+# with numpy's default (2 threads, 75 CPU-s for 256 chunks) and 8.2 with one (14 CPU-s). Its
+# matrices (a batch of 64 chunks of <= 128 word pieces, 384 wide) are too small to gain more from
+# a second core than the hand-offs cost. Set around each encode and given back after, so other
+# numpy work of the process (and torch, which has its own threads) is left as it was.
+LIGHT_BLAS_THREADS = 1
+# The OpenBLAS builds numpy ships or links, and the names of their thread-count functions.
+_OPENBLAS_SYMBOLS = (
+    ("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
+    ("scipy_openblas_set_num_threads", "scipy_openblas_get_num_threads"),
+    ("openblas_set_num_threads64_", "openblas_get_num_threads64_"),
+    ("openblas_set_num_threads", "openblas_get_num_threads"),
+)
+_blas_control: list[tuple[Any, Any] | None] = []  # [] until looked up; [None] when there is none
+
+
+def _find_blas_control() -> tuple[Any, Any] | None:
+    """``(set_num_threads, get_num_threads)`` of the OpenBLAS numpy loaded, or None (another BLAS,
+    or not Linux). Found among the libraries mapped into this process, as threadpoolctl does."""
+    import numpy  # noqa: F401 - loads its BLAS, which is what is looked for
+
+    try:
+        maps = Path("/proc/self/maps").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    paths = dict.fromkeys(
+        line.split(maxsplit=5)[-1]
+        for line in maps.splitlines()
+        if "openblas" in line.rpartition("/")[2].lower() and ".so" in line
+    )
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for set_name, get_name in _OPENBLAS_SYMBOLS:
+            setter, getter = getattr(lib, set_name, None), getattr(lib, get_name, None)
+            if setter is not None and getter is not None:
+                setter.argtypes, setter.restype = [ctypes.c_int], None
+                getter.argtypes, getter.restype = [], ctypes.c_int
+                return setter, getter
+    return None
+
+
+@contextlib.contextmanager
+def blas_threads(count: int) -> Iterator[None]:
+    """Run the block with ``count`` BLAS threads, then give back the count there was."""
+    if not _blas_control:
+        _blas_control.append(_find_blas_control())
+    control = _blas_control[0]
+    if control is None:
+        yield
+        return
+    setter, getter = control
+    previous = int(getter())
+    if previous == count:
+        yield
+        return
+    setter(count)
+    try:
+        yield
+    finally:
+        setter(previous)
 
 
 def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
@@ -178,7 +246,7 @@ class BertSentenceEncoder:
         encodings = self.tokenizer.encode_batch(texts)
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         result: list[list[float]] = [[] for _ in texts]
-        with self._lock:
+        with self._lock, blas_threads(LIGHT_BLAS_THREADS):
             for start in range(0, len(order), batch_size):
                 part = order[start : start + batch_size]
                 width = max(len(encodings[i].ids) for i in part)

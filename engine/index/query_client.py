@@ -1,7 +1,7 @@
 """The vector query service's client: how a one-shot command asks the shared service.
 
 Owns the wire protocol (one JSON line each way over this user's Unix socket,
-``$XDG_CACHE_HOME/semfora/vector-service.sock``), starting the service on demand
+``$XDG_CACHE_HOME/semfora/vector-service-<code>.sock``), starting the service on demand
 (``python -m engine.index.query_service serve``), and ``describe`` (what the service needs to open
 a repository's vectors as this process would). ``engine.index.vectors``' remote searcher calls
 here; the service itself (``engine.index.query_service``) sits above both and imports this for
@@ -10,6 +10,9 @@ the protocol, so the arrows point one way. Any failure is ``ServiceFailed``: sea
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
 import json
 import socket
 import subprocess
@@ -22,7 +25,10 @@ from engine.config import Settings
 from engine.policy.content import environment_without_secrets
 from engine.repo.layout import RepoLayout, cache_home
 
-SOCKET_NAME = "vector-service.sock"
+# The socket is named for the installed code (``code_identity``): a service outlives the command
+# that started it by up to IDLE_SECONDS after its last use, so after an upgrade (or from a second
+# install) the new commands were answered by the old code for as long as they kept it busy.
+SOCKET_NAME = "vector-service-{identity}.sock"
 PROTOCOL = 1
 # How long a client waits for a service it just started (chromadb import and model load on a busy
 # machine) before it searches in-process instead; the service keeps starting for the next call.
@@ -39,8 +45,22 @@ class ServiceFailed(Exception):
     """The service could not answer (not running, crashed, protocol mismatch): search in-process."""
 
 
+@functools.cache
+def code_identity() -> str:
+    """A short digest of this interpreter and the engine's installed files (paths, sizes, mtimes)."""
+    import engine
+
+    root = Path(engine.__file__).resolve().parent
+    digest = hashlib.sha256(f"{sys.executable}|{engine.__version__}|{root}".encode())
+    for path in sorted(root.rglob("*.py")):
+        with contextlib.suppress(OSError):
+            info = path.stat()
+            digest.update(f"|{path.relative_to(root)}:{info.st_size}:{info.st_mtime_ns}".encode())
+    return digest.hexdigest()[:12]
+
+
 def socket_path() -> Path:
-    return cache_home() / SOCKET_NAME
+    return cache_home() / SOCKET_NAME.format(identity=code_identity())
 
 
 def service_enabled(settings: Settings) -> bool:
@@ -81,7 +101,7 @@ def _spawn() -> subprocess.Popen[bytes]:
     # The service holds chromadb and may write an embedded store's files: it never holds a key.
     env = environment_without_secrets()
     return subprocess.Popen(  # noqa: S603 - our own interpreter and module
-        [sys.executable, "-m", "engine.index.query_service", "serve", "--socket", str(path)],
+        [sys.executable, "-P", "-m", "engine.index.query_service", "serve", "--socket", str(path)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

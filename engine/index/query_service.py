@@ -1,7 +1,7 @@
 """A shared local process that answers vector queries, so a fresh `semfora search` stays fast.
 
 Owns the vector query service: one process per user cache home (``$XDG_CACHE_HOME/semfora/
-vector-service.sock``, a Unix socket only this user can open), started on demand by the first
+vector-service-<code>.sock``, a Unix socket only this user can open, one per installed code), started on demand by the first
 one-shot command that needs vectors, reused by the next ones, and gone after ``IDLE_SECONDS``
 without a request. It keeps chromadb, the Chroma client and the embedding model loaded: a fresh
 CLI process then pays a socket round trip instead of importing chromadb (~1 s) and loading a model.
@@ -95,6 +95,12 @@ def _handle(served: _Served, request: dict[str, Any]) -> dict[str, Any]:
         if op == "status":
             problem = searcher.unavailable() if searcher.enabled else searcher.status
             return {"ok": True, "problem": problem, "notice": searcher.notice, "status": searcher.status}
+        if op == "embed":
+            embedder = searcher.choice.embedder
+            if embedder is None:
+                return {"ok": False, "code": "VECTORS_OFF", "message": searcher.status}
+            texts = [str(t) for t in request.get("texts") or []]
+            return {"ok": True, "spec": embedder.spec, "vectors": embedder.embed_documents(texts)}
         if op == "query":
             found = searcher.query(str(request["text"]), int(request.get("limit", 50)))
             return {"ok": True, "ids": [c for c, _ in found], "distances": [d for _, d in found]}

@@ -96,7 +96,7 @@ def build_in_clean_process(
     }
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as errors:
         child = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [sys.executable, "-m", "engine.index.vector_writer"],
+            [sys.executable, "-P", "-m", "engine.index.vector_writer"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=errors,

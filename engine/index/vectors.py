@@ -627,8 +627,12 @@ def reopen_stores() -> None:
 
 
 def _searcher_key(layout: RepoLayout, settings: Settings) -> tuple[str, str]:
-    """One searcher per process for a repository, an embedding model and a vector store."""
-    return (str(layout.root), f"{settings.search.embedding}|{chroma_store(layout, settings).key}")
+    """One searcher per process for a repository, an embedding model, the Ollama that serves it and
+    a vector store. The host is part of it because the query service outlives the shell that started
+    it: a later command naming another OLLAMA_HOST had its queries embedded by the old one."""
+    _spec, kind, _arg = provider_kind(settings)
+    host = settings.ollama.host if kind in ("ollama", "auto") else ""
+    return (str(layout.root), f"{settings.search.embedding}|{host}|{chroma_store(layout, settings).key}")
 
 
 class VectorSearcher:
@@ -757,10 +761,7 @@ class VectorSearcher:
                 forget_client(self.store, str(exc))
                 raise ChromaUnavailable(f"{self.store.label} stopped answering: {exc}") from exc
             if collection is None or count == 0:
-                return None, (
-                    f"the vector collection is missing from {self.store.label} ({recorded} chunks were "
-                    "embedded; the store was wiped or replaced); run `semfora index` to re-embed them"
-                )
+                return None, self._missing(recorded)
             if count < recorded:
                 self.notice = (
                     f"only {count:,} of {recorded:,} embedded chunks are in {self.store.label}; "
@@ -773,6 +774,12 @@ class VectorSearcher:
                 )
             self._collection = collection
             return collection, ""
+
+    def _missing(self, recorded: int) -> str:
+        return (
+            f"the vector collection is missing from {self.store.label} ({recorded:,} chunks were "
+            "embedded; the store was wiped or replaced); run `semfora index` to re-embed them"
+        )
 
     def unavailable(self) -> str:
         """Why vector search cannot run now ("" when it can). Never raises."""
@@ -799,7 +806,21 @@ class VectorSearcher:
             return []
         vector = embedder.embed_query(text)
         try:
-            found = collection.query(query_embeddings=[vector], n_results=limit, include=["distances"])
+            try:
+                found = collection.query(query_embeddings=[vector], n_results=limit, include=["distances"])
+            except Exception as exc:
+                if not _collection_gone(exc):
+                    raise
+                # Made again under its name since we opened it (`semfora index --rebuild`, or a model
+                # switched away and back, on a server): open it by name once more.
+                with self._lock:
+                    self._collection = None
+                collection, reason = self._open()
+                if collection is None:
+                    raise ChromaUnavailable(reason) from exc
+                found = collection.query(query_embeddings=[vector], n_results=limit, include=["distances"])
+        except ChromaUnavailable:
+            raise
         except Exception as exc:  # a stopped server or a collection deleted under us
             if "dimension" in str(exc).lower():
                 # The store answered: the model behind the same name now gives other vectors.
@@ -809,11 +830,24 @@ class VectorSearcher:
                 ) from exc
             with self._lock:
                 self._collection = None
+            if _collection_gone(exc):
+                # The store answered: our collection went (a wiped or replaced store). Not a server
+                # to pause for, and not "stopped answering": the next search finds it missing too.
+                raise ChromaUnavailable(self._missing(self._record()[3])) from exc
             forget_client(self.store, str(exc))
             raise ChromaUnavailable(f"{self.store.label} stopped answering: {exc}") from exc
         ids = found["ids"][0]
         distances = found["distances"][0] if found.get("distances") else [0.0] * len(ids)
         return list(zip(ids, (float(d) for d in distances), strict=False))
+
+
+def _collection_gone(exc: Exception) -> bool:
+    """Whether a Chroma call failed because the collection no longer exists (the store answered)."""
+    try:
+        from chromadb.errors import NotFoundError
+    except ImportError:
+        return False
+    return isinstance(exc, NotFoundError)
 
 
 def _current_vectors(conn: sqlite3.Connection) -> int:
@@ -838,6 +872,9 @@ class VectorStatus:
     missing: int | None = None  # recorded but absent from the store; None when not checked
     store: str = ""
     other_model: str | None = None  # the model the recorded vectors were made with, when not this one
+    recorded_store: str = (
+        ""  # the store the vectors were written to (another one when the configuration moved)
+    )
 
     @property
     def text(self) -> str:
@@ -847,6 +884,16 @@ class VectorStatus:
         if self.missing:
             text += f", {self.missing} missing from {label_of(self.store)}"
         return text
+
+
+def recorded_vectors(layout: RepoLayout) -> tuple[str | None, int, int]:
+    """``(model, current, total)`` as index.db records them: ``current`` of the ``total`` chunks have
+    a vector of their present text, made with ``model`` (None: never embedded). No provider needed."""
+    conn = fts.connect(layout.index_db)
+    try:
+        return _meta(conn, "vector_spec"), _current_vectors(conn), fts.chunk_count(conn)
+    finally:
+        conn.close()
 
 
 def vector_status(
@@ -882,7 +929,9 @@ def vector_status(
         else:
             collection = _existing_collection(chroma_client(store), name or "")
             missing = max(0, embedded - (int(collection.count()) if collection is not None else 0))
-    return VectorStatus(True, picked.embedder.spec, "", embedded, total, missing, store.key, other_model)
+    return VectorStatus(
+        True, picked.embedder.spec, "", embedded, total, missing, store.key, other_model, recorded_store
+    )
 
 
 class RemoteVectorSearcher:
@@ -965,3 +1014,52 @@ class RemoteVectorSearcher:
         if not reply.get("ok"):
             raise ChromaUnavailable(str(reply.get("message")))
         return list(zip(reply["ids"], (float(d) for d in reply["distances"]), strict=False))
+
+
+class ServiceEmbedder:
+    """An embedder whose model runs in the shared query service, for texts that are not chunks (turn
+    memory's tasks and turns); in-process, with ``local``, when the service cannot answer.
+
+    `ask` loaded the model (and numpy, tokenizers) in its own process for turn memory although the
+    service already held it loaded.
+    """
+
+    def __init__(self, layout: RepoLayout, settings: Settings, local: Embedder) -> None:
+        self.layout = layout
+        self.settings = settings
+        self.local = local
+        self.spec = local.spec
+        self.max_batch = local.max_batch
+        self._failed = False
+
+    def _remote(self, texts: list[str]) -> list[list[float]] | None:
+        from engine.index.query_client import ServiceFailed, call, describe
+
+        if self._failed:
+            return None
+        try:
+            reply = call({"op": "embed", "texts": texts, **describe(self.layout, self.settings)})
+        except ServiceFailed as exc:
+            log.info("vector query service unavailable (%s); embedding in-process", exc)
+            self._failed = True
+            return None
+        if not reply.get("ok") or reply.get("spec") != self.spec:
+            return None  # the provider failed there (it says why here), or chose another model
+        return [[float(x) for x in v] for v in reply["vectors"]]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        found = self._remote(texts)
+        return found if found is not None else self.local.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+def shared_embedder(layout: RepoLayout, settings: Settings, embedder: Embedder) -> Embedder:
+    """``embedder``, through the shared query service when this process asks it (one-shot commands)."""
+    if _service_role[0]:
+        from engine.index.query_client import service_enabled
+
+        if service_enabled(settings):
+            return ServiceEmbedder(layout, settings, embedder)
+    return embedder

@@ -142,7 +142,8 @@ def _output_limit_note(limit: int) -> str:
 class _TurnEmbedder:
     """Turn memory's embeddings through the index's provider, chosen on first use (the same loaded model)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, layout: RepoLayout, settings: Settings) -> None:
+        self.layout = layout
         self.settings = settings
         self._embedder: Any = None
 
@@ -159,15 +160,17 @@ class _TurnEmbedder:
                 auto = (self.settings.search.embedding or "").strip().lower() == "auto"
                 error = NoEmbeddingProvider if auto else ModelUnavailable
                 raise error(f"no embedding provider: {choice.reason}", hint=None)
-            self._embedder = choice.embedder
+            from engine.query.search import shared_embedder
+
+            self._embedder = shared_embedder(self.layout, self.settings, choice.embedder)
         return [list(v) for v in self._embedder.embed_documents(texts)]
 
 
-def _turn_embedder(settings: Settings) -> Callable[[list[str]], list[list[float]]] | None:
+def _turn_embedder(layout: RepoLayout, settings: Settings) -> Callable[[list[str]], list[list[float]]] | None:
     """Embeddings for turn memory through the index's provider; None when vectors are off."""
     if (settings.search.embedding or "").strip().lower() in ("none", "off", ""):
         return None
-    return _TurnEmbedder(settings)
+    return _TurnEmbedder(layout, settings)
 
 
 class Orchestrator:
@@ -194,7 +197,7 @@ class Orchestrator:
         self.session = self.sessions.open(resume)
         self.memory.mark_viewed(list(self.session.viewed_symbols))
         self.recall = TurnRecall(
-            layout, self.sessions.episodes, embed=_turn_embedder(settings), settings=settings
+            layout, self.sessions.episodes, embed=_turn_embedder(layout, settings), settings=settings
         )
         count = None
         if settings.llm.exact_token_count:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from engine.config import Settings
     from engine.errors import WarningSink
+    from engine.index.embeddings import Embedder
     from engine.index.fts import ChunkRow
     from engine.index.hybrid import SearchHit
     from engine.repo.layout import RepoLayout
@@ -52,3 +53,11 @@ def name_frequencies(layout: RepoLayout, settings: Settings, words: list[str]) -
     from engine.index import hybrid
 
     return hybrid.name_frequencies(layout, settings, words)
+
+
+def shared_embedder(layout: RepoLayout, settings: Settings, embedder: Embedder) -> Embedder:
+    """``embedder``, or the shared query service's loaded copy of it when this process asks the
+    service (`semfora ask`, `context`): turn memory then loads no model here."""
+    from engine.index.vectors import shared_embedder as through_service
+
+    return through_service(layout, settings, embedder)

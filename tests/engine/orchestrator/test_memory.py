@@ -109,7 +109,7 @@ def test_vector_recall_through_the_embedding_provider(make_repo, fake_ollama, mo
 
     monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
     layout = RepoLayout.for_path(make_repo({"a.py": "x=1\n"}))
-    embed = _turn_embedder(load_settings(layout.root).settings)
+    embed = _turn_embedder(layout, load_settings(layout.root).settings)
     assert embed is not None
     store = SessionStore(layout)
     recall = TurnRecall(layout, store.episodes, embed=embed)
