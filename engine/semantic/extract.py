@@ -349,7 +349,8 @@ class _Sweep:
             if kind == "function" and prefix:
                 kind = "method"
         elif kind == "function" and container_kind in CLASS_LIKE:
-            kind = "method"
+            if container_kind != "module" or self.rules.module_members_are_methods:
+                kind = "method"
         qualified = f"{prefix}.{named.name}" if prefix else named.name
         local = container_kind in _FUNCTION_KINDS and not named.instance
         record = _Def(node, named.name, kind, qualified, prefix, local=local)

@@ -17,7 +17,9 @@ from engine.semantic.model import ImportRef
 SIGNATURE_MAX_CHARS = 200
 # Receivers longer than this are expressions, not names; they are dropped rather than quoted.
 RECEIVER_MAX_BYTES = 80
-# Kinds whose direct function children are methods.
+# Kinds whose direct function children are methods. A module is one only where the language
+# says so (``LangRules.module_members_are_methods``): a Ruby module's ``def`` is a mixin's
+# method, but a TypeScript namespace, a Rust ``mod`` or an Elixir ``defmodule`` holds functions.
 CLASS_LIKE = frozenset({"class", "struct", "interface", "trait", "enum", "module", "variable", "impl"})
 
 
@@ -101,6 +103,9 @@ class LangRules:
     # Bytes every comment of the grammar contains (Python ``#``), when there is one: a header
     # without them has no comment to cut, so its children need not be asked their types.
     comment_marker: bytes | None = None
+    # Whether a function defined directly in a ``module`` definition is a method (Ruby's
+    # mixins) rather than a function of a namespace (TypeScript, Rust, Elixir, OCaml, ...).
+    module_members_are_methods: bool = False
 
     # ---- definitions -------------------------------------------------------
     def def_name(self, node: Node, kind: str, src: bytes) -> DefName | None:

@@ -26,6 +26,7 @@ class RubyRules(LangRules):
     grammar = "ruby"
     comment_types = frozenset({"comment"})
     call_function_field = "method"
+    module_members_are_methods = True  # a module's ``def`` is a mixin's instance method
 
     def def_name(self, node: Node, kind: str, src: bytes) -> DefName | None:
         name = node.child_by_field_name("name")

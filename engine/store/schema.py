@@ -25,7 +25,10 @@ from engine.errors import IndexError_
 #     functions and class methods, overload signatures, ``declare module "x"``) are symbols, and
 #     a JavaScript method a constructor sets on ``this`` is named after its class, and a name a
 #     module exports by list (``export { A }``) is public.
-SCHEMA_VERSION = 7
+# v8: same shape, rows derived again: a function in a namespace or module (TypeScript
+#     ``namespace``, Rust ``mod``, Elixir ``defmodule``, ...) is a ``function``, not a ``method``
+#     (a Ruby module's ``def`` stays a method), so calls to it without a receiver resolve.
+SCHEMA_VERSION = 8
 
 # Names of the tables this module owns: a migration may rebuild only these.
 OWNED_TABLES = (
@@ -223,10 +226,11 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     5: _rebuild_owned,
     6: _rebuild_owned,
     7: _rebuild_owned,
+    8: _rebuild_owned,
 }
 # The first version whose tables a step before it rebuilds from scratch: upgrading across it
 # empties the semantic tables, and the caller says so (the next index run refills them).
-REBUILT_AT = frozenset({2, 5, 6, 7})
+REBUILT_AT = frozenset({2, 5, 6, 7, 8})
 
 
 def current_version(conn: sqlite3.Connection) -> int:

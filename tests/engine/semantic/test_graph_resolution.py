@@ -123,6 +123,33 @@ def test_a_call_without_receiver_never_lands_on_a_method_where_the_language_need
         assert _callees(store, "Shop.total")["price"][:2] == ("same_file", "Shop.java")
 
 
+def test_a_namespace_function_is_a_function_and_its_bare_callers_are_found(make_repo) -> None:
+    """A TypeScript namespace's (a Rust ``mod``'s) functions were extracted as methods, so
+    `semfora callers` found no caller that calls one without a receiver, as its siblings do."""
+    root = make_repo(
+        {
+            "util.ts": (
+                "export namespace Text {\n"
+                "  export function lineNumber(text: string): number { return parseInt(text, 10); }\n"
+                "  export function describe(text: string): string { return 'line ' + lineNumber(text); }\n"
+                "}\n"
+            ),
+            "lib.rs": "mod inner {\n    pub fn helper() -> u8 { 1 }\n    pub fn run() -> u8 { helper() }\n}\n",
+            "mixin.rb": "module Greeting\n  def hello\n    'hi'\n  end\nend\n",
+        }
+    )
+    layout = RepoLayout.for_path(root)
+    index_repository(layout, load_settings(layout.root).settings, text_index=False)
+    with SymbolStore(layout) as store:
+        kinds = {s.qualified_name: s.kind for f in ("util.ts", "lib.rs", "mixin.rb") for s in store.symbols_in_file(f)}
+        assert kinds["Text.lineNumber"] == "function"
+        assert kinds["inner.helper"] == "function"
+        assert kinds["Greeting.hello"] == "method"  # a Ruby module's def is a mixin's method
+        target = store.symbols_by_name("Text.lineNumber")[0]
+        assert [n.name for n in store.callers(target.id, 1)] == ["Text.describe"]
+        assert _callees(store, "inner.run")["helper"][:2] == ("same_file", "lib.rs")
+
+
 def test_callers_walk_depth(make_repo) -> None:
     root = make_repo(
         {"chain.py": "def a():\n    b()\n\ndef b():\n    c()\n\ndef c():\n    pass\n\ndef d():\n    c()\n"}

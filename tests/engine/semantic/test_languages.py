@@ -40,7 +40,7 @@ DEFINITION_SNIPPETS: dict[str, tuple[str, bytes, list[tuple[str, str]]]] = {
     "elixir": (
         "a.ex",
         b"defmodule Store do\n  def get(key), do: key\n  defp helper(a), do: a\nend\n",
-        [("Store", "module"), ("Store.get", "method"), ("Store.helper", "method")],
+        [("Store", "module"), ("Store.get", "function"), ("Store.helper", "function")],
     ),
     "haskell": (
         "a.hs",
@@ -99,7 +99,7 @@ DEFINITION_SNIPPETS: dict[str, tuple[str, bytes, list[tuple[str, str]]]] = {
     "fortran": (
         "a.f90",
         b"module store\ncontains\n  subroutine run(x)\n    integer :: x\n  end subroutine run\nend module store\n",
-        [("store", "module"), ("store.run", "method")],
+        [("store", "module"), ("store.run", "function")],
     ),
     "gleam": ("a.gleam", b"pub fn run(x) { x + 1 }\n", [("run", "function")]),
     "hcl": (
@@ -159,7 +159,7 @@ DEFINITION_SNIPPETS: dict[str, tuple[str, bytes, list[tuple[str, str]]]] = {
     "ada": (
         "a.adb",
         b"package body Store is\n   procedure Run (X : Integer) is\n   begin\n      null;\n   end Run;\nend Store;\n",
-        [("Store", "module"), ("Store.Run", "method")],
+        [("Store", "module"), ("Store.Run", "function")],
     ),
     "pascal": (
         "a.pas",

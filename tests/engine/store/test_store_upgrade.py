@@ -104,6 +104,27 @@ def test_declarations_an_older_semfora_missed_are_found_after_the_upgrade(make_r
     assert names == ["ts", "ts.createProgram"]
 
 
+def test_namespace_functions_an_older_semfora_called_methods_are_functions_after_the_upgrade(
+    make_repo,
+) -> None:
+    """Schema 7 extracted a TypeScript namespace's functions as methods; an unchanged file is
+    never parsed again, so without a new schema an existing index kept them so."""
+    root = make_repo({"util.ts": "export namespace Text {\n  export function trim(s: string) { return s; }\n}\n"})
+    layout = RepoLayout.for_path(root)
+    index_repository(layout, _settings(layout))
+    with sqlite3.connect(layout.index_db) as conn:  # as schema 7 left it
+        conn.execute("UPDATE symbols SET kind = 'method' WHERE name = 'trim'")
+        conn.execute("PRAGMA user_version = 7")
+    heard: list[EngineWarning] = []
+    index_repository(layout, _settings(layout), on_warning=heard.append)
+    assert [w.code for w in heard] == ["INDEX_UPGRADED"]
+    with SymbolStore(layout) as store:
+        assert [(s.qualified_name, s.kind) for s in store.symbols_in_file("util.ts")] == [
+            ("Text", "module"),
+            ("Text.trim", "function"),
+        ]
+
+
 def test_search_on_an_index_an_older_semfora_wrote_says_so_until_it_is_rebuilt(make_repo) -> None:
     """`search` answers from the index as it is (it never re-indexes): after an upgrade it gave
     the old index's answers, without a word, until something else ran an index."""
