@@ -141,7 +141,11 @@ def test_a_namespace_function_is_a_function_and_its_bare_callers_are_found(make_
     layout = RepoLayout.for_path(root)
     index_repository(layout, load_settings(layout.root).settings, text_index=False)
     with SymbolStore(layout) as store:
-        kinds = {s.qualified_name: s.kind for f in ("util.ts", "lib.rs", "mixin.rb") for s in store.symbols_in_file(f)}
+        kinds = {
+            s.qualified_name: s.kind
+            for f in ("util.ts", "lib.rs", "mixin.rb")
+            for s in store.symbols_in_file(f)
+        }
         assert kinds["Text.lineNumber"] == "function"
         assert kinds["inner.helper"] == "function"
         assert kinds["Greeting.hello"] == "method"  # a Ruby module's def is a mixin's method

@@ -85,6 +85,18 @@ def test_risk_reasons_an_older_semfora_derived_are_derived_again(make_repo) -> N
     assert rows == [("load", "medium", '["dynamic-import: importlib.import_module"]')]
 
 
+def _reindexed_as_left_by(layout: RepoLayout, version: int, change: str) -> list[str]:
+    """Index, make the rows what schema ``version`` wrote (``change``), index again: the
+    warning codes of the second run."""
+    index_repository(layout, _settings(layout))
+    with sqlite3.connect(layout.index_db) as conn:
+        conn.execute(change)
+        conn.execute(f"PRAGMA user_version = {version}")
+    heard: list[EngineWarning] = []
+    index_repository(layout, _settings(layout), on_warning=heard.append)
+    return [w.code for w in heard]
+
+
 def test_declarations_an_older_semfora_missed_are_found_after_the_upgrade(make_repo) -> None:
     """Schema 6 extracted no function from a .d.ts file; an unchanged file is never parsed
     again, so without a new schema an existing index kept missing them."""
@@ -92,13 +104,8 @@ def test_declarations_an_older_semfora_missed_are_found_after_the_upgrade(make_r
         {"types.d.ts": "declare namespace ts {\n    function createProgram(o: Options): Program;\n}\n"}
     )
     layout = RepoLayout.for_path(root)
-    index_repository(layout, _settings(layout))
-    with sqlite3.connect(layout.index_db) as conn:  # as schema 6 left it
-        conn.execute("DELETE FROM symbols WHERE name = 'createProgram'")
-        conn.execute("PRAGMA user_version = 6")
-    heard: list[EngineWarning] = []
-    index_repository(layout, _settings(layout), on_warning=heard.append)
-    assert [w.code for w in heard] == ["INDEX_UPGRADED"]
+    heard = _reindexed_as_left_by(layout, 6, "DELETE FROM symbols WHERE name = 'createProgram'")
+    assert heard == ["INDEX_UPGRADED"]
     with sqlite3.connect(layout.index_db) as conn:
         names = [r[0] for r in conn.execute("SELECT qualified_name FROM symbols ORDER BY start_line")]
     assert names == ["ts", "ts.createProgram"]
@@ -109,15 +116,12 @@ def test_namespace_functions_an_older_semfora_called_methods_are_functions_after
 ) -> None:
     """Schema 7 extracted a TypeScript namespace's functions as methods; an unchanged file is
     never parsed again, so without a new schema an existing index kept them so."""
-    root = make_repo({"util.ts": "export namespace Text {\n  export function trim(s: string) { return s; }\n}\n"})
+    root = make_repo(
+        {"util.ts": "export namespace Text {\n  export function trim(s: string) { return s; }\n}\n"}
+    )
     layout = RepoLayout.for_path(root)
-    index_repository(layout, _settings(layout))
-    with sqlite3.connect(layout.index_db) as conn:  # as schema 7 left it
-        conn.execute("UPDATE symbols SET kind = 'method' WHERE name = 'trim'")
-        conn.execute("PRAGMA user_version = 7")
-    heard: list[EngineWarning] = []
-    index_repository(layout, _settings(layout), on_warning=heard.append)
-    assert [w.code for w in heard] == ["INDEX_UPGRADED"]
+    heard = _reindexed_as_left_by(layout, 7, "UPDATE symbols SET kind = 'method' WHERE name = 'trim'")
+    assert heard == ["INDEX_UPGRADED"]
     with SymbolStore(layout) as store:
         assert [(s.qualified_name, s.kind) for s in store.symbols_in_file("util.ts")] == [
             ("Text", "module"),
