@@ -348,9 +348,12 @@ class _Sweep:
             prefix = named.owner or None
             if kind == "function" and prefix:
                 kind = "method"
-        elif kind == "function" and container_kind in CLASS_LIKE:
-            if container_kind != "module" or self.rules.module_members_are_methods:
-                kind = "method"
+        elif (
+            kind == "function"
+            and container_kind in CLASS_LIKE
+            and (container_kind != "module" or self.rules.module_members_are_methods)
+        ):
+            kind = "method"
         qualified = f"{prefix}.{named.name}" if prefix else named.name
         local = container_kind in _FUNCTION_KINDS and not named.instance
         record = _Def(node, named.name, kind, qualified, prefix, local=local)
