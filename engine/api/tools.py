@@ -603,6 +603,7 @@ def analyze_file(engine: Engine, path: str) -> ToolResult[FileAnalysis]:
 
     Token cost: ~500 for a typical file.
     """
+    from engine.edits.errors import FileRefused
     from engine.policy.sandbox import read_bytes
     from engine.semantic.extract import analyze_source
     from engine.semantic.languages import language_for_path
@@ -619,7 +620,7 @@ def analyze_file(engine: Engine, path: str) -> ToolResult[FileAnalysis]:
     # Typed as the edit layer types them (an agent told only USAGE took the call for its mistake),
     # with what the agent can do instead.
     if len(data_bytes) > limit:
-        raise UsageError(
+        raise FileRefused(
             f"{rel} is larger than index.max_file_bytes ({limit:,} bytes): not parsed, and not indexed",
             code="FILE_TOO_LARGE",
             hint="search finds nothing in it either; read the part you need with your own file tools",
@@ -627,7 +628,7 @@ def analyze_file(engine: Engine, path: str) -> ToolResult[FileAnalysis]:
     # As the indexer skips it: random bytes parsed as Python gave '532 syntax errors'.
     problem = content_problem(rel, data_bytes)
     if problem is not None:
-        raise UsageError(
+        raise FileRefused(
             f"{rel} is {problem} content, not parsed (the index skips it too)",
             code="BINARY_FILE" if problem == "binary" else "FILE_REFUSED",
             hint="only source files are analysed",

@@ -89,7 +89,7 @@ def check_indexable(root: Path) -> None:
         # would find no files and empty the index, and every answer after it would be "not found".
         raise PathError(
             f"the repository {root} is gone (moved or deleted since semfora opened it)",
-            hint="open semfora on its new path (for `semfora mcp`, change --path and restart the server)",
+            hint="open semfora on its new path (an MCP server: restart it on the new path)",
         )
     home = Path.home().expanduser().resolve()
     if root == Path(root.anchor):
