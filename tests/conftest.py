@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -158,3 +160,18 @@ def run_semfora(
         timeout=timeout,
         check=False,
     )
+
+
+def run_fresh_python(code: str, *args: str, cache: Path) -> Any:
+    """Run ``code`` in a fresh interpreter (no thread of this test process in it) with its own
+    cache directory, and return the JSON it prints last."""
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "XDG_CACHE_HOME": str(cache)},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -6,12 +6,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 import toon_format
 
-from tests.conftest import SEMFORA, run_semfora
+from tests.conftest import SEMFORA, run_fresh_python, run_semfora
 
 REPO = {
     "lib/greet.py": (
@@ -260,15 +259,6 @@ def test_with_the_progress_bar_on_screen_calls_are_still_resolved_in_worker_proc
     }
     root = make_repo(files)
     marker = tmp_path / "resolved-in-a-worker"
-    proc = subprocess.run(
-        [sys.executable, "-c", _BAR_DRIVER, str(root), str(marker)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")},
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result = run_fresh_python(_BAR_DRIVER, str(root), str(marker), cache=tmp_path / "cache")
     assert result == {"code": 0, "threads": [["MainThread"]]}
     assert marker.exists(), "the calls were resolved in this process, not in forked workers"

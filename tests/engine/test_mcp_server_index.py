@@ -491,7 +491,7 @@ async def test_a_repository_moved_while_serving_is_said_and_its_index_kept(make_
                 error = tool_error(await session.call_tool(tool, args))
                 assert error["error_code"] == "PATH_NOT_FOUND", error
                 assert f"the repository {root} is gone (moved or deleted" in error["message"]
-                assert "--path" in error["message"]
+                assert "restart it on the new path" in error["message"]
         finally:
             moved.rename(root)
         back = await session.call_tool("get_symbol", {"symbol": "charge"})

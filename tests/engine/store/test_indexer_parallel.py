@@ -4,11 +4,9 @@ indexes built while workers resolve) store exactly what the one-process path sto
 from __future__ import annotations
 
 import gc
-import json
 import multiprocessing
 import os
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from engine.index import indexer
 from engine.index.indexer import index_repository
 from engine.repo.layout import RepoLayout
 from engine.semantic.extract import analyze_source
+from tests.conftest import run_fresh_python
 
 # Enough files to go past the inline-parse limit and fill several worker batches.
 PACKAGES, MODULES_PER_PACKAGE = 4, 12
@@ -144,7 +143,6 @@ def test_same_alias_imported_twice_resolves_to_the_later_import_every_time() -> 
 def test_parallel_index_works_when_the_host_captures_stderr(make_repo, monkeypatch) -> None:
     """Inside the TUI a worker thread indexes while Textual holds stderr (its fileno() is -1)."""
     import io
-    import sys
     import threading
 
     from engine.config import load_settings
@@ -246,7 +244,6 @@ def test_a_cold_build_leaves_the_text_index_merged_into_one_segment(
 
 def _first_batch_finishes_last(root: str, batch, shard, chunk):  # noqa: ANN001, ANN201
     """A parse task (run in a forked worker) whose first batch waits until the last is done."""
-    import os
     import time
 
     marker = Path(os.environ["SEMFORA_TEST_MARKER"])
@@ -342,16 +339,7 @@ def test_a_cold_build_says_how_far_its_last_part_got(make_repo, tmp_path: Path) 
     resolved calls in, committed and stored the overview. Both are counted now. (A fresh process:
     calls are resolved in forked workers only where no other thread runs.)"""
     root = make_repo(_files())
-    proc = subprocess.run(
-        [sys.executable, "-c", _PROGRESS_DRIVER, str(root)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")},
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    seen = [tuple(x) for x in json.loads(proc.stdout.strip().splitlines()[-1])]
+    seen = [tuple(x) for x in run_fresh_python(_PROGRESS_DRIVER, str(root), cache=tmp_path / "cache")]
     phases = list(dict.fromkeys(p for p, _d, _t in seen))
     assert phases[-2:] == [indexer.PHASE_RESOLVE, indexer.PHASE_WRITE]
     writing = [(d, t) for p, d, t in seen if p == indexer.PHASE_WRITE]
