@@ -312,9 +312,14 @@ async def test_the_reply_shows_a_spinner_while_the_model_is_retried(
         )
         turn = app.main.turn
         assert turn is not None
+
+        def waiting_said() -> bool:  # the request is out: the spinner says so once its message lands
+            shown = str(turn.spinner.render()) if turn.spinner is not None else ""
+            return "asking the model" in shown or "retry" in shown
+
+        await _wait_for(pilot, lambda: bool(turn.source) or waiting_said())
         if not turn.source:
             assert turn.spinner is not None and turn.spinner.display
-            assert "asking the model" in str(turn.spinner.render()) or "retry" in str(turn.spinner.render())
         await _wait_for(pilot, lambda: ANSWER in app.chat.transcript() and not app.main.streaming)
         await settle(pilot)
         assert turn.spinner is None  # gone once the turn ended
