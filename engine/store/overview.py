@@ -227,7 +227,7 @@ def _split_whole(
     while heap:
         _neg, path = heapq.heappop(heap)
         n = nodes[path]
-        if not n.children or not chosen.get(path):
+        if not n.children:
             continue
         keeps_self = n.own_files > 0
         after = len(chosen) - 1 + len(n.children) + (1 if keeps_self else 0)

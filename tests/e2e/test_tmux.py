@@ -365,12 +365,13 @@ def test_quitting_while_another_process_holds_the_index_lock_is_prompt(
         [
             sys.executable,
             "-c",
-            "import sys, time; from engine import flock; from engine.repo.layout import RepoLayout; "
+            "import sys; from engine import flock; from engine.repo.layout import RepoLayout; "
             "fd = flock.acquire(RepoLayout.for_path(sys.argv[1]).ensure_cache_dir() / 'index.lock', 5); "
-            "print('held' if fd is not None else 'not held', flush=True); time.sleep(120)",
+            "print('held' if fd is not None else 'not held', flush=True); sys.stdin.read()",
             str(root),
         ],
         cwd=Path(__file__).resolve().parents[2],
+        stdin=subprocess.PIPE,  # it holds the lock until this test closes its stdin
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -389,5 +390,6 @@ def test_quitting_while_another_process_holds_the_index_lock_is_prompt(
         _wait_until(lambda: not tmux.alive(), "the app to exit")
         assert time.monotonic() - started < 10, "ctrl+q waited for the other process's lock"
     finally:
-        holder.terminate()
+        assert holder.stdin is not None
+        holder.stdin.close()
         holder.wait(timeout=10)
