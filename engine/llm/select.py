@@ -16,6 +16,26 @@ from engine.llm.base import ModelUnavailable, Reasoner
 from engine.services.ollama import OllamaClient, normalise_host
 
 LOCAL_PROVIDERS = ("ollama/", "ollama_chat/")
+# The key variables of LiteLLM providers that need exactly one key (any one of those listed): a model
+# named with one of these prefixes and none of its variables set is refused here, before LiteLLM's
+# import (seconds) and the pack, not after the first request. Checked against LiteLLM's own
+# ``validate_environment`` by a test, so the table cannot drift from the installed LiteLLM.
+PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
+    "openai/": ("OPENAI_API_KEY",),
+    "gpt-": ("OPENAI_API_KEY",),  # LiteLLM serves a bare gpt-4o through OpenAI
+    "gemini/": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "mistral/": ("MISTRAL_API_KEY",),
+    "codestral/": ("CODESTRAL_API_KEY",),
+    "groq/": ("GROQ_API_KEY",),
+    "deepseek/": ("DEEPSEEK_API_KEY",),
+    "openrouter/": ("OPENROUTER_API_KEY",),
+    "xai/": ("XAI_API_KEY",),
+    "cohere/": ("COHERE_API_KEY",),
+    "together_ai/": ("TOGETHERAI_API_KEY",),
+    "fireworks_ai/": ("FIREWORKS_AI_API_KEY",),
+    "perplexity/": ("PERPLEXITYAI_API_KEY",),
+    "cerebras/": ("CEREBRAS_API_KEY",),
+}
 
 
 def is_claude_model(model: str) -> bool:
@@ -45,6 +65,14 @@ def resolve_model(settings: Settings, model: str | None = None) -> str:
     if not chosen:
         raise ModelUnavailable("no model configured")
     return chosen
+
+
+def missing_provider_key(model: str, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The key variables of ``model``'s provider when none of them is set (``PROVIDER_KEYS``), else ()."""
+    for prefix, names in PROVIDER_KEYS.items():
+        if model.startswith(prefix):
+            return () if any(env.get(n, "").strip() for n in names) else names
+    return ()
 
 
 def make_reasoner(
@@ -81,6 +109,13 @@ def make_reasoner(
                     hint=f"start Ollama (`ollama serve`, then `ollama pull {local}`), set OLLAMA_HOST if it "
                     "runs elsewhere, or set ANTHROPIC_API_KEY and choose a Claude model",
                 )
+    missing = missing_provider_key(chosen, env)
+    if missing:
+        raise ModelUnavailable(
+            f"{chosen}: no credentials: set {' or '.join(missing)}",
+            code="MODEL_AUTH",
+            hint="or use a local model with --model ollama/qwen2.5-coder:7b",
+        )
     from engine.llm.litellm_reasoner import LiteLLMReasoner, check_provider
 
     if not chosen.startswith(LOCAL_PROVIDERS):
@@ -108,4 +143,7 @@ def describe_model_status(
     if chosen.startswith(LOCAL_PROVIDERS):
         host = normalise_host(settings.ollama.host)
         return f"{chosen} via LiteLLM and Ollama at {host}"
+    missing = missing_provider_key(chosen, env)
+    if missing:
+        return f"{chosen} is configured but {' or '.join(missing)} is not set"
     return f"{chosen} via LiteLLM (provider credentials come from its usual environment variables)"
