@@ -10,8 +10,11 @@ any worker lives). Elsewhere it is a no-op. It starts and stops no process itsel
 from __future__ import annotations
 
 import os
+import select
 import signal
 import sys
+import threading
+import time
 
 # From <linux/prctl.h>: deliver a signal to this process when its parent thread exits.
 PR_SET_PDEATHSIG = 1
@@ -44,8 +47,6 @@ def die_with_parent(expected_parent: int | None = None, owner: int | None = None
 def _exit_with(owner: int) -> None:
     """Exit this process as soon as process ``owner`` has exited (a daemon thread waits on a
     pidfd; without pidfd support, a check every ``OWNER_POLL_S`` seconds)."""
-    import threading
-
     try:
         fd: int | None = os.pidfd_open(owner)
     except ProcessLookupError:
@@ -54,9 +55,6 @@ def _exit_with(owner: int) -> None:
         fd = None
 
     def watch() -> None:
-        import select
-        import time
-
         if fd is not None:
             select.select([fd], [], [])  # readable once the process has exited
         else:
@@ -64,7 +62,22 @@ def _exit_with(owner: int) -> None:
                 time.sleep(OWNER_POLL_S)
         os._exit(0)
 
-    threading.Thread(target=watch, name="semfora-owner-watch", daemon=True).start()
+    threading.Thread(target=watch, name=OWNER_WATCH_THREAD, daemon=True).start()
+
+
+# The watcher's thread name. It only waits in ``select`` (its imports are done at module load, so
+# it never holds the import lock), which makes forking beside it safe: see ``may_fork``.
+OWNER_WATCH_THREAD = "semfora-owner-watch"
+
+
+def may_fork() -> bool:
+    """Whether this process may fork: no thread runs but the calling one and owner watchers.
+
+    Forking copies locks other threads hold; an owner watcher holds none. A process the app starts
+    to index (engine.index.child) watches the app this way and still forks its own workers.
+    """
+    current = threading.current_thread()
+    return all(t is current or t.name == OWNER_WATCH_THREAD for t in threading.enumerate())
 
 
 # Without a pidfd, how often a forkserver's worker checks that semfora still runs.

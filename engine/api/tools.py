@@ -175,7 +175,7 @@ class Engine:
     ) -> IndexReport:
         """Bring the index up to date; ``lock_timeout`` (default ``index.lock_timeout``) bounds the
         wait for another process's writer lock, then LockBusy."""
-        from engine.index.indexer import index_repository
+        from engine.index.child import index_anywhere
 
         if self._store is not None and rebuild:
             self._store.close()
@@ -184,7 +184,7 @@ class Engine:
         if lock_timeout is not None:
             index = settings.index.model_copy(update={"lock_timeout": lock_timeout})
             settings = settings.model_copy(update={"index": index})
-        self.last_report = index_repository(
+        self.last_report = index_anywhere(
             self.layout, settings, rebuild=rebuild, progress=progress, on_warning=self.on_warning
         )
         if self._read_file is not None and file_identity(self.layout.index_db) != self._read_file:

@@ -88,9 +88,9 @@ def index_repository(
 ) -> IndexReport:
     """One indexing run without an ``Engine`` (the app's worker threads own no store);
     ``cancel`` ends a wait for another process's run (the app is closing)."""
-    from engine.index.indexer import index_repository as run_indexer
+    from engine.index.child import index_anywhere
 
-    return run_indexer(
+    return index_anywhere(
         layout, settings, rebuild=rebuild, progress=progress, on_warning=on_warning, cancel=cancel
     )
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from engine.config import Settings
 from engine.errors import EngineWarning, WarningSink
 from engine.index.workers import pool_context, worker_pool
+from engine.lifetime import may_fork
 from engine.policy.redaction import redact_many
 from engine.repo.layout import RepoLayout, check_indexable
 from engine.semantic.graph import (
@@ -134,6 +135,8 @@ class IndexReport:
     # The prose files this run chunked too (a cold build): the text refresh has nothing left to list.
     prose_prefilled: tuple[str, ...] | None = None
     text_merged: bool = False  # and merged the text index's segments (the refresh need not)
+    # Processes that resolved the call sites: the workers of a cold build forked for it, else 1.
+    resolve_processes: int = 1
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -877,8 +880,9 @@ def _resolve_graphs(
     shard_dir: Path | None = None,
     shards: Sequence[str] = (),
     steps: _Steps | None = None,
-) -> None:
-    """Recompute file imports and call edges for every file whose edges could have changed.
+) -> int:
+    """Recompute file imports and call edges for every file whose edges could have changed;
+    returns how many processes resolved the call sites.
 
     ``full`` recomputes everything; otherwise only the changed files, files whose
     import targets moved, and files calling a name whose definitions changed.
@@ -946,8 +950,7 @@ def _resolve_graphs(
     if preloaded is not None:
         # Bulk: the call sites wait in shards; resolve them in slices (in parallel when it pays)
         # and insert each once, already resolved.
-        _resolve_bulk(conn, resolving, shards, workers, shard_dir, progress, while_waiting, steps)
-        return
+        return _resolve_bulk(conn, resolving, shards, workers, shard_dir, progress, while_waiting, steps)
     sql = "SELECT rowid, file_id, caller_id, caller_parent, name, receiver, line FROM calls"
     batch: list[tuple[object, ...]] = []
     done = 0
@@ -963,6 +966,7 @@ def _resolve_graphs(
     conn.executemany("UPDATE calls SET callee_id = ?, kind = ?, package = ? WHERE rowid = ?", batch)
     if progress and not todo:
         progress(PHASE_RESOLVE, 0, 0)
+    return 1
 
 
 Resolution = tuple[str | None, str, str | None]  # callee_id, kind, package
@@ -1140,8 +1144,9 @@ def _resolve_bulk(
     progress: ProgressFn | None,
     while_waiting: Callable[[Callable[[], bool]], None] | None = None,
     steps: _Steps | None = None,
-) -> None:
-    """Resolve every waiting call site and insert it, resolved, into ``calls``.
+) -> int:
+    """Resolve every waiting call site and insert it, resolved, into ``calls``; returns the number
+    of processes that resolved them.
 
     With several cores, forked workers share the definitions copy-on-write, each resolves
     slices into databases of its own, and the parent copies them in order; ``while_waiting``
@@ -1153,7 +1158,7 @@ def _resolve_bulk(
     global _FORKED
     tag = f"{os.getpid()}-{time.monotonic_ns()}"
     out_dir = shard_dir if shard_dir is not None else Path(shards[0]).parent if shards else Path(".")
-    can_fork = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    can_fork = "fork" in multiprocessing.get_all_start_methods() and may_fork()
     records = [(shard, *record) for shard in sorted(shards) for record in _shard_records(shard)]
     total_rows = sum(r[3] for r in records)
     parallel = workers > 1 and total_rows >= PARALLEL_RESOLVE_MIN_CALLS and can_fork
@@ -1177,7 +1182,7 @@ def _resolve_bulk(
             done_files += job.files
             if progress:
                 progress(PHASE_RESOLVE, done_files, total_files)
-        return
+        return 1
     _FORKED = resolving
     try:
         ctx = multiprocessing.get_context("fork")
@@ -1216,6 +1221,7 @@ def _resolve_bulk(
         _FORKED = None
         for job in jobs:
             Path(job.out).unlink(missing_ok=True)
+    return workers
 
 
 def _remove_shards(shard_dir: Path) -> None:
@@ -1658,6 +1664,7 @@ def _run(
     new_sha: dict[str, str] = {}
     shards: set[str] = set()
     shard = (str(layout.cache_dir), f"{os.getpid()}-{time.monotonic_ns()}") if bulk else None
+    resolve_processes = 1
     items = [(c.path, c.language or "", file_ids[c.path]) for c in parse_order(plan.to_parse)]
     prose_done: list[str] | None = [] if prefill else None
 
@@ -1707,7 +1714,7 @@ def _run(
         renamed = [p for p in added_paths if new_sha.get(p) in deleted_shas]
         changed_anything = bool(parsed_ok or deleted_paths or plan.touched_only or bulk)
         if parsed_ok or deleted_paths or bulk:
-            _resolve_graphs(
+            resolve_processes = _resolve_graphs(
                 conn,
                 set(parsed_ok),
                 changed_names,
@@ -1789,6 +1796,7 @@ def _run(
         text_prefilled=prefill,
         chunks_prefilled=writer.chunks_written,
         text_merged=writer.text_merged,
+        resolve_processes=resolve_processes,
         prose_prefilled=tuple(sorted(prose_done)) if prose_done is not None else None,
         scope=scope,
         state_before=before.token if before is not None else None,

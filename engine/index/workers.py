@@ -8,26 +8,25 @@ importing each other. Must not know what the workers do.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from multiprocessing.context import BaseContext
 
-from engine.lifetime import die_with_parent
+from engine.lifetime import die_with_parent, may_fork
 
 
 def pool_context() -> BaseContext:
     import multiprocessing
 
     # fork is fastest (workers inherit loaded grammars) but unsafe once threads run.
-    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+    if may_fork() and "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork")
     from multiprocessing import forkserver
 
     # Start the helper processes now, while stderr is a real file: a host that captures
     # stderr (Textual's fileno() is -1) would otherwise make them fail to spawn.
-    with _stderr_with_fd():
+    with stderr_with_fd():
         forkserver.ensure_running()
     return multiprocessing.get_context("forkserver")
 
@@ -54,7 +53,7 @@ def worker_pool(workers: int, context: BaseContext | None = None) -> Iterator[Pr
 
 
 @contextmanager
-def _stderr_with_fd() -> Iterator[None]:
+def stderr_with_fd() -> Iterator[None]:
     """Point ``sys.stderr`` at the process's real stderr while child processes are spawned."""
     import sys
 
