@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from engine.config import Settings
 from engine.errors import EngineWarning, WarningSink
@@ -1053,6 +1053,10 @@ RESOLVE_SLICES_PER_WORKER = 3
 RESOLVE_READ_ROWS = 20_000
 # State a forked resolution worker inherits from its parent (never pickled).
 _FORKED: _FileResolver | None = None
+# Files the forked resolution workers have resolved so far (a shared counter), while they run.
+_RESOLVED_FILES: Any = None
+# How often the parent, waiting for a slice, reports how far the workers got.
+RESOLVE_POLL_S = 0.25
 # SQLite attaches at most 10 databases by default; resolved slices are attached until the commit.
 MAX_SLICES = 8
 SHARD_ALIAS = "calls_shard_"
@@ -1081,12 +1085,16 @@ def _resolved_rows(resolving: _FileResolver, shard: str, lo: int, hi: int) -> It
         f.seek(lo)
         offset = lo
         while offset < hi:
-            length, _rows, _files = _RECORD_HEAD.unpack(f.read(_RECORD_HEAD.size))
+            length, _rows, files = _RECORD_HEAD.unpack(f.read(_RECORD_HEAD.size))
             part = marshal.loads(f.read(length))
             offset += _RECORD_HEAD.size + length
             for row, res in zip(part, resolving.resolve_rows(part), strict=True):
                 yield (*row, *res)
             resolving.forget_contexts()
+            counter = _RESOLVED_FILES
+            if counter is not None:  # a forked worker: the parent's bar counts what it finished
+                with counter.get_lock():
+                    counter.value += files
 
 
 def _resolve_slice(job: _Slice) -> int:
@@ -1184,8 +1192,11 @@ def _resolve_bulk(
                 progress(PHASE_RESOLVE, done_files, total_files)
         return 1
     _FORKED = resolving
+    global _RESOLVED_FILES
     try:
         ctx = multiprocessing.get_context("fork")
+        _RESOLVED_FILES = ctx.Value("q", 0)
+        counter = _RESOLVED_FILES
         with worker_pool(workers, ctx) as pool:
             futures = [pool.submit(_resolve_slice, job) for job in jobs]
             if steps is not None:
@@ -1196,15 +1207,22 @@ def _resolve_bulk(
                 """Whether the workers are still at it; says how far they got (the parent builds
                 indexes meanwhile, and the bar stood at 0 for 40 s of boost's build)."""
                 finished = [job.files for job, f in zip(jobs, futures, strict=True) if f.done()]
-                if progress and sum(finished) > resolved[0]:
-                    resolved[0] = sum(finished)
+                # The workers count files as they resolve them (boost's slices are ~1,600 files).
+                done = max(sum(finished), min(int(counter.value), total_files))
+                if progress and done > resolved[0]:
+                    resolved[0] = done
                     progress(PHASE_RESOLVE, resolved[0], total_files)
                 return len(finished) < len(futures)
 
             if while_waiting is not None:
                 while_waiting(still_resolving)
             for index, (job, future) in enumerate(zip(jobs, futures, strict=True)):
-                count = future.result()
+                while True:
+                    try:
+                        count = future.result(timeout=RESOLVE_POLL_S)
+                        break
+                    except TimeoutError:
+                        still_resolving()
                 still_resolving()
                 # A database read inside the open transaction cannot be detached before the
                 # commit: each slice gets its own name, and is detached by _detach_shards.
@@ -1219,6 +1237,7 @@ def _resolve_bulk(
                     steps.step()
     finally:
         _FORKED = None
+        _RESOLVED_FILES = None
         for job in jobs:
             Path(job.out).unlink(missing_ok=True)
     return workers

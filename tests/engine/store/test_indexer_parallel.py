@@ -349,3 +349,52 @@ def test_a_cold_build_says_how_far_its_last_part_got(make_repo, tmp_path: Path) 
     assert [d for d, _t in writing] == list(range(1, total + 1))  # each step said as it ends
     assert resolving == sorted(resolving)  # never back to 0 while the resolved calls are copied in
     assert resolving[-1] == next(t for p, _d, t in seen if p == indexer.PHASE_RESOLVE) > 0
+
+
+def test_resolution_progress_moves_while_a_slice_is_resolved(
+    make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """boost's "resolving calls" stood at 0 until a slice of ~1,600 files ended: the workers
+    count files as they resolve them, and the parent reports it while it waits.
+
+    The one slice's worker resolves one batch of files, then waits until the bar has shown it
+    (the test's progress callback opens the gate); a bar that moves only when slices end never
+    opens it, and the worker gives up after a minute, failing the build."""
+    import multiprocessing
+
+    files = {
+        f"pkg/m{i:03d}.py": "".join(f"def f{i}_{j}(x):\n    return helper{j % 5}(x)\n\n" for j in range(20))
+        + "".join(f"def helper{k}(x):\n    return x\n\n" for k in range(5))
+        for i in range(120)
+    }
+    root = make_repo(files)
+    monkeypatch.setattr(indexer, "PARALLEL_RESOLVE_MIN_CALLS", 1)
+    monkeypatch.setattr(indexer, "MAX_SLICES", 1)  # one slice: before, the bar went from 0 to done
+    monkeypatch.setattr(indexer, "RESOLVE_POLL_S", 0.01)
+    gate = multiprocessing.get_context("fork").Event()
+    batches = [0]
+    resolve_rows = indexer._FileResolver.resolve_rows
+
+    def gated(self, rows):  # runs in the forked worker
+        batches[0] += 1
+        if batches[0] == 2 and not gate.wait(60):
+            raise RuntimeError("the bar never showed a slice resolved in part")
+        return resolve_rows(self, rows)
+
+    monkeypatch.setattr(indexer._FileResolver, "resolve_rows", gated)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    layout = RepoLayout.for_path(root)
+    settings = load_settings(layout.root).settings
+    settings = settings.model_copy(update={"index": settings.index.model_copy(update={"workers": 2})})
+    seen: list[tuple[int, int]] = []
+
+    def progress(phase: str, done: int, total: int) -> None:
+        if phase == indexer.PHASE_RESOLVE:
+            seen.append((done, total))
+            if 0 < done < total:
+                gate.set()
+
+    report = index_repository(layout, settings, text_index=False, progress=progress)
+    assert report.resolve_processes == 2
+    assert seen[-1] == (120, 120)
+    assert any(0 < done < 120 for done, _ in seen), seen
