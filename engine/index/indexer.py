@@ -1753,6 +1753,9 @@ def _run(
     finally:
         for path in shards:
             Path(path).unlink(missing_ok=True)
+        if shard is not None:  # and those of batches whose results never came (a stopped run)
+            for leftover in layout.cache_dir.glob(SHARD_GLOB.replace("*", f"{shard[1]}-*")):
+                leftover.unlink(missing_ok=True)
     writer.flush()  # no-op unless resolution was skipped
     writer.flush_terms()
     if bulk:

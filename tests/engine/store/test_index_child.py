@@ -137,23 +137,24 @@ class _Closing(Exception):
 def test_a_host_that_stops_at_a_progress_report_leaves_the_index_writable(
     make_repo, tmp_path, monkeypatch
 ) -> None:
-    root = _calls_repo(make_repo, files=40, per_file=40)
+    root = _calls_repo(make_repo, files=120, per_file=40)
     layout = _layout(root, tmp_path / "cache", monkeypatch)
     settings = load_settings(layout.root).settings
 
     def progress(phase: str, done: int, total: int) -> None:
-        if phase == PHASE_PARSE:
+        if phase == PHASE_PARSE and done > 0:  # parse workers have spilled call sites to shards
             raise _Closing  # the app's progress callback raises AppClosing this way
 
     with pytest.raises(_Closing):
         index_in_child(layout, settings, progress=progress)
     assert not [p for p in multiprocessing.active_children() if p.name == "semfora-index"]
+    assert not list(layout.cache_dir.glob("calls-shard-*")), "a stopped build leaves no shard behind"
     if layout.index_db.exists():  # stopped before its commit: nothing of the run is in the index
         with sqlite3.connect(layout.index_db) as conn:
             assert conn.execute("SELECT count(*) FROM files").fetchone()[0] == 0
     quick = settings.model_copy(update={"index": settings.index.model_copy(update={"lock_timeout": 5})})
     report = index_repository(layout, quick)  # the lock died with the child
-    assert report.files == 40 and report.symbols == 40 * 47
+    assert report.files == 120 and report.symbols == 120 * 47
 
 
 _KILLED_HOST = """
