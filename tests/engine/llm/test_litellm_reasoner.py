@@ -100,7 +100,8 @@ def test_a_model_no_provider_serves_is_refused_when_chosen_quietly(capfd: pytest
     assert info.value.code == "MODEL_NOT_FOUND" and info.value.exit_code == EXIT_UNAVAILABLE
     assert info.value.message == "LiteLLM does not know which provider serves 'mistral-large-latest'"
     assert info.value.hint is not None and "mistral/mistral-large-latest" in info.value.hint
-    assert isinstance(make_reasoner(Settings(), "openai/gpt-4o"), LiteLLMReasoner)  # no network needed
+    chosen = make_reasoner(Settings(), "openai/gpt-4o", environ={"OPENAI_API_KEY": "sk-test"})
+    assert isinstance(chosen, LiteLLMReasoner)  # no network needed
     out, err = capfd.readouterr()
     assert "Provider List" not in out + err
 

@@ -351,50 +351,53 @@ def test_a_cold_build_says_how_far_its_last_part_got(make_repo, tmp_path: Path) 
     assert resolving[-1] == next(t for p, _d, t in seen if p == indexer.PHASE_RESOLVE) > 0
 
 
-def test_resolution_progress_moves_while_a_slice_is_resolved(
-    make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+_GATED = """
+import json, multiprocessing, sys
+from engine.config import load_settings
+from engine.index import indexer
+from engine.repo.layout import RepoLayout
+indexer.PARALLEL_RESOLVE_MIN_CALLS = 1
+indexer.MAX_SLICES = 1  # as few slices as there are shards: before, the bar went from 0 to done
+indexer.RESOLVE_POLL_S = 0.01
+gate = multiprocessing.get_context("fork").Event()
+batches = [0]
+resolve_rows = indexer._FileResolver.resolve_rows
+def gated(self, rows):  # runs in a forked worker
+    batches[0] += 1
+    if batches[0] == 2 and not gate.wait(60):
+        raise RuntimeError("the bar never showed a slice resolved in part")
+    return resolve_rows(self, rows)
+indexer._FileResolver.resolve_rows = gated
+layout = RepoLayout.for_path(sys.argv[1])
+settings = load_settings(layout.root).settings
+settings = settings.model_copy(update={"index": settings.index.model_copy(update={"workers": 2})})
+seen = []
+def progress(phase, done, total):
+    if phase == indexer.PHASE_RESOLVE:
+        seen.append((done, total))
+        if 0 < done < total:
+            gate.set()
+report = indexer.index_repository(layout, settings, text_index=False, progress=progress)
+print(json.dumps({"resolve_processes": report.resolve_processes, "seen": seen}))
+"""
+
+
+def test_resolution_progress_moves_while_a_slice_is_resolved(make_repo, tmp_path: Path) -> None:
     """boost's "resolving calls" stood at 0 until a slice of ~1,600 files ended: the workers
     count files as they resolve them, and the parent reports it while it waits.
 
-    The one slice's worker resolves one batch of files, then waits until the bar has shown it
-    (the test's progress callback opens the gate); a bar that moves only when slices end never
-    opens it, and the worker gives up after a minute, failing the build."""
-    import multiprocessing
-
+    Each slice's worker resolves one batch of files, then waits until the bar has shown it (the
+    progress callback opens the gate); a bar that moves only when slices end never opens it,
+    and the worker gives up after a minute, failing the build. A fresh interpreter: a thread
+    another test left in this one would keep the build from forking its workers."""
     files = {
         f"pkg/m{i:03d}.py": "".join(f"def f{i}_{j}(x):\n    return helper{j % 5}(x)\n\n" for j in range(20))
         + "".join(f"def helper{k}(x):\n    return x\n\n" for k in range(5))
         for i in range(120)
     }
     root = make_repo(files)
-    monkeypatch.setattr(indexer, "PARALLEL_RESOLVE_MIN_CALLS", 1)
-    monkeypatch.setattr(indexer, "MAX_SLICES", 1)  # one slice: before, the bar went from 0 to done
-    monkeypatch.setattr(indexer, "RESOLVE_POLL_S", 0.01)
-    gate = multiprocessing.get_context("fork").Event()
-    batches = [0]
-    resolve_rows = indexer._FileResolver.resolve_rows
-
-    def gated(self, rows):  # runs in the forked worker
-        batches[0] += 1
-        if batches[0] == 2 and not gate.wait(60):
-            raise RuntimeError("the bar never showed a slice resolved in part")
-        return resolve_rows(self, rows)
-
-    monkeypatch.setattr(indexer._FileResolver, "resolve_rows", gated)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    layout = RepoLayout.for_path(root)
-    settings = load_settings(layout.root).settings
-    settings = settings.model_copy(update={"index": settings.index.model_copy(update={"workers": 2})})
-    seen: list[tuple[int, int]] = []
-
-    def progress(phase: str, done: int, total: int) -> None:
-        if phase == indexer.PHASE_RESOLVE:
-            seen.append((done, total))
-            if 0 < done < total:
-                gate.set()
-
-    report = index_repository(layout, settings, text_index=False, progress=progress)
-    assert report.resolve_processes == 2
+    out = run_fresh_python(_GATED, str(root), cache=tmp_path / "cache")
+    assert out["resolve_processes"] == 2
+    seen = [tuple(pair) for pair in out["seen"]]
     assert seen[-1] == (120, 120)
     assert any(0 < done < 120 for done, _ in seen), seen
