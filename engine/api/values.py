@@ -362,7 +362,8 @@ class FileAnalysis:
             "lines": self.lines,
             "syntax_errors": self.syntax_errors,
             "imports": list(self.imports),
-            "symbols": [s.to_json() for s in self.symbols],
+            # Each row's file is this one: repeated on every row it was a fifth of the reply.
+            "symbols": [{k: v for k, v in s.to_json().items() if k != "file"} for s in self.symbols],
         }
 
 
@@ -483,6 +484,18 @@ class GraphEdge:
         }
 
 
+# Edge columns left out of a direction's rows when no row has a value: a depth-1 walk has no
+# parent, and only external callees have a package. Empty on every row, they were a sixth of a
+# reply's JSON (what Claude Code gives the model) and of its TOON table.
+OPTIONAL_EDGE_COLUMNS = ("package", "parent_id")
+
+
+def _edge_rows(edges: tuple[GraphEdge, ...]) -> list[dict[str, Any]]:
+    rows = [e.to_json() for e in edges]
+    empty = [c for c in OPTIONAL_EDGE_COLUMNS if not any(row[c] for row in rows)]
+    return [{k: v for k, v in row.items() if k not in empty} for row in rows]
+
+
 @dataclass(frozen=True)
 class GraphView:
     """Who a symbol calls and/or who calls it; a direction not asked for is None. A direction
@@ -500,10 +513,9 @@ class GraphView:
             "id": self.symbol.id,
             "file": self.symbol.file,
         }
-        if self.callers is not None:
-            data["callers"] = [e.to_json() for e in self.callers]
-        if self.callees is not None:
-            data["callees"] = [e.to_json() for e in self.callees]
+        for direction, edges in (("callers", self.callers), ("callees", self.callees)):
+            if edges is not None:
+                data[direction] = _edge_rows(edges)
         data["truncated"] = bool(self.cut)
         if self.cut:
             data["more"] = (

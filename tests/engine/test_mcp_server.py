@@ -865,3 +865,68 @@ def test_a_per_item_token_cost_holds_for_the_text_and_the_json(make_repo) -> Non
             else:
                 per_item = int(re.search(r"~(\d+) (?:tokens )?per ", cost).group(1))
             assert sent / n <= per_item * 1.05, (name, sent / n, cost)
+
+
+def _json_tokens(structured: dict) -> float:
+    return len(json.dumps(structured, ensure_ascii=False, separators=(",", ":"))) / 4
+
+
+def _stated_per_item(description: str) -> int:
+    """The per-item JSON figure of a description's token cost (``~21 per module as JSON``)."""
+    import re
+
+    cost = description.split("Token cost")[1]
+    return int(re.search(r"~(\d+) per \w+ as JSON", cost).group(1))
+
+
+def test_listing_tools_state_what_their_json_costs(make_repo) -> None:
+    """Claude Code gives the model a tool's JSON, and on Django list_modules' JSON cost ~1,050
+    tokens against a stated ~300-700; list_languages ~980 against ~100-300, analyze_directory's
+    rows ~27 a file against ~20, analyze_file ~2,100 for a 40-symbol file against ~500. Each
+    description now states a per-item figure that covers its JSON, measured here on module and
+    file names as long as Django's."""
+    from engine.api import Engine
+    from engine.mcp_server import answer, build_tools
+
+    body = "".join(
+        f"def render_change_form_{i}(request, context, add=False, change=False, form_url=''):\n"
+        f"    return TemplateResponse(request, context, form_url, status={i})\n\n\n"
+        for i in range(40)
+    )
+    files = {f"django/contrib/gis/db/backend_{n:02}/operations.py": body for n in range(55)}
+    with Engine.open(make_repo(files)) as engine:
+        tools = build_tools(engine)
+        for name, args, rows in (
+            ("list_modules", {}, "modules"),
+            ("analyze_directory", {"path": "django", "summary_only": False}, "file_list"),
+            ("analyze_file", {"path": "django/contrib/gis/db/backend_07/operations.py"}, "symbols"),
+        ):
+            structured, text = answer(tools[name], args)
+            n = len(structured[rows])
+            assert n >= 40, (name, n)
+            per_item = _stated_per_item(tools[name].description)
+            assert _json_tokens(structured) / n <= per_item * 1.05, (name, _json_tokens(structured) / n)
+        structured, _ = answer(tools["list_languages"], {})
+        stated = int(
+            tools["list_languages"].description.split("Token cost: ~")[1].split()[0].replace(",", "")
+        )
+        assert _json_tokens(structured) <= stated * 1.05
+
+
+async def test_a_call_graph_leaves_out_columns_no_edge_has(make_repo) -> None:
+    """A depth-1 walk has no parent and only external callees have a package, yet every edge
+    carried ``"package":"","parent_id":""``: a sixth of get_callers' JSON said nothing."""
+    root = make_repo({"pay/app.py": APP})
+
+    async def body(session):
+        direct = (await session.call_tool("get_callers", {"symbol": "charge"})).structured_content
+        assert direct["callers"] and all(
+            "package" not in e and "parent_id" not in e for e in direct["callers"]
+        ), direct
+        callees = await session.call_tool("get_call_graph", {"symbol": "Ledger.record", "depth": 2})
+        edges = callees.structured_content["callees"]
+        deeper = [e for e in edges if e["depth"] == 2]
+        assert deeper and all(e["parent_id"] for e in deeper), edges
+        assert any(e.get("package") == "requests" for e in edges), edges
+
+    await mcp_session(root, body)
