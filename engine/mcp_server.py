@@ -167,11 +167,14 @@ def source_text(data: dict[str, Any]) -> str:
     would quote the source as one escaped string, every newline a ``\\n``)."""
     from engine.api.tools import MAX_SOURCE_LINES
 
-    head = f"{data['symbol']}  {data['file']}:{data['start_line']}-{data['end_line']}  id {data['id']}"
+    own = f"{data['start_line']}-{data['end_line']}"
+    shown = f"{data['source_start_line']}-{data['source_end_line']}"
+    lines = f"{own} (shown {shown})" if shown != own else own
+    head = f"{data['symbol']}  {data['file']}:{lines}  id {data['id']}"
     text = f"{head}\n{data['source'].rstrip()}\n"
     if data["truncated"]:
         text += (
-            f"... cut after line {data['end_line']} ({MAX_SOURCE_LINES} lines): "
+            f"... cut after line {data['source_end_line']} ({MAX_SOURCE_LINES} lines): "
             "ask for a method of it, or read the rest of the file\n"
         )
     return text

@@ -248,11 +248,7 @@ def find_symbols(engine: Engine, name_or_id: str, *, with_source: bool = False) 
     # The source is read now, from a file that may have changed since indexing (it is found
     # again there): its place is where the source was read, not the indexed lines.
     moved = tuple(
-        replace(
-            view,
-            start_line=src.start_line,
-            end_line=src.start_line + (view.end_line - view.start_line) if src.truncated else src.end_line,
-        )
+        replace(view, start_line=src.start_line, end_line=src.end_line)
         for view, src in zip(views, shown, strict=True)
     )
     return SymbolMatches(moved, tuple(src.source for src in shown), exact, total)
@@ -517,7 +513,9 @@ def get_symbols(engine: Engine, ids: list[str]) -> ToolResult[SymbolDetails]:
 
 def get_symbol_source(engine: Engine, symbol: str, context: int = 0) -> ToolResult[SourceView]:
     """The source text of a symbol, with ``context`` lines either side (<= 50), capped at 400 lines.
-    Files on the secret deny-list (``edits.deny``) are refused with SECRET_PATH_DENIED.
+    ``start_line``-``end_line`` are the symbol's own lines, ``source_start_line``-``source_end_line``
+    the lines the text holds. Files on the secret deny-list (``edits.deny``) are refused with
+    SECRET_PATH_DENIED.
 
     Token cost: ~400 per 50 lines.
     """
@@ -529,19 +527,22 @@ def get_symbol_source(engine: Engine, symbol: str, context: int = 0) -> ToolResu
 def _source(engine: Engine, sym: Symbol, context: int) -> ToolResult[SourceView]:
     # Through the sandbox: a secret, a .git file or a link out of the root is refused, typed.
     record = engine.store().file(sym.file)
-    text, first, last = symbol_source(
+    read = symbol_source(
         engine.layout,
         sym,
         context,
         deny=engine.settings.edits.deny,
         indexed_sha256=record.sha256 if record is not None else None,
     )
+    text, last = read.text, read.last
     lines = text.splitlines()
     truncated = len(lines) > MAX_SOURCE_LINES
     if truncated:
         text = "\n".join(lines[:MAX_SOURCE_LINES])
-        last = first + MAX_SOURCE_LINES - 1
-    value = SourceView(sym.id, sym.qualified_name, sym.file, first, last, truncated, text)
+        last = read.first + MAX_SOURCE_LINES - 1
+    value = SourceView(
+        sym.id, sym.qualified_name, sym.file, read.start, read.end, truncated, text, read.first, last
+    )
     return ToolResult(value, _toon(value.to_json()))
 
 

@@ -275,7 +275,11 @@ class SymbolMatches:
 
 @dataclass(frozen=True)
 class SourceView:
-    """A symbol's source lines (``get_symbol_source``), cut at the tool's line cap."""
+    """A symbol's source lines (``get_symbol_source``), cut at the tool's line cap.
+
+    ``start_line``-``end_line`` are the symbol's own lines, as every other reply gives them;
+    ``source`` holds ``source_start_line``-``source_end_line``: the context asked for around
+    them, or fewer lines when the cap cut it."""
 
     id: str
     symbol: str
@@ -284,6 +288,14 @@ class SourceView:
     end_line: int
     truncated: bool
     source: str
+    source_start_line: int = 0  # 0: the symbol's own start_line
+    source_end_line: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.source_start_line:
+            object.__setattr__(self, "source_start_line", self.start_line)
+        if not self.source_end_line:
+            object.__setattr__(self, "source_end_line", self.end_line)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -292,6 +304,8 @@ class SourceView:
             "file": self.file,
             "start_line": self.start_line,
             "end_line": self.end_line,
+            "source_start_line": self.source_start_line,
+            "source_end_line": self.source_end_line,
             "truncated": self.truncated,
             "source": self.source,
         }

@@ -635,6 +635,20 @@ class SymbolStore:
         )
 
 
+@dataclass(frozen=True)
+class SourceLines:
+    """A symbol's text as read now: ``first``-``last`` are the lines ``text`` holds (the symbol's
+    own ``start``-``end`` plus the context asked for); ``undecodable`` counts the bytes of the file
+    that are not UTF-8 (each shown as U+FFFD)."""
+
+    text: str
+    first: int
+    last: int
+    start: int
+    end: int
+    undecodable: int = 0
+
+
 def symbol_source(
     layout: RepoLayout,
     sym: Symbol,
@@ -642,8 +656,8 @@ def symbol_source(
     *,
     deny: Sequence[str] | None = None,
     indexed_sha256: str | None = None,
-) -> tuple[str, int, int]:
-    """The text of a symbol plus ``context`` lines either side: (text, first_line, last_line).
+) -> SourceLines:
+    """The text of a symbol plus ``context`` lines either side.
 
     The file is read through the policy sandbox (inside the root through every link, not in
     .git, not on ``deny``), and the text is redacted. When the file no longer has the content
@@ -665,7 +679,7 @@ def symbol_source(
     lines = redact(data.decode("utf-8", errors="replace")).splitlines()
     first = max(1, start - context)
     last = min(len(lines), end + context)
-    return "\n".join(lines[first - 1 : last]), first, last
+    return SourceLines("\n".join(lines[first - 1 : last]), first, last, start, min(end, len(lines)))
 
 
 def _relocate(sym: Symbol, data: bytes) -> tuple[int, int]:

@@ -137,3 +137,34 @@ async def test_a_file_given_where_a_directory_or_module_is_taken_names_the_tool_
         assert directory["message"] == "error[PATH_INVALID]: pay/app.py is a file (analyze_file takes a file)"
 
     await mcp_session(root, body)
+
+
+async def test_source_with_context_names_the_symbols_lines_and_the_lines_shown(make_repo) -> None:
+    """With ``context: 2`` the reply gave the shown range as the symbol's start_line/end_line
+    (``refund 6-15`` for a function on lines 8-13): an agent editing those lines hit the
+    neighbours. Now start_line/end_line are the symbol's own, source_* the lines of the text."""
+    refunds = (
+        '"""Refunds."""\n\nLIMIT = 10\n\n\n# Give money back.\n\n'
+        "def refund(charge, amount):\n    if amount > LIMIT:\n        raise ValueError(amount)\n"
+        "    charge.refunded += amount\n    return charge\n\n\nDONE = True\n"
+    )
+    big = "def big():\n" + "".join(f"    x{i} = {i}\n" for i in range(450)) + "    return 0\n"
+    root = make_repo({"pay/refunds.py": refunds, "pay/big.py": "\n\n" + big})
+
+    async def body(session):
+        result = await session.call_tool("get_symbol_source", {"symbol": "refund", "context": 2})
+        data = result.structured_content
+        assert (data["start_line"], data["end_line"]) == (8, 12), data
+        assert (data["source_start_line"], data["source_end_line"]) == (6, 14), data
+        assert data["source"].splitlines()[0] == "# Give money back."
+        assert (
+            result.content[0].text.splitlines()[0]
+            == "refund  pay/refunds.py:8-12 (shown 6-14)  id " + data["id"]
+        )
+        plain = (await session.call_tool("get_symbol_source", {"symbol": "refund"})).content[0].text
+        assert plain.splitlines()[0].startswith("refund  pay/refunds.py:8-12  id ")
+        cut = (await session.call_tool("get_symbol_source", {"symbol": "big"})).structured_content
+        assert (cut["start_line"], cut["end_line"]) == (3, 454) and cut["truncated"], cut
+        assert (cut["source_start_line"], cut["source_end_line"]) == (3, 402), cut
+
+    await mcp_session(root, body)
