@@ -171,6 +171,8 @@ def source_text(data: dict[str, Any]) -> str:
     shown = f"{data['source_start_line']}-{data['source_end_line']}"
     lines = f"{own} (shown {shown})" if shown != own else own
     head = f"{data['symbol']}  {data['file']}:{lines}  id {data['id']}"
+    if data.get("note"):
+        head += f"\nnote: {data['note']}"
     text = f"{head}\n{data['source'].rstrip()}\n"
     if data["truncated"]:
         text += (

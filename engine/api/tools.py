@@ -251,7 +251,9 @@ def find_symbols(engine: Engine, name_or_id: str, *, with_source: bool = False) 
         replace(view, start_line=src.start_line, end_line=src.end_line)
         for view, src in zip(views, shown, strict=True)
     )
-    return SymbolMatches(moved, tuple(src.source for src in shown), exact, total)
+    return SymbolMatches(
+        moved, tuple(src.source for src in shown), exact, total, tuple(src.note for src in shown)
+    )
 
 
 def _named(symbol: str) -> str:
@@ -541,7 +543,16 @@ def _source(engine: Engine, sym: Symbol, context: int) -> ToolResult[SourceView]
         text = "\n".join(lines[:MAX_SOURCE_LINES])
         last = read.first + MAX_SOURCE_LINES - 1
     value = SourceView(
-        sym.id, sym.qualified_name, sym.file, read.start, read.end, truncated, text, read.first, last
+        sym.id,
+        sym.qualified_name,
+        sym.file,
+        read.start,
+        read.end,
+        truncated,
+        text,
+        read.first,
+        last,
+        read.note,
     )
     return ToolResult(value, _toon(value.to_json()))
 

@@ -262,6 +262,7 @@ class SymbolMatches:
     sources: tuple[str, ...] | None = None  # one per symbol, in order, when asked for
     exact: bool = True  # False: nothing has this name or id; these are the nearest names
     total: int = 0  # how many have the name (counted up to a cap); more than shown when cut
+    source_notes: tuple[str, ...] = ()  # one per source: "" or why it is not the file's UTF-8
 
     def to_json(self) -> dict[str, Any]:
         rows = []
@@ -269,6 +270,8 @@ class SymbolMatches:
             row = sym.to_json()
             if self.sources is not None:
                 row["source"] = self.sources[i]
+                if self.source_notes and self.source_notes[i]:
+                    row["source_note"] = self.source_notes[i]
             rows.append(row)
         return {"symbols": rows, "exact": self.exact, "total": max(self.total, len(rows))}
 
@@ -290,6 +293,7 @@ class SourceView:
     source: str
     source_start_line: int = 0  # 0: the symbol's own start_line
     source_end_line: int = 0
+    note: str = ""  # the file is not UTF-8: what the text shows instead of its bytes
 
     def __post_init__(self) -> None:
         if not self.source_start_line:
@@ -308,6 +312,7 @@ class SourceView:
             "source_end_line": self.source_end_line,
             "truncated": self.truncated,
             "source": self.source,
+            **({"note": self.note} if self.note else {}),
         }
 
 

@@ -263,7 +263,9 @@ def _chunk_records(path: str, data: bytes, fa: FileAnalysis) -> list[tuple[objec
     from engine.index.chunking import chunk_file
     from engine.index.fts import chunk_record
 
-    text = data.decode("utf-8", errors="replace")
+    from engine.repo.text import decode_source
+
+    text = decode_source(data).text
     return [chunk_record(c) for c in chunk_file(path, text, fa.symbols, fa.language)]
 
 

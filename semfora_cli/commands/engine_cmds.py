@@ -243,6 +243,8 @@ def _symbol(args: argparse.Namespace) -> int:
         if sym.risk_reasons:
             print(f"  risk: {', '.join(sym.risk_reasons)}")
         if found.sources is not None:
+            if found.source_notes and found.source_notes[i]:
+                print(f"note: {found.source_notes[i]}", file=sys.stderr)
             print(found.sources[i])
     if found.exact and found.total > len(found.symbols):
         print(
