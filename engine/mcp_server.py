@@ -156,6 +156,14 @@ def _diff_tool(engine: Engine) -> McpTool:
     )
 
 
+def log(line: str) -> None:
+    """One line (or a traceback) to stderr, the server's log, masked: the client keeps it, and a
+    warning or an error may quote a URL with its password."""
+    from engine.policy.redaction import redact
+
+    sys.stderr.write(redact(line))
+
+
 def _toon(payload: Any) -> str:
     import toon_format
 
@@ -360,12 +368,17 @@ def error_payload(err: SemforaError) -> tuple[int, str, dict[str, Any]]:
         rpc = RPC_UNAVAILABLE
     else:
         rpc = RPC_INTERNAL
-    data: dict[str, Any] = {"error_code": err.code, "error_message": err.message, "exit_code": err.exit_code}
-    message = f"error[{err.code}]: {err.message}"
-    if err.hint:
+    from engine.policy.redaction import redact
+
+    # Masked as every reply is: a config error quotes the value it refused, and a Chroma URL or
+    # OLLAMA_HOST may carry user:password@ (the CLI masked it; the MCP error served it as given).
+    text, hint = redact(err.message), redact(err.hint) if err.hint else ""
+    data: dict[str, Any] = {"error_code": err.code, "error_message": text, "exit_code": err.exit_code}
+    message = f"error[{err.code}]: {text}"
+    if hint:
         # In the message too, as the CLI prints it: many clients show the model the message alone.
-        data["hint"] = err.hint
-        message += f" ({err.hint})"
+        data["hint"] = hint
+        message += f" ({hint})"
     return rpc, message, data
 
 
@@ -495,7 +508,7 @@ class ProgressRelay:
         try:
             anyio.from_thread.run(self._report, value, None, message)
         except Exception as exc:  # a client gone mid-index must not stop the index being written
-            sys.stderr.write(f"semfora: progress not sent: {type(exc).__name__}: {exc}\n")
+            log(f"semfora: progress not sent: {type(exc).__name__}: {exc}\n")
 
 
 class IndexBuilding(SemforaError):
@@ -545,9 +558,9 @@ class ServerIndex:
                     self._engine, refresh=True, progress=self._progressed, on_busy=busy.append, busy_wait=0
                 )
         except SemforaError as err:  # the first call that needs the index tries again and says why
-            sys.stderr.write(f"semfora: the index was not built at start: error[{err.code}]: {err.message}\n")
+            log(f"semfora: the index was not built at start: error[{err.code}]: {err.message}\n")
         except Exception:  # a bug: logged; calls still try (and report) their own refresh
-            traceback.print_exc(file=sys.stderr)
+            log(traceback.format_exc())
         finally:
             with self._state:
                 self._built = True
@@ -669,7 +682,7 @@ def build_server(
     def on_warning(warning: Any) -> None:
         if warning.code == "INDEX_WAITING":
             index.waiting_for_lock()
-        sys.stderr.write(f"semfora: warning[{warning.code}]: {warning.message}\n")
+        log(f"semfora: warning[{warning.code}]: {warning.message}\n")
 
     engine = Engine.open(path, on_warning=on_warning)
     tools = build_tools(engine)
@@ -691,7 +704,7 @@ def build_server(
                 index.refresh(progress, busy)
             note = f"index not refreshed ({busy[0]}); answers may not show the latest edits" if busy else ""
             if note:
-                sys.stderr.write(f"semfora: warning: {note}\n")
+                log(f"semfora: warning: {note}\n")
             try:
                 structured, text = answer(tool, args, progress if asked_progress else None)
             except SemforaError as err:
@@ -724,7 +737,7 @@ def build_server(
         except SemforaError as err:
             return error_result(err)
         except Exception as exc:  # a bug: the model gets one line, stderr the traceback; the server lives on
-            traceback.print_exc(file=sys.stderr)
+            log(traceback.format_exc())
             return error_result(
                 SemforaError(
                     f"{tool.name} failed: {type(exc).__name__}: {exc}",
@@ -782,7 +795,7 @@ def serve_failed_start(err: SemforaError) -> int:
     """
     from mcp.server.lowlevel import Server
 
-    sys.stderr.write(f"error[{err.code}]: {err.message}\n")
+    log(f"error[{err.code}]: {err.message}\n")
     fix = "fix `semfora mcp --path` in the MCP client's configuration, then restart the server"
     err.hint = f"{err.hint}; {fix}" if err.hint else fix
     tools = build_tools(cast("Engine", None))  # listed only: every call answers the error
@@ -825,7 +838,7 @@ def serve(
             # Stopping mid-build is safe: nothing half-written is committed, the index lock is
             # released with this process, its workers exit with it, and the next start goes on.
             what = "the index was being built" if building else f"{call} was running"
-            sys.stderr.write(f"semfora: the client left while {what}; the next start finishes it\n")
+            log(f"semfora: the client left while {what}; the next start finishes it\n")
             # The process's exit handlers run, but not the wait for the build's worker pool that
             # a normal exit adds (threading's own exit hooks); os._exit skips that wait.
             atexit._run_exitfuncs()

@@ -930,3 +930,22 @@ async def test_a_call_graph_leaves_out_columns_no_edge_has(make_repo) -> None:
         assert any(e.get("package") == "requests" for e in edges), edges
 
     await mcp_session(root, body)
+
+
+async def test_an_error_quoting_a_url_never_serves_its_password(make_repo, monkeypatch, tmp_path) -> None:
+    """A Chroma URL with user:password@ and a bad port: `semfora search` masked the password in
+    its error, but `semfora mcp` served it as given in the error every call answered, in the
+    server's instructions and on its stderr (the client's log)."""
+    root = make_repo({"pay/app.py": APP})
+    monkeypatch.setenv("SEMFORA_CHROMA_URL", "http://admin:hunter2@localhost:99999")
+    log = tmp_path / "server.log"
+
+    async def body(session):
+        failed = await session.call_tool("search", {"query": "charge"})
+        return tool_error(failed), failed
+
+    with log.open("w") as errlog:
+        error, failed = await mcp_session(root, body, errlog=errlog)
+    assert error["error_code"] == "CONFIG_INVALID" and "http://admin:" in error["message"], error
+    served = json.dumps(failed.model_dump(mode="json")) + log.read_text()
+    assert "hunter2" not in served and "[REDACTED]" in error["error_message"], served
