@@ -193,6 +193,8 @@ async def test_a_file_that_is_not_utf8_is_shown_in_its_declared_encoding_or_says
         assert detail["doc"] == "Sag Grüß Gott."
         hits = (await session.call_tool("search", {"query": "Gott", "mode": "fts"})).structured_content
         assert any("Grüß Gott" in h["snippet"] for h in hits["results"]), hits
+        pack = await session.call_tool("get_context", {"task": "explain gruss"})
+        assert 'return "Grüß Gott, " + name' in pack.content[0].text, pack.content[0].text
         lost = await session.call_tool("get_symbol_source", {"symbol": "hallo"})
         note = "legacy/hallo.py is not valid UTF-8: 2 bytes shown as U+FFFD"
         assert lost.structured_content["note"].startswith(note), lost.structured_content
