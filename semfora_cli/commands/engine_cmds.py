@@ -10,16 +10,18 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import Any, TypeVar
 
 from engine import api
 from engine.api import MAX_GRAPH_DEPTH
-from engine.errors import UsageError
+from engine.errors import NotFoundError, UsageError
 from engine.policy.redaction import redact, redact_json
 from engine.words import plural
 from semfora_cli.output import engine_warning as _warn
 from semfora_cli.output import is_tty, one_format, print_json
+from semfora_cli.output import warn as _warn_text
 
 EXIT_INTERRUPTED = 130
 # Lists in the index report that `index --json` prints only with --paths.
@@ -222,9 +224,44 @@ def _overview(args: argparse.Namespace) -> int:
     return 0
 
 
+Found = TypeVar("Found")
+
+
+def _fresh_on_miss(engine: api.Engine, lookup: Callable[[], Found], exact: Callable[[Found], bool]) -> Found:
+    """``lookup()``, asked again after an incremental index run when it found no symbol of that
+    name and the files changed since the index was built: `symbol` and `callers` answer from the
+    index as it is (fast), and a function added a minute ago was 'no symbol named ...'."""
+    try:
+        found = lookup()
+    except NotFoundError as err:
+        if err.code != "SYMBOL_NOT_FOUND" or not _index_moved(engine):
+            raise
+        return lookup()
+    if exact(found) or not _index_moved(engine):
+        return found
+    return lookup()
+
+
+def _index_moved(engine: api.Engine) -> bool:
+    """Bring the index up to date (not waiting for another writer); did any file change?"""
+    busy = api.index_busy_note(engine)
+    if busy is not None:
+        _warn_text(f"{busy}; a symbol added since the last index run is not in it yet")
+        return False
+    api.refresh_index(
+        engine, refresh=True, busy_wait=0, on_busy=lambda why: _warn_text(f"index not refreshed ({why})")
+    )
+    report = engine.last_report
+    return report is not None and report.changed + report.added + report.deleted + report.renamed > 0
+
+
 def _symbol(args: argparse.Namespace) -> int:
     with api.Engine.open(args.path, on_warning=_warn) as engine:
-        found = api.find_symbols(engine, args.name_or_id, with_source=args.source)
+        found = _fresh_on_miss(
+            engine,
+            lambda: api.find_symbols(engine, args.name_or_id, with_source=args.source),
+            lambda found: found.exact,
+        )
     if args.json:
         print_json(found.to_json())
         return 0
@@ -259,7 +296,9 @@ def _callers(args: argparse.Namespace) -> int:
     if args.depth < 1 or args.depth > MAX_GRAPH_DEPTH:
         raise UsageError(f"--depth must be between 1 and {MAX_GRAPH_DEPTH}, not {args.depth}")
     with api.Engine.open(args.path, on_warning=_warn) as engine:
-        graph = api.get_callers(engine, args.symbol, args.depth).data
+        graph = _fresh_on_miss(
+            engine, lambda: api.get_callers(engine, args.symbol, args.depth).data, lambda _: True
+        )
         unresolved = api.unresolved_calls(engine, graph.symbol)
     sym = graph.symbol
     nodes = graph.callers or ()

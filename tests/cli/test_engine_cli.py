@@ -262,3 +262,25 @@ def test_with_the_progress_bar_on_screen_calls_are_still_resolved_in_worker_proc
     result = run_fresh_python(_BAR_DRIVER, str(root), str(marker), cache=tmp_path / "cache")
     assert result == {"code": 0, "threads": [["MainThread"]]}
     assert marker.exists(), "the calls were resolved in this process, not in forked workers"
+
+
+def test_symbol_and_callers_find_a_function_added_since_the_last_index_run(make_repo) -> None:
+    """`semfora symbol` and `callers` answer from the index as it is: a function written a minute
+    ago was 'error[SYMBOL_NOT_FOUND]: no symbol named ...' (exit 1) until `semfora index` ran,
+    with no word that the index was behind. A miss now brings the index up to date and asks again."""
+    root = make_repo(REPO)
+    assert run_semfora("symbol", "greet", "--path", str(root)).returncode == 0  # the index is built
+    (root / "lib" / "farewell.py").write_text(
+        "from lib.greet import greet\n\n\ndef farewell(name):\n    return greet(name)\n"
+    )
+    (root / "main.py").write_text("from lib.farewell import farewell\n\ndef main():\n    farewell('a')\n")
+
+    found = run_semfora("symbol", "farewell", "--path", str(root), "--json")
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["symbols"][0]["file"] == "lib/farewell.py"
+    callers = run_semfora("callers", "farewell", "--path", str(root), "--json")
+    assert callers.returncode == 0, callers.stderr
+    assert [c["name"] for c in json.loads(callers.stdout)["callers"]] == ["main"]
+    # A name that is nowhere is still SYMBOL_NOT_FOUND (exit 1).
+    missing = run_semfora("symbol", "nowhere_at_all", "--path", str(root))
+    assert missing.returncode == 1 and "SYMBOL_NOT_FOUND" in missing.stderr
