@@ -490,8 +490,8 @@ def get_symbol(engine: Engine, symbol: str) -> ToolResult[SymbolDetail]:
 
 
 def get_symbols(engine: Engine, ids: list[str]) -> ToolResult[SymbolDetails]:
-    """Several symbols at once (ids <= 20; a qualified name or a name also does); the ones the
-    index does not hold are listed as ``missing``.
+    """Several symbols at once (ids <= 20; a qualified name or a name also does), each once; the
+    ones the index does not hold are listed as ``missing``.
 
     Token cost: ~400 per symbol.
     """
@@ -501,11 +501,18 @@ def get_symbols(engine: Engine, ids: list[str]) -> ToolResult[SymbolDetails]:
     store = engine.store()
     found: list[SymbolDetail] = []
     missing: list[str] = []
+    seen: set[str] = set()
     for name_or_id in ids:
         try:
-            found.append(_symbol_detail(store, store.resolve_one(_named(name_or_id))))
+            sym = store.resolve_one(_named(name_or_id))
         except NotFoundError:
-            missing.append(name_or_id)
+            if name_or_id not in missing:
+                missing.append(name_or_id)
+            continue
+        # Once each: a symbol named twice (by id and by name) was listed twice, ~400 tokens each.
+        if sym.id not in seen:
+            seen.add(sym.id)
+            found.append(_symbol_detail(store, sym))
     if not found:
         listed = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise NotFoundError(f"no symbol with id {listed}", code="SYMBOL_NOT_FOUND", hint=STALE_ID_HINT)

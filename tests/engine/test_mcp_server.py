@@ -949,3 +949,18 @@ async def test_an_error_quoting_a_url_never_serves_its_password(make_repo, monke
     assert error["error_code"] == "CONFIG_INVALID" and "http://admin:" in error["message"], error
     served = json.dumps(failed.model_dump(mode="json")) + log.read_text()
     assert "hunter2" not in served and "[REDACTED]" in error["error_message"], served
+
+
+async def test_get_symbols_answers_each_symbol_once(make_repo) -> None:
+    """An agent that names a symbol twice (by its id and by its name, or the same id twice) got
+    its whole detail twice, ~400 tokens each time; a missing id asked twice was missing twice."""
+    root = make_repo({"pay/app.py": APP})
+
+    async def body(session):
+        first = (await session.call_tool("get_symbol", {"symbol": "charge"})).structured_content
+        asked = [first["id"], "charge", "Ledger.record", first["id"], "nope", "nope"]
+        both = (await session.call_tool("get_symbols", {"ids": asked})).structured_content
+        assert [s["qualified_name"] for s in both["symbols"]] == ["charge", "Ledger.record"], both
+        assert both["missing"] == ["nope"]
+
+    await mcp_session(root, body)
