@@ -303,12 +303,27 @@ def get_context(engine: Engine, task: str, budget: int = DEFAULT_CONTEXT_BUDGET)
         raise UsageError(
             f"get_context: budget must be between {MIN_CONTEXT_BUDGET} and {MAX_CONTEXT_BUDGET}, not {budget}"
         )
-    pack = _pack_within(engine.orchestrator(), task, budget)
+    pack = _for_an_agent(_pack_within(engine.orchestrator(), task, budget))
     text = "\n".join(item.rendered for item in pack.items)
     footer = f"\n-- {len(pack.items)} items, {pack.total_tokens}/{pack.budget} tokens, intent {pack.intent}\n"
     if pack.notes and pack.notes[-1].startswith(JSON_FIT_NOTE):
         footer += f"-- {pack.notes[-1]}\n"
     return ToolResult(pack, text + footer)
+
+
+# An excerpt's reason, as an MCP agent reads it: it cannot answer with NEED as semfora's own model
+# does; it calls get_symbol_source.
+AGENT_EXCERPT_REASON = "excerpt: gaps marked, get_symbol_source gives the whole definition"
+
+
+def _for_an_agent(pack: ContextPack) -> ContextPack:
+    """``pack`` with each excerpt telling the agent the tool that fills its gaps."""
+    from engine.orchestrator.context.fill import EXCERPT_REASON
+
+    items = tuple(
+        replace(item, reason=item.reason.replace(EXCERPT_REASON, AGENT_EXCERPT_REASON)) for item in pack.items
+    )
+    return replace(pack, items=items)
 
 
 # A pack whose JSON is over its budget is built again with less code: at most this many times,

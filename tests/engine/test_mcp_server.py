@@ -964,3 +964,23 @@ async def test_get_symbols_answers_each_symbol_once(make_repo) -> None:
         assert both["missing"] == ["nope"]
 
     await mcp_session(root, body)
+
+
+async def test_an_excerpt_in_get_context_names_the_tool_that_fills_its_gaps(make_repo) -> None:
+    """A definition too long for the budget comes as an excerpt whose reason said 'ask NEED for
+    the rest': words for semfora's own model, which an MCP agent cannot act on."""
+    steps = "".join(f"    total += apply_discount_rule_{i}(order, customer)\n" for i in range(300))
+    big = f"def compute_invoice_total(order, customer):\n    total = 0\n{steps}    return total\n"
+    root = make_repo({"billing/invoice.py": big})
+
+    async def body(session):
+        task = "why does compute_invoice_total give the wrong total for discounted orders"
+        result = await session.call_tool("get_context", {"task": task, "budget": 2000})
+        items = result.structured_content["items"]
+        excerpts = [i for i in items if i["elided"]]
+        assert excerpts, [(i["kind"], i["symbol"]) for i in items]
+        for item in excerpts:
+            assert "get_symbol_source" in item["reason"] and "NEED" not in item["text"], item["reason"]
+        assert "NEED" not in result.content[0].text
+
+    await mcp_session(root, body)
