@@ -882,7 +882,8 @@ def _stated_per_item(description: str) -> int:
 def test_listing_tools_state_what_their_json_costs(make_repo) -> None:
     """Claude Code gives the model a tool's JSON, and on Django list_modules' JSON cost ~1,050
     tokens against a stated ~300-700; list_languages ~980 against ~100-300, analyze_directory's
-    rows ~27 a file against ~20, analyze_file ~2,100 for a 40-symbol file against ~500. Each
+    rows ~27 a file against ~20, analyze_file ~2,100 for a 40-symbol file against ~500,
+    get_symbol_source ~600 per 50 lines against ~400. Each
     description now states a per-item figure that covers its JSON, measured here on module and
     file names as long as Django's."""
     from engine.api import Engine
@@ -906,6 +907,16 @@ def test_listing_tools_state_what_their_json_costs(make_repo) -> None:
             assert n >= 40, (name, n)
             per_item = _stated_per_item(tools[name].description)
             assert _json_tokens(structured) / n <= per_item * 1.05, (name, _json_tokens(structured) / n)
+        # Code lines as long as Django's (~45 characters on average, escaped in JSON).
+        long = "def save_base(self, raw=False, force_insert=False, using=None):\n" + "".join(
+            f'        updated = self._save_table(raw, "{i:03}")\n' for i in range(199)
+        )
+        (engine.layout.root / "django" / "models.py").write_text(long)
+        engine.index()
+        structured, text = answer(tools["get_symbol_source"], {"symbol": "save_base"})
+        cost = tools["get_symbol_source"].description.split("Token cost: ~")[1]
+        per_50 = int(cost.split()[0])
+        assert max(_json_tokens(structured), len(text) / 4) / 200 * 50 <= per_50 * 1.05, cost
         structured, _ = answer(tools["list_languages"], {})
         stated = int(
             tools["list_languages"].description.split("Token cost: ~")[1].split()[0].replace(",", "")
