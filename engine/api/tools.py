@@ -13,6 +13,7 @@ import inspect
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from engine.api.values import (
@@ -43,7 +44,7 @@ from engine.api.values import (
     SymbolView,
 )
 from engine.config import Settings, load_settings
-from engine.errors import EngineWarning, NotFoundError, PathDenied, UsageError, WarningSink
+from engine.errors import EngineWarning, NotFoundError, PathDenied, SemforaError, UsageError, WarningSink
 from engine.policy.sandbox import ResolvedPath
 from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
@@ -766,10 +767,17 @@ def check_index(engine: Engine, integrity: bool = False) -> ToolResult[IndexHeal
     store = engine.store(ensure_index=False)
     conn = store.connection()
     known = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT path, size, mtime_ns FROM files")}
+    indexed_sha = dict(conn.execute("SELECT path, sha256 FROM files").fetchall())
     found = discover(engine.layout.root, engine.settings.index, deny=engine.settings.edits.deny)
     present = {c.path: c for c in found.candidates if c.language}
     skipped = {r[0] for r in conn.execute("SELECT path FROM skipped_files")}
-    stale = [p for p, c in present.items() if p in known and known[p] != (c.size, c.mtime_ns)]
+    stale = [
+        p
+        for p, c in present.items()
+        if p in known
+        and known[p] != (c.size, c.mtime_ns)
+        and _content_changed(engine.layout.root / p, c.size, known[p][0], indexed_sha[p])
+    ]
     added = [p for p in present if p not in known and p not in skipped]
     deleted = [p for p in known if p not in present]
     stats = store.stats()
@@ -791,6 +799,22 @@ def check_index(engine: Engine, integrity: bool = False) -> ToolResult[IndexHeal
         integrity=health,
     )
     return ToolResult(value, _toon(value.to_json()))
+
+
+def _content_changed(path: Path, size: int, indexed_size: int, indexed_sha256: str) -> bool:
+    """Whether a file whose size or time differs from the index's also differs in content: a
+    `git checkout`, a `touch` or an editor's save without a change is not a change (check_index
+    said 'fresh: false, stale: 1' after a `git checkout -- .`, and the next run changed nothing)."""
+    import hashlib
+
+    from engine.policy.sandbox import open_checked
+
+    if size != indexed_size:
+        return True
+    try:
+        return hashlib.sha256(open_checked(path)).hexdigest() != indexed_sha256
+    except (OSError, SemforaError):  # unreadable now: the next index run decides
+        return True
 
 
 def list_languages(engine: Engine | None = None) -> ToolResult[LanguageList]:
