@@ -995,3 +995,21 @@ async def test_an_excerpt_in_get_context_names_the_tool_that_fills_its_gaps(make
         assert "NEED" not in result.content[0].text
 
     await mcp_session(root, body)
+
+
+async def test_a_module_written_as_a_relative_path_is_that_module(make_repo) -> None:
+    """`./pay` was MODULE_NOT_FOUND for list_symbols, search_symbols and get_module, while
+    analyze_directory took `./pay/` and `pay/` and `/pay` worked: agents write paths all these ways."""
+    root = make_repo({"pay/app.py": APP, "pay/sub/refunds.py": REFUNDS})
+
+    async def body(session):
+        for module in ("./pay", "./pay/", "pay/./sub/.."):
+            listed = await session.call_tool("list_symbols", {"module": module})
+            assert not listed.is_error, (module, listed.content[0].text)
+            assert listed.structured_content["total"] == 6, listed.structured_content
+            found = await session.call_tool("search_symbols", {"query": "charge", "module": module})
+            assert found.structured_content["symbols"][0]["name"] == "charge", (module, found.content[0].text)
+        sub = (await session.call_tool("get_module", {"module": "./pay/sub/"})).structured_content
+        assert {s["name"] for s in sub["symbols"]} == {"RefundTooLarge", "refund", "list_refunds"}
+
+    await mcp_session(root, body)
