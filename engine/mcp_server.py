@@ -150,7 +150,7 @@ def _diff_tool(engine: Engine) -> McpTool:
         "analyze_diff",
         "Semantic diff between two git refs or a ref and the working tree: symbols added, removed, "
         "modified, moved or renamed, signature and risk changes, new external calls, affected callers. "
-        "Token cost: varies, ~150 per changed symbol.",
+        "Token cost: ~300 per changed symbol as JSON (~225 as text), more with many callers.",
         schema,
         call,
     )

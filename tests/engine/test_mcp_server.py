@@ -1013,3 +1013,31 @@ async def test_a_module_written_as_a_relative_path_is_that_module(make_repo) -> 
         assert {s["name"] for s in sub["symbols"]} == {"RefundTooLarge", "refund", "list_refunds"}
 
     await mcp_session(root, body)
+
+
+def test_analyze_diff_states_what_a_changed_symbol_costs(make_repo) -> None:
+    """analyze_diff said ~150 tokens per changed symbol; on httpx a signature change with its
+    callers cost ~305 as JSON (~225 as text): twelve changed functions were ~3,700, not ~1,800."""
+    from engine.api import Engine
+    from engine.mcp_server import answer, build_tools
+
+    helpers = "".join(
+        f"def normalize_header_value_{i}(value: str | bytes, encoding: str | None = None) -> bytes:\n"
+        f"    return value.encode(encoding or 'ascii') if isinstance(value, str) else value\n\n\n"
+        for i in range(12)
+    )
+    calls = "".join(f"    normalize_header_value_{i}(headers[{i}])\n" for i in range(12))
+    root = make_repo(
+        {
+            "httpx/_utils.py": helpers,
+            "httpx/_models.py": f"from httpx._utils import *\n\n\ndef build_headers(headers):\n{calls}",
+        }
+    )
+    (root / "httpx" / "_utils.py").write_text(helpers.replace("(value: str", "(value: str | None"))
+    with Engine.open(root) as engine:
+        tools = build_tools(engine)
+        structured, text = answer(tools["analyze_diff"], {})
+        changed = sum(len(f["symbols"]) for f in structured["files"])
+        assert changed == 12, structured["summary"]
+        per_symbol = int(tools["analyze_diff"].description.split("Token cost: ~")[1].split()[0])
+        assert max(_json_tokens(structured), len(text) / 4) / changed <= per_symbol * 1.05
