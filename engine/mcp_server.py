@@ -193,33 +193,6 @@ def source_text(data: dict[str, Any]) -> str:
 # Tools that take one symbol by name answer for the first of several that share it; the reply
 # then names (at most this many of) the others, so the agent knows to pass an id.
 BY_NAME = frozenset({"get_symbol", "get_symbol_source", "get_call_graph", "get_callers"})
-MAX_ALSO_NAMED = 10
-
-
-def also_named(engine: Engine, name: str, chosen_id: str) -> tuple[list[dict[str, Any]], int]:
-    """The other symbols ``name`` designates besides ``chosen_id`` (at most ``MAX_ALSO_NAMED``),
-    and how many there are in all."""
-    from engine.api import find_symbols
-
-    try:
-        matches = find_symbols(engine, name)
-    except NotFoundError:
-        return [], 0
-    others = [s for s in matches.symbols if s.id != chosen_id] if matches.exact else []
-    rows = [
-        {"id": s.id, "qualified_name": s.qualified_name, "file": s.file, "start_line": s.start_line}
-        for s in others[:MAX_ALSO_NAMED]
-    ]
-    return rows, len(others)
-
-
-def _name_note(name: str, chosen: str, others: list[dict[str, Any]], total: int) -> str:
-    listed = ", ".join(f"{o['qualified_name']} ({o['file']}:{o['start_line']}, id {o['id']})" for o in others)
-    more = f" and {total - len(others)} more" if total > len(others) else ""
-    return (
-        f"note: {total + 1} symbols are named {name!r}; this is {chosen}. "
-        f"Others: {listed}{more}. Pass an id or a qualified name to choose.\n"
-    )
 
 
 # Tools whose text content is better as plain text than as TOON.
@@ -242,12 +215,14 @@ def build_tools(engine: Engine) -> dict[str, McpTool]:
             render = TEXT_RENDERERS.get(spec.name)
             text = render(data) if render else result.toon
             if spec.name in BY_NAME:
+                from engine.api import also_named, name_note
+
                 # get_symbol: id + qualified_name; the source and the graphs: id + symbol.
                 qualified = str(data.get("qualified_name") or data["symbol"])
                 others, total = also_named(engine, args["symbol"], data["id"])
                 if others:
                     data = {**data, "also_named": others}
-                    text = _name_note(args["symbol"], qualified, others, total) + text
+                    text = name_note(args["symbol"], qualified, others, total) + text
             return data, text
 
         description = spec.description.replace("``", "`")  # docstring markup, not for a model

@@ -257,6 +257,36 @@ def find_symbols(engine: Engine, name_or_id: str, *, with_source: bool = False) 
     )
 
 
+# A tool that takes one symbol by name answers for the first of several that share it, and
+# names (at most this many of) the others, so the caller knows to pass an id.
+MAX_ALSO_NAMED = 10
+
+
+def also_named(engine: Engine, name: str, chosen_id: str) -> tuple[list[dict[str, Any]], int]:
+    """The other symbols ``name`` designates besides ``chosen_id`` (at most ``MAX_ALSO_NAMED``),
+    and how many there are in all."""
+    try:
+        matches = find_symbols(engine, name)
+    except NotFoundError:
+        return [], 0
+    others = [s for s in matches.symbols if s.id != chosen_id] if matches.exact else []
+    rows = [
+        {"id": s.id, "qualified_name": s.qualified_name, "file": s.file, "start_line": s.start_line}
+        for s in others[:MAX_ALSO_NAMED]
+    ]
+    return rows, len(others)
+
+
+def name_note(name: str, chosen: str, others: list[dict[str, Any]], total: int) -> str:
+    """``note: 3 symbols are named 'send'; this is Client.send. Others: ...`` (one line)."""
+    listed = ", ".join(f"{o['qualified_name']} ({o['file']}:{o['start_line']}, id {o['id']})" for o in others)
+    more = f" and {total - len(others)} more" if total > len(others) else ""
+    return (
+        f"note: {total + 1} symbols are named {name!r}; this is {chosen}. "
+        f"Others: {listed}{more}. Pass an id or a qualified name to choose.\n"
+    )
+
+
 def _named(symbol: str) -> str:
     """``symbol`` when it names something; a blank name is a usage error (exit 2), as a blank
     search query is, not "no symbol named ''" (exit 1) as if the index lacked it."""

@@ -300,6 +300,9 @@ def _callers(args: argparse.Namespace) -> int:
             engine, lambda: api.get_callers(engine, args.symbol, args.depth).data, lambda _: True
         )
         unresolved = api.unresolved_calls(engine, graph.symbol)
+        # Several symbols share the name: say which one this is, as `symbol` lists them all and
+        # the MCP tools say it (`callers send` walked Client.send without a word of AsyncClient.send).
+        others, total = api.also_named(engine, args.symbol, graph.symbol.id)
     sym = graph.symbol
     nodes = graph.callers or ()
     names = {n.symbol_id: n.name for n in nodes if n.symbol_id}
@@ -319,9 +322,17 @@ def _callers(args: argparse.Namespace) -> int:
     ]
     if args.json:
         print_json(
-            {"symbol": sym.to_json(), "depth": args.depth, "callers": rows, "unresolved_calls": unresolved}
+            {
+                "symbol": sym.to_json(),
+                "depth": args.depth,
+                "callers": rows,
+                "unresolved_calls": unresolved,
+                **({"also_named": others} if others else {}),
+            }
         )
         return 0
+    if others:
+        sys.stderr.write(api.name_note(args.symbol, sym.qualified_name, others, total))
     print(f"{sym.qualified_name}  {sym.file}:{sym.start_line}")
     if not rows:
         print("  (no callers found)")

@@ -284,3 +284,28 @@ def test_symbol_and_callers_find_a_function_added_since_the_last_index_run(make_
     # A name that is nowhere is still SYMBOL_NOT_FOUND (exit 1).
     missing = run_semfora("symbol", "nowhere_at_all", "--path", str(root))
     assert missing.returncode == 1 and "SYMBOL_NOT_FOUND" in missing.stderr
+
+
+def test_callers_of_a_shared_name_says_which_symbol_it_walked(make_repo) -> None:
+    """`semfora callers send` walked the first of Client.send and AsyncClient.send without a word:
+    the user read one method's callers as the callers of 'send'. It now says which it is and names
+    the others, as the MCP tools do."""
+    client = (
+        "class Client:\n    def send(self, request):\n        return request\n\n\n"
+        "class AsyncClient:\n    async def send(self, request):\n        return request\n"
+    )
+    root = make_repo(
+        {
+            "net/client.py": client,
+            "net/api.py": "from net.client import Client\n\n\ndef get(r):\n    return Client().send(r)\n",
+        }
+    )
+    shown = run_semfora("callers", "send", "--path", str(root))
+    assert shown.returncode == 0, shown.stderr
+    assert "2 symbols are named 'send'; this is Client.send" in shown.stderr
+    assert "AsyncClient.send (net/client.py:7" in shown.stderr
+    as_json = json.loads(run_semfora("callers", "send", "--path", str(root), "--json").stdout)
+    assert [o["qualified_name"] for o in as_json["also_named"]] == ["AsyncClient.send"]
+    # A qualified name is one symbol: nothing to say.
+    one = run_semfora("callers", "AsyncClient.send", "--path", str(root))
+    assert one.returncode == 0 and "symbols are named" not in one.stderr
