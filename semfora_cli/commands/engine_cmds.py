@@ -227,19 +227,43 @@ def _overview(args: argparse.Namespace) -> int:
 Found = TypeVar("Found")
 
 
-def _fresh_on_miss(engine: api.Engine, lookup: Callable[[], Found], exact: Callable[[Found], bool]) -> Found:
-    """``lookup()``, asked again after an incremental index run when it found no symbol of that
-    name and the files changed since the index was built: `symbol` and `callers` answer from the
-    index as it is (fast), and a function added a minute ago was 'no symbol named ...'."""
+# A lookup that failed with one of these may only show that the index is behind the files.
+MISS_CODES = frozenset({"SYMBOL_NOT_FOUND", "FILE_NOT_FOUND", "FILE_UNREADABLE"})
+
+
+def _fresh_on_miss(
+    engine: api.Engine,
+    lookup: Callable[[], Found],
+    exact: Callable[[Found], bool],
+    files: Callable[[Found], list[str]],
+) -> Found:
+    """``lookup()``, asked again after an incremental index run when it missed (no symbol of that
+    name, or its file gone) or answered from files changed since the index was built, and the
+    run changed something. `symbol` and `callers` answer from the index as it is (fast): a
+    function added a minute ago was 'no symbol named ...', a deleted one was still listed."""
     try:
         found = lookup()
     except NotFoundError as err:
-        if err.code != "SYMBOL_NOT_FOUND" or not _index_moved(engine):
+        if err.code not in MISS_CODES or not _index_moved(engine):
             raise
         return lookup()
-    if exact(found) or not _index_moved(engine):
+    if exact(found) and not _files_changed(engine, files(found)):
         return found
-    return lookup()
+    return lookup() if _index_moved(engine) else found
+
+
+def _files_changed(engine: api.Engine, files: list[str]) -> bool:
+    """Whether any of ``files`` differs (size or time) from what the index read, or is gone."""
+    conn = engine.store().connection()
+    for rel in dict.fromkeys(files):
+        row = conn.execute("SELECT size, mtime_ns FROM files WHERE path = ?", (rel,)).fetchone()
+        try:
+            stat = (engine.layout.root / rel).stat()
+        except OSError:
+            return True
+        if row is None or (stat.st_size, stat.st_mtime_ns) != (row[0], row[1]):
+            return True
+    return False
 
 
 def _index_moved(engine: api.Engine) -> bool:
@@ -261,6 +285,7 @@ def _symbol(args: argparse.Namespace) -> int:
             engine,
             lambda: api.find_symbols(engine, args.name_or_id, with_source=args.source),
             lambda found: found.exact,
+            lambda found: [s.file for s in found.symbols],
         )
     if args.json:
         print_json(found.to_json())
@@ -297,7 +322,10 @@ def _callers(args: argparse.Namespace) -> int:
         raise UsageError(f"--depth must be between 1 and {MAX_GRAPH_DEPTH}, not {args.depth}")
     with api.Engine.open(args.path, on_warning=_warn) as engine:
         graph = _fresh_on_miss(
-            engine, lambda: api.get_callers(engine, args.symbol, args.depth).data, lambda _: True
+            engine,
+            lambda: api.get_callers(engine, args.symbol, args.depth).data,
+            lambda _: True,
+            lambda graph: [graph.symbol.file, *(n.file for n in graph.callers or ())],
         )
         unresolved = api.unresolved_calls(engine, graph.symbol)
         # Several symbols share the name: say which one this is, as `symbol` lists them all and

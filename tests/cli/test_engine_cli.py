@@ -264,7 +264,7 @@ def test_with_the_progress_bar_on_screen_calls_are_still_resolved_in_worker_proc
     assert marker.exists(), "the calls were resolved in this process, not in forked workers"
 
 
-def test_symbol_and_callers_find_a_function_added_since_the_last_index_run(make_repo) -> None:
+def test_symbol_and_callers_follow_functions_added_or_deleted_since_the_last_index_run(make_repo) -> None:
     """`semfora symbol` and `callers` answer from the index as it is: a function written a minute
     ago was 'error[SYMBOL_NOT_FOUND]: no symbol named ...' (exit 1) until `semfora index` ran,
     with no word that the index was behind. A miss now brings the index up to date and asks again."""
@@ -284,6 +284,11 @@ def test_symbol_and_callers_find_a_function_added_since_the_last_index_run(make_
     # A name that is nowhere is still SYMBOL_NOT_FOUND (exit 1).
     missing = run_semfora("symbol", "nowhere_at_all", "--path", str(root))
     assert missing.returncode == 1 and "SYMBOL_NOT_FOUND" in missing.stderr
+    # A function deleted since was still listed, and `--source` failed on its file.
+    (root / "lib" / "farewell.py").unlink()
+    for args in (("symbol", "farewell"), ("symbol", "farewell", "--source"), ("callers", "farewell")):
+        gone = run_semfora(*args, "--path", str(root))
+        assert gone.returncode == 1 and "no symbol named 'farewell'" in gone.stderr, (args, gone.stdout)
 
 
 def test_callers_of_a_shared_name_says_which_symbol_it_walked(make_repo) -> None:
