@@ -150,10 +150,18 @@ def _diff_tool(engine: Engine) -> McpTool:
         "analyze_diff",
         "Semantic diff between two git refs or a ref and the working tree: symbols added, removed, "
         "modified, moved or renamed, signature and risk changes, new external calls, affected callers. "
-        "Token cost: varies, ~150 per changed symbol.",
+        "Token cost: ~300 per changed symbol as JSON (~225 as text), more with many callers.",
         schema,
         call,
     )
+
+
+def log(line: str) -> None:
+    """One line (or a traceback) to stderr, the server's log, masked: the client keeps it, and a
+    warning or an error may quote a URL with its password."""
+    from engine.policy.redaction import redact
+
+    sys.stderr.write(redact(line))
 
 
 def _toon(payload: Any) -> str:
@@ -167,11 +175,16 @@ def source_text(data: dict[str, Any]) -> str:
     would quote the source as one escaped string, every newline a ``\\n``)."""
     from engine.api.tools import MAX_SOURCE_LINES
 
-    head = f"{data['symbol']}  {data['file']}:{data['start_line']}-{data['end_line']}  id {data['id']}"
+    own = f"{data['start_line']}-{data['end_line']}"
+    shown = f"{data['source_start_line']}-{data['source_end_line']}"
+    lines = f"{own} (shown {shown})" if shown != own else own
+    head = f"{data['symbol']}  {data['file']}:{lines}  id {data['id']}"
+    if data.get("note"):
+        head += f"\nnote: {data['note']}"
     text = f"{head}\n{data['source'].rstrip()}\n"
     if data["truncated"]:
         text += (
-            f"... cut after line {data['end_line']} ({MAX_SOURCE_LINES} lines): "
+            f"... cut after line {data['source_end_line']} ({MAX_SOURCE_LINES} lines): "
             "ask for a method of it, or read the rest of the file\n"
         )
     return text
@@ -180,33 +193,6 @@ def source_text(data: dict[str, Any]) -> str:
 # Tools that take one symbol by name answer for the first of several that share it; the reply
 # then names (at most this many of) the others, so the agent knows to pass an id.
 BY_NAME = frozenset({"get_symbol", "get_symbol_source", "get_call_graph", "get_callers"})
-MAX_ALSO_NAMED = 10
-
-
-def also_named(engine: Engine, name: str, chosen_id: str) -> tuple[list[dict[str, Any]], int]:
-    """The other symbols ``name`` designates besides ``chosen_id`` (at most ``MAX_ALSO_NAMED``),
-    and how many there are in all."""
-    from engine.api import find_symbols
-
-    try:
-        matches = find_symbols(engine, name)
-    except NotFoundError:
-        return [], 0
-    others = [s for s in matches.symbols if s.id != chosen_id] if matches.exact else []
-    rows = [
-        {"id": s.id, "qualified_name": s.qualified_name, "file": s.file, "start_line": s.start_line}
-        for s in others[:MAX_ALSO_NAMED]
-    ]
-    return rows, len(others)
-
-
-def _name_note(name: str, chosen: str, others: list[dict[str, Any]], total: int) -> str:
-    listed = ", ".join(f"{o['qualified_name']} ({o['file']}:{o['start_line']}, id {o['id']})" for o in others)
-    more = f" and {total - len(others)} more" if total > len(others) else ""
-    return (
-        f"note: {total + 1} symbols are named {name!r}; this is {chosen}. "
-        f"Others: {listed}{more}. Pass an id or a qualified name to choose.\n"
-    )
 
 
 # Tools whose text content is better as plain text than as TOON.
@@ -229,12 +215,14 @@ def build_tools(engine: Engine) -> dict[str, McpTool]:
             render = TEXT_RENDERERS.get(spec.name)
             text = render(data) if render else result.toon
             if spec.name in BY_NAME:
+                from engine.api import also_named, name_note
+
                 # get_symbol: id + qualified_name; the source and the graphs: id + symbol.
                 qualified = str(data.get("qualified_name") or data["symbol"])
                 others, total = also_named(engine, args["symbol"], data["id"])
                 if others:
                     data = {**data, "also_named": others}
-                    text = _name_note(args["symbol"], qualified, others, total) + text
+                    text = name_note(args["symbol"], qualified, others, total) + text
             return data, text
 
         description = spec.description.replace("``", "`")  # docstring markup, not for a model
@@ -355,12 +343,17 @@ def error_payload(err: SemforaError) -> tuple[int, str, dict[str, Any]]:
         rpc = RPC_UNAVAILABLE
     else:
         rpc = RPC_INTERNAL
-    data: dict[str, Any] = {"error_code": err.code, "error_message": err.message, "exit_code": err.exit_code}
-    message = f"error[{err.code}]: {err.message}"
-    if err.hint:
+    from engine.policy.redaction import redact
+
+    # Masked as every reply is: a config error quotes the value it refused, and a Chroma URL or
+    # OLLAMA_HOST may carry user:password@ (the CLI masked it; the MCP error served it as given).
+    text, hint = redact(err.message), redact(err.hint) if err.hint else ""
+    data: dict[str, Any] = {"error_code": err.code, "error_message": text, "exit_code": err.exit_code}
+    message = f"error[{err.code}]: {text}"
+    if hint:
         # In the message too, as the CLI prints it: many clients show the model the message alone.
-        data["hint"] = err.hint
-        message += f" ({err.hint})"
+        data["hint"] = hint
+        message += f" ({hint})"
     return rpc, message, data
 
 
@@ -490,7 +483,7 @@ class ProgressRelay:
         try:
             anyio.from_thread.run(self._report, value, None, message)
         except Exception as exc:  # a client gone mid-index must not stop the index being written
-            sys.stderr.write(f"semfora: progress not sent: {type(exc).__name__}: {exc}\n")
+            log(f"semfora: progress not sent: {type(exc).__name__}: {exc}\n")
 
 
 class IndexBuilding(SemforaError):
@@ -540,9 +533,9 @@ class ServerIndex:
                     self._engine, refresh=True, progress=self._progressed, on_busy=busy.append, busy_wait=0
                 )
         except SemforaError as err:  # the first call that needs the index tries again and says why
-            sys.stderr.write(f"semfora: the index was not built at start: error[{err.code}]: {err.message}\n")
+            log(f"semfora: the index was not built at start: error[{err.code}]: {err.message}\n")
         except Exception:  # a bug: logged; calls still try (and report) their own refresh
-            traceback.print_exc(file=sys.stderr)
+            log(traceback.format_exc())
         finally:
             with self._state:
                 self._built = True
@@ -664,7 +657,7 @@ def build_server(
     def on_warning(warning: Any) -> None:
         if warning.code == "INDEX_WAITING":
             index.waiting_for_lock()
-        sys.stderr.write(f"semfora: warning[{warning.code}]: {warning.message}\n")
+        log(f"semfora: warning[{warning.code}]: {warning.message}\n")
 
     engine = Engine.open(path, on_warning=on_warning)
     tools = build_tools(engine)
@@ -686,7 +679,7 @@ def build_server(
                 index.refresh(progress, busy)
             note = f"index not refreshed ({busy[0]}); answers may not show the latest edits" if busy else ""
             if note:
-                sys.stderr.write(f"semfora: warning: {note}\n")
+                log(f"semfora: warning: {note}\n")
             try:
                 structured, text = answer(tool, args, progress if asked_progress else None)
             except SemforaError as err:
@@ -719,7 +712,7 @@ def build_server(
         except SemforaError as err:
             return error_result(err)
         except Exception as exc:  # a bug: the model gets one line, stderr the traceback; the server lives on
-            traceback.print_exc(file=sys.stderr)
+            log(traceback.format_exc())
             return error_result(
                 SemforaError(
                     f"{tool.name} failed: {type(exc).__name__}: {exc}",
@@ -777,7 +770,7 @@ def serve_failed_start(err: SemforaError) -> int:
     """
     from mcp.server.lowlevel import Server
 
-    sys.stderr.write(f"error[{err.code}]: {err.message}\n")
+    log(f"error[{err.code}]: {err.message}\n")
     fix = "fix `semfora mcp --path` in the MCP client's configuration, then restart the server"
     err.hint = f"{err.hint}; {fix}" if err.hint else fix
     tools = build_tools(cast("Engine", None))  # listed only: every call answers the error
@@ -820,7 +813,7 @@ def serve(
             # Stopping mid-build is safe: nothing half-written is committed, the index lock is
             # released with this process, its workers exit with it, and the next start goes on.
             what = "the index was being built" if building else f"{call} was running"
-            sys.stderr.write(f"semfora: the client left while {what}; the next start finishes it\n")
+            log(f"semfora: the client left while {what}; the next start finishes it\n")
             # The process's exit handlers run, but not the wait for the build's worker pool that
             # a normal exit adds (threading's own exit hooks); os._exit skips that wait.
             atexit._run_exitfuncs()

@@ -13,6 +13,7 @@ import inspect
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from engine.api.values import (
@@ -43,7 +44,7 @@ from engine.api.values import (
     SymbolView,
 )
 from engine.config import Settings, load_settings
-from engine.errors import EngineWarning, NotFoundError, PathDenied, UsageError, WarningSink
+from engine.errors import EngineWarning, NotFoundError, PathDenied, SemforaError, UsageError, WarningSink
 from engine.policy.sandbox import ResolvedPath
 from engine.repo.layout import RepoLayout
 from engine.semantic.model import Symbol
@@ -248,14 +249,42 @@ def find_symbols(engine: Engine, name_or_id: str, *, with_source: bool = False) 
     # The source is read now, from a file that may have changed since indexing (it is found
     # again there): its place is where the source was read, not the indexed lines.
     moved = tuple(
-        replace(
-            view,
-            start_line=src.start_line,
-            end_line=src.start_line + (view.end_line - view.start_line) if src.truncated else src.end_line,
-        )
+        replace(view, start_line=src.start_line, end_line=src.end_line)
         for view, src in zip(views, shown, strict=True)
     )
-    return SymbolMatches(moved, tuple(src.source for src in shown), exact, total)
+    return SymbolMatches(
+        moved, tuple(src.source for src in shown), exact, total, tuple(src.note for src in shown)
+    )
+
+
+# A tool that takes one symbol by name answers for the first of several that share it, and
+# names (at most this many of) the others, so the caller knows to pass an id.
+MAX_ALSO_NAMED = 10
+
+
+def also_named(engine: Engine, name: str, chosen_id: str) -> tuple[list[dict[str, Any]], int]:
+    """The other symbols ``name`` designates besides ``chosen_id`` (at most ``MAX_ALSO_NAMED``),
+    and how many there are in all."""
+    try:
+        matches = find_symbols(engine, name)
+    except NotFoundError:
+        return [], 0
+    others = [s for s in matches.symbols if s.id != chosen_id] if matches.exact else []
+    rows = [
+        {"id": s.id, "qualified_name": s.qualified_name, "file": s.file, "start_line": s.start_line}
+        for s in others[:MAX_ALSO_NAMED]
+    ]
+    return rows, len(others)
+
+
+def name_note(name: str, chosen: str, others: list[dict[str, Any]], total: int) -> str:
+    """``note: 3 symbols are named 'send'; this is Client.send. Others: ...`` (one line)."""
+    listed = ", ".join(f"{o['qualified_name']} ({o['file']}:{o['start_line']}, id {o['id']})" for o in others)
+    more = f" and {total - len(others)} more" if total > len(others) else ""
+    return (
+        f"note: {total + 1} symbols are named {name!r}; this is {chosen}. "
+        f"Others: {listed}{more}. Pass an id or a qualified name to choose.\n"
+    )
 
 
 def _named(symbol: str) -> str:
@@ -305,12 +334,27 @@ def get_context(engine: Engine, task: str, budget: int = DEFAULT_CONTEXT_BUDGET)
         raise UsageError(
             f"get_context: budget must be between {MIN_CONTEXT_BUDGET} and {MAX_CONTEXT_BUDGET}, not {budget}"
         )
-    pack = _pack_within(engine.orchestrator(), task, budget)
+    pack = _for_an_agent(_pack_within(engine.orchestrator(), task, budget))
     text = "\n".join(item.rendered for item in pack.items)
     footer = f"\n-- {len(pack.items)} items, {pack.total_tokens}/{pack.budget} tokens, intent {pack.intent}\n"
     if pack.notes and pack.notes[-1].startswith(JSON_FIT_NOTE):
         footer += f"-- {pack.notes[-1]}\n"
     return ToolResult(pack, text + footer)
+
+
+# An excerpt's reason, as an MCP agent reads it: it cannot answer with NEED as semfora's own model
+# does; it calls get_symbol_source.
+AGENT_EXCERPT_REASON = "excerpt: gaps marked, get_symbol_source gives the whole definition"
+
+
+def _for_an_agent(pack: ContextPack) -> ContextPack:
+    """``pack`` with each excerpt telling the agent the tool that fills its gaps."""
+    from engine.orchestrator.context.fill import EXCERPT_REASON
+
+    items = tuple(
+        replace(item, reason=item.reason.replace(EXCERPT_REASON, AGENT_EXCERPT_REASON)) for item in pack.items
+    )
+    return replace(pack, items=items)
 
 
 # A pack whose JSON is over its budget is built again with less code: at most this many times,
@@ -383,7 +427,7 @@ def get_repo_overview(engine: Engine) -> ToolResult[RepoOverview]:
 def list_modules(engine: Engine) -> ToolResult[ModuleList]:
     """The modules (directories folded to at most 50) with files, symbols and risk counts.
 
-    Token cost: ~300-700.
+    Token cost: ~25 per module as JSON (~12 as text), at most 50 modules: ~1,050 on Django (~450 as text).
     """
     from engine.store.overview import _directory_tree, choose_modules
 
@@ -484,7 +528,7 @@ def get_symbol(engine: Engine, symbol: str) -> ToolResult[SymbolDetail]:
     """Full semantics of ONE symbol (by id, qualified name or name): signature, doc, risk,
     complexity, calls and callers.
 
-    Token cost: ~400.
+    Token cost: ~400; up to ~1,100 as JSON for a symbol with many calls (40 listed at most).
     """
     store = engine.store()
     detail = _symbol_detail(store, store.resolve_one(_named(symbol)))
@@ -492,8 +536,8 @@ def get_symbol(engine: Engine, symbol: str) -> ToolResult[SymbolDetail]:
 
 
 def get_symbols(engine: Engine, ids: list[str]) -> ToolResult[SymbolDetails]:
-    """Several symbols at once (ids <= 20; a qualified name or a name also does); the ones the
-    index does not hold are listed as ``missing``.
+    """Several symbols at once (ids <= 20; a qualified name or a name also does), each once; the
+    ones the index does not hold are listed as ``missing``.
 
     Token cost: ~400 per symbol.
     """
@@ -503,11 +547,18 @@ def get_symbols(engine: Engine, ids: list[str]) -> ToolResult[SymbolDetails]:
     store = engine.store()
     found: list[SymbolDetail] = []
     missing: list[str] = []
+    seen: set[str] = set()
     for name_or_id in ids:
         try:
-            found.append(_symbol_detail(store, store.resolve_one(_named(name_or_id))))
+            sym = store.resolve_one(_named(name_or_id))
         except NotFoundError:
-            missing.append(name_or_id)
+            if name_or_id not in missing:
+                missing.append(name_or_id)
+            continue
+        # Once each: a symbol named twice (by id and by name) was listed twice, ~400 tokens each.
+        if sym.id not in seen:
+            seen.add(sym.id)
+            found.append(_symbol_detail(store, sym))
     if not found:
         listed = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise NotFoundError(f"no symbol with id {listed}", code="SYMBOL_NOT_FOUND", hint=STALE_ID_HINT)
@@ -517,9 +568,11 @@ def get_symbols(engine: Engine, ids: list[str]) -> ToolResult[SymbolDetails]:
 
 def get_symbol_source(engine: Engine, symbol: str, context: int = 0) -> ToolResult[SourceView]:
     """The source text of a symbol, with ``context`` lines either side (<= 50), capped at 400 lines.
-    Files on the secret deny-list (``edits.deny``) are refused with SECRET_PATH_DENIED.
+    ``start_line``-``end_line`` are the symbol's own lines, ``source_start_line``-``source_end_line``
+    the lines the text holds. Files on the secret deny-list (``edits.deny``) are refused with
+    SECRET_PATH_DENIED.
 
-    Token cost: ~400 per 50 lines.
+    Token cost: ~650 per 50 lines as JSON (~600 as text), ~5,000 at its 400 lines.
     """
     if context < 0 or context > MAX_SOURCE_CONTEXT:
         raise UsageError(f"context must be between 0 and {MAX_SOURCE_CONTEXT}, not {context}")
@@ -529,19 +582,31 @@ def get_symbol_source(engine: Engine, symbol: str, context: int = 0) -> ToolResu
 def _source(engine: Engine, sym: Symbol, context: int) -> ToolResult[SourceView]:
     # Through the sandbox: a secret, a .git file or a link out of the root is refused, typed.
     record = engine.store().file(sym.file)
-    text, first, last = symbol_source(
+    read = symbol_source(
         engine.layout,
         sym,
         context,
         deny=engine.settings.edits.deny,
         indexed_sha256=record.sha256 if record is not None else None,
     )
+    text, last = read.text, read.last
     lines = text.splitlines()
     truncated = len(lines) > MAX_SOURCE_LINES
     if truncated:
         text = "\n".join(lines[:MAX_SOURCE_LINES])
-        last = first + MAX_SOURCE_LINES - 1
-    value = SourceView(sym.id, sym.qualified_name, sym.file, first, last, truncated, text)
+        last = read.first + MAX_SOURCE_LINES - 1
+    value = SourceView(
+        sym.id,
+        sym.qualified_name,
+        sym.file,
+        read.start,
+        read.end,
+        truncated,
+        text,
+        read.first,
+        last,
+        read.note,
+    )
     return ToolResult(value, _toon(value.to_json()))
 
 
@@ -601,7 +666,7 @@ def _inside(engine: Engine, path: str, *, directory: bool = False) -> ResolvedPa
 def analyze_file(engine: Engine, path: str) -> ToolResult[FileAnalysis]:
     """Parse one file now (from disk, not the index): its symbols, imports and risks.
 
-    Token cost: ~500 for a typical file.
+    Token cost: ~55 per symbol as JSON (~30 as text): ~1,850 for a file of 40 symbols.
     """
     from engine.edits.errors import FileRefused
     from engine.policy.sandbox import read_bytes
@@ -652,9 +717,9 @@ def analyze_directory(
     engine: Engine, path: str = ".", summary_only: bool = True
 ) -> ToolResult[DirectorySummary]:
     """Aggregate a directory from the index: files, symbols, languages, risk; with
-    ``summary_only=False`` also one row per file (capped at 300).
+    ``summary_only: false`` also one row per file (capped at 300).
 
-    Token cost: ~200 summarised; large (~20 per file) otherwise.
+    Token cost: ~200 summarised; otherwise ~30 per file as JSON (~17 as text), ~9,000 at its 300 files.
     """
     try:
         target = _inside(engine, path, directory=True)
@@ -732,10 +797,17 @@ def check_index(engine: Engine, integrity: bool = False) -> ToolResult[IndexHeal
     store = engine.store(ensure_index=False)
     conn = store.connection()
     known = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT path, size, mtime_ns FROM files")}
+    indexed_sha = dict(conn.execute("SELECT path, sha256 FROM files").fetchall())
     found = discover(engine.layout.root, engine.settings.index, deny=engine.settings.edits.deny)
     present = {c.path: c for c in found.candidates if c.language}
     skipped = {r[0] for r in conn.execute("SELECT path FROM skipped_files")}
-    stale = [p for p, c in present.items() if p in known and known[p] != (c.size, c.mtime_ns)]
+    stale = [
+        p
+        for p, c in present.items()
+        if p in known
+        and known[p] != (c.size, c.mtime_ns)
+        and _content_changed(engine.layout.root / p, c.size, known[p][0], indexed_sha[p])
+    ]
     added = [p for p in present if p not in known and p not in skipped]
     deleted = [p for p in known if p not in present]
     stats = store.stats()
@@ -759,10 +831,26 @@ def check_index(engine: Engine, integrity: bool = False) -> ToolResult[IndexHeal
     return ToolResult(value, _toon(value.to_json()))
 
 
+def _content_changed(path: Path, size: int, indexed_size: int, indexed_sha256: str) -> bool:
+    """Whether a file whose size or time differs from the index's also differs in content: a
+    `git checkout`, a `touch` or an editor's save without a change is not a change (check_index
+    said 'fresh: false, stale: 1' after a `git checkout -- .`, and the next run changed nothing)."""
+    import hashlib
+
+    from engine.policy.sandbox import open_checked
+
+    if size != indexed_size:
+        return True
+    try:
+        return hashlib.sha256(open_checked(path)).hexdigest() != indexed_sha256
+    except (OSError, SemforaError):  # unreadable now: the next index run decides
+        return True
+
+
 def list_languages(engine: Engine | None = None) -> ToolResult[LanguageList]:
     """Supported languages and their level: ``full`` (definitions, calls, imports) or ``definitions``.
 
-    Token cost: ~100-300.
+    Token cost: ~1,000 as JSON (~450 as text) for the ~60 languages.
     """
     from engine.semantic.languages import list_languages as languages
 

@@ -262,6 +262,7 @@ class SymbolMatches:
     sources: tuple[str, ...] | None = None  # one per symbol, in order, when asked for
     exact: bool = True  # False: nothing has this name or id; these are the nearest names
     total: int = 0  # how many have the name (counted up to a cap); more than shown when cut
+    source_notes: tuple[str, ...] = ()  # one per source: "" or why it is not the file's UTF-8
 
     def to_json(self) -> dict[str, Any]:
         rows = []
@@ -269,13 +270,19 @@ class SymbolMatches:
             row = sym.to_json()
             if self.sources is not None:
                 row["source"] = self.sources[i]
+                if self.source_notes and self.source_notes[i]:
+                    row["source_note"] = self.source_notes[i]
             rows.append(row)
         return {"symbols": rows, "exact": self.exact, "total": max(self.total, len(rows))}
 
 
 @dataclass(frozen=True)
 class SourceView:
-    """A symbol's source lines (``get_symbol_source``), cut at the tool's line cap."""
+    """A symbol's source lines (``get_symbol_source``), cut at the tool's line cap.
+
+    ``start_line``-``end_line`` are the symbol's own lines, as every other reply gives them;
+    ``source`` holds ``source_start_line``-``source_end_line``: the context asked for around
+    them, or fewer lines when the cap cut it."""
 
     id: str
     symbol: str
@@ -284,6 +291,15 @@ class SourceView:
     end_line: int
     truncated: bool
     source: str
+    source_start_line: int = 0  # 0: the symbol's own start_line
+    source_end_line: int = 0
+    note: str = ""  # the file is not UTF-8: what the text shows instead of its bytes
+
+    def __post_init__(self) -> None:
+        if not self.source_start_line:
+            object.__setattr__(self, "source_start_line", self.start_line)
+        if not self.source_end_line:
+            object.__setattr__(self, "source_end_line", self.end_line)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -292,8 +308,11 @@ class SourceView:
             "file": self.file,
             "start_line": self.start_line,
             "end_line": self.end_line,
+            "source_start_line": self.source_start_line,
+            "source_end_line": self.source_end_line,
             "truncated": self.truncated,
             "source": self.source,
+            **({"note": self.note} if self.note else {}),
         }
 
 
@@ -362,7 +381,8 @@ class FileAnalysis:
             "lines": self.lines,
             "syntax_errors": self.syntax_errors,
             "imports": list(self.imports),
-            "symbols": [s.to_json() for s in self.symbols],
+            # Each row's file is this one: repeated on every row it was a fifth of the reply.
+            "symbols": [{k: v for k, v in s.to_json().items() if k != "file"} for s in self.symbols],
         }
 
 
@@ -483,6 +503,18 @@ class GraphEdge:
         }
 
 
+# Edge columns left out of a direction's rows when no row has a value: a depth-1 walk has no
+# parent, and only external callees have a package. Empty on every row, they were a sixth of a
+# reply's JSON (what Claude Code gives the model) and of its TOON table.
+OPTIONAL_EDGE_COLUMNS = ("package", "parent_id")
+
+
+def _edge_rows(edges: tuple[GraphEdge, ...]) -> list[dict[str, Any]]:
+    rows = [e.to_json() for e in edges]
+    empty = [c for c in OPTIONAL_EDGE_COLUMNS if not any(row[c] for row in rows)]
+    return [{k: v for k, v in row.items() if k not in empty} for row in rows]
+
+
 @dataclass(frozen=True)
 class GraphView:
     """Who a symbol calls and/or who calls it; a direction not asked for is None. A direction
@@ -500,10 +532,9 @@ class GraphView:
             "id": self.symbol.id,
             "file": self.symbol.file,
         }
-        if self.callers is not None:
-            data["callers"] = [e.to_json() for e in self.callers]
-        if self.callees is not None:
-            data["callees"] = [e.to_json() for e in self.callees]
+        for direction, edges in (("callers", self.callers), ("callees", self.callees)):
+            if edges is not None:
+                data[direction] = _edge_rows(edges)
         data["truncated"] = bool(self.cut)
         if self.cut:
             data["more"] = (

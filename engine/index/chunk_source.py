@@ -73,7 +73,9 @@ def read_source(root: Path, rel: str, real_dirs: dict[str, bool] | None = None) 
         return None
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
         return None
-    return data.decode("utf-8", errors="replace")
+    from engine.repo.text import decode_source
+
+    return decode_source(data).text
 
 
 def chunk_texts(root: Path, rows: Iterable[ChunkSpan]) -> dict[str, str]:

@@ -265,8 +265,9 @@ def _chunk_records(path: str, data: bytes, fa: FileAnalysis) -> list[tuple[objec
     """The text index's chunk records of a file just analysed (the text layer's own chunker)."""
     from engine.index.chunking import chunk_file
     from engine.index.fts import chunk_record
+    from engine.repo.text import decode_source
 
-    text = data.decode("utf-8", errors="replace")
+    text = decode_source(data).text
     return [chunk_record(c) for c in chunk_file(path, text, fa.symbols, fa.language)]
 
 

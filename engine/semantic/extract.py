@@ -19,6 +19,7 @@ from operator import attrgetter, neg
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.repo.text import as_utf8
 from engine.semantic.lang_base import CLASS_LIKE, LangRules
 from engine.semantic.languages import FULL_LANGUAGES, language_for_path, language_info
 from engine.semantic.model import CallSite, FileAnalysis, ImportRef, Risk, Symbol, symbol_id
@@ -180,6 +181,9 @@ def analyze_source(
         return FileAnalysis(rel_path, lang or "unknown", line_count=line_count, sha256=digest)
     # Query predicates (#eq?, #match?) decode node text strictly, so the tree is built from a
     # same-length copy with invalid bytes as "?"; text fields still come from the original.
+    # A file that declares another encoding (`# -*- coding: latin-1 -*-`) is parsed as its
+    # characters: its docstrings and signatures were stored with U+FFFD for every accent.
+    source = as_utf8(source)
     tree = _parser(lang).parse(_valid_utf8(source))
     root = tree.root_node
     from tree_sitter import QueryCursor

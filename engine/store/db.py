@@ -635,6 +635,20 @@ class SymbolStore:
         )
 
 
+@dataclass(frozen=True)
+class SourceLines:
+    """A symbol's text as read now: ``first``-``last`` are the lines ``text`` holds (the symbol's
+    own ``start``-``end`` plus the context asked for); ``note`` says when the text is not the
+    file's own UTF-8 (bad bytes shown as U+FFFD, or decoded from a declared encoding)."""
+
+    text: str
+    first: int
+    last: int
+    start: int
+    end: int
+    note: str = ""  # the text is not the file's own UTF-8 (see engine.repo.text)
+
+
 def symbol_source(
     layout: RepoLayout,
     sym: Symbol,
@@ -642,8 +656,8 @@ def symbol_source(
     *,
     deny: Sequence[str] | None = None,
     indexed_sha256: str | None = None,
-) -> tuple[str, int, int]:
-    """The text of a symbol plus ``context`` lines either side: (text, first_line, last_line).
+) -> SourceLines:
+    """The text of a symbol plus ``context`` lines either side.
 
     The file is read through the policy sandbox (inside the root through every link, not in
     .git, not on ``deny``), and the text is redacted. When the file no longer has the content
@@ -653,6 +667,7 @@ def symbol_source(
     """
     from engine.policy.redaction import redact
     from engine.policy.sandbox import read_bytes, resolve
+    from engine.repo.text import decode_source
 
     resolved = resolve(layout.root, sym.file, deny=deny)
     try:
@@ -662,10 +677,12 @@ def symbol_source(
     start, end = sym.start_line, sym.end_line
     if indexed_sha256 is not None and hashlib.sha256(data).hexdigest() != indexed_sha256:
         start, end = _relocate(sym, data)
-    lines = redact(data.decode("utf-8", errors="replace")).splitlines()
+    decoded = decode_source(data)
+    lines = redact(decoded.text).splitlines()
     first = max(1, start - context)
     last = min(len(lines), end + context)
-    return "\n".join(lines[first - 1 : last]), first, last
+    text = "\n".join(lines[first - 1 : last])
+    return SourceLines(text, first, last, start, min(end, len(lines)), decoded.note(sym.file))
 
 
 def _relocate(sym: Symbol, data: bytes) -> tuple[int, int]:

@@ -9,6 +9,7 @@ and risk filter every listing and search shares). Pure: never opens a database.
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import sqlite3
 from typing import Any
@@ -62,7 +63,8 @@ def symbol_filters(module: str | None, kind: str | None, risk: str | None) -> tu
     clauses: list[str] = []
     params: list[Any] = []
     if module:
-        module = module.strip("/") or "."
+        # As a path is written: `./src/`, `/src` and `src` are one module (agents write all three).
+        module = posixpath.normpath(module).strip("/") or "."
         clauses.append("(module = ? OR module >= ? AND module < ?)")
         params.extend([module, module + "/", module + "0"])  # '0' sorts right after '/'
     if kind:

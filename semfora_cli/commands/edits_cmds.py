@@ -45,6 +45,15 @@ def _summary(files: list[StagedFile]) -> str:
     return "\n".join(lines)
 
 
+def _listed(session: EditSession) -> dict[str, Any]:
+    """``session`` as `list`/`show --json` print it: with no pending session, ``session`` is null
+    (each call printed the id of a new session that was never saved, a different one each time)."""
+    payload = session.to_json()
+    if not session.path.exists():
+        payload["session"] = None
+    return payload
+
+
 def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str) -> None:
     if args.json:
         print_json(payload)
@@ -151,9 +160,9 @@ def run(args: argparse.Namespace) -> int:
     session = EditSession.load_or_create(layout, settings)
     action = args.action
     if action == "list":
-        _emit(args, session.to_json(), _summary(session.files()))
+        _emit(args, _listed(session), _summary(session.files()))
     elif action == "show":
-        payload = session.to_json()
+        payload = _listed(session)
         payload["diff"] = session.show()
         _emit(args, payload, session.show() or "no staged edits")
     elif action == "stage":

@@ -10,16 +10,18 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import Any, TypeVar
 
 from engine import api
 from engine.api import MAX_GRAPH_DEPTH
-from engine.errors import UsageError
+from engine.errors import NotFoundError, UsageError
 from engine.policy.redaction import redact, redact_json
 from engine.words import plural
 from semfora_cli.output import engine_warning as _warn
 from semfora_cli.output import is_tty, one_format, print_json
+from semfora_cli.output import warn as _warn_text
 
 EXIT_INTERRUPTED = 130
 # Lists in the index report that `index --json` prints only with --paths.
@@ -222,9 +224,69 @@ def _overview(args: argparse.Namespace) -> int:
     return 0
 
 
+Found = TypeVar("Found")
+
+
+# A lookup that failed with one of these may only show that the index is behind the files.
+MISS_CODES = frozenset({"SYMBOL_NOT_FOUND", "FILE_NOT_FOUND", "FILE_UNREADABLE"})
+
+
+def _fresh_on_miss(
+    engine: api.Engine,
+    lookup: Callable[[], Found],
+    exact: Callable[[Found], bool],
+    files: Callable[[Found], list[str]],
+) -> Found:
+    """``lookup()``, asked again after an incremental index run when it missed (no symbol of that
+    name, or its file gone) or answered from files changed since the index was built, and the
+    run changed something. `symbol` and `callers` answer from the index as it is (fast): a
+    function added a minute ago was 'no symbol named ...', a deleted one was still listed."""
+    try:
+        found = lookup()
+    except NotFoundError as err:
+        if err.code not in MISS_CODES or not _index_moved(engine):
+            raise
+        return lookup()
+    if exact(found) and not _files_changed(engine, files(found)):
+        return found
+    return lookup() if _index_moved(engine) else found
+
+
+def _files_changed(engine: api.Engine, files: list[str]) -> bool:
+    """Whether any of ``files`` differs (size or time) from what the index read, or is gone."""
+    conn = engine.store().connection()
+    for rel in dict.fromkeys(files):
+        row = conn.execute("SELECT size, mtime_ns FROM files WHERE path = ?", (rel,)).fetchone()
+        try:
+            stat = (engine.layout.root / rel).stat()
+        except OSError:
+            return True
+        if row is None or (stat.st_size, stat.st_mtime_ns) != (row[0], row[1]):
+            return True
+    return False
+
+
+def _index_moved(engine: api.Engine) -> bool:
+    """Bring the index up to date (not waiting for another writer); did any file change?"""
+    busy = api.index_busy_note(engine)
+    if busy is not None:
+        _warn_text(f"{busy}; a symbol added since the last index run is not in it yet")
+        return False
+    api.refresh_index(
+        engine, refresh=True, busy_wait=0, on_busy=lambda why: _warn_text(f"index not refreshed ({why})")
+    )
+    report = engine.last_report
+    return report is not None and report.changed + report.added + report.deleted + report.renamed > 0
+
+
 def _symbol(args: argparse.Namespace) -> int:
     with api.Engine.open(args.path, on_warning=_warn) as engine:
-        found = api.find_symbols(engine, args.name_or_id, with_source=args.source)
+        found = _fresh_on_miss(
+            engine,
+            lambda: api.find_symbols(engine, args.name_or_id, with_source=args.source),
+            lambda found: found.exact,
+            lambda found: [s.file for s in found.symbols],
+        )
     if args.json:
         print_json(found.to_json())
         return 0
@@ -243,6 +305,8 @@ def _symbol(args: argparse.Namespace) -> int:
         if sym.risk_reasons:
             print(f"  risk: {', '.join(sym.risk_reasons)}")
         if found.sources is not None:
+            if found.source_notes and found.source_notes[i]:
+                print(f"note: {found.source_notes[i]}", file=sys.stderr)
             print(found.sources[i])
     if found.exact and found.total > len(found.symbols):
         print(
@@ -257,8 +321,16 @@ def _callers(args: argparse.Namespace) -> int:
     if args.depth < 1 or args.depth > MAX_GRAPH_DEPTH:
         raise UsageError(f"--depth must be between 1 and {MAX_GRAPH_DEPTH}, not {args.depth}")
     with api.Engine.open(args.path, on_warning=_warn) as engine:
-        graph = api.get_callers(engine, args.symbol, args.depth).data
+        graph = _fresh_on_miss(
+            engine,
+            lambda: api.get_callers(engine, args.symbol, args.depth).data,
+            lambda _: True,
+            lambda graph: [graph.symbol.file, *(n.file for n in graph.callers or ())],
+        )
         unresolved = api.unresolved_calls(engine, graph.symbol)
+        # Several symbols share the name: say which one this is, as `symbol` lists them all and
+        # the MCP tools say it (`callers send` walked Client.send without a word of AsyncClient.send).
+        others, total = api.also_named(engine, args.symbol, graph.symbol.id)
     sym = graph.symbol
     nodes = graph.callers or ()
     names = {n.symbol_id: n.name for n in nodes if n.symbol_id}
@@ -278,9 +350,17 @@ def _callers(args: argparse.Namespace) -> int:
     ]
     if args.json:
         print_json(
-            {"symbol": sym.to_json(), "depth": args.depth, "callers": rows, "unresolved_calls": unresolved}
+            {
+                "symbol": sym.to_json(),
+                "depth": args.depth,
+                "callers": rows,
+                "unresolved_calls": unresolved,
+                **({"also_named": others} if others else {}),
+            }
         )
         return 0
+    if others:
+        sys.stderr.write(api.name_note(args.symbol, sym.qualified_name, others, total))
     print(f"{sym.qualified_name}  {sym.file}:{sym.start_line}")
     if not rows:
         print("  (no callers found)")

@@ -209,3 +209,18 @@ def test_staging_a_directory_says_it_is_a_directory(make_repo, tmp_path: Path) -
     assert proc.returncode == 2
     error = json.loads(proc.stdout)
     assert error["error_code"] == "PATH_INVALID" and "is a directory" in error["error_message"]
+
+
+def test_edits_list_json_names_no_session_when_nothing_is_staged(make_repo, tmp_path: Path) -> None:
+    """`semfora edits list --json` with nothing staged printed a session id, a new one on every
+    call, of a session that was never saved: a script that kept it found nothing under it."""
+    root = make_repo(REPO)
+    for action in ("list", "show"):
+        payload = json.loads(run_semfora("edits", action, "--json", "--path", str(root)).stdout)
+        assert payload["session"] is None and payload["files"] == [], payload
+    _staged(root, tmp_path, "app.py\n<<<<<<< SEARCH\n    return 1\n=======\n    return 2\n>>>>>>> REPLACE\n")
+    first, again = (
+        json.loads(run_semfora("edits", "list", "--json", "--path", str(root)).stdout)["session"]
+        for _ in "ab"
+    )
+    assert first and first == again

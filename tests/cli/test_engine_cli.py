@@ -262,3 +262,55 @@ def test_with_the_progress_bar_on_screen_calls_are_still_resolved_in_worker_proc
     result = run_fresh_python(_BAR_DRIVER, str(root), str(marker), cache=tmp_path / "cache")
     assert result == {"code": 0, "threads": [["MainThread"]]}
     assert marker.exists(), "the calls were resolved in this process, not in forked workers"
+
+
+def test_symbol_and_callers_follow_functions_added_or_deleted_since_the_last_index_run(make_repo) -> None:
+    """`semfora symbol` and `callers` answer from the index as it is: a function written a minute
+    ago was 'error[SYMBOL_NOT_FOUND]: no symbol named ...' (exit 1) until `semfora index` ran,
+    with no word that the index was behind. A miss now brings the index up to date and asks again."""
+    root = make_repo(REPO)
+    assert run_semfora("symbol", "greet", "--path", str(root)).returncode == 0  # the index is built
+    (root / "lib" / "farewell.py").write_text(
+        "from lib.greet import greet\n\n\ndef farewell(name):\n    return greet(name)\n"
+    )
+    (root / "main.py").write_text("from lib.farewell import farewell\n\ndef main():\n    farewell('a')\n")
+
+    found = run_semfora("symbol", "farewell", "--path", str(root), "--json")
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["symbols"][0]["file"] == "lib/farewell.py"
+    callers = run_semfora("callers", "farewell", "--path", str(root), "--json")
+    assert callers.returncode == 0, callers.stderr
+    assert [c["name"] for c in json.loads(callers.stdout)["callers"]] == ["main"]
+    # A name that is nowhere is still SYMBOL_NOT_FOUND (exit 1).
+    missing = run_semfora("symbol", "nowhere_at_all", "--path", str(root))
+    assert missing.returncode == 1 and "SYMBOL_NOT_FOUND" in missing.stderr
+    # A function deleted since was still listed, and `--source` failed on its file.
+    (root / "lib" / "farewell.py").unlink()
+    for args in (("symbol", "farewell"), ("symbol", "farewell", "--source"), ("callers", "farewell")):
+        gone = run_semfora(*args, "--path", str(root))
+        assert gone.returncode == 1 and "no symbol named 'farewell'" in gone.stderr, (args, gone.stdout)
+
+
+def test_callers_of_a_shared_name_says_which_symbol_it_walked(make_repo) -> None:
+    """`semfora callers send` walked the first of Client.send and AsyncClient.send without a word:
+    the user read one method's callers as the callers of 'send'. It now says which it is and names
+    the others, as the MCP tools do."""
+    client = (
+        "class Client:\n    def send(self, request):\n        return request\n\n\n"
+        "class AsyncClient:\n    async def send(self, request):\n        return request\n"
+    )
+    root = make_repo(
+        {
+            "net/client.py": client,
+            "net/api.py": "from net.client import Client\n\n\ndef get(r):\n    return Client().send(r)\n",
+        }
+    )
+    shown = run_semfora("callers", "send", "--path", str(root))
+    assert shown.returncode == 0, shown.stderr
+    assert "2 symbols are named 'send'; this is Client.send" in shown.stderr
+    assert "AsyncClient.send (net/client.py:7" in shown.stderr
+    as_json = json.loads(run_semfora("callers", "send", "--path", str(root), "--json").stdout)
+    assert [o["qualified_name"] for o in as_json["also_named"]] == ["AsyncClient.send"]
+    # A qualified name is one symbol: nothing to say.
+    one = run_semfora("callers", "AsyncClient.send", "--path", str(root))
+    assert one.returncode == 0 and "symbols are named" not in one.stderr

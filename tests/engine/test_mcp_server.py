@@ -865,3 +865,181 @@ def test_a_per_item_token_cost_holds_for_the_text_and_the_json(make_repo) -> Non
             else:
                 per_item = int(re.search(r"~(\d+) (?:tokens )?per ", cost).group(1))
             assert sent / n <= per_item * 1.05, (name, sent / n, cost)
+
+
+def _json_tokens(structured: dict) -> float:
+    return len(json.dumps(structured, ensure_ascii=False, separators=(",", ":"))) / 4
+
+
+def _stated_per_item(description: str) -> int:
+    """The per-item JSON figure of a description's token cost (``~21 per module as JSON``)."""
+    import re
+
+    cost = description.split("Token cost")[1]
+    return int(re.search(r"~(\d+) per \w+ as JSON", cost).group(1))
+
+
+def test_listing_tools_state_what_their_json_costs(make_repo) -> None:
+    """Claude Code gives the model a tool's JSON, and on Django list_modules' JSON cost ~1,050
+    tokens against a stated ~300-700; list_languages ~980 against ~100-300, analyze_directory's
+    rows ~27 a file against ~20, analyze_file ~2,100 for a 40-symbol file against ~500,
+    get_symbol_source ~600 per 50 lines against ~400. Each
+    description now states a per-item figure that covers its JSON, measured here on module and
+    file names as long as Django's."""
+    from engine.api import Engine
+    from engine.mcp_server import answer, build_tools
+
+    body = "".join(
+        f"def render_change_form_{i}(request, context, add=False, change=False, form_url=''):\n"
+        f"    return TemplateResponse(request, context, form_url, status={i})\n\n\n"
+        for i in range(40)
+    )
+    files = {f"django/contrib/gis/db/backend_{n:02}/operations.py": body for n in range(55)}
+    with Engine.open(make_repo(files)) as engine:
+        tools = build_tools(engine)
+        for name, args, rows in (
+            ("list_modules", {}, "modules"),
+            ("analyze_directory", {"path": "django", "summary_only": False}, "file_list"),
+            ("analyze_file", {"path": "django/contrib/gis/db/backend_07/operations.py"}, "symbols"),
+        ):
+            structured, text = answer(tools[name], args)
+            n = len(structured[rows])
+            assert n >= 40, (name, n)
+            per_item = _stated_per_item(tools[name].description)
+            assert _json_tokens(structured) / n <= per_item * 1.05, (name, _json_tokens(structured) / n)
+        # Code lines as long as Django's (~45 characters on average, escaped in JSON).
+        long = "def save_base(self, raw=False, force_insert=False, using=None):\n" + "".join(
+            f'        updated = self._save_table(raw, "{i:03}")\n' for i in range(199)
+        )
+        (engine.layout.root / "django" / "models.py").write_text(long)
+        engine.index()
+        structured, text = answer(tools["get_symbol_source"], {"symbol": "save_base"})
+        cost = tools["get_symbol_source"].description.split("Token cost: ~")[1]
+        per_50 = int(cost.split()[0])
+        assert max(_json_tokens(structured), len(text) / 4) / 200 * 50 <= per_50 * 1.05, cost
+        structured, _ = answer(tools["list_languages"], {})
+        stated = int(
+            tools["list_languages"].description.split("Token cost: ~")[1].split()[0].replace(",", "")
+        )
+        assert _json_tokens(structured) <= stated * 1.05
+
+
+async def test_a_call_graph_leaves_out_columns_no_edge_has(make_repo) -> None:
+    """A depth-1 walk has no parent and only external callees have a package, yet every edge
+    carried ``"package":"","parent_id":""``: a sixth of get_callers' JSON said nothing."""
+    root = make_repo({"pay/app.py": APP})
+
+    async def body(session):
+        direct = (await session.call_tool("get_callers", {"symbol": "charge"})).structured_content
+        assert direct["callers"] and all(
+            "package" not in e and "parent_id" not in e for e in direct["callers"]
+        ), direct
+        callees = await session.call_tool("get_call_graph", {"symbol": "Ledger.record", "depth": 2})
+        edges = callees.structured_content["callees"]
+        deeper = [e for e in edges if e["depth"] == 2]
+        assert deeper and all(e["parent_id"] for e in deeper), edges
+        assert any(e.get("package") == "requests" for e in edges), edges
+
+    await mcp_session(root, body)
+
+
+async def test_an_error_quoting_a_url_never_serves_its_password(make_repo, monkeypatch, tmp_path) -> None:
+    """A Chroma URL with user:password@ and a bad port: `semfora search` masked the password in
+    its error, but `semfora mcp` served it as given in the error every call answered, in the
+    server's instructions and on its stderr (the client's log)."""
+    root = make_repo({"pay/app.py": APP})
+    monkeypatch.setenv("SEMFORA_CHROMA_URL", "http://admin:hunter2@localhost:99999")
+    log = tmp_path / "server.log"
+
+    async def body(session):
+        failed = await session.call_tool("search", {"query": "charge"})
+        return tool_error(failed), failed
+
+    with log.open("w") as errlog:
+        error, failed = await mcp_session(root, body, errlog=errlog)
+    assert error["error_code"] == "CONFIG_INVALID" and "http://admin:" in error["message"], error
+    served = json.dumps(failed.model_dump(mode="json")) + log.read_text()
+    assert "hunter2" not in served and "[REDACTED]" in error["error_message"], served
+
+
+async def test_get_symbols_answers_each_symbol_once(make_repo) -> None:
+    """An agent that names a symbol twice (by its id and by its name, or the same id twice) got
+    its whole detail twice, ~400 tokens each time; a missing id asked twice was missing twice."""
+    root = make_repo({"pay/app.py": APP})
+
+    async def body(session):
+        first = (await session.call_tool("get_symbol", {"symbol": "charge"})).structured_content
+        asked = [first["id"], "charge", "Ledger.record", first["id"], "nope", "nope"]
+        both = (await session.call_tool("get_symbols", {"ids": asked})).structured_content
+        assert [s["qualified_name"] for s in both["symbols"]] == ["charge", "Ledger.record"], both
+        assert both["missing"] == ["nope"]
+
+    await mcp_session(root, body)
+
+
+async def test_an_excerpt_in_get_context_names_the_tool_that_fills_its_gaps(make_repo) -> None:
+    """A definition too long for the budget comes as an excerpt whose reason said 'ask NEED for
+    the rest': words for semfora's own model, which an MCP agent cannot act on."""
+    steps = "".join(f"    total += apply_discount_rule_{i}(order, customer)\n" for i in range(300))
+    big = f"def compute_invoice_total(order, customer):\n    total = 0\n{steps}    return total\n"
+    root = make_repo({"billing/invoice.py": big})
+
+    async def body(session):
+        task = "why does compute_invoice_total give the wrong total for discounted orders"
+        result = await session.call_tool("get_context", {"task": task, "budget": 2000})
+        items = result.structured_content["items"]
+        excerpts = [i for i in items if i["elided"]]
+        assert excerpts, [(i["kind"], i["symbol"]) for i in items]
+        for item in excerpts:
+            assert "get_symbol_source" in item["reason"] and "NEED" not in item["text"], item["reason"]
+        assert "NEED" not in result.content[0].text
+
+    await mcp_session(root, body)
+
+
+async def test_a_module_written_as_a_relative_path_is_that_module(make_repo) -> None:
+    """`./pay` was MODULE_NOT_FOUND for list_symbols, search_symbols and get_module, while
+    analyze_directory took `./pay/` and `pay/` and `/pay` worked: agents write paths all these ways."""
+    root = make_repo({"pay/app.py": APP, "pay/sub/refunds.py": REFUNDS})
+
+    async def body(session):
+        for module in ("./pay", "./pay/", "pay/./sub/.."):
+            listed = await session.call_tool("list_symbols", {"module": module})
+            assert not listed.is_error, (module, listed.content[0].text)
+            assert listed.structured_content["total"] == 6, listed.structured_content
+            found = await session.call_tool("search_symbols", {"query": "charge", "module": module})
+            assert found.structured_content["symbols"][0]["name"] == "charge", (module, found.content[0].text)
+        sub = (await session.call_tool("get_module", {"module": "./pay/sub/"})).structured_content
+        assert {s["name"] for s in sub["symbols"]} == {"RefundTooLarge", "refund", "list_refunds"}
+
+    await mcp_session(root, body)
+
+
+def test_analyze_diff_states_what_a_changed_symbol_costs(make_repo) -> None:
+    """analyze_diff said ~150 tokens per changed symbol; on httpx a signature change with its
+    callers cost ~305 as JSON (~225 as text): twelve changed functions were ~3,700, not ~1,800."""
+    import re
+
+    from engine.api import Engine
+    from engine.mcp_server import answer, build_tools
+
+    helpers = "".join(
+        f"def normalize_header_value_{i}(value: str | bytes, encoding: str | None = None) -> bytes:\n"
+        f"    return value.encode(encoding or 'ascii') if isinstance(value, str) else value\n\n\n"
+        for i in range(12)
+    )
+    calls = "".join(f"    normalize_header_value_{i}(headers[{i}])\n" for i in range(12))
+    root = make_repo(
+        {
+            "httpx/_utils.py": helpers,
+            "httpx/_models.py": f"from httpx._utils import *\n\n\ndef build_headers(headers):\n{calls}",
+        }
+    )
+    (root / "httpx" / "_utils.py").write_text(helpers.replace("(value: str", "(value: str | None"))
+    with Engine.open(root) as engine:
+        tools = build_tools(engine)
+        structured, text = answer(tools["analyze_diff"], {})
+        changed = sum(len(f["symbols"]) for f in structured["files"])
+        assert changed == 12, structured["summary"]
+        per_symbol = int(re.search(r"~(\d+) per changed symbol", tools["analyze_diff"].description).group(1))
+        assert max(_json_tokens(structured), len(text) / 4) / changed <= per_symbol * 1.05

@@ -137,3 +137,70 @@ async def test_a_file_given_where_a_directory_or_module_is_taken_names_the_tool_
         assert directory["message"] == "error[PATH_INVALID]: pay/app.py is a file (analyze_file takes a file)"
 
     await mcp_session(root, body)
+
+
+async def test_source_with_context_names_the_symbols_lines_and_the_lines_shown(make_repo) -> None:
+    """With ``context: 2`` the reply gave the shown range as the symbol's start_line/end_line
+    (``refund 6-15`` for a function on lines 8-13): an agent editing those lines hit the
+    neighbours. Now start_line/end_line are the symbol's own, source_* the lines of the text."""
+    refunds = (
+        '"""Refunds."""\n\nLIMIT = 10\n\n\n# Give money back.\n\n'
+        "def refund(charge, amount):\n    if amount > LIMIT:\n        raise ValueError(amount)\n"
+        "    charge.refunded += amount\n    return charge\n\n\nDONE = True\n"
+    )
+    big = "def big():\n" + "".join(f"    x{i} = {i}\n" for i in range(450)) + "    return 0\n"
+    root = make_repo({"pay/refunds.py": refunds, "pay/big.py": "\n\n" + big})
+
+    async def body(session):
+        result = await session.call_tool("get_symbol_source", {"symbol": "refund", "context": 2})
+        data = result.structured_content
+        assert (data["start_line"], data["end_line"]) == (8, 12), data
+        assert (data["source_start_line"], data["source_end_line"]) == (6, 14), data
+        assert data["source"].splitlines()[0] == "# Give money back."
+        assert (
+            result.content[0].text.splitlines()[0]
+            == "refund  pay/refunds.py:8-12 (shown 6-14)  id " + data["id"]
+        )
+        plain = (await session.call_tool("get_symbol_source", {"symbol": "refund"})).content[0].text
+        assert plain.splitlines()[0].startswith("refund  pay/refunds.py:8-12  id ")
+        cut = (await session.call_tool("get_symbol_source", {"symbol": "big"})).structured_content
+        assert (cut["start_line"], cut["end_line"]) == (3, 454) and cut["truncated"], cut
+        assert (cut["source_start_line"], cut["source_end_line"]) == (3, 402), cut
+
+    await mcp_session(root, body)
+
+
+async def test_a_file_that_is_not_utf8_is_shown_in_its_declared_encoding_or_says_what_was_lost(
+    make_repo,
+) -> None:
+    """A Latin-1 file (declared with a PEP 263 coding line, as old Python code is) was served as
+    `Gr\\ufffd\\ufffd Gott` in its source, docstring and search snippets; one with no declaration
+    showed U+FFFD with no word that the bytes were not UTF-8. Declared files now read as their
+    characters; undeclared ones carry a note in the reply."""
+    from tests.conftest import run_semfora
+
+    declared = (
+        '# -*- coding: latin-1 -*-\n\n\ndef gruss(name):\n    """Sag Gr\xfc\xdf Gott."""\n'
+        '    return "Gr\xfc\xdf Gott, " + name\n'
+    ).encode("latin-1")
+    undeclared = 'def hallo():\n    return "Gr\xfc\xdf"\n'.encode("latin-1")
+    root = make_repo({"greet.py": declared, "legacy/hallo.py": undeclared})
+
+    async def body(session):
+        source = await session.call_tool("get_symbol_source", {"symbol": "gruss"})
+        assert 'return "Grüß Gott, " + name' in source.structured_content["source"], source.structured_content
+        detail = (await session.call_tool("get_symbol", {"symbol": "gruss"})).structured_content
+        assert detail["doc"] == "Sag Grüß Gott."
+        hits = (await session.call_tool("search", {"query": "Gott", "mode": "fts"})).structured_content
+        assert any("Grüß Gott" in h["snippet"] for h in hits["results"]), hits
+        pack = await session.call_tool("get_context", {"task": "explain gruss"})
+        assert 'return "Grüß Gott, " + name' in pack.content[0].text, pack.content[0].text
+        lost = await session.call_tool("get_symbol_source", {"symbol": "hallo"})
+        note = "legacy/hallo.py is not valid UTF-8: 2 bytes shown as U+FFFD"
+        assert lost.structured_content["note"].startswith(note), lost.structured_content
+        assert lost.content[0].text.splitlines()[1].startswith(f"note: {note}")
+
+    await mcp_session(root, body)
+    shown = run_semfora("symbol", "hallo", "--source", "--json", "--path", str(root))
+    row = json.loads(shown.stdout)["symbols"][0]
+    assert "\ufffd" in row["source"] and row["source_note"].startswith("legacy/hallo.py is not valid UTF-8")

@@ -498,3 +498,23 @@ async def test_a_repository_moved_while_serving_is_said_and_its_index_kept(make_
         assert not back.is_error, back.content[0].text
 
     await mcp_session(root, body)
+
+
+async def test_check_index_does_not_call_a_file_stale_when_only_its_time_changed(make_repo) -> None:
+    """After `git checkout -- .` (or a `touch`, or a save without a change) check_index said
+    `fresh: false, stale: 1`, though the file was byte for byte what was indexed."""
+    import os
+
+    root = make_repo({"pay/app.py": "def charge(amount):\n    return amount\n", "pay/ledger.py": "X = 1\n"})
+
+    async def body(session):
+        await session.call_tool("generate_index", {})
+        touched = root / "pay" / "app.py"
+        os.utime(touched, ns=(touched.stat().st_atime_ns, touched.stat().st_mtime_ns + 5_000_000_000))
+        same = (await session.call_tool("check_index", {})).structured_content
+        assert (same["fresh"], same["stale"], same["stale_paths"]) == (True, 0, []), same
+        (root / "pay" / "ledger.py").write_text("X = 2\n")
+        changed = (await session.call_tool("check_index", {})).structured_content
+        assert (changed["fresh"], changed["stale"], changed["stale_paths"]) == (False, 1, ["pay/ledger.py"])
+
+    await mcp_session(root, body)

@@ -125,7 +125,8 @@ def test_symbol_details_source_and_graph(engine) -> None:
     assert detail["risk"] in ("medium", "high") and any("subprocess" in r for r in detail["risk_reasons"])
     assert [c["name"] for c in detail["callers"]] == ["SessionStore.get_user_by_id"]
     src = tools.get_symbol_source(engine, "getUserName", context=1).to_json()
-    assert "def getUserName(user):" in src["source"] and src["start_line"] == src["end_line"] - 3
+    assert "def getUserName(user):" in src["source"] and src["start_line"] == src["end_line"] - 1
+    assert (src["source_start_line"], src["source_end_line"]) == (src["start_line"] - 1, src["end_line"] + 1)
     graph = tools.get_callers(engine, "user", depth=2).to_json()
     assert {(c["name"], c["depth"]) for c in graph["callers"]} >= {("user_profile", 1), ("profile_view", 1)}
     both = tools.get_symbols(engine, [detail["id"]]).to_json()["symbols"]

@@ -69,6 +69,10 @@ MENTIONED_FILE_SHARE = 0.3
 
 ItemFactory = Callable[..., ContextItem]
 
+# The reason an excerpt's item gives; engine.api.get_context rewords it for an MCP agent,
+# which has get_symbol_source, not NEED.
+EXCERPT_REASON = "excerpt: gaps marked, ask NEED for the rest"
+
 
 @dataclass
 class Layout:
@@ -220,7 +224,7 @@ class Filler:
             "source",
             found.text,
             self.priority(place),
-            why + ("; excerpt: gaps marked, ask NEED for the rest" if found.elided else ""),
+            why + (f"; {EXCERPT_REASON}" if found.elided else ""),
             c,
             start_line=found.first,
             end_line=found.last,

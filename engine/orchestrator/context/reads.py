@@ -17,6 +17,7 @@ from pathlib import Path
 from engine.errors import SemforaError
 from engine.policy.names import is_secret_name
 from engine.policy.sandbox import ResolvedPath, read_bytes, resolve
+from engine.repo.text import decode_source
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +125,8 @@ class RepoReader:
             return None
         try:
             # Opened without following a link: a file swapped for one since ``resolve`` is refused.
-            text = read_bytes(resolved, max_bytes=MAX_READ_BYTES).decode("utf-8", errors="replace")
+            # A file declaring another encoding (PEP 263) is read as its characters.
+            text = decode_source(read_bytes(resolved, max_bytes=MAX_READ_BYTES)).text
         except SemforaError as exc:
             log.info("cannot read %s: %s", rel, exc.message)
             return None
