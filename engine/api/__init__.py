@@ -74,6 +74,7 @@ from engine.api.turns import (
     make_reasoner,
     open_orchestrator,
     refresh_index,
+    skipped_vectors,
 )
 from engine.api.values import (
     CallerRef,
@@ -189,6 +190,7 @@ __all__ = [
     "analyze_file",
     "branch_name",
     "build_vectors",
+    "skipped_vectors",
     "cache_stats",
     "check_index",
     "ci_review",

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from engine.config import Settings
@@ -29,6 +30,7 @@ from engine.index.chroma import (
     forget_client,
     label_of,
 )
+from engine.index.chroma_health import CHROMA_DB
 from engine.index.chunk_source import chunk_texts
 from engine.index.embeddings import (
     OFF_KINDS,
@@ -105,8 +107,10 @@ class VectorReport:
     cancelled: bool = False
     seconds: float = 0.0
     message: str = ""
-    missing: int = 0  # recorded as embedded but absent from the store: re-embedded this run
+    missing: int | None = 0  # recorded as embedded but absent from the store: re-embedded this run
+    # (None: the store was not looked at, `index --no-vectors`)
     store: str = ""  # where the vectors live (server URL or embedded path)
+    current: int = 0  # chunks whose present text has a vector of ``provider`` after this run
 
 
 def embed_text(row: fts.ChunkRow, body: str) -> str:
@@ -502,6 +506,7 @@ class VectorIndexer:
                 message=reason or message,
                 missing=missing,
                 store=store.key,
+                current=_current_vectors(conn),
                 **extra,
             )
 
@@ -894,6 +899,47 @@ def recorded_vectors(layout: RepoLayout) -> tuple[str | None, int, int]:
         return _meta(conn, "vector_spec"), _current_vectors(conn), fts.chunk_count(conn)
     finally:
         conn.close()
+
+
+def skipped_report(layout: RepoLayout, settings: Settings) -> VectorReport:
+    """What a run that skips the vector pass (`index --no-vectors`) has: the vectors index.db records,
+    counted against the chunks now, without opening the store or an embedding provider."""
+    spec, _kind, _arg = provider_kind(settings)
+    store = chroma_store(layout, settings)
+    conn = fts.connect(layout.index_db)
+    try:
+        model = _meta(conn, "vector_spec")
+        recorded_store = _meta(conn, "vector_store") or (store.key if model else "")
+        current = _current_vectors(conn) if model else 0
+        total = fts.chunk_count(conn)
+    finally:
+        conn.close()
+    # An embedded store whose directory is gone holds none of them (seen without opening it).
+    gone = bool(current) and recorded_store.startswith("embedded:") and not store_present(recorded_store)
+    held = f"{current:,} of {total:,} chunks have vectors" + (f" ({model})" if model else "")
+    message = f"vectors skipped (--no-vectors); {held}"
+    if gone:
+        message += f", but {label_of(recorded_store)} is gone"
+    if current < total:
+        message += "; `semfora index` embeds the rest"
+    return VectorReport(
+        False,
+        model or spec,
+        "--no-vectors",
+        pending=total if gone else total - current,
+        total=total,
+        message=message,
+        missing=current if gone else None,
+        store=recorded_store,
+        current=0 if gone else current,
+    )
+
+
+def store_present(key: str) -> bool:
+    """Whether the recorded embedded store (``embedded:PATH``) still has its database on disk; a
+    server is taken as present (only asking it can tell)."""
+    kind, _, where = key.partition(":")
+    return kind != "embedded" or (Path(where) / CHROMA_DB).is_file()
 
 
 def vector_status(

@@ -1,0 +1,53 @@
+"""Vectors as a user lives with them: skipped, deleted, restarted, switched; always said, never lost."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from engine.repo.layout import RepoLayout
+from tests.conftest import run_semfora
+from tests.engine.index.conftest import AUTH_PY, README, ROUTES_PY
+
+FILES = {"app/auth.py": AUTH_PY, "app/routes.py": ROUTES_PY, "README.md": README}
+ENV = {"SEMFORA_EMBEDDING": "ollama:nomic-embed-text"}
+
+
+def _index_json(root, *extra: str) -> dict:
+    proc = run_semfora("index", "--path", str(root), "--json", *extra, env=ENV)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_index_no_vectors_json_still_says_what_the_index_holds(fake_ollama, make_repo) -> None:
+    """`index --no-vectors --json` gave only `{"enabled": false, "reason": "--no-vectors"}`: a script
+    could not tell whether the repository had vectors, nor how many chunks lacked them."""
+    root = make_repo(FILES)
+    built = _index_json(root)["vectors"]
+    assert built["enabled"] and built["pending"] == 0
+    assert built["current"] == built["total"] > 0
+
+    (root / "app/billing.py").write_text("def charge(invoice):\n    return invoice.total\n", encoding="utf-8")
+    skipped = _index_json(root, "--no-vectors")["vectors"]
+    assert skipped["enabled"] is False and skipped["reason"] == "--no-vectors"
+    assert skipped["provider"] == "ollama:nomic-embed-text"
+    assert skipped["embedded"] == 0  # none this run
+    assert skipped["total"] == built["total"] + 1
+    assert skipped["current"] == built["total"] and skipped["pending"] == 1
+    assert skipped["missing"] is None  # the store was not opened
+    assert skipped["store"] == built["store"]
+    assert "semfora index" in skipped["message"]
+
+    # The store deleted under it: seen without opening Chroma, and counted as missing.
+    shutil.rmtree(RepoLayout.for_path(root).chroma_dir)
+    gone = _index_json(root, "--no-vectors")["vectors"]
+    assert gone["missing"] == built["total"] and gone["current"] == 0
+    assert gone["pending"] == gone["total"] and "is gone" in gone["message"]
+    assert not RepoLayout.for_path(root).chroma_dir.exists()  # and not made again by looking
+
+
+def test_index_no_vectors_json_on_a_repository_never_embedded(make_repo) -> None:
+    root = make_repo(FILES)
+    vectors = _index_json(root, "--no-vectors")["vectors"]
+    assert vectors["current"] == 0 and vectors["pending"] == vectors["total"] > 0
+    assert vectors["missing"] is None and vectors["store"] == ""
