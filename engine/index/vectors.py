@@ -970,7 +970,9 @@ def vector_status(
         return VectorStatus(False, picked.requested, picked.reason, 0, total, store=store.key)
     missing: int | None = None
     if check_store and embedded:
-        if recorded_store != store.key:
+        if recorded_store != store.key or not store_present(store.key):
+            # A deleted embedded store is seen from its directory: opening a client to count it
+            # would make an empty store there (a check must not write).
             missing = embedded
         else:
             collection = _existing_collection(chroma_client(store), name or "")

@@ -51,3 +51,22 @@ def test_index_no_vectors_json_on_a_repository_never_embedded(make_repo) -> None
     vectors = _index_json(root, "--no-vectors")["vectors"]
     assert vectors["current"] == 0 and vectors["pending"] == vectors["total"] > 0
     assert vectors["missing"] is None and vectors["store"] == ""
+
+
+def _doctor_vectors(root) -> dict:
+    proc = run_semfora("doctor", "--path", str(root), "--json", env=ENV)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return next(c for c in json.loads(proc.stdout)["checks"] if c["name"] == "vectors")
+
+
+def test_doctor_on_a_deleted_store_says_so_and_makes_no_store(fake_ollama, make_repo) -> None:
+    """Checking a deleted embedded store opened a Chroma client on its path, which made an empty
+    `chroma/` there: the check wrote, and the next look found a store that was never built."""
+    root = make_repo(FILES)
+    built = _index_json(root)["vectors"]
+    chroma = RepoLayout.for_path(root).chroma_dir
+    shutil.rmtree(chroma)
+    check = _doctor_vectors(root)
+    assert check["status"] == "warn" and check["code"] == "DOCTOR_VECTORS"
+    assert check["data"]["missing"] == built["current"] and "holds none" in check["detail"]
+    assert not chroma.exists()
