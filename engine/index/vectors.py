@@ -42,6 +42,7 @@ from engine.index.embeddings import (
 )
 from engine.policy.paths import is_test_path
 from engine.repo.layout import RepoLayout
+from engine.words import plural
 
 __all__ = ["ChromaUnavailable", "VectorIndexer", "VectorReport", "VectorSearcher", "vector_status"]
 
@@ -564,7 +565,7 @@ class VectorIndexer:
             generation = str(time.time_ns())
             _set_meta(conn, GENERATION_KEY, generation)
             conn.commit()
-            VectorSearcher.note_generation(self.layout, generation)
+            VectorSearcher.note_generation(self.layout, generation, store)
         sync.finish(collection)
         return report(cancelled=cancelled)
 
@@ -649,8 +650,8 @@ class VectorSearcher:
 
     _cache: dict[tuple[str, str], VectorSearcher] = {}
     _cache_lock = threading.Lock()
-    # Per index.db: the vector generation this process's embedded clients reflect.
-    _generations: dict[str, str | None] = {}
+    # Per index.db: the vector generation and embedded store file this process's clients reflect.
+    _generations: dict[str, tuple[str | None, tuple[int, int] | None]] = {}
 
     def __init__(self, layout: RepoLayout, settings: Settings, choice: EmbedderChoice) -> None:
         self.layout = layout
@@ -679,29 +680,34 @@ class VectorSearcher:
 
     @classmethod
     def _follow_other_processes(cls, layout: RepoLayout, settings: Settings) -> None:
-        """Reopen an embedded store another process has embedded into since this one opened it.
+        """Reopen an embedded store another process has embedded into, deleted or replaced since
+        this one opened it.
 
         An embedded Chroma keeps its index in this process's memory, so vectors another process
         adds (`semfora index` in a second terminal while the app runs) stay invisible until the
-        store is reopened; a server answers from its own state and needs none of this.
+        store is reopened, and a deleted `chroma/` went on answering from memory (or failing as if
+        a server had stopped) until the next index run; a server answers from its own state and
+        needs none of this.
         """
-        generation = vector_generation(layout)
+        store = chroma_store(layout, settings)
+        state = (vector_generation(layout), None if store.is_server else _store_mark(store))
         db = str(layout.index_db)
         with cls._cache_lock:
             known = db in cls._generations
             seen = cls._generations.get(db)
-            cls._generations[db] = generation
-        if known and seen != generation and not chroma_store(layout, settings).is_server:
-            log.info("vectors changed on disk (generation %s -> %s): reopening the store", seen, generation)
+            cls._generations[db] = state
+        if known and seen != state and not store.is_server:
+            log.info("vectors changed on disk (%s -> %s): reopening the store", seen, state)
             reopen_stores()
             with cls._cache_lock:
-                cls._generations[db] = generation
+                cls._generations[db] = state
 
     @classmethod
-    def note_generation(cls, layout: RepoLayout, generation: str) -> None:
+    def note_generation(cls, layout: RepoLayout, generation: str, store: ChromaStore) -> None:
         """This process wrote ``generation`` through its own client: nothing to reopen for it."""
         with cls._cache_lock:
-            cls._generations[str(layout.index_db)] = generation
+            mark = None if store.is_server else _store_mark(store)
+            cls._generations[str(layout.index_db)] = (generation, mark)
 
     @classmethod
     def forget_all(cls) -> None:
@@ -755,6 +761,9 @@ class VectorSearcher:
                     f"the vector index was built in {label_of(store_key)}, not {self.store.label}; "
                     "run `semfora index` to embed into it"
                 )
+            if not store_present(self.store.key):
+                # Deleted: opening a client would make an empty store there and find nothing.
+                return None, self._missing(recorded, deleted=True)
             client = chroma_client(self.store)
             try:
                 collection = _existing_collection(client, name)
@@ -780,7 +789,13 @@ class VectorSearcher:
             self._collection = collection
             return collection, ""
 
-    def _missing(self, recorded: int) -> str:
+    def _missing(self, recorded: int, *, deleted: bool = False) -> str:
+        if deleted:
+            return (
+                f"{self.store.label} was deleted ({plural(recorded, 'chunk', grouped=True)} "
+                f"{'was' if recorded == 1 else 'were'} embedded there); "
+                "run `semfora index` to re-embed them"
+            )
         return (
             f"the vector collection is missing from {self.store.label} ({recorded:,} chunks were "
             "embedded; the store was wiped or replaced); run `semfora index` to re-embed them"
@@ -839,6 +854,9 @@ class VectorSearcher:
                 # The store answered: our collection went (a wiped or replaced store). Not a server
                 # to pause for, and not "stopped answering": the next search finds it missing too.
                 raise ChromaUnavailable(self._missing(self._record()[3])) from exc
+            if not store_present(self.store.key):  # deleted under us ("Failed to get segments")
+                reopen_stores()
+                raise ChromaUnavailable(self._missing(self._record()[3], deleted=True)) from exc
             forget_client(self.store, str(exc))
             raise ChromaUnavailable(f"{self.store.label} stopped answering: {exc}") from exc
         ids = found["ids"][0]
@@ -933,6 +951,16 @@ def skipped_report(layout: RepoLayout, settings: Settings) -> VectorReport:
         store=recorded_store,
         current=0 if gone else current,
     )
+
+
+def _store_mark(store: ChromaStore) -> tuple[int, int] | None:
+    """Which file an embedded store's database is (device, inode); None when it is not there."""
+    assert store.path is not None
+    try:
+        info = (store.path / CHROMA_DB).stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def store_present(key: str) -> bool:

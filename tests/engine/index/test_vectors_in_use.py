@@ -70,3 +70,55 @@ def test_doctor_on_a_deleted_store_says_so_and_makes_no_store(fake_ollama, make_
     assert check["status"] == "warn" and check["code"] == "DOCTOR_VECTORS"
     assert check["data"]["missing"] == built["current"] and "holds none" in check["detail"]
     assert not chroma.exists()
+
+
+def _search(root, query: str, *extra: str, env: dict | None = None) -> dict:
+    proc = run_semfora("search", query, "--path", str(root), "--json", *extra, env={**ENV, **(env or {})})
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_the_query_service_notices_a_deleted_store(fake_ollama, make_repo) -> None:
+    """The warm service answered from the store it had open after `chroma/` was deleted (or failed
+    as if a server had stopped); it says the vectors are gone, and search answers from full text."""
+    from engine.index import query_client
+
+    on = {"SEMFORA_SEARCH__VECTOR_SERVICE": "auto"}
+    root = make_repo(FILES)
+    _index_json(root)
+    try:
+        warm = _search(root, "strip the credentials of a request", "--mode", "vector", env=on)
+        assert warm["warnings"] == [] and any(r["sources"]["vector"] for r in warm["results"])
+        chroma = RepoLayout.for_path(root).chroma_dir
+        shutil.rmtree(chroma)
+        after = _search(root, "strip the credentials of a request", env=on)
+        assert len(after["warnings"]) == 1, after["warnings"]
+        assert "was deleted" in after["warnings"][0] and "semfora index" in after["warnings"][0]
+        assert after["results"] and all(r["sources"]["vector"] is None for r in after["results"])
+        assert not chroma.exists()  # searching made no empty store
+        # `semfora index` re-embeds, and the same service serves the new store.
+        assert _index_json(root)["vectors"]["missing"] > 0
+        again = _search(root, "strip the credentials of a request", "--mode", "vector", env=on)
+        assert again["warnings"] == [] and any(r["sources"]["vector"] for r in again["results"])
+    finally:
+        query_client.stop_service()
+
+
+def test_a_warm_in_process_searcher_notices_a_deleted_store(fake_ollama, monkeypatch, make_repo) -> None:
+    """The app and the MCP server search in-process: the same, without a service."""
+    from engine.api import Engine, search
+
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
+    root = make_repo(FILES)
+    _index_json(root)
+    with Engine.open(root) as engine:
+        warm = search(engine, "strip the credentials of a request", mode="vector", every_warning=True)
+        assert not warm.warnings and any(r["sources"]["vector"] for r in warm.to_json()["results"])
+        shutil.rmtree(engine.layout.chroma_dir)
+        gone = search(engine, "strip the credentials of a request", every_warning=True)
+        assert any("was deleted" in w for w in gone.warnings), gone.warnings
+        assert gone.hits and all(r["sources"]["vector"] is None for r in gone.to_json()["results"])
+        assert not engine.layout.chroma_dir.exists()
+        _index_json(root)
+        back = search(engine, "strip the credentials of a request", mode="vector", every_warning=True)
+        assert not back.warnings and any(r["sources"]["vector"] for r in back.to_json()["results"])
