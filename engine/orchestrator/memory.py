@@ -9,6 +9,7 @@ score over the JSONL otherwise; it never raises because a vector service is miss
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import math
@@ -47,6 +48,47 @@ FAILED_OUTCOMES = frozenset({"failed", "error", "edit_failed", "cancelled"})
 EPISODES_FILE = "episodes.jsonl"
 TURN_VECTORS_FILE = "turn_vectors.jsonl"
 LAST_POINTER = "LAST"
+
+
+# Bytes read per step when looking back from a torn tail for the last whole line.
+TAIL_STEP = 64 * 1024
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append ``line`` (ending in a newline) to a JSONL file as one whole line, durably.
+
+    A process killed in the middle of an append leaves a last line without its newline; the next
+    append used to land on the end of it, so that line was unreadable and the new one lost with
+    it. The torn tail is cut off first (under an exclusive lock: several processes append to the
+    same log), then the line goes out in one write and is synced.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            keep = _whole_lines_end(fd, size)
+            log.warning("%s: cut a torn last line (%d bytes) left by an interrupted write", path, size - keep)
+            os.ftruncate(fd, keep)
+        data = line.encode("utf-8")
+        while data:
+            data = data[os.write(fd, data) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)  # and with it the lock
+
+
+def _whole_lines_end(fd: int, size: int) -> int:
+    """The offset just after the last newline of the first ``size`` bytes of ``fd`` (0: none)."""
+    end = size
+    while end > 0:
+        start = max(0, end - TAIL_STEP)
+        at = os.pread(fd, end - start, start).rfind(b"\n")
+        if at >= 0:
+            return start + at + 1
+        end = start
+    return 0
 
 
 class SemforaMemory:
@@ -198,11 +240,7 @@ class EpisodicLog:
         data["reply"] = redact(data["reply"][:EPISODE_REPLY_CHARS])
         line = json.dumps(data, ensure_ascii=False) + "\n"
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(line)
-                fh.flush()
-                os.fsync(fh.fileno())
+            append_line(self.path, line)
 
     def read(self) -> list[Episode]:
         """Every episode; a torn last line (killed process) is skipped, not fatal."""
@@ -445,9 +483,7 @@ class TurnVectors:
     def append(self, run_id: str, model: str, failed: bool, vector: list[float]) -> None:
         line = json.dumps({"run_id": run_id, "model": model, "failed": failed, "vector": vector}) + "\n"
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(line)
+            append_line(self.path, line)
 
     def nearest(self, query: list[float], model: str, include_failed: bool) -> list[tuple[str, float]]:
         """``(run_id, cosine)`` of every stored turn of ``model``, best first (a turn stored twice
