@@ -632,6 +632,20 @@ def reopen_stores() -> None:
         SharedSystemClient.clear_system_cache()
 
 
+# A process that found no embedding provider (Ollama not running yet) asks again after this long:
+# the app and the MCP server live for hours and kept "vectors off" from their start. A dead Ollama
+# costs nothing in between (its circuit breaker answers at once); a configuration that turns
+# vectors off is never asked again.
+VECTORS_RECHECK_SECONDS = 30.0
+
+
+def _worth_another_look(searcher: VectorSearcher | RemoteVectorSearcher) -> bool:
+    """Whether a cached searcher with no provider should choose again (the provider may be up now)."""
+    if searcher.choice.enabled or provider_kind(searcher.settings)[1] in OFF_KINDS:
+        return False
+    return time.monotonic() - searcher.chosen_at >= VECTORS_RECHECK_SECONDS
+
+
 def _searcher_key(layout: RepoLayout, settings: Settings) -> tuple[str, str]:
     """One searcher per process for a repository, an embedding model, the Ollama that serves it and
     a vector store. The host is part of it because the query service outlives the shell that started
@@ -661,6 +675,7 @@ class VectorSearcher:
         self._collection: Any = None
         self._lock = threading.Lock()
         self.notice = ""  # a partial index: usable, but the user should know
+        self.chosen_at = time.monotonic()
 
     @classmethod
     def for_repo(cls, layout: RepoLayout, settings: Settings) -> VectorSearcher:
@@ -673,7 +688,7 @@ class VectorSearcher:
         cls._follow_other_processes(layout, settings)
         with cls._cache_lock:
             found = cls._cache.get(key)
-            if found is None:
+            if found is None or _worth_another_look(found):
                 found = cls(layout, settings, choose_embedder(settings))
                 cls._cache[key] = found
             return found
@@ -1026,13 +1041,14 @@ class RemoteVectorSearcher:
         self.choice = choice
         self.notice = ""
         self._local: VectorSearcher | None = None
+        self.chosen_at = time.monotonic()
 
     @classmethod
     def for_repo(cls, layout: RepoLayout, settings: Settings) -> RemoteVectorSearcher:
         key = _searcher_key(layout, settings)
         with cls._cache_lock:
             found = cls._cache.get(key)
-            if found is None:
+            if found is None or _worth_another_look(found):
                 found = cls(layout, settings, choose_embedder(settings))
                 cls._cache[key] = found
             return found

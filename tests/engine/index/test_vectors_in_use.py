@@ -122,3 +122,74 @@ def test_a_warm_in_process_searcher_notices_a_deleted_store(fake_ollama, monkeyp
         _index_json(root)
         back = search(engine, "strip the credentials of a request", mode="vector", every_warning=True)
         assert not back.warnings and any(r["sources"]["vector"] for r in back.to_json()["results"])
+
+
+def _restart_ollama(port: int):
+    """An Ollama that comes up on the port the process was told about (breaker cooled down)."""
+    from engine.services.ollama import breaker_for
+    from tests.fakes.fake_ollama import FakeOllama
+
+    fake = FakeOllama(port=port).start()
+    breaker_for(fake.url).reset()
+    return fake
+
+
+def test_a_long_lived_searcher_uses_an_ollama_that_came_up_after_it(
+    fake_ollama, monkeypatch, make_repo
+) -> None:
+    """The MCP server (and the app) chose the embedder once: Ollama down at their start meant
+    vectors off until they were restarted. They ask again (here without waiting the interval)."""
+    from engine.api import Engine, search
+    from engine.index import vectors
+
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
+    monkeypatch.setattr(vectors, "VECTORS_RECHECK_SECONDS", 0.0)
+    root = make_repo(FILES)
+    _index_json(root)
+    port = fake_ollama.port
+    fake_ollama.stop()
+    with Engine.open(root) as engine:
+        off = search(engine, "strip the credentials of a request", every_warning=True)
+        assert any("vector search is off for now" in w for w in off.warnings), off.warnings
+        assert all(r["sources"]["vector"] is None for r in off.to_json()["results"])
+        back = _restart_ollama(port)
+        try:
+            on = search(engine, "strip the credentials of a request", every_warning=True)
+        finally:
+            back.stop()
+        assert not on.warnings, on.warnings
+        assert any(r["sources"]["vector"] for r in on.to_json()["results"])
+
+
+def test_turn_memory_uses_an_ollama_that_came_up_later_and_misses_no_turn(
+    fake_ollama, monkeypatch, make_repo
+) -> None:
+    """One failure made turn memory lexical for the rest of the process, and the turns of that time
+    had no vector: once vectors were back, recall never found them."""
+    from engine.config import load_settings
+    from engine.orchestrator import memory
+    from engine.orchestrator.core import _turn_embedder
+    from engine.orchestrator.memory import Episode, SessionStore, TurnRecall
+
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
+    monkeypatch.setattr(memory, "VECTORS_RETRY_SECONDS", 0.0)
+    layout = RepoLayout.for_path(make_repo({"a.py": "x = 1\n"}))
+    port = fake_ollama.port
+    fake_ollama.stop()
+    store = SessionStore(layout)
+    recall = TurnRecall(
+        layout, store.episodes, embed=_turn_embedder(layout, load_settings(layout.root).settings)
+    )
+    turn = Episode(
+        0.0, "s", "r1", "add retry with backoff to fetch_page", "edit", (), "done", ("a.py",), "ok"
+    )
+    store.episodes.append(turn)
+    recall.remember(turn)
+    assert recall.mode == "lexical"
+    back = _restart_ollama(port)
+    try:
+        hits = recall.recall("add retry with backoff to fetch_page")
+    finally:
+        back.stop()
+    assert recall.mode == "vector"
+    assert [(h.episode.run_id, h.source) for h in hits] == [("r1", "vector")]

@@ -159,7 +159,14 @@ def test_turn_vectors_stay_out_of_chroma_and_apart_by_model(make_repo) -> None:
     hits = first.recall("retry fetch_page")
     assert [(h.episode.run_id, h.source) for h in hits] == [("r1", "vector")]
     other = TurnRecall(layout, store.episodes, embed=embedder("model-b", 1))
-    assert other.recall("retry fetch_page") == []  # model-a's vectors are not model-b's
+    # model-a's vectors are not model-b's: the turn is embedded again with model-b, then found.
+    hits = other.recall("retry fetch_page")
+    assert [(h.episode.run_id, h.source) for h in hits] == [("r1", "vector")]
+    rows = [json.loads(line) for line in vectors.read_text().splitlines()]
+    assert [(r["run_id"], r["model"], r["vector"]) for r in rows] == [
+        ("r1", "model-a", [1.0, 0.0, 0.0]),
+        ("r1", "model-b", [0.0, 1.0, 0.0]),
+    ]
     assert other.mode == "vector"
     assert not any(p.name == "chroma" for p in layout.cache_dir.rglob("*"))
 
