@@ -13,7 +13,9 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def test_vectors_are_built_once_ollama_comes_up_after_the_app(make_app: AppFactory, monkeypatch) -> None:
+async def test_vectors_are_built_once_ollama_comes_up_after_the_app(
+    make_app: AppFactory, monkeypatch
+) -> None:
     """Ollama down as the app started meant "vectors off: no embedder" until the app was restarted
     (or a file changed and re-indexed): the app tries the build again while a service is missing."""
     from engine.services.ollama import breaker_for
