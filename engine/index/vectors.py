@@ -315,21 +315,46 @@ class VectorIndexer:
         started = time.perf_counter()
         choice = self._choice or choose_embedder(self.settings)
         if choice.embedder is None:
-            return VectorReport(False, choice.requested, choice.reason, message=choice.reason)
+            return self._off(choice.requested, choice.reason)
         embedder = choice.embedder
         store = chroma_store(self.layout, self.settings)
         try:
             client = chroma_client(store)
         except ChromaUnavailable as exc:
-            return VectorReport(False, embedder.spec, exc.message, message=exc.message, store=store.key)
+            return self._off(embedder.spec, exc.message, store)
         conn = fts.connect(self.layout.index_db)
         try:
             return self._run(conn, store, client, embedder, progress, cancel, started)
         except ChromaUnavailable as exc:
             forget_client(store, exc.message)
-            return VectorReport(False, embedder.spec, exc.message, message=exc.message, store=store.key)
+            return self._off(embedder.spec, exc.message, store)
         finally:
             conn.close()
+
+    def _off(self, provider: str, reason: str, store: ChromaStore | None = None) -> VectorReport:
+        """The report of a run that could not embed: why, and what the index holds all the same
+        (it said 0 of 0 chunks, nothing pending, as if there were nothing to embed). With a
+        ``store`` (the embedder was there, the store was not) every chunk without a vector of
+        ``provider`` is pending; whether the store still holds the others was not seen."""
+        conn = fts.connect(self.layout.index_db)
+        try:
+            model = _meta(conn, "vector_spec")
+            mine = store is None or (model is not None and model_identity(model) == provider)
+            current = _current_vectors(conn) if model and mine else 0
+            total = fts.chunk_count(conn)
+        finally:
+            conn.close()
+        return VectorReport(
+            False,
+            provider,
+            reason,
+            pending=total - current if store is not None else 0,
+            total=total,
+            message=reason,
+            missing=None if store is not None else 0,
+            store=store.key if store is not None else "",
+            current=current,
+        )
 
     def _adopt(
         self, conn: sqlite3.Connection, store: ChromaStore, client: Any, embedder: Embedder, name: str
@@ -953,6 +978,8 @@ def skipped_report(layout: RepoLayout, settings: Settings) -> VectorReport:
     message = f"vectors skipped (--no-vectors); {held}"
     if gone:
         message += f", but {label_of(recorded_store)} is gone"
+    elif current and recorded_store != store.key:
+        message += f" in {label_of(recorded_store)}, not in {store.label} (the configured store changed)"
     if current < total:
         message += "; `semfora index` embeds the rest"
     return VectorReport(

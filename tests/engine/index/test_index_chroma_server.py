@@ -484,3 +484,20 @@ def test_a_rebuild_on_a_server_is_searched_at_once_by_a_warm_searcher(
     assert proc.returncode == 0 and _json(proc)["vectors"]["embedded"] > 0, proc.stderr
     files, warnings = _vector_files(root, env)
     assert files[:1] == ["app/auth.py"] and warnings == []
+
+
+def test_index_with_the_server_stopped_counts_what_the_index_holds(
+    chroma_server_control, fake_ollama, make_repo, tmp_path
+) -> None:
+    """`index --json` with the server down said `total: 0, pending: 0`: nothing left to embed, as if
+    the repository had no chunks, where a script needed to know that a file was still not embedded."""
+    root = make_repo(FILES)
+    env = _cli_env(tmp_path, chroma_server_control.url)
+    built = _index(root, env)
+    chroma_server_control.stop()
+    (root / "app/billing.py").write_text("def charge(invoice):\n    return invoice.total\n", encoding="utf-8")
+    down = _index(root, env)
+    assert down["enabled"] is False and "not reachable" in down["reason"]
+    assert down["total"] == built["total"] + 1 and down["current"] == built["total"]
+    assert down["pending"] == 1 and down["missing"] is None  # the store could not be looked at
+    assert down["store"] == f"server:{chroma_server_control.url}"
