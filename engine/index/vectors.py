@@ -507,8 +507,24 @@ class VectorIndexer:
         cancelled = False
         message = "; ".join(messages)
 
+        # Vectors announced so far: readers learn of new vectors while the build runs, not only
+        # at its end (a search during a long build said "192 of 1,354 chunks" until it finished,
+        # and a build stopped part way by Ollama going was never announced at all).
+        announced = [0]
+
+        def announce() -> None:
+            # Long-lived readers (the app, the MCP server, the query service) reopen an embedded
+            # store when this changes; this process's own client already holds the new vectors.
+            generation = str(time.time_ns())
+            _set_meta(conn, GENERATION_KEY, generation)
+            conn.commit()
+            VectorSearcher.note_generation(self.layout, generation, store)
+            announced[0] = done
+
         def stopped(reason: str) -> VectorReport:
             """The build ends early: what it kept, what is left, and how to finish it."""
+            if done > announced[0]:
+                announce()
             left = total - done
             if left:
                 reason = (
@@ -582,15 +598,12 @@ class VectorIndexer:
             conn.commit()
             collection = sync.wrote(len(present), collection)
             done += len(present)
+            if done - announced[0] >= max(batch_limit, total * ANNOUNCE_SHARE):
+                announce()
             if progress is not None:
                 progress(PHASE_EMBED, done, total)
-        if done or orphans or missing or reembed:
-            # Long-lived readers (the app, the MCP server, the query service) reopen an embedded
-            # store when this changes; this process's own client already holds the new vectors.
-            generation = str(time.time_ns())
-            _set_meta(conn, GENERATION_KEY, generation)
-            conn.commit()
-            VectorSearcher.note_generation(self.layout, generation, store)
+        if done > announced[0] or orphans or missing or reembed:
+            announce()
         sync.finish(collection)
         return report(cancelled=cancelled)
 
@@ -606,6 +619,10 @@ def use_query_service(enabled: bool = True) -> None:
 
 # text_meta key: changes whenever an index run changes what the vector store holds.
 GENERATION_KEY = "vector_generation"
+# A build tells readers of its new vectors each time it has embedded this share of its chunks (or
+# a batch, if more), not only when it ends: each time makes them reopen an embedded store at their
+# next search, so at most 20 reopens per build.
+ANNOUNCE_SHARE = 0.05
 
 
 def vector_generation(layout: RepoLayout) -> str | None:

@@ -193,3 +193,39 @@ def test_turn_memory_uses_an_ollama_that_came_up_later_and_misses_no_turn(
         back.stop()
     assert recall.mode == "vector"
     assert [(h.episode.run_id, h.source) for h in hits] == [("r1", "vector")]
+
+
+def test_searches_during_a_vector_build_see_its_progress(fake_ollama, monkeypatch, make_repo) -> None:
+    """A warm searcher (the app, the service) learnt of another process's vectors only when its
+    build ended: during a long build every search said "covers 192 of 1,354 chunks" and used those
+    192, and a build stopped part way (Ollama gone) was never seen at all."""
+    from engine.api import build_vectors
+    from engine.config import load_settings
+    from engine.index.vectors import VectorSearcher
+
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
+    files = {
+        f"app/mod{i}.py": "".join(
+            f"def handler_{i}_{j}(request):\n    return request.get('field_{i}_{j}')\n\n\n" for j in range(8)
+        )
+        for i in range(16)
+    }
+    root = make_repo(files)
+    assert run_semfora("index", "--no-vectors", "--path", str(root)).returncode == 0
+    layout = RepoLayout.for_path(root)
+    settings = load_settings(root).settings
+    seen: list[tuple[int, int]] = []  # (chunks the build reported, chunks the warm searcher knows)
+
+    def progress(_phase: str, done: int, total: int) -> None:
+        if 0 < done < total:  # the child goes on embedding while the parent looks
+            searcher = VectorSearcher.for_repo(layout, settings)
+            assert searcher.unavailable() == ""
+            known = int(searcher.notice.split(" covers ")[1].split(" of ")[0].replace(",", ""))
+            seen.append((done, known))
+
+    report = build_vectors(layout, settings, progress=progress)
+    assert report.enabled and report.pending == 0
+    assert len(seen) >= 2, seen
+    assert all(known >= done for done, known in seen), seen
+    final = VectorSearcher.for_repo(layout, settings)
+    assert final.unavailable() == "" and final.notice == ""  # the end of the build is seen too
