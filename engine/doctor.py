@@ -639,6 +639,10 @@ def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Chec
             + " to use the vectors there",
             data,
         )
+    if status.recorded_store != status.store:
+        # Switched back to a store that holds them: nothing to embed, the next index records it.
+        detail += f" (recorded in {label_of(status.recorded_store)}; `semfora index` records the switch)"
+        data["recorded_store"] = status.recorded_store
     if status.missing:
         held = status.embedded - status.missing
         return Check(

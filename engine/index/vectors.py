@@ -1057,11 +1057,13 @@ def vector_status(
         return VectorStatus(False, picked.requested, picked.reason, 0, total, store=store.key)
     missing: int | None = None
     if check_store and embedded:
-        if recorded_store != store.key or not store_present(store.key):
+        if not store_present(store.key):
             # A deleted embedded store is seen from its directory: opening a client to count it
             # would make an empty store there (a check must not write).
             missing = embedded
         else:
+            # Also when the configuration moved to another store: it may hold them too (switched
+            # back to a store embedded into before), which is what doctor must say.
             collection = _existing_collection(chroma_client(store), name or "")
             missing = max(0, embedded - (int(collection.count()) if collection is not None else 0))
     return VectorStatus(

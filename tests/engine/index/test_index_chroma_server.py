@@ -501,3 +501,20 @@ def test_index_with_the_server_stopped_counts_what_the_index_holds(
     assert down["total"] == built["total"] + 1 and down["current"] == built["total"]
     assert down["pending"] == 1 and down["missing"] is None  # the store could not be looked at
     assert down["store"] == f"server:{chroma_server_control.url}"
+
+
+def test_doctor_after_switching_back_to_a_store_that_holds_the_vectors(
+    chroma_server_control, fake_ollama, make_repo, tmp_path
+) -> None:
+    """Back on the embedded store after a spell on a server, doctor said the vectors were "not in the
+    embedded store" and told the user to embed them there, where every one of them still was."""
+    root = make_repo(FILES)
+    embedded = _cli_env(tmp_path, None)
+    built = _index(root, embedded)
+    _index(root, _cli_env(tmp_path, chroma_server_control.url))  # now recorded in the server
+    proc = run_semfora("doctor", "--path", str(root), "--json", env=embedded)
+    check = next(c for c in _json(proc)["checks"] if c["name"] == "vectors")
+    assert check["status"] == "ok", check
+    assert check["data"]["missing"] == 0 and check["data"]["embedded"] == built["current"]
+    assert "records the switch" in check["detail"]
+    assert _index(root, embedded)["embedded"] == 0  # and indeed nothing needed embedding
