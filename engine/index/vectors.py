@@ -258,6 +258,21 @@ def verify_record(conn: sqlite3.Connection, collection: Any) -> tuple[int, int]:
     return len(missing), len(extra)
 
 
+def _keep_current_vectors(conn: sqlite3.Connection, collection: Any, embedder: Embedder) -> int:
+    """Record as embedded the vectors of ``collection`` whose chunk id and content hash are those of
+    a chunk now (the rest are removed by ``verify_record``); 0 when none can be trusted (no
+    hashes stored, or the model now gives vectors of another dimension)."""
+    held = _held_dimension(collection)
+    if not held or len(embedder.embed_query("dimension check")) != held:
+        return 0
+    have = _all_ids(collection)
+    current = dict(conn.execute("SELECT chunk_id, content_hash FROM text_chunks").fetchall())
+    keep = [(cid, h) for cid, h in have.items() if h is not None and current.get(cid) == h]
+    conn.executemany("INSERT OR REPLACE INTO vector_state VALUES (?, ?)", keep)
+    conn.commit()
+    return len(keep)
+
+
 class _DimensionChanged(Exception):
     """The embedder's vectors no longer have the dimension of those the collection holds."""
 
@@ -406,9 +421,15 @@ class VectorIndexer:
                 conn.execute("SELECT 1 FROM vector_state LIMIT 1").fetchone() is None
                 and collection.count() > 0
             ):
-                # index.db was rebuilt: we no longer know which vectors are current, so start clean.
-                client.delete_collection(name)
-                collection = _open_collection(client, name)
+                # index.db was rebuilt (`--rebuild`, or a damaged one): the collection's own record
+                # of each vector's chunk and content hash says which are still current. Starting
+                # clean re-embedded every chunk (half an hour on Django) for an unchanged tree.
+                kept = _keep_current_vectors(conn, collection, embedder)
+                if kept:
+                    messages.append(f"the index was rebuilt: kept {kept:,} vectors of unchanged chunks")
+                else:
+                    client.delete_collection(name)
+                    collection = _open_collection(client, name)
             recorded = int(conn.execute("SELECT COUNT(*) FROM vector_state").fetchone()[0])
             missing, extra = verify_record(conn, collection)
             sync = _FirstSync(conn, store, name, collection)

@@ -229,3 +229,27 @@ def test_searches_during_a_vector_build_see_its_progress(fake_ollama, monkeypatc
     assert all(known >= done for done, known in seen), seen
     final = VectorSearcher.for_repo(layout, settings)
     assert final.unavailable() == "" and final.notice == ""  # the end of the build is seen too
+
+
+def test_index_rebuild_keeps_the_vectors_of_unchanged_chunks(fake_ollama, make_repo) -> None:
+    """`semfora index --rebuild` (or a damaged index.db rebuilt) threw every vector away and embedded
+    the whole tree again; the store itself records each vector's chunk and content hash."""
+    root = make_repo(FILES)
+    built = _index_json(root)["vectors"]
+    (root / "app/routes.py").write_text(
+        ROUTES_PY.replace("another location", "a new place"), encoding="utf-8"
+    )
+    before = len(fake_ollama.requests_to("/api/embed"))
+    rebuilt = _index_json(root, "--rebuild")["vectors"]
+    assert rebuilt["enabled"] and rebuilt["pending"] == 0 and rebuilt["missing"] == 0
+    assert 0 < rebuilt["embedded"] < built["embedded"]  # only the changed chunk(s)
+    assert "kept" in rebuilt["message"] and rebuilt["current"] == rebuilt["total"]
+    embedded_texts = [
+        t
+        for r in fake_ollama.requests_to("/api/embed")[before:]
+        for t in r.body.get("input", [])
+        if "dimension" not in t
+    ]
+    assert embedded_texts and all("app/routes.py" in t for t in embedded_texts), embedded_texts
+    found = _search(root, "send the client to another location", "--mode", "vector")
+    assert found["warnings"] == [] and any(r["sources"]["vector"] for r in found["results"])
