@@ -657,6 +657,16 @@ def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Chec
         # Switched back to a store that holds them: nothing to embed, the next index records it.
         detail += f" (recorded in {label_of(status.recorded_store)}; `semfora index` records the switch)"
         data["recorded_store"] = status.recorded_store
+    if status.damaged:
+        return Check(
+            "vectors",
+            "warn",
+            f"{status.embedded:,} of {status.total:,} chunks were embedded with {status.provider}, but "
+            f"{store.label} is damaged ({status.damaged})",
+            "DOCTOR_VECTORS",
+            "run `semfora index`: it sets the damaged store aside and re-embeds the chunks",
+            data,
+        )
     if status.missing:
         held = status.embedded - status.missing
         return Check(

@@ -30,7 +30,7 @@ from engine.index.chroma import (
     forget_client,
     label_of,
 )
-from engine.index.chroma_health import CHROMA_DB
+from engine.index.chroma_health import CHROMA_DB, store_problem
 from engine.index.chunk_source import chunk_texts
 from engine.index.embeddings import (
     OFF_KINDS,
@@ -976,6 +976,7 @@ class VectorStatus:
     recorded_store: str = (
         ""  # the store the vectors were written to (another one when the configuration moved)
     )
+    damaged: str | None = None  # why the embedded store's database is unreadable (not opened)
 
     @property
     def text(self) -> str:
@@ -1077,10 +1078,14 @@ def vector_status(
     if picked.embedder is None:
         return VectorStatus(False, picked.requested, picked.reason, 0, total, store=store.key)
     missing: int | None = None
+    damaged: str | None = None
     if check_store and embedded:
         if not store_present(store.key):
             # A deleted embedded store is seen from its directory: opening a client to count it
             # would make an empty store there (a check must not write).
+            missing = embedded
+        elif not store.is_server and (damaged := store_problem(layout)):
+            # Opening it would set it aside and forget the record (the repair `index` makes).
             missing = embedded
         else:
             # Also when the configuration moved to another store: it may hold them too (switched
@@ -1088,7 +1093,16 @@ def vector_status(
             collection = _existing_collection(chroma_client(store), name or "")
             missing = max(0, embedded - (int(collection.count()) if collection is not None else 0))
     return VectorStatus(
-        True, picked.embedder.spec, "", embedded, total, missing, store.key, other_model, recorded_store
+        True,
+        picked.embedder.spec,
+        "",
+        embedded,
+        total,
+        missing,
+        store.key,
+        other_model,
+        recorded_store,
+        damaged,
     )
 
 

@@ -253,3 +253,21 @@ def test_index_rebuild_keeps_the_vectors_of_unchanged_chunks(fake_ollama, make_r
     assert embedded_texts and all("app/routes.py" in t for t in embedded_texts), embedded_texts
     found = _search(root, "send the client to another location", "--mode", "vector")
     assert found["warnings"] == [] and any(r["sources"]["vector"] for r in found["results"])
+
+
+def test_doctor_on_a_damaged_store_says_so_and_leaves_the_repair_to_index(fake_ollama, make_repo) -> None:
+    """Doctor opened the damaged store to count it, which set it aside, made an empty one and forgot
+    the record, then reported "2 of 2 embedded ... holds none (wiped or replaced)": a check that
+    repaired, and said something else than what it found."""
+    root = make_repo(FILES)
+    built = _index_json(root)["vectors"]
+    layout = RepoLayout.for_path(root)
+    db = layout.chroma_dir / "chroma.sqlite3"
+    db.write_bytes(b"\xff" * max(db.stat().st_size, 8192))
+    check = _doctor_vectors(root)
+    assert check["status"] == "warn" and check["code"] == "DOCTOR_VECTORS"
+    assert "is damaged" in check["detail"] and check["data"]["missing"] == built["current"]
+    assert db.read_bytes()[:4] == b"\xff" * 4 and not list(layout.cache_dir.glob("chroma.corrupt-*"))
+    repaired = run_semfora("index", "--path", str(root), env=ENV)
+    assert repaired.returncode == 0 and "was damaged" in repaired.stderr, repaired.stderr
+    assert _doctor_vectors(root)["status"] == "ok"
