@@ -690,15 +690,17 @@ class MainScreen(Screen[None]):
         """Build the vectors again when the last build found no embedder or store (it may be up now)."""
         if self._vectors_retry and not self.indexing and self.index_ready:
             self._vectors_retry = False
-            self._maybe_start_vectors()
+            self._maybe_start_vectors(quiet=True)
 
-    def _maybe_start_vectors(self) -> None:
+    def _maybe_start_vectors(self, *, quiet: bool = False) -> None:
+        """Start the vector build; ``quiet`` (a retry) leaves the header as it is until it progresses."""
         if not self.bridge.vectors_enabled():
             self.vectors_reason = self.bridge.vectors_off_reason()
             self.header.vectors = "vectors off: embedding=none"
             return
         if not any(w.group == "vectors" and w.is_running for w in self.workers):
-            self.header.vectors = "vectors: starting"  # no share done is claimed before one is
+            if not quiet:  # a retry said "starting" once a minute while the service stayed down
+                self.header.vectors = "vectors: starting"  # no share done is claimed before one is
             self._vectors_worker()  # incremental: only changed chunks are embedded again
 
     @work(thread=True, group="vectors", exit_on_error=False)

@@ -36,3 +36,36 @@ async def test_vectors_are_built_once_ollama_comes_up_after_the_app(
         finally:
             ollama.stop()
         assert ollama.requests_to("/api/embed")
+
+
+async def test_a_model_pulled_while_the_app_runs_is_used_and_retries_are_quiet(
+    make_app: AppFactory, monkeypatch
+) -> None:
+    """`ollama pull nomic-embed-text` after the app started: used without a restart; and the retries
+    before it leave the header on "vectors off" (it said "vectors: starting" at each one)."""
+    from semfora_tui.screens import main
+    from tests.fakes.fake_ollama import FakeOllama
+
+    ollama = FakeOllama(models=("qwen2.5-coder:1.5b",)).start()  # Ollama up, the embedding model not pulled
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "ollama:nomic-embed-text")
+    monkeypatch.setenv("OLLAMA_HOST", ollama.url)
+    monkeypatch.setattr(main, "VECTORS_RECHECK_SECONDS", 0.2)
+    app = make_app(check_model=False)
+    states: list[str] = []
+
+    def probes() -> int:
+        if not states or states[-1] != app.header.vectors:
+            states.append(app.header.vectors)
+        return len(ollama.requests_to("/api/tags"))
+
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app.header.vectors == "vectors off: no embedder", "vectors off")
+            first = probes()
+            await wait_for(pilot, lambda: probes() >= first + 2, "two retries")
+            assert states[states.index("vectors off: no embedder") :] == ["vectors off: no embedder"], states
+            ollama.models.append("nomic-embed-text:latest")  # ollama pull
+            await wait_for(pilot, lambda: app.header.vectors == "vectors ready", "vectors ready")
+    finally:
+        ollama.stop()
+    assert ollama.requests_to("/api/embed")
