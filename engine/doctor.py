@@ -551,7 +551,7 @@ def check_embeddings(settings: Settings, network: bool) -> Check:
             "sentence-transformers:NAME_OR_PATH",
         )
     if choice.enabled:
-        return Check("embeddings", "ok", f"{spec} -> {type(choice.embedder).__name__}")
+        return Check("embeddings", "ok", _embedder_in_words(spec, choice.embedder, settings))
     # `ollama pull` needs a running Ollama, and `ollama serve` beside a running one fails: say the
     # step that is missing (it said "ollama pull" to a user whose Ollama was not running, and
     # "ollama serve && ollama pull" to one whose Ollama only lacked the model).
@@ -569,6 +569,20 @@ def check_embeddings(settings: Settings, network: bool) -> Check:
         "sentence-transformers": "pip install -e '.[local-embed]' and check the model name or path",
     }
     return Check("embeddings", "fail", f"{spec}: {choice.reason}", "DOCTOR_EMBEDDINGS", fixes.get(kind))
+
+
+def _embedder_in_words(spec: str, embedder: object, settings: Settings) -> str:
+    """What ``spec`` resolved to, for a person: the model and where it runs (it said ``auto ->
+    OllamaEmbedder``, a class name, leaving out which model and which Ollama `auto` had found)."""
+    model = str(getattr(embedder, "spec", spec))
+    chosen = model if model == spec else f"{spec}: {model}"
+    if model.startswith("ollama:"):
+        return f"{chosen} at {settings.ollama.host}"
+    path = getattr(embedder, "path", None)
+    if model.startswith("sentence-transformers:") and path is not None:
+        runtime = "numpy runtime" if getattr(embedder, "light_capable", False) else "torch"
+        return f"{chosen} from {path} ({runtime}, local)"
+    return f"{chosen} (local)"
 
 
 def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Check:
@@ -637,6 +651,20 @@ def check_vectors(settings: Settings, layout: RepoLayout, network: bool) -> Chec
                 else "unset SEMFORA_CHROMA_URL (search.chroma_url)"
             )
             + " to use the vectors there",
+            data,
+        )
+    if status.recorded_store != status.store:
+        # Switched back to a store that holds them: nothing to embed, the next index records it.
+        detail += f" (recorded in {label_of(status.recorded_store)}; `semfora index` records the switch)"
+        data["recorded_store"] = status.recorded_store
+    if status.damaged:
+        return Check(
+            "vectors",
+            "warn",
+            f"{status.embedded:,} of {status.total:,} chunks were embedded with {status.provider}, but "
+            f"{store.label} is damaged ({status.damaged})",
+            "DOCTOR_VECTORS",
+            "run `semfora index`: it sets the damaged store aside and re-embeds the chunks",
             data,
         )
     if status.missing:

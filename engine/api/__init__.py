@@ -76,6 +76,7 @@ from engine.api.turns import (
     make_reasoner,
     open_orchestrator,
     refresh_index,
+    skipped_vectors,
 )
 from engine.api.values import (
     CallerRef,
@@ -191,6 +192,7 @@ __all__ = [
     "analyze_file",
     "branch_name",
     "build_vectors",
+    "skipped_vectors",
     "cache_stats",
     "check_index",
     "ci_review",

@@ -110,6 +110,14 @@ def build_vectors(
     return build(layout, settings, progress=progress, cancel=cancel)
 
 
+def skipped_vectors(layout: RepoLayout, settings: Settings) -> VectorReport:
+    """The report of a run that skips the vector pass (`index --no-vectors`): what index.db records
+    (chunks with vectors, of which model, in which store), without opening the store or a model."""
+    from engine.index.vectors import skipped_report
+
+    return skipped_report(layout, settings)
+
+
 def make_reasoner(settings: Settings, model: str | None = None) -> Reasoner:
     """The reasoner for ``model`` (default: the configured one); ModelUnavailable (exit 3) if none."""
     from engine.llm.select import make_reasoner as select

