@@ -983,10 +983,17 @@ class MainScreen(Screen[None]):
         await turn.mark(_outcome_line(result))
         if result.outcome == "edit_failed":
             problems = "\n".join(f"- {e}" for e in result.errors)
+            # "after 0 retries" it said of a refusal no retry could change (a deny-listed file).
+            after = (
+                f" after {plural(result.edit_retries, 'retry', 'retries')}" if result.edit_retries else ""
+            )
+            advice = (
+                "Edit that file yourself: semfora never writes a file on the deny-list."
+                if result.error_code == "SECRET_PATH_DENIED"
+                else "Ask again with more detail, or stage blocks yourself with `/edit --from FILE`."
+            )
             await self.chat.add_note(
-                f"**The edit could not be staged** after {plural(result.edit_retries, 'retry', 'retries')}; "
-                f"nothing was changed.\n\n{problems}\n\n"
-                "Ask again with more detail, or stage blocks yourself with `/edit --from FILE`.",
+                f"**The edit could not be staged**{after}; nothing was changed.\n\n{problems}\n\n{advice}",
                 kind="error",
             )
         elif result.outcome not in ("cancelled",) and result.errors:
