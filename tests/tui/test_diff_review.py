@@ -506,3 +506,29 @@ async def test_accept_all_counts_only_the_hunks_it_can_accept(make_app: AppFacto
         assert "Left out: 1 conflict, which no longer fits the file." in screen.question
         await settle(pilot)
         assert _states(demo_repo) == {"app/config.py": ["pending"], "app/server.py": ["accepted"]}
+
+
+async def test_every_hunk_id_is_in_view_at_120_columns_beside_a_long_path(
+    make_app: AppFactory, make_repo
+) -> None:
+    """The id (what `/accept ID` takes) came after the path, the header and the state, past the
+    pane's right edge: at 120 columns `#9ca6b7b7` showed as `#9c`."""
+    deep = "src/semfora_demo/configuration/loaders/settings_file.py"
+    root = make_repo({deep: SOURCE["app/config.py"]})
+    blocks = EDIT_BLOCKS.split("\n\n")[0].replace("app/config.py", deep)
+    (root / "edits.txt").write_text(blocks)
+    app = make_app(root, start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.main.run_slash("/edit --from edits.txt")
+        await settle(pilot)
+        pane = app.diff
+        for reviewing in (False, True):  # the pane is narrower while the prompt has the keyboard
+            if reviewing:
+                await pilot.press("f2")
+                await settle(pilot)
+            width = pane.scrollable_content_region.width
+            lines = str(pane.query_one("#diff-body").render()).splitlines()
+            for hunk in (h for f in pane.files for h in f.hunks):
+                (head,) = [line for line in lines if f"#{hunk.id}" in line]
+                assert head.index(f"#{hunk.id}") + len(hunk.id) + 1 <= width, (reviewing, width, head)
+                assert head.lstrip("▶ ").startswith("[ ] pending")
