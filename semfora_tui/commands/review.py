@@ -18,7 +18,7 @@ from engine.errors import SemforaError, UsageError
 from engine.words import plural
 from semfora_tui.chat_text import code
 from semfora_tui.commands import command
-from semfora_tui.editor import chosen_editor, editor_command
+from semfora_tui.editor import EditorFailed, chosen_editor, editor_command
 from semfora_tui.slash import ParsedCommand
 from semfora_tui.views import FileView
 
@@ -273,17 +273,30 @@ async def request_edit(screen: MainScreen, path: str, line: int) -> None:
         else:
             await screen.note(f"{code(path)}: nothing changed in the editor; the proposal is as it was.")
 
-    def edited(scratch: Path) -> None:
+    async def edited(scratch: Path) -> None:
         command_line = editor_command(editor, scratch, line)
         try:
-            with screen.app.suspend():
-                subprocess.run(command_line, check=False)
-        except SuspendNotSupported:
-            # Headless runs (tests, web) cannot hand over the terminal; run it detached from it.
-            subprocess.run(command_line, check=False, stdin=subprocess.DEVNULL, capture_output=True)
+            try:
+                with screen.app.suspend():
+                    status = subprocess.run(command_line, check=False).returncode
+            except SuspendNotSupported:
+                # Headless runs (tests, web) cannot hand over the terminal; run it detached from it.
+                status = subprocess.run(
+                    command_line, check=False, stdin=subprocess.DEVNULL, capture_output=True
+                ).returncode
         except OSError as exc:
             scratch.unlink(missing_ok=True)
             screen.notify(f"Cannot start {editor}: {exc.strerror}", severity="error")
+            return
+        if status != 0:
+            # A failed or aborted editor (vim's `:cq`) is no "use this": its file was staged anyway.
+            scratch.unlink(missing_ok=True)
+            await screen.show_error(
+                EditorFailed(
+                    f"{editor} exited with status {status}: the staged version of {path} is unchanged",
+                    hint="what the editor saved was not staged; press e to edit it again",
+                )
+            )
             return
         screen.session_job(lambda: bridge.restage_edited(path, scratch), restaged)
 

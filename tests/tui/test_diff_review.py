@@ -241,6 +241,33 @@ async def test_e_opens_the_proposed_version_and_what_is_saved_is_staged(
     assert server.hunks[0].state == "pending"
 
 
+async def test_an_editor_that_exits_non_zero_leaves_the_proposal_as_it_was(
+    make_app: AppFactory, demo_repo: Path, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """vim's `:cq` (or a crash) after a write: the app staged what the editor left behind."""
+    editor = tmp_path / "failing-editor"
+    editor.write_text("#!/bin/sh\nsed -i 's/port = parse_port(cfg)/port = 0/' \"$1\"\nexit 3\n")
+    editor.chmod(editor.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("EDITOR", str(editor))
+    monkeypatch.setenv("VISUAL", "")
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        before = next(f for f in app.diff.files if f.path == "app/server.py").hunks[0].lines
+        await pilot.press("n", "e")
+        await answer_confirmation(pilot, app, "y")
+        await wait_for(pilot, lambda: "error[EDITOR_FAILED]" in app.chat.transcript(), "the editor's failure")
+        await settle(pilot)
+        transcript = app.chat.transcript()
+        assert f"{editor} exited with status 3: the staged version of app/server.py is unchanged" in transcript
+        assert "Staged your edit" not in transcript
+        server = next(f for f in app.diff.files if f.path == "app/server.py")
+        assert server.hunks[0].lines == before and "+    port = 0" not in server.hunks[0].lines
+    layout = RepoLayout.for_path(demo_repo)
+    staged = EditSession.load_or_create(layout, load_settings(demo_repo).settings).proposed_text("app/server.py")
+    assert "port = parse_port(cfg)" in staged and "port = 0" not in staged
+
+
 async def test_e_without_an_editor_says_how_to_set_one(
     make_app: AppFactory, demo_repo: Path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
