@@ -89,7 +89,7 @@ async def _decide(screen: MainScreen, cmd: ParsedCommand, action: str) -> None:
     bridge = screen.bridge
     if target == "all":
         if action == "reject":
-            screen.session_job(lambda: bridge.accept_all(False))
+            await _reject_all(screen)
             return
         # A conflict is never accepted (the engine refuses it): counting it promised one more.
         open_hunks = [
@@ -123,6 +123,28 @@ async def _decide(screen: MainScreen, cmd: ParsedCommand, action: str) -> None:
         target = current.hunk.id
     hunk_id = target
     screen.session_job(lambda: bridge.hunk_action(hunk_id, action))
+
+
+async def _reject_all(screen: MainScreen) -> None:
+    """Reject every staged hunk, and say what that did (it said nothing, even of nothing staged)."""
+    files = screen.diff.files
+    if not files:
+        await screen.note("Nothing to reject: nothing is staged.")
+        return
+    open_hunks = [h for f in files for h in f.hunks if h.state != "rejected"]
+    if not open_hunks:
+        await screen.note("Nothing to reject: every staged hunk is rejected already.")
+        return
+    count, paths = len(open_hunks), len({h.path for h in open_hunks})
+
+    async def rejected(files: tuple[FileView, ...]) -> None:
+        screen.show_staged(files)
+        await screen.note(
+            f"Rejected {plural(count, 'hunk')} in {plural(paths, 'file')}: a commit leaves them out; "
+            "`/rollback` discards the staged session."
+        )
+
+    screen.session_job(lambda: screen.bridge.accept_all(False), rejected)
 
 
 @command("accept")

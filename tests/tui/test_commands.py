@@ -458,6 +458,21 @@ async def test_undo_force_is_honoured(make_app: AppFactory, demo_repo: Path) -> 
         assert "overwrote later changes to `app/config.py`" in app.chat.transcript()
 
 
+async def test_reject_all_says_what_it_did_and_when_there_is_nothing_to_reject(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        out = await _run(pilot, app, "/reject all")  # it said nothing at all
+        assert "Nothing to reject: nothing is staged." in out
+        await _stage(pilot, app, demo_repo)
+        out = await _run(pilot, app, "/reject all")
+        assert "Rejected 2 hunks in 2 files" in out
+        assert {h.state for f in app.diff.files for h in f.hunks} == {"rejected"}
+        out = await _run(pilot, app, "/reject all")
+        assert "Nothing to reject: every staged hunk is rejected already." in out
+
+
 async def test_a_rejected_hunk_does_not_block_a_new_edit_of_the_same_lines(
     make_app: AppFactory, demo_repo: Path
 ) -> None:
