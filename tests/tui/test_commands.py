@@ -423,6 +423,40 @@ async def test_context_rows_stay_one_line_each(make_app: AppFactory) -> None:
         assert note.size.height == len(pack.items) + 1  # the header, then one line per item
 
 
+async def test_context_names_are_whole_at_120_columns(make_app: AppFactory, make_repo) -> None:  # type: ignore[no-untyped-def]
+    """At 120 columns the chat is about 56 wide, and the one-line table cut every name to 12
+    characters ("AsyncClient.…"); each name is shown whole, its reason under it."""
+    from textual.geometry import Region
+
+    from semfora_tui.widgets.reply import TableNote
+
+    root = make_repo(
+        {
+            "transport/redirects.py": (
+                "def follow_redirect_chain_with_history(response, limit):\n"
+                '    """Follow the redirect chain of a response up to limit hops."""\n'
+                "    return response\n"
+            ),
+            "README.md": "# x\n",
+        }
+    )
+    app = make_app(root, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await _run(pilot, app, "/context how does follow_redirect_chain_with_history follow redirects")
+        pack = app.budget_pane.pack
+        assert pack is not None
+        names = [i.name for i in pack.items]
+        assert any("follow_redirect_chain_with_history" in name for name in names), names
+        note = app.chat.query(TableNote).last()
+        shown = "".join(
+            strip.text.strip()
+            for strip in note.render_lines(Region(0, 0, note.content_region.width, note.size.height))
+        )
+        for item in pack.items:
+            assert item.name.replace(" ", "") in shown.replace(" ", ""), (item.name, shown)
+
+
 async def test_error_hints_point_to_the_app(make_app: AppFactory, demo_repo: Path) -> None:
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
