@@ -104,11 +104,15 @@ def _decide(session: EditSession, action: str, target: str | None) -> tuple[dict
     if not target:
         raise UsageError(f"edits {action} needs a hunk ID, a staged file path, or 'all'")
     if action == "toggle":
+        if target == "all":  # it said "hunk id 'all' is too short"
+            raise UsageError("edits toggle takes one hunk id; accept all or reject all decides every hunk")
         state = session.toggle(target)
         return {"ok": True, "hunk": target, "state": state}, f"{target}: {state}"
     if target == "all":
         n = session.accept_all() if action == "accept" else session.reject_all()
         verb = "accepted" if action == "accept" else "rejected"
+        if not n and not session.files():  # "rejected 0 hunks" read as if something had been there
+            return {"ok": True, verb: n}, f"nothing to {action}: no staged edits"
         return {"ok": True, verb: n}, f"{verb} {plural(n, 'hunk')}"
     if session.has_file(target):
         n = session.accept_file(target) if action == "accept" else session.reject_file(target)

@@ -141,6 +141,17 @@ def test_list_keeps_the_header_column_in_line_when_a_hunk_has_a_conflict(make_re
     assert len({row.index("@@") for row in rows}) == 1, listing
 
 
+def test_accept_or_reject_all_with_nothing_staged_says_so(make_repo) -> None:
+    root = make_repo({"app.py": APP})
+    for action in ("accept", "reject"):
+        proc = run_semfora("edits", action, "all", cwd=root)
+        assert proc.returncode == 0 and proc.stdout == f"nothing to {action}: no staged edits\n", proc.stdout
+    toggled = run_semfora("edits", "toggle", "all", cwd=root)
+    assert toggled.returncode == 2 and "edits toggle takes one hunk id" in toggled.stderr
+    run_semfora("edits", "stage", "-", cwd=root, input=PATCH)
+    assert run_semfora("edits", "reject", "all", cwd=root).stdout == "rejected 2 hunks\n"
+
+
 def test_usage_errors_exit_2(make_repo, tmp_path: Path) -> None:
     root = make_repo({"app.py": APP})
     assert run_semfora("edits", "list", "--path", str(tmp_path / "missing")).returncode == 2
