@@ -186,7 +186,9 @@ async def test_edit_from_a_file_outside_the_repository_is_refused(
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
         out = await _run(pilot, app, f"/edit --from {outside}")
-        assert "error[" in out
+        # It said only "path is outside the repository": not what /edit --from reads, nor what to do.
+        assert f"error[PATH_OUTSIDE_REPO]**: /edit --from reads a file inside the repository, and {outside}" in out
+        assert "semfora edits stage FILE" in out
         assert app.diff.files == ()
 
 
