@@ -192,6 +192,11 @@ def request_commit(screen: MainScreen) -> None:
     if any(left.values()):
         kept = " and ".join(plural(n, f"{state} hunk") for state, n in left.items() if n)
         question += f"\n{kept} will stay staged (/rollback discards what is staged)."
+    # The last gate before a file is written: the pane's "⚠ syntax error" was not in the question,
+    # and a "y" committed a file that no longer parses without a word.
+    broken = [f for f in screen.diff.files if f.syntax_error and f.count("accepted")]
+    for f in broken:
+        question += f"\n⚠ {f.path}: {f.syntax_error}."
 
     async def committed(result: CommitResult) -> None:
         if not result.committed:

@@ -181,6 +181,28 @@ async def test_a_new_empty_file_says_so_in_the_diff_pane(make_app: AppFactory, d
         assert "app/sub/__init__.py" in body and "(an empty file)" in body
 
 
+async def test_the_commit_question_warns_of_a_syntax_error_in_what_it_writes(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """The pane showed "⚠ syntax error", the question did not: `y` wrote a file that no longer parses."""
+    broken = (
+        "app/config.py\n<<<<<<< SEARCH\n    return int(text)\n=======\n    return int(text\n"
+        "    if text ==\n>>>>>>> REPLACE\n"
+    )
+    (demo_repo / "broken.txt").write_text(broken)
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.main.run_slash("/edit --from broken.txt")
+        await settle(pilot)
+        assert app.diff.files[0].syntax_error, app.diff.files
+        await pilot.press("f2", "a", "c")
+        screen = await answer_confirmation(pilot, app, "n")
+        assert "Commit 1 accepted hunk in 1 file?" in screen.question
+        assert f"⚠ app/config.py: {app.diff.files[0].syntax_error}." in screen.question
+        await settle(pilot)
+    assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]
+
+
 async def test_declining_the_commit_changes_nothing(make_app: AppFactory, demo_repo: Path) -> None:
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
