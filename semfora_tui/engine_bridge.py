@@ -330,6 +330,10 @@ class EngineBridge:
 
     def hunk_action(self, hunk_id: str, action: str) -> tuple[FileView, ...]:
         session = self.session()
+        if action in ("accept", "reject") and session.has_file(hunk_id):
+            # `/accept app.py` said "'app.py' is not a staged file" of a staged file: a path
+            # decides its every hunk, as `semfora edits accept FILE` does.
+            return self.file_action(hunk_id, action)
         if action == "accept":
             session.accept(hunk_id)
         elif action == "reject":

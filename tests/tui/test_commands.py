@@ -368,7 +368,7 @@ async def test_help_keeps_rows_with_a_bar_whole(make_app: AppFactory) -> None:
         assert cells.get("/edit TASK | /edit --from FILE") == (
             "ask for edits and stage them, or stage edit blocks from a file"
         ), rows
-        assert cells.get("/accept [HUNK|all]", "").startswith("accept the selected hunk")
+        assert cells.get("/accept [HUNK|FILE|all]", "").startswith("accept the selected hunk")
         assert "Review mode" in app.chat.transcript()
 
 
@@ -492,6 +492,19 @@ async def test_undo_force_is_honoured(make_app: AppFactory, demo_repo: Path) -> 
         await settle(pilot)
         assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]
         assert "overwrote later changes to `app/config.py`" in app.chat.transcript()
+
+
+async def test_accept_or_reject_a_staged_file_by_its_path(make_app: AppFactory, demo_repo: Path) -> None:
+    """`/accept app/config.py` said "'app/config.py' is not a staged file" of a staged file."""
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _stage(pilot, app, demo_repo)
+        out = await _run(pilot, app, "/accept app/config.py")
+        assert "error[" not in out, out
+        states = {f.path: [h.state for h in f.hunks] for f in app.diff.files}
+        assert states == {"app/config.py": ["accepted"], "app/server.py": ["pending"]}
+        await _run(pilot, app, "/reject app/server.py")
+        assert [h.state for h in app.diff.files[1].hunks] == ["rejected"]
 
 
 async def test_reject_all_says_what_it_did_and_when_there_is_nothing_to_reject(
