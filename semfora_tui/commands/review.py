@@ -185,9 +185,25 @@ def request_commit(screen: MainScreen) -> None:
     if not hunks:
         screen.notify("No accepted hunks to commit: accept some with a, A or /accept.", severity="warning")
         return
+    # A file changed on disk since staging stops the commit: the question was asked, and its "y"
+    # ended in EDIT_CONFLICT.
+    stale = [f.path for f in screen.diff.files if f.conflict and f.count("accepted")]
+    if stale:
+        screen.notify(
+            f"Changed on disk since staging: {', '.join(stale)}. Nothing was committed: /rebase "
+            "(or b in review) re-applies the staged hunks onto the file first.",
+            severity="warning",
+        )
+        return
     # A commit leaves every hunk it does not write staged, the rejected ones too: the question
     # named only the pending ones, and the rejected hunk still in the pane after it surprised.
-    left = {state: sum(f.count(state) for f in screen.diff.files) for state in ("pending", "rejected")}
+    # A conflicted hunk is counted as such, not as pending (the pane says "0 pending ⚠ 1 conflict").
+    hunk_list = [h for f in screen.diff.files for h in f.hunks]
+    left = {
+        "pending": sum(1 for h in hunk_list if h.state == "pending" and not h.conflict),
+        "rejected": sum(1 for h in hunk_list if h.state == "rejected"),
+        "conflicted": sum(1 for h in hunk_list if h.state == "pending" and h.conflict),
+    }
     question = f"Commit {plural(hunks, 'accepted hunk')} in {plural(files, 'file')}?"
     if any(left.values()):
         kept = " and ".join(plural(n, f"{state} hunk") for state, n in left.items() if n)

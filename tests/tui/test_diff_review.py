@@ -581,3 +581,39 @@ async def test_every_hunk_id_is_in_view_at_120_columns_beside_a_long_path(
                 (head,) = [line for line in lines if f"#{hunk.id}" in line]
                 assert head.index(f"#{hunk.id}") + len(hunk.id) + 1 <= width, (reviewing, width, head)
                 assert head.lstrip("▶ ").startswith("[ ] pending")
+
+
+async def test_the_commit_question_counts_a_conflicted_hunk_as_conflicted_not_pending(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _conflicted(pilot, app, demo_repo)  # app/config.py's hunk no longer fits
+        app.main.enter_review()
+        await pilot.press("N", "a", "c")
+        screen = await answer_confirmation(pilot, app, "n")
+        assert "Commit 1 accepted hunk in 1 file?" in screen.question
+        assert "1 conflicted hunk will stay staged" in screen.question, screen.question
+        assert "pending" not in screen.question  # the pane says "0 pending ⚠ 1 conflict"
+
+
+async def test_commit_of_a_file_changed_on_disk_says_rebase_first_without_asking(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """The question was asked, and its "y" ended in EDIT_CONFLICT: nothing could be written."""
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        await pilot.press("a")
+        await settle(pilot)
+        changed = "import os\n\n\n" + SOURCE["app/config.py"]
+        (demo_repo / "app/config.py").write_text(changed)
+        await app.main.run_slash("/preview")
+        await settle(pilot)
+        app.main.enter_review()
+        await pilot.press("c")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+        toasts = [str(n.message) for n in app._notifications]  # type: ignore[attr-defined]
+        assert any("Changed on disk since staging: app/config.py" in t and "/rebase" in t for t in toasts), toasts
+    assert (demo_repo / "app/config.py").read_text() == changed
