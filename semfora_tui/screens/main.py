@@ -551,7 +551,9 @@ class MainScreen(Screen[None]):
         self.header.offline = not usable
         self.header.model = self.bridge.model
         if not usable:
-            await self.chat.add_note(OFFLINE_NOTICE.format(reason=description), kind="offline")
+            # A sentence of its own: it read "no model can be used. no API key for …" after the bold line.
+            reason = description[:1].upper() + description[1:].rstrip(".") + "."
+            await self.chat.add_note(OFFLINE_NOTICE.format(reason=reason), kind="offline")
 
     async def _session_opened(self, opened: tuple[object | None, tuple[FileView, ...]]) -> None:
         recovery, files = opened
