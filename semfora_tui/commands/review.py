@@ -102,10 +102,12 @@ async def _decide(screen: MainScreen, cmd: ParsedCommand, action: str) -> None:
             if conflicts
             else ""
         )
+        if not screen.diff.files:
+            await screen.note("Nothing to accept: nothing is staged.")
+            return
         if not open_hunks:
             await screen.note(
-                "Nothing to accept: every staged hunk is accepted already (or nothing is staged)."
-                + (f" {left.strip()}" if left else "")
+                "Nothing to accept: every staged hunk is accepted already." + (f" {left.strip()}" if left else "")
             )
             return
         files = len({h.path for h in open_hunks})

@@ -514,6 +514,8 @@ async def test_reject_all_says_what_it_did_and_when_there_is_nothing_to_reject(
     async with app.run_test(size=(120, 40)) as pilot:
         out = await _run(pilot, app, "/reject all")  # it said nothing at all
         assert "Nothing to reject: nothing is staged." in out
+        out = await _run(pilot, app, "/accept all")  # "every staged hunk is accepted already (or …)"
+        assert "Nothing to accept: nothing is staged." in out and "already" not in out
         await _stage(pilot, app, demo_repo)
         out = await _run(pilot, app, "/reject all")
         assert "Rejected 2 hunks in 2 files" in out
