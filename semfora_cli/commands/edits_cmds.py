@@ -23,7 +23,6 @@ from engine.repo.layout import RepoLayout
 from engine.words import plural
 from semfora_cli.output import print_json, warn
 
-
 # The state column of `edits list` is at least this wide ("accepted" and a space).
 STATE_CELLS = 9
 

@@ -107,7 +107,8 @@ async def _decide(screen: MainScreen, cmd: ParsedCommand, action: str) -> None:
             return
         if not open_hunks:
             await screen.note(
-                "Nothing to accept: every staged hunk is accepted already." + (f" {left.strip()}" if left else "")
+                "Nothing to accept: every staged hunk is accepted already."
+                + (f" {left.strip()}" if left else "")
             )
             return
         files = len({h.path for h in open_hunks})

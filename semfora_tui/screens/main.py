@@ -986,9 +986,7 @@ class MainScreen(Screen[None]):
         if result.outcome == "edit_failed":
             problems = "\n".join(f"- {e}" for e in result.errors)
             # "after 0 retries" it said of a refusal no retry could change (a deny-listed file).
-            after = (
-                f" after {plural(result.edit_retries, 'retry', 'retries')}" if result.edit_retries else ""
-            )
+            after = f" after {plural(result.edit_retries, 'retry', 'retries')}" if result.edit_retries else ""
             advice = (
                 "Edit that file yourself: semfora never writes a file on the deny-list."
                 if result.error_code == "SECRET_PATH_DENIED"

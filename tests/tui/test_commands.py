@@ -187,7 +187,10 @@ async def test_edit_from_a_file_outside_the_repository_is_refused(
     async with app.run_test(size=(120, 40)) as pilot:
         out = await _run(pilot, app, f"/edit --from {outside}")
         # It said only "path is outside the repository": not what /edit --from reads, nor what to do.
-        assert f"error[PATH_OUTSIDE_REPO]**: /edit --from reads a file inside the repository, and {outside}" in out
+        assert (
+            f"error[PATH_OUTSIDE_REPO]**: /edit --from reads a file inside the repository, and {outside}"
+            in out
+        )
         assert "semfora edits stage FILE" in out
         assert app.diff.files == ()
 

@@ -281,12 +281,16 @@ async def test_an_editor_that_exits_non_zero_leaves_the_proposal_as_it_was(
         await wait_for(pilot, lambda: "error[EDITOR_FAILED]" in app.chat.transcript(), "the editor's failure")
         await settle(pilot)
         transcript = app.chat.transcript()
-        assert f"{editor} exited with status 3: the staged version of app/server.py is unchanged" in transcript
+        assert (
+            f"{editor} exited with status 3: the staged version of app/server.py is unchanged" in transcript
+        )
         assert "Staged your edit" not in transcript
         server = next(f for f in app.diff.files if f.path == "app/server.py")
         assert server.hunks[0].lines == before and "+    port = 0" not in server.hunks[0].lines
     layout = RepoLayout.for_path(demo_repo)
-    staged = EditSession.load_or_create(layout, load_settings(demo_repo).settings).proposed_text("app/server.py")
+    staged = EditSession.load_or_create(layout, load_settings(demo_repo).settings).proposed_text(
+        "app/server.py"
+    )
     assert "port = parse_port(cfg)" in staged and "port = 0" not in staged
 
 
@@ -615,5 +619,7 @@ async def test_commit_of_a_file_changed_on_disk_says_rebase_first_without_asking
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
         toasts = [str(n.message) for n in app._notifications]  # type: ignore[attr-defined]
-        assert any("Changed on disk since staging: app/config.py" in t and "/rebase" in t for t in toasts), toasts
+        assert any("Changed on disk since staging: app/config.py" in t and "/rebase" in t for t in toasts), (
+            toasts
+        )
     assert (demo_repo / "app/config.py").read_text() == changed
