@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
-from engine.errors import UsageError
+from engine.errors import SemforaError, UsageError
 
 # Editors that open ``+LINE FILE`` at that line.
 PLUS_LINE_EDITORS = frozenset({"vi", "vim", "nvim", "gvim", "view", "nano", "emacs", "emacsclient"})
@@ -27,6 +27,12 @@ class NoEditor(UsageError):
     """Neither $VISUAL nor $EDITOR names an editor."""
 
     code = "NO_EDITOR"
+
+
+class EditorFailed(SemforaError):
+    """The editor exited with a non-zero status (vim's `:cq`, a crash): what it saved is not staged."""
+
+    code = "EDITOR_FAILED"
 
 
 def chosen_editor(environ: Mapping[str, str] | None = None) -> str:

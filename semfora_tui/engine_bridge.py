@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.config import Settings, load_settings
-from engine.errors import ConfigError, EngineWarning, ServiceUnavailable, UsageError
+from engine.errors import ConfigError, EngineWarning, PathDenied, ServiceUnavailable, UsageError
 from engine.repo.layout import RepoLayout
 from semfora_tui.history import HISTORY_FILE, PromptHistory
 from semfora_tui.views import FileView, PackView, PastTurn, files_from_session, pack_from_engine
@@ -330,6 +330,10 @@ class EngineBridge:
 
     def hunk_action(self, hunk_id: str, action: str) -> tuple[FileView, ...]:
         session = self.session()
+        if action in ("accept", "reject") and session.has_file(hunk_id):
+            # `/accept app.py` said "'app.py' is not a staged file" of a staged file: a path
+            # decides its every hunk, as `semfora edits accept FILE` does.
+            return self.file_action(hunk_id, action)
         if action == "accept":
             session.accept(hunk_id)
         elif action == "reject":
@@ -397,7 +401,16 @@ class EngineBridge:
         """Stage the SEARCH/REPLACE or SYMBOL blocks written in ``path`` (inside the repository)."""
         with engine_part("edit staging"):
             from engine.edits.sandbox import resolve_in_repo
-        source = Path(resolve_in_repo(self.root, path))
+        try:
+            source = Path(resolve_in_repo(self.root, Path(path).expanduser()))
+        except PathDenied as exc:
+            if exc.code != PathDenied.code:
+                raise  # .git, a secret: said as the sandbox says it
+            # "path is outside the repository" left the user to guess what /edit --from reads.
+            raise PathDenied(
+                f"/edit --from reads a file inside the repository, and {path} is outside it",
+                hint="copy it into the repository, or stage it from a shell: semfora edits stage FILE",
+            ) from exc
         # Said as `semfora edits stage` says it: the app showed Python's "[Errno 2] No such file
         # or directory: '/abs/path'" and "'utf-8' codec can't decode byte 0x89 in position 0".
         try:

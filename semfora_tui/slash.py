@@ -45,8 +45,14 @@ COMMANDS: tuple[SlashCommand, ...] = (
     ),
     SlashCommand("preview", "/preview", "list the staged changes"),
     SlashCommand("review", "/review", "review the staged changes from the keyboard (esc returns)"),
-    SlashCommand("accept", "/accept [HUNK|all]", "accept the selected hunk, one by id, or all (asks first)"),
-    SlashCommand("reject", "/reject [HUNK|all]", "reject the selected hunk, one by id, or all"),
+    SlashCommand(
+        "accept",
+        "/accept [HUNK|FILE|all]",
+        "accept the selected hunk, one by id, a file's, or all (asks first)",
+    ),
+    SlashCommand(
+        "reject", "/reject [HUNK|FILE|all]", "reject the selected hunk, one by id, a file's, or all"
+    ),
     SlashCommand("commit", "/commit", "commit the accepted hunks of the staged session"),
     SlashCommand("rollback", "/rollback", "discard the pending session"),
     SlashCommand(

@@ -197,7 +197,8 @@ ENVIRONMENT_LINE = re.compile(
     r"|[\w.-]+==\d[^\s]*|(?:Environment|Platform|System info(?:rmation)?)[ \t]*:?[ \t]*)$",
     re.M | re.I,
 )
-MENTION = re.compile(r"(?<![\w@])@([\w./\\-]+[\w])")
+# ``@path`` or, for a path with spaces (what the app's completion inserts), ``@"src dir/a.py"``.
+MENTION = re.compile(r'(?<![\w@])@(?:"([^"\n]{1,300})"|([\w./\\-]+[\w]))')
 QUOTED = re.compile(r"`([^`\n]{1,200})`|\"([^\"\n]{1,200})\"|(?<!\w)'([^'\n]{1,200})'(?!\w)")
 CALL = re.compile(r"\b([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\(\s*\)?")
 DOTTED = re.compile(r"\b([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\b")
@@ -448,7 +449,7 @@ def extract_anchors(task: str) -> Anchors:
     task = prose
     rest = task
     for m in MENTION.finditer(task):
-        target = m.group(1).replace("\\", "/")
+        target = (m.group(1) or m.group(2)).replace("\\", "/")
         add(target, "file_mention" if looks_like_path(target) else "symbol_mention")
     rest = MENTION.sub(" ", rest)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config import Settings
-from engine.errors import SemforaError, UsageError
+from engine.errors import SecretPathDenied, SemforaError, UsageError
 from engine.llm.base import (
     Messages,
     ModelCancelled,
@@ -130,6 +130,21 @@ def _need_wanted(symbols: tuple[str, ...], files: tuple[str, ...]) -> str:
     if files:
         parts.append(plural(len(files), "file"))
     return " and ".join(parts) or "the context"
+
+
+def _denied_paths(exc: SemforaError) -> list[str]:
+    """The files of a failed reply that are on the secret deny-list (``edits.deny``), in order."""
+    failures = getattr(exc, "failures", ())
+    return list(dict.fromkeys(f.path for f in failures if f.reason == "secret_path"))
+
+
+def _denied_note(paths: list[str]) -> str:
+    names = ", ".join(paths)
+    return (
+        f"the reply edits {names}, on the secret deny-list (edits.deny): semfora never writes "
+        f"{'such files' if len(paths) > 1 else 'such a file'}, so nothing was staged and the model was "
+        "not asked again (edit it yourself)"
+    )
 
 
 def _output_limit_note(limit: int) -> str:
@@ -467,6 +482,13 @@ class Orchestrator:
                     break
                 except SemforaError as exc:
                     prompt = getattr(exc, "retry_prompt", None)
+                    denied = _denied_paths(exc)
+                    if denied:
+                        # No retry can make a deny-listed write acceptable: asking the model again
+                        # spent two more calls and ended with the same refusal.
+                        errors.append(_denied_note(denied))
+                        outcome, error_code = "edit_failed", SecretPathDenied.code
+                        break
                     if prompt is None or retries >= self.settings.llm.edit_retries:
                         errors.append(exc.message + (f" ({exc.hint})" if exc.hint else ""))
                         outcome, error_code = "edit_failed", exc.code

@@ -17,16 +17,26 @@ from typing import Any
 from engine.config import load_settings
 from engine.edits import EditBlockError, EditSession, StagedFile, rebase_after_undo, recover, undo
 from engine.edits.errors import CheckFailed
+from engine.edits.hunks import Hunk
 from engine.errors import EXIT_PROBLEM, PathTooLong, SymlinkLoop, UsageError
 from engine.repo.layout import RepoLayout
 from engine.words import plural
 from semfora_cli.output import print_json, warn
+
+# The state column of `edits list` is at least this wide ("accepted" and a space).
+STATE_CELLS = 9
 
 
 def _summary(files: list[StagedFile]) -> str:
     if not files:
         return "no staged edits"
     lines = []
+
+    def state(h: Hunk) -> str:
+        return "conflict/" + h.state if h.conflict else h.state
+
+    # One column for every hunk of the listing: "conflict/pending" pushed its header out of line.
+    width = max([STATE_CELLS, *(len(state(h)) for f in files for h in f.hunks)])
     for f in files:
         mark = {"modify": "M", "create": "A", "delete": "D"}.get(f.kind, "?")
         notes = []
@@ -40,8 +50,7 @@ def _summary(files: list[StagedFile]) -> str:
             f"rejected {f.rejected}" + (f", conflicts {f.conflicts}" if f.conflicts else "") + note
         )
         for h in f.hunks:
-            state = "conflict/" + h.state if h.conflict else h.state
-            lines.append(f"    {h.id}  {state:<9} {h.header}")
+            lines.append(f"    {h.id}  {state(h):<{width}} {h.header}")
     return "\n".join(lines)
 
 
@@ -103,11 +112,15 @@ def _decide(session: EditSession, action: str, target: str | None) -> tuple[dict
     if not target:
         raise UsageError(f"edits {action} needs a hunk ID, a staged file path, or 'all'")
     if action == "toggle":
+        if target == "all":  # it said "hunk id 'all' is too short"
+            raise UsageError("edits toggle takes one hunk id; accept all or reject all decides every hunk")
         state = session.toggle(target)
         return {"ok": True, "hunk": target, "state": state}, f"{target}: {state}"
     if target == "all":
         n = session.accept_all() if action == "accept" else session.reject_all()
         verb = "accepted" if action == "accept" else "rejected"
+        if not n and not session.files():  # "rejected 0 hunks" read as if something had been there
+            return {"ok": True, verb: n}, f"nothing to {action}: no staged edits"
         return {"ok": True, verb: n}, f"{verb} {plural(n, 'hunk')}"
     if session.has_file(target):
         n = session.accept_file(target) if action == "accept" else session.reject_file(target)

@@ -10,7 +10,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.table import Table
+from rich.text import Text
 
 from engine.errors import NotFoundError, UsageError
 from engine.words import plural
@@ -18,7 +21,7 @@ from semfora_tui.chat_text import code, fence_language
 from semfora_tui.commands import command
 from semfora_tui.screens.picker import PickerScreen, PickItem, filter_items
 from semfora_tui.slash import ParsedCommand
-from semfora_tui.views import PackView
+from semfora_tui.views import PackItemView, PackView
 
 if TYPE_CHECKING:
     from engine.api import SearchHit, SemanticDiff, SourceView, SymbolDetail, SymbolView
@@ -28,6 +31,8 @@ if TYPE_CHECKING:
 SEARCH_LIMIT = 30
 # Width of /context's reason column: longer reasons end in "…" (the budget pane has them whole).
 REASON_CELLS = 48
+# The narrowest reason column /context puts beside the names; with less room, reasons go under them.
+REASON_MIN_CELLS = 24
 
 
 @command("search")
@@ -252,24 +257,63 @@ async def context(screen: MainScreen, cmd: ParsedCommand) -> None:
     await show_context(screen, screen.last_pack)
 
 
+class PackTable:
+    """The pack's items laid out for the width the chat has: a table of one line each (kind,
+    tokens, priority, name, reason) when every name fits whole beside a readable reason; else
+    each item's name on a line of its own, its kind, tokens, priority and reason under it. Names
+    are what a user looks for: at 120 columns the table cut them to 12 characters ("AsyncClient.…")."""
+
+    def __init__(self, items: tuple[PackItemView, ...]) -> None:
+        self.items = items
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self._table(options.max_width)
+
+    def _table(self, width: int) -> Table | Group:
+        columns = [
+            [title, *(value(i) for i in self.items)]
+            for title, value in (
+                ("kind", lambda i: i.kind),
+                ("tokens", lambda i: f"{i.tokens:,}"),
+                ("priority", lambda i: i.priority),
+                ("name", lambda i: i.name),
+            )
+        ]
+        cells = sum(max(cell_len(c) for c in column) + 2 for column in columns)  # padding (0, 1)
+        if cells + REASON_MIN_CELLS + 2 > width:
+            return Group(*(self._item(item) for item in self.items))
+        table = Table(expand=True, box=None, padding=(0, 1), header_style="bold")
+        table.add_column("kind", no_wrap=True)
+        table.add_column("tokens", justify="right", no_wrap=True)
+        table.add_column("priority", no_wrap=True)
+        table.add_column("name", no_wrap=True)
+        table.add_column("reason", no_wrap=True, overflow="ellipsis", ratio=1, max_width=REASON_CELLS)
+        for item in self.items:
+            table.add_row(item.kind, f"{item.tokens:,}", item.priority, item.name, item.reason)
+        return table
+
+    @staticmethod
+    def _item(item: PackItemView) -> Group:
+        details = Text(
+            f"  {item.kind} · {item.tokens:,} tokens · {item.priority} · {item.reason}",
+            style="dim",
+            no_wrap=True,
+            overflow="ellipsis",
+        )
+        return Group(Text(item.name, style="bold", overflow="fold"), details)
+
+
 async def show_context(screen: MainScreen, pack: PackView) -> None:
-    """The pack as a table whose rows stay one line each (long reasons end in "…")."""
+    """The pack as a table that fits the chat (see ``PackTable``); the transcript gets it as text."""
     screen.last_pack = pack
     screen.budget_pane.show_pack(pack)
     await screen.note(
         f"**Context pack** for _{pack.task}_ — intent `{pack.intent}`, {pack.total_tokens:,} of "
         f"{pack.budget:,} tokens, {len(pack.items)} items"
     )
-    table = Table(expand=True, box=None, padding=(0, 1), header_style="bold")
-    table.add_column("kind", no_wrap=True)
-    table.add_column("name", no_wrap=True, overflow="ellipsis", ratio=3)
-    table.add_column("tokens", justify="right", no_wrap=True)
-    table.add_column("priority", no_wrap=True)
-    table.add_column("reason", no_wrap=True, overflow="ellipsis", ratio=2, max_width=REASON_CELLS)
     plain = ["kind | name | tokens | priority | reason"]
     for item in pack.items:
-        table.add_row(item.kind, item.name, f"{item.tokens:,}", item.priority, item.reason)
         plain.append(f"{item.kind} | {item.name} | {item.tokens:,} | {item.priority} | {item.reason}")
-    await screen.chat.add_table(table, "\n".join(plain))
+    await screen.chat.add_table(PackTable(pack.items), "\n".join(plain))
     for warning in pack.warnings:  # e.g. vectors unavailable: said under the pack it affected
         await screen.note(f"_{warning}_")

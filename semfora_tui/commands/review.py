@@ -18,7 +18,7 @@ from engine.errors import SemforaError, UsageError
 from engine.words import plural
 from semfora_tui.chat_text import code
 from semfora_tui.commands import command
-from semfora_tui.editor import chosen_editor, editor_command
+from semfora_tui.editor import EditorFailed, chosen_editor, editor_command
 from semfora_tui.slash import ParsedCommand
 from semfora_tui.views import FileView
 
@@ -89,7 +89,7 @@ async def _decide(screen: MainScreen, cmd: ParsedCommand, action: str) -> None:
     bridge = screen.bridge
     if target == "all":
         if action == "reject":
-            screen.session_job(lambda: bridge.accept_all(False))
+            await _reject_all(screen)
             return
         # A conflict is never accepted (the engine refuses it): counting it promised one more.
         open_hunks = [
@@ -102,9 +102,12 @@ async def _decide(screen: MainScreen, cmd: ParsedCommand, action: str) -> None:
             if conflicts
             else ""
         )
+        if not screen.diff.files:
+            await screen.note("Nothing to accept: nothing is staged.")
+            return
         if not open_hunks:
             await screen.note(
-                "Nothing to accept: every staged hunk is accepted already (or nothing is staged)."
+                "Nothing to accept: every staged hunk is accepted already."
                 + (f" {left.strip()}" if left else "")
             )
             return
@@ -123,6 +126,28 @@ async def _decide(screen: MainScreen, cmd: ParsedCommand, action: str) -> None:
         target = current.hunk.id
     hunk_id = target
     screen.session_job(lambda: bridge.hunk_action(hunk_id, action))
+
+
+async def _reject_all(screen: MainScreen) -> None:
+    """Reject every staged hunk, and say what that did (it said nothing, even of nothing staged)."""
+    files = screen.diff.files
+    if not files:
+        await screen.note("Nothing to reject: nothing is staged.")
+        return
+    open_hunks = [h for f in files for h in f.hunks if h.state != "rejected"]
+    if not open_hunks:
+        await screen.note("Nothing to reject: every staged hunk is rejected already.")
+        return
+    count, paths = len(open_hunks), len({h.path for h in open_hunks})
+
+    async def rejected(files: tuple[FileView, ...]) -> None:
+        screen.show_staged(files)
+        await screen.note(
+            f"Rejected {plural(count, 'hunk')} in {plural(paths, 'file')}: a commit leaves them out; "
+            "`/rollback` discards the staged session."
+        )
+
+    screen.session_job(lambda: screen.bridge.accept_all(False), rejected)
 
 
 @command("accept")
@@ -163,13 +188,34 @@ def request_commit(screen: MainScreen) -> None:
     if not hunks:
         screen.notify("No accepted hunks to commit: accept some with a, A or /accept.", severity="warning")
         return
+    # A file changed on disk since staging stops the commit: the question was asked, and its "y"
+    # ended in EDIT_CONFLICT.
+    stale = [f.path for f in screen.diff.files if f.conflict and f.count("accepted")]
+    if stale:
+        screen.notify(
+            f"Changed on disk since staging: {', '.join(stale)}. Nothing was committed: /rebase "
+            "(or b in review) re-applies the staged hunks onto the file first.",
+            severity="warning",
+        )
+        return
     # A commit leaves every hunk it does not write staged, the rejected ones too: the question
     # named only the pending ones, and the rejected hunk still in the pane after it surprised.
-    left = {state: sum(f.count(state) for f in screen.diff.files) for state in ("pending", "rejected")}
+    # A conflicted hunk is counted as such, not as pending (the pane says "0 pending ⚠ 1 conflict").
+    hunk_list = [h for f in screen.diff.files for h in f.hunks]
+    left = {
+        "pending": sum(1 for h in hunk_list if h.state == "pending" and not h.conflict),
+        "rejected": sum(1 for h in hunk_list if h.state == "rejected"),
+        "conflicted": sum(1 for h in hunk_list if h.state == "pending" and h.conflict),
+    }
     question = f"Commit {plural(hunks, 'accepted hunk')} in {plural(files, 'file')}?"
     if any(left.values()):
         kept = " and ".join(plural(n, f"{state} hunk") for state, n in left.items() if n)
         question += f"\n{kept} will stay staged (/rollback discards what is staged)."
+    # The last gate before a file is written: the pane's "⚠ syntax error" was not in the question,
+    # and a "y" committed a file that no longer parses without a word.
+    broken = [f for f in screen.diff.files if f.syntax_error and f.count("accepted")]
+    for f in broken:
+        question += f"\n⚠ {f.path}: {f.syntax_error}."
 
     async def committed(result: CommitResult) -> None:
         if not result.committed:
@@ -273,17 +319,30 @@ async def request_edit(screen: MainScreen, path: str, line: int) -> None:
         else:
             await screen.note(f"{code(path)}: nothing changed in the editor; the proposal is as it was.")
 
-    def edited(scratch: Path) -> None:
+    async def edited(scratch: Path) -> None:
         command_line = editor_command(editor, scratch, line)
         try:
-            with screen.app.suspend():
-                subprocess.run(command_line, check=False)
-        except SuspendNotSupported:
-            # Headless runs (tests, web) cannot hand over the terminal; run it detached from it.
-            subprocess.run(command_line, check=False, stdin=subprocess.DEVNULL, capture_output=True)
+            try:
+                with screen.app.suspend():
+                    status = subprocess.run(command_line, check=False).returncode
+            except SuspendNotSupported:
+                # Headless runs (tests, web) cannot hand over the terminal; run it detached from it.
+                status = subprocess.run(
+                    command_line, check=False, stdin=subprocess.DEVNULL, capture_output=True
+                ).returncode
         except OSError as exc:
             scratch.unlink(missing_ok=True)
             screen.notify(f"Cannot start {editor}: {exc.strerror}", severity="error")
+            return
+        if status != 0:
+            # A failed or aborted editor (vim's `:cq`) is no "use this": its file was staged anyway.
+            scratch.unlink(missing_ok=True)
+            await screen.show_error(
+                EditorFailed(
+                    f"{editor} exited with status {status}: the staged version of {path} is unchanged",
+                    hint="what the editor saved was not staged; press e to edit it again",
+                )
+            )
             return
         screen.session_job(lambda: bridge.restage_edited(path, scratch), restaged)
 

@@ -557,7 +557,9 @@ class MainScreen(Screen[None]):
         self.header.offline = not usable
         self.header.model = self.bridge.model
         if not usable:
-            await self.chat.add_note(OFFLINE_NOTICE.format(reason=description), kind="offline")
+            # A sentence of its own: it read "no model can be used. no API key for …" after the bold line.
+            reason = description[:1].upper() + description[1:].rstrip(".") + "."
+            await self.chat.add_note(OFFLINE_NOTICE.format(reason=reason), kind="offline")
 
     async def _session_opened(self, opened: tuple[object | None, tuple[FileView, ...]]) -> None:
         recovery, files = opened
@@ -1000,10 +1002,15 @@ class MainScreen(Screen[None]):
         await turn.mark(_outcome_line(result))
         if result.outcome == "edit_failed":
             problems = "\n".join(f"- {e}" for e in result.errors)
+            # "after 0 retries" it said of a refusal no retry could change (a deny-listed file).
+            after = f" after {plural(result.edit_retries, 'retry', 'retries')}" if result.edit_retries else ""
+            advice = (
+                "Edit that file yourself: semfora never writes a file on the deny-list."
+                if result.error_code == "SECRET_PATH_DENIED"
+                else "Ask again with more detail, or stage blocks yourself with `/edit --from FILE`."
+            )
             await self.chat.add_note(
-                f"**The edit could not be staged** after {plural(result.edit_retries, 'retry', 'retries')}; "
-                f"nothing was changed.\n\n{problems}\n\n"
-                "Ask again with more detail, or stage blocks yourself with `/edit --from FILE`.",
+                f"**The edit could not be staged**{after}; nothing was changed.\n\n{problems}\n\n{advice}",
                 kind="error",
             )
         elif result.outcome not in ("cancelled",) and result.errors:

@@ -29,6 +29,8 @@ STATE_BADGE: dict[str, str] = {
     "accepted": "[✓] accepted",
     "rejected": "[✗] rejected",
 }
+# Every badge is padded to this width, so the hunk ids after them stand in one column.
+BADGE_CELLS = max(len(badge) for badge in STATE_BADGE.values())
 # The state a decision key gives a hunk (toggle flips it).
 DECIDED_STATE: dict[str, str] = {"accept": "accepted", "reject": "rejected"}
 # Short lines: the diff body does not wrap (long diff lines scroll sideways), and the pane can be narrow.
@@ -227,13 +229,14 @@ class DiffPane(ScrollableContainer, can_focus=True):
             is_current = current is not None and hunk.id == current.hunk.id
             add("")
             self._hunk_lines.append(line_no)
+            # The state and the id (what `/accept ID` takes) come first: after a long path and
+            # header they lay past the pane's right edge, and the id was cut at 120 columns.
             head = Text("▶ " if is_current else "  ", style="bold")
+            badge = STATE_BADGE.get(hunk.state, hunk.state)
+            head.append(badge, style="reverse" if is_current else "bold")
+            head.append(" " * (BADGE_CELLS - len(badge)) + f"  #{hunk.id}  ", style="dim")
             head.append(f"{hunk.path} ", style="bold")
             head.append(hunk.header or f"hunk {hunk.id}", style=changed)
-            head.append(
-                f"  {STATE_BADGE.get(hunk.state, hunk.state)}", style="reverse" if is_current else "bold"
-            )
-            head.append(f"  #{hunk.id}", style="dim")
             add(head)
             if hunk.conflict:
                 add(f"  ⚠ conflict: {hunk.conflict}", warn)

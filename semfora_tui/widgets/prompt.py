@@ -152,7 +152,10 @@ class PromptInput(TextArea):
         row, column = self.cursor_location
         query = mention_query(self.document[row][:column])
         start = column - len(query) - 1 if query is not None else column
-        self.replace(f"@{value} ", (row, start), (row, column))
+        # A path with a space is quoted, the one form the engine reads as one mention (`@src
+        # dir/a.py` was sent as "@src" and a stray "dir/a.py", and the file was not attached).
+        mention = f'@"{value}"' if any(ch.isspace() for ch in value) else f"@{value}"
+        self.replace(f"{mention} ", (row, start), (row, column))
 
 
 class PromptBar(Vertical):

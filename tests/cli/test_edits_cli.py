@@ -129,6 +129,29 @@ def test_conflict_then_rebase_through_cli(make_repo) -> None:
     assert (root / "app.py").read_text().startswith("# edited\nimport os\n\nLIMIT = 20\n")
 
 
+def test_list_keeps_the_header_column_in_line_when_a_hunk_has_a_conflict(make_repo) -> None:
+    root = make_repo({"app.py": APP})
+    run_semfora("edits", "stage", "-", cwd=root, input=PATCH)
+    (root / "app.py").write_text(APP.replace("LIMIT = 10", "LIMIT = 11"))
+    assert "1 in conflict" in run_semfora("edits", "rebase", cwd=root).stdout
+    listing = run_semfora("edits", "list", cwd=root).stdout
+    rows = [line for line in listing.splitlines() if line.startswith("    ")]
+    assert len(rows) == 2 and any("conflict/pending" in row for row in rows), listing
+    # Every hunk's header starts in the same column ("conflict/pending" pushed it out of line).
+    assert len({row.index("@@") for row in rows}) == 1, listing
+
+
+def test_accept_or_reject_all_with_nothing_staged_says_so(make_repo) -> None:
+    root = make_repo({"app.py": APP})
+    for action in ("accept", "reject"):
+        proc = run_semfora("edits", action, "all", cwd=root)
+        assert proc.returncode == 0 and proc.stdout == f"nothing to {action}: no staged edits\n", proc.stdout
+    toggled = run_semfora("edits", "toggle", "all", cwd=root)
+    assert toggled.returncode == 2 and "edits toggle takes one hunk id" in toggled.stderr
+    run_semfora("edits", "stage", "-", cwd=root, input=PATCH)
+    assert run_semfora("edits", "reject", "all", cwd=root).stdout == "rejected 2 hunks\n"
+
+
 def test_usage_errors_exit_2(make_repo, tmp_path: Path) -> None:
     root = make_repo({"app.py": APP})
     assert run_semfora("edits", "list", "--path", str(tmp_path / "missing")).returncode == 2

@@ -393,3 +393,31 @@ def test_quitting_while_another_process_holds_the_index_lock_is_prompt(
         assert holder.stdin is not None
         holder.stdin.close()
         holder.wait(timeout=10)
+
+
+def test_a_hunk_id_under_a_long_path_is_on_screen_and_accepts_typed_at_full_speed(
+    fake_server: Callable[[list[dict[str, Any]]], str],
+    app_in_tmux: Callable[..., tuple[Tmux, Path]],
+) -> None:
+    """At 120 columns the id followed the path, the header and the state, past the pane's edge
+    (`#9c` of `#9ca6b7b7`): the one thing `/accept ID` needs was cut."""
+    deep = "src/semfora_demo/configuration/loaders/settings_file.py"
+    reply = EDIT_REPLY.replace("app/config.py", deep)
+    tmux, root = app_in_tmux(fake_server([{"type": "text", "text": reply}]), {deep: ORIGINAL})
+    tmux.type("make parse_port strip whitespace before converting")
+    tmux.keys("Enter")
+    screen = tmux.wait_for(lambda s: "✓ staged 1 hunk" in s and "[ ] pending" in s, "the staged hunk")
+    (hunk_id,) = json.loads(
+        subprocess.run(
+            [SEMFORA, "edits", "list", "--json", "--path", str(root)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )["files"][0]["hunks"]
+    assert f"#{hunk_id['id']}" in screen, screen
+    tmux.type(f"/accept {hunk_id['id']}")
+    tmux.keys("Enter")
+    tmux.wait_for(lambda s: "[✓] accepted" in s, "the hunk accepted by its id")
+    tmux.keys("C-q")
+    _wait_until(lambda: not tmux.alive(), "the app to exit on ctrl+q")

@@ -186,7 +186,12 @@ async def test_edit_from_a_file_outside_the_repository_is_refused(
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
         out = await _run(pilot, app, f"/edit --from {outside}")
-        assert "error[" in out
+        # It said only "path is outside the repository": not what /edit --from reads, nor what to do.
+        assert (
+            f"error[PATH_OUTSIDE_REPO]**: /edit --from reads a file inside the repository, and {outside}"
+            in out
+        )
+        assert "semfora edits stage FILE" in out
         assert app.diff.files == ()
 
 
@@ -366,7 +371,7 @@ async def test_help_keeps_rows_with_a_bar_whole(make_app: AppFactory) -> None:
         assert cells.get("/edit TASK | /edit --from FILE") == (
             "ask for edits and stage them, or stage edit blocks from a file"
         ), rows
-        assert cells.get("/accept [HUNK|all]", "").startswith("accept the selected hunk")
+        assert cells.get("/accept [HUNK|FILE|all]", "").startswith("accept the selected hunk")
         assert "Review mode" in app.chat.transcript()
 
 
@@ -423,6 +428,40 @@ async def test_context_rows_stay_one_line_each(make_app: AppFactory) -> None:
         assert note.size.height == len(pack.items) + 1  # the header, then one line per item
 
 
+async def test_context_names_are_whole_at_120_columns(make_app: AppFactory, make_repo) -> None:  # type: ignore[no-untyped-def]
+    """At 120 columns the chat is about 56 wide, and the one-line table cut every name to 12
+    characters ("AsyncClient.…"); each name is shown whole, its reason under it."""
+    from textual.geometry import Region
+
+    from semfora_tui.widgets.reply import TableNote
+
+    root = make_repo(
+        {
+            "transport/redirects.py": (
+                "def follow_redirect_chain_with_history(response, limit):\n"
+                '    """Follow the redirect chain of a response up to limit hops."""\n'
+                "    return response\n"
+            ),
+            "README.md": "# x\n",
+        }
+    )
+    app = make_app(root, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await _run(pilot, app, "/context how does follow_redirect_chain_with_history follow redirects")
+        pack = app.budget_pane.pack
+        assert pack is not None
+        names = [i.name for i in pack.items]
+        assert any("follow_redirect_chain_with_history" in name for name in names), names
+        note = app.chat.query(TableNote).last()
+        shown = "".join(
+            strip.text.strip()
+            for strip in note.render_lines(Region(0, 0, note.content_region.width, note.size.height))
+        )
+        for item in pack.items:
+            assert item.name.replace(" ", "") in shown.replace(" ", ""), (item.name, shown)
+
+
 async def test_error_hints_point_to_the_app(make_app: AppFactory, demo_repo: Path) -> None:
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -456,6 +495,36 @@ async def test_undo_force_is_honoured(make_app: AppFactory, demo_repo: Path) -> 
         await settle(pilot)
         assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]
         assert "overwrote later changes to `app/config.py`" in app.chat.transcript()
+
+
+async def test_accept_or_reject_a_staged_file_by_its_path(make_app: AppFactory, demo_repo: Path) -> None:
+    """`/accept app/config.py` said "'app/config.py' is not a staged file" of a staged file."""
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _stage(pilot, app, demo_repo)
+        out = await _run(pilot, app, "/accept app/config.py")
+        assert "error[" not in out, out
+        states = {f.path: [h.state for h in f.hunks] for f in app.diff.files}
+        assert states == {"app/config.py": ["accepted"], "app/server.py": ["pending"]}
+        await _run(pilot, app, "/reject app/server.py")
+        assert [h.state for h in app.diff.files[1].hunks] == ["rejected"]
+
+
+async def test_reject_all_says_what_it_did_and_when_there_is_nothing_to_reject(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        out = await _run(pilot, app, "/reject all")  # it said nothing at all
+        assert "Nothing to reject: nothing is staged." in out
+        out = await _run(pilot, app, "/accept all")  # "every staged hunk is accepted already (or …)"
+        assert "Nothing to accept: nothing is staged." in out and "already" not in out
+        await _stage(pilot, app, demo_repo)
+        out = await _run(pilot, app, "/reject all")
+        assert "Rejected 2 hunks in 2 files" in out
+        assert {h.state for f in app.diff.files for h in f.hunks} == {"rejected"}
+        out = await _run(pilot, app, "/reject all")
+        assert "Nothing to reject: every staged hunk is rejected already." in out
 
 
 async def test_a_rejected_hunk_does_not_block_a_new_edit_of_the_same_lines(

@@ -181,6 +181,28 @@ async def test_a_new_empty_file_says_so_in_the_diff_pane(make_app: AppFactory, d
         assert "app/sub/__init__.py" in body and "(an empty file)" in body
 
 
+async def test_the_commit_question_warns_of_a_syntax_error_in_what_it_writes(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """The pane showed "⚠ syntax error", the question did not: `y` wrote a file that no longer parses."""
+    broken = (
+        "app/config.py\n<<<<<<< SEARCH\n    return int(text)\n=======\n    return int(text\n"
+        "    if text ==\n>>>>>>> REPLACE\n"
+    )
+    (demo_repo / "broken.txt").write_text(broken)
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.main.run_slash("/edit --from broken.txt")
+        await settle(pilot)
+        assert app.diff.files[0].syntax_error, app.diff.files
+        await pilot.press("f2", "a", "c")
+        screen = await answer_confirmation(pilot, app, "n")
+        assert "Commit 1 accepted hunk in 1 file?" in screen.question
+        assert f"⚠ app/config.py: {app.diff.files[0].syntax_error}." in screen.question
+        await settle(pilot)
+    assert (demo_repo / "app/config.py").read_text() == SOURCE["app/config.py"]
+
+
 async def test_declining_the_commit_changes_nothing(make_app: AppFactory, demo_repo: Path) -> None:
     app = make_app(start_index=False, check_model=False)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -239,6 +261,37 @@ async def test_e_opens_the_proposed_version_and_what_is_saved_is_staged(
     assert (demo_repo / "app/server.py").read_text() == SOURCE["app/server.py"]
     assert "+    port = parse_port(cfg) or 80" in server.hunks[0].lines
     assert server.hunks[0].state == "pending"
+
+
+async def test_an_editor_that_exits_non_zero_leaves_the_proposal_as_it_was(
+    make_app: AppFactory, demo_repo: Path, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """vim's `:cq` (or a crash) after a write: the app staged what the editor left behind."""
+    editor = tmp_path / "failing-editor"
+    editor.write_text("#!/bin/sh\nsed -i 's/port = parse_port(cfg)/port = 0/' \"$1\"\nexit 3\n")
+    editor.chmod(editor.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("EDITOR", str(editor))
+    monkeypatch.setenv("VISUAL", "")
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        before = next(f for f in app.diff.files if f.path == "app/server.py").hunks[0].lines
+        await pilot.press("n", "e")
+        await answer_confirmation(pilot, app, "y")
+        await wait_for(pilot, lambda: "error[EDITOR_FAILED]" in app.chat.transcript(), "the editor's failure")
+        await settle(pilot)
+        transcript = app.chat.transcript()
+        assert (
+            f"{editor} exited with status 3: the staged version of app/server.py is unchanged" in transcript
+        )
+        assert "Staged your edit" not in transcript
+        server = next(f for f in app.diff.files if f.path == "app/server.py")
+        assert server.hunks[0].lines == before and "+    port = 0" not in server.hunks[0].lines
+    layout = RepoLayout.for_path(demo_repo)
+    staged = EditSession.load_or_create(layout, load_settings(demo_repo).settings).proposed_text(
+        "app/server.py"
+    )
+    assert "port = parse_port(cfg)" in staged and "port = 0" not in staged
 
 
 async def test_e_without_an_editor_says_how_to_set_one(
@@ -506,3 +559,67 @@ async def test_accept_all_counts_only_the_hunks_it_can_accept(make_app: AppFacto
         assert "Left out: 1 conflict, which no longer fits the file." in screen.question
         await settle(pilot)
         assert _states(demo_repo) == {"app/config.py": ["pending"], "app/server.py": ["accepted"]}
+
+
+async def test_every_hunk_id_is_in_view_at_120_columns_beside_a_long_path(
+    make_app: AppFactory, make_repo
+) -> None:
+    """The id (what `/accept ID` takes) came after the path, the header and the state, past the
+    pane's right edge: at 120 columns `#9ca6b7b7` showed as `#9c`."""
+    deep = "src/semfora_demo/configuration/loaders/settings_file.py"
+    root = make_repo({deep: SOURCE["app/config.py"]})
+    blocks = EDIT_BLOCKS.split("\n\n")[0].replace("app/config.py", deep)
+    (root / "edits.txt").write_text(blocks)
+    app = make_app(root, start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.main.run_slash("/edit --from edits.txt")
+        await settle(pilot)
+        pane = app.diff
+        for reviewing in (False, True):  # the pane is narrower while the prompt has the keyboard
+            if reviewing:
+                await pilot.press("f2")
+                await settle(pilot)
+            width = pane.scrollable_content_region.width
+            lines = str(pane.query_one("#diff-body").render()).splitlines()
+            for hunk in (h for f in pane.files for h in f.hunks):
+                (head,) = [line for line in lines if f"#{hunk.id}" in line]
+                assert head.index(f"#{hunk.id}") + len(hunk.id) + 1 <= width, (reviewing, width, head)
+                assert head.lstrip("▶ ").startswith("[ ] pending")
+
+
+async def test_the_commit_question_counts_a_conflicted_hunk_as_conflicted_not_pending(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _conflicted(pilot, app, demo_repo)  # app/config.py's hunk no longer fits
+        app.main.enter_review()
+        await pilot.press("N", "a", "c")
+        screen = await answer_confirmation(pilot, app, "n")
+        assert "Commit 1 accepted hunk in 1 file?" in screen.question
+        assert "1 conflicted hunk will stay staged" in screen.question, screen.question
+        assert "pending" not in screen.question  # the pane says "0 pending ⚠ 1 conflict"
+
+
+async def test_commit_of_a_file_changed_on_disk_says_rebase_first_without_asking(
+    make_app: AppFactory, demo_repo: Path
+) -> None:
+    """The question was asked, and its "y" ended in EDIT_CONFLICT: nothing could be written."""
+    app = make_app(start_index=False, check_model=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _staged(pilot, app, demo_repo)
+        await pilot.press("a")
+        await settle(pilot)
+        changed = "import os\n\n\n" + SOURCE["app/config.py"]
+        (demo_repo / "app/config.py").write_text(changed)
+        await app.main.run_slash("/preview")
+        await settle(pilot)
+        app.main.enter_review()
+        await pilot.press("c")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+        toasts = [str(n.message) for n in app._notifications]  # type: ignore[attr-defined]
+        assert any("Changed on disk since staging: app/config.py" in t and "/rebase" in t for t in toasts), (
+            toasts
+        )
+    assert (demo_repo / "app/config.py").read_text() == changed

@@ -41,6 +41,8 @@ async def test_offline_app_opens_says_what_works_and_keeps_working(
         assert app.header.offline
         text = app.chat.transcript()
         assert "Offline: no model can be used" in text
+        # The reason is a sentence of its own ("… can be used.** no API key for …" it read).
+        assert "**Offline: no model can be used.** No API key for" in text and "is not set." in text
         assert "ANTHROPIC_API_KEY" in text and "/model ollama/" in text
         assert text.count("pick a local model") + text.count("choose a local model") == 1  # said once
         for works in ("/search", "/symbol", "/overview", "/diff", "/context", "/edit --from FILE"):

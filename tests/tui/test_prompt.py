@@ -117,6 +117,34 @@ async def test_an_at_mention_suggests_files_and_symbols_and_tab_takes_one(
         assert app.prompt.text == "explain @parse_port @app/server.py @ser"
 
 
+async def test_a_mentioned_path_with_a_space_is_completed_so_that_the_file_is_attached(
+    make_app: AppFactory, make_repo, fake_anthropic
+) -> None:  # type: ignore[no-untyped-def]
+    """Tab wrote `@src dir/greeting.py`, which was read as "@src" and a stray word: the file the
+    user picked was not attached to the question."""
+    root = make_repo({"src dir/greeting.py": "def greet(name):\n    return 'hi ' + name\n"})
+    fake_anthropic.reply("It greets.")
+    app = make_app(root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        suggestions = app.query_one("#completions", OptionList)
+        await pilot.press(*"explain ", "@", *"greeting")
+        await wait_for(pilot, lambda: suggestions.display and suggestions.option_count, "the file suggestion")
+        await settle(pilot)
+        assert suggestions.get_option_at_index(0).id == "at:src dir/greeting.py"
+        await pilot.press("tab")
+        assert app.prompt.text == 'explain @"src dir/greeting.py" '
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "It greets." in app.chat.transcript(), "the answer")
+        await settle(pilot)
+        pack = app.budget_pane.pack
+        assert pack is not None
+        mentioned = [i for i in pack.items if i.name == "src dir/greeting.py"]
+        assert mentioned and mentioned[0].kind == "file", [(i.name, i.reason) for i in pack.items]
+        assert mentioned[0].reason == "named in the task `@src dir/greeting.py`"
+        assert "return 'hi ' + name" in fake_anthropic.message_requests()[-1].all_text
+
+
 async def test_a_name_defined_in_several_files_is_one_suggestion_not_a_crash(
     make_app: AppFactory, make_repo
 ) -> None:  # type: ignore[no-untyped-def]

@@ -276,6 +276,27 @@ async def test_a_misquoted_edit_block_is_retried_and_the_fixed_reply_is_staged(
         assert frozen.content_region.x == live.content_region.x
 
 
+async def test_an_edit_of_a_secret_file_is_refused_once_and_said_plainly(
+    make_app: AppFactory, fake_anthropic: FakeAnthropic, demo_repo: Path
+) -> None:
+    secret_edit = ".env\n<<<<<<< SEARCH\n=======\nTOKEN=stolen\n>>>>>>> REPLACE\n"
+    for _ in range(3):
+        fake_anthropic.reply(secret_edit)
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await _submit(pilot, app, "put the token in .env")
+        await _wait_for(pilot, lambda: "edit failed" in app.chat.transcript() and not app.main.streaming)
+        await settle(pilot)
+        transcript = app.chat.transcript()
+        assert len(fake_anthropic.message_requests()) == 1  # it asked twice more, for the same refusal
+        assert "asking the model again" not in transcript
+        assert "**The edit could not be staged**; nothing was changed." in transcript  # not "after 0 retries"
+        assert "the reply edits .env, on the secret deny-list (edits.deny)" in transcript
+        assert "Edit that file yourself" in transcript and "Ask again with more detail" not in transcript
+        assert not app.diff.files and not (demo_repo / ".env").exists()
+
+
 async def test_a_need_reply_fetches_what_the_model_asked_for_then_shows_the_answer(
     make_app: AppFactory, fake_anthropic: FakeAnthropic
 ) -> None:

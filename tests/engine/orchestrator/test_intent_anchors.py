@@ -54,6 +54,13 @@ def test_anchor_kinds() -> None:
     assert "fix" not in [w.lower() for w in a.words]
 
 
+def test_a_quoted_mention_holds_a_path_with_spaces() -> None:
+    a = extract_anchors('explain @"src dir/grüße.py" and @app.py')
+    kinds = {x.text: x.kind for x in a.items}
+    assert kinds["src dir/grüße.py"] == "file_mention" and kinds["app.py"] == "file_mention"
+    assert "src" not in kinds and "dir/grüße.py" not in kinds
+
+
 def test_pasted_code_and_tracebacks() -> None:
     task = (
         "Uploading fails:\n\n```python\nclient.post(url, data=chunks())\nprint(result)\n```\n\n"

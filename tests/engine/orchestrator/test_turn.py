@@ -49,7 +49,6 @@ BAD_REPLIES = {
     "truncated": "src/shop/cart.py\n<<<<<<< SEARCH\n        sub = apply_discount(self.subtotal(), code)\n=======\n",
     "unknown_file": "src/shop/nothere.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n",
     "outside_repo": "../outside.py\n<<<<<<< SEARCH\n=======\nprint('escape')\n>>>>>>> REPLACE\n",
-    "secret_file": ".env\n<<<<<<< SEARCH\n=======\nSTOLEN=1\n>>>>>>> REPLACE\n",
     "matches_twice": "src/shop/pricing.py\n<<<<<<< SEARCH\n    return round(amount, 2)\n=======\n"
     "    return amount\n>>>>>>> REPLACE\n",
     "one_good_one_bad": GOOD_EDIT + "\n" + MISMATCH,
@@ -283,6 +282,32 @@ def test_malformed_replies_stage_nothing_after_bounded_retries(shop, fake_anthro
         ".env" not in {p.name for p in layout.root.iterdir()}
         or ENV_SECRET in (layout.root / ".env").read_text()
     )
+
+
+@pytest.mark.parametrize(
+    ("deny", "target"),
+    [(None, ".env"), (["deploy/*.yaml"], "deploy/prod.yaml")],
+    ids=["default-deny-list", "configured-deny-list"],
+)
+def test_an_edit_of_a_deny_listed_file_is_refused_once_without_asking_again(
+    shop, fake_anthropic, deny, target
+) -> None:
+    layout, cfg = shop
+    if deny is not None:
+        cfg.edits.deny = [*cfg.edits.deny, *deny]
+    reply = f"{target}\n<<<<<<< SEARCH\n=======\nSTOLEN=1\n>>>>>>> REPLACE\n"
+    for _ in range(cfg.llm.edit_retries + 1):
+        fake_anthropic.reply(reply)
+    result = _orch(layout, cfg).run_turn("fix Cart.total")
+    # One model call: a retry cannot make the write acceptable (it asked twice more, then refused).
+    assert len(fake_anthropic.message_requests()) == 1
+    assert result.outcome == "edit_failed" and result.edit_retries == 0
+    assert result.to_json()["error_code"] == "SECRET_PATH_DENIED"
+    (error,) = result.errors
+    assert f"the reply edits {target}, on the secret deny-list (edits.deny)" in error
+    assert "nothing was staged and the model was not asked again" in error
+    assert _session_files(layout, cfg) == [] and not (layout.root / "deploy").exists()
+    assert ENV_SECRET in (layout.root / ".env").read_text()
 
 
 def test_rate_limit_is_retried_inside_the_turn(shop, fake_anthropic) -> None:
