@@ -17,6 +17,7 @@ from engine.review.concerns import DISPLAY_ESCAPERS, Concern, Match, match, name
 from engine.review.findings import Finding
 from engine.semantic.diff import FileChange, SemanticDiff, SymbolChange
 from engine.semantic.graph import family
+from engine.semantic.model import DEFAULT_EXPORT
 from engine.words import plural
 
 # Findings per file: past this many, the rest are named in the last finding's message, so a
@@ -540,7 +541,15 @@ def _message(s: SymbolChange, matches: list[Match], what: str = "") -> str:
     evidence = "; ".join(", ".join(m.evidence) for m in matches[:2] if m.evidence)
     verb = "added" if s.change == "added" else "changed"
     stakes = f"; if wrong, {matches[0].concern.stakes}" if matches[0].concern.stakes else ""
-    return f"security-sensitive logic {verb} in {s.qualified_name} ({concerns}): {evidence}{what}{stakes}"
+    return f"security-sensitive logic {verb} in {shown_name(s)} ({concerns}): {evidence}{what}{stakes}"
+
+
+def shown_name(s: SymbolChange) -> str:
+    """The symbol as a reader knows it: a JavaScript module's anonymous ``export default
+    function (config) {...}`` is named ``default`` (axios's XHR adapter), which says nothing alone."""
+    if family(s.language) == "js" and s.qualified_name.split(".", 1)[0] == DEFAULT_EXPORT:
+        return f"the default export of {s.file}" + s.qualified_name[len(DEFAULT_EXPORT) :]
+    return s.qualified_name
 
 
 def _nested_in_scored(scored: list[tuple[int, SymbolChange, list[Match]]]) -> dict[str, str]:
