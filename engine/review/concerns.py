@@ -46,6 +46,8 @@ class Concern:
     # tidying; the same call in a multipart parser (werkzeug b1916c0c) is framing.
     placed: tuple[str, ...] = ()
     placed_by: tuple[str, ...] = ()
+    # How the concern is recognised when no term, name or call does it (said on the docs page).
+    detected: str = ""
 
 
 # A line ending in code: framing evidence where the code reads messages (see ``WIRE_WORDS``).
@@ -518,6 +520,18 @@ CONCERNS: tuple[Concern, ...] = (
             }
         ),
     ),
+    Concern(
+        "redos",
+        "regular expressions that backtrack",
+        stakes="a crafted input can keep the expression busy for seconds or minutes (ReDoS, denial of service)",
+        detected=(
+            "a pattern the change removes or rewrites (a JavaScript `/.../` literal or `RegExp(...)`, the "
+            "pattern of a Python `re` call) that backtracks super-linearly: a repeated group whose body is "
+            "one repeated item and optional parts (`(a+)+`, `(\\w+\\s?)*`), or a branch not anchored at "
+            "the start that is one repeated item before `$` (`\\s*$`, `\\/+$`); evidence only when no "
+            "pattern the change adds keeps that part (engine/review/regexes.py)"
+        ),
+    ),
 )
 
 # Escapers of a terminal's markup (Rich's ``[magenta]…[/]``): they keep a URL from being read as
@@ -709,6 +723,9 @@ def match(
     return out
 
 
+REDOS = next(c for c in CONCERNS if c.id == "redos")
+
+
 def named_concerns(qualified: str) -> tuple[Concern, ...]:
     """The concerns a word of a symbol's qualified name places it in (name words only: the looser
     name patterns, ``get_key``, need the symbol's own changed code to go with them)."""
@@ -779,6 +796,8 @@ def render_catalogue() -> str:
         for language, calls in c.calls.items():
             label = "any language" if language == ALL else language
             parts.append(f"- calls ({label}): " + ", ".join(f"`{x}`" for x in calls))
+        if c.detected:
+            parts.append(f"- recognised by: {c.detected}")
         if c.context:
             parts.append(
                 "- applies only to symbols whose name has one of: "

@@ -13,7 +13,8 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping
 
-from engine.review.concerns import DISPLAY_ESCAPERS, Concern, Match, match, named_concerns
+from engine.review.concerns import DISPLAY_ESCAPERS, REDOS, Concern, Match, match, named_concerns
+from engine.review.regexes import removed_backtracking
 from engine.review.findings import Finding
 from engine.semantic.diff import FileChange, SemanticDiff, SymbolChange
 from engine.semantic.graph import family
@@ -405,6 +406,9 @@ def _symbol_matches(
     )
     if not found and named_here and s.change != "added":
         found = _calls_changed_check(s, added, named_here)
+    if s.change != "added" and (redos := removed_backtracking(added, removed, family(s.language))):
+        shown = ", ".join(f"`{p}`" for p in redos[:2])
+        found = [Match(REDOS, (f"removes {shown}, which backtracks on a crafted input",), 3), *found]
     if s.change == "added":
         found = [m for m in found if m.strength >= ADDED_MIN_STRENGTH]
     return found

@@ -53,3 +53,63 @@ def test_a_fix_inside_an_anonymous_default_export_is_seen(make_repo) -> None:
     assert finding.file == "lib/adapters/xhr.js" and finding.rule == "security-logic"
     assert "the default export of lib/adapters/xhr.js" in finding.message
     assert "xsrf" in finding.message.lower()
+
+
+# --------------------------------------------------------------------------- regular expressions
+
+COMBINE = """export default function combineURLs(baseURL, relativeURL) {
+  return relativeURL
+    ? baseURL.replace(/\\/+$/, '') + '/' + relativeURL.replace(/^\\/+/, '')
+    : baseURL;
+}
+"""
+TRIM = """function isString(val) {
+  return typeof val === 'string';
+}
+
+function trim(str) {
+  return str.replace(/^\\s*/, '').replace(/\\s*$/, '');
+}
+
+export default {isString, trim};
+"""
+
+
+def test_a_redos_fix_in_a_javascript_pattern_is_a_security_finding(make_repo) -> None:
+    # axios 5e7ad38f: ``/\\/+$/`` took seconds on a base URL of many slashes; the fix changed only
+    # the pattern, which no term of the catalogue names.
+    fixed = COMBINE.replace("/\\/+$/", "/\\/?\\/$/")
+    [finding] = _security(_change(make_repo, "lib/helpers/combineURLs.js", COMBINE, fixed, JS))
+    assert finding.symbol == "combineURLs" and finding.rule == "security-logic"
+    assert "regular expressions that backtrack" in finding.message and "`\\/+$`" in finding.message
+    assert "ReDoS" in finding.message
+
+
+def test_a_backtracking_pattern_replaced_by_a_string_method_is_a_security_finding(make_repo) -> None:
+    # axios 5b457116, CVE-2021-3749: ``trim`` now calls ``str.trim()`` (its fallback pattern keeps
+    # a ``\\s+$`` branch, another pattern than the one removed).
+    fixed = TRIM.replace(
+        "return str.replace(/^\\s*/, '').replace(/\\s*$/, '');",
+        "return str.trim ? str.trim() : str.replace(/^\\s+|\\s+$/g, '');",
+    )
+    [finding] = _security(_change(make_repo, "lib/utils.js", TRIM, fixed, JS))
+    assert finding.symbol == "trim" and "`\\s*$`" in finding.message
+
+
+def test_a_nested_repeat_removed_from_a_python_pattern_is_a_security_finding(make_repo) -> None:
+    before = (
+        "import re\n\n\ndef split_words(text):\n"
+        "    match = re.match(r'^(\\w+\\s?)*$', text)\n    return match.group(0).split() if match else []\n"
+    )
+    after = "import re\n\n\ndef split_words(text):\n    return re.findall(r'\\w+', text)\n"
+    [finding] = _security(_change(make_repo, "pkg/words.py", before, after, PYTHON))
+    assert finding.symbol == "split_words" and "`^(\\w+\\s?)*$`" in finding.message
+
+
+def test_pattern_edits_that_keep_or_never_had_backtracking_raise_nothing(make_repo) -> None:
+    # A flag added to the same backtracking pattern, and a linear pattern edited: no ReDoS fix.
+    flagged = TRIM.replace("/\\s*$/", "/\\s*$/u").replace("function isString(val) {", "function isString(v) {")
+    assert _security(_change(make_repo, "lib/utils.js", TRIM, flagged, JS)) == []
+    before = "const DIGITS = 1;\nexport function digits(s) {\n  return s.replace(/[^0-9]/g, '');\n}\n"
+    after = before.replace("/[^0-9]/g", "/[^0-9.]/g")
+    assert _security(_change(make_repo, "lib/num.js", before, after, JS)) == []
