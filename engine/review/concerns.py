@@ -764,6 +764,11 @@ def render_catalogue() -> str:
         "that only rename locals, re-annotate, re-format or move code, or only touch imports, logging,",
         "message texts or import fallbacks (an `except` that gains or loses `ImportError`), raise",
         "nothing from their name alone, and tests, documentation and examples raise nothing at all.",
+        "The text of a warning or a log line (`warnings.warn(\"...\")`, `logger.info(...)`,",
+        "`console.warn(...)`) is never evidence, whatever else the change does; a returned or raised",
+        "string is code. An added symbol needs a strong term, but for a method that calls its base",
+        "class's method of the same name (`super().get_redirect_target(resp)`): an override changes an",
+        "existing operation, as an edit of it would.",
         "A call to a terminal's markup escaper ("
         + ", ".join(f"`{e}`" for e in DISPLAY_ESCAPERS)
         + ", vendored copies too) is no",

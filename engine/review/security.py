@@ -281,6 +281,30 @@ _HOUSEKEEPING = re.compile(
 _STRING = re.compile(r"""(?:[rbuf]{0,2})('(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""", re.I)
 
 
+# The start of a line that writes a message for a reader: a warning or a log line, in Python or
+# JavaScript (``warnings.warn(``, ``logger.info(``, ``console.warn(``, ``this.log.debug(``).
+_MESSAGE_CALL = re.compile(
+    r"^\s*(?:await\s+)?(?:(?:[\w$]+\.)*(?:warn|warning|debug|info|exception|critical|trace)\("
+    r"|(?:[\w$]+\.)*(?:console|log|logger|_log|_logger|logging|warnings)\.\w+\()"
+)
+_TEMPLATE = re.compile(r"`(?:\\.|[^`\\])*`")
+
+
+def without_message_texts(code: str) -> str:
+    """``code`` with the strings of its warning and log lines emptied, continuation lines of a
+    call that spans lines too (``log.debug(\n    "redirect to %s", url)``)."""
+    if not code:
+        return code
+    out: list[str] = []
+    depth = 0
+    for line in code.split("\n"):
+        if depth > 0 or _MESSAGE_CALL.match(line):
+            line = _TEMPLATE.sub("``", _STRING.sub("''", line))
+            depth = max(0, depth + line.count("(") - line.count(")"))
+        out.append(line)
+    return "\n".join(out)
+
+
 # An ``except`` clause's names, to compare handlers with import fallbacks left out.
 _EXCEPT = re.compile(r"^except\s*\(?([\w.,\s]*?)\)?(\s+as\s+\w+)?:$")
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
@@ -380,15 +404,19 @@ def _symbol_matches(
         return []
     if s.change == "added" and s.kind == "class" and _constants_only(added):
         return []  # an enumeration of header values (werkzeug 0d29255f: ``CORP.SAME_ORIGIN``) decides nothing
-    confirm = "\n".join((*s.code_delta[0], *s.code_delta[1])) if s.code_delta is not None else None
     chore = s.code_delta is not None and housekeeping_only(s.code_delta)
-    if chore and s.code_delta is not None:
-        # A term inside the text of a warning or a log line (``warnings.warn("JWS support is
-        # deprecated")``) is words for a reader, not code (a returned string is still code).
-        confirm = "\n".join(
+    # A term inside the text of a warning or a log line (``warnings.warn("JWS support is
+    # deprecated")``, ``console.warn(`each redirect is followed`)``) is words for a reader, not
+    # code, whatever else the change does (a returned or raised string is still code).
+    added, removed = without_message_texts(added), without_message_texts(removed)
+    confirm = (
+        "\n".join(
             _STRING.sub("''", x) if _HOUSEKEEPING.match(x) else x
             for x in (*s.code_delta[0], *s.code_delta[1])
         )
+        if s.code_delta is not None
+        else None
+    )
     calls: Iterable[str] = s.calls
     if display := _display_escapes(s.calls):
         added, removed = _without_calls(added, display), _without_calls(removed, display)
@@ -409,9 +437,17 @@ def _symbol_matches(
     if s.change != "added" and (redos := removed_backtracking(added, removed, family(s.language))):
         shown = ", ".join(f"`{p}`" for p in redos[:2])
         found = [Match(REDOS, (f"removes {shown}, which backtracks on a crafted input",), 3), *found]
-    if s.change == "added":
+    if s.change == "added" and not _overrides(s, added):
         found = [m for m in found if m.strength >= ADDED_MIN_STRENGTH]
     return found
+
+
+def _overrides(s: SymbolChange, added: str) -> bool:
+    """An added method that calls the base class's method of its own name (``super().
+    get_redirect_target(resp)``) changes what an existing operation does, as an edit of it would
+    (pip e407d065: redirects to ``file://`` refused in an override)."""
+    leaf = s.qualified_name.rsplit(".", 1)[-1]
+    return s.kind == "method" and re.search(rf"\bsuper\b(?:\(\s*[\w.,\s]*\))?\s*\.\s*{re.escape(leaf)}\s*\(", added) is not None
 
 
 _CONSTANT = re.compile(

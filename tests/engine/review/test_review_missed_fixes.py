@@ -113,3 +113,82 @@ def test_pattern_edits_that_keep_or_never_had_backtracking_raise_nothing(make_re
     before = "const DIGITS = 1;\nexport function digits(s) {\n  return s.replace(/[^0-9]/g, '');\n}\n"
     after = before.replace("/[^0-9]/g", "/[^0-9.]/g")
     assert _security(_change(make_repo, "lib/num.js", before, after, JS)) == []
+
+
+# --------------------------------------------------------------------------- message texts
+
+FETCH = """import logging
+
+log = logging.getLogger(__name__)
+
+
+def fetch(session, url, tries):
+    for _ in range(tries):
+        response = session.send(url)
+        if response.ok:
+            return response
+    return None
+"""
+
+
+def test_the_text_of_a_log_line_or_warning_is_no_evidence(make_repo) -> None:
+    # A retry loop that now logs each failure: "redirect" and "verify" in the messages' text were
+    # read as a change to redirect handling and TLS verification.
+    after = FETCH.replace("    for _ in range(tries):", "    for attempt in range(tries):").replace(
+        "            return response\n",
+        "            return response\n"
+        '        log.warning("attempt %d failed; not following the redirect to %s", attempt, response.url)\n'
+        '        warnings.warn("set verify=True and a CA bundle to check certificates")\n',
+    )
+    assert _security(_change(make_repo, "pkg/client.py", FETCH, after, PYTHON)) == []
+
+
+def test_the_text_of_a_javascript_console_message_is_no_evidence(make_repo) -> None:
+    before = "export function fetchAll(client, urls) {\n  return urls.map((u) => client.get(u));\n}\n"
+    after = (
+        "export function fetchAll(client, urls) {\n"
+        "  console.warn(`fetching ${urls.length} urls; each redirect is followed, certificates verified`);\n"
+        "  return urls.filter(Boolean).map((u) => client.get(u));\n}\n"
+    )
+    assert _security(_change(make_repo, "lib/client.js", before, after, JS)) == []
+
+
+def test_a_security_term_in_code_next_to_a_log_line_still_counts(make_repo) -> None:
+    after = FETCH.replace(
+        "        response = session.send(url)\n",
+        '        response = session.send(url, cert_reqs="CERT_NONE")\n        log.debug("sent %s", url)\n',
+    )
+    [finding] = _security(_change(make_repo, "pkg/client.py", FETCH, after, PYTHON))
+    assert "cert_reqs" in finding.message
+
+
+SESSION = """import logging
+
+from requests import Session
+
+logger = logging.getLogger(__name__)
+
+
+class PipSession(Session):
+    def request(self, method, url, **kwargs):
+        kwargs.setdefault("timeout", 10)
+        return super().request(method, url, **kwargs)
+"""
+
+
+def test_an_added_override_of_a_concern_named_method_is_read_as_a_change_of_it(make_repo) -> None:
+    # pip e407d065: ``get_redirect_target`` overridden to refuse file:// redirects. Its only term
+    # was in the warning's text ("Not following redirect ..."); the override itself is the change.
+    after = SESSION.replace(
+        "    def request(",
+        "    def get_redirect_target(self, resp):\n"
+        "        target = super().get_redirect_target(resp)\n"
+        "        if target and target.split(':', 1)[0].lower() not in ('http', 'https'):\n"
+        '            logger.warning("Not following redirect to %s", target)\n'
+        "            return None\n"
+        "        return target\n\n"
+        "    def request(",
+    )
+    [finding] = _security(_change(make_repo, "pkg/session.py", SESSION, after, PYTHON))
+    assert finding.symbol == "PipSession.get_redirect_target"
+    assert "its name (`redirect`)" in finding.message
