@@ -440,8 +440,9 @@ CONCERNS: tuple[Concern, ...] = (
         weak=(r"\blocation\b", r"\bnetloc\b", r"\borigin\b", r"\bhost\b", r"\bretries\b", r"[\"']//"),
         names=frozenset({"redirect", "redirects", "origin", "cors"}),
         # What decides whether a URL stays on the host meant: ``isAbsoluteURL`` taking ``//host``
-        # for a path sent axios to another host (axios 07a661a2, CVE-2024-39338, SSRF).
-        name_patterns=(r"(is|has)_?(absolute|relative|same|safe|allowed|local)_?(url|uri|origin|host)",),
+        # for a path sent axios to another host (axios 07a661a2, CVE-2024-39338, SSRF); an origin is
+        # its scheme too (node-fetch e87b093f: ``isSameProtocol`` keeps credentials off https->http).
+        name_patterns=(r"(is|has)_?(absolute|relative|same|safe|allowed|local)_?(url|uri|origin|host|protocol|scheme)",),
     ),
     Concern(
         "framing",
@@ -474,7 +475,7 @@ CONCERNS: tuple[Concern, ...] = (
         ),
         names=frozenset({"chunked", "crlf", "framing"}),
         name_patterns=(
-            r"(parse|read|write|feed)_?(headers|chunk\w*|body|request_line|status_line|message)\b",
+            r"(parse|read|write|feed)_?(headers?|chunk\w*|body|request_line|status_line|message)\b",
         ),
         placed=(LINE_ENDINGS,),
         placed_by=WIRE_WORDS,
@@ -527,7 +528,8 @@ CONCERNS: tuple[Concern, ...] = (
         detected=(
             "a pattern the change removes or rewrites (a JavaScript `/.../` literal or `RegExp(...)`, the "
             "pattern of a Python `re` call) that backtracks super-linearly: a repeated group whose body is "
-            "one repeated item and optional parts (`(a+)+`, `(\\w+\\s?)*`), or a branch not anchored at "
+            "one repeated item and optional parts or characters that item matches too (`(a+)+`, "
+            "`(\\w+\\s?)*`, `(.+\\.)*`), or a branch not anchored at "
             "the start that is one repeated item before `$` (`\\s*$`, `\\/+$`); evidence only when no "
             "pattern the change adds keeps that part (engine/review/regexes.py)"
         ),
@@ -726,11 +728,22 @@ def match(
 REDOS = next(c for c in CONCERNS if c.id == "redos")
 
 
+_PREDICATE = re.compile(r"^(?:is|has)(?:_|[A-Z])")
+
+
 def named_concerns(qualified: str) -> tuple[Concern, ...]:
     """The concerns a word of a symbol's qualified name places it in (name words only: the looser
-    name patterns, ``get_key``, need the symbol's own changed code to go with them)."""
+    name patterns, ``get_key``, need the symbol's own changed code to go with them, but for a
+    predicate, ``isSameProtocol``, ``is_safe_url``: its name says what it checks)."""
     words = name_words(qualified)
-    return tuple(c for c in CONCERNS if words & c.names and (not c.context or words & c.context))
+    leaf = qualified.rsplit(".", 1)[-1]
+    predicate = _PREDICATE.match(leaf) is not None
+    return tuple(
+        c
+        for c in CONCERNS
+        if (words & c.names or (predicate and any(re.search(p, leaf.lower()) for p in c.name_patterns)))
+        and (not c.context or words & c.context)
+    )
 
 
 def _readable(pattern: str) -> str:

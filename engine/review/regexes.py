@@ -7,8 +7,9 @@ concern catalogue knows: axios 5e7ad38f (``/\\/+$/`` to ``/\\/?\\/$/`` in ``comb
 in a few lines of code (JavaScript ``/.../`` literals and ``RegExp("...")``, the pattern argument of
 Python's ``re`` functions) and says which of them can backtrack on a crafted input:
 
-- a repeated group whose body is one repeated item and otherwise optional parts, ``(a+)+``,
-  ``(\\w+\\s?)*``: a run of that item splits among the iterations in exponentially many ways;
+- a repeated group whose body is one repeated item and otherwise optional parts or characters
+  that item matches too, ``(a+)+``, ``(\\w+\\s?)*``, ``(.+\\.)*`` (node-fetch 28802387): a run of
+  that item splits among the iterations in exponentially many ways;
 - a branch that is not anchored at the start and is a repeated item then the end anchor,
   ``\\s*$``, ``\\/+$``: a search tries every start inside a long run that is not at the end, each
   in time proportional to the run (quadratic).
@@ -126,6 +127,23 @@ def _repeats(quantifier: str) -> bool:
     return bool(_QUANTIFIER.match(quantifier))
 
 
+# Items that match any character but a line end, and the literal characters each class covers.
+_ANY = frozenset({".", "\\S", "[\\s\\S]", "[^]"})
+_CLASS_COVERS = {"\\w": re.compile(r"[A-Za-z0-9_]"), "\\d": re.compile(r"[0-9]")}
+
+
+def _covers(item: str, required: str) -> bool:
+    """``item`` repeated can match the one character ``required`` matches (``.+`` covers ``\\.``
+    in ``(.+\\.)*``): then the iterations can split one input in many ways."""
+    char = required[1] if required.startswith("\\") and len(required) == 2 and not required[1].isalnum() else required
+    if len(char) != 1 or (len(required) == 2 and required[1].isalnum()):
+        return False
+    if item in _ANY:
+        return char != "\n" and not (item == "\\S" and char.isspace())
+    covers = _CLASS_COVERS.get(item)
+    return covers is not None and covers.fullmatch(char) is not None
+
+
 def _ambiguous_repeat(body: str) -> str | None:
     """A repeated group whose one repeated item is all its other parts leave required, at any depth."""
     for branch in _branches(body):
@@ -138,7 +156,9 @@ def _ambiguous_repeat(body: str) -> str | None:
                     parts = _atoms(inner_branch)
                     repeated = [a for a, q in parts if _repeats(q)]
                     required = [a for a, q in parts if not q or q.startswith("{") and not q.startswith("{0")]
-                    if len(repeated) == 1 and not required and _group_body(repeated[0]) is None:
+                    if len(repeated) == 1 and _group_body(repeated[0]) is None and all(
+                        _covers(repeated[0], a) for a in required
+                    ):
                         return atom + quantifier
             if (nested := _ambiguous_repeat(inner)) is not None:
                 return nested

@@ -192,3 +192,63 @@ def test_an_added_override_of_a_concern_named_method_is_read_as_a_change_of_it(m
     [finding] = _security(_change(make_repo, "pkg/session.py", SESSION, after, PYTHON))
     assert finding.symbol == "PipSession.get_redirect_target"
     assert "its name (`redirect`)" in finding.message
+
+
+# --------------------------------------------------------------------------- sixth batch (waitress, node-fetch)
+
+
+def test_a_repeated_group_whose_separator_its_item_also_matches_backtracks(make_repo) -> None:
+    # node-fetch 28802387: ``/^(.+\\.)*localhost$/`` (``.+`` eats the dots too) replaced by string checks.
+    before = "export function isLocal(url) {\n  return /^(.+\\.)*localhost$/.test(url.host);\n}\n"
+    after = "export function isLocal(url) {\n  return url.host === 'localhost' || url.host.endsWith('.localhost');\n}\n"
+    [finding] = _security(_change(make_repo, "src/utils/local.js", before, after, JS))
+    assert "`^(.+\\.)*localhost$`" in finding.message
+    # A repeated group led by a separator the item cannot match is linear: no finding.
+    linear = "export function version(s) {\n  return /^\\d+(\\.\\d+)*$/.test(s);\n}\n"
+    assert _security(_change(make_repo, "src/utils/v.js", linear, linear.replace("(s)", "(text)").replace("test(s)", "test(text)"), JS)) == []
+
+
+def test_a_redirect_that_now_checks_the_protocol_too_is_seen(make_repo) -> None:
+    # node-fetch e87b093f: credentials kept on a redirect from https to http, through a new
+    # ``isSameProtocol`` the redirect branch now calls.
+    is_js = "export const isDomainOrSubdomain = (a, b) => new URL(a).hostname === new URL(b).hostname;\n"
+    index = (
+        "import {isDomainOrSubdomain} from './is.js';\n\n"
+        "export function follow(request, locationURL, headers) {\n"
+        "  if (!isDomainOrSubdomain(request.url, locationURL)) {\n"
+        "    headers.clear();\n  }\n  return headers;\n}\n"
+    )
+    root = make_repo({**JS, "src/is.js": is_js, "src/index.js": index})
+    findings = _commit(
+        root,
+        {
+            "src/is.js": is_js
+            + "export const isSameProtocol = (a, b) => new URL(a).protocol === new URL(b).protocol;\n",
+            "src/index.js": index.replace("import {isDomainOrSubdomain}", "import {isDomainOrSubdomain, isSameProtocol}").replace(
+                "if (!isDomainOrSubdomain(request.url, locationURL)) {",
+                "if (!isDomainOrSubdomain(request.url, locationURL) || !isSameProtocol(request.url, locationURL)) {",
+            ),
+        },
+    )
+    assert "follow" in {f.symbol for f in _security(findings)}
+
+
+PARSER = """class HTTPRequestParser:
+    def parse_header(self, header_plus):
+        headers = {}
+        for line in header_plus.split(b"\\r\\n"):
+            index = line.find(b":")
+            if index > 0:
+                key = line[:index]
+                value = line[index + 1 :].strip()
+                headers[key.upper().replace(b"-", b"_")] = value
+        return headers
+"""
+
+
+def test_a_change_to_a_parse_header_method_is_framing(make_repo) -> None:
+    # waitress 6d4dab6b: headers whose name has an underscore dropped (``X_Auth`` spoofing
+    # ``X-Auth``), in ``parse_header``, which the name pattern ``parse_headers`` did not cover.
+    after = PARSER.replace("                value = line", "                if b\"_\" in key:\n                    continue\n                value = line")
+    [finding] = _security(_change(make_repo, "pkg/parser.py", PARSER, after, PYTHON))
+    assert finding.symbol == "HTTPRequestParser.parse_header" and "framing" in finding.message
