@@ -442,7 +442,9 @@ CONCERNS: tuple[Concern, ...] = (
         # What decides whether a URL stays on the host meant: ``isAbsoluteURL`` taking ``//host``
         # for a path sent axios to another host (axios 07a661a2, CVE-2024-39338, SSRF); an origin is
         # its scheme too (node-fetch e87b093f: ``isSameProtocol`` keeps credentials off https->http).
-        name_patterns=(r"(is|has)_?(absolute|relative|same|safe|allowed|local)_?(url|uri|origin|host|protocol|scheme)",),
+        name_patterns=(
+            r"(is|has)_?(absolute|relative|same|safe|allowed|local)_?(url|uri|origin|host|protocol|scheme)",
+        ),
     ),
     Concern(
         "framing",
@@ -777,7 +779,7 @@ def render_catalogue() -> str:
         "that only rename locals, re-annotate, re-format or move code, or only touch imports, logging,",
         "message texts or import fallbacks (an `except` that gains or loses `ImportError`), raise",
         "nothing from their name alone, and tests, documentation and examples raise nothing at all.",
-        "The text of a warning or a log line (`warnings.warn(\"...\")`, `logger.info(...)`,",
+        'The text of a warning or a log line (`warnings.warn("...")`, `logger.info(...)`,',
         "`console.warn(...)`) is never evidence, whatever else the change does; a returned or raised",
         "string is code. An added symbol needs a strong term, but for a method that calls its base",
         "class's method of the same name (`super().get_redirect_target(resp)`): an override changes an",

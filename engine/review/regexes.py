@@ -43,9 +43,13 @@ def patterns(code: str, family: str) -> list[str]:
     if family == "js":
         for line in code.splitlines():
             found.extend(m.group(1) for m in _JS_LITERAL.finditer(line))
-        found.extend(m.group(1) if m.group(1) is not None else m.group(2) for m in _JS_CONSTRUCTED.finditer(code))
+        found.extend(
+            m.group(1) if m.group(1) is not None else m.group(2) for m in _JS_CONSTRUCTED.finditer(code)
+        )
     elif family == "python":
-        found.extend(m.group(1) if m.group(1) is not None else m.group(2) for m in _PYTHON_CALL.finditer(code))
+        found.extend(
+            m.group(1) if m.group(1) is not None else m.group(2) for m in _PYTHON_CALL.finditer(code)
+        )
     return [p for p in dict.fromkeys(found) if p and len(p) <= MAX_PATTERN]
 
 
@@ -135,7 +139,11 @@ _CLASS_COVERS = {"\\w": re.compile(r"[A-Za-z0-9_]"), "\\d": re.compile(r"[0-9]")
 def _covers(item: str, required: str) -> bool:
     """``item`` repeated can match the one character ``required`` matches (``.+`` covers ``\\.``
     in ``(.+\\.)*``): then the iterations can split one input in many ways."""
-    char = required[1] if required.startswith("\\") and len(required) == 2 and not required[1].isalnum() else required
+    char = (
+        required[1]
+        if required.startswith("\\") and len(required) == 2 and not required[1].isalnum()
+        else required
+    )
     if len(char) != 1 or (len(required) == 2 and required[1].isalnum()):
         return False
     if item in _ANY:
@@ -156,8 +164,10 @@ def _ambiguous_repeat(body: str) -> str | None:
                     parts = _atoms(inner_branch)
                     repeated = [a for a, q in parts if _repeats(q)]
                     required = [a for a, q in parts if not q or q.startswith("{") and not q.startswith("{0")]
-                    if len(repeated) == 1 and _group_body(repeated[0]) is None and all(
-                        _covers(repeated[0], a) for a in required
+                    if (
+                        len(repeated) == 1
+                        and _group_body(repeated[0]) is None
+                        and all(_covers(repeated[0], a) for a in required)
                     ):
                         return atom + quantifier
             if (nested := _ambiguous_repeat(inner)) is not None:
@@ -169,7 +179,12 @@ def _run_before_end(body: str) -> str | None:
     """A branch not anchored at the start that is one repeated item and then ``$``."""
     for branch in _branches(body):
         parts = _atoms(branch)
-        if len(parts) == 2 and _repeats(parts[0][1]) and parts[1] == ("$", "") and parts[0][0] not in ("^", "."):
+        if (
+            len(parts) == 2
+            and _repeats(parts[0][1])
+            and parts[1] == ("$", "")
+            and parts[0][0] not in ("^", ".")
+        ):
             return parts[0][0] + parts[0][1] + "$"
     return None
 

@@ -14,8 +14,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping
 
 from engine.review.concerns import DISPLAY_ESCAPERS, REDOS, Concern, Match, match, named_concerns
-from engine.review.regexes import removed_backtracking
 from engine.review.findings import Finding
+from engine.review.regexes import removed_backtracking
 from engine.semantic.diff import FileChange, SemanticDiff, SymbolChange
 from engine.semantic.graph import family
 from engine.semantic.model import DEFAULT_EXPORT
@@ -489,7 +489,10 @@ def _overrides(s: SymbolChange, added: str) -> bool:
     get_redirect_target(resp)``) changes what an existing operation does, as an edit of it would
     (pip e407d065: redirects to ``file://`` refused in an override)."""
     leaf = s.qualified_name.rsplit(".", 1)[-1]
-    return s.kind == "method" and re.search(rf"\bsuper\b(?:\(\s*[\w.,\s]*\))?\s*\.\s*{re.escape(leaf)}\s*\(", added) is not None
+    return (
+        s.kind == "method"
+        and re.search(rf"\bsuper\b(?:\(\s*[\w.,\s]*\))?\s*\.\s*{re.escape(leaf)}\s*\(", added) is not None
+    )
 
 
 _CONSTANT = re.compile(

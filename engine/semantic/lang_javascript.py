@@ -38,7 +38,11 @@ def _default_export(node: Node) -> bool:
     """``node`` is the value of ``export default`` (``export default function (config) {...}``), or
     the function that value ends in (``export default isSupported && function (config) {...}``)."""
     parent = node.parent
-    if parent is not None and parent.type == "binary_expression" and parent.child_by_field_name("right") == node:
+    if (
+        parent is not None
+        and parent.type == "binary_expression"
+        and parent.child_by_field_name("right") == node
+    ):
         parent = parent.parent
     return (
         parent is not None

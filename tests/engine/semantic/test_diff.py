@@ -361,7 +361,9 @@ def test_formatting_around_a_joined_line_end_is_compared_beneath_the_text(make_r
         '    return "{}: {}".format(name, "\\n".join(lines)) + block\n'
     )
     root = make_repo({"pkg/task.py": before})
-    after = before.replace("def header(lines, name):\n", "def header(lines, name):\n    lines = lines[:100]\n")
+    after = before.replace(
+        "def header(lines, name):\n", "def header(lines, name):\n    lines = lines[:100]\n"
+    )
     (root / "pkg/task.py").write_text(after)
     git(root, "commit", "-qam", "cap the lines")
     with caplog.at_level("WARNING"):
