@@ -639,7 +639,7 @@ the second batch's held-out part had only a warning's or a log line's text as ev
 totals only) and security-fix recall 50/58 to 53/58 (held-out 16/16). A sixth batch of 27 commits of two more
 projects (waitress, node-fetch: 10 security fixes, request smuggling among them, hardening, bug
 fixes, refactors, typing) was labelled by reading each commit, and the labels committed on their
-own (commit 5031c5d), before semfora was first run on it; held-out by the same hash rule (7
+own (commit cb2a605), before semfora was first run on it; held-out by the same hash rule (7
 commits, 1 security fix). Its first run: tuning part 13 findings, 10 worth reading (0.77),
 security-fix recall 5/9; held-out part 3 findings, 1 worth reading (0.33), recall 1/1. Its tuning
 part was studied (a separator the repeated item also matches, `(.+\\.)*`; `parse_header` in the
