@@ -46,6 +46,8 @@ class Concern:
     # tidying; the same call in a multipart parser (werkzeug b1916c0c) is framing.
     placed: tuple[str, ...] = ()
     placed_by: tuple[str, ...] = ()
+    # How the concern is recognised when no term, name or call does it (said on the docs page).
+    detected: str = ""
 
 
 # A line ending in code: framing evidence where the code reads messages (see ``WIRE_WORDS``).
@@ -438,8 +440,11 @@ CONCERNS: tuple[Concern, ...] = (
         weak=(r"\blocation\b", r"\bnetloc\b", r"\borigin\b", r"\bhost\b", r"\bretries\b", r"[\"']//"),
         names=frozenset({"redirect", "redirects", "origin", "cors"}),
         # What decides whether a URL stays on the host meant: ``isAbsoluteURL`` taking ``//host``
-        # for a path sent axios to another host (axios 07a661a2, CVE-2024-39338, SSRF).
-        name_patterns=(r"(is|has)_?(absolute|relative|same|safe|allowed|local)_?(url|uri|origin|host)",),
+        # for a path sent axios to another host (axios 07a661a2, CVE-2024-39338, SSRF); an origin is
+        # its scheme too (node-fetch e87b093f: ``isSameProtocol`` keeps credentials off https->http).
+        name_patterns=(
+            r"(is|has)_?(absolute|relative|same|safe|allowed|local)_?(url|uri|origin|host|protocol|scheme)",
+        ),
     ),
     Concern(
         "framing",
@@ -472,7 +477,7 @@ CONCERNS: tuple[Concern, ...] = (
         ),
         names=frozenset({"chunked", "crlf", "framing"}),
         name_patterns=(
-            r"(parse|read|write|feed)_?(headers|chunk\w*|body|request_line|status_line|message)\b",
+            r"(parse|read|write|feed)_?(headers?|chunk\w*|body|request_line|status_line|message)\b",
         ),
         placed=(LINE_ENDINGS,),
         placed_by=WIRE_WORDS,
@@ -516,6 +521,19 @@ CONCERNS: tuple[Concern, ...] = (
                 "cookie",
                 "upload",
             }
+        ),
+    ),
+    Concern(
+        "redos",
+        "regular expressions that backtrack",
+        stakes="a crafted input can keep the expression busy for seconds or minutes (ReDoS, denial of service)",
+        detected=(
+            "a pattern the change removes or rewrites (a JavaScript `/.../` literal or `RegExp(...)`, the "
+            "pattern of a Python `re` call) that backtracks super-linearly: a repeated group whose body is "
+            "one repeated item and optional parts or characters that item matches too (`(a+)+`, "
+            "`(\\w+\\s?)*`, `(.+\\.)*`), or a branch not anchored at "
+            "the start that is one repeated item before `$` (`\\s*$`, `\\/+$`); evidence only when no "
+            "pattern the change adds keeps that part (engine/review/regexes.py)"
         ),
     ),
 )
@@ -709,11 +727,25 @@ def match(
     return out
 
 
+REDOS = next(c for c in CONCERNS if c.id == "redos")
+
+
+_PREDICATE = re.compile(r"^(?:is|has)(?:_|[A-Z])")
+
+
 def named_concerns(qualified: str) -> tuple[Concern, ...]:
     """The concerns a word of a symbol's qualified name places it in (name words only: the looser
-    name patterns, ``get_key``, need the symbol's own changed code to go with them)."""
+    name patterns, ``get_key``, need the symbol's own changed code to go with them, but for a
+    predicate, ``isSameProtocol``, ``is_safe_url``: its name says what it checks)."""
     words = name_words(qualified)
-    return tuple(c for c in CONCERNS if words & c.names and (not c.context or words & c.context))
+    leaf = qualified.rsplit(".", 1)[-1]
+    predicate = _PREDICATE.match(leaf) is not None
+    return tuple(
+        c
+        for c in CONCERNS
+        if (words & c.names or (predicate and any(re.search(p, leaf.lower()) for p in c.name_patterns)))
+        and (not c.context or words & c.context)
+    )
 
 
 def _readable(pattern: str) -> str:
@@ -747,6 +779,11 @@ def render_catalogue() -> str:
         "that only rename locals, re-annotate, re-format or move code, or only touch imports, logging,",
         "message texts or import fallbacks (an `except` that gains or loses `ImportError`), raise",
         "nothing from their name alone, and tests, documentation and examples raise nothing at all.",
+        'The text of a warning or a log line (`warnings.warn("...")`, `logger.info(...)`,',
+        "`console.warn(...)`) is never evidence, whatever else the change does; a returned or raised",
+        "string is code. An added symbol needs a strong term, but for a method that calls its base",
+        "class's method of the same name (`super().get_redirect_target(resp)`): an override changes an",
+        "existing operation, as an edit of it would.",
         "A call to a terminal's markup escaper ("
         + ", ".join(f"`{e}`" for e in DISPLAY_ESCAPERS)
         + ", vendored copies too) is no",
@@ -779,6 +816,8 @@ def render_catalogue() -> str:
         for language, calls in c.calls.items():
             label = "any language" if language == ALL else language
             parts.append(f"- calls ({label}): " + ", ".join(f"`{x}`" for x in calls))
+        if c.detected:
+            parts.append(f"- recognised by: {c.detected}")
         if c.context:
             parts.append(
                 "- applies only to symbols whose name has one of: "

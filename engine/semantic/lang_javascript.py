@@ -12,7 +12,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from engine.semantic.lang_base import DefName, LangRules, collapse, short_text, text
-from engine.semantic.model import ImportRef
+from engine.semantic.model import DEFAULT_EXPORT, ImportRef
 
 _FUNCTION_VALUES = frozenset({"function_expression", "arrow_function", "generator_function", "function"})
 _WRAPPERS = frozenset(
@@ -32,6 +32,23 @@ _MAX_STRING_BYTES = 300
 _MAX_OWNER_DEPTH = 8
 # Ancestors searched for the function or class a `this.x = ...` assignment is in.
 _MAX_THIS_DEPTH = 40
+
+
+def _default_export(node: Node) -> bool:
+    """``node`` is the value of ``export default`` (``export default function (config) {...}``), or
+    the function that value ends in (``export default isSupported && function (config) {...}``)."""
+    parent = node.parent
+    if (
+        parent is not None
+        and parent.type == "binary_expression"
+        and parent.child_by_field_name("right") == node
+    ):
+        parent = parent.parent
+    return (
+        parent is not None
+        and parent.type == "export_statement"
+        and any(c.type == "default" for c in parent.children)
+    )
 
 
 def _string_value(node: Node | None, src: bytes) -> str | None:
@@ -149,7 +166,7 @@ class JavaScriptRules(LangRules):
             return DefName(name, "method" if owner else kind, owner=owner)
         name_node = node.child_by_field_name("name")
         if name_node is None:
-            return None
+            return DefName(DEFAULT_EXPORT, kind) if _default_export(node) else None
         name = text(name_node, src)
         if node_type == "module":  # `declare module "fs-extra"`: the module's name, unquoted
             name = name.strip("'\"")

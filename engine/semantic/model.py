@@ -28,6 +28,9 @@ SymbolKind = Literal[
     "property",
 ]
 Level = Literal["full", "definitions"]
+# The name of a JavaScript module's anonymous default export (``export default function () {}``),
+# as ``import * as m`` sees it: ``m.default``.
+DEFAULT_EXPORT = "default"
 
 
 class CallSite(NamedTuple):

@@ -657,6 +657,17 @@ _PERCENT = re.compile(r"%(?:\(([^)]*)\))?([-#0 +]*\d*(?:\.\d+)?)([srdia%])")
 _BRACES = re.compile(r"\{\{|\}\}|\{([^{}!:]*)(?:!([rsa]))?(?::([^{}]*))?\}")
 
 
+def _backslash_inside(values: list[ast.expr]) -> bool:
+    """A string with a backslash escape (``"\\r\\n".join(lines)``) inside a value to format: the
+    f-string it would make cannot be written before Python 3.12 (``ast.unparse`` refuses it), so
+    the formatting keeps its spelling."""
+    return any(
+        isinstance(n, ast.Constant) and isinstance(n.value, str) and "\\" in repr(n.value)
+        for v in values
+        for n in ast.walk(v)
+    )
+
+
 def _merged(values: list[ast.expr]) -> ast.JoinedStr:
     """A canonical f-string: adjacent literal parts joined."""
     out: list[ast.expr] = []
@@ -687,7 +698,7 @@ def _percent_format(fmt: str, values: list[ast.expr]) -> ast.JoinedStr | None:
             return None
         parts.append(_formatted(values[i], "r" if kind == "r" else None))
         i += 1
-    if i != len(values):
+    if i != len(values) or _backslash_inside(values):
         return None
     parts.append(ast.Constant(value=fmt[pos:]))
     return _merged(parts)
@@ -721,6 +732,8 @@ def _format_call(fmt: str, args: list[ast.expr], keywords: list[ast.keyword]) ->
         else:
             return None
         parts.append(_formatted(value, conversion))
+    if _backslash_inside([p.value for p in parts if isinstance(p, ast.FormattedValue)]):
+        return None
     parts.append(ast.Constant(value=fmt[pos:]))
     return _merged(parts)
 

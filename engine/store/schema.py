@@ -28,7 +28,10 @@ from engine.errors import IndexError_
 # v8: same shape, rows derived again: a function in a namespace or module (TypeScript
 #     ``namespace``, Rust ``mod``, Elixir ``defmodule``, ...) is a ``function``, not a ``method``
 #     (a Ruby module's ``def`` stays a method), so calls to it without a receiver resolve.
-SCHEMA_VERSION = 8
+# v9: same shape, rows derived again: a JavaScript/TypeScript module's anonymous default export
+#     (``export default function (config) {...}``, ``export default ok && function () {...}``)
+#     is a symbol named ``default``, where v8 extracted none.
+SCHEMA_VERSION = 9
 
 # Names of the tables this module owns: a migration may rebuild only these.
 OWNED_TABLES = (
@@ -227,10 +230,11 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     6: _rebuild_owned,
     7: _rebuild_owned,
     8: _rebuild_owned,
+    9: _rebuild_owned,
 }
 # The first version whose tables a step before it rebuilds from scratch: upgrading across it
 # empties the semantic tables, and the caller says so (the next index run refills them).
-REBUILT_AT = frozenset({2, 5, 6, 7, 8})
+REBUILT_AT = frozenset({2, 5, 6, 7, 8, 9})
 
 
 def current_version(conn: sqlite3.Connection) -> int:

@@ -18,6 +18,11 @@
   left: (member_expression object: (identifier) @_exp)
   (#eq? @_exp "exports")) @def.variable
 (pair key: (_) value: [(function_expression) (arrow_function) (generator_function)]) @def.function
+; An anonymous default export is named `default`, as an importer's module object names it:
+; `export default function (config) {...}` and axios's `export default isSupported && function (config) {...}`.
+(export_statement value: [(function_expression) (arrow_function) (generator_function)] @def.function)
+(export_statement value: (binary_expression right: [(function_expression) (arrow_function)] @def.function))
+(export_statement value: (class) @def.class)
 
 (call_expression) @call
 (new_expression) @call

@@ -349,3 +349,25 @@ def test_code_comparison_is_total(
     params = surface.python_params(old)
     assert params is not None and [p.name for p in params][:2] == ["self", "x"]
     assert surface.parameter_changes(params, params) == ()
+
+
+def test_formatting_around_a_joined_line_end_is_compared_beneath_the_text(make_repo, caplog) -> None:
+    # waitress edbe6b80: ``"%s\r\n" % "\r\n".join(lines)`` normalized to an f-string Python 3.11
+    # cannot write; every review of the function warned "could not compare ... Unable to avoid
+    # backslash in f-string expression part" and compared it by its text alone.
+    before = (
+        "def header(lines, name):\n"
+        '    block = "%s\\r\\n" % "\\r\\n".join(lines)\n'
+        '    return "{}: {}".format(name, "\\n".join(lines)) + block\n'
+    )
+    root = make_repo({"pkg/task.py": before})
+    after = before.replace(
+        "def header(lines, name):\n", "def header(lines, name):\n    lines = lines[:100]\n"
+    )
+    (root / "pkg/task.py").write_text(after)
+    git(root, "commit", "-qam", "cap the lines")
+    with caplog.at_level("WARNING"):
+        diff = analyze_commit(root, "HEAD")
+    assert "could not compare" not in caplog.text
+    [change] = [s for f in diff.files for s in f.symbols]
+    assert change.code_delta is not None and change.code_delta[0] == ("lines = lines[:100]",)

@@ -220,3 +220,23 @@ def test_names_a_commonjs_module_exports_are_exported() -> None:
         if not s.qualified_name.startswith(("module.", "exports."))
     }
     assert exported == {"a": True, "b": True, "C": True, "hidden": False, "d": True, "Router": True}
+
+
+def test_an_anonymous_default_export_is_a_symbol_named_default() -> None:
+    # axios lib/adapters/xhr.js: ``export default isXHRAdapterSupported && function (config) {...}``
+    # held the whole adapter, and no symbol did: search and `semfora ci` never read it.
+    forms = {
+        "lib/adapters/xhr.js": b"export default isSupported && function (config) {\n  return send(config);\n}\n",
+        "lib/plain.js": b"export default function (config) {\n  return config;\n}\n",
+        "lib/arrow.ts": b"export default (config: Config): Config => {\n  return config;\n};\n",
+        "lib/klass.js": b"export default class {\n  run() { return 1; }\n}\n",
+    }
+    for path, source in forms.items():
+        symbols = analyze_source(path, source).symbols
+        assert [s.qualified_name for s in symbols][:1] == ["default"], path
+        assert (symbols[0].start_line, symbols[0].end_line) == (1, 3), path
+    [_, method] = analyze_source("lib/klass.js", forms["lib/klass.js"]).symbols
+    assert method.qualified_name == "default.run"
+    # A named default export keeps its own name; an anonymous function elsewhere is no definition.
+    named = b"export default function adapter(config) {\n  return config;\n}\nrun(function () {});\n"
+    assert [s.qualified_name for s in analyze_source("lib/named.js", named).symbols] == ["adapter"]

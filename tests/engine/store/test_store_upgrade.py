@@ -245,3 +245,19 @@ def test_an_overview_stored_by_an_older_semfora_is_built_again(make_repo) -> Non
     with SymbolStore(layout) as store:
         ov = stored_overview(layout, store.connection())
     assert ov.toon != "an old overview" and "pkg" in ov.toon
+
+
+def test_an_anonymous_default_export_an_older_semfora_missed_is_found_after_the_upgrade(make_repo) -> None:
+    """Schema 8 extracted no symbol from ``export default function (config) {...}``; an unchanged
+    file is never parsed again, so without a new schema an existing index kept missing it."""
+    root = make_repo({"lib/adapter.js": "export default function (config) {\n  return config;\n}\n"})
+    layout = RepoLayout.for_path(root)
+    index_repository(layout, _settings(layout))
+    with sqlite3.connect(layout.index_db) as conn:  # as schema 8 left it
+        conn.execute("DELETE FROM symbols WHERE name = 'default'")
+        conn.execute("PRAGMA user_version = 8")
+    heard: list[EngineWarning] = []
+    index_repository(layout, _settings(layout), on_warning=heard.append)
+    assert [w.code for w in heard] == ["INDEX_UPGRADED"]
+    with SymbolStore(layout) as store:
+        assert [s.qualified_name for s in store.symbols_in_file("lib/adapter.js")] == ["default"]
