@@ -59,6 +59,7 @@ RULES_CLASSES: dict[str, str] = {
     "elixir": "engine.semantic.lang_definitions:ElixirRules",
     "hcl": "engine.semantic.lang_definitions:HclRules",
     "commonlisp": "engine.semantic.lang_definitions:CommonLispRules",
+    "julia": "engine.semantic.lang_definitions:JuliaRules",
 }
 FULL_NAMES = frozenset(info.name for info in FULL_LANGUAGES)
 
