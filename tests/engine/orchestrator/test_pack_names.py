@@ -8,6 +8,7 @@ from pathlib import Path
 from engine.config import load_settings
 from engine.index.indexer import index_repository
 from engine.orchestrator.core import Orchestrator
+from engine.query.symbols import SymbolIndex
 from engine.repo.layout import RepoLayout
 
 JULIA = """module Geometry
@@ -45,3 +46,139 @@ def test_julia_functions_are_named_by_their_signature_not_their_body(make_repo) 
     assert not names & {"Geometry.factor", "Geometry.print", "Geometry.T", "Geometry.w"}
     pack = orch.build_context("where is Base.show for a point defined", budget=2000)
     assert any(i.symbol == "Geometry.Base.show" and "function Base.show" in i.text for i in pack.items)
+
+
+def _ring_buffer(try_: str, catch: str, catch_end: str, rethrow: str, noexcept: str) -> str:
+    return f"""namespace ring {{
+
+template <class T>
+class circular_buffer {{
+public:
+    pointer linearize() {{
+        {try_} {{
+            for (pointer first = m_first; dest < src; src = first) {{
+                for (size_type ii = 0; src < m_end; ++src, ++dest, ++ii) {{
+                    if (moved == size()) {{
+                        first = dest;
+                        break;
+                    }}
+                }}
+            }}
+        }} {catch}(...) {{
+            m_last += constructed;
+            {rethrow}
+        }}
+        {catch_end}
+        m_first = m_buff;
+        return m_buff;
+    }}
+
+    circular_buffer(circular_buffer<T>&& cb) {noexcept}
+    : m_buff(0), m_end(0), m_first(0), m_last(0), m_size(0) {{
+        cb.swap(*this);
+    }}
+
+    ~circular_buffer() {noexcept} {{
+        destroy();
+    }}
+
+    void push_front_impl(T item) {{
+        {try_} {{
+            if (full()) {{
+                decrement(m_first);
+            }}
+        }} {catch}(...) {{
+            increment(m_first);
+            {rethrow}
+        }}
+        {catch_end}
+    }}
+}};
+
+}}
+"""
+
+
+def _spans(orch: Orchestrator, path: str) -> dict[str, tuple[int, int]]:
+    with SymbolIndex(orch.layout) as index:
+        return {s.qualified_name: (s.start_line, s.end_line) for s in index.symbols_in_file(path)}
+
+
+def test_cpp_methods_after_boost_exception_macros_are_found_in_their_class(make_repo) -> None:
+    source = _ring_buffer("BOOST_TRY", "BOOST_CATCH", "BOOST_CATCH_END", "BOOST_RETHROW", "BOOST_NOEXCEPT")
+    orch = _orchestrator(make_repo, {"include/ring/base.hpp": source})
+    pack = orch.build_context("push_front_impl leaves m_first decremented when the copy throws", budget=2000)
+    by_symbol = {i.symbol: i for i in pack.items if i.kind == "source"}
+    assert "void push_front_impl(T item) {" in by_symbol["circular_buffer.push_front_impl"].text
+    assert not any("BOOST_CATCH" in (i.symbol or "") for i in pack.items)  # a macro's block is no method
+    spans = _spans(orch, "include/ring/base.hpp")
+    assert spans["circular_buffer.linearize"] == (6, 23)
+    assert spans["circular_buffer.push_front_impl"] == (34, 44)
+    assert "circular_buffer.~circular_buffer" in spans
+
+
+# Project macros semfora cannot know (no semicolon after PROPAGATE and GUARD_END).
+GUARDED_BUFFER = """namespace ring {
+
+template <class T, class Alloc>
+class circular_buffer
+: private empty_value<Alloc>
+{
+public:
+    typedef T value_type;
+
+    //! Linearize the internal buffer into a continuous array.
+    pointer linearize() {
+        if (empty())
+            return 0;
+        pointer src = m_first;
+        GUARDED {
+            for (pointer first = m_first; dest < src; src = first) {
+                replace(src, dest);
+            }
+        } ON_FAILURE(...) {
+            m_last += constructed;
+            PROPAGATE
+        }
+        GUARD_END
+        for (src = m_end - constructed; src < m_end; ++src)
+            destroy_item(src);
+        m_first = m_buff;
+        return m_buff;
+    }
+
+    //! Is the buffer linearized?
+    bool is_linearized() const NO_THROW_SPEC { return m_first < m_last || m_last == m_buff; }
+
+private:
+    /*! INTERNAL ONLY */
+    template <class ValT>
+    void push_front_impl(ValT item) {
+        GUARDED {
+            if (full()) {
+                decrement(m_first);
+            } else {
+                ++m_size;
+            }
+        } ON_FAILURE(...) {
+            increment(m_first);
+            PROPAGATE
+        }
+        GUARD_END
+    }
+
+public:
+    void push_back(param_value_type item) {
+        push_back_impl<param_value_type>(item);
+    }
+};
+
+} // namespace ring
+"""
+
+
+def test_a_cpp_function_the_parser_ran_past_ends_at_its_closing_brace(make_repo) -> None:
+    orch = _orchestrator(make_repo, {"include/ring/base.hpp": GUARDED_BUFFER})
+    # tree-sitter's recovery stretched linearize to the class's last line (53), over the
+    # methods after it; the span a pack or a search shows stops at its own closing brace.
+    assert _spans(orch, "include/ring/base.hpp")["circular_buffer.linearize"] == (11, 28)
