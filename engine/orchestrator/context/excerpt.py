@@ -136,6 +136,15 @@ def is_stub(lines: Sequence[str], start: int, end: int) -> bool:
     return True
 
 
+def doc_above(lines: Sequence[str], line: int, floor: int) -> int:
+    """The first line of the comment block right above ``line`` (``/** ... */``, ``///``,
+    ``#`` lines; not above ``floor``), or ``line`` itself when there is none."""
+    n = line - 1
+    while n >= floor and n <= len(lines) and _COMMENT.match(lines[n - 1].strip()):
+        n -= 1
+    return n + 1
+
+
 def _indent(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
 

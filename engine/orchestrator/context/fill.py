@@ -209,7 +209,7 @@ class Filler:
         cap = min(room, max(share, overhead + MIN_EXCERPT_TOKENS) if leftover else share)
         hidden = self.layout.inside(c.file, start, end)
         if c.is_container and (hidden or not self._fits_whole(lines, start, end, cap)):
-            hidden = sorted(set(hidden) | set(self.ranker.members(c)))
+            hidden = sorted(set(hidden) | set(self.ranker.members(c, lines)))
         found = excerpt(lines, start, end, self.ranker.line_weights(c), cap - overhead, hidden=hidden)
         if found is None:
             return False

@@ -182,3 +182,59 @@ def test_a_cpp_function_the_parser_ran_past_ends_at_its_closing_brace(make_repo)
     # tree-sitter's recovery stretched linearize to the class's last line (53), over the
     # methods after it; the span a pack or a search shows stops at its own closing brace.
     assert _spans(orch, "include/ring/base.hpp")["circular_buffer.linearize"] == (11, 28)
+
+
+def _php_handler() -> str:
+    methods = []
+    for n, name in enumerate(
+        ["setParseMode", "disableWebPagePreview", "disableNotification", "splitLongMessages", "write"]
+    ):
+        methods.append(
+            f"""
+    /**
+     * Sets option {n} of the chat handler: see the service's documentation of the option,
+     * which lists every value it accepts and what the service does with each of them,
+     * and the notes on rate limits that apply when the option is on.
+     * @param bool $value the new value of option {n}
+     * @return $this
+     */
+    public function {name}(bool $value = false): self
+    {{
+        $this->option{n} = $value;
+        $this->touched[] = '{name}';
+        $this->validate('{name}', $value);
+        return $this;
+    }}
+"""
+        )
+    sender = """
+    /**
+     * Sends one chat message through the service's HTTP API.
+     * @param string $message the text to send
+     */
+    protected function send(string $message): void
+    {
+        $ch = curl_init();
+        curl_setopt($ch, CURLOPT_URL, $this->url);
+        curl_setopt($ch, CURLOPT_POSTFIELDS, ['text' => $message]);
+        $result = curl_exec($ch);
+        if ($result === false) {
+            throw new RuntimeException('chat message not sent');
+        }
+    }
+"""
+    return "<?php\n\nclass ChatHandler extends AbstractHandler\n{" + "".join(methods) + sender + "}\n"
+
+
+def test_a_class_skeleton_leaves_its_methods_docblocks_to_them(make_repo) -> None:
+    orch = _orchestrator(make_repo, {"src/ChatHandler.php": _php_handler()})
+    task = "explain how ChatHandler options are set and the chat message sent"
+    pack = orch.build_context(task, budget=500)
+    skeleton = next(i for i in pack.items if i.symbol == "ChatHandler")
+    assert skeleton.kind == "source" and "elided" in skeleton.text
+    # The six-line docblocks above the methods are the methods' own, not the skeleton's...
+    assert "rate limits" not in skeleton.text
+    # ...so the budget they took buys one more method's code.
+    sources = {i.symbol for i in pack.items if i.kind == "source"}
+    methods = ("send", "splitLongMessages", "setParseMode", "write", "disableNotification")
+    assert {f"ChatHandler.{m}" for m in methods} <= sources
