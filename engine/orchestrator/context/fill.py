@@ -27,7 +27,7 @@ from typing import Any
 
 from engine.orchestrator.budget import ContextBudget, ContextItem, Priority
 from engine.orchestrator.context.candidates import Candidate
-from engine.orchestrator.context.excerpt import MIN_EXCERPT_TOKENS, excerpt
+from engine.orchestrator.context.excerpt import MIN_EXCERPT_TOKENS, doc_lines, excerpt
 from engine.orchestrator.intent import Intent
 from engine.tokens import CHARS_PER_TOKEN, tokens_for_chars
 from engine.words import plural
@@ -208,9 +208,14 @@ class Filler:
         share = int(share_for(place) * self.budget.limit)
         cap = min(room, max(share, overhead + MIN_EXCERPT_TOKENS) if leftover else share)
         hidden = self.layout.inside(c.file, start, end)
+        weights = self.ranker.line_weights(c)
         if c.is_container and (hidden or not self._fits_whole(lines, start, end, cap)):
             hidden = sorted(set(hidden) | set(self.ranker.members(c, lines)))
-        found = excerpt(lines, start, end, self.ranker.line_weights(c), cap - overhead, hidden=hidden)
+            # A skeleton's room goes to the lines that declare (members, fields), not to the
+            # task's words in its docstring or comments.
+            docs = doc_lines(lines, start, end)
+            weights = {n: w for n, w in weights.items() if n not in docs}
+        found = excerpt(lines, start, end, weights, cap - overhead, hidden=hidden)
         if found is None:
             return False
         if c.key in self.layout.map_ids:  # shown as code now: its brief is redundant

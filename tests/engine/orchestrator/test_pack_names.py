@@ -238,3 +238,47 @@ def test_a_class_skeleton_leaves_its_methods_docblocks_to_them(make_repo) -> Non
     sources = {i.symbol for i in pack.items if i.kind == "source"}
     methods = ("send", "splitLongMessages", "setParseMode", "write", "disableNotification")
     assert {f"ChatHandler.{m}" for m in methods} <= sources
+
+
+def _console_module() -> str:
+    args = "\n".join(
+        f"        {name} (bool, optional): highlighting of {name} enabled per call, disabled if False."
+        for name in ("markup", "emoji", "color", "links", "paths", "numbers", "urls", "reprs", "logs")
+    )
+    methods = "\n".join(
+        f'''
+    def {name}(self, value, highlight=None):
+        """Render {name} with optional highlighting."""
+        text = self._prepare(value)
+        if highlight is None:
+            highlight = self._highlight
+        result = self._apply(text, highlight)
+        self._buffer.append(result)
+        self._count += 1
+        return result
+'''
+        for name in ("render_markup", "render_emoji", "render_color", "render_links", "render_paths")
+    )
+    return f'''class Console:
+    """A console that prints text.
+
+    Args:
+{args}
+    """
+
+    def __init__(self, highlight=True):
+        self._highlight = highlight
+        self._buffer = []
+        self._count = 0
+{methods}'''
+
+
+def test_a_class_skeleton_spends_its_room_on_members_not_its_docstring(make_repo) -> None:
+    orch = _orchestrator(make_repo, {"console.py": _console_module()})
+    pack = orch.build_context(
+        "highlighting cannot be enabled per call when the console disabled it", budget=700
+    )
+    skeleton = next(i for i in pack.items if i.symbol == "Console")
+    assert skeleton.kind == "source" and "elided" in skeleton.text
+    assert "paths (bool, optional)" not in skeleton.text  # the docstring's Args, past its head
+    assert "def render_links(self, value, highlight=None):" in skeleton.text
