@@ -197,6 +197,15 @@ ENVIRONMENT_LINE = re.compile(
     r"|[\w.-]+==\d[^\s]*|(?:Environment|Platform|System info(?:rmation)?)[ \t]*:?[ \t]*)$",
     re.M | re.I,
 )
+# A commit message's trailers ("Co-authored-by: Name <name@example.com>", "Signed-off-by: ...")
+# and e-mail addresses: who wrote the change, not what it is (a name weighs as the rarest word,
+# and ``gmail.com`` reads as a dotted name to look up).
+TRAILER_LINE = re.compile(
+    r"^[ \t]*(?:Co-authored|Signed-off|Reviewed|Acked|Tested|Reported|Suggested|Helped|Approved)"
+    r"-by:[^\n]*$",
+    re.M | re.I,
+)
+EMAIL = re.compile(r"<?\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b>?")
 MENTION = re.compile(r"(?<![\w@])@([\w./\\-]+[\w])")
 QUOTED = re.compile(r"`([^`\n]{1,200})`|\"([^\"\n]{1,200})\"|(?<!\w)'([^'\n]{1,200})'(?!\w)")
 CALL = re.compile(r"\b([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\(\s*\)?")
@@ -302,6 +311,8 @@ def clean_report(task: str) -> str:
 
 def _clean_prose(text: str) -> str:
     text = HTML_COMMENT.sub(" ", text)
+    text = TRAILER_LINE.sub("", text)
+    text = EMAIL.sub(" ", text)
     text = CHECKLIST.sub("", text)
     text = ENVIRONMENT_LINE.sub("", text)
     text = MD_IMAGE.sub(" ", text)

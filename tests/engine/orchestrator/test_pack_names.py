@@ -282,3 +282,46 @@ def test_a_class_skeleton_spends_its_room_on_members_not_its_docstring(make_repo
     assert skeleton.kind == "source" and "elided" in skeleton.text
     assert "paths (bool, optional)" not in skeleton.text  # the docstring's Args, past its head
     assert "def render_links(self, value, highlight=None):" in skeleton.text
+
+
+GZIP = '''class GZipResponder:
+    def __init__(self, app, minimum_size):
+        self.app = app
+        self.minimum_size = minimum_size
+
+    async def send_with_gzip(self, message):
+        """Compress the body when it is big enough; say so in the headers."""
+        headers = message["headers"]
+        if len(message["body"]) >= self.minimum_size:
+            headers["Content-Encoding"] = "gzip"
+            headers.add_vary_header("Accept-Encoding")
+        await self.app(message)
+'''
+
+DATASTRUCTURES = '''class URL:
+    def components(self):
+        """The URL split into scheme, netloc (such as mail.example.com), path and query."""
+        return self._components
+
+    def replace(self, **kwargs):
+        return URL(self.components._replace(**kwargs))
+
+
+class Address:
+    def com(self):
+        return self.host
+'''
+
+
+def test_commit_trailers_and_email_addresses_are_not_part_of_the_task(make_repo) -> None:
+    orch = _orchestrator(make_repo, {"app/gzip.py": GZIP, "app/datastructures.py": DATASTRUCTURES})
+    task = (
+        "fix(gzip): Make sure Vary header is always added if a response can be compressed (#2865)\n\n"
+        "Co-authored-by: Marcelo Trylesinski <marcelotryle@gmail.com>\n"
+        "Signed-off-by: Jo Smith <jo.smith@mail.example.com>\n"
+    )
+    pack = orch.build_context(task, budget=2000)
+    code = [i for i in pack.items if i.kind == "source"]
+    assert code[0].symbol == "GZipResponder.send_with_gzip"
+    assert not any("gmail" in i.reason or "example.com" in i.reason for i in pack.items)
+    assert not any(i.file == "app/datastructures.py" for i in pack.items)
