@@ -27,7 +27,7 @@ from typing import Any
 
 from engine.orchestrator.budget import ContextBudget, ContextItem, Priority
 from engine.orchestrator.context.candidates import Candidate
-from engine.orchestrator.context.excerpt import MIN_EXCERPT_TOKENS, doc_lines, excerpt
+from engine.orchestrator.context.excerpt import MIN_EXCERPT_TOKENS, doc_lines, excerpt, signature_end
 from engine.orchestrator.intent import Intent
 from engine.tokens import CHARS_PER_TOKEN, tokens_for_chars
 from engine.words import plural
@@ -64,6 +64,8 @@ LOCALITY_FLOOR = 0.5
 TARGETS = 3
 # Code items after this many are MEDIUM: evicted first if something more important arrives.
 HIGH_ITEMS = 8
+# A definition whose body other items already show at least this much of is not sent again.
+SHOWN_ENOUGH = 0.6
 # An @mentioned file is sent whole if it takes at most this share of the budget.
 MENTIONED_FILE_SHARE = 0.3
 
@@ -79,6 +81,9 @@ class Layout:
     # must not be hidden from a nested definition shown later (they would cut its head off).
     shown: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     code: list[str] = field(default_factory=list)  # candidate keys shown as code, in order
+    # file -> every line some source item shows (whole or excerpt): a closure whose body an
+    # excerpt of its function already shows is not sent a second time.
+    lines_shown: dict[str, set[int]] = field(default_factory=dict)
     map_ids: dict[str, str] = field(default_factory=dict)  # candidate key -> map item id
     sections: dict[str, int] = field(default_factory=dict)  # item id -> section (send order)
 
@@ -198,6 +203,8 @@ class Filler:
         lines = self.reader.lines(c.file)
         if not lines:
             return False
+        if not c.is_container and self._mostly_shown(c.file, lines, start, end):
+            return False
         place = len(self.layout.code)
         matched = ", ".join(f"'{w}'" for w in c.matched[:4])
         why = f"{self.label(place)}: " + (f"has {matched}; " if matched else "") + c.reason
@@ -235,9 +242,19 @@ class Filler:
             return False
         self.layout.code.append(c.key)
         self.layout.sections[item.id] = SECTION_CODE
+        self.layout.lines_shown.setdefault(c.file, set()).update(found.shown)
         if not found.elided and not hidden:
             self.layout.shown.setdefault(c.file, []).append((start, end))
         return True
+
+    def _mostly_shown(self, file: str, lines: list[str], start: int, end: int) -> bool:
+        """Whether items already laid out show most of this definition's body (a nested function
+        inside the excerpt of the function that holds it)."""
+        seen = self.layout.lines_shown.get(file)
+        if not seen:
+            return False
+        body = range(signature_end(lines, start, min(end, len(lines))) + 1, min(end, len(lines)) + 1)
+        return len(body) > 0 and sum(n in seen for n in body) >= SHOWN_ENOUGH * len(body)
 
     @staticmethod
     def _fits_whole(lines: list[str], start: int, end: int, cap: int) -> bool:

@@ -325,3 +325,37 @@ def test_commit_trailers_and_email_addresses_are_not_part_of_the_task(make_repo)
     assert code[0].symbol == "GZipResponder.send_with_gzip"
     assert not any("gmail" in i.reason or "example.com" in i.reason for i in pack.items)
     assert not any(i.file == "app/datastructures.py" for i in pack.items)
+
+
+def _transport_module() -> str:
+    setup = "\n".join(f"    option_{n} = request.options.get('option_{n}', {n})" for n in range(40))
+    return f'''def handle_request(request):
+    """Run the app for one request and build its response."""
+    raw_path = request.url.raw_path
+    query = request.url.query
+{setup}
+    raw_kwargs = {{"stream": []}}
+
+    def send(message):
+        if message["type"] == "http.response.start":
+            raw_kwargs["status_code"] = message["status"]
+            raw_kwargs["headers"] = message["headers"]
+        elif message["type"] == "http.response.body":
+            body = message.get("body", b"")
+            raw_kwargs["stream"].append(body)
+            if not message.get("more_body", False):
+                raw_kwargs["complete"] = True
+
+    scope = {{"raw_path": raw_path, "query_string": query}}
+    request.app(scope, send)
+    return raw_kwargs
+'''
+
+
+def test_a_closure_already_shown_in_its_functions_excerpt_is_not_sent_again(make_repo) -> None:
+    orch = _orchestrator(make_repo, {"transport.py": _transport_module()})
+    pack = orch.build_context("the response body stream of handle_request and its send closure", budget=1200)
+    outer = next(i for i in pack.items if i.symbol == "handle_request")
+    assert "elided" in outer.text and 'raw_kwargs["stream"].append(body)' in outer.text
+    copies = [i for i in pack.items if 'raw_kwargs["stream"].append(body)' in i.text]
+    assert copies == [outer]
