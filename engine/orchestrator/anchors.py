@@ -205,6 +205,19 @@ TRAILER_LINE = re.compile(
     r"-by:[^\n]*$",
     re.M | re.I,
 )
+# GitHub's closing references ("Fixes #2429", "closes owner/repo#12", "Refs: #7"): which issue
+# the change settles, not what it does ("fixes" found code whose comment says "fix").
+ISSUE_REFERENCE = re.compile(
+    r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?|refs?|see)\b:?[ \t]+(?:[\w.-]+/[\w.-]+)?#\d+\b",
+    re.I,
+)
+# A conventional commit's type ("fix(gzip): ...", "feat!: ..."): ``fix(gzip)`` is no call of a
+# function ``fix``; its scope (``gzip``) stays a word of the task.
+CONVENTIONAL_TYPE = re.compile(
+    r"^([ \t]*)(?:fix|feat|chore|docs|refactor|perf|test|tests|build|ci|style|revert)"
+    r"(?:\(([^()\n]*)\))?!?:",
+    re.M | re.I,
+)
 EMAIL = re.compile(r"<?\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b>?")
 MENTION = re.compile(r"(?<![\w@])@([\w./\\-]+[\w])")
 QUOTED = re.compile(r"`([^`\n]{1,200})`|\"([^\"\n]{1,200})\"|(?<!\w)'([^'\n]{1,200})'(?!\w)")
@@ -312,6 +325,8 @@ def clean_report(task: str) -> str:
 def _clean_prose(text: str) -> str:
     text = HTML_COMMENT.sub(" ", text)
     text = TRAILER_LINE.sub("", text)
+    text = ISSUE_REFERENCE.sub(" ", text)
+    text = CONVENTIONAL_TYPE.sub(r"\1\2:", text)
     text = EMAIL.sub(" ", text)
     text = CHECKLIST.sub("", text)
     text = ENVIRONMENT_LINE.sub("", text)
