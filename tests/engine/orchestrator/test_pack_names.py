@@ -371,3 +371,27 @@ def test_a_closure_already_shown_in_its_functions_excerpt_is_not_sent_again(make
     assert "elided" in outer.text and 'raw_kwargs["stream"].append(body)' in outer.text
     copies = [i for i in pack.items if 'raw_kwargs["stream"].append(body)' in i.text]
     assert copies == [outer]
+
+
+ROUTING = """def get_name(endpoint):
+    if hasattr(endpoint, "__name__"):
+        return endpoint.__name__
+    return endpoint.__class__.__name__
+"""
+
+NAMING = '''def get_name(obj, fallback="anonymous"):
+    """The name of an object or of its class, or the fallback."""
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if name is None and hasattr(obj, "func"):
+        name = get_name(obj.func, fallback)
+    return name or fallback
+'''
+
+
+def test_a_function_named_with_its_module_is_the_named_one(make_repo) -> None:
+    orch = _orchestrator(make_repo, {"app/routing.py": ROUTING, "app/naming.py": NAMING})
+    task = "Fix `routing.get_name()` not to assume all routines and partial objects have a `__name__`"
+    pack = orch.build_context(task, budget=2000)
+    first = next(i for i in pack.items if i.kind == "source")
+    assert (first.file, first.symbol) == ("app/routing.py", "get_name")
+    assert "named in the task `routing.get_name`" in first.reason
