@@ -197,6 +197,28 @@ ENVIRONMENT_LINE = re.compile(
     r"|[\w.-]+==\d[^\s]*|(?:Environment|Platform|System info(?:rmation)?)[ \t]*:?[ \t]*)$",
     re.M | re.I,
 )
+# A commit message's trailers ("Co-authored-by: Name <name@example.com>", "Signed-off-by: ...")
+# and e-mail addresses: who wrote the change, not what it is (a name weighs as the rarest word,
+# and ``gmail.com`` reads as a dotted name to look up).
+TRAILER_LINE = re.compile(
+    r"^[ \t]*(?:Co-authored|Signed-off|Reviewed|Acked|Tested|Reported|Suggested|Helped|Approved)"
+    r"-by:[^\n]*$",
+    re.M | re.I,
+)
+# GitHub's closing references ("Fixes #2429", "closes owner/repo#12", "Refs: #7"): which issue
+# the change settles, not what it does ("fixes" found code whose comment says "fix").
+ISSUE_REFERENCE = re.compile(
+    r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?|refs?|see)\b:?[ \t]+(?:[\w.-]+/[\w.-]+)?#\d+\b",
+    re.I,
+)
+# A conventional commit's type ("fix(gzip): ...", "feat!: ..."): ``fix(gzip)`` is no call of a
+# function ``fix``; its scope (``gzip``) stays a word of the task.
+CONVENTIONAL_TYPE = re.compile(
+    r"^([ \t]*)(?:fix|feat|chore|docs|refactor|perf|test|tests|build|ci|style|revert)"
+    r"(?:\(([^()\n]*)\))?!?:",
+    re.M | re.I,
+)
+EMAIL = re.compile(r"<?\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b>?")
 # ``@path`` or, for a path with spaces (what the app's completion inserts), ``@"src dir/a.py"``.
 MENTION = re.compile(r'(?<![\w@])@(?:"([^"\n]{1,300})"|([\w./\\-]+[\w]))')
 QUOTED = re.compile(r"`([^`\n]{1,200})`|\"([^\"\n]{1,200})\"|(?<!\w)'([^'\n]{1,200})'(?!\w)")
@@ -303,6 +325,10 @@ def clean_report(task: str) -> str:
 
 def _clean_prose(text: str) -> str:
     text = HTML_COMMENT.sub(" ", text)
+    text = TRAILER_LINE.sub("", text)
+    text = ISSUE_REFERENCE.sub(" ", text)
+    text = CONVENTIONAL_TYPE.sub(r"\1\2:", text)
+    text = EMAIL.sub(" ", text)
     text = CHECKLIST.sub("", text)
     text = ENVIRONMENT_LINE.sub("", text)
     text = MD_IMAGE.sub(" ", text)

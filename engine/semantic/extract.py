@@ -60,6 +60,7 @@ RULES_CLASSES: dict[str, str] = {
     "elixir": "engine.semantic.lang_definitions:ElixirRules",
     "hcl": "engine.semantic.lang_definitions:HclRules",
     "commonlisp": "engine.semantic.lang_definitions:CommonLispRules",
+    "julia": "engine.semantic.lang_definitions:JuliaRules",
 }
 FULL_NAMES = frozenset(info.name for info in FULL_LANGUAGES)
 
@@ -183,8 +184,15 @@ def analyze_source(
     # same-length copy with invalid bytes as "?"; text fields still come from the original.
     # A file that declares another encoding (`# -*- coding: latin-1 -*-`) is parsed as its
     # characters: its docstrings and signatures were stored with U+FFFD for every accent.
-    source = as_utf8(source)
-    tree = _parser(lang).parse(_valid_utf8(source))
+    parsed = _valid_utf8(source)
+    if parsed is not source:  # not UTF-8: its declared encoding, if any, decides the characters
+        source = as_utf8(source)
+        parsed = _valid_utf8(source)
+    tree = _parser(lang).parse(parsed)
+    if tree.root_node.has_error:
+        spelled = compiled.rules.without_macros(parsed)
+        if spelled is not None:
+            tree = _parser(lang).parse(spelled)  # same length: spans still index ``source``
     root = tree.root_node
     from tree_sitter import QueryCursor
 
@@ -369,7 +377,12 @@ class _Sweep:
         outer = rules.outer_node(node)
         first = rules.span_start(outer)
         arity = rules.arity(node, record.kind, src)
-        body = src[first.start_byte : outer.end_byte]
+        end_byte, end_row = outer.end_byte, outer.end_point.row
+        repaired = rules.repaired_end(node, src) if node.has_error else None
+        if repaired is not None:  # the parse ran past the definition's closing brace
+            end_byte = repaired
+            end_row = first.start_point.row + src.count(b"\n", first.start_byte, end_byte)
+        body = src[first.start_byte : end_byte]
         calls = tuple(record.calls)
         signature, doc = rules.signature_and_doc(node, src)
         ident = symbol_id(self.path, record.qualified, record.kind, arity)
@@ -386,7 +399,7 @@ class _Sweep:
             file=self.path,
             language=self.language,
             start_line=first.start_point.row + 1,
-            end_line=outer.end_point.row + 1,
+            end_line=end_row + 1,
             signature=signature,
             doc=doc,
             parent=record.parent,

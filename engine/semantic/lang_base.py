@@ -108,6 +108,17 @@ class LangRules:
     module_members_are_methods: bool = False
 
     # ---- definitions -------------------------------------------------------
+    def without_macros(self, src: bytes) -> bytes | None:
+        """A same-length copy of a file the parser choked on, its statement macros spelled out.
+
+        None when there is nothing to spell out (the first parse stands).
+        """
+        return None
+
+    def repaired_end(self, node: Node, src: bytes) -> int | None:
+        """Where a definition that the parser ran past really ends (C-family braces), else None."""
+        return None
+
     def def_name(self, node: Node, kind: str, src: bytes) -> DefName | None:
         name_node = node.child_by_field_name("name")
         if name_node is None:

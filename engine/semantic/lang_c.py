@@ -6,6 +6,8 @@ section (or in a struct with no access specifier before it).
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
 from engine.semantic.lang_base import DefName, LangRules, collapse, text
@@ -21,6 +23,25 @@ _DECLARATOR_WRAPPERS = frozenset(
     }
 )
 _CLASS_BODIES = frozenset({"field_declaration_list"})
+# Exception and specifier macros that end without a semicolon (Boost, nlohmann/json, Qt, ...):
+# ``BOOST_TRY { } BOOST_CATCH(...) { BOOST_RETHROW } BOOST_CATCH_END`` derails the parse for
+# hundreds of lines. Spelled as what they expand to, padded to the same length.
+_STATEMENT_MACROS = re.compile(
+    rb"\b[A-Z][A-Z0-9_]*_(?:TRY|CATCH|CATCH_END|RETHROW|NOEXCEPT|NOEXCEPT_OR_NOTHROW"
+    rb"|CONSTEXPR|CXX14_CONSTEXPR|FORCEINLINE|NOINLINE)\b"
+)
+_MACRO_SPELLING = {b"TRY": b"try", b"CATCH": b"catch", b"RETHROW": b"throw;", b"NOEXCEPT": b"noexcept"}
+
+
+def _spelled(match: re.Match[bytes]) -> bytes:
+    word = match.group()
+    return _MACRO_SPELLING.get(word.rsplit(b"_", 1)[1] if not word.endswith(b"_END") else b"", b"").ljust(
+        len(word)
+    )
+
+
+# Comments, string and character literals (whose braces do not count), and braces.
+_BRACE_TOKENS = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[{}]', re.DOTALL)
 
 
 def _function_declarator(node: Node) -> Node | None:
@@ -39,6 +60,31 @@ class CRules(LangRules):
     call_name_types = frozenset({"identifier"})
     call_member_types = {"field_expression": ("argument", "field")}
 
+    def repaired_end(self, node: Node, src: bytes) -> int | None:
+        """The byte after the brace that closes a function's body, when the parse ran past it.
+
+        Macros that end without a semicolon (``BOOST_TRY {...} BOOST_CATCH(...) {...}
+        BOOST_CATCH_END``, an inline ``asm``) make tree-sitter's recovery stretch a function
+        over the methods after it; counting the body's braces finds its real end.
+        """
+        if node.type != "function_definition":
+            return None
+        body = node.child_by_field_name("body")
+        start = body.start_byte if body is not None else src.find(b"{", node.start_byte, node.end_byte)
+        if start < 0:
+            return None
+        depth = 0
+        for match in _BRACE_TOKENS.finditer(src, start, node.end_byte):
+            token = match.group()
+            if token == b"{":
+                depth += 1
+            elif token == b"}":
+                depth -= 1
+                if depth == 0:
+                    end = match.end()
+                    return end if end < node.end_byte else None
+        return None
+
     def def_name(self, node: Node, kind: str, src: bytes) -> DefName | None:
         node_type = node.type
         if node_type == "function_definition":
@@ -46,6 +92,8 @@ class CRules(LangRules):
             target = func.child_by_field_name("declarator") if func is not None else None
             if target is None:
                 return None
+            if node.child_by_field_name("type") is None and text(target, src).isupper():
+                return None  # BOOST_CATCH(...) { ... }: a macro and its block, no definition
             if target.type == "qualified_identifier":
                 full = text(target, src)
                 owner, _, name = full.rpartition("::")
@@ -137,5 +185,12 @@ def _signature_to_body(node: Node, src: bytes) -> str:
 class CppRules(CRules):
     name = "cpp"
     grammar = "cpp"
+
+    def without_macros(self, src: bytes) -> bytes | None:
+        if b"_TRY" not in src and b"_NOEXCEPT" not in src and b"_CONSTEXPR" not in src:
+            return None
+        spelled = _STATEMENT_MACROS.sub(_spelled, src)
+        return spelled if spelled != src else None
+
     call_name_types = frozenset({"identifier"})
     call_member_types = {"field_expression": ("argument", "field")}

@@ -139,3 +139,33 @@ class CommonLispRules(GenericRules):
         header = next((c for c in node.named_children if c.type == "defun_header"), None)
         name = header.child_by_field_name("function_name") if header is not None else None
         return DefName(text(name, src), kind) if name is not None else None
+
+
+# Julia header nodes whose first named child leads to the defined name.
+_JULIA_HEADS = frozenset(
+    {
+        "signature",
+        "type_head",
+        "where_expression",
+        "typed_expression",
+        "call_expression",
+        "binary_expression",
+        "parametrized_type_expression",
+    }
+)
+
+
+class JuliaRules(GenericRules):
+    """``function f(x)`` / ``function Base.show(io, x)::T where T`` / ``struct P{T} <: A``.
+
+    The name is the head of the signature's call, never a name from the body (the generic
+    breadth-first search found ``x`` in ``function f(x) x end``).
+    """
+
+    def def_name(self, node: Node, kind: str, src: bytes) -> DefName | None:
+        current: Node | None = node.named_children[0] if node.named_child_count else None
+        while current is not None and current.type in _JULIA_HEADS and current.named_child_count:
+            current = current.named_children[0]
+        if current is not None and current.type in ("identifier", "field_expression"):
+            return DefName(text(current, src), kind)
+        return super().def_name(node, kind, src)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import ConfigError, SemforaError
@@ -153,10 +154,14 @@ def anchor_channel(
         exact = store.symbols_by_name(name, limit=SYMBOL_RESULTS_PER_ANCHOR)
         if not exact and "." in name:
             owner, last = name.rsplit(".", 1)
+            module = owner.rsplit(".", 1)[-1]
             exact = [
                 s
                 for s in store.symbols_by_name(last, limit=20)
-                if s.qualified_name.endswith("." + name) or s.parent == owner
+                if s.qualified_name.endswith("." + name)
+                or s.parent == owner
+                # `routing.get_name()` written on purpose: a module's function, with its module
+                or (explicit and s.qualified_name == last and PurePosixPath(s.file).stem == module)
             ]
         label = "named in the task" if explicit else "exact name match"
         for sym in exact:

@@ -79,6 +79,24 @@ def signature_end(lines: Sequence[str], start: int, end: int) -> int:
     return fallback if fallback is not None else start
 
 
+def doc_lines(lines: Sequence[str], start: int, end: int) -> set[int]:
+    """The lines of a definition that are documentation: its docstring (the string right after
+    its signature) and every comment line."""
+    end = min(end, len(lines))
+    out = {n for n in range(start, end + 1) if _COMMENT.match(lines[n - 1].strip())}
+    n = signature_end(lines, start, end) + 1
+    while n <= end and not lines[n - 1].strip():
+        n += 1
+    quote = _DOCSTRING_OPEN.match(lines[n - 1].strip()) if n <= end else None
+    if quote is not None:
+        close = quote.group(1)
+        last = n
+        if close not in lines[n - 1].strip()[quote.end() :]:
+            last = next((m for m in range(n + 1, end + 1) if close in lines[m - 1]), n)
+        out.update(range(n, last + 1))
+    return out
+
+
 def head_lines(lines: Sequence[str], start: int, end: int) -> tuple[list[int], list[int]]:
     """(signature lines, opening lines of the body): the docstring's first ``HEAD_DOC_LINES``
     (a longer docstring's rest is left out) and the first ``HEAD_CODE_LINES`` statements."""
@@ -134,6 +152,15 @@ def is_stub(lines: Sequence[str], start: int, end: int) -> bool:
         if stripped and not _COMMENT.match(stripped) and stripped not in _STUB_STATEMENTS:
             return False
     return True
+
+
+def doc_above(lines: Sequence[str], line: int, floor: int) -> int:
+    """The first line of the comment block right above ``line`` (``/** ... */``, ``///``,
+    ``#`` lines; not above ``floor``), or ``line`` itself when there is none."""
+    n = line - 1
+    while n >= floor and n <= len(lines) and _COMMENT.match(lines[n - 1].strip()):
+        n -= 1
+    return n + 1
 
 
 def _indent(line: str) -> str:

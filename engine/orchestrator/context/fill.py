@@ -27,7 +27,7 @@ from typing import Any
 
 from engine.orchestrator.budget import ContextBudget, ContextItem, Priority
 from engine.orchestrator.context.candidates import Candidate
-from engine.orchestrator.context.excerpt import MIN_EXCERPT_TOKENS, excerpt
+from engine.orchestrator.context.excerpt import MIN_EXCERPT_TOKENS, doc_lines, excerpt, signature_end
 from engine.orchestrator.intent import Intent
 from engine.tokens import CHARS_PER_TOKEN, tokens_for_chars
 from engine.words import plural
@@ -64,6 +64,8 @@ LOCALITY_FLOOR = 0.5
 TARGETS = 3
 # Code items after this many are MEDIUM: evicted first if something more important arrives.
 HIGH_ITEMS = 8
+# A definition whose body other items already show at least this much of is not sent again.
+SHOWN_ENOUGH = 0.6
 # An @mentioned file is sent whole if it takes at most this share of the budget.
 MENTIONED_FILE_SHARE = 0.3
 
@@ -83,6 +85,9 @@ class Layout:
     # must not be hidden from a nested definition shown later (they would cut its head off).
     shown: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     code: list[str] = field(default_factory=list)  # candidate keys shown as code, in order
+    # file -> every line some source item shows (whole or excerpt): a closure whose body an
+    # excerpt of its function already shows is not sent a second time.
+    lines_shown: dict[str, set[int]] = field(default_factory=dict)
     map_ids: dict[str, str] = field(default_factory=dict)  # candidate key -> map item id
     sections: dict[str, int] = field(default_factory=dict)  # item id -> section (send order)
 
@@ -202,6 +207,8 @@ class Filler:
         lines = self.reader.lines(c.file)
         if not lines:
             return False
+        if not c.is_container and self._mostly_shown(c.file, lines, start, end):
+            return False
         place = len(self.layout.code)
         matched = ", ".join(f"'{w}'" for w in c.matched[:4])
         why = f"{self.label(place)}: " + (f"has {matched}; " if matched else "") + c.reason
@@ -212,9 +219,14 @@ class Filler:
         share = int(share_for(place) * self.budget.limit)
         cap = min(room, max(share, overhead + MIN_EXCERPT_TOKENS) if leftover else share)
         hidden = self.layout.inside(c.file, start, end)
+        weights = self.ranker.line_weights(c)
         if c.is_container and (hidden or not self._fits_whole(lines, start, end, cap)):
-            hidden = sorted(set(hidden) | set(self.ranker.members(c)))
-        found = excerpt(lines, start, end, self.ranker.line_weights(c), cap - overhead, hidden=hidden)
+            hidden = sorted(set(hidden) | set(self.ranker.members(c, lines)))
+            # A skeleton's room goes to the lines that declare (members, fields), not to the
+            # task's words in its docstring or comments.
+            docs = doc_lines(lines, start, end)
+            weights = {n: w for n, w in weights.items() if n not in docs}
+        found = excerpt(lines, start, end, weights, cap - overhead, hidden=hidden)
         if found is None:
             return False
         if c.key in self.layout.map_ids:  # shown as code now: its brief is redundant
@@ -234,9 +246,19 @@ class Filler:
             return False
         self.layout.code.append(c.key)
         self.layout.sections[item.id] = SECTION_CODE
+        self.layout.lines_shown.setdefault(c.file, set()).update(found.shown)
         if not found.elided and not hidden:
             self.layout.shown.setdefault(c.file, []).append((start, end))
         return True
+
+    def _mostly_shown(self, file: str, lines: list[str], start: int, end: int) -> bool:
+        """Whether items already laid out show most of this definition's body (a nested function
+        inside the excerpt of the function that holds it)."""
+        seen = self.layout.lines_shown.get(file)
+        if not seen:
+            return False
+        body = range(signature_end(lines, start, min(end, len(lines))) + 1, min(end, len(lines)) + 1)
+        return len(body) > 0 and sum(n in seen for n in body) >= SHOWN_ENOUGH * len(body)
 
     @staticmethod
     def _fits_whole(lines: list[str], start: int, end: int, cap: int) -> bool:

@@ -21,7 +21,7 @@ import re
 import statistics
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from engine.errors import SemforaError
@@ -31,7 +31,7 @@ from engine.orchestrator.context.candidates import (
     neighbourhood,
     of_symbol,
 )
-from engine.orchestrator.context.excerpt import is_stub
+from engine.orchestrator.context.excerpt import doc_above, is_stub
 from engine.orchestrator.context.graph import GRAPH_SEEDS, personalised_pagerank
 from engine.orchestrator.context.reads import RepoReader
 from engine.policy.paths import PathKind, classify_path
@@ -59,6 +59,9 @@ MODULE_WEIGHT = 0.5
 # wrong. It counts this much unless the task acts on docs (``asks_for_tests``); the code that
 # implements the behaviour it describes is what a fix changes.
 STUB_WEIGHT = 0.5
+# A comment of at least this many lines right above a member is its doc, left out of its
+# container's skeleton (shorter ones cost no more than the gap's marker).
+MIN_DOC_LINES = 3
 # Words that name tests, examples or docs. Saying one is not asking for them: "when a test
 # raises", "the short test summary", "the test runner strips colour", "in tests I assert..."
 # describe the library's behaviour (a testing tool's above all), and the code to change is the
@@ -244,13 +247,22 @@ class Ranker:
             ranges.append((cursor, end))
         return ranges
 
-    def members(self, c: Candidate) -> list[tuple[int, int]]:
-        """The bodies of a container's members (hidden when the container is shown as code)."""
+    def members(self, c: Candidate, lines: Sequence[str] = ()) -> list[tuple[int, int]]:
+        """The bodies of a container's members (hidden when the container is shown as code),
+        and, given the file's ``lines``, the doc comment of several lines right above a member's
+        first line: the member's line names it, its docblock is its own item's (a PHP class's
+        skeleton was 600 tokens of ``/** ... */`` at a 2,000-token budget)."""
         own = self.own_ranges(c)
         hidden = []
         for (_a, b), (a2, _b2) in zip(own, own[1:], strict=False):
             if a2 > b + 1:
                 hidden.append((b + 1, a2 - 1))
+        if lines:
+            for a, b in own[:-1]:  # b: a member's first line
+                first = doc_above(lines, b, a)
+                if b - first >= MIN_DOC_LINES:
+                    hidden.append((first, b - 1))
+            hidden.sort()
         return hidden
 
     def line_weights(self, c: Candidate) -> dict[int, float]:
