@@ -2,14 +2,18 @@
 
 The fake Anthropic server runs as its own process, scripted per test. Each test types
 the way a person does (a burst of keys, a bracketed paste, a key right after a mode
-switch) and then waits for the screen state it needs: it polls ``capture-pane`` and
-never sleeps for a fixed time. What the keys must not do is checked on disk.
+switch) and then waits for the screen state it needs: it looks at ``capture-pane`` each time the
+pane writes something (tmux pipes the pane's output into a FIFO the test blocks on), and never
+sleeps for a fixed time. What the keys must not do is checked on disk.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import select
+import shlex
 import shutil
 import subprocess
 import sys
@@ -43,8 +47,9 @@ TYPED = "/accept all now also update the docs"
 PASTED = "/accept all\n"
 # Seconds to wait for one expected screen; generous because the machine is shared.
 SCREEN_TIMEOUT = 60
-# Between two looks at the screen: polling, not waiting for time to pass.
-POLL = 0.05
+# A wait with no output from the pane looks again after this long anyway (a file the app writes
+# after its last redraw, a process that exits without one): a safety net, not how a wait ends.
+RECHECK = 1.0
 
 
 class FakeServer:
@@ -89,6 +94,34 @@ class Tmux:
 
     def __init__(self, socket: str) -> None:
         self.socket = socket
+        self._output: list[int] = []  # the FIFO the pane's output goes to: (read end, write end)
+
+    def watch(self, fifo: Path) -> None:
+        """Pipe the pane's output into ``fifo``, so a wait wakes when the screen can have changed.
+
+        The test holds a write end too: the FIFO never reads as ended, and an idle pane blocks."""
+        os.mkfifo(fifo)
+        self._output = [
+            os.open(fifo, os.O_RDONLY | os.O_NONBLOCK),
+            os.open(fifo, os.O_WRONLY | os.O_NONBLOCK),
+        ]
+        self.run("pipe-pane", "-t", "e2e", "-o", f"cat > {shlex.quote(str(fifo))}")
+
+    def close(self) -> None:
+        for fd in self._output:
+            os.close(fd)
+        self._output = []
+
+    def next_output(self, timeout: float) -> None:
+        """Return once the pane has written something (what it wrote is drained), or after ``timeout``."""
+        if not self._output:
+            raise AssertionError("the pane is not watched: call watch() after new-session")
+        poller = select.poll()  # not select(): a test process may hold descriptors past 1024
+        poller.register(self._output[0], select.POLLIN)
+        if poller.poll(max(0.0, timeout) * 1000):
+            with contextlib.suppress(BlockingIOError):
+                while os.read(self._output[0], 1 << 16):
+                    pass
 
     def run(self, *args: str) -> str:
         proc = subprocess.run(
@@ -127,18 +160,18 @@ class Tmux:
             screen = self.screen()
             if predicate(screen):
                 return screen
-            time.sleep(POLL)
+            self.next_output(min(RECHECK, deadline - time.monotonic()))
         raise AssertionError(f"timed out waiting for {what}; the screen was:\n{screen}")
 
     def footer(self) -> str:
         return self.screen().rstrip("\n").splitlines()[-1]
 
 
-def _wait_until(condition: Callable[[], bool], what: str) -> None:
+def _wait_until(tmux: Tmux, condition: Callable[[], bool], what: str) -> None:
     deadline = time.monotonic() + SCREEN_TIMEOUT
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(POLL)
+        tmux.next_output(min(RECHECK, deadline - time.monotonic()))
 
 
 def _history(xdg_cache: Path) -> list[Path]:
@@ -171,6 +204,7 @@ def app_in_tmux(make_repo, tmp_path: Path) -> Iterator[Callable[..., tuple[Tmux,
         sessions.append(tmux)
         command = " ".join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), SEMFORA, str(root)])
         tmux.run("new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", command)
+        tmux.watch(tmp_path / f"pane-{len(sessions)}.out")
         if not ready:
             return tmux, root
         tmux.wait_for(
@@ -184,6 +218,7 @@ def app_in_tmux(make_repo, tmp_path: Path) -> Iterator[Callable[..., tuple[Tmux,
     finally:
         for tmux in sessions:
             subprocess.run(["tmux", "-L", tmux.socket, "kill-server"], capture_output=True, check=False)
+            tmux.close()
 
 
 def _ask_for_the_edit(tmux: Tmux) -> None:
@@ -228,7 +263,7 @@ def test_keys_after_a_staged_reply_stay_text_then_review_commit_and_undo(
         lambda s: "Commit 1 accepted hunk in 1 file?" in s and "Commit (y)" in s, "the commit dialog"
     )
     tmux.keys("y")
-    _wait_until(lambda: target.read_text() != ORIGINAL, "the commit to reach the disk")
+    _wait_until(tmux, lambda: target.read_text() != ORIGINAL, "the commit to reach the disk")
     assert target.read_text() == EDITED
     # Back to the prompt and straight into a command, without waiting: no key may be lost.
     tmux.wait_for(lambda s: "Committed" in s or "committed" in s, "the commit note")
@@ -245,7 +280,7 @@ def test_keys_after_a_staged_reply_stay_text_then_review_commit_and_undo(
     tmux.keys("Enter")
     tmux.wait_for(lambda s: "Session: 1 turn," in s, "the /cost answer")
     tmux.keys("C-q")
-    _wait_until(lambda: not tmux.alive(), "the app to exit on ctrl+q")
+    _wait_until(tmux, lambda: not tmux.alive(), "the app to exit on ctrl+q")
 
 
 def test_keys_while_a_reply_streams_go_to_the_prompt_and_a_sent_message_waits_its_turn(
@@ -280,7 +315,7 @@ def test_keys_while_a_reply_streams_go_to_the_prompt_and_a_sent_message_waits_it
     assert _history(cache) == []
     assert not (tmp_path / "no-editor-should-start").exists()
     tmux.keys("C-q")
-    _wait_until(lambda: not tmux.alive(), "the app to exit on ctrl+q")
+    _wait_until(tmux, lambda: not tmux.alive(), "the app to exit on ctrl+q")
 
 
 def test_escape_and_the_next_question_typed_at_once_leave_review_mode(
@@ -304,7 +339,7 @@ def test_escape_and_the_next_question_typed_at_once_leave_review_mode(
     assert target.read_text() == ORIGINAL
     assert not (tmp_path / "no-editor-should-start").exists()
     tmux.keys("C-q")
-    _wait_until(lambda: not tmux.alive(), "the app to exit on ctrl+q")
+    _wait_until(tmux, lambda: not tmux.alive(), "the app to exit on ctrl+q")
 
 
 def test_quitting_with_staged_hunks_says_they_are_kept_and_how_to_get_back_to_them(
@@ -345,7 +380,7 @@ def test_quitting_during_the_first_index_of_a_big_repository_is_prompt(
     tmux, root = app_in_tmux(fake_server([]), files, ready=False)
     tmux.wait_for(lambda s: "index: parsing" in s, "the first index to parse")
     tmux.keys("C-q")
-    _wait_until(lambda: not tmux.alive(), "the app to exit")
+    _wait_until(tmux, lambda: not tmux.alive(), "the app to exit")
     index_db = RepoLayout.for_path(root).index_db
     if index_db.exists():
         with sqlite3.connect(index_db) as db:
@@ -387,7 +422,7 @@ def test_quitting_while_another_process_holds_the_index_lock_is_prompt(
         )
         started = time.monotonic()
         tmux.keys("C-q")
-        _wait_until(lambda: not tmux.alive(), "the app to exit")
+        _wait_until(tmux, lambda: not tmux.alive(), "the app to exit")
         assert time.monotonic() - started < 10, "ctrl+q waited for the other process's lock"
     finally:
         assert holder.stdin is not None
@@ -420,4 +455,4 @@ def test_a_hunk_id_under_a_long_path_is_on_screen_and_accepts_typed_at_full_spee
     tmux.keys("Enter")
     tmux.wait_for(lambda s: "[✓] accepted" in s, "the hunk accepted by its id")
     tmux.keys("C-q")
-    _wait_until(lambda: not tmux.alive(), "the app to exit on ctrl+q")
+    _wait_until(tmux, lambda: not tmux.alive(), "the app to exit on ctrl+q")

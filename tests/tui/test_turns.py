@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from textual import events
 from textual.color import Color
-from textual.widgets import Collapsible, Label
+from textual.widgets import Collapsible, Label, TextArea
 from textual.widgets.markdown import MarkdownBlock
 
 from semfora_tui.widgets.reply import FrozenSegment, ReplyFence
@@ -186,19 +186,32 @@ async def test_streaming_5000_tokens_keeps_the_prompt_responsive(
     assert len(text) // 4 >= 5000  # ~5k tokens at the chars/4 estimate
     fake_anthropic.reply(text, chunk_chars=16, delay=0.002)
     app = make_app()
-    async with app.run_test(size=(120, 40)) as pilot:
+    prompt_changed = asyncio.Event()
+
+    def hook(message: object) -> None:  # every message as it is posted, the prompt's edits among them
+        if isinstance(message, TextArea.Changed):
+            prompt_changed.set()
+
+    async with app.run_test(size=(120, 40), message_hook=hook) as pilot:
         await settle(pilot)
         lags: list[float] = []
         stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        ticked = asyncio.Event()
 
-        async def probe() -> None:
+        def tick(due: float) -> None:
             # How late a 10 ms timer fires is how long a key press would wait for the UI thread.
-            while not stop.is_set():
-                started = time.perf_counter()
-                await asyncio.sleep(0.01)
-                lags.append(time.perf_counter() - started - 0.01)
+            lags.append(loop.time() - due)
+            if stop.is_set():
+                ticked.set()
+            else:
+                schedule()
 
-        task = asyncio.create_task(probe())
+        def schedule() -> None:
+            due = loop.time() + 0.01
+            loop.call_at(due, tick, due)
+
+        schedule()
         await _submit(pilot, app, "list everything")
         await _wait_for(pilot, lambda: app.main.streaming and len(app.main.turn.source) > 0)
         app.prompt.focus()
@@ -209,9 +222,13 @@ async def test_streaming_5000_tokens_keeps_the_prompt_responsive(
             started = time.perf_counter()
             app.post_message(events.Key(ch, ch))
             typed += ch
-            while app.prompt.text != typed:  # the state, polled finely: the wait is the figure
-                assert time.perf_counter() - started < STATE_TIMEOUT, f"key {ch!r} never reached the prompt"
-                await asyncio.sleep(0.005)
+            while True:  # woken by the prompt's own Changed message: the wait is the figure
+                prompt_changed.clear()
+                if app.prompt.text == typed:
+                    break
+                left = STATE_TIMEOUT - (time.perf_counter() - started)
+                assert left > 0, f"key {ch!r} never reached the prompt"
+                await asyncio.wait_for(prompt_changed.wait(), left)
             key_latency.append(time.perf_counter() - started)
         # The keys landed while the reply was still arriving.
         assert app.main.streaming, "the reply should still be streaming while the user types"
@@ -221,7 +238,7 @@ async def test_streaming_5000_tokens_keeps_the_prompt_responsive(
             pilot, lambda: not app.main.streaming, timeout=240
         )  # ~10 s of CPU to render; busy shared cores
         stop.set()
-        await task
+        await ticked.wait()
         await settle(pilot)
         assert app.prompt.text == "next"
         assert app.main.turn.source.rstrip() == text.rstrip()
